@@ -1,0 +1,312 @@
+/* ir.h - blk's stateful tile IR.
+ *
+ * The IR is the analogue of Pallas's stateful jaxpr.  A module holds
+ * kernels; a kernel's body is a region of ops in SSA form.  Values are tiles
+ * (a dtype and a static, possibly symbolic shape; rank 0 is a scalar) or
+ * Refs.  Refs are the only mutable state and every access to one is an
+ * explicit op (load, store, swap, atomic_add).  Control flow is structured:
+ * `for` and `if` are ops that own regions; a region is one straight-line
+ * list of ops with block arguments, ended by `yield` where it produces
+ * values.  The textual form (docs/ir.md) prints and parses back exactly.
+ *
+ * All IR memory comes from the module's arena.
+ */
+#ifndef BLK_IR_H
+#define BLK_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "diag.h"
+#include "sym.h"
+
+#define BLK_MAX_RANK 4
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+/* X(ENUM, "name", bytes)  ORDER DTYPE: runtime/blk.h's BLK_DTYPE_* agree. */
+#define BLK_DTYPES(X)            \
+	X(F32, "f32", 4)         \
+	X(F16, "f16", 2)         \
+	X(BF16, "bf16", 2)       \
+	X(I32, "i32", 4)         \
+	X(BOOL, "bool", 1)
+
+typedef enum {
+#define X(e, n, b) BLK_##e,
+	BLK_DTYPES(X)
+#undef X
+	BLK_NUM_DTYPES
+} BlkDType;
+
+const char *blk_dtype_name(BlkDType t);
+int blk_dtype_size(BlkDType t);
+bool blk_dtype_from_name(const char *name, BlkDType *out);
+bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
+
+/* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
+float blk_f16_to_f32(uint16_t h);
+uint16_t blk_f32_to_f16(float f);
+float blk_bf16_to_f32(uint16_t h);
+uint16_t blk_f32_to_bf16(float f);
+
+/* ---- types ------------------------------------------------------------- */
+
+typedef enum { BLK_TYPE_TILE, BLK_TYPE_REF } BlkTypeKind;
+
+/* Memory space of a Ref: kernel arrays are global, scratch is shared. */
+typedef enum { BLK_SPACE_GLOBAL, BLK_SPACE_SHARED } BlkSpace;
+
+/* Small and copied by value.  TILE with rank 0 is a scalar.
+ * REF: a view of memory of the given dtype and shape. */
+typedef struct BlkType {
+	BlkTypeKind kind;
+	BlkDType dtype;
+	int rank;
+	const BlkSym *dims[BLK_MAX_RANK];
+	BlkSpace space; /* REF only */
+} BlkType;
+
+BlkType blk_type_scalar(BlkDType t);
+BlkType blk_type_tile(BlkDType t, int rank, const BlkSym *const *dims);
+BlkType blk_type_ref(BlkDType t, int rank, const BlkSym *const *dims, BlkSpace space);
+bool blk_type_equal(const BlkType *a, const BlkType *b);
+bool blk_type_is_scalar(const BlkType *t);
+/* Text form: i32, f32[64, K], ref<f32[64, K]>, ref<shared f32[64, 64]> */
+void blk_type_print(FILE *out, const BlkType *t);
+
+/* ---- values, ops, regions --------------------------------------------- */
+
+typedef struct BlkOp BlkOp;
+typedef struct BlkRegion BlkRegion;
+
+typedef struct BlkValue {
+	BlkType type;
+	BlkOp *def;         /* defining op, or NULL for a region argument */
+	BlkRegion *owner;   /* region argument: its region */
+	int index;          /* result number or argument number */
+	const char *name;   /* source name hint ("acc"); may be NULL */
+	int id;             /* scratch for printers and passes */
+} BlkValue;
+
+/* How a Ref access addresses one dim of the Ref (Pallas indexers).
+ * The operands of an access op are: the ref, then one i32 scalar per
+ * SCALAR or DS entry in order, then (store/swap/atomic_add) the value. */
+typedef enum {
+	BLK_INDEX_FULL,   /* `:` the whole dim */
+	BLK_INDEX_SCALAR, /* i: one element; the dim is dropped from the result */
+	BLK_INDEX_DS,     /* ds(start, size): size elements from start; size static */
+} BlkIndexKind;
+
+typedef struct BlkIndex {
+	BlkIndexKind kind;
+	const BlkSym *size; /* DS only */
+} BlkIndex;
+
+typedef enum {
+	BLK_ATTR_INT,
+	BLK_ATTR_FLOAT,
+	BLK_ATTR_STRING,
+	BLK_ATTR_DTYPE,
+	BLK_ATTR_INDEX,   /* one BlkIndex per dim of the accessed ref */
+} BlkAttrKind;
+
+typedef struct BlkAttr {
+	const char *name;
+	BlkAttrKind kind;
+	union {
+		int64_t i;           /* INT */
+		double f;            /* FLOAT */
+		const char *s;       /* STRING */
+		BlkDType dtype;      /* DTYPE */
+		struct {
+			int n;
+			const BlkIndex *v;
+		} index;             /* INDEX */
+	};
+} BlkAttr;
+
+#define BLK_OPF_PURE 1u
+#define BLK_OPF_EFFECT 2u
+#define BLK_OPF_TERM 4u
+#define BLK_OPF_ELEMENTWISE 8u
+
+typedef enum {
+#define OP(e, n, f) BLK_OP_##e,
+#include "ops.def"
+#undef OP
+	BLK_NUM_OPS
+} BlkOpKind;
+
+const char *blk_op_name(BlkOpKind k);
+unsigned blk_op_flags(BlkOpKind k);
+bool blk_op_from_name(const char *name, BlkOpKind *out);
+
+struct BlkOp {
+	BlkOpKind kind;
+	BlkLoc loc;
+	int noperands;
+	BlkValue **operands;
+	int nresults;
+	BlkValue **results;
+	int nregions;
+	BlkRegion **regions;
+	int nattrs;
+	BlkAttr *attrs;
+	BlkRegion *parent;
+	BlkOp *prev, *next;
+};
+
+/* A region is one block: arguments and a doubly linked list of ops. */
+struct BlkRegion {
+	int nargs;
+	BlkValue **args;
+	BlkOp *first, *last;
+	BlkOp *parent; /* owning op; NULL for a kernel body or an index map */
+};
+
+/* ---- kernels and modules ---------------------------------------------- */
+
+typedef enum { BLK_ACCESS_IN, BLK_ACCESS_OUT, BLK_ACCESS_INOUT, BLK_ACCESS_SCRATCH } BlkAccess;
+const char *blk_access_name(BlkAccess a); /* "in" "out" "inout" "scratch" */
+
+/* A kernel parameter: an array the launch passes (in/out/inout) with its
+ * BlockSpec, or a scratch buffer (no spec; shape static).
+ *
+ * BlockSpec: block[d] is the block's extent along array dim d (a sym), or
+ * squeezed[d] (Pallas's None: extent 1, dim dropped from the block Ref).
+ * index_map's args are the grid indices (i32 scalars, one per grid axis); it
+ * yields one i32 block index per array dim.  The block of program p starts
+ * at element index_map(p)[d] * block[d] along dim d. */
+typedef struct BlkParam {
+	const char *name;
+	BlkLoc loc;
+	BlkAccess access;
+	BlkDType dtype;
+	int rank;
+	const BlkSym *shape[BLK_MAX_RANK];
+	const BlkSym *block[BLK_MAX_RANK];
+	bool squeezed[BLK_MAX_RANK];
+	BlkRegion *index_map;  /* NULL for scratch */
+} BlkParam;
+
+typedef enum { BLK_CPARAM_INT, BLK_CPARAM_FLOAT, BLK_CPARAM_BOOL, BLK_CPARAM_DTYPE } BlkCParamKind;
+
+/* A compile-time parameter with the value this compilation used. */
+typedef struct BlkCParam {
+	const char *name;
+	BlkCParamKind kind;
+	int64_t i;      /* INT, BOOL */
+	double f;       /* FLOAT */
+	BlkDType dtype; /* DTYPE */
+} BlkCParam;
+
+typedef struct BlkKernel {
+	const char *name;
+	BlkLoc loc;
+	int nparams;
+	BlkParam *params;        /* declaration order */
+	int nsizes;
+	const char **sizes;      /* launch sizes, in order of first appearance */
+	int grid_rank;
+	const BlkSym *grid[BLK_MAX_RANK];
+	bool grid_seq[BLK_MAX_RANK]; /* sequential axis: runs in order inside one program, scratch persists */
+	int ncparams;
+	BlkCParam *cparams;
+	int num_warps, num_stages;
+	/* args: one Ref per param, in param order.  An array param's Ref is its
+	 * block (shape: block dims minus squeezed ones); scratch is the buffer. */
+	BlkRegion *body;
+	struct BlkKernel *next;
+} BlkKernel;
+
+typedef struct BlkModule {
+	BlkArena *arena;
+	BlkKernel *first, *last;
+	int nkernels;
+} BlkModule;
+
+BlkModule *blk_module_create(BlkArena *a);
+BlkKernel *blk_kernel_add(BlkModule *m, const char *name, BlkLoc loc);
+BlkKernel *blk_module_find(const BlkModule *m, const char *name);
+
+/* ---- building ---------------------------------------------------------- */
+
+BlkRegion *blk_region_create(BlkArena *a);
+BlkValue *blk_region_add_arg(BlkArena *a, BlkRegion *r, BlkType type, const char *name);
+
+/* Inserts new ops into `region` before `before` (NULL: at the end). */
+typedef struct BlkBuilder {
+	BlkArena *arena;
+	BlkRegion *region;
+	BlkOp *before;
+} BlkBuilder;
+
+void blk_builder_at_end(BlkBuilder *b, BlkArena *a, BlkRegion *r);
+void blk_builder_before(BlkBuilder *b, BlkArena *a, BlkOp *op);
+
+/* Creates an op with the given operands and result types and nregions empty
+ * regions (their args added by the caller), and inserts it. */
+BlkOp *blk_build(BlkBuilder *b, BlkOpKind k, BlkLoc loc, int noperands,
+                 BlkValue *const *operands, int nresults, const BlkType *types,
+                 int nregions);
+/* Shorthand for ops with one result; returns the result. */
+BlkValue *blk_build1(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkType type,
+                     int noperands, BlkValue *const *operands);
+BlkValue *blk_build_const_int(BlkBuilder *b, BlkLoc loc, BlkType type, int64_t v);
+BlkValue *blk_build_const_float(BlkBuilder *b, BlkLoc loc, BlkType type, double v);
+
+void blk_op_set_int(BlkArena *a, BlkOp *op, const char *name, int64_t v);
+void blk_op_set_float(BlkArena *a, BlkOp *op, const char *name, double v);
+void blk_op_set_string(BlkArena *a, BlkOp *op, const char *name, const char *s);
+void blk_op_set_dtype(BlkArena *a, BlkOp *op, const char *name, BlkDType t);
+void blk_op_set_index(BlkArena *a, BlkOp *op, const char *name, int n, const BlkIndex *idx);
+const BlkAttr *blk_op_attr(const BlkOp *op, const char *name); /* NULL if absent */
+int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt);
+
+/* Unlinks op from its region (its results must be unused). */
+void blk_op_erase(BlkOp *op);
+/* Replaces every use of `from` by `to` inside r and its nested regions. */
+void blk_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to);
+
+/* ---- text, checking ---------------------------------------------------- */
+
+void blk_ir_print_module(FILE *out, const BlkModule *m);
+void blk_ir_print_kernel(FILE *out, const BlkKernel *k);
+/* Parses the printed form back.  Errors go to d with locations in src;
+ * returns NULL if there were any. */
+BlkModule *blk_ir_parse(BlkArena *a, BlkDiag *d, const BlkSource *src);
+/* Structural and type checks of every op (docs/ir.md).  `stage` names the
+ * pass that just ran, for the message: "IR invalid after PASS: ...".
+ * Reports through d at the op's location; returns false if invalid. */
+bool blk_ir_verify(const BlkModule *m, BlkDiag *d, const char *stage);
+
+/* ---- launch-time binding ----------------------------------------------- */
+
+/* What a launch passes for one array param: element type, shape, and
+ * strides in elements (row-major contiguous is the common case). */
+typedef struct BlkArrayDesc {
+	BlkDType dtype;
+	int rank;
+	int64_t shape[BLK_MAX_RANK];
+	int64_t strides[BLK_MAX_RANK];
+} BlkArrayDesc;
+
+/* Binds the kernel's launch sizes from the arrays (one per non-scratch param,
+ * in param order) and checks every dtype, rank and shape.  values must have
+ * room for k->nsizes.  Errors name the param and the mismatch; false if any. */
+bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
+                    int64_t *values, BlkDiag *d);
+
+/* ---- the interpreter (the oracle for GPU results) ---------------------- */
+
+/* Runs k over its whole grid on the CPU.  arrays/data: one per non-scratch
+ * param in param order, data in the array's dtype (f16/bf16 as uint16_t,
+ * bool as uint8_t).  Debug prints go to print_out (NULL: stdout).  Errors
+ * (bad arguments, a failed check at run time) go to d; false if any. */
+bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
+                    int narrays, FILE *print_out, BlkDiag *d);
+
+#endif
