@@ -1,0 +1,45 @@
+/* lower.h - from a checked IR kernel to PTX, for one launch configuration.
+ *
+ * The pipeline (lower/pipeline.c) specializes the kernel on the launch's
+ * sizes, lowers BlockSpecs, tiles, emits LLVM IR through the LLVM-C API and
+ * PTX through the NVPTX target machine, verifying the IR between passes.
+ */
+#ifndef BLK_LOWER_H
+#define BLK_LOWER_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+typedef struct BlkLowerOptions {
+	const char *arch;        /* "sm_80" .. "sm_90a"; NULL: sm_90a */
+	const char *dump_after;  /* pass name, "all", or NULL */
+	FILE *dump_out;          /* where dumps go (NULL: stderr) */
+	bool want_llvm;          /* keep the LLVM IR text in the result */
+} BlkLowerOptions;
+
+/* The kernel ABI: the PTX entry takes one global pointer per non-scratch
+ * param, in param order, nothing else; the code is specialized on the
+ * sizes and the arrays' strides given at lowering. */
+typedef struct BlkCompiled {
+	const char *entry;     /* PTX function name */
+	const char *ptx;       /* NUL-terminated, arena-allocated */
+	const char *llvm_ir;   /* when want_llvm, else NULL */
+	unsigned threads;      /* per program (CTA) */
+	size_t smem_bytes;     /* dynamic shared memory per CTA */
+	unsigned grid[3];      /* CUDA grid for these sizes */
+} BlkCompiled;
+
+/* Names of the passes in pipeline order, NULL-terminated (for --dump-after
+ * and --help). */
+extern const char *const blk_lower_pass_names[];
+
+/* sizes: one value per k->sizes entry; arrays: one per non-scratch param
+ * (shapes must already be bound and checked by blk_bind_sizes).
+ * Reports errors (e.g. an unsupported construct at this size) through d. */
+bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                      const int64_t *sizes, const BlkArrayDesc *arrays,
+                      const BlkLowerOptions *opt, BlkCompiled *out);
+
+#endif
