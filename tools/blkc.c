@@ -1,0 +1,460 @@
+/* blkc.c - the blk compiler driver.
+ *
+ *   blkc [options] FILE.blk [SIZE=VALUE...]       check, compile, print a stage
+ *   blkc run [options] FILE.blk [NAME=VALUE...]   run a kernel (GPU or interpreter)
+ *
+ * Exit status: 0 success, 1 a diagnosed error, 2 bad usage.
+ */
+#include "blkc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lower/lower.h"
+
+static const char usage_text[] =
+"usage: blkc [options] FILE.blk [SIZE=VALUE...]\n"
+"       blkc run [options] FILE.blk [SIZE=VALUE | PARAM=FILE.npy ...]\n"
+"\n"
+"Checks and compiles the kernels of a .blk file; `run` runs one.\n"
+"\n"
+"Arguments after the file:\n"
+"  SIZE=VALUE         binds a launch size, e.g. M=1024 (needed to lower to\n"
+"                     LLVM or PTX, and to run)\n"
+"  PARAM=FILE.npy     run: reads that input array from a NumPy file\n"
+"\n"
+"Compiling:\n"
+"  --emit=STAGE       print a stage: tokens, ast, ir (need no sizes),\n"
+"                     llvm, ptx (need the sizes)\n"
+"  -D NAME=VALUE      override a compile-time parameter (repeatable), e.g.\n"
+"                     -D BM=128 -D T=bf16\n"
+"  -k, --kernel=NAME  the kernel to compile or run (default: the only one)\n"
+"  -o FILE            write the emitted stage to FILE instead of stdout\n"
+"  --arch=ARCH        GPU target: sm_80, sm_86, sm_89, sm_90, sm_90a\n"
+"                     (default: the GPU's own if there is one, else sm_90a)\n"
+"  --dump-after=PASS  print the IR after a lowering pass (or `all`) to stderr;\n"
+"                     the passes are: %s\n"
+"  --report           per kernel: threads per program, shared memory and,\n"
+"                     where ptxas is installed, registers and spills\n"
+"\n"
+"Running (blkc run):\n"
+"  --interpret        run in the CPU interpreter (no GPU needed); without it\n"
+"                     the kernel runs on the GPU and is compared with the\n"
+"                     interpreter on the same inputs\n"
+"  --seed=N           seed of the random inputs (default 1)\n"
+"  --out-dir=DIR      write each output as DIR/NAME.npy (default: .)\n"
+"  --no-check         GPU: skip the comparison with the interpreter\n"
+"  --iters=N          GPU: timed repetitions, median reported (default 20)\n"
+"\n"
+"  -h, --help         this text\n"
+"\n"
+"Exit status: 0 success, 1 an error in the input or at run time, 2 bad usage.\n";
+
+static void usage(FILE *out)
+{
+	char passes[512] = "";
+	for (int i = 0; blk_lower_pass_names[i]; i++) {
+		if (i)
+			strncat(passes, ", ", sizeof passes - strlen(passes) - 1);
+		strncat(passes, blk_lower_pass_names[i], sizeof passes - strlen(passes) - 1);
+	}
+	fprintf(out, usage_text, passes);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fputs("blkc: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(see blkc --help)\n", stderr);
+	return BLKC_USAGE;
+}
+
+static bool parse_emit(const char *s, BlkcEmit *out)
+{
+	static const char *names[] = { "none", "tokens", "ast", "ir", "llvm", "ptx" };
+	for (int i = 0; i < (int)(sizeof names / sizeof *names); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*out = (BlkcEmit)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Splits NAME=VALUE in place; false if there is no '=' or either side is empty. */
+static bool split_binding(char *arg, const char **name, const char **value)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		return false;
+	*eq = 0;
+	*name = arg;
+	*value = eq + 1;
+	return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+enum { OPT_EMIT = 256, OPT_ARCH, OPT_DUMP, OPT_REPORT, OPT_INTERP, OPT_SEED,
+       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS };
+
+static const struct option long_opts[] = {
+	{ "emit", required_argument, 0, OPT_EMIT },
+	{ "kernel", required_argument, 0, 'k' },
+	{ "arch", required_argument, 0, OPT_ARCH },
+	{ "dump-after", required_argument, 0, OPT_DUMP },
+	{ "report", no_argument, 0, OPT_REPORT },
+	{ "interpret", no_argument, 0, OPT_INTERP },
+	{ "seed", required_argument, 0, OPT_SEED },
+	{ "out-dir", required_argument, 0, OPT_OUTDIR },
+	{ "no-check", no_argument, 0, OPT_NOCHECK },
+	{ "iters", required_argument, 0, OPT_ITERS },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+/* One option; returns -1 to go on, else an exit status. */
+static int take_option(BlkcOptions *o, int c, char *arg)
+{
+	uint64_t v;
+	switch (c) {
+	case OPT_EMIT:
+		return parse_emit(arg, &o->emit) ? -1 : bad_usage("unknown --emit stage '%s' (tokens, ast, ir, llvm, ptx)", arg);
+	case 'D':
+		if (o->ndefines == BLKC_MAX_ARGS)
+			return bad_usage("too many -D options%s", "");
+		if (!split_binding(arg, &o->defines[o->ndefines].name, &o->defines[o->ndefines].value))
+			return bad_usage("-D wants NAME=VALUE, got '%s'", arg);
+		o->ndefines++;
+		return -1;
+	case 'k': o->kernel = arg; return -1;
+	case 'o': o->out = arg; return -1;
+	case OPT_ARCH: o->arch = arg; return -1;
+	case OPT_DUMP: o->dump_after = arg; return -1;
+	case OPT_REPORT: o->report = true; return -1;
+	case OPT_INTERP: o->interpret = true; return -1;
+	case OPT_OUTDIR: o->out_dir = arg; return -1;
+	case OPT_NOCHECK: o->check = false; return -1;
+	case OPT_SEED:
+		if (!parse_u64(arg, &o->seed))
+			return bad_usage("--seed wants a non-negative integer, got '%s'", arg);
+		return -1;
+	case OPT_ITERS:
+		if (!parse_u64(arg, &v) || v < 1 || v > 100000)
+			return bad_usage("--iters wants an integer in 1..100000, got '%s'", arg);
+		o->iters = (int)v;
+		return -1;
+	case 'h': usage(stdout); return BLKC_OK;
+	default: return bad_usage("%s", "unknown option");
+	}
+}
+
+static int parse_args(BlkcOptions *o, int argc, char **argv)
+{
+	o->seed = 1;
+	o->iters = 20;
+	o->check = true;
+	o->out_dir = ".";
+	if (argc > 1 && strcmp(argv[1], "run") == 0) {
+		o->run = true;
+		argv++;
+		argc--;
+	}
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+D:k:o:h", long_opts, NULL)) != -1) {
+		if (c == '?')
+			return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
+		int r = take_option(o, c, optarg);
+		if (r >= 0)
+			return r;
+	}
+	for (; optind < argc; optind++) {
+		char *arg = argv[optind];
+		if (!o->file && !strchr(arg, '=')) {
+			o->file = arg;
+		} else if (o->nbindings < BLKC_MAX_ARGS &&
+		           split_binding(arg, &o->bindings[o->nbindings].name,
+		                         &o->bindings[o->nbindings].value)) {
+			o->nbindings++;
+		} else {
+			return bad_usage("unexpected argument '%s' (want SIZE=VALUE or PARAM=FILE.npy)", arg);
+		}
+	}
+	if (!o->file)
+		return bad_usage("no input file%s", "");
+	if (o->interpret && !o->run)
+		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
+	return -1;
+}
+
+BlkKernel *blkc_pick_kernel(const BlkModule *m, const BlkcOptions *o, BlkDiag *d)
+{
+	BlkLoc none = { 0 };
+	if (o->kernel) {
+		BlkKernel *k = blk_module_find(m, o->kernel);
+		if (!k)
+			blk_error(d, none, "no kernel named '%s' in %s", o->kernel, o->file);
+		return k;
+	}
+	if (m->nkernels == 1)
+		return m->first;
+	blk_error(d, none, "%s has %d kernels; choose one with --kernel", o->file, m->nkernels);
+	for (BlkKernel *k = m->first; k; k = k->next)
+		blk_note(d, k->loc, "kernel '%s' is defined here", k->name);
+	return NULL;
+}
+
+static bool is_size_name(const BlkKernel *k, const char *name, int *index)
+{
+	for (int i = 0; i < k->nsizes; i++) {
+		if (strcmp(k->sizes[i], name) == 0) {
+			*index = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool is_param_name(const BlkKernel *k, const char *name)
+{
+	for (int i = 0; i < k->nparams; i++)
+		if (strcmp(k->params[i].name, name) == 0 && k->params[i].access != BLK_ACCESS_SCRATCH)
+			return true;
+	return false;
+}
+
+bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t *sizes, BlkDiag *d)
+{
+	BlkLoc none = { 0 };
+	bool ok = true;
+	for (int i = 0; i < k->nsizes; i++)
+		sizes[i] = -1;
+	for (int b = 0; b < o->nbindings; b++) {
+		const BlkcBinding *bd = &o->bindings[b];
+		int i;
+		uint64_t v;
+		if (is_size_name(k, bd->name, &i)) {
+			if (!parse_u64(bd->value, &v) || v > INT32_MAX) {
+				blk_error(d, none, "size %s=%s is not an integer in 0..%d", bd->name, bd->value, INT32_MAX);
+				ok = false;
+			}
+			sizes[i] = (int64_t)v;
+		} else if (!(o->run && is_param_name(k, bd->name))) {
+			blk_error(d, none, "'%s' is neither a launch size%s of kernel '%s'",
+			          bd->name, o->run ? " nor an array parameter" : "", k->name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+static void list_missing_sizes(const BlkKernel *k, const int64_t *sizes, BlkDiag *d)
+{
+	char buf[256] = "";
+	for (int i = 0; i < k->nsizes; i++) {
+		if (sizes[i] >= 0)
+			continue;
+		if (buf[0])
+			strncat(buf, " ", sizeof buf - strlen(buf) - 1);
+		strncat(buf, k->sizes[i], sizeof buf - strlen(buf) - 100);
+		strncat(buf, "=...", sizeof buf - strlen(buf) - 1);
+	}
+	BlkLoc none = { 0 };
+	blk_error(d, none, "kernel '%s' needs its launch sizes: give %s", k->name, buf);
+}
+
+int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arrays, BlkDiag *d)
+{
+	BlkSymEnv env = { k->nsizes, k->sizes, sizes };
+	int n = 0;
+	for (int p = 0; p < k->nparams; p++) {
+		const BlkParam *pa = &k->params[p];
+		if (pa->access == BLK_ACCESS_SCRATCH)
+			continue;
+		BlkArrayDesc *ad = &arrays[n++];
+		ad->dtype = pa->dtype;
+		ad->rank = pa->rank;
+		for (int i = pa->rank - 1; i >= 0; i--) {
+			if (!blk_sym_eval(pa->shape[i], &env, &ad->shape[i]) || ad->shape[i] < 0) {
+				blk_error(d, pa->loc, "cannot compute the shape of '%s' from the given sizes", pa->name);
+				return -1;
+			}
+			ad->strides[i] = i == pa->rank - 1 ? 1 : ad->strides[i + 1] * ad->shape[i + 1];
+		}
+	}
+	return n;
+}
+
+/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx, --dump-after, --report). */
+static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                           BlkCompiled *out)
+{
+	int64_t sizes[64];
+	BlkArrayDesc arrays[64];
+	if (k->nsizes > 64 || k->nparams > 64)
+		blk_die("kernel too large for blkc");
+	if (!blkc_sizes_from_bindings(k, o, sizes, d))
+		return false;
+	for (int i = 0; i < k->nsizes; i++) {
+		if (sizes[i] < 0) {
+			list_missing_sizes(k, sizes, d);
+			return false;
+		}
+	}
+	int n = blkc_array_descs(k, sizes, arrays, d);
+	if (n < 0 || !blk_bind_sizes(k, arrays, n, sizes, d))
+		return false;
+	BlkLowerOptions lo = { .arch = o->arch, .dump_after = o->dump_after, .dump_out = stderr,
+	                       .want_llvm = o->emit == EMIT_LLVM };
+	return blk_lower_kernel(a, d, k, sizes, arrays, &lo, out);
+}
+
+static FILE *open_output(const BlkcOptions *o, BlkDiag *d)
+{
+	if (!o->out)
+		return stdout;
+	FILE *f = fopen(o->out, "w");
+	if (!f) {
+		BlkLoc none = { 0 };
+		blk_error(d, none, "cannot write %s: %s", o->out, strerror(errno));
+	}
+	return f;
+}
+
+static bool close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
+{
+	bool ok = !ferror(f);
+	if (f != stdout)
+		ok = fclose(f) == 0 && ok;
+	else
+		ok = fflush(f) == 0 && ok;
+	if (!ok) {
+		BlkLoc none = { 0 };
+		blk_error(d, none, "error writing %s", o->out ? o->out : "standard output");
+	}
+	return ok;
+}
+
+/* Runs ptxas -v on the PTX (if ptxas exists) and prints its register and
+ * spill lines.  Best effort: a missing ptxas is reported, not an error. */
+static void report_ptxas(const char *ptx, const char *arch)
+{
+	const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : "ptxas";
+	char path[] = "/tmp/blkc-report-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return;
+	FILE *f = fdopen(fd, "w");
+	fputs(ptx, f);
+	fclose(f);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s 2>&1", ptxas, arch, path);
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	bool any = false;
+	while (p && fgets(line, sizeof line, p)) {
+		if (strstr(line, "registers") || strstr(line, "spill") || strstr(line, "error")) {
+			printf("  ptxas: %s", line + (strncmp(line, "ptxas info    : ", 16) == 0 ? 16 : 0));
+			any = true;
+		}
+	}
+	if (p)
+		pclose(p);
+	if (!any)
+		printf("  ptxas: not available (registers and spills unknown)\n");
+	unlink(path);
+}
+
+static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
+{
+	bool need_lowering = o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->dump_after || o->report;
+	if (!need_lowering) {
+		if (o->emit != EMIT_IR)
+			return BLKC_OK;
+		FILE *f = open_output(o, d);
+		if (!f)
+			return BLKC_ERROR;
+		if (o->kernel) {
+			BlkKernel *k = blkc_pick_kernel(m, o, d);
+			if (k)
+				blk_ir_print_kernel(f, k);
+		} else {
+			blk_ir_print_module(f, m);
+		}
+		return close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
+	}
+	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	BlkCompiled c;
+	if (!k || !lower_at_sizes(o, a, d, k, &c))
+		return BLKC_ERROR;
+	if (o->report) {
+		printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
+		       k->name, c.threads, c.smem_bytes, c.grid[0], c.grid[1], c.grid[2]);
+		report_ptxas(c.ptx, o->arch ? o->arch : "sm_90a");
+	}
+	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
+		return BLKC_OK;
+	FILE *f = open_output(o, d);
+	if (!f)
+		return BLKC_ERROR;
+	fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
+	return close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+}
+
+/* tokens and ast need only the parser; everything else the whole frontend. */
+static int run_frontend(const BlkcOptions *o, BlkArena *a, BlkDiag *d)
+{
+	BlkSource *src = blk_source_read(a, d, o->file);
+	if (!src)
+		return BLKC_ERROR;
+	if (o->emit == EMIT_TOKENS || o->emit == EMIT_AST) {
+		if (o->nbindings || o->ndefines || o->run)
+			return bad_usage("--emit=tokens|ast takes no sizes, -D or run%s", "");
+		FILE *f = open_output(o, d);
+		if (!f)
+			return BLKC_ERROR;
+		bool ok;
+		if (o->emit == EMIT_TOKENS) {
+			ok = blk_lex_dump(f, src, d);
+		} else {
+			struct BlkAstFile *ast = blk_parse(a, d, src);
+			if ((ok = ast != NULL))
+				blk_ast_print(f, ast);
+		}
+		return close_output(f, o, d) && ok ? BLKC_OK : BLKC_ERROR;
+	}
+	BlkModule *m = blk_compile_source(a, d, src, o->defines, o->ndefines);
+	if (!m)
+		return BLKC_ERROR;
+	return o->run ? blkc_run(o, a, d, m) : compile_mode(o, a, d, m);
+}
+
+int main(int argc, char **argv)
+{
+	BlkcOptions o = { 0 };
+	int r = parse_args(&o, argc, argv);
+	if (r >= 0)
+		return r;
+	BlkArena *a = blk_arena_create();
+	BlkDiag *d = blk_diag_create(a, stderr, 20);
+	r = run_frontend(&o, a, d);
+	if (r == BLKC_OK && blk_diag_error_count(d))
+		r = BLKC_ERROR;
+	blk_arena_destroy(a);
+	return r;
+}

@@ -1,0 +1,53 @@
+/* blkc.h - the compiler driver's options, shared by its compile and run modes. */
+#ifndef BLKC_H
+#define BLKC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frontend/frontend.h"
+
+enum { BLKC_OK = 0, BLKC_ERROR = 1, BLKC_USAGE = 2 };
+enum { BLKC_MAX_ARGS = 64 };
+
+typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX } BlkcEmit;
+
+/* A NAME=VALUE argument after the file: a launch size or an input .npy. */
+typedef struct BlkcBinding {
+	const char *name;
+	const char *value;
+} BlkcBinding;
+
+typedef struct BlkcOptions {
+	bool run;              /* `blkc run` */
+	bool interpret;        /* run --interpret */
+	BlkcEmit emit;
+	const char *file;
+	const char *kernel;    /* -k; NULL: the file's only kernel */
+	const char *out;       /* -o; NULL: stdout */
+	const char *arch;      /* --arch; NULL: the GPU's own, else sm_90a */
+	const char *dump_after;
+	const char *out_dir;   /* run: where outputs go */
+	bool report;
+	bool check;            /* run on the GPU: compare with the interpreter */
+	uint64_t seed;
+	int iters;
+	int ndefines;
+	BlkDefine defines[BLKC_MAX_ARGS];
+	int nbindings;
+	BlkcBinding bindings[BLKC_MAX_ARGS];
+} BlkcOptions;
+
+/* blkc.c */
+BlkKernel *blkc_pick_kernel(const BlkModule *m, const BlkcOptions *o, BlkDiag *d);
+/* Fills sizes (k->nsizes values) from the NAME=VALUE bindings and, for run,
+ * from the shapes of input .npy files already bound into arrays. */
+bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t *sizes,
+                              BlkDiag *d);
+/* Contiguous array descriptors for every non-scratch param at these sizes. */
+int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arrays, BlkDiag *d);
+
+/* blkc_run.c */
+int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);
+
+#endif

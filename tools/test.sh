@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# test.sh - builds blk and runs every test: the suite, the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded fuzz run of the
+# frontend.  This is README's test command and what CI runs.
+#   tools/test.sh            everything
+#   BLK_FUZZ_SECONDS=N       fuzz for N seconds (default 120; 0 skips)
+#   BLK_SKIP_SANITIZE=1      skip the sanitizer build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/deps.sh
+
+jobs=$(nproc)
+step() { printf '\n=== %s\n' "$*"; }
+
+step "build and test (build/)"
+[ -d build ] || meson setup build
+meson test -C build --num-processes "$jobs" --print-errorlogs
+
+if [ "${BLK_SKIP_SANITIZE:-0}" != 1 ]; then
+	step "build and test under ASan + UBSan (build-sanitize/)"
+	[ -d build-sanitize ] || CC=clang-19 CXX=clang++-19 meson setup build-sanitize \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-sanitize --num-processes "$jobs" --print-errorlogs \
+		--timeout-multiplier 4
+fi
+
+secs=${BLK_FUZZ_SECONDS:-120}
+if [ "$secs" -gt 0 ]; then
+	step "fuzz the frontend for ${secs}s"
+	BLK_FUZZ_FULL=1 tests/fuzz/run.sh "$secs"
+fi
+step "all tests passed"
