@@ -1,0 +1,190 @@
+/* bind.c - launch-time binding of a kernel's sizes to the arrays passed.
+ *
+ * A launch size (M, N, K) is bound from the first array dim, in param order,
+ * whose shape entry is that size alone.  Then every dim of every array is
+ * checked against its entry: a constant must match, a size must match the
+ * value it was bound to (the message names the param it came from), and an
+ * expression ([2 * N]) is evaluated and must match.  Sizes may be 0 (an empty
+ * array; grids over it are empty and run nothing) but must fit in i32,
+ * since the body sees each size as an i32 scalar.
+ */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* What the binding knows about each size. */
+typedef struct Binding {
+	const BlkKernel *k;
+	const BlkArrayDesc *arrays; /* one per non-scratch param */
+	int64_t *values;
+	int *from;                  /* index of the param that bound it, -1 if none */
+	BlkDiag *d;
+} Binding;
+
+static int size_index(const BlkKernel *k, const char *name)
+{
+	for (int i = 0; i < k->nsizes; i++)
+		if (strcmp(k->sizes[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static int count_arrays(const BlkKernel *k)
+{
+	int n = 0;
+	for (int i = 0; i < k->nparams; i++)
+		n += k->params[i].access != BLK_ACCESS_SCRATCH;
+	return n;
+}
+
+/* "[33, 70]" */
+static const char *shape_str(BlkArena *a, const BlkArrayDesc *ad)
+{
+	char *s = blk_arena_strdup(a, "[");
+	for (int i = 0; i < ad->rank; i++)
+		s = blk_arena_printf(a, "%s%s%" PRId64, s, i ? ", " : "", ad->shape[i]);
+	return blk_arena_printf(a, "%s]", s);
+}
+
+/* Checks what needs no sizes: dtype, rank, dims >= 0. */
+static bool check_desc(const BlkKernel *k, const BlkParam *p, const BlkArrayDesc *ad,
+                       BlkDiag *d)
+{
+	if (ad->dtype != p->dtype) {
+		blk_error(d, p->loc, "launch of %s: %s has dtype %s but the kernel expects %s",
+		          k->name, p->name, blk_dtype_name(ad->dtype), blk_dtype_name(p->dtype));
+		return false;
+	}
+	if (ad->rank != p->rank) {
+		blk_error(d, p->loc, "launch of %s: %s has rank %d but the kernel expects rank %d",
+		          k->name, p->name, ad->rank, p->rank);
+		return false;
+	}
+	for (int i = 0; i < ad->rank; i++) {
+		if (ad->shape[i] < 0) {
+			blk_error(d, p->loc, "launch of %s: %s has a negative dim %d (%" PRId64 ")",
+			          k->name, p->name, i, ad->shape[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Step 1: binds each size from the first dim that is that size alone. */
+static void bind_vars(Binding *b, int pi, const BlkParam *p, const BlkArrayDesc *ad)
+{
+	for (int i = 0; i < p->rank; i++) {
+		const BlkSym *s = p->shape[i];
+		if (s->kind != BLK_SYM_VAR)
+			continue;
+		int si = size_index(b->k, s->name);
+		if (si >= 0 && b->from[si] < 0) {
+			b->values[si] = ad->shape[i];
+			b->from[si] = pi;
+		}
+	}
+}
+
+/* Step 2: reports sizes that could not be bound or do not fit in i32. */
+static bool check_bound(Binding *b)
+{
+	bool ok = true;
+	for (int i = 0; i < b->k->nsizes; i++) {
+		if (b->from[i] < 0) {
+			blk_error(b->d, b->k->loc, "launch of %s: size %s is no dim by itself of any "
+			          "array, so it cannot be bound", b->k->name, b->k->sizes[i]);
+			ok = false;
+		} else if (b->values[i] > INT32_MAX) {
+			const BlkParam *p = &b->k->params[b->from[i]];
+			blk_error(b->d, p->loc, "launch of %s: size %s = %" PRId64 " (from %s) "
+			          "does not fit in i32", b->k->name, b->k->sizes[i], b->values[i],
+			          p->name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* The "K = 34 (from a)" or "2 * N = 6" or "4" part of a message. */
+static const char *expect_str(BlkArena *a, const Binding *b, const BlkSym *s, int64_t v)
+{
+	if (s->kind == BLK_SYM_CONST)
+		return blk_arena_printf(a, "%" PRId64, v);
+	if (s->kind == BLK_SYM_VAR) {
+		int si = size_index(b->k, s->name);
+		if (si >= 0 && b->from[si] >= 0)
+			return blk_arena_printf(a, "%s = %" PRId64 " (from %s)", s->name, v,
+			                        b->k->params[b->from[si]].name);
+	}
+	return blk_arena_printf(a, "%s = %" PRId64, blk_sym_str(a, s), v);
+}
+
+/* Step 3: every dim of one array against its shape entry. */
+static bool check_dims(const Binding *b, const BlkParam *p, const BlkArrayDesc *ad)
+{
+	BlkSymEnv env = { b->k->nsizes, b->k->sizes, b->values };
+	bool ok = true;
+	for (int i = 0; i < p->rank; i++) {
+		int64_t v;
+		BlkArena *a = NULL;
+		if (!blk_sym_eval(p->shape[i], &env, &v)) {
+			a = blk_arena_create();
+			blk_error(b->d, p->loc, "launch of %s: %s's dim %d (%s) cannot be evaluated",
+			          b->k->name, p->name, i, blk_sym_str(a, p->shape[i]));
+			ok = false;
+		} else if (v != ad->shape[i]) {
+			a = blk_arena_create();
+			blk_error(b->d, p->loc, "launch of %s: %s has shape %s but its dim %d is %s",
+			          b->k->name, p->name, shape_str(a, ad), i,
+			          expect_str(a, b, p->shape[i], v));
+			ok = false;
+		}
+		blk_arena_destroy(a);
+	}
+	return ok;
+}
+
+static bool check_count(const BlkKernel *k, int narrays, BlkDiag *d)
+{
+	int want = count_arrays(k);
+	if (narrays == want)
+		return true;
+	blk_error(d, k->loc, "launch of %s: expected %d arrays, got %d", k->name, want,
+	          narrays);
+	return false;
+}
+
+bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
+                    int64_t *values, BlkDiag *d)
+{
+	if (!check_count(k, narrays, d))
+		return false;
+	int from[k->nsizes + 1];
+	for (int i = 0; i < k->nsizes; i++) {
+		from[i] = -1;
+		values[i] = 0;
+	}
+	Binding b = { k, arrays, values, from, d };
+	bool ok = true;
+	int ai = 0;
+	for (int pi = 0; pi < k->nparams; pi++) {
+		const BlkParam *p = &k->params[pi];
+		if (p->access == BLK_ACCESS_SCRATCH)
+			continue;
+		if (check_desc(k, p, &arrays[ai], d))
+			bind_vars(&b, pi, p, &arrays[ai]);
+		else
+			ok = false;
+		ai++;
+	}
+	if (!ok || !check_bound(&b))
+		return false;
+	ai = 0;
+	for (int pi = 0; pi < k->nparams; pi++) {
+		const BlkParam *p = &k->params[pi];
+		if (p->access != BLK_ACCESS_SCRATCH)
+			ok &= check_dims(&b, p, &arrays[ai++]);
+	}
+	return ok;
+}

@@ -1,0 +1,970 @@
+/* interp.c - runs a kernel's IR on the CPU: the oracle for GPU results.
+ *
+ * Requires verified IR.  The run has three steps:
+ *   1. bind the launch sizes from the arrays (blk_bind_sizes) and evaluate
+ *      the grid, the block dims and every value's shape once;
+ *   2. "prepare" the kernel: number every SSA value with a slot in one frame
+ *      and mirror each region as an array of instructions, so running an op
+ *      is a switch and a few array reads, not a search;
+ *   3. run every parallel program in row-major order and, inside each, the
+ *      seq grid axes innermost in order.  Scratch params are allocated per
+ *      program, poisoned (NaN, 0xdeadbeef) so reads of unwritten scratch
+ *      show up, and persist across that program's seq iterations.
+ * Tile arithmetic is in interp_ops.c; values are described in interp.h.
+ * Run-time errors (a zero loop step, a bad axis) are reported through the
+ * diagnostics and stop the run; an op the interpreter does not know is an
+ * internal error.
+ */
+#include "interp.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Instr Instr;
+
+/* A region, prepared: its argument slots and its ops in order. */
+typedef struct Block {
+	int nargs;
+	int *args;
+	int n;
+	Instr *ins;
+} Block;
+
+struct Instr {
+	const BlkOp *op;
+	int *in;        /* operand slots */
+	int *out;       /* result slots */
+	Block *regions; /* op->nregions of them */
+};
+
+typedef struct Interp {
+	const BlkKernel *k;
+	BlkDiag *d;
+	FILE *out;
+	BlkArena *arena; /* the prepared code; freed after the run */
+	BlkSymEnv env;
+	const BlkArrayDesc *arrays;
+	void *const *data;
+	int64_t grid[BLK_MAX_RANK];
+	int64_t pid[BLK_MAX_RANK];
+	bool failed;
+	/* the frame: one slot per SSA value, its shape evaluated once */
+	int nslots, cap_slots;
+	BlkIVal *slots;
+	int64_t (*sdims)[BLK_MAX_RANK];
+	/* value -> slot, open addressing */
+	size_t map_cap;
+	const BlkValue **map_keys;
+	int *map_vals;
+	/* per param: the index map and evaluated block dims */
+	Block *maps;
+	int64_t (*bdims)[BLK_MAX_RANK];
+	Block body;
+} Interp;
+
+static void fail(Interp *I, BlkLoc loc, const char *msg, int64_t v)
+{
+	if (!I->failed)
+		blk_error(I->d, loc, "interpreting %s: %s (%" PRId64 ")", I->k->name, msg, v);
+	I->failed = true;
+}
+
+/* ---- the value -> slot map ---------------------------------------------- */
+
+static size_t hash_ptr(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+static void map_put(Interp *I, const BlkValue *v, int slot);
+
+static void map_grow(Interp *I)
+{
+	size_t old = I->map_cap;
+	const BlkValue **keys = I->map_keys;
+	int *vals = I->map_vals;
+	I->map_cap = old ? old * 2 : 256;
+	I->map_keys = BLK_NEW_N(I->arena, const BlkValue *, I->map_cap);
+	I->map_vals = BLK_NEW_N(I->arena, int, I->map_cap);
+	for (size_t i = 0; i < old; i++)
+		if (keys[i])
+			map_put(I, keys[i], vals[i]);
+}
+
+static void map_put(Interp *I, const BlkValue *v, int slot)
+{
+	if ((size_t)I->nslots * 2 >= I->map_cap)
+		map_grow(I);
+	size_t h = hash_ptr(v, I->map_cap);
+	while (I->map_keys[h] && I->map_keys[h] != v)
+		h = (h + 1) & (I->map_cap - 1);
+	I->map_keys[h] = v;
+	I->map_vals[h] = slot;
+}
+
+static int slot_of(const Interp *I, const BlkValue *v)
+{
+	size_t h = I->map_cap ? hash_ptr(v, I->map_cap) : 0;
+	while (I->map_cap && I->map_keys[h]) {
+		if (I->map_keys[h] == v)
+			return I->map_vals[h];
+		h = (h + 1) & (I->map_cap - 1);
+	}
+	blk_die("interp: a value of %s is used before its definition", I->k->name);
+}
+
+/* ---- preparing ------------------------------------------------------------ */
+
+/* Evaluates a type's dims under the launch sizes; false (reported) if one
+ * cannot be evaluated, is negative, or the tile would be too large. */
+static bool eval_dims(Interp *I, const BlkType *t, BlkLoc loc, int64_t *dims)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++) {
+		if (!blk_sym_eval(t->dims[i], &I->env, &dims[i])) {
+			fail(I, loc, "a dim cannot be evaluated at this launch; dim", i);
+			return false;
+		}
+		if (dims[i] < 0) {
+			fail(I, loc, "a dim is negative at this launch", dims[i]);
+			return false;
+		}
+		if (__builtin_mul_overflow(n, dims[i], &n) || n > BLK_INTERP_MAX_ELEMS) {
+			fail(I, loc, "a tile is too large for the interpreter; limit 2^28, dim", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int slot_new(Interp *I, const BlkValue *v, BlkLoc loc)
+{
+	if (I->nslots == I->cap_slots) {
+		int cap = I->cap_slots ? I->cap_slots * 2 : 64;
+		I->sdims = blk_arena_grow(I->arena, I->sdims, (size_t)I->cap_slots, (size_t)cap,
+		                          sizeof *I->sdims);
+		I->cap_slots = cap;
+	}
+	int s = I->nslots;
+	map_put(I, v, s);
+	I->nslots++;
+	eval_dims(I, &v->type, loc, I->sdims[s]);
+	return s;
+}
+
+static void prepare_block(Interp *I, const BlkRegion *r, BlkLoc loc, Block *b);
+
+static void prepare_op(Interp *I, const BlkOp *op, Instr *in)
+{
+	in->op = op;
+	in->in = BLK_NEW_N(I->arena, int, op->noperands + 1);
+	for (int i = 0; i < op->noperands; i++)
+		in->in[i] = slot_of(I, op->operands[i]);
+	in->regions = BLK_NEW_N(I->arena, Block, op->nregions + 1);
+	for (int i = 0; i < op->nregions; i++)
+		prepare_block(I, op->regions[i], op->loc, &in->regions[i]);
+	in->out = BLK_NEW_N(I->arena, int, op->nresults + 1);
+	for (int i = 0; i < op->nresults; i++)
+		in->out[i] = slot_new(I, op->results[i], op->loc);
+}
+
+static void prepare_block(Interp *I, const BlkRegion *r, BlkLoc loc, Block *b)
+{
+	b->nargs = r ? r->nargs : 0;
+	b->args = BLK_NEW_N(I->arena, int, b->nargs + 1);
+	for (int i = 0; i < b->nargs; i++)
+		b->args[i] = slot_new(I, r->args[i], loc);
+	b->n = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next)
+		b->n++;
+	b->ins = BLK_NEW_N(I->arena, Instr, b->n + 1);
+	int i = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next)
+		prepare_op(I, op, &b->ins[i++]);
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static void slot_clear(Interp *I, int s)
+{
+	if (I->slots[s].kind == BLK_IVAL_TILE)
+		blk_itile_release(&I->slots[s].t);
+	I->slots[s].kind = BLK_IVAL_NONE;
+}
+
+/* Takes ownership of t. */
+static void set_tile(Interp *I, int s, BlkITile t)
+{
+	slot_clear(I, s);
+	I->slots[s].kind = BLK_IVAL_TILE;
+	I->slots[s].t = t;
+}
+
+static void set_val(Interp *I, int s, const BlkIVal *v)
+{
+	if (v->kind == BLK_IVAL_TILE) {
+		set_tile(I, s, blk_itile_retain(&v->t));
+		return;
+	}
+	slot_clear(I, s);
+	I->slots[s] = *v;
+}
+
+static const BlkITile *tile_at(Interp *I, int s)
+{
+	if (I->slots[s].kind != BLK_IVAL_TILE)
+		blk_die("interp: %s: slot %d is not a tile", I->k->name, s);
+	return &I->slots[s].t;
+}
+
+static const BlkIRef *ref_at(Interp *I, int s)
+{
+	if (I->slots[s].kind != BLK_IVAL_REF)
+		blk_die("interp: %s: slot %d is not a ref", I->k->name, s);
+	return &I->slots[s].r;
+}
+
+static int64_t scalar_at(Interp *I, int s)
+{
+	const BlkITile *t = tile_at(I, s);
+	if (t->dtype == BLK_BOOL)
+		return BLK_ITB(t)[0];
+	if (t->dtype != BLK_I32)
+		blk_die("interp: %s: an index or bound is not an integer", I->k->name);
+	return BLK_ITI(t)[0];
+}
+
+static BlkITile scalar_i32(int64_t v)
+{
+	BlkITile t = blk_itile_new(BLK_I32, 0, NULL);
+	BLK_ITI(&t)[0] = (int32_t)v;
+	return t;
+}
+
+/* A fresh tile for result r of the instruction, shaped by its type. */
+static BlkITile result_tile(Interp *I, const Instr *in, int r)
+{
+	const BlkType *t = &in->op->results[r]->type;
+	return blk_itile_new(t->dtype, t->rank, I->sdims[in->out[r]]);
+}
+
+/* ---- refs ----------------------------------------------------------------- */
+
+static int64_t mem_esize(BlkDType dt)
+{
+	return blk_dtype_size(dt);
+}
+
+static float mem_getf(BlkDType dt, const unsigned char *p)
+{
+	uint16_t h;
+	float f;
+	switch (dt) {
+	case BLK_F16: memcpy(&h, p, 2); return blk_f16_to_f32(h);
+	case BLK_BF16: memcpy(&h, p, 2); return blk_bf16_to_f32(h);
+	default: memcpy(&f, p, 4); return f;
+	}
+}
+
+static void mem_putf(BlkDType dt, unsigned char *p, float f)
+{
+	uint16_t h;
+	switch (dt) {
+	case BLK_F16: h = blk_f32_to_f16(f); memcpy(p, &h, 2); break;
+	case BLK_BF16: h = blk_f32_to_bf16(f); memcpy(p, &h, 2); break;
+	default: memcpy(p, &f, 4); break;
+	}
+}
+
+static int32_t mem_geti(BlkDType dt, const unsigned char *p)
+{
+	int32_t v;
+	if (dt == BLK_BOOL)
+		return *p != 0;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static void mem_puti(BlkDType dt, unsigned char *p, int32_t v)
+{
+	if (dt == BLK_BOOL)
+		*p = v != 0;
+	else
+		memcpy(p, &v, 4);
+}
+
+static bool dt_float(BlkDType dt)
+{
+	return dt == BLK_F32 || dt == BLK_F16 || dt == BLK_BF16;
+}
+
+/* Applies an index attr to r: operands from in->in[*next] on. */
+static void apply_index(Interp *I, const Instr *in, const BlkIRef *r, int *next, BlkIRef *v)
+{
+	const BlkAttr *idx = blk_op_attr(in->op, "idx");
+	int n = idx ? idx->index.n : 0;
+	if (n > r->rank)
+		blk_die("interp: %s: %d indices on a rank %d ref", I->k->name, n, r->rank);
+	*v = *r;
+	v->rank = 0;
+	for (int d = 0; d < r->rank; d++) {
+		BlkIndexKind kind = d < n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		int o = v->rank;
+		v->stride[o] = r->stride[d];
+		v->gstart[o] = r->gstart[d];
+		v->lstart[o] = r->lstart[d];
+		v->ext[o] = r->ext[d];
+		v->bext[o] = r->bext[d];
+		v->aext[o] = r->aext[d];
+		if (kind == BLK_INDEX_FULL) {
+			v->rank++;
+			continue;
+		}
+		int64_t i = scalar_at(I, in->in[(*next)++]);
+		int64_t l = r->lstart[d] + i, g = r->gstart[d] + i;
+		if (kind == BLK_INDEX_SCALAR) {
+			if (l < 0 || l >= r->bext[d] || g < 0 || g >= r->aext[d])
+				v->dead = true;
+			else
+				v->off += g * r->stride[d];
+			continue;
+		}
+		int64_t size;
+		if (!blk_sym_eval(idx->index.v[d].size, &I->env, &size) || size < 0)
+			size = 0, fail(I, in->op->loc, "a ds size is not a valid size; dim", d);
+		v->lstart[o] = l;
+		v->gstart[o] = g;
+		v->ext[o] = size;
+		v->rank++;
+	}
+}
+
+/* Walks a ref's elements row by row (the last dim is a row); row() gets the
+ * tile index of the row's first element, the memory element offset of it,
+ * the row's stride, and [lo, hi): the in-bounds part of the row. */
+typedef void RowFn(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t stride,
+                   int64_t lo, int64_t hi, int64_t len);
+
+static void row_bounds(const BlkIRef *r, int d, int64_t *lo, int64_t *hi)
+{
+	int64_t a = -r->lstart[d], b = -r->gstart[d];
+	int64_t c = r->bext[d] - r->lstart[d], e = r->aext[d] - r->gstart[d];
+	*lo = a > b ? a : b;
+	*hi = c < e ? c : e;
+	if (*lo < 0)
+		*lo = 0;
+	if (*hi > r->ext[d])
+		*hi = r->ext[d];
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+static void ref_walk(const BlkIRef *r, RowFn *row, void *ctx)
+{
+	if (r->rank == 0) {
+		row(ctx, r, 0, r->off, 0, 0, r->dead ? 0 : 1, 1);
+		return;
+	}
+	int last = r->rank - 1;
+	int64_t idx[BLK_MAX_RANK] = { 0 }, rows = 1, lo, hi, len = r->ext[last];
+	for (int d = 0; d < last; d++)
+		rows *= r->ext[d];
+	row_bounds(r, last, &lo, &hi);
+	for (int64_t k = 0; k < rows && len > 0; k++) {
+		bool inb = !r->dead;
+		int64_t off = r->off + r->gstart[last] * r->stride[last];
+		for (int d = 0; d < last; d++) {
+			int64_t l = r->lstart[d] + idx[d], g = r->gstart[d] + idx[d];
+			inb = inb && l >= 0 && l < r->bext[d] && g >= 0 && g < r->aext[d];
+			off += g * r->stride[d];
+		}
+		row(ctx, r, k * len, off, r->stride[last], inb ? lo : 0, inb ? hi : 0, len);
+		for (int d = last - 1; d >= 0 && ++idx[d] == r->ext[d]; d--)
+			idx[d] = 0;
+	}
+}
+
+/* What a row function works on. */
+typedef struct Access {
+	BlkITile *t;   /* load/swap: filled; store/swap/add: the value */
+	BlkITile *old; /* swap: the old values */
+	float fillf;
+	int32_t filli;
+} Access;
+
+#define ELEM(r, off) ((r)->base + (off) * mem_esize((r)->dtype))
+
+static void load_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t st,
+                     int64_t lo, int64_t hi, int64_t len)
+{
+	Access *a = ctx;
+	for (int64_t i = 0; i < len; i++) {
+		bool inb = i >= lo && i < hi;
+		if (dt_float(r->dtype))
+			BLK_ITF(a->t)[ti + i] = inb ? mem_getf(r->dtype, ELEM(r, off + i * st)) : a->fillf;
+		else if (r->dtype == BLK_BOOL)
+			BLK_ITB(a->t)[ti + i] = (uint8_t)(inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli);
+		else
+			BLK_ITI(a->t)[ti + i] = inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli;
+	}
+}
+
+static void store_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t st,
+                      int64_t lo, int64_t hi, int64_t len)
+{
+	(void)len;
+	Access *a = ctx;
+	for (int64_t i = lo; i < hi; i++) {
+		unsigned char *p = ELEM(r, off + i * st);
+		if (dt_float(r->dtype))
+			mem_putf(r->dtype, p, BLK_ITF(a->t)[ti + i]);
+		else if (r->dtype == BLK_BOOL)
+			mem_puti(r->dtype, p, BLK_ITB(a->t)[ti + i]);
+		else
+			mem_puti(r->dtype, p, BLK_ITI(a->t)[ti + i]);
+	}
+}
+
+static void swap_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t st,
+                     int64_t lo, int64_t hi, int64_t len)
+{
+	Access *a = ctx;
+	Access old = { .t = a->old, .fillf = 0.0f, .filli = 0 };
+	load_row(&old, r, ti, off, st, lo, hi, len);
+	store_row(ctx, r, ti, off, st, lo, hi, len);
+}
+
+/* atomic_add: one read-modify-write per element, rounded to the dtype; bool
+ * adds saturate (or). */
+static void add_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t st,
+                    int64_t lo, int64_t hi, int64_t len)
+{
+	(void)len;
+	Access *a = ctx;
+	for (int64_t i = lo; i < hi; i++) {
+		unsigned char *p = ELEM(r, off + i * st);
+		if (dt_float(r->dtype)) {
+			mem_putf(r->dtype, p, mem_getf(r->dtype, p) + BLK_ITF(a->t)[ti + i]);
+		} else if (r->dtype == BLK_BOOL) {
+			mem_puti(r->dtype, p, mem_geti(r->dtype, p) | BLK_ITB(a->t)[ti + i]);
+		} else {
+			uint32_t s = (uint32_t)mem_geti(r->dtype, p) + (uint32_t)BLK_ITI(a->t)[ti + i];
+			mem_puti(r->dtype, p, (int32_t)s);
+		}
+	}
+}
+
+/* The number of elements a view covers; false (reported) if too many. */
+static bool view_size(Interp *I, const Instr *in, const BlkIRef *v, int64_t *n)
+{
+	*n = 1;
+	for (int d = 0; d < v->rank; d++) {
+		if (__builtin_mul_overflow(*n, v->ext[d], n) || *n > BLK_INTERP_MAX_ELEMS) {
+			fail(I, in->op->loc, "an access is too large for the interpreter; dim", d);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The stored value, converted to the ref's dtype and broadcast to the view. */
+static BlkITile value_for(const BlkIRef *v, const BlkITile *val)
+{
+	BlkITile t = blk_itile_retain(val);
+	if (t.dtype != v->dtype) {
+		BlkITile c = blk_itile_new(v->dtype, t.rank, t.dims);
+		blk_iop_cast(&t, &c);
+		blk_itile_release(&t);
+		t = c;
+	}
+	bool same = t.rank == v->rank;
+	for (int d = 0; same && d < v->rank; d++)
+		same = t.dims[d] == v->ext[d];
+	if (!same) {
+		BlkITile b = blk_itile_new(v->dtype, v->rank, v->ext);
+		blk_iop_broadcast(&t, &b);
+		blk_itile_release(&t);
+		t = b;
+	}
+	return t;
+}
+
+static void fill_of(const BlkOp *op, Access *a)
+{
+	const BlkAttr *f = blk_op_attr(op, "fill");
+	a->fillf = 0.0f;
+	a->filli = 0;
+	if (f && f->kind == BLK_ATTR_FLOAT) {
+		a->fillf = (float)f->f;
+		a->filli = (int32_t)f->f;
+	} else if (f && f->kind == BLK_ATTR_INT) {
+		a->fillf = (float)f->i;
+		a->filli = (int32_t)f->i;
+	}
+}
+
+static void exec_access(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	int next = 1;
+	BlkIRef v;
+	int64_t n;
+	apply_index(I, in, ref_at(I, in->in[0]), &next, &v);
+	if (op->kind == BLK_OP_VIEW) {
+		BlkIVal rv = { .kind = BLK_IVAL_REF, .r = v };
+		set_val(I, in->out[0], &rv);
+		return;
+	}
+	if (I->failed || !view_size(I, in, &v, &n))
+		return;
+	Access a = { 0 };
+	fill_of(op, &a);
+	if (op->kind == BLK_OP_LOAD) {
+		BlkITile t = blk_itile_new(v.dtype, v.rank, v.ext);
+		a.t = &t;
+		ref_walk(&v, load_row, &a);
+		set_tile(I, in->out[0], t);
+		return;
+	}
+	BlkITile t = value_for(&v, tile_at(I, in->in[next]));
+	a.t = &t;
+	if (op->kind == BLK_OP_STORE) {
+		ref_walk(&v, store_row, &a);
+	} else if (op->kind == BLK_OP_ATOMIC_ADD) {
+		ref_walk(&v, add_row, &a);
+	} else {
+		BlkITile old = blk_itile_new(v.dtype, v.rank, v.ext);
+		a.old = &old;
+		ref_walk(&v, swap_row, &a);
+		set_tile(I, in->out[0], old);
+	}
+	blk_itile_release(&t);
+}
+
+/* A fresh buffer for a scratch Ref of the given type, poisoned. */
+static unsigned char *scratch_new(BlkDType dt, int rank, const int64_t *dims, BlkIRef *r)
+{
+	memset(r, 0, sizeof *r);
+	r->dtype = dt;
+	r->rank = rank;
+	int64_t n = 1;
+	for (int d = rank - 1; d >= 0; d--) {
+		r->stride[d] = n;
+		r->ext[d] = r->bext[d] = r->aext[d] = dims[d];
+		n *= dims[d];
+	}
+	int64_t es = mem_esize(dt);
+	unsigned char *p = malloc((size_t)(n * es) + 1);
+	if (!p)
+		blk_die("interp: out of memory for scratch");
+	static const uint32_t f32_poison = 0x7fc00000u, i32_poison = 0xdeadbeefu;
+	static const uint16_t f16_poison = 0x7e00u, bf16_poison = 0x7fc0u;
+	for (int64_t i = 0; i < n; i++) {
+		switch (dt) {
+		case BLK_F32: memcpy(p + i * 4, &f32_poison, 4); break;
+		case BLK_I32: memcpy(p + i * 4, &i32_poison, 4); break;
+		case BLK_F16: memcpy(p + i * 2, &f16_poison, 2); break;
+		case BLK_BF16: memcpy(p + i * 2, &bf16_poison, 2); break;
+		default: p[i] = 0xa5; break;
+		}
+	}
+	r->base = p;
+	return p;
+}
+
+/* ---- control flow ------------------------------------------------------------ */
+
+static bool exec_block(Interp *I, const Block *b, BlkIVal *yielded);
+
+static void exec_for(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	int64_t lo = scalar_at(I, in->in[0]), hi = scalar_at(I, in->in[1]);
+	int64_t step = scalar_at(I, in->in[2]);
+	int nc = op->noperands - 3;
+	const Block *body = &in->regions[0];
+	if (step == 0) {
+		fail(I, op->loc, "for loop with step 0; lo", lo);
+		return;
+	}
+	/* carry[] holds a reference to each carried tile */
+	BlkIVal *carry = calloc((size_t)nc + 1, sizeof *carry);
+	for (int i = 0; i < nc; i++) {
+		carry[i] = I->slots[in->in[3 + i]];
+		if (carry[i].kind == BLK_IVAL_TILE)
+			blk_itile_retain(&carry[i].t);
+	}
+	for (int64_t iv = lo; !I->failed && (step > 0 ? iv < hi : iv > hi); iv += step) {
+		set_tile(I, body->args[0], scalar_i32(iv));
+		for (int i = 0; i < nc; i++)
+			set_val(I, body->args[1 + i], &carry[i]);
+		if (!exec_block(I, body, carry))
+			break;
+	}
+	for (int i = 0; i < nc; i++) {
+		if (!I->failed)
+			set_val(I, in->out[i], &carry[i]);
+		if (carry[i].kind == BLK_IVAL_TILE)
+			blk_itile_release(&carry[i].t);
+	}
+	free(carry);
+}
+
+static void exec_if(Interp *I, const Instr *in)
+{
+	bool c = scalar_at(I, in->in[0]) != 0;
+	if (c)
+		exec_block(I, &in->regions[0], NULL);
+	else if (in->op->nregions > 1)
+		exec_block(I, &in->regions[1], NULL);
+}
+
+static void exec_scoped(Interp *I, const Instr *in)
+{
+	const Block *b = &in->regions[0];
+	unsigned char **bufs = calloc((size_t)b->nargs + 1, sizeof *bufs);
+	for (int i = 0; i < b->nargs; i++) {
+		const BlkType *t = &in->op->regions[0]->args[i]->type;
+		BlkIVal v = { .kind = BLK_IVAL_REF };
+		bufs[i] = scratch_new(t->dtype, t->rank, I->sdims[b->args[i]], &v.r);
+		set_val(I, b->args[i], &v);
+	}
+	exec_block(I, b, NULL);
+	for (int i = 0; i < b->nargs; i++)
+		free(bufs[i]);
+	free(bufs);
+}
+
+static void exec_print(Interp *I, const Instr *in)
+{
+	const BlkAttr *fmt = blk_op_attr(in->op, "fmt");
+	fputs("program (", I->out);
+	for (int i = 0; i < I->k->grid_rank; i++)
+		fprintf(I->out, "%s%" PRId64, i ? ", " : "", I->pid[i]);
+	fprintf(I->out, "): %s", fmt && fmt->kind == BLK_ATTR_STRING ? fmt->s : "");
+	for (int i = 0; i < in->op->noperands; i++) {
+		fputc(' ', I->out);
+		if (I->slots[in->in[i]].kind == BLK_IVAL_TILE)
+			blk_iop_print(I->out, tile_at(I, in->in[i]));
+		else
+			fputs("<ref>", I->out);
+	}
+	fputc('\n', I->out);
+}
+
+/* ---- ops ----------------------------------------------------------------------- */
+
+static int axis_attr(Interp *I, const Instr *in, int limit)
+{
+	int64_t a = blk_op_int(in->op, "axis", 0);
+	if (a < 0 || a >= (limit > 0 ? limit : 1)) {
+		fail(I, in->op->loc, "axis out of range", a);
+		return -1;
+	}
+	return (int)a;
+}
+
+static void exec_leaf(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	BlkITile r = result_tile(I, in, 0);
+	int ax;
+	const BlkAttr *a;
+	switch (op->kind) {
+	case BLK_OP_CONST:
+		a = blk_op_attr(op, "value");
+		if (a && a->kind == BLK_ATTR_FLOAT)
+			blk_iop_splat(&r, true, 0, a->f);
+		else
+			blk_iop_splat(&r, false, a ? a->i : 0, 0.0);
+		break;
+	case BLK_OP_SIZE:
+		a = blk_op_attr(op, "name");
+		for (int i = 0; a && a->kind == BLK_ATTR_STRING && i < I->env.n; i++)
+			if (strcmp(I->env.names[i], a->s) == 0)
+				blk_iop_splat(&r, false, I->env.values[i], 0.0);
+		break;
+	case BLK_OP_PROGRAM_ID:
+	case BLK_OP_NUM_PROGRAMS:
+		if ((ax = axis_attr(I, in, I->k->grid_rank)) >= 0 && ax < I->k->grid_rank)
+			blk_iop_splat(&r, false, op->kind == BLK_OP_PROGRAM_ID ? I->pid[ax] : I->grid[ax], 0.0);
+		else if (ax == 0 && op->kind == BLK_OP_NUM_PROGRAMS)
+			blk_iop_splat(&r, false, 1, 0.0); /* a grid of rank 0 is one program */
+		break;
+	default: /* IOTA */
+		if ((ax = axis_attr(I, in, r.rank)) >= 0)
+			blk_iop_iota(ax, &r);
+		break;
+	}
+	set_tile(I, in->out[0], r);
+}
+
+static void exec_shape(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	const BlkITile *a = tile_at(I, in->in[0]);
+	if (op->kind == BLK_OP_EXPAND_DIMS) {
+		BlkITile r = blk_itile_retain(a);
+		r.rank = op->results[0]->type.rank;
+		memcpy(r.dims, I->sdims[in->out[0]], sizeof r.dims);
+		set_tile(I, in->out[0], r);
+		return;
+	}
+	BlkITile r = result_tile(I, in, 0);
+	int ax;
+	switch (op->kind) {
+	case BLK_OP_BROADCAST: blk_iop_broadcast(a, &r); break;
+	case BLK_OP_TRANSPOSE: blk_iop_transpose(a, &r); break;
+	default: /* reductions */
+		if ((ax = axis_attr(I, in, a->rank)) >= 0)
+			blk_iop_reduce(op->kind, a, ax, &r);
+		break;
+	}
+	set_tile(I, in->out[0], r);
+}
+
+static void exec_math(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	BlkITile r = result_tile(I, in, 0);
+	const BlkITile *a = tile_at(I, in->in[0]);
+	if (op->kind == BLK_OP_CAST)
+		blk_iop_cast(a, &r);
+	else if (op->kind == BLK_OP_SELECT)
+		blk_iop_select(a, tile_at(I, in->in[1]), tile_at(I, in->in[2]), &r);
+	else if (op->kind == BLK_OP_DOT)
+		blk_iop_dot(a, tile_at(I, in->in[1]),
+		            op->noperands > 2 ? tile_at(I, in->in[2]) : NULL, &r);
+	else if (op->noperands == 1)
+		blk_iop_unary(op->kind, a, &r);
+	else
+		blk_iop_binary(op->kind, a, tile_at(I, in->in[1]), &r);
+	set_tile(I, in->out[0], r);
+}
+
+static void exec_instr(Interp *I, const Instr *in)
+{
+	switch (in->op->kind) {
+	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID:
+	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
+		exec_leaf(I, in);
+		break;
+	case BLK_OP_NEG: case BLK_OP_NOT: case BLK_OP_EXP: case BLK_OP_LOG:
+	case BLK_OP_SQRT: case BLK_OP_RSQRT: case BLK_OP_TANH: case BLK_OP_ABS:
+	case BLK_OP_CAST: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
+	case BLK_OP_DIV: case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_MAX:
+	case BLK_OP_MIN: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_EQ:
+	case BLK_OP_NE: case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT:
+	case BLK_OP_GE: case BLK_OP_SELECT: case BLK_OP_DOT:
+		exec_math(I, in);
+		break;
+	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
+	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+		exec_shape(I, in);
+		break;
+	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
+	case BLK_OP_ATOMIC_ADD:
+		exec_access(I, in);
+		break;
+	case BLK_OP_FOR: exec_for(I, in); break;
+	case BLK_OP_IF: exec_if(I, in); break;
+	case BLK_OP_SCOPED: exec_scoped(I, in); break;
+	case BLK_OP_PRINT: exec_print(I, in); break;
+	default:
+		blk_die("interp: no interpretation for op %s", blk_op_name(in->op->kind));
+	}
+}
+
+/* Runs a block; at its yield, stores the yielded values (retained) in
+ * `yielded` when given, releasing what was there.  false once failed. */
+static bool exec_block(Interp *I, const Block *b, BlkIVal *yielded)
+{
+	for (int i = 0; i < b->n && !I->failed; i++) {
+		const Instr *in = &b->ins[i];
+		if (in->op->kind != BLK_OP_YIELD) {
+			exec_instr(I, in);
+			continue;
+		}
+		for (int j = 0; yielded && j < in->op->noperands; j++) {
+			BlkIVal v = I->slots[in->in[j]];
+			if (v.kind == BLK_IVAL_TILE)
+				blk_itile_retain(&v.t);
+			if (yielded[j].kind == BLK_IVAL_TILE)
+				blk_itile_release(&yielded[j].t);
+			yielded[j] = v;
+		}
+	}
+	return !I->failed;
+}
+
+/* ---- the grid ---------------------------------------------------------------- */
+
+/* The Ref of array param pi for the current program: its index map gives the
+ * block; squeezed dims fold into the offset. */
+static void block_ref(Interp *I, int pi, int ai, BlkIRef *r)
+{
+	const BlkParam *p = &I->k->params[pi];
+	const BlkArrayDesc *ad = &I->arrays[ai];
+	const Block *map = &I->maps[pi];
+	int64_t bidx[BLK_MAX_RANK] = { 0 };
+	if (p->index_map) {
+		BlkIVal ys[BLK_MAX_RANK] = { 0 };
+		for (int i = 0; i < map->nargs; i++)
+			set_tile(I, map->args[i], scalar_i32(I->pid[i]));
+		exec_block(I, map, ys);
+		for (int d = 0; d < p->rank; d++) {
+			if (ys[d].kind == BLK_IVAL_TILE) {
+				bidx[d] = BLK_ITI(&ys[d].t)[0];
+				blk_itile_release(&ys[d].t);
+			}
+		}
+	}
+	memset(r, 0, sizeof *r);
+	r->base = I->data[ai];
+	r->dtype = p->dtype;
+	for (int d = 0; d < p->rank; d++) {
+		int64_t start = bidx[d] * I->bdims[pi][d]; /* |bidx| < 2^31, bdims <= 2^31 */
+		if (p->squeezed[d]) {
+			if (start < 0 || start >= ad->shape[d])
+				r->dead = true;
+			else
+				r->off += start * ad->strides[d];
+			continue;
+		}
+		int o = r->rank++;
+		r->stride[o] = ad->strides[d];
+		r->gstart[o] = start;
+		r->ext[o] = r->bext[o] = I->bdims[pi][d];
+		r->aext[o] = ad->shape[d];
+	}
+}
+
+/* One program at the current pid: bind the param Refs, run the body. */
+static void run_step(Interp *I, const BlkIRef *scratch)
+{
+	int ai = 0;
+	for (int pi = 0; pi < I->k->nparams && !I->failed; pi++) {
+		BlkIVal v = { .kind = BLK_IVAL_REF };
+		if (I->k->params[pi].access == BLK_ACCESS_SCRATCH)
+			v.r = scratch[pi];
+		else
+			block_ref(I, pi, ai++, &v.r);
+		set_val(I, I->body.args[pi], &v);
+	}
+	exec_block(I, &I->body, NULL);
+}
+
+/* Advances the pid over the axes with grid_seq == seq, row-major; false
+ * when it wrapped around. */
+static bool next_pid(Interp *I, bool seq)
+{
+	for (int a = I->k->grid_rank - 1; a >= 0; a--) {
+		if (I->k->grid_seq[a] != seq)
+			continue;
+		if (++I->pid[a] < I->grid[a])
+			return true;
+		I->pid[a] = 0;
+	}
+	return false;
+}
+
+static void run_program(Interp *I, BlkIRef *scratch, unsigned char **bufs)
+{
+	const BlkKernel *k = I->k;
+	for (int pi = 0; pi < k->nparams; pi++) {
+		const BlkParam *p = &k->params[pi];
+		if (p->access == BLK_ACCESS_SCRATCH)
+			bufs[pi] = scratch_new(p->dtype, p->rank, I->bdims[pi], &scratch[pi]);
+	}
+	do
+		run_step(I, scratch);
+	while (!I->failed && next_pid(I, true));
+	for (int pi = 0; pi < k->nparams; pi++) {
+		free(bufs[pi]);
+		bufs[pi] = NULL;
+	}
+}
+
+static void run_grid(Interp *I)
+{
+	for (int a = 0; a < I->k->grid_rank; a++)
+		if (I->grid[a] <= 0)
+			return; /* an empty grid runs nothing */
+	BlkIRef *scratch = calloc((size_t)I->k->nparams + 1, sizeof *scratch);
+	unsigned char **bufs = calloc((size_t)I->k->nparams + 1, sizeof *bufs);
+	memset(I->pid, 0, sizeof I->pid);
+	do
+		run_program(I, scratch, bufs);
+	while (!I->failed && next_pid(I, false));
+	free(scratch);
+	free(bufs);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+/* Grid extents, and per param its block dims (scratch: its shape). */
+static bool eval_launch(Interp *I)
+{
+	const BlkKernel *k = I->k;
+	for (int a = 0; a < k->grid_rank; a++)
+		if (!blk_sym_eval(k->grid[a], &I->env, &I->grid[a]))
+			fail(I, k->loc, "a grid extent cannot be evaluated; axis", a);
+	I->bdims = blk_arena_alloc(I->arena, sizeof *I->bdims * (size_t)(k->nparams + 1));
+	for (int pi = 0; pi < k->nparams && !I->failed; pi++) {
+		const BlkParam *p = &k->params[pi];
+		for (int d = 0; d < p->rank; d++) {
+			const BlkSym *s = p->access == BLK_ACCESS_SCRATCH || !p->block[d] ? p->shape[d]
+			                                                                  : p->block[d];
+			int64_t *v = &I->bdims[pi][d];
+			if (p->squeezed[d])
+				*v = 1;
+			else if (!blk_sym_eval(s, &I->env, v) || *v <= 0 || *v > INT32_MAX)
+				fail(I, p->loc, "a block dim is not a valid size at this launch; dim", d);
+		}
+	}
+	return !I->failed;
+}
+
+static void prepare(Interp *I)
+{
+	const BlkKernel *k = I->k;
+	I->maps = BLK_NEW_N(I->arena, Block, k->nparams + 1);
+	for (int pi = 0; pi < k->nparams; pi++)
+		if (k->params[pi].index_map)
+			prepare_block(I, k->params[pi].index_map, k->params[pi].loc, &I->maps[pi]);
+	prepare_block(I, k->body, k->loc, &I->body);
+	if (I->body.nargs != k->nparams)
+		blk_die("interp: %s: the body has %d args for %d params", k->name,
+		        I->body.nargs, k->nparams);
+	I->slots = calloc((size_t)I->nslots + 1, sizeof *I->slots);
+}
+
+bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
+                    int narrays, FILE *print_out, BlkDiag *d)
+{
+	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);
+	if (!blk_bind_sizes(k, arrays, narrays, sizes, d)) {
+		free(sizes);
+		return false;
+	}
+	Interp I = { .k = k, .d = d, .out = print_out ? print_out : stdout,
+	             .arena = blk_arena_create(), .arrays = arrays, .data = data };
+	I.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	if (eval_launch(&I)) {
+		prepare(&I);
+		if (!I.failed)
+			run_grid(&I);
+		for (int s = 0; s < I.nslots; s++)
+			slot_clear(&I, s);
+	}
+	free(I.slots);
+	blk_arena_destroy(I.arena);
+	free(sizes);
+	fflush(I.out);
+	return !I.failed;
+}

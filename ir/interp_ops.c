@@ -1,0 +1,434 @@
+/* interp_ops.c - the interpreter's tile arithmetic.
+ *
+ * Exactly the semantics of docs/language.md, written for clarity: one plain
+ * loop per op over the elements.  Float dtypes compute in f32 and round to
+ * f16/bf16 after every op.  i32 arithmetic wraps (done in uint32_t, so C has
+ * no overflow UB); `//` and `%` are floor division and its remainder, and
+ * division by zero gives 0 for both: the GPU would give garbage, a trap
+ * helps nobody, and a defined answer keeps the oracle deterministic.
+ */
+#include "interp.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tiles -------------------------------------------------------------- */
+
+int blk_itile_esize(BlkDType dt)
+{
+	return dt == BLK_BOOL ? 1 : 4;
+}
+
+BlkITile blk_itile_new(BlkDType dt, int rank, const int64_t *dims)
+{
+	BlkITile t = { .dtype = dt, .rank = rank, .n = 1 };
+	for (int i = 0; i < rank; i++) {
+		t.dims[i] = dims[i];
+		t.n *= dims[i];
+	}
+	size_t bytes = (size_t)t.n * (size_t)blk_itile_esize(dt);
+	t.buf = calloc(1, sizeof(BlkIBuf) + bytes + 1);
+	if (!t.buf)
+		blk_die("interp: out of memory (%zu bytes)", bytes);
+	t.buf->refs = 1;
+	t.buf->bytes = bytes;
+	return t;
+}
+
+BlkITile blk_itile_retain(const BlkITile *t)
+{
+	t->buf->refs++;
+	return *t;
+}
+
+void blk_itile_release(BlkITile *t)
+{
+	if (t->buf && --t->buf->refs == 0)
+		free(t->buf);
+	t->buf = NULL;
+}
+
+float blk_iround(BlkDType dt, float x)
+{
+	switch (dt) {
+	case BLK_F16: return blk_f16_to_f32(blk_f32_to_f16(x));
+	case BLK_BF16: return blk_bf16_to_f32(blk_f32_to_bf16(x));
+	default: return x;
+	}
+}
+
+static bool is_float(BlkDType dt)
+{
+	return dt == BLK_F32 || dt == BLK_F16 || dt == BLK_BF16;
+}
+
+/* Element i of a tile as an int (bool 0/1); the tile is not float. */
+static int32_t get_int(const BlkITile *t, int64_t i)
+{
+	return t->dtype == BLK_BOOL ? BLK_ITB(t)[i] : BLK_ITI(t)[i];
+}
+
+static void put_int(BlkITile *t, int64_t i, int32_t v)
+{
+	if (t->dtype == BLK_BOOL)
+		BLK_ITB(t)[i] = v != 0;
+	else
+		BLK_ITI(t)[i] = v;
+}
+
+/* ---- elementwise -------------------------------------------------------- */
+
+static float unary_float(BlkOpKind k, float x)
+{
+	switch (k) {
+	case BLK_OP_NEG: return -x;
+	case BLK_OP_EXP: return expf(x);
+	case BLK_OP_LOG: return logf(x);
+	case BLK_OP_SQRT: return sqrtf(x);
+	case BLK_OP_RSQRT: return 1.0f / sqrtf(x);
+	case BLK_OP_TANH: return tanhf(x);
+	case BLK_OP_ABS: return fabsf(x);
+	default: blk_die("interp: %s is not a float op", blk_op_name(k));
+	}
+}
+
+static int32_t unary_int(BlkOpKind k, int32_t x)
+{
+	switch (k) {
+	case BLK_OP_NEG: return (int32_t)(0u - (uint32_t)x);
+	case BLK_OP_NOT: return !x;
+	case BLK_OP_ABS: return x < 0 ? (int32_t)(0u - (uint32_t)x) : x;
+	default: blk_die("interp: %s is not an integer op", blk_op_name(k));
+	}
+}
+
+void blk_iop_unary(BlkOpKind k, const BlkITile *a, BlkITile *r)
+{
+	int64_t sa = a->n == 1 ? 0 : 1;
+	if (is_float(a->dtype)) {
+		for (int64_t i = 0; i < r->n; i++)
+			BLK_ITF(r)[i] = blk_iround(r->dtype, unary_float(k, BLK_ITF(a)[i * sa]));
+	} else {
+		for (int64_t i = 0; i < r->n; i++)
+			put_int(r, i, unary_int(k, get_int(a, i * sa)));
+	}
+}
+
+/* float -> i32: truncate toward zero, saturate, NaN -> 0. */
+static int32_t float_to_i32(float x)
+{
+	if (isnan(x))
+		return 0;
+	if (x >= 2147483648.0f)
+		return INT32_MAX;
+	if (x <= -2147483648.0f)
+		return INT32_MIN;
+	return (int32_t)x;
+}
+
+void blk_iop_cast(const BlkITile *a, BlkITile *r)
+{
+	int64_t sa = a->n == 1 ? 0 : 1;
+	for (int64_t i = 0; i < r->n; i++) {
+		if (is_float(a->dtype)) {
+			float x = BLK_ITF(a)[i * sa];
+			if (is_float(r->dtype))
+				BLK_ITF(r)[i] = blk_iround(r->dtype, x);
+			else if (r->dtype == BLK_BOOL)
+				BLK_ITB(r)[i] = x != 0.0f;
+			else
+				BLK_ITI(r)[i] = float_to_i32(x);
+		} else {
+			int32_t x = get_int(a, i * sa);
+			if (is_float(r->dtype))
+				BLK_ITF(r)[i] = blk_iround(r->dtype, (float)x);
+			else
+				put_int(r, i, x);
+		}
+	}
+}
+
+/* Max and min propagate NaN and order -0 below +0, as the GPU's max/min. */
+static float fmax_nan(float x, float y)
+{
+	if (isnan(x) || isnan(y))
+		return NAN;
+	if (x == y)
+		return signbit(x) ? y : x;
+	return x > y ? x : y;
+}
+
+static float fmin_nan(float x, float y)
+{
+	if (isnan(x) || isnan(y))
+		return NAN;
+	if (x == y)
+		return signbit(x) ? x : y;
+	return x < y ? x : y;
+}
+
+static float binary_float(BlkOpKind k, float x, float y)
+{
+	switch (k) {
+	case BLK_OP_ADD: return x + y;
+	case BLK_OP_SUB: return x - y;
+	case BLK_OP_MUL: return x * y;
+	case BLK_OP_DIV: return x / y;
+	case BLK_OP_MAX: return fmax_nan(x, y);
+	case BLK_OP_MIN: return fmin_nan(x, y);
+	case BLK_OP_EQ: return x == y;
+	case BLK_OP_NE: return x != y;
+	case BLK_OP_LT: return x < y;
+	case BLK_OP_LE: return x <= y;
+	case BLK_OP_GT: return x > y;
+	case BLK_OP_GE: return x >= y;
+	default: blk_die("interp: %s is not a float op", blk_op_name(k));
+	}
+}
+
+static int32_t floordiv_i32(int32_t x, int32_t y)
+{
+	if (y == 0)
+		return 0;
+	if (x == INT32_MIN && y == -1)
+		return INT32_MIN; /* wraps, as 0x80000000 * -1 does */
+	int32_t q = x / y;
+	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+
+static int32_t mod_i32(int32_t x, int32_t y)
+{
+	if (y == 0 || y == -1)
+		return 0;
+	int32_t m = x % y;
+	return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+}
+
+static int32_t binary_int(BlkOpKind k, int32_t x, int32_t y)
+{
+	uint32_t ux = (uint32_t)x, uy = (uint32_t)y;
+	switch (k) {
+	case BLK_OP_ADD: return (int32_t)(ux + uy);
+	case BLK_OP_SUB: return (int32_t)(ux - uy);
+	case BLK_OP_MUL: return (int32_t)(ux * uy);
+	case BLK_OP_DIV:
+	case BLK_OP_FLOORDIV: return floordiv_i32(x, y);
+	case BLK_OP_MOD: return mod_i32(x, y);
+	case BLK_OP_MAX: return x > y ? x : y;
+	case BLK_OP_MIN: return x < y ? x : y;
+	case BLK_OP_AND: return x & y;
+	case BLK_OP_OR: return x | y;
+	case BLK_OP_EQ: return x == y;
+	case BLK_OP_NE: return x != y;
+	case BLK_OP_LT: return x < y;
+	case BLK_OP_LE: return x <= y;
+	case BLK_OP_GT: return x > y;
+	case BLK_OP_GE: return x >= y;
+	default: blk_die("interp: %s is not an integer op", blk_op_name(k));
+	}
+}
+
+void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile *r)
+{
+	int64_t sa = a->n == 1 ? 0 : 1, sb = b->n == 1 ? 0 : 1;
+	if (is_float(a->dtype)) {
+		bool cmp = r->dtype == BLK_BOOL;
+		for (int64_t i = 0; i < r->n; i++) {
+			float v = binary_float(k, BLK_ITF(a)[i * sa], BLK_ITF(b)[i * sb]);
+			if (cmp)
+				BLK_ITB(r)[i] = v != 0.0f;
+			else
+				BLK_ITF(r)[i] = blk_iround(r->dtype, v);
+		}
+	} else {
+		for (int64_t i = 0; i < r->n; i++)
+			put_int(r, i, binary_int(k, get_int(a, i * sa), get_int(b, i * sb)));
+	}
+}
+
+void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r)
+{
+	int64_t sc = c->n == 1 ? 0 : 1, sa = a->n == 1 ? 0 : 1, sb = b->n == 1 ? 0 : 1;
+	size_t es = (size_t)blk_itile_esize(r->dtype);
+	for (int64_t i = 0; i < r->n; i++) {
+		const BlkITile *src = BLK_ITB(c)[i * sc] ? a : b;
+		int64_t j = i * (src == a ? sa : sb);
+		memcpy(r->buf->data + (size_t)i * es, src->buf->data + (size_t)j * es, es);
+	}
+}
+
+/* ---- shapes --------------------------------------------------------------- */
+
+void blk_iop_broadcast(const BlkITile *a, BlkITile *r)
+{
+	int64_t st[BLK_MAX_RANK] = { 0 }, idx[BLK_MAX_RANK] = { 0 };
+	int64_t s = 1;
+	for (int j = r->rank - 1; j >= 0; j--) {
+		int od = j - (r->rank - a->rank);
+		if (od < 0)
+			continue;
+		st[j] = a->dims[od] == 1 ? 0 : s;
+		s *= a->dims[od];
+	}
+	size_t es = (size_t)blk_itile_esize(r->dtype);
+	for (int64_t i = 0; i < r->n; i++) {
+		int64_t src = 0;
+		for (int j = 0; j < r->rank; j++)
+			src += idx[j] * st[j];
+		memcpy(r->buf->data + (size_t)i * es, a->buf->data + (size_t)src * es, es);
+		for (int j = r->rank - 1; j >= 0 && ++idx[j] == r->dims[j]; j--)
+			idx[j] = 0;
+	}
+}
+
+void blk_iop_transpose(const BlkITile *a, BlkITile *r)
+{
+	int64_t m = a->dims[0], n = a->dims[1];
+	size_t es = (size_t)blk_itile_esize(r->dtype);
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++)
+			memcpy(r->buf->data + (size_t)(j * m + i) * es,
+			       a->buf->data + (size_t)(i * n + j) * es, es);
+}
+
+void blk_iop_iota(int axis, BlkITile *r)
+{
+	int64_t inner = 1;
+	for (int j = axis + 1; j < r->rank; j++)
+		inner *= r->dims[j];
+	int64_t len = r->rank ? r->dims[axis] : 1;
+	for (int64_t i = 0; i < r->n; i++)
+		BLK_ITI(r)[i] = (int32_t)(i / inner % len);
+}
+
+void blk_iop_splat(BlkITile *r, bool isf, int64_t iv, double fv)
+{
+	for (int64_t i = 0; i < r->n; i++) {
+		if (is_float(r->dtype))
+			BLK_ITF(r)[i] = blk_iround(r->dtype, isf ? (float)fv : (float)iv);
+		else if (r->dtype == BLK_BOOL)
+			BLK_ITB(r)[i] = isf ? fv != 0.0 : iv != 0;
+		else
+			BLK_ITI(r)[i] = isf ? float_to_i32((float)fv) : (int32_t)(uint32_t)iv;
+	}
+}
+
+/* ---- reductions and dot ---------------------------------------------------- */
+
+static float reduce_float(BlkOpKind k, const float *x, int64_t len, int64_t stride)
+{
+	float acc = k == BLK_OP_REDUCE_SUM ? 0.0f : k == BLK_OP_REDUCE_MAX ? -INFINITY : INFINITY;
+	for (int64_t i = 0; i < len; i++) {
+		float v = x[i * stride];
+		if (k == BLK_OP_REDUCE_SUM)
+			acc += v;
+		else
+			acc = k == BLK_OP_REDUCE_MAX ? fmax_nan(acc, v) : fmin_nan(acc, v);
+	}
+	return acc;
+}
+
+static int32_t reduce_int(BlkOpKind k, const BlkITile *a, int64_t at, int64_t len,
+                          int64_t stride)
+{
+	bool isb = a->dtype == BLK_BOOL;
+	int32_t acc = k == BLK_OP_REDUCE_SUM ? 0 : k == BLK_OP_REDUCE_MAX ? (isb ? 0 : INT32_MIN)
+	                                                                  : (isb ? 1 : INT32_MAX);
+	for (int64_t i = 0; i < len; i++) {
+		int32_t v = get_int(a, at + i * stride);
+		if (k == BLK_OP_REDUCE_SUM)
+			acc = (int32_t)((uint32_t)acc + (uint32_t)v);
+		else if (k == BLK_OP_REDUCE_MAX)
+			acc = v > acc ? v : acc;
+		else
+			acc = v < acc ? v : acc;
+	}
+	return acc;
+}
+
+/* Sums accumulate in f32 in index order; f16/bf16 round once at the end. */
+void blk_iop_reduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r)
+{
+	int64_t outer = 1, inner = 1, len = a->dims[axis];
+	for (int j = 0; j < axis; j++)
+		outer *= a->dims[j];
+	for (int j = axis + 1; j < a->rank; j++)
+		inner *= a->dims[j];
+	for (int64_t o = 0; o < outer; o++) {
+		for (int64_t i = 0; i < inner; i++) {
+			int64_t at = o * len * inner + i, ri = o * inner + i;
+			if (is_float(a->dtype))
+				BLK_ITF(r)[ri] = blk_iround(r->dtype,
+				                            reduce_float(k, BLK_ITF(a) + at, len, inner));
+			else
+				put_int(r, ri, reduce_int(k, a, at, len, inner));
+		}
+	}
+}
+
+/* Row m of r accumulates over k ascending, each step one fmaf: the order the
+ * GPU's SIMT path uses, so f32 results compare tightly. */
+void blk_iop_dot(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)
+{
+	int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
+	float *rf = BLK_ITF(r);
+	const float *af = BLK_ITF(a), *bf = BLK_ITF(b);
+	if (acc)
+		memcpy(rf, BLK_ITF(acc), (size_t)(M * N) * sizeof(float));
+	else
+		memset(rf, 0, (size_t)(M * N) * sizeof(float));
+	for (int64_t m = 0; m < M; m++) {
+		float *row = rf + m * N;
+		for (int64_t k = 0; k < K; k++) {
+			float x = af[m * K + k];
+			const float *brow = bf + k * N;
+			for (int64_t n = 0; n < N; n++)
+				row[n] = fmaf(x, brow[n], row[n]);
+		}
+	}
+}
+
+/* ---- printing -------------------------------------------------------------- */
+
+static void print_elem(FILE *out, const BlkITile *t, int64_t i)
+{
+	if (is_float(t->dtype))
+		fprintf(out, "%g", (double)BLK_ITF(t)[i]);
+	else if (t->dtype == BLK_BOOL)
+		fputs(BLK_ITB(t)[i] ? "true" : "false", out);
+	else
+		fprintf(out, "%" PRId32, BLK_ITI(t)[i]);
+}
+
+/* Dims longer than 8 show their first and last 3 entries around "...". */
+static void print_dim(FILE *out, const BlkITile *t, int d, int64_t at)
+{
+	if (d == t->rank) {
+		print_elem(out, t, at);
+		return;
+	}
+	int64_t stride = 1;
+	for (int j = d + 1; j < t->rank; j++)
+		stride *= t->dims[j];
+	int64_t len = t->dims[d];
+	bool elide = len > 8;
+	fputc('[', out);
+	for (int64_t i = 0; i < len; i++) {
+		if (elide && i == 3) {
+			fputs(", ...", out);
+			i = len - 4;
+			continue;
+		}
+		if (i)
+			fputs(", ", out);
+		print_dim(out, t, d + 1, at + i * stride);
+	}
+	fputc(']', out);
+}
+
+void blk_iop_print(FILE *out, const BlkITile *t)
+{
+	print_dim(out, t, 0, 0);
+}
