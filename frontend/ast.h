@@ -65,7 +65,7 @@ typedef enum {
 	X(SUB, "-")             \
 	X(MUL, "*")             \
 	X(DIV, "/")             \
-	X(FLOORDIV, "//")       \
+	X(FLOORDIV, "~/")      /* floor division; `//` starts a comment */       \
 	X(MOD, "%")             \
 	X(EQ, "==")             \
 	X(NE, "!=")             \

@@ -1,0 +1,892 @@
+/* parse.c - recursive-descent parser: tokens to AST.
+ *
+ * One function per grammar rule of docs/language.md, the rule in a comment
+ * above it.  The whole file is lexed first, so the parser can look ahead
+ * freely (`name = expr` arguments need two tokens).
+ *
+ * Error recovery is panic mode: the first error sets `panic`, which silences
+ * further errors; the statement loop then skips to a `;` (consumed), a `}`
+ * or the next `kernel`, clears `panic` and goes on, so one run reports one
+ * error per broken statement.  An error in a kernel header skips to the
+ * body's `{`.  Failed expressions yield a placeholder node, never NULL, so
+ * the parser itself never dereferences NULL.
+ *
+ * Termination on any input: every loop either consumes a token per turn or
+ * stops at EOF; nesting deeper than MAX_DEPTH (parens, unary operators,
+ * blocks) reports "nesting too deep" and abandons the file, as does a
+ * saturated diag, so neither the stack nor the error output can blow up.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "frontend/ast.h"
+#include "frontend/frontend.h"
+#include "frontend/lex.h"
+
+enum { MAX_DEPTH = 200 };
+
+typedef struct Parser {
+	BlkArena *a;
+	BlkDiag *d;
+	const BlkSource *src;
+	BlkToken *t;
+	int n, pos;
+	int depth;
+	bool panic; /* an error was reported; silent until resynchronized */
+	int errors; /* syntax errors reported */
+} Parser;
+
+/* A growable arena array. */
+typedef struct Vec {
+	void *data;
+	int n, cap;
+} Vec;
+
+static void *vec_push(Parser *p, Vec *v, size_t elem)
+{
+	if (v->n == v->cap) {
+		int ncap = v->cap ? v->cap * 2 : 4;
+		v->data = blk_arena_grow(p->a, v->data, (size_t)v->n, (size_t)ncap, elem);
+		v->cap = ncap;
+	}
+	return (char *)v->data + elem * (size_t)v->n++;
+}
+
+static void vec_push_ptr(Parser *p, Vec *v, void *x)
+{
+	*(void **)vec_push(p, v, sizeof(void *)) = x;
+}
+
+/* ---- token helpers ----------------------------------------------------------- */
+
+static BlkToken *tok(Parser *p) { return &p->t[p->pos]; }
+static BlkTokKind peek(Parser *p) { return p->t[p->pos].kind; }
+static BlkTokKind peek2(Parser *p)
+{
+	return p->pos + 1 < p->n ? p->t[p->pos + 1].kind : BLK_TOK_EOF;
+}
+static bool at(Parser *p, BlkTokKind k) { return peek(p) == k; }
+static BlkLoc here(Parser *p) { return tok(p)->loc; }
+
+static BlkToken *next(Parser *p)
+{
+	BlkToken *t = tok(p);
+	if (t->kind != BLK_TOK_EOF)
+		p->pos++;
+	return t;
+}
+
+static bool accept(Parser *p, BlkTokKind k)
+{
+	if (!at(p, k))
+		return false;
+	next(p);
+	return true;
+}
+
+/* Gives up on the rest of the file: no more tokens, no more errors. */
+static void abandon(Parser *p)
+{
+	p->pos = p->n - 1;
+	p->panic = true;
+}
+
+static void error_at(Parser *p, BlkLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error_at(Parser *p, BlkLoc loc, const char *fmt, ...)
+{
+	if (p->panic)
+		return;
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	blk_error(p->d, loc, "%s", buf);
+	p->errors++;
+	p->panic = true;
+	if (blk_diag_saturated(p->d))
+		abandon(p);
+}
+
+/* "expected WHAT, found TOKEN" at the current token. */
+static void expected(Parser *p, const char *what)
+{
+	error_at(p, here(p), "expected %s, found %s", what, blk_tok_describe(p->a, tok(p)));
+}
+
+static bool expect(Parser *p, BlkTokKind k)
+{
+	if (accept(p, k))
+		return true;
+	expected(p, blk_arena_printf(p->a, "'%s'", blk_tok_spelling(k)));
+	return false;
+}
+
+/* IDENT; returns its text, or "<error>" after reporting. */
+static const char *expect_ident(Parser *p, const char *what, BlkLoc *loc)
+{
+	if (loc)
+		*loc = here(p);
+	if (!at(p, BLK_TOK_IDENT)) {
+		expected(p, what);
+		return "<error>";
+	}
+	BlkToken *t = next(p);
+	return blk_arena_strndup(p->a, t->text, t->len);
+}
+
+/* After a list item: true if another item follows (a comma that is not a
+ * trailing one before close). */
+static bool more(Parser *p, BlkTokKind close)
+{
+	return accept(p, BLK_TOK_COMMA) && !at(p, close);
+}
+
+static bool enter(Parser *p)
+{
+	if (++p->depth <= MAX_DEPTH)
+		return true;
+	error_at(p, here(p), "nesting too deep (more than %d levels)", MAX_DEPTH);
+	abandon(p);
+	return false;
+}
+
+static void leave(Parser *p) { p->depth--; }
+
+static BlkAstExpr *error_expr(Parser *p, BlkLoc loc)
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_NAME, loc);
+	e->name = "<error>";
+	return e;
+}
+
+static bool is_dtype_kw(BlkTokKind k)
+{
+	return k >= BLK_TOK_F32 && k <= BLK_TOK_BOOL;
+}
+
+static BlkDType dtype_of(BlkTokKind k)
+{
+	static const BlkDType map[] = {BLK_F32, BLK_F16, BLK_BF16, BLK_I32, BLK_BOOL};
+	return map[k - BLK_TOK_F32];
+}
+
+/* ---- expressions ----------------------------------------------------------- */
+
+static BlkAstExpr *parse_expr(Parser *p);
+static BlkAstBlock *parse_block(Parser *p, bool is_body);
+
+/* dtype = "f32" | "f16" | "bf16" | "i32" | "bool" | IDENT ; */
+static BlkAstExpr *parse_dtype(Parser *p)
+{
+	BlkLoc loc = here(p);
+	if (is_dtype_kw(peek(p))) {
+		BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_DTYPE, loc);
+		e->dtype = dtype_of(next(p)->kind);
+		return e;
+	}
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_NAME, loc);
+	e->name = expect_ident(p, "a dtype", NULL);
+	return e;
+}
+
+/* arg = [ IDENT "=" ] expr ; */
+static void parse_arg(Parser *p, Vec *args)
+{
+	BlkAstArg *arg = vec_push(p, args, sizeof(BlkAstArg));
+	arg->loc = here(p);
+	if (at(p, BLK_TOK_IDENT) && peek2(p) == BLK_TOK_ASSIGN) {
+		BlkToken *t = next(p);
+		arg->name = blk_arena_strndup(p->a, t->text, t->len);
+		next(p);
+	}
+	arg->value = parse_expr(p);
+}
+
+/* args = "(" [ arg { "," arg } [ "," ] ] ")" ;  (the "(" is current) */
+static void parse_args(Parser *p, BlkAstExpr *e)
+{
+	Vec v = {0};
+	expect(p, BLK_TOK_LPAREN);
+	if (!at(p, BLK_TOK_RPAREN))
+		do
+			parse_arg(p, &v);
+		while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	e->args = v.data;
+	e->nargs = v.n;
+}
+
+/* index = ":" | "..." | "ds" "(" expr "," expr ")" | expr ; */
+static void parse_index(Parser *p, Vec *v)
+{
+	BlkAstIndex *x = vec_push(p, v, sizeof(BlkAstIndex));
+	x->loc = here(p);
+	if (accept(p, BLK_TOK_COLON)) {
+		x->kind = BLK_AST_IDX_SLICE;
+	} else if (accept(p, BLK_TOK_ELLIPSIS)) {
+		x->kind = BLK_AST_IDX_ELLIPSIS;
+	} else if (at(p, BLK_TOK_IDENT) && tok(p)->len == 2 &&
+	           memcmp(tok(p)->text, "ds", 2) == 0 && peek2(p) == BLK_TOK_LPAREN) {
+		x->kind = BLK_AST_IDX_DS;
+		next(p);
+		next(p);
+		x->a = parse_expr(p);
+		expect(p, BLK_TOK_COMMA);
+		x->b = parse_expr(p);
+		expect(p, BLK_TOK_RPAREN);
+	} else {
+		x->kind = BLK_AST_IDX_EXPR;
+		x->a = parse_expr(p);
+	}
+}
+
+/* indices = index { "," index } ;  then the closing "]" */
+static void parse_indices(Parser *p, BlkAstIndex **idx, int *n)
+{
+	Vec v = {0};
+	do
+		parse_index(p, &v);
+	while (more(p, BLK_TOK_RBRACKET));
+	expect(p, BLK_TOK_RBRACKET);
+	*idx = v.data;
+	*n = v.n;
+}
+
+/* lpattern = IDENT | "(" IDENT { "," IDENT } ")" ; */
+static void parse_lpattern(Parser *p, BlkAstExpr *e)
+{
+	Vec names = {0}, locs = {0};
+	e->carry = at(p, BLK_TOK_LPAREN) ? BLK_AST_CARRY_TUPLE : BLK_AST_CARRY_ONE;
+	bool tuple = accept(p, BLK_TOK_LPAREN);
+	do {
+		BlkLoc *loc = vec_push(p, &locs, sizeof(BlkLoc));
+		vec_push_ptr(p, &names, (void *)expect_ident(p, "a carry name", loc));
+	} while (tuple && more(p, BLK_TOK_RPAREN));
+	if (tuple)
+		expect(p, BLK_TOK_RPAREN);
+	e->carries = names.data;
+	e->carry_locs = locs.data;
+	e->ncarries = names.n;
+}
+
+/* "fori_loop" "(" arg { "," arg } ")" "|" IDENT [ "," lpattern ] "|" body */
+static BlkAstExpr *parse_fori(Parser *p)
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_FORI, next(p)->loc);
+	parse_args(p, e);
+	expect(p, BLK_TOK_PIPE);
+	e->ivar = expect_ident(p, "the loop index name", &e->ivar_loc);
+	if (accept(p, BLK_TOK_COMMA))
+		parse_lpattern(p, e);
+	expect(p, BLK_TOK_PIPE);
+	e->body = parse_block(p, true);
+	return e;
+}
+
+/* "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" */
+static BlkAstExpr *parse_paren(Parser *p)
+{
+	BlkLoc loc = next(p)->loc;
+	BlkAstExpr *first = parse_expr(p);
+	if (!at(p, BLK_TOK_COMMA)) {
+		expect(p, BLK_TOK_RPAREN);
+		return first;
+	}
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_TUPLE, loc);
+	Vec v = {0};
+	vec_push_ptr(p, &v, first);
+	while (more(p, BLK_TOK_RPAREN))
+		vec_push_ptr(p, &v, parse_expr(p));
+	expect(p, BLK_TOK_RPAREN);
+	e->elems = v.data;
+	e->nelems = v.n;
+	return e;
+}
+
+static BlkAstExpr *leaf(Parser *p, BlkAstExprKind k)
+{
+	return blk_ast_expr_new(p->a, k, next(p)->loc);
+}
+
+/* primary = INT | FLOAT | "true" | "false" | "inf" | "nan" | IDENT | dtype
+ *         | IDENT "(" [ arg { "," arg } ] ")"
+ *         | "fori_loop" "(" arg { "," arg } ")" "|" IDENT [ "," lpattern ] "|" body
+ *         | "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" ; */
+static BlkAstExpr *parse_primary(Parser *p)
+{
+	BlkToken *t = tok(p);
+	BlkAstExpr *e;
+	switch (t->kind) {
+	case BLK_TOK_INT:
+		e = leaf(p, BLK_AST_INT);
+		e->ival = t->ival;
+		return e;
+	case BLK_TOK_FLOAT:
+		e = leaf(p, BLK_AST_FLOAT);
+		e->fval = t->fval;
+		e->text = blk_arena_strndup(p->a, t->text, t->len);
+		return e;
+	case BLK_TOK_TRUE:
+	case BLK_TOK_FALSE:
+		e = leaf(p, BLK_AST_BOOL);
+		e->ival = t->kind == BLK_TOK_TRUE;
+		return e;
+	case BLK_TOK_INF: return leaf(p, BLK_AST_INF);
+	case BLK_TOK_NAN: return leaf(p, BLK_AST_NAN);
+	case BLK_TOK_IDENT:
+		e = leaf(p, peek2(p) == BLK_TOK_LPAREN ? BLK_AST_CALL : BLK_AST_NAME);
+		e->name = blk_arena_strndup(p->a, t->text, t->len);
+		if (e->kind == BLK_AST_CALL)
+			parse_args(p, e);
+		return e;
+	case BLK_TOK_FORI_LOOP: return parse_fori(p);
+	case BLK_TOK_LPAREN: return parse_paren(p);
+	default:
+		if (is_dtype_kw(t->kind))
+			return parse_dtype(p);
+		expected(p, "an expression");
+		return error_expr(p, t->loc);
+	}
+}
+
+/* The word after a ".": at, astype, T or any attribute. */
+static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
+{
+	BlkLoc loc = next(p)->loc;
+	BlkToken *t = tok(p);
+	const char *word = expect_ident(p, "an attribute name after '.'", NULL);
+	BlkAstExpr *e;
+	if (strcmp(word, "at") == 0 && at(p, BLK_TOK_LBRACKET)) {
+		e = blk_ast_expr_new(p->a, BLK_AST_AT, loc);
+		next(p);
+		parse_indices(p, &e->idx, &e->nidx);
+	} else if (strcmp(word, "astype") == 0 && at(p, BLK_TOK_LPAREN)) {
+		e = blk_ast_expr_new(p->a, BLK_AST_ASTYPE, loc);
+		next(p);
+		e->rhs = parse_dtype(p);
+		expect(p, BLK_TOK_RPAREN);
+	} else if (strcmp(word, "T") == 0) {
+		e = blk_ast_expr_new(p->a, BLK_AST_TRANSPOSE, loc);
+	} else {
+		e = blk_ast_expr_new(p->a, BLK_AST_ATTR, t->loc);
+		e->name = word;
+	}
+	e->lhs = lhs;
+	return e;
+}
+
+/* postfix = primary { "[" indices "]" | "." "at" "[" indices "]"
+ *                   | "." "astype" "(" dtype ")" | "." "T" | "." IDENT } ; */
+static BlkAstExpr *parse_postfix(Parser *p)
+{
+	BlkAstExpr *e = parse_primary(p);
+	for (;;) {
+		if (at(p, BLK_TOK_LBRACKET)) {
+			BlkAstExpr *x = blk_ast_expr_new(p->a, BLK_AST_INDEX, next(p)->loc);
+			x->lhs = e;
+			parse_indices(p, &x->idx, &x->nidx);
+			e = x;
+		} else if (at(p, BLK_TOK_DOT)) {
+			e = parse_dot_suffix(p, e);
+		} else {
+			return e;
+		}
+	}
+}
+
+/* unary = ( "-" | "!" ) unary | postfix ; */
+static BlkAstExpr *parse_unary(Parser *p)
+{
+	BlkLoc loc = here(p);
+	if (!enter(p))
+		return error_expr(p, loc);
+	BlkAstExpr *e;
+	if (at(p, BLK_TOK_MINUS) || at(p, BLK_TOK_BANG)) {
+		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
+		e->op = next(p)->kind == BLK_TOK_MINUS ? BLK_AST_OP_NEG : BLK_AST_OP_NOT;
+		e->lhs = parse_unary(p);
+	} else {
+		e = parse_postfix(p);
+	}
+	leave(p);
+	return e;
+}
+
+/* The binary operator of the current token, if it is one of n listed. */
+static bool binop(Parser *p, const BlkTokKind *toks, const BlkAstOp *ops, int n, BlkAstOp *op)
+{
+	for (int i = 0; i < n; i++)
+		if (at(p, toks[i])) {
+			*op = ops[i];
+			return true;
+		}
+	return false;
+}
+
+static BlkAstExpr *binary(Parser *p, BlkAstOp op, BlkAstExpr *lhs, BlkAstExpr *(*rhs)(Parser *))
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_BINARY, next(p)->loc);
+	e->op = op;
+	e->lhs = lhs;
+	e->rhs = rhs(p);
+	return e;
+}
+
+/* mul = unary { ( "*" | "/" | "~/" | "%" ) unary } ; */
+static BlkAstExpr *parse_mul(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT};
+	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD};
+	BlkAstExpr *e = parse_unary(p);
+	BlkAstOp op;
+	while (binop(p, toks, ops, 4, &op))
+		e = binary(p, op, e, parse_unary);
+	return e;
+}
+
+/* add = mul { ( "+" | "-" ) mul } ; */
+static BlkAstExpr *parse_add(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_PLUS, BLK_TOK_MINUS};
+	static const BlkAstOp ops[] = {BLK_AST_OP_ADD, BLK_AST_OP_SUB};
+	BlkAstExpr *e = parse_mul(p);
+	BlkAstOp op;
+	while (binop(p, toks, ops, 2, &op))
+		e = binary(p, op, e, parse_mul);
+	return e;
+}
+
+/* cmp = add [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) add ] ;
+ * Comparisons do not chain: `a < b < c` is an error, not Python's meaning. */
+static BlkAstExpr *parse_cmp(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_EQ, BLK_TOK_NE, BLK_TOK_LT,
+	                                  BLK_TOK_LE, BLK_TOK_GT, BLK_TOK_GE};
+	static const BlkAstOp ops[] = {BLK_AST_OP_EQ, BLK_AST_OP_NE, BLK_AST_OP_LT,
+	                               BLK_AST_OP_LE, BLK_AST_OP_GT, BLK_AST_OP_GE};
+	BlkAstExpr *e = parse_add(p);
+	BlkAstOp op;
+	if (binop(p, toks, ops, 6, &op))
+		e = binary(p, op, e, parse_add);
+	if (binop(p, toks, ops, 6, &op))
+		error_at(p, here(p), "comparisons do not chain; use '&&'");
+	return e;
+}
+
+/* and = cmp { "&&" cmp } ; */
+static BlkAstExpr *parse_and(Parser *p)
+{
+	BlkAstExpr *e = parse_cmp(p);
+	while (at(p, BLK_TOK_ANDAND))
+		e = binary(p, BLK_AST_OP_AND, e, parse_cmp);
+	return e;
+}
+
+/* or = and { "||" and } ; */
+static BlkAstExpr *parse_or(Parser *p)
+{
+	BlkAstExpr *e = parse_and(p);
+	while (at(p, BLK_TOK_OROR))
+		e = binary(p, BLK_AST_OP_OR, e, parse_and);
+	return e;
+}
+
+/* expr = or ; */
+static BlkAstExpr *parse_expr(Parser *p)
+{
+	return parse_or(p);
+}
+
+/* ---- statements --------------------------------------------------------------- */
+
+static BlkAstParam *parse_shape_list(Parser *p, BlkAstParam *prm);
+
+/* pattern = IDENT | "(" IDENT { "," IDENT } ")" ; */
+static void parse_pattern(Parser *p, BlkAstStmt *s)
+{
+	Vec names = {0}, locs = {0};
+	s->tuple_pattern = accept(p, BLK_TOK_LPAREN);
+	do {
+		BlkLoc *loc = vec_push(p, &locs, sizeof(BlkLoc));
+		vec_push_ptr(p, &names, (void *)expect_ident(p, "a name", loc));
+	} while (s->tuple_pattern && more(p, BLK_TOK_RPAREN));
+	if (s->tuple_pattern)
+		expect(p, BLK_TOK_RPAREN);
+	s->names = names.data;
+	s->name_locs = locs.data;
+	s->nnames = names.n;
+}
+
+/* "let" pattern "=" expr ";" */
+static BlkAstStmt *parse_let(Parser *p)
+{
+	BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_LET, next(p)->loc);
+	parse_pattern(p, s);
+	expect(p, BLK_TOK_ASSIGN);
+	s->value = parse_expr(p);
+	expect(p, BLK_TOK_SEMI);
+	return s;
+}
+
+/* "when" expr block [ "else" block ] */
+static BlkAstStmt *parse_when(Parser *p)
+{
+	BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_WHEN, next(p)->loc);
+	s->value = parse_expr(p);
+	s->then = parse_block(p, false);
+	if (accept(p, BLK_TOK_ELSE))
+		s->els = parse_block(p, false);
+	return s;
+}
+
+/* scratchdecl = IDENT ":" dtype "[" expr { "," expr } "]" ; */
+static void parse_scratchdecl(Parser *p, Vec *v)
+{
+	BlkAstParam *prm = vec_push(p, v, sizeof(BlkAstParam));
+	prm->loc = here(p);
+	prm->name = expect_ident(p, "a scratch name", NULL);
+	prm->access = BLK_AST_SCRATCH;
+	prm->access_loc = prm->loc;
+	expect(p, BLK_TOK_COLON);
+	prm->dtype = parse_dtype(p);
+	parse_shape_list(p, prm);
+}
+
+/* "scoped" "(" scratchdecl { "," scratchdecl } ")" block */
+static BlkAstStmt *parse_scoped(Parser *p)
+{
+	BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_SCOPED, next(p)->loc);
+	Vec v = {0};
+	expect(p, BLK_TOK_LPAREN);
+	do
+		parse_scratchdecl(p, &v);
+	while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	s->scratch = v.data;
+	s->nscratch = v.n;
+	s->then = parse_block(p, false);
+	return s;
+}
+
+/* "print" "(" STRING { "," expr } ")" ";" */
+static BlkAstStmt *parse_print(Parser *p)
+{
+	BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_PRINT, next(p)->loc);
+	Vec v = {0};
+	s->str = "";
+	expect(p, BLK_TOK_LPAREN);
+	if (at(p, BLK_TOK_STRING))
+		s->str = next(p)->str;
+	else
+		expected(p, "a string");
+	while (more(p, BLK_TOK_RPAREN))
+		vec_push_ptr(p, &v, parse_expr(p));
+	expect(p, BLK_TOK_RPAREN);
+	expect(p, BLK_TOK_SEMI);
+	s->args = v.data;
+	s->nargs = v.n;
+	return s;
+}
+
+/* postfix "[" indices "]" "=" expr ";"  |  expr ";"
+ * Both start with an expression; a following "=" makes it a store, whose
+ * target must then be an index expression.  In a loop body, an expression
+ * followed by "}" is the body's result: *result gets it and NULL is returned. */
+static BlkAstStmt *parse_expr_stmt(Parser *p, BlkAstExpr **result)
+{
+	BlkLoc loc = here(p);
+	BlkAstExpr *e = parse_expr(p);
+	if (result && at(p, BLK_TOK_RBRACE)) {
+		*result = e;
+		return NULL;
+	}
+	if (at(p, BLK_TOK_ASSIGN)) {
+		BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_STORE, loc);
+		if (e->kind != BLK_AST_INDEX)
+			error_at(p, here(p), "only a Ref can be assigned to, as `r[...] = value`");
+		next(p);
+		s->target = e->lhs ? e->lhs : e;
+		s->idx = e->idx;
+		s->nidx = e->nidx;
+		s->value = parse_expr(p);
+		expect(p, BLK_TOK_SEMI);
+		return s;
+	}
+	BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_EXPR, loc);
+	s->value = e;
+	expect(p, BLK_TOK_SEMI);
+	return s;
+}
+
+/* stmt = "let" ... | store | "when" ... | "scoped" ... | "print" ... | expr ";" */
+static BlkAstStmt *parse_stmt(Parser *p, BlkAstExpr **result)
+{
+	switch (peek(p)) {
+	case BLK_TOK_LET: return parse_let(p);
+	case BLK_TOK_WHEN: return parse_when(p);
+	case BLK_TOK_SCOPED: return parse_scoped(p);
+	case BLK_TOK_PRINT: return parse_print(p);
+	default: return parse_expr_stmt(p, result);
+	}
+}
+
+/* After an error: skip to just past a ";", or to a "}" or "kernel". */
+static void sync_stmt(Parser *p)
+{
+	while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_RBRACE) && !at(p, BLK_TOK_KERNEL))
+		if (next(p)->kind == BLK_TOK_SEMI)
+			break;
+	if (!blk_diag_saturated(p->d))
+		p->panic = false;
+}
+
+/* block = "{" { stmt } "}" ;
+ * body  = "{" { stmt } [ expr ] "}" ;   (is_body) */
+static BlkAstBlock *parse_block(Parser *p, bool is_body)
+{
+	BlkAstBlock *b = BLK_NEW(p->a, BlkAstBlock);
+	b->loc = here(p);
+	if (!enter(p) || !expect(p, BLK_TOK_LBRACE)) {
+		leave(p);
+		return b;
+	}
+	Vec v = {0};
+	while (!at(p, BLK_TOK_RBRACE) && !at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL)) {
+		BlkAstStmt *s = parse_stmt(p, is_body ? &b->result : NULL);
+		if (s)
+			vec_push_ptr(p, &v, s);
+		if (p->panic)
+			sync_stmt(p);
+		else if (b->result)
+			break;
+	}
+	expect(p, BLK_TOK_RBRACE);
+	b->stmts = v.data;
+	b->nstmts = v.n;
+	leave(p);
+	return b;
+}
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+/* "[" [ expr { "," expr } ] "]"  (a shape) */
+static BlkAstParam *parse_shape_list(Parser *p, BlkAstParam *prm)
+{
+	Vec v = {0};
+	if (!expect(p, BLK_TOK_LBRACKET))
+		return prm;
+	if (!at(p, BLK_TOK_RBRACKET))
+		do
+			vec_push_ptr(p, &v, parse_expr(p));
+		while (more(p, BLK_TOK_RBRACKET));
+	expect(p, BLK_TOK_RBRACKET);
+	prm->shape = v.data;
+	prm->nshape = v.n;
+	return prm;
+}
+
+/* bdim = "None" | expr ; */
+static void parse_bdim(Parser *p, Vec *dims, Vec *locs)
+{
+	*(BlkLoc *)vec_push(p, locs, sizeof(BlkLoc)) = here(p);
+	vec_push_ptr(p, dims, accept(p, BLK_TOK_NONE) ? NULL : parse_expr(p));
+}
+
+/* "index" "(" [ IDENT { "," IDENT } ] ")" "->" "(" expr { "," expr } [ "," ] ")" */
+static void parse_index_map(Parser *p, BlkAstParam *prm)
+{
+	Vec names = {0}, locs = {0}, map = {0};
+	prm->has_index = true;
+	prm->index_loc = next(p)->loc;
+	expect(p, BLK_TOK_LPAREN);
+	if (!at(p, BLK_TOK_RPAREN))
+		do {
+			BlkLoc *loc = vec_push(p, &locs, sizeof(BlkLoc));
+			vec_push_ptr(p, &names, (void *)expect_ident(p, "an index-map parameter name", loc));
+		} while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	expect(p, BLK_TOK_ARROW);
+	expect(p, BLK_TOK_LPAREN);
+	do
+		vec_push_ptr(p, &map, parse_expr(p));
+	while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	prm->index_params = names.data;
+	prm->index_param_locs = locs.data;
+	prm->nindex_params = names.n;
+	prm->index_map = map.data;
+	prm->nindex_map = map.n;
+}
+
+/* blockspec = "block" "(" bdim { "," bdim } [ "," ] ")"
+ *             [ "index" "(" [ IDENT { "," IDENT } ] ")" "->" "(" expr { "," expr } [ "," ] ")" ] ; */
+static void parse_blockspec(Parser *p, BlkAstParam *prm)
+{
+	Vec dims = {0}, locs = {0};
+	prm->has_block = true;
+	prm->block_loc = next(p)->loc;
+	if (!at(p, BLK_TOK_LPAREN)) {
+		expected(p, "'(' after 'block'");
+		return;
+	}
+	next(p);
+	do
+		parse_bdim(p, &dims, &locs);
+	while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	prm->block = dims.data;
+	prm->block_locs = locs.data;
+	prm->nblock = dims.n;
+	if (at(p, BLK_TOK_INDEX))
+		parse_index_map(p, prm);
+}
+
+/* access = "in" | "out" | "inout" | "scratch" ; */
+static void parse_access(Parser *p, BlkAstParam *prm)
+{
+	static const BlkAstAccess map[] = {BLK_AST_IN, BLK_AST_OUT, BLK_AST_INOUT, BLK_AST_SCRATCH};
+	prm->access_loc = here(p);
+	BlkTokKind k = peek(p);
+	if (k >= BLK_TOK_IN && k <= BLK_TOK_SCRATCH) {
+		prm->access = map[next(p)->kind - BLK_TOK_IN];
+		return;
+	}
+	if (k == BLK_TOK_IDENT || is_dtype_kw(k))
+		error_at(p, here(p), "expected an access ('in', 'out', 'inout' or 'scratch'), found %s",
+		         blk_tok_describe(p->a, tok(p)));
+	else
+		expected(p, "an access ('in', 'out', 'inout' or 'scratch')");
+}
+
+/* param = IDENT ":" access dtype "[" [ expr { "," expr } ] "]" [ blockspec ] ; */
+static void parse_param(Parser *p, Vec *v)
+{
+	BlkAstParam *prm = vec_push(p, v, sizeof(BlkAstParam));
+	prm->loc = here(p);
+	prm->name = expect_ident(p, "a parameter name", NULL);
+	expect(p, BLK_TOK_COLON);
+	parse_access(p, prm);
+	prm->dtype = parse_dtype(p);
+	parse_shape_list(p, prm);
+	if (at(p, BLK_TOK_BLOCK))
+		parse_blockspec(p, prm);
+}
+
+/* cparam = IDENT "=" expr ; */
+static void parse_cparam(Parser *p, Vec *v)
+{
+	BlkAstCParam *c = vec_push(p, v, sizeof(BlkAstCParam));
+	c->loc = here(p);
+	c->name = expect_ident(p, "a compile-time parameter name", NULL);
+	expect(p, BLK_TOK_ASSIGN);
+	c->value = parse_expr(p);
+}
+
+/* gridaxis = [ "seq" ] expr ; */
+static void parse_gridaxis(Parser *p, Vec *v)
+{
+	BlkAstGridAxis *g = vec_push(p, v, sizeof(BlkAstGridAxis));
+	g->loc = here(p);
+	g->seq = accept(p, BLK_TOK_SEQ);
+	g->extent = parse_expr(p);
+}
+
+/* "grid" "(" [ gridaxis { "," gridaxis } [ "," ] ] ")" */
+static void parse_grid(Parser *p, BlkAstKernel *k)
+{
+	Vec v = {0};
+	k->has_grid = true;
+	k->grid_loc = next(p)->loc;
+	expect(p, BLK_TOK_LPAREN);
+	if (!at(p, BLK_TOK_RPAREN))
+		do
+			parse_gridaxis(p, &v);
+		while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	k->grid = v.data;
+	k->ngrid = v.n;
+}
+
+/* The kernel header up to the body's "{". */
+static void parse_header(Parser *p, BlkAstKernel *k)
+{
+	Vec cps = {0}, prms = {0};
+	k->name = expect_ident(p, "a kernel name", &k->name_loc);
+	if (accept(p, BLK_TOK_LBRACKET)) {
+		do
+			parse_cparam(p, &cps);
+		while (more(p, BLK_TOK_RBRACKET));
+		expect(p, BLK_TOK_RBRACKET);
+	}
+	if (expect(p, BLK_TOK_LPAREN)) {
+		do
+			parse_param(p, &prms);
+		while (more(p, BLK_TOK_RPAREN));
+		expect(p, BLK_TOK_RPAREN);
+	}
+	if (at(p, BLK_TOK_GRID))
+		parse_grid(p, k);
+	k->cparams = cps.data;
+	k->ncparams = cps.n;
+	k->params = prms.data;
+	k->nparams = prms.n;
+}
+
+/* kernel = "kernel" IDENT [ "[" cparam { "," cparam } [ "," ] "]" ]
+ *          "(" param { "," param } [ "," ] ")"
+ *          [ "grid" "(" [ gridaxis { "," gridaxis } [ "," ] ] ")" ]
+ *          block ; */
+static BlkAstKernel *parse_kernel(Parser *p)
+{
+	BlkAstKernel *k = BLK_NEW(p->a, BlkAstKernel);
+	k->loc = next(p)->loc;
+	parse_header(p, k);
+	if (p->panic) { /* resynchronize at the body */
+		while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL) && !at(p, BLK_TOK_LBRACE))
+			next(p);
+		if (!at(p, BLK_TOK_LBRACE))
+			return k;
+		p->panic = blk_diag_saturated(p->d);
+	}
+	k->body = parse_block(p, false);
+	return k;
+}
+
+/* file = { kernel } EOF ; */
+static BlkAstFile *parse_file(Parser *p)
+{
+	BlkAstFile *f = BLK_NEW(p->a, BlkAstFile);
+	Vec v = {0};
+	f->src = p->src;
+	while (!at(p, BLK_TOK_EOF)) {
+		if (!at(p, BLK_TOK_KERNEL)) {
+			expected(p, "'kernel'");
+			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL))
+				next(p);
+		} else {
+			vec_push_ptr(p, &v, parse_kernel(p));
+		}
+		if (p->panic) {
+			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL))
+				next(p);
+			p->panic = blk_diag_saturated(p->d);
+		}
+	}
+	f->kernels = v.data;
+	f->nkernels = v.n;
+	return f;
+}
+
+BlkAstFile *blk_parse(BlkArena *a, BlkDiag *d, const BlkSource *src)
+{
+	Parser p = {0};
+	int before = blk_diag_error_count(d);
+	p.a = a;
+	p.d = d;
+	p.src = src;
+	p.t = blk_lex(a, d, src, &p.n);
+	BlkAstFile *f = parse_file(&p);
+	return blk_diag_error_count(d) == before ? f : NULL;
+}
