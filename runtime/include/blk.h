@@ -1,0 +1,172 @@
+/* blk.h - the blk JIT runtime: load .blk programs, launch their kernels on
+ * device tensors.
+ *
+ * A BlkRuntime owns one GPU (its primary context, so blk shares a process
+ * with the CUDA runtime, cuBLAS or PyTorch).  A BlkProgram is a compiled
+ * .blk source; a BlkFunc is one of its kernels.  blk_launch binds the
+ * kernel's symbolic sizes (M, N, K) from the tensors' shapes, compiles the
+ * kernel for exactly those sizes, strides and dtypes on first use (then
+ * caches it), and launches it on a stream.
+ *
+ * Errors: functions return false / NULL and leave a readable message in
+ * blk_runtime_last_error (compile errors with file:line:col, driver errors
+ * as "cuXxx failed: CUDA_ERROR_NAME (code): description").  The CUDA driver
+ * is loaded at run time; a machine without one gets a clear error, never a
+ * crash.  Every destroy/free function accepts NULL.
+ *
+ * One runtime must not be used from two threads at once.
+ */
+#ifndef BLK_H
+#define BLK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ORDER DTYPE: the same values as ir/ir.h's BlkDType. */
+enum {
+	BLK_DTYPE_F32 = 0,
+	BLK_DTYPE_F16 = 1,  /* stored as IEEE half bits */
+	BLK_DTYPE_BF16 = 2, /* stored as bfloat16 bits */
+	BLK_DTYPE_I32 = 3,
+	BLK_DTYPE_BOOL = 4, /* one byte, 0 or 1 */
+};
+
+#define BLK_TENSOR_MAX_RANK 4
+
+typedef struct BlkRuntime BlkRuntime;
+typedef struct BlkProgram BlkProgram;
+typedef struct BlkFunc BlkFunc;
+typedef struct BlkTimer BlkTimer;
+/* A CUstream; NULL is the default (legacy) stream.  A stream made by the
+ * CUDA runtime or PyTorch on the same device may be passed as is. */
+typedef void *BlkStream;
+
+/* A device array as a launch sees it.  strides are in elements, not bytes. */
+typedef struct BlkTensor {
+	void *data; /* device pointer (CUdeviceptr) */
+	int dtype;  /* BLK_DTYPE_* */
+	int rank;   /* 0 .. BLK_TENSOR_MAX_RANK */
+	int64_t shape[BLK_TENSOR_MAX_RANK];
+	int64_t strides[BLK_TENSOR_MAX_RANK];
+} BlkTensor;
+
+/* A row-major contiguous tensor over data. */
+BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape);
+/* Bytes of one element of dtype; 0 for an unknown dtype. */
+size_t blk_tensor_elem_size(int dtype);
+/* Elements of a tensor (the product of its shape). */
+int64_t blk_tensor_numel(const BlkTensor *t);
+
+/* ---- runtime ----------------------------------------------------------- */
+
+/* Number of GPUs the CUDA driver sees.  0 when there is no driver or no
+ * device (err says which), -1 when the driver is there but failed (err says
+ * how).  Tests use it to tell "skip: no GPU" from a real failure. */
+int blk_device_count(char *err, size_t errlen);
+
+/* A runtime on GPU `device`: loads the driver, retains the device's primary
+ * context and makes it current.  Kernels are compiled for the device's own
+ * architecture (sm_90a on compute capability 9.0, sm_80 on 8.x, ...).
+ * NULL on failure with the reason in err (which may be NULL). */
+BlkRuntime *blk_runtime_create(int device, char *err, size_t errlen);
+/* A runtime with no device, compiling for arch ("sm_90a", "sm_80"; NULL:
+ * sm_90a): programs load, launches are checked and compiled (blk_func_compile
+ * gives the PTX), but memory, streams and launches fail with an error. */
+BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errlen);
+/* Releases the primary context.  Programs must be destroyed first. */
+void blk_runtime_destroy(BlkRuntime *rt);
+
+/* The message of the last failed call on rt (or anything made from it); ""
+ * if none.  Valid until the next call on rt. */
+const char *blk_runtime_last_error(const BlkRuntime *rt);
+/* The architecture kernels are compiled for, e.g. "sm_90a". */
+const char *blk_runtime_arch(const BlkRuntime *rt);
+/* "NVIDIA H100 80GB HBM3 (sm_90a, driver 13.0)", or "offline (sm_90a)". */
+const char *blk_runtime_device_name(const BlkRuntime *rt);
+
+/* ---- device memory ----------------------------------------------------- */
+
+/* bytes of device memory in *dptr; a zero-byte request gives NULL. */
+bool blk_mem_alloc(BlkRuntime *rt, size_t bytes, void **dptr);
+void blk_mem_free(BlkRuntime *rt, void *dptr);
+/* Synchronous copies. */
+bool blk_memcpy_htod(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
+bool blk_memcpy_dtoh(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
+/* Asynchronous device-to-device copy on stream. */
+bool blk_memcpy_dtod(BlkRuntime *rt, void *dst, const void *src, size_t bytes, BlkStream stream);
+/* Sets bytes bytes of dst to value (synchronous). */
+bool blk_memset(BlkRuntime *rt, void *dst, uint8_t value, size_t bytes);
+
+/* ---- streams, synchronization, timing --------------------------------- */
+
+bool blk_stream_create(BlkRuntime *rt, BlkStream *out);
+void blk_stream_destroy(BlkRuntime *rt, BlkStream s);
+/* Waits for the work queued on s; reports errors of kernels that ran. */
+bool blk_stream_synchronize(BlkRuntime *rt, BlkStream s);
+/* Waits for all work on the runtime's context. */
+bool blk_synchronize(BlkRuntime *rt);
+
+/* A pair of CUDA events for timing device work on a stream:
+ * start, enqueue work, stop, then elapsed (which waits for stop). */
+BlkTimer *blk_timer_create(BlkRuntime *rt);
+void blk_timer_destroy(BlkTimer *t);
+bool blk_timer_start(BlkTimer *t, BlkStream s);
+bool blk_timer_stop(BlkTimer *t, BlkStream s);
+bool blk_timer_elapsed_ms(BlkTimer *t, float *ms);
+
+/* ---- programs and kernels ---------------------------------------------- */
+
+/* Compiles a .blk file.  defines: ndefines strings "NAME=VALUE" overriding
+ * compile-time parameters ("T=bf16", "BM=128"), as blkc -D does.  NULL on a
+ * read or compile error (the diagnostics are in the last error). */
+BlkProgram *blk_program_load(BlkRuntime *rt, const char *path,
+                             const char *const *defines, int ndefines);
+/* The same from source text; name is used in messages. */
+BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
+                                    const char *const *defines, int ndefines);
+/* Unloads its modules and frees its kernels. */
+void blk_program_destroy(BlkProgram *p);
+/* Compilations done and launches served from the cache, over all kernels. */
+void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits);
+
+/* The kernel named name (NULL: the program's only kernel); owned by p.
+ * NULL, with an error naming the kernels there are, if there is none. */
+BlkFunc *blk_program_kernel(BlkProgram *p, const char *name);
+const char *blk_func_name(const BlkFunc *f);
+/* How many tensors a launch passes: the kernel's non-scratch params. */
+int blk_func_num_tensors(const BlkFunc *f);
+
+/* What one specialization compiled to.  Pointers stay valid as long as the
+ * program. */
+typedef struct BlkCompiledInfo {
+	const char *entry;   /* PTX entry name */
+	const char *ptx;
+	const char *arch;
+	unsigned threads;    /* per CTA */
+	size_t smem_bytes;   /* dynamic shared memory per CTA */
+	unsigned grid[3];
+	bool cached;         /* this call found it in the cache */
+	const char *jit_log; /* the driver JIT's info log once loaded; else NULL */
+} BlkCompiledInfo;
+
+/* Checks tensors against f's params (count, dtype, rank, shape) without
+ * compiling or touching the device. */
+bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors);
+/* Checks and compiles (or finds in the cache) the specialization for these
+ * tensors; works offline.  info may be NULL. */
+bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info);
+/* Checks, compiles if needed, loads, and enqueues f on stream.  Nothing
+ * reaches the GPU if the tensors do not match the kernel.  Asynchronous:
+ * errors while the kernel runs surface at the next synchronization. */
+bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

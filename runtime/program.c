@@ -1,0 +1,483 @@
+/* program.c - programs, kernels, launch checks, specialization, launches.
+ *
+ * A launch goes: tensors -> array descriptors -> blk_bind_sizes (checks
+ * count, dtype, rank and shape; nothing has touched the GPU yet) -> cache
+ * key -> blk_lower_kernel on a miss -> module load on first use -> launch.
+ */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Diagnostics written to a memory stream, so that compile and binding
+ * errors become the runtime's error string. */
+typedef struct Capture {
+	FILE *f;
+	char *text;
+	size_t len;
+	BlkDiag *d;
+} Capture;
+
+static bool capture_open(BlkRuntime *rt, Capture *c, BlkArena *a)
+{
+	memset(c, 0, sizeof *c);
+	c->f = open_memstream(&c->text, &c->len);
+	if (!c->f)
+		return blk_rt_error(rt, "out of memory");
+	c->d = blk_diag_create(a, c->f, 20);
+	return true;
+}
+
+/* Closes the stream; when failing, the captured text becomes the error,
+ * after "what: " unless what is NULL (messages that name their subject). */
+static void capture_close(BlkRuntime *rt, Capture *c, bool failed, const char *what)
+{
+	fclose(c->f);
+	if (failed) {
+		size_t n = c->len;
+		while (n && c->text[n - 1] == '\n')
+			n--;
+		const char *last = blk_diag_last_error(c->d);
+		const char *sep = what ? ": " : "";
+		what = what ? what : "";
+		if (n)
+			blk_rt_error(rt, "%s%s%.*s", what, sep, (int)n, c->text);
+		else
+			blk_rt_error(rt, "%s%s%s", what, sep, last ? last : "failed with no message");
+	}
+	free(c->text);
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+static bool parse_defines(BlkRuntime *rt, BlkArena *a, const char *const *defs, int n,
+                          BlkDefine *out)
+{
+	for (int i = 0; i < n; i++) {
+		const char *eq = defs[i] ? strchr(defs[i], '=') : NULL;
+		if (!eq || eq == defs[i])
+			return blk_rt_error(rt, "define '%s' is not NAME=VALUE", defs[i] ? defs[i] : "(null)");
+		out[i].name = blk_arena_strndup(a, defs[i], (size_t)(eq - defs[i]));
+		out[i].value = blk_arena_strdup(a, eq + 1);
+	}
+	return true;
+}
+
+static int count_tensors(const BlkKernel *k)
+{
+	int n = 0;
+	for (int i = 0; i < k->nparams; i++)
+		n += k->params[i].access != BLK_ACCESS_SCRATCH;
+	return n;
+}
+
+static bool make_funcs(BlkProgram *p)
+{
+	BlkFunc **tail = &p->funcs;
+	for (BlkKernel *k = p->module->first; k; k = k->next) {
+		BlkFunc *f = calloc(1, sizeof *f);
+		if (!f)
+			return blk_rt_error(p->rt, "out of memory");
+		f->prog = p;
+		f->kernel = k;
+		f->ntensors = count_tensors(k);
+		*tail = f;
+		tail = &f->next;
+	}
+	return true;
+}
+
+/* Reads (path) or wraps (source) the text, then runs the frontend. */
+static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
+                        const char *const *defines, int ndefines)
+{
+	BlkProgram *p = calloc(1, sizeof *p);
+	if (!p) {
+		blk_rt_error(rt, "out of memory");
+		return NULL;
+	}
+	p->rt = rt;
+	p->arena = blk_arena_create();
+	BlkDefine *defs = BLK_NEW_N(p->arena, BlkDefine, ndefines > 0 ? ndefines : 1);
+	Capture c;
+	if (ndefines < 0 || !parse_defines(rt, p->arena, defines, ndefines, defs) ||
+	    !capture_open(rt, &c, p->arena)) {
+		if (ndefines < 0)
+			blk_rt_error(rt, "blk_program_load: ndefines is negative");
+		blk_program_destroy(p);
+		return NULL;
+	}
+	const BlkSource *src = path ? blk_source_read(p->arena, c.d, path)
+	                            : blk_source_from_string(p->arena, name, source, strlen(source));
+	if (src)
+		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
+	bool ok = p->module && blk_diag_error_count(c.d) == 0;
+	capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
+	if (!ok || !make_funcs(p)) {
+		blk_program_destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+BlkProgram *blk_program_load(BlkRuntime *rt, const char *path, const char *const *defines,
+                             int ndefines)
+{
+	if (!path) {
+		blk_rt_error(rt, "blk_program_load: path is NULL");
+		return NULL;
+	}
+	return load(rt, path, NULL, NULL, defines, ndefines);
+}
+
+BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
+                                    const char *const *defines, int ndefines)
+{
+	if (!source) {
+		blk_rt_error(rt, "blk_program_load_source: source is NULL");
+		return NULL;
+	}
+	return load(rt, NULL, name ? name : "<string>", source, defines, ndefines);
+}
+
+void blk_program_destroy(BlkProgram *p)
+{
+	if (!p)
+		return;
+	/* Modules exist only if the runtime has a device; unload them in its
+	 * context. */
+	const BlkDriver *drv = p->rt->drv && blk_rt_enter(p->rt, "blk_program_destroy") ? p->rt->drv : NULL;
+	BlkFunc *next;
+	for (BlkFunc *f = p->funcs; f; f = next) {
+		next = f->next;
+		blk_cache_clear(&f->cache, drv);
+		free(f);
+	}
+	blk_arena_destroy(p->arena);
+	free(p);
+}
+
+void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
+{
+	unsigned c = 0, h = 0;
+	for (const BlkFunc *f = p->funcs; f; f = f->next) {
+		c += f->cache.compiles;
+		h += f->cache.hits;
+	}
+	if (compiles)
+		*compiles = c;
+	if (hits)
+		*hits = h;
+}
+
+/* ---- kernels ----------------------------------------------------------- */
+
+static void list_kernels(const BlkProgram *p, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const BlkFunc *f = p->funcs; f && used < len; f = f->next) {
+		int n = snprintf(buf + used, len - used, "%s'%s'", used ? ", " : "", f->kernel->name);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
+BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
+{
+	BlkFunc *only = p->funcs && !p->funcs->next ? p->funcs : NULL;
+	if (!name && only)
+		return only;
+	for (BlkFunc *f = p->funcs; name && f; f = f->next)
+		if (strcmp(f->kernel->name, name) == 0)
+			return f;
+	char names[512];
+	list_kernels(p, names, sizeof names);
+	if (!name)
+		blk_rt_error(p->rt, "the program has several kernels (%s): name one", names);
+	else
+		blk_rt_error(p->rt, "no kernel named '%s' in the program (it has %s)", name,
+		             names[0] ? names : "none");
+	return NULL;
+}
+
+const char *blk_func_name(const BlkFunc *f)
+{
+	return f->kernel->name;
+}
+
+int blk_func_num_tensors(const BlkFunc *f)
+{
+	return f->ntensors;
+}
+
+/* ---- checking ---------------------------------------------------------- */
+
+/* The name of the param tensor i is passed for, for messages. */
+static const char *tensor_param_name(const BlkKernel *k, int i)
+{
+	for (int p = 0; p < k->nparams; p++)
+		if (k->params[p].access != BLK_ACCESS_SCRATCH && i-- == 0)
+			return k->params[p].name;
+	return "(extra)";
+}
+
+static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const BlkTensor *t,
+                            BlkArrayDesc *a)
+{
+	const char *pn = tensor_param_name(k, i);
+	if (t->dtype < 0 || t->dtype >= BLK_NUM_DTYPES)
+		return blk_rt_error(rt, "launch of %s: tensor %d (%s): dtype %d is not a BLK_DTYPE_*",
+		                    k->name, i, pn, t->dtype);
+	if (t->rank < 0 || t->rank > BLK_MAX_RANK)
+		return blk_rt_error(rt, "launch of %s: tensor %d (%s): rank %d is outside 0..%d", k->name,
+		                    i, pn, t->rank, BLK_MAX_RANK);
+	memset(a, 0, sizeof *a);
+	a->dtype = (BlkDType)t->dtype;
+	a->rank = t->rank;
+	for (int d = 0; d < t->rank; d++) {
+		if (t->shape[d] < 0)
+			return blk_rt_error(rt, "launch of %s: tensor %d (%s): negative extent %lld in dim %d",
+			                    k->name, i, pn, (long long)t->shape[d], d);
+		a->shape[d] = t->shape[d];
+		a->strides[d] = t->strides[d];
+	}
+	if (!t->data && blk_tensor_numel(t) > 0)
+		return blk_rt_error(rt, "launch of %s: tensor %d (%s): data is NULL", k->name, i, pn);
+	return true;
+}
+
+/* Array descriptors and bound sizes for a launch of f on t[n]; errors
+ * (from blk_bind_sizes among others) become the runtime's error. */
+static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
+{
+	BlkRuntime *rt = f->prog->rt;
+	const BlkKernel *k = f->kernel;
+	if (n != f->ntensors)
+		return blk_rt_error(rt, "launch of %s: expected %d arrays, got %d", k->name, f->ntensors, n);
+	if (n > 0 && !t)
+		return blk_rt_error(rt, "launch of %s: tensors is NULL", k->name);
+	for (int i = 0; i < n; i++)
+		if (!tensor_to_array(rt, k, i, &t[i], &arrays[i]))
+			return false;
+	BlkArena *a = blk_arena_create();
+	Capture c;
+	bool ok = capture_open(rt, &c, a);
+	if (ok) {
+		/* blk_bind_sizes's messages start "launch of KERNEL: ". */
+		ok = blk_bind_sizes(k, arrays, n, sizes, c.d) && !blk_diag_error_count(c.d);
+		capture_close(rt, &c, !ok, NULL);
+	}
+	blk_arena_destroy(a);
+	return ok;
+}
+
+/* Scratch for one launch: arrays and sizes. */
+typedef struct LaunchArgs {
+	BlkArrayDesc *arrays;
+	int64_t *sizes;
+} LaunchArgs;
+
+static bool args_alloc(BlkRuntime *rt, const BlkKernel *k, int n, LaunchArgs *la)
+{
+	la->arrays = calloc((size_t)(n > 0 ? n : 1), sizeof *la->arrays);
+	la->sizes = calloc((size_t)k->nsizes + 1, sizeof *la->sizes);
+	if (!la->arrays || !la->sizes)
+		return blk_rt_error(rt, "out of memory");
+	return true;
+}
+
+static void args_free(LaunchArgs *la)
+{
+	free(la->arrays);
+	free(la->sizes);
+}
+
+bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+{
+	LaunchArgs la;
+	bool ok = args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
+	          bind(f, tensors, ntensors, la.arrays, la.sizes);
+	args_free(&la);
+	return ok;
+}
+
+/* ---- specialization ---------------------------------------------------- */
+
+static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
+{
+	BlkRuntime *rt = f->prog->rt;
+	BlkArena *a = blk_arena_create();
+	Capture c;
+	if (!capture_open(rt, &c, a)) {
+		blk_arena_destroy(a);
+		free(key);
+		return NULL;
+	}
+	BlkLowerOptions opt = {.arch = rt->arch};
+	BlkCompiled out;
+	memset(&out, 0, sizeof out);
+	bool ok = blk_lower_kernel(a, c.d, f->kernel, la->sizes, la->arrays, &opt, &out) &&
+	          !blk_diag_error_count(c.d) && out.ptx && out.entry;
+	char what[256];
+	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
+	capture_close(rt, &c, !ok, what);
+	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
+	if (!e) {
+		if (ok)
+			blk_rt_error(rt, "out of memory");
+		blk_arena_destroy(a);
+		free(key);
+	}
+	return e;
+}
+
+/* The cached specialization for these tensors, compiled on a miss. */
+static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *cached)
+{
+	BlkRuntime *rt = f->prog->rt;
+	LaunchArgs la;
+	BlkCacheEntry *e = NULL;
+	if (args_alloc(rt, f->kernel, n, &la) && bind(f, t, n, la.arrays, la.sizes)) {
+		char *key = blk_cache_key(f->kernel->name, rt->arch, la.arrays, n);
+		e = key ? blk_cache_find(&f->cache, key) : NULL;
+		*cached = e != NULL;
+		if (e) {
+			f->cache.hits++;
+			free(key);
+		} else if (key) {
+			e = compile(f, &la, key);
+		} else {
+			blk_rt_error(rt, "out of memory");
+		}
+	}
+	args_free(&la);
+	return e;
+}
+
+static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached, BlkCompiledInfo *info)
+{
+	if (!info)
+		return;
+	info->entry = e->compiled.entry;
+	info->ptx = e->compiled.ptx;
+	info->arch = rt->arch;
+	info->threads = e->compiled.threads;
+	info->smem_bytes = e->compiled.smem_bytes;
+	memcpy(info->grid, e->compiled.grid, sizeof info->grid);
+	info->cached = cached;
+	info->jit_log = e->jit_log;
+}
+
+bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)
+{
+	bool cached = false;
+	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	if (e)
+		fill_info(f->prog->rt, e, cached, info);
+	return e != NULL;
+}
+
+/* ---- loading and launching --------------------------------------------- */
+
+enum { JIT_LOG_BYTES = 16384, STATIC_SMEM_LIMIT = 48 * 1024 };
+
+static bool load_module(BlkRuntime *rt, BlkCacheEntry *e)
+{
+	char *info = calloc(1, JIT_LOG_BYTES), *error = calloc(1, JIT_LOG_BYTES);
+	if (!info || !error) {
+		free(info);
+		free(error);
+		return blk_rt_error(rt, "out of memory");
+	}
+	CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+	                       CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+	                       CU_JIT_LOG_VERBOSE};
+	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_BYTES, error,
+	                (void *)(uintptr_t)JIT_LOG_BYTES, (void *)(uintptr_t)1};
+	CUresult r = rt->drv->cuModuleLoadDataEx(&e->module, e->compiled.ptx,
+	                                         sizeof opts / sizeof opts[0], opts, vals);
+	if (r != CUDA_SUCCESS) {
+		char head[512];
+		blk_driver_format(rt->drv, r, "cuModuleLoadDataEx", head, sizeof head);
+		e->module = NULL;
+		blk_rt_error(rt, "%s\nJIT error log for '%s':\n%s", head, e->compiled.entry,
+		             error[0] ? error : "(empty)");
+	} else {
+		e->jit_log = info;
+		info = NULL;
+	}
+	free(info);
+	free(error);
+	return r == CUDA_SUCCESS;
+}
+
+/* Module, function, and the opt-in for dynamic shared memory over 48 KB. */
+static bool load_entry(BlkRuntime *rt, BlkCacheEntry *e)
+{
+	if (e->fn)
+		return true;
+	size_t smem = e->compiled.smem_bytes;
+	if (smem > (size_t)rt->smem_optin)
+		return blk_rt_error(rt, "kernel '%s' needs %zu bytes of shared memory; this GPU allows %d",
+		                    e->compiled.entry, smem, rt->smem_optin);
+	if (!e->module && !load_module(rt, e))
+		return false;
+	CUfunction fn = NULL;
+	if (!blk_rt_check(rt, rt->drv->cuModuleGetFunction(&fn, e->module, e->compiled.entry),
+	                  "cuModuleGetFunction"))
+		return false;
+	if (smem > STATIC_SMEM_LIMIT &&
+	    !blk_rt_check(rt, rt->drv->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+	                                                  (int)smem), "cuFuncSetAttribute"))
+		return false;
+	e->fn = fn;
+	return true;
+}
+
+static bool check_grid(BlkRuntime *rt, const BlkCompiled *c)
+{
+	if (c->threads == 0 || c->threads > 1024)
+		return blk_rt_error(rt, "kernel '%s': %u threads per CTA is outside 1..1024", c->entry,
+		                    c->threads);
+	if (c->grid[0] > 0x7fffffffu || c->grid[1] > 65535 || c->grid[2] > 65535)
+		return blk_rt_error(rt, "kernel '%s': grid (%u, %u, %u) exceeds CUDA's limits", c->entry,
+		                    c->grid[0], c->grid[1], c->grid[2]);
+	return true;
+}
+
+static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, int n, BlkStream s)
+{
+	const BlkCompiled *c = &e->compiled;
+	CUdeviceptr *ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *ptrs);
+	void **args = calloc((size_t)(n > 0 ? n : 1), sizeof *args);
+	bool ok = ptrs && args;
+	for (int i = 0; ok && i < n; i++) {
+		ptrs[i] = (CUdeviceptr)(uintptr_t)t[i].data;
+		args[i] = &ptrs[i];
+	}
+	if (!ok)
+		blk_rt_error(rt, "out of memory");
+	else
+		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, c->grid[0], c->grid[1], c->grid[2],
+		                                              c->threads, 1, 1, (unsigned)c->smem_bytes,
+		                                              (CUstream)s, args, NULL),
+		                  "cuLaunchKernel");
+	free(ptrs);
+	free(args);
+	return ok;
+}
+
+bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream)
+{
+	BlkRuntime *rt = f->prog->rt;
+	bool cached = false;
+	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_grid(rt, &e->compiled) ||
+	    !load_entry(rt, e))
+		return false;
+	/* An empty grid (a zero size) has nothing to do. */
+	if (!e->compiled.grid[0] || !e->compiled.grid[1] || !e->compiled.grid[2])
+		return true;
+	return enqueue(rt, e, tensors, ntensors, stream);
+}

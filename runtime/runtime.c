@@ -1,0 +1,249 @@
+/* runtime.c - runtime lifetime, errors, device memory, streams, timers. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(BLK_DTYPE_F32 == (int)BLK_F32 && BLK_DTYPE_F16 == (int)BLK_F16 &&
+               BLK_DTYPE_BF16 == (int)BLK_BF16 && BLK_DTYPE_I32 == (int)BLK_I32 &&
+               BLK_DTYPE_BOOL == (int)BLK_BOOL && BLK_NUM_DTYPES == 5,
+               "ORDER DTYPE: blk.h and ir.h disagree");
+_Static_assert(BLK_TENSOR_MAX_RANK == BLK_MAX_RANK, "blk.h and ir.h ranks disagree");
+
+/* ---- errors ------------------------------------------------------------ */
+
+static bool set_error_va(BlkRuntime *rt, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (s) {
+		vsnprintf(s, (size_t)n + 1, fmt, ap2);
+		free(rt->err);
+		rt->err = s;
+	}
+	va_end(ap2);
+	return false;
+}
+
+bool blk_rt_error(BlkRuntime *rt, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_error_va(rt, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what)
+{
+	if (r == CUDA_SUCCESS)
+		return true;
+	char buf[512];
+	blk_driver_format(rt->drv, r, what, buf, sizeof buf);
+	return blk_rt_error(rt, "%s", buf);
+}
+
+bool blk_rt_enter(BlkRuntime *rt, const char *what)
+{
+	if (!rt->drv)
+		return blk_rt_error(rt, "%s: this runtime is offline (no device); create it with "
+		                    "blk_runtime_create to use a GPU", what);
+	return blk_rt_check(rt, rt->drv->cuCtxSetCurrent(rt->ctx), "cuCtxSetCurrent");
+}
+
+const char *blk_runtime_last_error(const BlkRuntime *rt)
+{
+	return rt && rt->err ? rt->err : "";
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+static void copy_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
+
+int blk_device_count(char *err, size_t errlen)
+{
+	char buf[512] = "";
+	BlkDriver *drv = blk_driver_open(buf, sizeof buf);
+	if (!drv) {
+		copy_err(err, errlen, buf);
+		/* No library or no device is "0 GPUs"; anything else is a failure. */
+		return strncmp(buf, "no CUDA", 7) == 0 ? 0 : -1;
+	}
+	int n = 0;
+	CUresult r = drv->cuDeviceGetCount(&n);
+	if (r != CUDA_SUCCESS) {
+		blk_driver_format(drv, r, "cuDeviceGetCount", buf, sizeof buf);
+		copy_err(err, errlen, buf);
+		n = -1;
+	} else if (n == 0) {
+		copy_err(err, errlen, "no CUDA device: the driver sees no GPU");
+	}
+	blk_driver_close(drv);
+	return n;
+}
+
+/* The PTX target for a compute capability: sm_90a uses Hopper-only
+ * instructions and loads only on 9.0; newer GPUs JIT plain sm_90 PTX. */
+static bool arch_for(int major, int minor, char *arch, size_t len)
+{
+	const char *env = getenv("BLK_ARCH");
+	if (env && *env)
+		snprintf(arch, len, "%s", env);
+	else if (major == 9 && minor == 0)
+		snprintf(arch, len, "sm_90a");
+	else if (major >= 9)
+		snprintf(arch, len, "sm_90");
+	else if (major == 8)
+		snprintf(arch, len, "sm_80");
+	else
+		return false;
+	return true;
+}
+
+static BlkRuntime *runtime_new(void)
+{
+	BlkRuntime *rt = calloc(1, sizeof *rt);
+	if (rt)
+		rt->err = calloc(1, 1);
+	if (rt && !rt->err) {
+		free(rt);
+		rt = NULL;
+	}
+	return rt;
+}
+
+static bool query_device(BlkRuntime *rt, int device)
+{
+	BlkDriver *drv = rt->drv;
+	int count = 0;
+	if (!blk_rt_check(rt, drv->cuDeviceGetCount(&count), "cuDeviceGetCount"))
+		return false;
+	if (device < 0 || device >= count)
+		return blk_rt_error(rt, "no CUDA device %d: the driver sees %d GPU%s", device, count,
+		                    count == 1 ? "" : "s");
+	char name[256];
+	if (!blk_rt_check(rt, drv->cuDeviceGet(&rt->dev, device), "cuDeviceGet") ||
+	    !blk_rt_check(rt, drv->cuDeviceGetName(name, sizeof name, rt->dev), "cuDeviceGetName") ||
+	    !blk_rt_check(rt, drv->cuDeviceGetAttribute(&rt->cc_major,
+	                  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rt->dev), "cuDeviceGetAttribute") ||
+	    !blk_rt_check(rt, drv->cuDeviceGetAttribute(&rt->cc_minor,
+	                  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->dev), "cuDeviceGetAttribute") ||
+	    !blk_rt_check(rt, drv->cuDeviceGetAttribute(&rt->smem_optin,
+	                  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, rt->dev),
+	                  "cuDeviceGetAttribute"))
+		return false;
+	if (!arch_for(rt->cc_major, rt->cc_minor, rt->arch, sizeof rt->arch))
+		return blk_rt_error(rt, "%s has compute capability %d.%d; blk needs 8.0 or newer", name,
+		                    rt->cc_major, rt->cc_minor);
+	snprintf(rt->name, sizeof rt->name, "%s (%s, driver %d.%d)", name, rt->arch,
+	         drv->version / 1000, drv->version % 1000 / 10);
+	return true;
+}
+
+static bool open_context(BlkRuntime *rt)
+{
+	BlkDriver *drv = rt->drv;
+	if (!blk_rt_check(rt, drv->cuDevicePrimaryCtxRetain(&rt->ctx, rt->dev),
+	                  "cuDevicePrimaryCtxRetain"))
+		return false;
+	return blk_rt_check(rt, drv->cuCtxSetCurrent(rt->ctx), "cuCtxSetCurrent");
+}
+
+BlkRuntime *blk_runtime_create(int device, char *err, size_t errlen)
+{
+	BlkRuntime *rt = runtime_new();
+	if (!rt) {
+		copy_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	char buf[512] = "";
+	rt->drv = blk_driver_open(buf, sizeof buf);
+	if (!rt->drv) {
+		blk_rt_error(rt, "%s", buf);
+	} else if (query_device(rt, device) && open_context(rt)) {
+		return rt;
+	}
+	copy_err(err, errlen, rt->err);
+	blk_runtime_destroy(rt);
+	return NULL;
+}
+
+BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errlen)
+{
+	if (!arch)
+		arch = "sm_90a";
+	if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= 16) {
+		char buf[96];
+		snprintf(buf, sizeof buf, "bad arch '%.32s': expected e.g. sm_90a or sm_80", arch);
+		copy_err(err, errlen, buf);
+		return NULL;
+	}
+	BlkRuntime *rt = runtime_new();
+	if (!rt) {
+		copy_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(rt->arch, sizeof rt->arch, "%s", arch);
+	snprintf(rt->name, sizeof rt->name, "offline (%s)", arch);
+	return rt;
+}
+
+void blk_runtime_destroy(BlkRuntime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->drv && rt->ctx)
+		rt->drv->cuDevicePrimaryCtxRelease(rt->dev);
+	blk_driver_close(rt->drv);
+	free(rt->err);
+	free(rt);
+}
+
+const char *blk_runtime_arch(const BlkRuntime *rt)
+{
+	return rt->arch;
+}
+
+const char *blk_runtime_device_name(const BlkRuntime *rt)
+{
+	return rt->name;
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+size_t blk_tensor_elem_size(int dtype)
+{
+	static const size_t bytes[] = {
+#define X(e, n, b) b,
+		BLK_DTYPES(X)
+#undef X
+	};
+	return dtype >= 0 && dtype < BLK_NUM_DTYPES ? bytes[dtype] : 0;
+}
+
+BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape)
+{
+	BlkTensor t = {.data = data, .dtype = dtype, .rank = rank};
+	int64_t stride = 1;
+	for (int i = rank - 1; i >= 0 && i < BLK_TENSOR_MAX_RANK; i--) {
+		t.shape[i] = shape[i];
+		t.strides[i] = stride;
+		stride *= shape[i];
+	}
+	return t;
+}
+
+int64_t blk_tensor_numel(const BlkTensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank && i < BLK_TENSOR_MAX_RANK; i++)
+		n *= t->shape[i];
+	return n;
+}

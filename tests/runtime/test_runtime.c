@@ -1,0 +1,354 @@
+/* test_runtime.c - the runtime without a GPU: the no-driver paths, launch
+ * checks before anything reaches a device, and the compile cache's keys.
+ *
+ * Tests that need the frontend or the GPU backend skip (cmocka) while this
+ * libblk is built without them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "blk.h"
+#include "runtime/rt.h"
+
+#ifndef BLK_EXAMPLES_DIR
+#define BLK_EXAMPLES_DIR "examples"
+#endif
+
+static void assert_contains(const char *s, const char *part)
+{
+	if (!strstr(s, part))
+		fail_msg("expected \"%s\" in \"%s\"", part, s);
+}
+
+/* ---- no driver --------------------------------------------------------- */
+
+static void test_no_driver(void **state)
+{
+	(void)state;
+	setenv("BLK_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	char err[256] = "";
+	assert_null(blk_runtime_create(0, err, sizeof err));
+	assert_string_equal(err, "no CUDA driver: /nonexistent/libcuda.so.1 not found "
+	                         "(is this a machine with an NVIDIA GPU?)");
+	assert_int_equal(blk_device_count(err, sizeof err), 0);
+	assert_contains(err, "no CUDA driver");
+	/* No buffer for the message must not crash either. */
+	assert_null(blk_runtime_create(0, NULL, 0));
+	unsetenv("BLK_LIBCUDA");
+}
+
+/* The default name: this machine has no libcuda.so.1 (a GPU machine does, and
+ * then the runtime either opens or reports why). */
+static void test_default_driver(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
+	if (rt) {
+		blk_runtime_destroy(rt);
+		skip();
+	}
+	assert_true(strlen(err) > 0);
+	if (strstr(err, "no CUDA driver"))
+		assert_string_equal(err, "no CUDA driver: libcuda.so.1 not found "
+		                         "(is this a machine with an NVIDIA GPU?)");
+}
+
+/* A library that is there but is no (recent) CUDA driver. */
+static void test_driver_too_old(void **state)
+{
+	(void)state;
+	setenv("BLK_LIBCUDA", "libm.so.6", 1);
+	char err[256] = "";
+	assert_null(blk_runtime_create(0, err, sizeof err));
+	assert_contains(err, "CUDA driver too old: cuGetProcAddress_v2 not found");
+	assert_int_equal(blk_device_count(err, sizeof err), -1);
+	unsetenv("BLK_LIBCUDA");
+}
+
+static void test_destroy_null(void **state)
+{
+	(void)state;
+	blk_runtime_destroy(NULL);
+	blk_program_destroy(NULL);
+	blk_timer_destroy(NULL);
+	blk_mem_free(NULL, NULL);
+	blk_stream_destroy(NULL, NULL);
+	assert_string_equal(blk_runtime_last_error(NULL), "");
+}
+
+/* ---- offline runtime --------------------------------------------------- */
+
+static void test_offline(void **state)
+{
+	(void)state;
+	char err[128] = "";
+	assert_null(blk_runtime_create_offline("gfx90a", err, sizeof err));
+	assert_contains(err, "bad arch 'gfx90a'");
+	BlkRuntime *rt = blk_runtime_create_offline(NULL, err, sizeof err);
+	assert_non_null(rt);
+	assert_string_equal(blk_runtime_arch(rt), "sm_90a");
+	assert_string_equal(blk_runtime_last_error(rt), "");
+	void *p = (void *)1;
+	assert_false(blk_mem_alloc(rt, 64, &p));
+	assert_null(p);
+	assert_contains(blk_runtime_last_error(rt), "blk_mem_alloc: this runtime is offline");
+	assert_false(blk_synchronize(rt));
+	assert_null(blk_timer_create(rt));
+	blk_runtime_destroy(rt);
+}
+
+static void test_tensor_make(void **state)
+{
+	(void)state;
+	int64_t shape[3] = {2, 3, 5};
+	BlkTensor t = blk_tensor_make((void *)64, BLK_DTYPE_BF16, 3, shape);
+	assert_int_equal(t.strides[0], 15);
+	assert_int_equal(t.strides[1], 5);
+	assert_int_equal(t.strides[2], 1);
+	assert_int_equal(blk_tensor_numel(&t), 30);
+	assert_int_equal(blk_tensor_elem_size(BLK_DTYPE_BF16), 2);
+	assert_int_equal(blk_tensor_elem_size(BLK_DTYPE_BOOL), 1);
+	assert_int_equal(blk_tensor_elem_size(99), 0);
+}
+
+/* ---- cache keys -------------------------------------------------------- */
+
+static BlkArrayDesc desc2(BlkDType t, int64_t r, int64_t c)
+{
+	BlkArrayDesc d = {.dtype = t, .rank = 2, .shape = {r, c}, .strides = {c, 1}};
+	return d;
+}
+
+static void test_cache_key(void **state)
+{
+	(void)state;
+	BlkArrayDesc a[3] = {desc2(BLK_F32, 256, 64), desc2(BLK_F32, 64, 128), desc2(BLK_F32, 256, 128)};
+	char *k1 = blk_cache_key("matmul", "sm_90a", a, 3);
+	assert_string_equal(k1, "matmul@sm_90a(f32[256,64:64,1],f32[64,128:128,1],f32[256,128:128,1])");
+	char *same = blk_cache_key("matmul", "sm_90a", a, 3);
+	assert_string_equal(k1, same);
+	assert_true(blk_cache_hash(k1) == blk_cache_hash(same));
+
+	/* Every part of the specialization changes the key. */
+	char *arch = blk_cache_key("matmul", "sm_80", a, 3);
+	a[1].strides[0] = 256;
+	char *stride = blk_cache_key("matmul", "sm_90a", a, 3);
+	a[1].strides[0] = 128;
+	a[2].dtype = BLK_BF16;
+	char *dtype = blk_cache_key("matmul", "sm_90a", a, 3);
+	a[2].dtype = BLK_F32;
+	a[0].shape[0] = 255;
+	char *shape = blk_cache_key("matmul", "sm_90a", a, 3);
+	char *kernel = blk_cache_key("matmul_acc", "sm_90a", a, 3);
+	const char *all[] = {k1, arch, stride, dtype, shape, kernel};
+	for (int i = 0; i < 6; i++)
+		for (int j = i + 1; j < 6; j++)
+			assert_string_not_equal(all[i], all[j]);
+	free(same);
+	for (int i = 0; i < 6; i++)
+		free((char *)all[i]);
+}
+
+static void test_cache_find(void **state)
+{
+	(void)state;
+	BlkCache c = {0};
+	BlkArrayDesc a = {.dtype = BLK_F32, .rank = 1, .shape = {1000}, .strides = {1}};
+	BlkCompiled comp = {.entry = "add", .ptx = "// ptx", .threads = 128, .grid = {1, 1, 1}};
+	assert_null(blk_cache_find(&c, "add@sm_90a(f32[1000:1])"));
+	BlkCacheEntry *e = blk_cache_insert(&c, blk_cache_key("add", "sm_90a", &a, 1),
+	                                    NULL, &comp);
+	assert_non_null(e);
+	a.shape[0] = 1001;
+	BlkCacheEntry *e2 = blk_cache_insert(&c, blk_cache_key("add", "sm_90a", &a, 1),
+	                                     NULL, &comp);
+	assert_ptr_equal(blk_cache_find(&c, "add@sm_90a(f32[1000:1])"), e);
+	assert_ptr_equal(blk_cache_find(&c, "add@sm_90a(f32[1001:1])"), e2);
+	assert_null(blk_cache_find(&c, "add@sm_80(f32[1000:1])"));
+	assert_int_equal(c.compiles, 2);
+	blk_cache_clear(&c, NULL);
+	assert_null(c.first);
+}
+
+/* ---- launch checks (need the frontend) --------------------------------- */
+
+typedef struct Fixture {
+	BlkRuntime *rt;
+	BlkProgram *prog;
+	BlkFunc *f;
+	char load_error[512];
+} Fixture;
+
+static int setup_matmul(void **state)
+{
+	static Fixture fx;
+	fx.rt = blk_runtime_create_offline("sm_90a", NULL, 0);
+	fx.prog = fx.rt ? blk_program_load(fx.rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 0) : NULL;
+	fx.f = fx.prog ? blk_program_kernel(fx.prog, "matmul") : NULL;
+	snprintf(fx.load_error, sizeof fx.load_error, "%s", blk_runtime_last_error(fx.rt));
+	*state = &fx;
+	return fx.rt ? 0 : -1;
+}
+
+static int teardown_matmul(void **state)
+{
+	Fixture *fx = *state;
+	blk_program_destroy(fx->prog);
+	blk_runtime_destroy(fx->rt);
+	return 0;
+}
+
+static Fixture *need_program(void **state)
+{
+	Fixture *fx = *state;
+	if (!fx->f) {
+		/* Until the frontend lands in libblk there is nothing to launch. */
+		if (strstr(fx->load_error, "built without"))
+			skip();
+		fail_msg("matmul.blk did not load: %s", fx->load_error);
+	}
+	return fx;
+}
+
+/* A, B, C for M=64, N=32, K=16 at fake device addresses. */
+static void matmul_tensors(BlkTensor t[3], int dtype)
+{
+	int64_t sa[2] = {64, 16}, sb[2] = {16, 32}, sc[2] = {64, 32};
+	t[0] = blk_tensor_make((void *)0x1000, dtype, 2, sa);
+	t[1] = blk_tensor_make((void *)0x2000, dtype, 2, sb);
+	t[2] = blk_tensor_make((void *)0x3000, dtype, 2, sc);
+}
+
+static void expect_refused(Fixture *fx, const BlkTensor *t, int n, const char *msg)
+{
+	assert_false(blk_launch(fx->f, t, n, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), msg);
+	assert_false(blk_func_check(fx->f, t, n));
+	assert_contains(blk_runtime_last_error(fx->rt), msg);
+	unsigned compiles = 9;
+	blk_program_cache_stats(fx->prog, &compiles, NULL);
+	assert_int_equal(compiles, 0);
+}
+
+static void test_launch_count(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	assert_int_equal(blk_func_num_tensors(fx->f), 3);
+	expect_refused(fx, t, 2, "launch of matmul: expected 3 arrays, got 2");
+	expect_refused(fx, NULL, 3, "launch of matmul: tensors is NULL");
+}
+
+static void test_launch_dtype(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[1].dtype = BLK_DTYPE_BF16;
+	expect_refused(fx, t, 3, "b has dtype bf16 but the kernel expects f32");
+	t[1].dtype = 17;
+	expect_refused(fx, t, 3, "tensor 1 (b): dtype 17 is not a BLK_DTYPE_*");
+}
+
+static void test_launch_rank(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[2].rank = 1;
+	expect_refused(fx, t, 3, "c has rank 1 but the kernel expects rank 2");
+	t[2].rank = 9;
+	expect_refused(fx, t, 3, "tensor 2 (c): rank 9 is outside 0..4");
+}
+
+static void test_launch_shape(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[1].shape[0] = 17; /* K of b disagrees with K of a */
+	expect_refused(fx, t, 3, "launch of matmul: b has shape [17, 32] but its dim 0 is");
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[0].data = NULL;
+	expect_refused(fx, t, 3, "tensor 0 (a): data is NULL");
+}
+
+static void test_kernel_lookup(void **state)
+{
+	Fixture *fx = need_program(state);
+	assert_ptr_equal(blk_program_kernel(fx->prog, NULL), fx->f);
+	assert_string_equal(blk_func_name(fx->f), "matmul");
+	assert_null(blk_program_kernel(fx->prog, "matmull"));
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "no kernel named 'matmull' in the program (it has 'matmul')");
+}
+
+/* Offline, a good launch compiles (needs the GPU backend) and then stops
+ * before the device; the second compile of the same layout is a hit. */
+static void test_compile_cache(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	BlkCompiledInfo info;
+	if (!blk_func_compile(fx->f, t, 3, &info)) {
+		if (strstr(blk_runtime_last_error(fx->rt), "built without"))
+			skip();
+		fail_msg("%s", blk_runtime_last_error(fx->rt));
+	}
+	assert_false(info.cached);
+	assert_non_null(strstr(info.ptx, info.entry));
+	t[0].data = (void *)0x9000; /* other buffers, same layout */
+	assert_true(blk_func_compile(fx->f, t, 3, &info));
+	assert_true(info.cached);
+	assert_false(blk_launch(fx->f, t, 3, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), "blk_launch: this runtime is offline");
+	unsigned compiles, hits;
+	blk_program_cache_stats(fx->prog, &compiles, &hits);
+	assert_int_equal(compiles, 1);
+	assert_int_equal(hits, 2);
+}
+
+static void test_bad_define(void **state)
+{
+	Fixture *fx = *state;
+	const char *defs[] = {"BM"};
+	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", defs, 1));
+	assert_string_equal(blk_runtime_last_error(fx->rt), "define 'BM' is not NAME=VALUE");
+	assert_null(blk_program_load(fx->rt, "/nonexistent.blk", NULL, 0));
+	assert_contains(blk_runtime_last_error(fx->rt), "/nonexistent.blk");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_driver),
+		cmocka_unit_test(test_default_driver),
+		cmocka_unit_test(test_driver_too_old),
+		cmocka_unit_test(test_destroy_null),
+		cmocka_unit_test(test_offline),
+		cmocka_unit_test(test_tensor_make),
+		cmocka_unit_test(test_cache_key),
+		cmocka_unit_test(test_cache_find),
+	};
+	const struct CMUnitTest launch_tests[] = {
+		cmocka_unit_test(test_launch_count),
+		cmocka_unit_test(test_launch_dtype),
+		cmocka_unit_test(test_launch_rank),
+		cmocka_unit_test(test_launch_shape),
+		cmocka_unit_test(test_kernel_lookup),
+		cmocka_unit_test(test_bad_define),
+		cmocka_unit_test(test_compile_cache),
+	};
+	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("launch", launch_tests, setup_matmul, teardown_matmul);
+	return failed ? 1 : 0;
+}
