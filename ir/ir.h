@@ -76,6 +76,8 @@ bool blk_type_equal(const BlkType *a, const BlkType *b);
 bool blk_type_is_scalar(const BlkType *t);
 /* Text form: i32, f32[64, K], ref<f32[64, K]>, ref<shared f32[64, 64]> */
 void blk_type_print(FILE *out, const BlkType *t);
+/* Same text, arena-allocated (for messages). */
+const char *blk_type_str(BlkArena *a, const BlkType *t);
 
 /* ---- values, ops, regions --------------------------------------------- */
 
@@ -143,6 +145,10 @@ typedef enum {
 const char *blk_op_name(BlkOpKind k);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
+/* The operand and result counts an op of kind k must have (docs/ir.md):
+ * min..max operands (max -1: no limit) and nresults (-1: one per operand
+ * after the third, as `for`).  False for kinds with no fixed rule. */
+bool blk_op_arity(BlkOpKind k, int *min_operands, int *max_operands, int *nresults);
 
 struct BlkOp {
 	BlkOpKind kind;

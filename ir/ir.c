@@ -1,0 +1,470 @@
+/* ir.c - the IR's tables, types, construction and editing.
+ *
+ * Everything here allocates from the caller's arena and never frees: an
+ * erased op is only unlinked.  The builder inserts at one point of one
+ * region, so a pass that creates ops reads like the code it generates.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	int size;
+} dtypes[] = { /* ORDER DTYPE */
+#define X(e, n, b) { n, b },
+	BLK_DTYPES(X)
+#undef X
+};
+
+const char *blk_dtype_name(BlkDType t)
+{
+	return (unsigned)t < BLK_NUM_DTYPES ? dtypes[t].name : "?";
+}
+
+int blk_dtype_size(BlkDType t)
+{
+	return (unsigned)t < BLK_NUM_DTYPES ? dtypes[t].size : 0;
+}
+
+bool blk_dtype_from_name(const char *name, BlkDType *out)
+{
+	for (int i = 0; i < BLK_NUM_DTYPES; i++) {
+		if (strcmp(dtypes[i].name, name) == 0) {
+			*out = (BlkDType)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool blk_dtype_is_float(BlkDType t)
+{
+	return t == BLK_F32 || t == BLK_F16 || t == BLK_BF16;
+}
+
+/* ---- f16 and bf16 ------------------------------------------------------
+ *
+ * Bit manipulation rather than the compiler's _Float16, which not every
+ * target has; tests/ir checks every half value and random floats against a
+ * reference computed another way. */
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	return x;
+}
+
+static float f32_from_bits(uint32_t x)
+{
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+/* Shifts m right by s (1..31), rounding to nearest, ties to even. */
+static uint32_t shift_rne(uint32_t m, int s)
+{
+	uint32_t q = m >> s, rem = m & ((1u << s) - 1), half = 1u << (s - 1);
+	return q + (rem > half || (rem == half && (q & 1)));
+}
+
+float blk_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	if (e == 0) { /* zero or subnormal: m * 2^-24, exact in f32 */
+		float v = (float)m * 0x1p-24f;
+		return sign ? -v : v;
+	}
+	if (e == 31) /* Inf, NaN (payload kept) */
+		return f32_from_bits(sign | 0x7f800000u | m << 13);
+	return f32_from_bits(sign | (e + 112) << 23 | m << 13);
+}
+
+uint16_t blk_f32_to_f16(float f)
+{
+	uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+	if (ax > 0x7f800000u) /* NaN: quiet, top payload bits kept */
+		return sign | 0x7e00 | ((ax >> 13) & 0x3ff);
+	if (ax >= 0x477ff000u) /* >= 65520 rounds to Inf */
+		return sign | 0x7c00;
+	if (ax >= 0x38800000u) /* normal half: rebias, round 13 bits away */
+		return sign | (uint16_t)shift_rne(ax - 0x38000000u, 13);
+	if (ax <= 0x33000000u) /* <= 2^-25: ties to even give zero */
+		return sign;
+	uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+	return sign | (uint16_t)shift_rne(m, (int)(126 - e)); /* subnormal */
+}
+
+float blk_bf16_to_f32(uint16_t h)
+{
+	return f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t blk_f32_to_bf16(float f)
+{
+	uint32_t x = f32_bits(f);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	/* Carries into the exponent and up to Inf are the right answers. */
+	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+/* ---- types ------------------------------------------------------------- */
+
+BlkType blk_type_scalar(BlkDType t)
+{
+	return blk_type_tile(t, 0, NULL);
+}
+
+BlkType blk_type_tile(BlkDType t, int rank, const BlkSym *const *dims)
+{
+	BlkType ty;
+	memset(&ty, 0, sizeof ty);
+	if (rank < 0 || rank > BLK_MAX_RANK)
+		blk_die("type of rank %d", rank);
+	ty.kind = BLK_TYPE_TILE;
+	ty.dtype = t;
+	ty.rank = rank;
+	for (int i = 0; i < rank; i++)
+		ty.dims[i] = dims[i];
+	return ty;
+}
+
+BlkType blk_type_ref(BlkDType t, int rank, const BlkSym *const *dims, BlkSpace space)
+{
+	BlkType ty = blk_type_tile(t, rank, dims);
+	ty.kind = BLK_TYPE_REF;
+	ty.space = space;
+	return ty;
+}
+
+bool blk_type_equal(const BlkType *a, const BlkType *b)
+{
+	if (a->kind != b->kind || a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	if (a->kind == BLK_TYPE_REF && a->space != b->space)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (!blk_sym_equal(a->dims[i], b->dims[i]))
+			return false;
+	return true;
+}
+
+bool blk_type_is_scalar(const BlkType *t)
+{
+	return t->kind == BLK_TYPE_TILE && t->rank == 0;
+}
+
+static void print_tile(FILE *out, const BlkType *t)
+{
+	fputs(blk_dtype_name(t->dtype), out);
+	if (t->rank == 0)
+		return;
+	fputc('[', out);
+	for (int i = 0; i < t->rank; i++) {
+		if (i)
+			fputs(", ", out);
+		if (t->dims[i])
+			blk_sym_print(out, t->dims[i]);
+		else
+			fputs("?", out);
+	}
+	fputc(']', out);
+}
+
+void blk_type_print(FILE *out, const BlkType *t)
+{
+	if (t->kind == BLK_TYPE_TILE) {
+		print_tile(out, t);
+		return;
+	}
+	fputs(t->space == BLK_SPACE_SHARED ? "ref<shared " : "ref<", out);
+	print_tile(out, t);
+	fputc('>', out);
+}
+
+const char *blk_type_str(BlkArena *a, const BlkType *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		blk_die("open_memstream failed");
+	blk_type_print(f, t);
+	fclose(f);
+	const char *s = blk_arena_strndup(a, buf, len);
+	free(buf);
+	return s;
+}
+
+/* ---- op table ---------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	unsigned flags;
+} ops[] = { /* ORDER OP */
+#define OP(e, n, f) { n, f },
+#include "ops.def"
+#undef OP
+};
+
+const char *blk_op_name(BlkOpKind k)
+{
+	return (unsigned)k < BLK_NUM_OPS ? ops[k].name : "?";
+}
+
+unsigned blk_op_flags(BlkOpKind k)
+{
+	return (unsigned)k < BLK_NUM_OPS ? ops[k].flags : 0;
+}
+
+bool blk_op_from_name(const char *name, BlkOpKind *out)
+{
+	for (int i = 0; i < BLK_NUM_OPS; i++) {
+		if (strcmp(ops[i].name, name) == 0) {
+			*out = (BlkOpKind)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *blk_access_name(BlkAccess a)
+{
+	static const char *names[] = { "in", "out", "inout", "scratch" };
+	return (unsigned)a < 4 ? names[a] : "?";
+}
+
+/* ---- modules and kernels ----------------------------------------------- */
+
+BlkModule *blk_module_create(BlkArena *a)
+{
+	BlkModule *m = BLK_NEW(a, BlkModule);
+	m->arena = a;
+	return m;
+}
+
+/* The kernel starts with an empty body; params, sizes and grid are the
+ * caller's to fill. */
+BlkKernel *blk_kernel_add(BlkModule *m, const char *name, BlkLoc loc)
+{
+	BlkKernel *k = BLK_NEW(m->arena, BlkKernel);
+	k->name = name;
+	k->loc = loc;
+	k->body = blk_region_create(m->arena);
+	if (m->last)
+		m->last->next = k;
+	else
+		m->first = k;
+	m->last = k;
+	m->nkernels++;
+	return k;
+}
+
+BlkKernel *blk_module_find(const BlkModule *m, const char *name)
+{
+	for (BlkKernel *k = m->first; k; k = k->next)
+		if (strcmp(k->name, name) == 0)
+			return k;
+	return NULL;
+}
+
+/* ---- regions, ops, builder --------------------------------------------- */
+
+BlkRegion *blk_region_create(BlkArena *a)
+{
+	return BLK_NEW(a, BlkRegion);
+}
+
+BlkValue *blk_region_add_arg(BlkArena *a, BlkRegion *r, BlkType type, const char *name)
+{
+	BlkValue *v = BLK_NEW(a, BlkValue);
+	v->type = type;
+	v->owner = r;
+	v->index = r->nargs;
+	v->name = name;
+	r->args = blk_arena_grow(a, r->args, (size_t)r->nargs, (size_t)r->nargs + 1, sizeof *r->args);
+	r->args[r->nargs++] = v;
+	return v;
+}
+
+void blk_builder_at_end(BlkBuilder *b, BlkArena *a, BlkRegion *r)
+{
+	b->arena = a;
+	b->region = r;
+	b->before = NULL;
+}
+
+void blk_builder_before(BlkBuilder *b, BlkArena *a, BlkOp *op)
+{
+	b->arena = a;
+	b->region = op->parent;
+	b->before = op;
+}
+
+static void link_op(BlkRegion *r, BlkOp *before, BlkOp *op)
+{
+	op->parent = r;
+	op->next = before;
+	op->prev = before ? before->prev : r->last;
+	if (op->prev)
+		op->prev->next = op;
+	else
+		r->first = op;
+	if (before)
+		before->prev = op;
+	else
+		r->last = op;
+}
+
+BlkOp *blk_build(BlkBuilder *b, BlkOpKind k, BlkLoc loc, int noperands,
+                 BlkValue *const *operands, int nresults, const BlkType *types,
+                 int nregions)
+{
+	BlkArena *a = b->arena;
+	BlkOp *op = BLK_NEW(a, BlkOp);
+	op->kind = k;
+	op->loc = loc;
+	op->noperands = noperands;
+	op->operands = BLK_NEW_N(a, BlkValue *, noperands + 1);
+	for (int i = 0; i < noperands; i++)
+		op->operands[i] = operands[i];
+	op->nresults = nresults;
+	op->results = BLK_NEW_N(a, BlkValue *, nresults + 1);
+	for (int i = 0; i < nresults; i++) {
+		BlkValue *v = BLK_NEW(a, BlkValue);
+		v->type = types[i];
+		v->def = op;
+		v->index = i;
+		op->results[i] = v;
+	}
+	op->nregions = nregions;
+	op->regions = BLK_NEW_N(a, BlkRegion *, nregions + 1);
+	for (int i = 0; i < nregions; i++) {
+		op->regions[i] = blk_region_create(a);
+		op->regions[i]->parent = op;
+	}
+	link_op(b->region, b->before, op);
+	return op;
+}
+
+BlkValue *blk_build1(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkType type,
+                     int noperands, BlkValue *const *operands)
+{
+	return blk_build(b, k, loc, noperands, operands, 1, &type, 0)->results[0];
+}
+
+BlkValue *blk_build_const_int(BlkBuilder *b, BlkLoc loc, BlkType type, int64_t v)
+{
+	BlkValue *r = blk_build1(b, BLK_OP_CONST, loc, type, 0, NULL);
+	blk_op_set_int(b->arena, r->def, "value", v);
+	return r;
+}
+
+BlkValue *blk_build_const_float(BlkBuilder *b, BlkLoc loc, BlkType type, double v)
+{
+	BlkValue *r = blk_build1(b, BLK_OP_CONST, loc, type, 0, NULL);
+	blk_op_set_float(b->arena, r->def, "value", v);
+	return r;
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+/* The slot for `name`: the existing one (so setting twice replaces) or a
+ * new one at the end (so attributes print in the order they were set). */
+static BlkAttr *attr_slot(BlkArena *a, BlkOp *op, const char *name, BlkAttrKind kind)
+{
+	BlkAttr *at = NULL;
+	for (int i = 0; i < op->nattrs && !at; i++)
+		if (strcmp(op->attrs[i].name, name) == 0)
+			at = &op->attrs[i];
+	if (!at) {
+		op->attrs = blk_arena_grow(a, op->attrs, (size_t)op->nattrs, (size_t)op->nattrs + 1,
+		                           sizeof *op->attrs);
+		at = &op->attrs[op->nattrs++];
+		at->name = blk_arena_strdup(a, name);
+	}
+	at->kind = kind;
+	return at;
+}
+
+void blk_op_set_int(BlkArena *a, BlkOp *op, const char *name, int64_t v)
+{
+	attr_slot(a, op, name, BLK_ATTR_INT)->i = v;
+}
+
+void blk_op_set_float(BlkArena *a, BlkOp *op, const char *name, double v)
+{
+	attr_slot(a, op, name, BLK_ATTR_FLOAT)->f = v;
+}
+
+void blk_op_set_string(BlkArena *a, BlkOp *op, const char *name, const char *s)
+{
+	attr_slot(a, op, name, BLK_ATTR_STRING)->s = blk_arena_strdup(a, s);
+}
+
+void blk_op_set_dtype(BlkArena *a, BlkOp *op, const char *name, BlkDType t)
+{
+	attr_slot(a, op, name, BLK_ATTR_DTYPE)->dtype = t;
+}
+
+void blk_op_set_index(BlkArena *a, BlkOp *op, const char *name, int n, const BlkIndex *idx)
+{
+	BlkIndex *copy = BLK_NEW_N(a, BlkIndex, n + 1);
+	for (int i = 0; i < n; i++)
+		copy[i] = idx[i];
+	BlkAttr *at = attr_slot(a, op, name, BLK_ATTR_INDEX);
+	at->index.n = n;
+	at->index.v = copy;
+}
+
+const BlkAttr *blk_op_attr(const BlkOp *op, const char *name)
+{
+	for (int i = 0; i < op->nattrs; i++)
+		if (strcmp(op->attrs[i].name, name) == 0)
+			return &op->attrs[i];
+	return NULL;
+}
+
+int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt)
+{
+	const BlkAttr *at = blk_op_attr(op, name);
+	return at && at->kind == BLK_ATTR_INT ? at->i : dflt;
+}
+
+/* ---- editing ----------------------------------------------------------- */
+
+void blk_op_erase(BlkOp *op)
+{
+	BlkRegion *r = op->parent;
+	if (!r)
+		return;
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		r->first = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	else
+		r->last = op->prev;
+	op->prev = op->next = NULL;
+	op->parent = NULL;
+}
+
+void blk_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->noperands; i++)
+			if (op->operands[i] == from)
+				op->operands[i] = to;
+		for (int i = 0; i < op->nregions; i++)
+			blk_replace_uses(op->regions[i], from, to);
+	}
+}

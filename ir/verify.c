@@ -1,0 +1,771 @@
+/* verify.c - structural and type checks of the IR (docs/ir.md).
+ *
+ * Run after the frontend and after every pass.  Two layers:
+ *   1. generic, for every op, known or not: operands exist and dominate
+ *      their use (a value is visible in the region that defines it and in
+ *      regions nested there, after its definition), results belong to the
+ *      op, `yield` ends a region and appears nowhere else, regions are
+ *      linked to their op;
+ *   2. per kind, from a table indexed by BlkOpKind: counts, types, attrs.
+ *      Kinds with no entry (ops appended to ops.def by the GPU backend) get
+ *      only layer 1.
+ * Messages read "IR invalid after STAGE: OP: what is wrong"; operands and
+ * results count from 0.
+ */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Verifier {
+	const BlkKernel *k;
+	BlkArena *a;
+	BlkDiag *d;
+	const char *stage;
+	const BlkOp *op;   /* the op being checked, for messages */
+	/* Visible values: an open-addressing set of pointers (state 1) that
+	 * leave scope (state 2) when their region ends. */
+	const BlkValue **set;
+	unsigned char *state;
+	size_t cap, n;
+	const BlkValue **stack; /* values in scope, innermost last */
+	size_t depth, stack_cap;
+	bool ok;
+} Verifier;
+
+static void fail(Verifier *V, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(Verifier *V, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	BlkLoc loc = V->op ? V->op->loc : V->k->loc;
+	if (V->op)
+		blk_error(V->d, loc, "IR invalid after %s: %s: %s", V->stage, blk_op_name(V->op->kind), msg);
+	else
+		blk_error(V->d, loc, "IR invalid after %s: kernel @%s: %s", V->stage, V->k->name, msg);
+	V->ok = false;
+}
+
+static const char *ty(Verifier *V, const BlkType *t)
+{
+	return blk_type_str(V->a, t);
+}
+
+/* ---- the set of visible values ----------------------------------------- */
+
+static size_t slot(const Verifier *V, const BlkValue *v)
+{
+	size_t i = ((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15u & (V->cap - 1);
+	while (V->set[i] && V->set[i] != v)
+		i = (i + 1) & (V->cap - 1);
+	return i;
+}
+
+static void set_state(Verifier *V, const BlkValue *v, unsigned char st);
+
+static void rehash(Verifier *V)
+{
+	const BlkValue **old = V->set;
+	unsigned char *olds = V->state;
+	size_t oldcap = V->cap;
+	V->cap = oldcap ? oldcap * 2 : 256;
+	V->set = calloc(V->cap, sizeof *V->set);
+	V->state = calloc(V->cap, 1);
+	if (!V->set || !V->state)
+		blk_die("out of memory");
+	V->n = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			set_state(V, old[i], olds[i]);
+	free(old);
+	free(olds);
+}
+
+static void set_state(Verifier *V, const BlkValue *v, unsigned char st)
+{
+	if ((V->n + 1) * 2 > V->cap)
+		rehash(V);
+	size_t i = slot(V, v);
+	if (!V->set[i]) {
+		V->set[i] = v;
+		V->n++;
+	}
+	V->state[i] = st;
+}
+
+static int get_state(const Verifier *V, const BlkValue *v)
+{
+	if (!V->cap)
+		return 0;
+	size_t i = slot(V, v);
+	return V->set[i] ? V->state[i] : 0;
+}
+
+static void push(Verifier *V, const BlkValue *v)
+{
+	if (V->depth == V->stack_cap) {
+		V->stack_cap = V->stack_cap ? V->stack_cap * 2 : 256;
+		V->stack = realloc(V->stack, V->stack_cap * sizeof *V->stack);
+		if (!V->stack)
+			blk_die("out of memory");
+	}
+	V->stack[V->depth++] = v;
+	set_state(V, v, 1);
+}
+
+static void pop_to(Verifier *V, size_t depth)
+{
+	while (V->depth > depth)
+		set_state(V, V->stack[--V->depth], 2);
+}
+
+/* ---- helpers for the per-op checks ------------------------------------- */
+
+static const BlkType *operand(const BlkOp *op, int i)
+{
+	return &op->operands[i]->type;
+}
+
+static bool is_tile(Verifier *V, const BlkType *t, const char *what, int i)
+{
+	if (t->kind == BLK_TYPE_TILE)
+		return true;
+	fail(V, "%s %d has type %s, expected a tile", what, i, ty(V, t));
+	return false;
+}
+
+static bool want_type(Verifier *V, const BlkType *got, const BlkType *want, const char *what, int i)
+{
+	if (blk_type_equal(got, want))
+		return true;
+	fail(V, "%s %d has type %s, expected %s", what, i, ty(V, got), ty(V, want));
+	return false;
+}
+
+static bool want_i32_scalar(Verifier *V, const BlkType *t, const char *what, int i)
+{
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	return want_type(V, t, &i32, what, i);
+}
+
+static BlkType with_dtype(const BlkType *t, BlkDType dt)
+{
+	BlkType r = *t;
+	r.dtype = dt;
+	return r;
+}
+
+static const BlkAttr *want_attr(Verifier *V, const BlkOp *op, const char *name, BlkAttrKind kind)
+{
+	static const char *kinds[] = { "an int", "a float", "a string", "a dtype", "an index list" };
+	const BlkAttr *at = blk_op_attr(op, name);
+	if (!at)
+		fail(V, "missing attribute '%s'", name);
+	else if (at->kind != kind)
+		fail(V, "attribute '%s' must be %s", name, kinds[kind]);
+	return at && at->kind == kind ? at : NULL;
+}
+
+/* The axis attr, checked against [0, limit). */
+static bool want_axis(Verifier *V, const BlkOp *op, int limit, int64_t *axis)
+{
+	const BlkAttr *at = want_attr(V, op, "axis", BLK_ATTR_INT);
+	if (!at)
+		return false;
+	*axis = at->i;
+	if (at->i >= 0 && at->i < limit)
+		return true;
+	fail(V, "axis %lld out of range [0, %d)", (long long)at->i, limit);
+	return false;
+}
+
+/* Dtype classes by op: what the elementwise ops accept. */
+enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN };
+
+static bool dtype_ok(BlkDType t, int cls)
+{
+	switch (cls) {
+	case NUMERIC: return t != BLK_BOOL;
+	case FLOAT: return blk_dtype_is_float(t);
+	case INT: return t == BLK_I32;
+	case BOOLEAN: return t == BLK_BOOL;
+	default: return true;
+	}
+}
+
+static int op_class(BlkOpKind k)
+{
+	switch (k) {
+	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: return BOOLEAN;
+	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
+	case BLK_OP_TANH: case BLK_OP_DIV: return FLOAT;
+	case BLK_OP_FLOORDIV: case BLK_OP_MOD: return INT;
+	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
+	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
+	case BLK_OP_REDUCE_MIN: return NUMERIC;
+	default: return ANY;
+	}
+}
+
+static bool check_dtype_class(Verifier *V, const BlkOp *op, BlkDType t)
+{
+	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool" };
+	int cls = op_class(op->kind);
+	if (dtype_ok(t, cls))
+		return true;
+	fail(V, "operand 0 has dtype %s, expected %s dtype", blk_dtype_name(t), names[cls]);
+	return false;
+}
+
+/* ---- per-op checks ----------------------------------------------------- */
+
+typedef void CheckFn(Verifier *V, const BlkOp *op);
+
+static void check_const(Verifier *V, const BlkOp *op)
+{
+	const BlkAttr *at = blk_op_attr(op, "value");
+	const BlkType *t = &op->results[0]->type;
+	if (!at || (at->kind != BLK_ATTR_INT && at->kind != BLK_ATTR_FLOAT))
+		fail(V, "attribute 'value' must be an int or a float");
+	else if (at->kind == BLK_ATTR_FLOAT && !blk_dtype_is_float(t->dtype))
+		fail(V, "float value for a result of type %s", ty(V, t));
+	is_tile(V, t, "result", 0);
+}
+
+static void check_size(Verifier *V, const BlkOp *op)
+{
+	const BlkAttr *at = want_attr(V, op, "name", BLK_ATTR_STRING);
+	want_i32_scalar(V, &op->results[0]->type, "result", 0);
+	for (int i = 0; at && i < V->k->nsizes; i++)
+		if (strcmp(V->k->sizes[i], at->s) == 0)
+			return;
+	if (at)
+		fail(V, "'%s' is not a launch size of the kernel", at->s);
+}
+
+static void check_program(Verifier *V, const BlkOp *op)
+{
+	int64_t axis;
+	want_i32_scalar(V, &op->results[0]->type, "result", 0);
+	want_axis(V, op, V->k->grid_rank, &axis);
+}
+
+static void check_iota(Verifier *V, const BlkOp *op)
+{
+	const BlkType *t = &op->results[0]->type;
+	int64_t axis;
+	if (!is_tile(V, t, "result", 0))
+		return;
+	if (t->dtype != BLK_I32 || t->rank == 0)
+		fail(V, "result has type %s, expected an i32 tile", ty(V, t));
+	else
+		want_axis(V, op, t->rank, &axis);
+}
+
+static void check_unary(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	if (!is_tile(V, x, "operand", 0))
+		return;
+	if (op->kind == BLK_OP_CAST) {
+		BlkType want = with_dtype(x, op->results[0]->type.dtype);
+		want_type(V, &op->results[0]->type, &want, "result", 0);
+		return;
+	}
+	if (check_dtype_class(V, op, x->dtype))
+		want_type(V, &op->results[0]->type, x, "result", 0);
+}
+
+static bool is_compare(BlkOpKind k)
+{
+	return k >= BLK_OP_EQ && k <= BLK_OP_GE;
+}
+
+static void check_binary(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	if (!is_tile(V, x, "operand", 0) || !want_type(V, operand(op, 1), x, "operand", 1))
+		return;
+	if (!check_dtype_class(V, op, x->dtype))
+		return;
+	BlkType want = is_compare(op->kind) ? with_dtype(x, BLK_BOOL) : *x;
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+static void check_select(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = operand(op, 1);
+	if (!is_tile(V, a, "operand", 1))
+		return;
+	BlkType cond = with_dtype(a, BLK_BOOL);
+	if (want_type(V, operand(op, 0), &cond, "operand", 0) &&
+	    want_type(V, operand(op, 2), a, "operand", 2))
+		want_type(V, &op->results[0]->type, a, "result", 0);
+}
+
+static bool dim_is_one(const BlkSym *s)
+{
+	int64_t v;
+	return blk_sym_is_const(s, &v) && v == 1;
+}
+
+static void check_broadcast(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0), *r = &op->results[0]->type;
+	if (!is_tile(V, x, "operand", 0) || !is_tile(V, r, "result", 0))
+		return;
+	bool ok = x->dtype == r->dtype && x->rank <= r->rank;
+	for (int i = 0; ok && i < x->rank; i++) {
+		const BlkSym *a = x->dims[i], *b = r->dims[r->rank - x->rank + i];
+		ok = blk_sym_equal(a, b) || dim_is_one(a);
+	}
+	if (!ok)
+		fail(V, "cannot broadcast %s to %s", ty(V, x), ty(V, r));
+}
+
+static void check_expand_dims(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	int64_t axis;
+	if (!is_tile(V, x, "operand", 0) || x->rank == BLK_MAX_RANK ||
+	    !want_axis(V, op, x->rank + 1, &axis))
+		return;
+	BlkType want = *x;
+	want.rank++;
+	for (int i = (int)axis; i < x->rank; i++)
+		want.dims[i + 1] = x->dims[i];
+	want.dims[axis] = blk_sym_const(V->a, 1);
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+static void check_transpose(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	if (!is_tile(V, x, "operand", 0))
+		return;
+	if (x->rank != 2) {
+		fail(V, "operand 0 has type %s, expected rank 2", ty(V, x));
+		return;
+	}
+	BlkType want = *x;
+	want.dims[0] = x->dims[1];
+	want.dims[1] = x->dims[0];
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+static void check_reduce(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	int64_t axis;
+	if (!is_tile(V, x, "operand", 0) || !check_dtype_class(V, op, x->dtype) ||
+	    !want_axis(V, op, x->rank, &axis))
+		return;
+	BlkType want = *x;
+	want.rank--;
+	for (int i = (int)axis; i < want.rank; i++)
+		want.dims[i] = x->dims[i + 1];
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+static void check_dot(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = operand(op, 0), *b = operand(op, 1);
+	if (!is_tile(V, a, "operand", 0) || !is_tile(V, b, "operand", 1))
+		return;
+	if (a->rank != 2 || b->rank != 2 || !blk_dtype_is_float(a->dtype) || a->dtype != b->dtype) {
+		fail(V, "operands have types %s and %s, expected two rank-2 tiles of one float dtype",
+		     ty(V, a), ty(V, b));
+		return;
+	}
+	if (!blk_sym_equal(a->dims[1], b->dims[0])) {
+		fail(V, "inner dims differ: %s x %s", ty(V, a), ty(V, b));
+		return;
+	}
+	const BlkSym *mn[2] = { a->dims[0], b->dims[1] };
+	BlkType want = blk_type_tile(BLK_F32, 2, mn);
+	if (op->noperands == 3 && !want_type(V, operand(op, 2), &want, "operand", 2))
+		return;
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+/* The accessed shape of a ref through the idx attr (absent: every dim
+ * `:`); *nidx gets the number of index operands.  False if malformed. */
+static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
+{
+	const BlkType *r = operand(op, 0);
+	if (r->kind != BLK_TYPE_REF) {
+		fail(V, "operand 0 has type %s, expected a ref", ty(V, r));
+		return false;
+	}
+	const BlkAttr *at = blk_op_attr(op, "idx");
+	if (at && at->kind != BLK_ATTR_INDEX) {
+		fail(V, "attribute 'idx' must be an index list");
+		return false;
+	}
+	int n = at ? at->index.n : r->rank;
+	if (n != r->rank) {
+		fail(V, "idx has %d entries for a ref of rank %d", n, r->rank);
+		return false;
+	}
+	*out = *r;
+	out->rank = 0;
+	*nidx = 0;
+	for (int d = 0; d < r->rank; d++) {
+		BlkIndexKind k = at ? at->index.v[d].kind : BLK_INDEX_FULL;
+		if (k != BLK_INDEX_FULL)
+			++*nidx;
+		if (k != BLK_INDEX_SCALAR)
+			out->dims[out->rank++] = k == BLK_INDEX_DS ? at->index.v[d].size : r->dims[d];
+	}
+	return true;
+}
+
+/* Checks ref, indices and (with_value) the value after them; gives the
+ * accessed tile type. */
+static bool check_access(Verifier *V, const BlkOp *op, bool with_value, BlkType *tile)
+{
+	int nidx;
+	if (!accessed(V, op, tile, &nidx))
+		return false;
+	tile->kind = BLK_TYPE_TILE;
+	tile->space = BLK_SPACE_GLOBAL;
+	int want = 1 + nidx + with_value;
+	if (op->noperands != want) {
+		fail(V, "expected %d operands (ref, %d indices%s), got %d", want, nidx,
+		     with_value ? ", value" : "", op->noperands);
+		return false;
+	}
+	for (int i = 1; i <= nidx; i++)
+		if (!want_i32_scalar(V, operand(op, i), "operand", i))
+			return false;
+	return !with_value || want_type(V, operand(op, want - 1), tile, "operand", want - 1);
+}
+
+static void check_view(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	if (!check_access(V, op, false, &t))
+		return;
+	BlkType want = blk_type_ref(t.dtype, t.rank, t.dims, operand(op, 0)->space);
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+static void check_load(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	const BlkAttr *fill = blk_op_attr(op, "fill");
+	if (fill && fill->kind != BLK_ATTR_INT && fill->kind != BLK_ATTR_FLOAT)
+		fail(V, "attribute 'fill' must be an int or a float");
+	if (check_access(V, op, false, &t))
+		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+static void check_store(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	if (check_access(V, op, true, &t) && op->kind == BLK_OP_SWAP)
+		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+/* The region's yield (its last op), or NULL if it has none. */
+static const BlkOp *yield_of(const BlkRegion *r)
+{
+	return r->last && r->last->kind == BLK_OP_YIELD ? r->last : NULL;
+}
+
+static void check_for(Verifier *V, const BlkOp *op)
+{
+	int nc = op->noperands - 3;
+	for (int i = 0; i < 3; i++)
+		want_i32_scalar(V, operand(op, i), "operand", i);
+	const BlkRegion *r = op->regions[0];
+	if (r->nargs != nc + 1) {
+		fail(V, "region has %d args, expected %d (iv and %d carries)", r->nargs, nc + 1, nc);
+		return;
+	}
+	want_i32_scalar(V, &r->args[0]->type, "region arg", 0);
+	for (int i = 0; i < nc; i++) {
+		want_type(V, &r->args[i + 1]->type, operand(op, i + 3), "region arg", i + 1);
+		want_type(V, &op->results[i]->type, operand(op, i + 3), "result", i);
+	}
+	const BlkOp *y = yield_of(r);
+	if (!y || y->noperands != nc) {
+		fail(V, "region must end with a yield of %d values", nc);
+		return;
+	}
+	for (int i = 0; i < nc; i++)
+		want_type(V, operand(y, i), operand(op, i + 3), "yielded value", i);
+}
+
+static void check_no_yield_values(Verifier *V, const BlkRegion *r, int i)
+{
+	const BlkOp *y = yield_of(r);
+	if (r->nargs)
+		fail(V, "region %d has %d args, expected none", i, r->nargs);
+	if (y && y->noperands)
+		fail(V, "region %d yields %d values, expected none", i, y->noperands);
+}
+
+static void check_if(Verifier *V, const BlkOp *op)
+{
+	BlkType b = blk_type_scalar(BLK_BOOL);
+	want_type(V, operand(op, 0), &b, "operand", 0);
+	for (int i = 0; i < 2; i++)
+		check_no_yield_values(V, op->regions[i], i);
+}
+
+static void check_scoped(Verifier *V, const BlkOp *op)
+{
+	const BlkRegion *r = op->regions[0];
+	for (int i = 0; i < r->nargs; i++)
+		if (r->args[i]->type.kind != BLK_TYPE_REF)
+			fail(V, "region arg %d has type %s, expected a ref", i, ty(V, &r->args[i]->type));
+	const BlkOp *y = yield_of(r);
+	if (y && y->noperands)
+		fail(V, "region yields %d values, expected none", y->noperands);
+}
+
+static void check_print(Verifier *V, const BlkOp *op)
+{
+	want_attr(V, op, "fmt", BLK_ATTR_STRING);
+	for (int i = 0; i < op->noperands; i++)
+		is_tile(V, operand(op, i), "operand", i);
+}
+
+#define UNARY(e) [BLK_OP_##e] = check_unary
+#define BINARY(e) [BLK_OP_##e] = check_binary
+
+static CheckFn *const checks[BLK_NUM_OPS] = {
+	[BLK_OP_CONST] = check_const, [BLK_OP_SIZE] = check_size,
+	[BLK_OP_PROGRAM_ID] = check_program, [BLK_OP_NUM_PROGRAMS] = check_program,
+	[BLK_OP_IOTA] = check_iota,
+	UNARY(NEG), UNARY(NOT), UNARY(EXP), UNARY(LOG), UNARY(SQRT), UNARY(RSQRT),
+	UNARY(TANH), UNARY(ABS), UNARY(CAST),
+	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
+	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(EQ), BINARY(NE),
+	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
+	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
+	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
+	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
+	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_DOT] = check_dot,
+	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
+	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
+	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_FOR] = check_for,
+	[BLK_OP_IF] = check_if, [BLK_OP_SCOPED] = check_scoped, [BLK_OP_PRINT] = check_print,
+};
+
+/* ---- counts ------------------------------------------------------------ */
+
+/* min operands, max operands (-1: any), results (-1: noperands - 3),
+ * regions (-1: any).  ORDER OP for the frontend's ops. */
+static const signed char arity[][4] = {
+#define A(e, lo, hi, res, reg) [BLK_OP_##e] = { lo, hi, res, reg }
+	A(CONST, 0, 0, 1, 0), A(SIZE, 0, 0, 1, 0), A(PROGRAM_ID, 0, 0, 1, 0),
+	A(NUM_PROGRAMS, 0, 0, 1, 0), A(IOTA, 0, 0, 1, 0),
+	A(NEG, 1, 1, 1, 0), A(NOT, 1, 1, 1, 0), A(EXP, 1, 1, 1, 0), A(LOG, 1, 1, 1, 0),
+	A(SQRT, 1, 1, 1, 0), A(RSQRT, 1, 1, 1, 0), A(TANH, 1, 1, 1, 0), A(ABS, 1, 1, 1, 0),
+	A(CAST, 1, 1, 1, 0),
+	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
+	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),
+	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
+	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
+	A(SELECT, 3, 3, 1, 0),
+	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
+	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
+	A(DOT, 2, 3, 1, 0),
+	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
+	A(ATOMIC_ADD, 2, -1, 0, 0),
+	A(FOR, 3, -1, -1, 1), A(IF, 1, 1, 0, 2), A(SCOPED, 0, 0, 0, 1), A(YIELD, 0, -1, 0, 0),
+	A(PRINT, 0, -1, 0, 0),
+#undef A
+};
+
+enum { NKNOWN = BLK_OP_PRINT + 1 }; /* kinds after these have no fixed rule */
+
+bool blk_op_arity(BlkOpKind k, int *min_operands, int *max_operands, int *nresults)
+{
+	if ((unsigned)k >= NKNOWN)
+		return false;
+	*min_operands = arity[k][0];
+	*max_operands = arity[k][1];
+	*nresults = arity[k][2];
+	return true;
+}
+
+static bool check_counts(Verifier *V, const BlkOp *op)
+{
+	int lo, hi, nres;
+	if (!blk_op_arity(op->kind, &lo, &hi, &nres))
+		return true;
+	if (nres < 0)
+		nres = op->noperands > 3 ? op->noperands - 3 : 0;
+	int nreg = arity[op->kind][3];
+	if (op->noperands < lo || (hi >= 0 && op->noperands > hi))
+		fail(V, "has %d operands, expected %d%s", op->noperands, op->noperands < lo ? lo : hi,
+		     lo == hi ? "" : op->noperands < lo ? " or more" : " or fewer");
+	else if (op->nresults != nres)
+		fail(V, "has %d results, expected %d", op->nresults, nres);
+	else if (op->nregions != nreg)
+		fail(V, "has %d regions, expected %d", op->nregions, nreg);
+	else
+		return true;
+	return false;
+}
+
+/* ---- structure --------------------------------------------------------- */
+
+static void verify_region(Verifier *V, const BlkRegion *r, const BlkOp *parent);
+
+static void check_operands(Verifier *V, const BlkOp *op)
+{
+	for (int i = 0; i < op->noperands; i++) {
+		const BlkValue *v = op->operands[i];
+		int st = v ? get_state(V, v) : 0;
+		if (st == 1)
+			continue;
+		const char *name = v && v->name ? blk_arena_printf(V->a, " (%%%s)", v->name) : "";
+		fail(V, "operand %d%s %s", i, name,
+		     !v ? "is NULL" : st == 2 ? "is used outside the region that defines it"
+		                              : "is not defined before its use");
+	}
+}
+
+static void check_structure(Verifier *V, const BlkOp *op, const BlkRegion *r)
+{
+	if (op->parent != r)
+		fail(V, "op is not linked to its region");
+	if (op->kind == BLK_OP_YIELD && op != r->last)
+		fail(V, "yield must be the last op of its region");
+	if (op->kind != BLK_OP_YIELD && (blk_op_flags(op->kind) & BLK_OPF_TERM) && op != r->last)
+		fail(V, "terminator must be the last op of its region");
+	for (int i = 0; i < op->nresults; i++)
+		if (!op->results[i] || op->results[i]->def != op || op->results[i]->index != i)
+			fail(V, "result %d does not belong to the op", i);
+	for (int i = 0; i < op->nregions; i++)
+		if (op->regions[i]->parent != op)
+			fail(V, "region %d is not linked to its op", i);
+}
+
+static void verify_op(Verifier *V, const BlkOp *op, const BlkRegion *r)
+{
+	V->op = op;
+	bool ok = V->ok;
+	V->ok = true;
+	check_operands(V, op);
+	check_structure(V, op, r);
+	if (V->ok && check_counts(V, op) && checks[op->kind])
+		checks[op->kind](V, op);
+	V->ok &= ok;
+	for (int i = 0; i < op->nregions; i++)
+		verify_region(V, op->regions[i], op);
+	V->op = op;
+	for (int i = 0; i < op->nresults; i++)
+		if (op->results[i])
+			push(V, op->results[i]);
+}
+
+static void verify_region(Verifier *V, const BlkRegion *r, const BlkOp *parent)
+{
+	size_t depth = V->depth;
+	if (r->parent != parent) {
+		V->op = parent;
+		fail(V, "region is not linked to its op");
+	}
+	for (int i = 0; i < r->nargs; i++)
+		push(V, r->args[i]);
+	for (const BlkOp *op = r->first; op; op = op->next)
+		verify_op(V, op, r);
+	pop_to(V, depth);
+}
+
+/* ---- kernels ----------------------------------------------------------- */
+
+/* The Ref the body sees for param p. */
+static BlkType param_ref(const BlkParam *p)
+{
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0;
+	bool scratch = p->access == BLK_ACCESS_SCRATCH;
+	for (int d = 0; d < p->rank; d++)
+		if (scratch || !p->squeezed[d])
+			dims[rank++] = scratch || !p->block[d] ? p->shape[d] : p->block[d];
+	return blk_type_ref(p->dtype, rank, dims, scratch ? BLK_SPACE_SHARED : BLK_SPACE_GLOBAL);
+}
+
+static void verify_index_map(Verifier *V, const BlkParam *p)
+{
+	const BlkRegion *r = p->index_map;
+	if (r->nargs != V->k->grid_rank)
+		fail(V, "param %s: index map has %d args, expected one per grid axis (%d)", p->name,
+		     r->nargs, V->k->grid_rank);
+	for (int i = 0; i < r->nargs; i++)
+		if (!blk_type_is_scalar(&r->args[i]->type) || r->args[i]->type.dtype != BLK_I32)
+			fail(V, "param %s: index map arg %d must be i32", p->name, i);
+	verify_region(V, r, NULL);
+	V->op = NULL;
+	const BlkOp *y = yield_of(r);
+	if (!y || y->noperands != p->rank) {
+		fail(V, "param %s: index map must yield %d i32 block indices", p->name, p->rank);
+		return;
+	}
+	for (int i = 0; i < p->rank; i++)
+		if (!blk_type_is_scalar(operand(y, i)) || operand(y, i)->dtype != BLK_I32)
+			fail(V, "param %s: index map yields %s for dim %d, expected i32", p->name,
+			     ty(V, operand(y, i)), i);
+}
+
+static void verify_param(Verifier *V, const BlkParam *p, int i)
+{
+	V->op = NULL;
+	if (p->access == BLK_ACCESS_SCRATCH && p->index_map)
+		fail(V, "param %s: scratch has no index map", p->name);
+	if (p->index_map)
+		verify_index_map(V, p);
+	V->op = NULL;
+	const BlkRegion *b = V->k->body;
+	if (i >= b->nargs)
+		return;
+	BlkType want = param_ref(p);
+	if (!blk_type_equal(&b->args[i]->type, &want))
+		fail(V, "body arg %d has type %s, expected %s for param %s", i,
+		     ty(V, &b->args[i]->type), ty(V, &want), p->name);
+}
+
+static void verify_kernel(Verifier *V, const BlkKernel *k)
+{
+	V->k = k;
+	V->op = NULL;
+	if (k->grid_rank < 0 || k->grid_rank > 3)
+		fail(V, "grid rank %d, expected 0 to 3", k->grid_rank);
+	if (!k->body) {
+		fail(V, "no body");
+		return;
+	}
+	if (k->body->nargs != k->nparams)
+		fail(V, "body has %d args, expected one per param (%d)", k->body->nargs, k->nparams);
+	for (int i = 0; i < k->nparams; i++)
+		verify_param(V, &k->params[i], i);
+	verify_region(V, k->body, NULL);
+	V->op = NULL;
+	const BlkOp *y = yield_of(k->body);
+	if (y && y->noperands)
+		fail(V, "body yields %d values, expected none", y->noperands);
+}
+
+bool blk_ir_verify(const BlkModule *m, BlkDiag *d, const char *stage)
+{
+	Verifier V = { .a = m->arena, .d = d, .stage = stage ? stage : "?", .ok = true };
+	for (const BlkKernel *k = m->first; k; k = k->next) {
+		verify_kernel(&V, k);
+		V.depth = 0;
+	}
+	free(V.set);
+	free(V.state);
+	free(V.stack);
+	return V.ok;
+}
