@@ -1,0 +1,183 @@
+/* gpu_examples.c - every example kernel on the GPU against the interpreter.
+ *
+ * Each case runs one example at one dtype and shape: the same seeded random
+ * inputs go to blk_interp_run (the oracle) and to the GPU; outputs are
+ * poisoned (NaN) on both sides first, so an unwritten element fails; every
+ * element is compared with the dtype's tolerance relative to the output's
+ * magnitude (ir/hostdata.h).  Exits 77 (meson's "skipped") without a GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blk.h"
+#include "frontend/frontend.h"
+#include "ir/hostdata.h"
+
+#ifndef BLK_EXAMPLES_DIR
+#define BLK_EXAMPLES_DIR "examples"
+#endif
+
+enum { MAX_ARRAYS = 4 };
+
+/* $BLK_EXAMPLES_DIR first: on the GPU machine the tree sits elsewhere. */
+static void example_path(char *buf, size_t len, const char *kernel)
+{
+	const char *dir = getenv("BLK_EXAMPLES_DIR");
+	snprintf(buf, len, "%s/%s.blk", dir && *dir ? dir : BLK_EXAMPLES_DIR, kernel);
+}
+
+/* An example at one shape: its arrays' shapes; the last array is the output. */
+typedef struct Case {
+	const char *kernel; /* also the file name: examples/KERNEL.blk */
+	const char *label;  /* the shape, for the table */
+	int narrays, rank;
+	int64_t shapes[MAX_ARRAYS][2];
+} Case;
+
+#define MM(M, N, K, name) {name, #M "x" #N "x" #K, 3, 2, {{M, K}, {K, N}, {M, N}}}
+static const Case cases[] = {
+	MM(256, 256, 256, "matmul"),
+	MM(130, 70, 33, "matmul"),
+	MM(256, 256, 256, "matmul_acc"),
+	MM(130, 70, 33, "matmul_acc"),
+	{"add", "4096", 3, 1, {{4096}, {4096}, {4096}}},
+	{"add", "1000", 3, 1, {{1000}, {1000}, {1000}}},
+	{"softmax", "64x128", 2, 2, {{64, 128}, {64, 128}}},
+	{"softmax", "13x77", 2, 2, {{13, 77}, {13, 77}}},
+};
+static const BlkDType dtypes[] = {BLK_F32, BLK_F16, BLK_BF16};
+
+/* Host arrays of one case: inputs random, output poisoned. */
+typedef struct Arrays {
+	int n;
+	BlkHostArray *h[MAX_ARRAYS];
+} Arrays;
+
+static bool arrays_make(Arrays *a, const Case *c, BlkDType dt, uint64_t seed)
+{
+	a->n = c->narrays;
+	for (int i = 0; i < c->narrays; i++) {
+		a->h[i] = blk_host_new(dt, c->rank, c->shapes[i]);
+		if (!a->h[i])
+			return false;
+		if (i < c->narrays - 1)
+			blk_host_fill_random(a->h[i], seed + (uint64_t)i);
+		else
+			blk_host_poison(a->h[i]);
+	}
+	return true;
+}
+
+static void arrays_free(Arrays *a)
+{
+	for (int i = 0; i < a->n; i++)
+		blk_host_free(a->h[i]);
+}
+
+/* The oracle: the interpreter on the same inputs; out gets its result. */
+static bool interp_reference(const Case *c, BlkDType dt, Arrays *in, double *ref)
+{
+	BlkArena *a = blk_arena_create();
+	BlkDiag *d = blk_diag_create(a, stderr, 5);
+	char path[512];
+	example_path(path, sizeof path, c->kernel);
+	BlkDefine def = {"T", blk_dtype_name(dt)};
+	BlkSource *src = blk_source_read(a, d, path);
+	BlkModule *m = src ? blk_compile_source(a, d, src, &def, 1) : NULL;
+	BlkKernel *k = m ? blk_module_find(m, c->kernel) : NULL;
+	BlkArrayDesc descs[MAX_ARRAYS];
+	void *data[MAX_ARRAYS];
+	for (int i = 0; i < in->n; i++) {
+		descs[i] = in->h[i]->desc;
+		data[i] = in->h[i]->data;
+	}
+	bool ok = k && blk_interp_run(k, descs, data, in->n, stdout, d);
+	BlkHostArray *out = in->h[in->n - 1];
+	for (size_t i = 0; ok && i < out->count; i++)
+		ref[i] = blk_host_get(out, i);
+	blk_arena_destroy(a);
+	return ok;
+}
+
+/* Copies inputs and the poisoned output over, launches, copies back. */
+static bool gpu_run(BlkRuntime *rt, const Case *c, BlkDType dt, Arrays *host)
+{
+	char def[32];
+	snprintf(def, sizeof def, "T=%s", blk_dtype_name(dt));
+	const char *defs[] = {def};
+	char path[512];
+	example_path(path, sizeof path, c->kernel);
+	BlkProgram *p = blk_program_load(rt, path, defs, 1);
+	BlkFunc *f = p ? blk_program_kernel(p, c->kernel) : NULL;
+	BlkTensor t[MAX_ARRAYS];
+	void *dev[MAX_ARRAYS] = {0};
+	bool ok = f != NULL;
+	for (int i = 0; ok && i < host->n; i++) {
+		BlkHostArray *h = host->h[i];
+		ok = blk_mem_alloc(rt, h->nbytes, &dev[i]) && blk_memcpy_htod(rt, dev[i], h->data, h->nbytes);
+		t[i] = blk_tensor_make(dev[i], (int)dt, h->desc.rank, h->desc.shape);
+	}
+	ok = ok && blk_launch(f, t, host->n, NULL) && blk_synchronize(rt);
+	BlkHostArray *out = host->h[host->n - 1];
+	ok = ok && blk_memcpy_dtoh(rt, out->data, dev[host->n - 1], out->nbytes);
+	if (!ok)
+		printf("  error: %s\n", blk_runtime_last_error(rt));
+	for (int i = 0; i < host->n; i++)
+		blk_mem_free(rt, dev[i]);
+	blk_program_destroy(p);
+	return ok;
+}
+
+/* One table row; true on PASS. */
+static bool run_case(BlkRuntime *rt, const Case *c, BlkDType dt, uint64_t seed)
+{
+	Arrays ref_in = {0}, gpu = {0};
+	double *ref = NULL;
+	bool ok = arrays_make(&ref_in, c, dt, seed) && arrays_make(&gpu, c, dt, seed);
+	BlkHostArray *out = ok ? gpu.h[gpu.n - 1] : NULL;
+	ok = ok && (ref = malloc(out->count * sizeof *ref)) != NULL;
+	bool have_ref = ok && interp_reference(c, dt, &ref_in, ref);
+	bool ran = have_ref && gpu_run(rt, c, dt, &gpu);
+	BlkHostCompare cmp = {0};
+	double tol = blk_host_default_tol(dt);
+	bool pass = ran && blk_host_compare(out, ref, tol, &cmp);
+	printf("| %-10s | %-4s | %-11s | %9.2e | %7.0e | %s", c->kernel, blk_dtype_name(dt), c->label,
+	       cmp.max_rel, tol, pass ? "PASS" : "FAIL");
+	if (!have_ref)
+		printf(" (no interpreter reference)");
+	else if (ran && !pass)
+		printf(" (%zu bad, first at %zu: %g vs %g; %zu unwritten)", cmp.mismatches, cmp.first_bad,
+		       cmp.bad_out, cmp.bad_ref, blk_host_count_poison(out));
+	printf(" |\n");
+	free(ref);
+	arrays_free(&ref_in);
+	arrays_free(&gpu);
+	return pass;
+}
+
+int main(void)
+{
+	char err[512] = "";
+	int n = blk_device_count(err, sizeof err);
+	if (n == 0) {
+		printf("skipped: no GPU (%s)\n", err);
+		return 77;
+	}
+	BlkRuntime *rt = n > 0 ? blk_runtime_create(0, err, sizeof err) : NULL;
+	if (!rt) {
+		fprintf(stderr, "gpu-examples: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	printf("| kernel     | type | shape       | max rel   | tol     | result |\n");
+	printf("| ---------- | ---- | ----------- | --------- | ------- | ------ |\n");
+	int failed = 0, total = 0;
+	uint64_t seed = 1;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (size_t j = 0; j < sizeof dtypes / sizeof dtypes[0]; j++, total++)
+			failed += !run_case(rt, &cases[i], dtypes[j], seed += 16);
+	printf("\n%d of %d cases passed\n", total - failed, total);
+	blk_runtime_destroy(rt);
+	return failed ? 1 : 0;
+}
