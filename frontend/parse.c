@@ -632,14 +632,20 @@ static BlkAstStmt *parse_stmt(Parser *p, BlkAstExpr **result)
 	}
 }
 
-/* After an error: skip to just past a ";", or to a "}" or "kernel". */
-static void sync_stmt(Parser *p)
+/* After an error in a statement that began at token `start`: skip to just
+ * past a ";", or to a "}" or "kernel".  A statement that already ended with
+ * its ";" is synchronized; one that consumed nothing skips at least one
+ * token, so the statement loop always progresses. */
+static void sync_stmt(Parser *p, int start)
 {
+	if (p->pos > start && p->t[p->pos - 1].kind == BLK_TOK_SEMI) {
+		p->panic = blk_diag_saturated(p->d);
+		return;
+	}
 	while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_RBRACE) && !at(p, BLK_TOK_KERNEL))
 		if (next(p)->kind == BLK_TOK_SEMI)
 			break;
-	if (!blk_diag_saturated(p->d))
-		p->panic = false;
+	p->panic = blk_diag_saturated(p->d);
 }
 
 /* block = "{" { stmt } "}" ;
@@ -654,11 +660,12 @@ static BlkAstBlock *parse_block(Parser *p, bool is_body)
 	}
 	Vec v = {0};
 	while (!at(p, BLK_TOK_RBRACE) && !at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL)) {
+		int start = p->pos;
 		BlkAstStmt *s = parse_stmt(p, is_body ? &b->result : NULL);
 		if (s)
 			vec_push_ptr(p, &v, s);
 		if (p->panic)
-			sync_stmt(p);
+			sync_stmt(p, start);
 		else if (b->result)
 			break;
 	}
