@@ -94,7 +94,7 @@ static void test_bad_file(void **state)
 	const char *path = *state;
 	size_t len;
 	char *text = slurp(path, &len);
-	unsigned line, col;
+	unsigned line = 0, col = 0;
 	char want[256] = "", stage_name[32] = "parse";
 	const char *h = strstr(text, "// ERROR: ");
 	if (!h || sscanf(h, "// ERROR: %u:%u: %255[^\n]", &line, &col, want) != 3)
