@@ -1,0 +1,45 @@
+#!/bin/sh
+# gpu-run.sh - the runtime's GPU batch, run on the device machine from the
+# repository root with the build/ made on the CPU machine carried along
+# (the device machine has no LLVM; libblk carries it).  Keeps under ~8 min.
+#
+#   tools/gpu-run.sh [blk-bench args...]
+#
+# Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt,
+# matmul-host.txt, bench.txt; the bench table is printed last.
+set -u
+B=${BLK_BUILD:-build}
+LOG=${OUT:-/tmp/blk-gpu-run}
+mkdir -p "$LOG"
+export BLK_EXAMPLES_DIR="$PWD/examples"
+
+# cuBLAS for blk-bench: the CUDA toolkit's or the one inside PyTorch's wheels.
+if [ -z "${BLK_CUBLAS:-}" ]; then
+	d=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__)+"/lib")' 2>/dev/null)
+	[ -z "$d" ] && d=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__)+"/lib")' 2>/dev/null)
+	f=$(ls "$d"/libcublas.so* 2>/dev/null | grep -v Lt | head -n 1)
+	[ -n "$f" ] && export BLK_CUBLAS="$f"
+fi
+echo "BLK_CUBLAS=${BLK_CUBLAS:-(system)}"
+
+rc=0
+nvidia-smi 2>&1 | tee "$LOG/nvidia-smi.txt" | head -n 15
+
+echo "== gpu-examples"
+timeout 180 "$B/tests/gpu/gpu-examples" > "$LOG/gpu-examples.txt" 2>&1
+r=$?; [ $r -ne 0 ] && rc=1
+tail -n 40 "$LOG/gpu-examples.txt"; echo "gpu-examples exit $r"
+
+echo "== matmul-host"
+host="$B/examples/host/matmul-host"
+[ -x "$host" ] || host="$B/tools/matmul-host"
+timeout 60 "$host" 1024 1024 1024 examples/matmul.blk > "$LOG/matmul-host.txt" 2>&1
+r=$?; [ $r -ne 0 ] && rc=1
+cat "$LOG/matmul-host.txt"; echo "matmul-host exit $r"
+
+echo "== blk-bench"
+timeout 300 "$B/tools/blk-bench" "$@" > "$LOG/bench.txt" 2> "$LOG/bench.err"
+r=$?; [ $r -ne 0 ] && rc=1
+tail -n 20 "$LOG/bench.err"
+cat "$LOG/bench.txt"; echo "blk-bench exit $r"
+exit $rc
