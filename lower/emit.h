@@ -1,0 +1,100 @@
+/* emit.h - the state of LLVM emission (internal to lower/emit_*.c).
+ *
+ * Every tile value becomes the registers its layout gives the thread
+ * (an array of LLVM scalars, register order of layout.h); every Ref an
+ * ERef: a base pointer and, per dim, where element 0 sits in the block
+ * and in the array, so masks and addresses are sums of a per-thread part
+ * and a per-register constant that LLVM folds into the load's offset.
+ */
+#ifndef BLK_EMIT_H
+#define BLK_EMIT_H
+
+#include "lower_int.h"
+
+typedef struct ETile {
+	const BlkLayout *l;
+	LLVMValueRef *r; /* blk_layout_nregs(l) values */
+} ETile;
+
+typedef struct ERef {
+	BlkSpace space;
+	BlkDType dt;
+	int pindex;          /* global: the param; -1 for shared */
+	LLVMValueRef base;   /* ptr addrspace(1) or (3): element 0 of the array/buffer */
+	LLVMValueRef off;    /* i64 elements, from dims fixed by scalars */
+	LLVMValueRef alive;  /* i1: a fixed dim in bounds; NULL: true */
+	int rank;
+	LLVMValueRef g[BLK_MAX_RANK]; /* i32: array index of element 0 */
+	LLVMValueRef l[BLK_MAX_RANK]; /* i32: block-local index of element 0 */
+	int64_t galign[BLK_MAX_RANK]; /* a known divisor of g */
+	int64_t lalign[BLK_MAX_RANK]; /* a known divisor of l */
+	int64_t offalign;             /* a known divisor of off */
+	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK], ext[BLK_MAX_RANK];
+} ERef;
+
+typedef struct EVal {
+	bool is_ref;
+	ETile t;
+	ERef ref;
+} EVal;
+
+typedef struct Emit {
+	LowerCtx *c;
+	LLVMContextRef cx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMBuilderRef entry; /* allocas, at the top of the entry block */
+	LLVMValueRef fn;
+	LLVMValueRef tid;     /* i32 */
+	LLVMValueRef smem;    /* [0 x i8] addrspace(3) */
+	LLVMValueRef *params; /* ptr addrspace(1) per kernel param (NULL: scratch) */
+	BlkPtrMap vals;       /* BlkValue* -> EVal* */
+	LLVMTypeRef i1, i8, i16, i32, i64, f32, f16, bf16, v, p0, p1, p3;
+	bool failed;
+} Emit;
+
+/* emit_llvm.c */
+EVal *emit_val(Emit *E, const BlkValue *v);
+void emit_bind(Emit *E, const BlkValue *v, EVal *ev);
+ETile *emit_tile(Emit *E, const BlkValue *v);
+const BlkLayout *emit_layout(Emit *E, const BlkValue *v);
+ETile emit_new_tile(Emit *E, const BlkLayout *l);
+LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
+                            LLVMValueRef *args, int nargs);
+LLVMValueRef emit_i32(Emit *E, int64_t v);
+LLVMValueRef emit_i64(Emit *E, int64_t v);
+LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt);   /* in registers */
+LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt);   /* in memory (bool: i8) */
+LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t);
+void emit_region(Emit *E, const BlkRegion *r);
+void emit_barrier(Emit *E);
+LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
+/* The thread's index along dim d of layout l (replicas fold onto owners). */
+LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
+/* Element coordinate of register-dim index rd along d: thread part + const. */
+LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd);
+/* i1: this thread owns (is not a replica of) layout l's elements; NULL: all do. */
+LLVMValueRef emit_owner(Emit *E, const BlkLayout *l);
+LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b); /* NULL means true */
+/* Runs the rest of the current block's emission only when cond (NULL: always);
+ * returns the block to continue in, for emit_end_if. */
+LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond);
+void emit_end_if(Emit *E, LLVMBasicBlockRef cont);
+int64_t emit_divisor(const BlkValue *v);
+LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+
+/* per op family */
+void emit_elementwise(Emit *E, const BlkOp *op);
+void emit_leaf(Emit *E, const BlkOp *op);
+void emit_memory(Emit *E, const BlkOp *op);
+void emit_block_ref(Emit *E, const BlkOp *op);
+void emit_transit(Emit *E, const BlkOp *op);
+void emit_dot(Emit *E, const BlkOp *op);
+void emit_for(Emit *E, const BlkOp *op);
+void emit_if(Emit *E, const BlkOp *op);
+void emit_scoped(Emit *E, const BlkOp *op);
+void emit_print(Emit *E, const BlkOp *op);
+void emit_bind_scratch(Emit *E, const BlkValue *arg);
+
+#endif

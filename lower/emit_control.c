@@ -1,0 +1,161 @@
+/* emit_control.c - for, if (when), scoped, print.
+ *
+ * Control flow is uniform across the CTA: conditions and bounds are
+ * scalars every thread computes alike, so barriers inside are safe.
+ * Loop carries live in allocas (one per register) that SROA turns into
+ * phis; the iv too.
+ */
+#include "emit.h"
+
+#include <string.h>
+
+static LLVMValueRef *carry_slots(Emit *E, const ETile *t)
+{
+	int n = blk_layout_nregs(t->l);
+	LLVMValueRef *s = BLK_NEW_N(E->c->a, LLVMValueRef, n + 1);
+	for (int r = 0; r < n; r++) {
+		s[r] = emit_alloca(E, LLVMTypeOf(t->r[r]));
+		LLVMBuildStore(E->b, t->r[r], s[r]);
+	}
+	return s;
+}
+
+static EVal *load_slots(Emit *E, const ETile *like, LLVMValueRef *s)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, like->l);
+	for (int r = 0; r < blk_layout_nregs(like->l); r++)
+		ev->t.r[r] = LLVMBuildLoad2(E->b, LLVMTypeOf(like->r[r]), s[r], "");
+	return ev;
+}
+
+void emit_for(Emit *E, const BlkOp *op)
+{
+	const BlkRegion *body = op->regions[0];
+	int nc = op->noperands - 3;
+	LLVMValueRef lo = emit_tile(E, op->operands[0])->r[0], hi = emit_tile(E, op->operands[1])->r[0];
+	LLVMValueRef step = emit_tile(E, op->operands[2])->r[0];
+	LLVMValueRef iv = emit_alloca(E, E->i32);
+	LLVMBuildStore(E->b, lo, iv);
+	LLVMValueRef **slots = BLK_NEW_N(E->c->a, LLVMValueRef *, nc + 1);
+	const ETile **init = BLK_NEW_N(E->c->a, const ETile *, nc + 1);
+	for (int i = 0; i < nc; i++) {
+		init[i] = emit_tile(E, op->operands[3 + i]);
+		slots[i] = carry_slots(E, init[i]);
+	}
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(E->cx, E->fn, "for.head");
+	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(E->cx, E->fn, "for.body");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "for.done");
+	LLVMBuildBr(E->b, head);
+	LLVMPositionBuilderAtEnd(E->b, head);
+	LLVMValueRef i = LLVMBuildLoad2(E->b, E->i32, iv, "iv");
+	LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, step, emit_i32(E, 0), "");
+	LLVMValueRef c = LLVMBuildSelect(E->b, up, LLVMBuildICmp(E->b, LLVMIntSLT, i, hi, ""),
+	                                 LLVMBuildICmp(E->b, LLVMIntSGT, i, hi, ""), "");
+	LLVMBuildCondBr(E->b, c, loop, done);
+	LLVMPositionBuilderAtEnd(E->b, loop);
+	EVal *ivv = BLK_NEW(E->c->a, EVal);
+	ivv->t = emit_new_tile(E, emit_layout(E, body->args[0]));
+	ivv->t.r[0] = i;
+	emit_bind(E, body->args[0], ivv);
+	for (int k = 0; k < nc; k++)
+		emit_bind(E, body->args[1 + k], load_slots(E, init[k], slots[k]));
+	emit_region(E, body);
+	const BlkOp *y = body->last;
+	for (int k = 0; y && y->kind == BLK_OP_YIELD && k < y->noperands && k < nc; k++) {
+		const ETile *t = emit_tile(E, y->operands[k]);
+		for (int r = 0; r < blk_layout_nregs(t->l); r++)
+			LLVMBuildStore(E->b, t->r[r], slots[k][r]);
+	}
+	LLVMBuildStore(E->b, LLVMBuildAdd(E->b, i, step, ""), iv);
+	LLVMBuildBr(E->b, head);
+	LLVMPositionBuilderAtEnd(E->b, done);
+	for (int k = 0; k < nc; k++)
+		emit_bind(E, op->results[k], load_slots(E, init[k], slots[k]));
+}
+
+void emit_if(Emit *E, const BlkOp *op)
+{
+	LLVMValueRef c = emit_tile(E, op->operands[0])->r[0];
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.then");
+	LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.else");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.done");
+	LLVMBuildCondBr(E->b, c, then, els);
+	LLVMPositionBuilderAtEnd(E->b, then);
+	emit_region(E, op->regions[0]);
+	LLVMBuildBr(E->b, done);
+	LLVMPositionBuilderAtEnd(E->b, els);
+	if (op->nregions > 1 && op->regions[1])
+		emit_region(E, op->regions[1]);
+	LLVMBuildBr(E->b, done);
+	LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+void emit_scoped(Emit *E, const BlkOp *op)
+{
+	const BlkRegion *r = op->regions[0];
+	for (int i = 0; i < r->nargs; i++)
+		emit_bind_scratch(E, r->args[i]);
+	emit_region(E, r);
+}
+
+/* print: thread 0 of each program calls vprintf with the program ids and
+ * the scalar operands (tiles print as their first register's element). */
+void emit_print(Emit *E, const BlkOp *op)
+{
+	const BlkAttr *fmt = blk_op_attr(op, "fmt");
+	const BlkKernel *k = E->c->k;
+	char buf[1024] = "program (";
+	for (int a = 0; a < k->grid_rank; a++)
+		strncat(buf, a ? ", %d" : "%d", sizeof buf - strlen(buf) - 1);
+	strncat(buf, "): ", sizeof buf - strlen(buf) - 1);
+	strncat(buf, fmt && fmt->kind == BLK_ATTR_STRING ? fmt->s : "", sizeof buf - strlen(buf) - 1);
+	int n = k->grid_rank + op->noperands;
+	LLVMValueRef *vals = BLK_NEW_N(E->c->a, LLVMValueRef, n + 1);
+	LLVMTypeRef *tys = BLK_NEW_N(E->c->a, LLVMTypeRef, n + 1);
+	int m = 0;
+	for (int a = 0; a < k->grid_rank; a++) {
+		static const char *const ctaid[3] = {
+			"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+			"llvm.nvvm.read.ptx.sreg.ctaid.z",
+		};
+		vals[m] = E->c->par_axis[a] >= 0 ? emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0)
+		                                : emit_i32(E, 0);
+		tys[m++] = E->i32;
+	}
+	for (int i = 0; i < op->noperands; i++) {
+		EVal *ev = emit_val(E, op->operands[i]);
+		BlkDType dt = op->operands[i]->type.dtype;
+		if (ev->is_ref) {
+			strncat(buf, " <ref>", sizeof buf - strlen(buf) - 1);
+			continue;
+		}
+		LLVMValueRef x = ev->t.r[0];
+		if (blk_dtype_is_float(dt)) {
+			x = LLVMBuildFPExt(E->b, emit_to_f32(E, x, dt), LLVMDoubleTypeInContext(E->cx), "");
+			strncat(buf, " %g", sizeof buf - strlen(buf) - 1);
+		} else {
+			if (dt == BLK_BOOL)
+				x = LLVMBuildZExt(E->b, x, E->i32, "");
+			strncat(buf, " %d", sizeof buf - strlen(buf) - 1);
+		}
+		vals[m] = x;
+		tys[m++] = LLVMTypeOf(x);
+	}
+	strncat(buf, "\n", sizeof buf - strlen(buf) - 1);
+	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), "");
+	LLVMBasicBlockRef cont = emit_begin_if(E, is0);
+	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, (unsigned)m, false);
+	LLVMValueRef argbuf = emit_alloca(E, st);
+	for (int i = 0; i < m; i++)
+		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, argbuf, (unsigned)i, ""));
+	LLVMValueRef str = LLVMBuildGlobalStringPtr(E->b, buf, "fmt");
+	LLVMTypeRef pt[2] = { E->p0, E->p0 };
+	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
+	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
+	if (!f)
+		f = LLVMAddFunction(E->mod, "vprintf", ft);
+	LLVMValueRef args[2] = { str, m ? argbuf : LLVMConstPointerNull(E->p0) };
+	LLVMBuildCall2(E->b, ft, f, args, 2, "");
+	emit_end_if(E, cont);
+}

@@ -1,0 +1,254 @@
+/* emit_elementwise.c - leaves, arithmetic, comparisons, casts, math.
+ *
+ * Elementwise ops work register by register: operands share the result's
+ * layout (tile.c made sure).  f16/bf16 compute in f32 and round after each
+ * op (cvt.rn), as docs/language.md asks.  Accuracy of the math on f32:
+ * sqrt and div are IEEE (sqrt.rn, div.rn); rsqrt is 1/sqrt with both
+ * correctly rounded (<= 1 ulp); exp is ex2.approx(x * log2 e) (about 2 ulp
+ * plus |x| ulp from the scaling); log is lg2.approx(x) * ln 2 (about 2
+ * ulp, absolute 2^-22 near 1); tanh is 1 - 2 / (exp(2|x|) + 1) with the
+ * sign restored (absolute error about 1e-7, relative larger near 0).
+ */
+#include "emit.h"
+
+#include <math.h>
+
+static LLVMValueRef fconst(Emit *E, double v)
+{
+	return LLVMConstReal(E->f32, v);
+}
+
+/* ---- leaves -------------------------------------------------------------------- */
+
+static LLVMValueRef const_of(Emit *E, const BlkOp *op)
+{
+	const BlkAttr *a = blk_op_attr(op, "value");
+	BlkDType dt = op->results[0]->type.dtype;
+	double f = !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
+	int64_t i = !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : (int64_t)a->f;
+	if (blk_dtype_is_float(dt))
+		return LLVMConstReal(emit_reg_type(E, dt), f);
+	if (dt == BLK_BOOL)
+		return LLVMConstInt(E->i1, i != 0, false);
+	return emit_i32(E, i);
+}
+
+static LLVMValueRef program_id(Emit *E, const BlkOp *op)
+{
+	static const char *const ctaid[3] = {
+		"llvm.nvvm.read.ptx.sreg.ctaid.x",
+		"llvm.nvvm.read.ptx.sreg.ctaid.y",
+		"llvm.nvvm.read.ptx.sreg.ctaid.z",
+	};
+	int64_t a = blk_op_int(op, "axis", 0);
+	if (a >= E->c->k->grid_rank || E->c->par_axis[a] < 0)
+		return emit_i32(E, 0); /* seq axes were replaced by loop ivs */
+	return emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0);
+}
+
+void emit_leaf(Emit *E, const BlkOp *op)
+{
+	const BlkValue *v = op->results[0];
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, emit_layout(E, v));
+	const BlkLayout *l = ev->t.l;
+	int n = blk_layout_nregs(l), axis = (int)blk_op_int(op, "axis", 0);
+	LLVMValueRef s = NULL;
+	if (op->kind == BLK_OP_PROGRAM_ID)
+		s = program_id(E, op);
+	else if (op->kind == BLK_OP_NUM_PROGRAMS)
+		s = emit_i32(E, axis < E->c->k->grid_rank ? blk_lower_dim(E->c->k->grid[axis]) : 1);
+	else if (op->kind != BLK_OP_IOTA)
+		s = const_of(E, op);
+	int rd[BLK_MAX_RANK];
+	for (int r = 0; r < n; r++) {
+		if (s) {
+			ev->t.r[r] = s;
+			continue;
+		}
+		blk_layout_reg_split(l, r, rd);
+		ev->t.r[r] = emit_coord(E, l, axis, rd[axis]);
+	}
+	emit_bind(E, v, ev);
+}
+
+/* ---- math ---------------------------------------------------------------------------- */
+
+static LLVMValueRef call1(Emit *E, const char *name, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	return emit_intrinsic(E, name, &t, 1, &x, 1);
+}
+
+static LLVMValueRef call1_nvvm(Emit *E, const char *name, LLVMValueRef x)
+{
+	return emit_intrinsic(E, name, NULL, 0, &x, 1);
+}
+
+static LLVMValueRef exp_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMValueRef t = LLVMBuildFMul(E->b, x, fconst(E, 1.4426950408889634), "");
+	return call1_nvvm(E, "llvm.nvvm.ex2.approx.f", t);
+}
+
+static LLVMValueRef tanh_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMValueRef ax = call1(E, "llvm.fabs", x);
+	LLVMValueRef e = exp_f32(E, LLVMBuildFMul(E->b, ax, fconst(E, 2.0), ""));
+	LLVMValueRef q = LLVMBuildFDiv(E->b, fconst(E, 2.0), LLVMBuildFAdd(E->b, e, fconst(E, 1.0), ""), "");
+	LLVMValueRef t = LLVMBuildFSub(E->b, fconst(E, 1.0), q, "");
+	LLVMTypeRef ty = E->f32;
+	LLVMValueRef args[2] = { t, x };
+	return emit_intrinsic(E, "llvm.copysign", &ty, 1, args, 2);
+}
+
+static LLVMValueRef unary_f32(Emit *E, BlkOpKind k, LLVMValueRef x)
+{
+	switch (k) {
+	case BLK_OP_NEG: return LLVMBuildFNeg(E->b, x, "");
+	case BLK_OP_EXP: return exp_f32(E, x);
+	case BLK_OP_LOG:
+		return LLVMBuildFMul(E->b, call1_nvvm(E, "llvm.nvvm.lg2.approx.f", x),
+		                     fconst(E, 0.6931471805599453), "");
+	case BLK_OP_SQRT: return call1(E, "llvm.sqrt", x);
+	case BLK_OP_RSQRT: return LLVMBuildFDiv(E->b, fconst(E, 1.0), call1(E, "llvm.sqrt", x), "");
+	case BLK_OP_TANH: return tanh_f32(E, x);
+	case BLK_OP_ABS: return call1(E, "llvm.fabs", x);
+	default: blk_die("lower: emit: unary op %s on floats", blk_op_name(k));
+	}
+}
+
+static LLVMValueRef unary_int(Emit *E, BlkOpKind k, LLVMValueRef x)
+{
+	switch (k) {
+	case BLK_OP_NEG: return LLVMBuildNeg(E->b, x, "");
+	case BLK_OP_NOT: return LLVMBuildNot(E->b, x, "");
+	case BLK_OP_ABS: {
+		LLVMValueRef args[2] = { x, LLVMConstInt(E->i1, 0, false) };
+		LLVMTypeRef t = E->i32;
+		return emit_intrinsic(E, "llvm.abs", &t, 1, args, 2);
+	}
+	default: blk_die("lower: emit: unary op %s on integers", blk_op_name(k));
+	}
+}
+
+/* Python's floor division and modulo from C's truncating ones. */
+static LLVMValueRef floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef q = LLVMBuildSDiv(E->b, x, y, ""), r = LLVMBuildSRem(E->b, x, y, "");
+	LLVMValueRef nz = LLVMBuildICmp(E->b, LLVMIntNE, r, emit_i32(E, 0), "");
+	LLVMValueRef sg = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, y, ""), emit_i32(E, 0), "");
+	LLVMValueRef fix = LLVMBuildAnd(E->b, nz, sg, "");
+	if (mod)
+		return LLVMBuildSelect(E->b, fix, LLVMBuildAdd(E->b, r, y, ""), r, "");
+	return LLVMBuildSelect(E->b, fix, LLVMBuildSub(E->b, q, emit_i32(E, 1), ""), q, "");
+}
+
+static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef args[2] = { x, y };
+	LLVMTypeRef t = E->f32;
+	switch (k) {
+	case BLK_OP_ADD: return LLVMBuildFAdd(E->b, x, y, "");
+	case BLK_OP_SUB: return LLVMBuildFSub(E->b, x, y, "");
+	case BLK_OP_MUL: return LLVMBuildFMul(E->b, x, y, "");
+	case BLK_OP_DIV: return LLVMBuildFDiv(E->b, x, y, "");
+	case BLK_OP_MAX: return emit_intrinsic(E, "llvm.maximum", &t, 1, args, 2);
+	case BLK_OP_MIN: return emit_intrinsic(E, "llvm.minimum", &t, 1, args, 2);
+	case BLK_OP_EQ: return LLVMBuildFCmp(E->b, LLVMRealOEQ, x, y, "");
+	case BLK_OP_NE: return LLVMBuildFCmp(E->b, LLVMRealUNE, x, y, "");
+	case BLK_OP_LT: return LLVMBuildFCmp(E->b, LLVMRealOLT, x, y, "");
+	case BLK_OP_LE: return LLVMBuildFCmp(E->b, LLVMRealOLE, x, y, "");
+	case BLK_OP_GT: return LLVMBuildFCmp(E->b, LLVMRealOGT, x, y, "");
+	case BLK_OP_GE: return LLVMBuildFCmp(E->b, LLVMRealOGE, x, y, "");
+	default: blk_die("lower: emit: binary op %s on floats", blk_op_name(k));
+	}
+}
+
+static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
+{
+	switch (k) {
+	case BLK_OP_ADD: return LLVMBuildAdd(E->b, x, y, "");
+	case BLK_OP_SUB: return LLVMBuildSub(E->b, x, y, "");
+	case BLK_OP_MUL: return LLVMBuildMul(E->b, x, y, "");
+	case BLK_OP_FLOORDIV: return floor_divmod(E, false, x, y);
+	case BLK_OP_MOD: return floor_divmod(E, true, x, y);
+	case BLK_OP_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, y, ""), x, y, "");
+	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
+	case BLK_OP_AND: return LLVMBuildAnd(E->b, x, y, "");
+	case BLK_OP_OR: return LLVMBuildOr(E->b, x, y, "");
+	case BLK_OP_EQ: return LLVMBuildICmp(E->b, LLVMIntEQ, x, y, "");
+	case BLK_OP_NE: return LLVMBuildICmp(E->b, LLVMIntNE, x, y, "");
+	case BLK_OP_LT: return LLVMBuildICmp(E->b, LLVMIntSLT, x, y, "");
+	case BLK_OP_LE: return LLVMBuildICmp(E->b, LLVMIntSLE, x, y, "");
+	case BLK_OP_GT: return LLVMBuildICmp(E->b, LLVMIntSGT, x, y, "");
+	case BLK_OP_GE: return LLVMBuildICmp(E->b, LLVMIntSGE, x, y, "");
+	default: blk_die("lower: emit: binary op %s on integers", blk_op_name(k));
+	}
+}
+
+static bool is_cmp(BlkOpKind k)
+{
+	return k >= BLK_OP_EQ && k <= BLK_OP_GE;
+}
+
+/* ---- casts ------------------------------------------------------------------------------ */
+
+static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
+{
+	if (from == to)
+		return x;
+	bool ff = blk_dtype_is_float(from), tf = blk_dtype_is_float(to);
+	if (ff && tf)
+		return emit_from_f32(E, emit_to_f32(E, x, from), to);
+	if (ff && to == BLK_BOOL)
+		return LLVMBuildFCmp(E->b, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0), "");
+	if (ff) {
+		LLVMTypeRef t[2] = { E->i32, E->f32 };
+		LLVMValueRef f = emit_to_f32(E, x, from);
+		return emit_intrinsic(E, "llvm.fptosi.sat", t, 2, &f, 1);
+	}
+	if (from == BLK_BOOL && tf)
+		return emit_from_f32(E, LLVMBuildUIToFP(E->b, x, E->f32, ""), to);
+	if (tf)
+		return emit_from_f32(E, LLVMBuildSIToFP(E->b, x, E->f32, ""), to);
+	if (to == BLK_BOOL)
+		return LLVMBuildICmp(E->b, LLVMIntNE, x, emit_i32(E, 0), "");
+	return LLVMBuildZExt(E->b, x, E->i32, ""); /* bool -> i32 */
+}
+
+/* ---- the op --------------------------------------------------------------------------- */
+
+static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
+{
+	BlkOpKind k = op->kind;
+	BlkDType dt = op->operands[0]->type.dtype, rt = op->results[0]->type.dtype;
+	if (k == BLK_OP_CAST)
+		return cast(E, x[0], dt, rt);
+	if (k == BLK_OP_SELECT)
+		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
+	if (!blk_dtype_is_float(dt))
+		return op->noperands == 1 ? unary_int(E, k, x[0]) : binary_int(E, k, x[0], x[1]);
+	LLVMValueRef a = emit_to_f32(E, x[0], dt);
+	if (op->noperands == 1)
+		return emit_from_f32(E, unary_f32(E, k, a), dt);
+	LLVMValueRef r = binary_f32(E, k, a, emit_to_f32(E, x[1], dt));
+	return is_cmp(k) ? r : emit_from_f32(E, r, dt);
+}
+
+void emit_elementwise(Emit *E, const BlkOp *op)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, emit_layout(E, op->results[0]));
+	int n = blk_layout_nregs(ev->t.l);
+	ETile *in[3];
+	for (int i = 0; i < op->noperands && i < 3; i++)
+		in[i] = emit_tile(E, op->operands[i]);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef x[3];
+		for (int i = 0; i < op->noperands && i < 3; i++)
+			x[i] = in[i]->r[blk_layout_nregs(in[i]->l) == 1 ? 0 : r];
+		ev->t.r[r] = one_reg(E, op, x);
+	}
+	emit_bind(E, op->results[0], ev);
+}

@@ -1,0 +1,389 @@
+/* emit_llvm.c - the tiled kernel to LLVM IR, through the LLVM-C API.
+ *
+ * Requires: tiled IR (every tile value has a layout, shared memory planned).
+ * Produces: an LLVM module with one kernel (calling convention ptx_kernel,
+ * one `ptr addrspace(1) noalias` per array param in param order, reqntid
+ * of the CTA size), dynamic shared memory as an external addrspace(3)
+ * array.  This file holds the function, the value table and the helpers;
+ * each op family is emitted by its own file (emit_*.c).
+ *
+ * Intrinsics are declared through LLVMLookupIntrinsicID: an unknown name is
+ * an internal error, never a silent call to an undefined function.
+ */
+#include "emit.h"
+
+#include <string.h>
+
+/* ---- values ------------------------------------------------------------------ */
+
+EVal *emit_val(Emit *E, const BlkValue *v)
+{
+	EVal *ev = blk_pmap_get(&E->vals, v);
+	if (!ev)
+		blk_die("lower: emit: a value was not emitted before its use");
+	return ev;
+}
+
+void emit_bind(Emit *E, const BlkValue *v, EVal *ev)
+{
+	blk_pmap_put(E->c->a, &E->vals, v, ev);
+}
+
+ETile *emit_tile(Emit *E, const BlkValue *v)
+{
+	EVal *ev = emit_val(E, v);
+	if (ev->is_ref)
+		blk_die("lower: emit: a Ref used as a tile");
+	return &ev->t;
+}
+
+const BlkLayout *emit_layout(Emit *E, const BlkValue *v)
+{
+	const BlkLayout *l = blk_pmap_get(&E->c->layouts, v);
+	if (!l)
+		blk_die("lower: emit: a tile value has no layout");
+	return l;
+}
+
+ETile emit_new_tile(Emit *E, const BlkLayout *l)
+{
+	ETile t = { l, BLK_NEW_N(E->c->a, LLVMValueRef, blk_layout_nregs(l) + 1) };
+	return t;
+}
+
+LLVMValueRef emit_i32(Emit *E, int64_t v)
+{
+	return LLVMConstInt(E->i32, (unsigned long long)v, true);
+}
+
+LLVMValueRef emit_i64(Emit *E, int64_t v)
+{
+	return LLVMConstInt(E->i64, (unsigned long long)v, true);
+}
+
+LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt)
+{
+	switch (dt) {
+	case BLK_F32: return E->f32;
+	case BLK_F16: return E->f16;
+	case BLK_BF16: return E->bf16;
+	case BLK_I32: return E->i32;
+	default: return E->i1;
+	}
+}
+
+LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt)
+{
+	return dt == BLK_BOOL ? E->i8 : emit_reg_type(E, dt);
+}
+
+LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t)
+{
+	return LLVMBuildAlloca(E->entry, t, "");
+}
+
+LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return dt == BLK_F32 ? x : LLVMBuildFPExt(E->b, x, E->f32, "");
+}
+
+LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return dt == BLK_F32 ? x : LLVMBuildFPTrunc(E->b, x, emit_reg_type(E, dt), "");
+}
+
+/* ---- intrinsics ------------------------------------------------------------------ */
+
+LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
+                            LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	if (id == 0)
+		blk_die("lower: LLVM 19 has no intrinsic %s", name);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, tys, (size_t)ntys);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(E->cx, id, tys, (size_t)ntys);
+	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)nargs, "");
+}
+
+void emit_barrier(Emit *E)
+{
+	emit_intrinsic(E, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
+{
+	return LLVMBuildGEP2(E->b, E->i8, E->smem, &byte_off, 1, "");
+}
+
+/* ---- thread coordinates -------------------------------------------------------- */
+
+static int log2i(int x)
+{
+	int n = 0;
+	while ((1 << n) < x)
+		n++;
+	return n;
+}
+
+LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d)
+{
+	int shift = 0;
+	for (int e = l->rank - 1; e > d; e--)
+		shift += log2i(l->thr[e]);
+	LLVMValueRef t = E->tid;
+	if (shift)
+		t = LLVMBuildLShr(E->b, t, emit_i32(E, shift), "");
+	return LLVMBuildAnd(E->b, t, emit_i32(E, l->thr[d] - 1), "");
+}
+
+LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
+{
+	LLVMValueRef t = emit_thread_coord(E, l, d);
+	t = LLVMBuildMul(E->b, t, emit_i32(E, l->spt[d]), "");
+	int k = blk_layout_coord(l, d, rd, 0);
+	return k ? LLVMBuildAdd(E->b, t, emit_i32(E, k), "") : t;
+}
+
+LLVMValueRef emit_owner(Emit *E, const BlkLayout *l)
+{
+	int n = blk_layout_owners(l);
+	if (n >= l->nthreads)
+		return NULL;
+	return LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, n), "");
+}
+
+LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return LLVMBuildAnd(E->b, a, b, "");
+}
+
+LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond)
+{
+	if (!cond)
+		return NULL;
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(E->cx, E->fn, "then");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(E->cx, E->fn, "cont");
+	LLVMBuildCondBr(E->b, cond, then, cont);
+	LLVMPositionBuilderAtEnd(E->b, then);
+	return cont;
+}
+
+void emit_end_if(Emit *E, LLVMBasicBlockRef cont)
+{
+	if (!cont)
+		return;
+	LLVMBuildBr(E->b, cont);
+	LLVMPositionBuilderAtEnd(E->b, cont);
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	a = a < 0 ? -a : a;
+	b = b < 0 ? -b : b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* A known divisor of an i32 scalar (for vector alignment); 1 if nothing
+ * better is known.  0 has every divisor: 1 << 30 stands for that. */
+int64_t emit_divisor(const BlkValue *v)
+{
+	int64_t x;
+	if (blk_lower_const_int(v, &x))
+		return x == 0 ? (int64_t)1 << 30 : (x < 0 ? -x : x);
+	if (!v->def) {
+		BlkOp *f = v->owner ? v->owner->parent : NULL;
+		int64_t lo, st;
+		if (f && f->kind == BLK_OP_FOR && v->index == 0 &&
+		    blk_lower_const_int(f->operands[0], &lo) && blk_lower_const_int(f->operands[2], &st))
+			return gcd64(lo == 0 ? (int64_t)1 << 30 : lo, st) ? gcd64(lo == 0 ? (int64_t)1 << 30 : lo, st) : 1;
+		return 1;
+	}
+	const BlkOp *op = v->def;
+	if (op->kind == BLK_OP_MUL && v->type.rank == 0) {
+		int64_t p = emit_divisor(op->operands[0]) * emit_divisor(op->operands[1]);
+		return p > ((int64_t)1 << 30) ? (int64_t)1 << 30 : p;
+	}
+	if ((op->kind == BLK_OP_ADD || op->kind == BLK_OP_SUB) && v->type.rank == 0)
+		return gcd64(emit_divisor(op->operands[0]), emit_divisor(op->operands[1]));
+	return 1;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+static void emit_op(Emit *E, const BlkOp *op)
+{
+	unsigned fl = blk_op_flags(op->kind);
+	switch (op->kind) {
+	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID:
+	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
+		emit_leaf(E, op);
+		return;
+	case BLK_OP_BLOCK_REF: emit_block_ref(E, op); return;
+	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
+	case BLK_OP_ATOMIC_ADD:
+		emit_memory(E, op);
+		return;
+	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
+	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+	case BLK_OP_CONVERT_LAYOUT:
+		emit_transit(E, op);
+		return;
+	case BLK_OP_DOT: emit_dot(E, op); return;
+	case BLK_OP_FOR: emit_for(E, op); return;
+	case BLK_OP_IF: emit_if(E, op); return;
+	case BLK_OP_SCOPED: emit_scoped(E, op); return;
+	case BLK_OP_PRINT: emit_print(E, op); return;
+	case BLK_OP_YIELD: return; /* read by the op that owns the region */
+	default:
+		break;
+	}
+	if (fl & BLK_OPF_ELEMENTWISE) {
+		emit_elementwise(E, op);
+		return;
+	}
+	blk_error(E->c->d, op->loc, "the GPU backend cannot lower op %s", blk_op_name(op->kind));
+	E->failed = true;
+}
+
+void emit_region(Emit *E, const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op && !E->failed; op = op->next)
+		emit_op(E, op);
+}
+
+/* ---- the kernel function ----------------------------------------------------------- */
+
+static void init_types(Emit *E)
+{
+	E->i1 = LLVMInt1TypeInContext(E->cx);
+	E->i8 = LLVMInt8TypeInContext(E->cx);
+	E->i16 = LLVMInt16TypeInContext(E->cx);
+	E->i32 = LLVMInt32TypeInContext(E->cx);
+	E->i64 = LLVMInt64TypeInContext(E->cx);
+	E->f32 = LLVMFloatTypeInContext(E->cx);
+	E->f16 = LLVMHalfTypeInContext(E->cx);
+	E->bf16 = LLVMBFloatTypeInContext(E->cx);
+	E->v = LLVMVoidTypeInContext(E->cx);
+	E->p0 = LLVMPointerTypeInContext(E->cx, 0);
+	E->p1 = LLVMPointerTypeInContext(E->cx, 1);
+	E->p3 = LLVMPointerTypeInContext(E->cx, 3);
+}
+
+static void add_annotation(Emit *E, const char *key, int value)
+{
+	LLVMMetadataRef md[3] = {
+		LLVMValueAsMetadata(E->fn),
+		LLVMMDStringInContext2(E->cx, key, strlen(key)),
+		LLVMValueAsMetadata(emit_i32(E, value)),
+	};
+	LLVMAddNamedMetadataOperand(E->mod, "nvvm.annotations",
+	                            LLVMMetadataAsValue(E->cx, LLVMMDNodeInContext2(E->cx, md, 3)));
+}
+
+static void make_function(Emit *E)
+{
+	const BlkKernel *k = E->c->k;
+	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams + 1);
+	int n = 0;
+	for (int i = 0; i < k->nparams; i++)
+		if (k->params[i].access != BLK_ACCESS_SCRATCH)
+			pt[n++] = E->p1;
+	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)n, false);
+	E->fn = LLVMAddFunction(E->mod, E->c->entry, ft);
+	LLVMSetFunctionCallConv(E->fn, 71); /* ptx_kernel */
+	unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+	E->params = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
+	for (int i = 0, j = 0; i < k->nparams; i++) {
+		if (k->params[i].access == BLK_ACCESS_SCRATCH)
+			continue;
+		E->params[i] = LLVMGetParam(E->fn, (unsigned)j);
+		LLVMSetValueName2(E->params[i], k->params[i].name, strlen(k->params[i].name));
+		LLVMAddAttributeAtIndex(E->fn, (unsigned)j + 1, LLVMCreateEnumAttribute(E->cx, noalias, 0));
+		j++;
+	}
+	add_annotation(E, "maxntidx", E->c->nthreads);
+	add_annotation(E, "reqntidx", E->c->nthreads);
+}
+
+static void make_smem(Emit *E)
+{
+	LLVMTypeRef t = LLVMArrayType2(E->i8, 0);
+	E->smem = LLVMAddGlobalInAddressSpace(E->mod, t, "blk_smem", 3);
+	LLVMSetLinkage(E->smem, LLVMExternalLinkage);
+	LLVMSetAlignment(E->smem, 16);
+}
+
+/* Scratch params are Refs on their shared buffers. */
+static void bind_scratch(Emit *E, const BlkValue *arg)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->is_ref = true;
+	ERef *r = &ev->ref;
+	uintptr_t off = (uintptr_t)blk_pmap_get(&E->c->smem_off, arg);
+	if (!off)
+		blk_die("lower: emit: a scratch Ref has no shared memory");
+	r->space = BLK_SPACE_SHARED;
+	r->dt = arg->type.dtype;
+	r->pindex = -1;
+	r->base = emit_smem_ptr(E, emit_i32(E, (int64_t)(off - 1)));
+	r->off = emit_i64(E, 0);
+	r->offalign = (int64_t)1 << 30;
+	r->rank = arg->type.rank;
+	int64_t st = 1;
+	for (int d = r->rank - 1; d >= 0; d--) {
+		r->g[d] = r->l[d] = emit_i32(E, 0);
+		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
+		r->stride[d] = st;
+		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(arg->type.dims[d]);
+		st *= r->ext[d];
+	}
+	emit_bind(E, arg, ev);
+}
+
+void emit_bind_scratch(Emit *E, const BlkValue *arg)
+{
+	bind_scratch(E, arg);
+}
+
+bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
+{
+	Emit E = { .c = c };
+	E.cx = LLVMContextCreate();
+	E.mod = LLVMModuleCreateWithNameInContext(c->k->name, E.cx);
+	LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");
+	init_types(&E);
+	make_function(&E);
+	make_smem(&E);
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E.cx, E.fn, "entry");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(E.cx, E.fn, "body");
+	E.entry = LLVMCreateBuilderInContext(E.cx);
+	LLVMPositionBuilderAtEnd(E.entry, entry);
+	E.b = LLVMCreateBuilderInContext(E.cx);
+	LLVMPositionBuilderAtEnd(E.b, body);
+	E.tid = emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	for (int i = 0; i < c->k->nparams; i++)
+		if (c->k->params[i].access == BLK_ACCESS_SCRATCH)
+			bind_scratch(&E, c->k->body->args[i]);
+	emit_region(&E, c->k->body);
+	LLVMBuildRetVoid(E.b);
+	LLVMBuildBr(E.entry, body);
+	LLVMDisposeBuilder(E.b);
+	LLVMDisposeBuilder(E.entry);
+	if (E.failed) {
+		LLVMContextRef cx = E.cx;
+		LLVMDisposeModule(E.mod);
+		LLVMContextDispose(cx);
+		return false;
+	}
+	*out = E.mod;
+	return true;
+}

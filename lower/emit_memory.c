@@ -1,0 +1,326 @@
+/* emit_memory.c - block refs, views, loads, stores, swaps, atomic adds.
+ *
+ * An access walks the registers of the value's layout.  Its address is
+ * base + (per-thread part, once per access) + (per-register constant),
+ * so the constant folds into the instruction's offset.  Along the last dim
+ * consecutive registers of a thread are consecutive elements: when the
+ * stride is 1 and alignment is provable (block starts and ds starts are
+ * multiples, other strides too; arrays are 16-byte aligned by the ABI)
+ * they move as one vector of up to 16 bytes (ld.global.v4.f32).
+ * Masks come from the `mask` attributes of blockspec.c: only '1' dims are
+ * checked, plus padding lanes of non-power-of-two tiles.  A masked load
+ * reads a safe address and selects the fill; a masked store branches.
+ * Shared Refs (scratch) are bracketed by barriers, since another thread of
+ * the CTA may own the elements on the other side.
+ */
+#include "emit.h"
+
+#include <string.h>
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* ---- block refs and indexing ---------------------------------------------------- */
+
+static int array_index(const BlkKernel *k, int pi)
+{
+	int ai = 0;
+	for (int i = 0; i < pi; i++)
+		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
+	return ai;
+}
+
+static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
+{
+	return LLVMBuildICmp(E->b, LLVMIntULT, i, emit_i32(E, n), "");
+}
+
+static LLVMValueRef mul64(Emit *E, LLVMValueRef i32v, int64_t k)
+{
+	return LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), emit_i64(E, k), "");
+}
+
+void emit_block_ref(Emit *E, const BlkOp *op)
+{
+	const BlkKernel *k = E->c->k;
+	int pi = (int)blk_op_int(op, "param", 0);
+	const BlkParam *p = &k->params[pi];
+	const BlkArrayDesc *ad = &E->c->arrays[array_index(k, pi)];
+	const BlkAttr *mask = blk_op_attr(op, "mask");
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ERef *r = &ev->ref;
+	ev->is_ref = true;
+	r->space = BLK_SPACE_GLOBAL;
+	r->dt = p->dtype;
+	r->pindex = pi;
+	r->base = E->params[pi];
+	r->off = emit_i64(E, 0);
+	r->offalign = (int64_t)1 << 30;
+	for (int d = 0; d < p->rank; d++) {
+		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0];
+		if (p->squeezed[d]) {
+			r->off = LLVMBuildAdd(E->b, r->off, mul64(E, s, ad->strides[d]), "");
+			r->offalign = gcd64(r->offalign, ad->strides[d]);
+			if (mask && mask->s[d] == '1')
+				r->alive = emit_and(E, r->alive, in_range(E, s, ad->shape[d]));
+			continue;
+		}
+		int o = r->rank++;
+		r->g[o] = s;
+		r->l[o] = emit_i32(E, 0);
+		r->galign[o] = emit_divisor(op->operands[d]);
+		r->lalign[o] = (int64_t)1 << 30;
+		r->stride[o] = ad->strides[d];
+		r->ext[o] = r->bext[o] = blk_lower_dim(p->block[d]);
+		r->aext[o] = ad->shape[d];
+	}
+	emit_bind(E, op->results[0], ev);
+}
+
+/* Applies op's idx to *in; dmask[o] tells whether kept dim o is checked. */
+static void apply_index(Emit *E, const BlkOp *op, const ERef *in, ERef *v, bool *dmask)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx"), *mask = blk_op_attr(op, "mask");
+	int next = 1;
+	*v = *in;
+	v->rank = 0;
+	for (int d = 0; d < in->rank; d++) {
+		BlkIndexKind kind = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		bool m = mask && mask->s[d] == '1';
+		int o = v->rank;
+		v->g[o] = in->g[d], v->l[o] = in->l[d], v->stride[o] = in->stride[d];
+		v->galign[o] = in->galign[d], v->lalign[o] = in->lalign[d];
+		v->bext[o] = in->bext[d], v->aext[o] = in->aext[d], v->ext[o] = in->ext[d];
+		if (kind != BLK_INDEX_FULL) {
+			const BlkValue *sv = op->operands[next++];
+			LLVMValueRef s = emit_tile(E, sv)->r[0];
+			int64_t div = emit_divisor(sv);
+			v->g[o] = LLVMBuildAdd(E->b, in->g[d], s, "");
+			v->l[o] = LLVMBuildAdd(E->b, in->l[d], s, "");
+			v->galign[o] = gcd64(in->galign[d], div);
+			v->lalign[o] = gcd64(in->lalign[d], div);
+			v->ext[o] = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
+		}
+		if (kind == BLK_INDEX_SCALAR) {
+			v->off = LLVMBuildAdd(E->b, v->off, mul64(E, v->g[o], in->stride[d]), "");
+			v->offalign = gcd64(v->offalign, in->stride[d]);
+			if (m)
+				v->alive = emit_and(E, v->alive,
+				                    emit_and(E, in_range(E, v->l[o], in->bext[d]),
+				                             in_range(E, v->g[o], in->aext[d])));
+			continue;
+		}
+		if (dmask)
+			dmask[o] = m;
+		v->rank++;
+	}
+}
+
+/* ---- the element walk -------------------------------------------------------------- */
+
+/* Everything an access needs per register group. */
+typedef struct Walk {
+	const ERef *v;
+	const BlkLayout *l;
+	bool dmask[BLK_MAX_RANK];
+	int vec;
+	LLVMValueRef tc[BLK_MAX_RANK]; /* thread part of the coordinate */
+	LLVMValueRef tbase;            /* pointer to the thread's element 0 */
+	LLVMValueRef owner;            /* NULL: every thread */
+} Walk;
+
+static int vec_width(const Walk *w)
+{
+	const ERef *v = w->v;
+	int R = v->rank, last = R - 1;
+	if (R == 0 || v->stride[last] != 1)
+		return 1;
+	int esz = blk_dtype_size(v->dt), V = w->l->spt[last];
+	while (V * esz > 16)
+		V /= 2;
+	for (; V > 1; V /= 2) {
+		bool ok = v->galign[last] % V == 0 && v->offalign % V == 0;
+		for (int d = 0; d < last; d++)
+			ok = ok && v->stride[d] % V == 0;
+		if (w->dmask[last])
+			ok = ok && v->aext[last] % V == 0 && v->bext[last] % V == 0 &&
+			     v->lalign[last] % V == 0;
+		if (w->l->pad[last] != w->l->shape[last])
+			ok = ok && w->l->shape[last] % V == 0;
+		if (ok)
+			break;
+	}
+	return V;
+}
+
+static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
+{
+	w->v = v;
+	w->l = l;
+	w->vec = vec_width(w);
+	LLVMValueRef off = v->off;
+	for (int d = 0; d < v->rank; d++) {
+		w->tc[d] = LLVMBuildMul(E->b, emit_thread_coord(E, l, d), emit_i32(E, l->spt[d]), "");
+		off = LLVMBuildAdd(E->b, off, mul64(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
+		                                    v->stride[d]), "");
+	}
+	LLVMTypeRef et = emit_mem_type(E, v->dt);
+	w->tbase = LLVMBuildGEP2(E->b, et, v->base, &off, 1, "");
+	w->owner = emit_owner(E, l);
+}
+
+/* The element pointer and the in-bounds condition (NULL: always) of
+ * register r. */
+static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
+{
+	const ERef *v = w->v;
+	int rd[BLK_MAX_RANK];
+	blk_layout_reg_split(w->l, r, rd);
+	int64_t coff = 0;
+	LLVMValueRef m = v->alive;
+	for (int d = 0; d < v->rank; d++) {
+		int k = blk_layout_coord(w->l, d, rd[d], 0);
+		coff += k * v->stride[d];
+		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, k), "");
+		if (w->l->pad[d] != w->l->shape[d])
+			m = emit_and(E, m, in_range(E, c, w->l->shape[d]));
+		if (w->dmask[d]) {
+			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d]));
+			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d]));
+		}
+	}
+	*mask = m;
+	LLVMValueRef o = emit_i64(E, coff);
+	return LLVMBuildGEP2(E->b, emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
+}
+
+static LLVMTypeRef group_type(Emit *E, const Walk *w)
+{
+	LLVMTypeRef et = emit_mem_type(E, w->v->dt);
+	return w->vec > 1 ? LLVMVectorType(et, (unsigned)w->vec) : et;
+}
+
+static LLVMValueRef to_reg(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return dt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(E->i8, 0, false), "") : x;
+}
+
+static LLVMValueRef to_mem(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return dt == BLK_BOOL ? LLVMBuildZExt(E->b, x, E->i8, "") : x;
+}
+
+/* ---- loads and stores ----------------------------------------------------------------- */
+
+static LLVMValueRef fill_of(Emit *E, const BlkOp *op, BlkDType dt)
+{
+	const BlkAttr *f = blk_op_attr(op, "fill");
+	double v = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
+	if (blk_dtype_is_float(dt))
+		return LLVMConstReal(emit_reg_type(E, dt), v);
+	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)(int64_t)v, true);
+}
+
+static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *t)
+{
+	LLVMValueRef m, p = walk_elem(E, w, r, &m);
+	if (m)
+		p = LLVMBuildSelect(E->b, m, p, w->v->base, "");
+	LLVMValueRef x = LLVMBuildLoad2(E->b, group_type(E, w), p, "");
+	LLVMSetAlignment(x, (unsigned)(w->vec * blk_dtype_size(w->v->dt)));
+	for (int i = 0; i < w->vec; i++) {
+		LLVMValueRef e = w->vec > 1 ? LLVMBuildExtractElement(E->b, x, emit_i32(E, i), "") : x;
+		e = to_reg(E, e, w->v->dt);
+		t->r[r + i] = m ? LLVMBuildSelect(E->b, m, e, fill, "") : e;
+	}
+}
+
+static ETile do_load(Emit *E, const BlkOp *op, const ERef *v, const BlkLayout *l, Walk *w)
+{
+	walk_init(E, w, v, l);
+	ETile t = emit_new_tile(E, l);
+	LLVMValueRef fill = fill_of(E, op, v->dt);
+	int n = blk_layout_nregs(l);
+	for (int r = 0; r < n; r += w->vec)
+		load_group(E, w, r, fill, &t);
+	return t;
+}
+
+static void store_group(Emit *E, const Walk *w, int r, const ETile *t, bool atomic)
+{
+	LLVMValueRef m, p = walk_elem(E, w, r, &m);
+	LLVMBasicBlockRef cont = emit_begin_if(E, emit_and(E, m, w->owner));
+	BlkDType dt = w->v->dt;
+	int nt = blk_layout_nregs(t->l);
+	if (atomic) {
+		LLVMValueRef x = t->r[nt == 1 ? 0 : r];
+		LLVMAtomicRMWBinOp bop = blk_dtype_is_float(dt) ? LLVMAtomicRMWBinOpFAdd
+		                         : dt == BLK_BOOL       ? LLVMAtomicRMWBinOpOr
+		                                                : LLVMAtomicRMWBinOpAdd;
+		LLVMBuildAtomicRMW(E->b, bop, p, to_mem(E, x, dt), LLVMAtomicOrderingMonotonic, false);
+	} else if (w->vec == 1) {
+		LLVMValueRef s = LLVMBuildStore(E->b, to_mem(E, t->r[nt == 1 ? 0 : r], dt), p);
+		LLVMSetAlignment(s, (unsigned)blk_dtype_size(dt));
+	} else {
+		LLVMValueRef x = LLVMGetUndef(group_type(E, w));
+		for (int i = 0; i < w->vec; i++)
+			x = LLVMBuildInsertElement(E->b, x, to_mem(E, t->r[nt == 1 ? 0 : r + i], dt),
+			                           emit_i32(E, i), "");
+		LLVMValueRef s = LLVMBuildStore(E->b, x, p);
+		LLVMSetAlignment(s, (unsigned)(w->vec * blk_dtype_size(dt)));
+	}
+	emit_end_if(E, cont);
+}
+
+static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, bool atomic)
+{
+	const BlkLayout *l = t->l;
+	if (l->rank != v->rank) { /* a scalar stored into every element */
+		BlkLayout *bl = BLK_NEW(E->c->a, BlkLayout);
+		int shape[BLK_MAX_RANK];
+		for (int d = 0; d < v->rank; d++)
+			shape[d] = (int)v->ext[d];
+		*bl = blk_layout_blocked(v->rank, shape, v->dt, E->c->nthreads);
+		l = bl;
+	}
+	walk_init(E, w, v, l);
+	if (atomic)
+		w->vec = 1;
+	int n = blk_layout_nregs(l);
+	for (int r = 0; r < n; r += w->vec)
+		store_group(E, w, r, t, atomic);
+}
+
+void emit_memory(Emit *E, const BlkOp *op)
+{
+	const ERef *in = &emit_val(E, op->operands[0])->ref;
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	Walk w = { 0 };
+	apply_index(E, op, in, &ev->ref, w.dmask);
+	if (op->kind == BLK_OP_VIEW) {
+		ev->is_ref = true;
+		emit_bind(E, op->results[0], ev);
+		return;
+	}
+	bool shared = in->space == BLK_SPACE_SHARED;
+	if (shared)
+		emit_barrier(E);
+	if (op->kind == BLK_OP_LOAD || op->kind == BLK_OP_SWAP) {
+		Walk lw = w;
+		ev->t = do_load(E, op, &ev->ref, emit_layout(E, op->results[0]), &lw);
+		emit_bind(E, op->results[0], ev);
+	}
+	if (op->kind != BLK_OP_LOAD) {
+		const ETile *t = emit_tile(E, op->operands[op->noperands - 1]);
+		do_store(E, &ev->ref, t, &w, op->kind == BLK_OP_ATOMIC_ADD);
+	}
+	if (shared)
+		emit_barrier(E);
+}

@@ -1,0 +1,114 @@
+/* irutil.c - small IR helpers the passes of lower/ share. */
+#include "lower_int.h"
+
+#include <string.h>
+
+static size_t pmap_hash(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+static void pmap_grow(BlkArena *a, BlkPtrMap *m)
+{
+	BlkPtrMap old = *m;
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->keys = BLK_NEW_N(a, const void *, m->cap);
+	m->vals = BLK_NEW_N(a, void *, m->cap);
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.keys[i])
+			blk_pmap_put(a, m, old.keys[i], old.vals[i]);
+}
+
+void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v)
+{
+	if ((m->n + 1) * 2 > m->cap)
+		pmap_grow(a, m);
+	size_t h = pmap_hash(k, m->cap);
+	while (m->keys[h] && m->keys[h] != k)
+		h = (h + 1) & (m->cap - 1);
+	if (!m->keys[h])
+		m->n++;
+	m->keys[h] = k;
+	m->vals[h] = v;
+}
+
+void *blk_pmap_get(const BlkPtrMap *m, const void *k)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t h = pmap_hash(k, m->cap); m->keys[h]; h = (h + 1) & (m->cap - 1))
+		if (m->keys[h] == k)
+			return m->vals[h];
+	return NULL;
+}
+
+bool blk_lower_const_int(const BlkValue *v, int64_t *out)
+{
+	if (!v->def || v->def->kind != BLK_OP_CONST || v->type.rank != 0)
+		return false;
+	const BlkAttr *a = blk_op_attr(v->def, "value");
+	if (!a || a->kind != BLK_ATTR_INT)
+		return false;
+	*out = a->i;
+	return true;
+}
+
+int64_t blk_lower_dim(const BlkSym *s)
+{
+	int64_t v;
+	if (!blk_sym_is_const(s, &v))
+		blk_die("lower: a dim is still symbolic after specialize");
+	return v;
+}
+
+void blk_lower_unlink_op(BlkOp *op)
+{
+	BlkRegion *r = op->parent;
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		r->first = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	else
+		r->last = op->prev;
+	op->prev = op->next = NULL;
+}
+
+void blk_lower_move_op(BlkOp *op, BlkRegion *r)
+{
+	op->parent = r;
+	op->next = NULL;
+	op->prev = r->last;
+	if (r->last)
+		r->last->next = op;
+	else
+		r->first = op;
+	r->last = op;
+}
+
+void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx)
+{
+	for (BlkOp *op = r ? r->first : NULL, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			blk_lower_walk(op->regions[i], f, ctx);
+		f(ctx, op);
+	}
+}
+
+void blk_lower_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to)
+{
+	for (BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		for (int i = 0; i < op->noperands; i++)
+			if (op->operands[i] == from)
+				op->operands[i] = to;
+		for (int i = 0; i < op->nregions; i++)
+			blk_lower_replace_uses(op->regions[i], from, to);
+	}
+}

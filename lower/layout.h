@@ -1,0 +1,58 @@
+/* layout.h - how a tile is spread over the threads of a CTA.
+ *
+ * One kind of distributed layout, Triton's "blocked": along each dim d a
+ * thread holds spt[d] consecutive elements, thr[d] threads cover
+ * spt[d]*thr[d] elements, and that pattern repeats (reps) until the padded
+ * extent pad[d] (the next power of two of the tile's extent) is covered.
+ * Threads are numbered with the last dim fastest, so lanes of a warp walk
+ * the last dim first: that is what makes global accesses coalesced and,
+ * with spt[last]*esize == 16, 128-bit wide.
+ *
+ * Element coordinate along d of register r_d of the thread whose index
+ * along d is t_d:   (r_d / spt[d]) * spt[d]*thr[d] + t_d*spt[d] + r_d % spt[d].
+ * Registers are numbered with the last dim fastest.  Coordinates at or past
+ * shape[d] are padding lanes: computed, never stored, masked on loads.
+ * When prod(thr) < nthreads, threads tid >= prod(thr) hold copies of the
+ * elements of tid % prod(thr) ("replicas"): they compute but do not write.
+ * A rank-0 layout is a scalar held by every thread.
+ *
+ * The dot accumulator uses spt = [4, 4]: with a 16x16 thread grid on a
+ * 128x128 tile each thread owns an 8x8 micro-tile as 2x2 blocks of 4x4.
+ */
+#ifndef BLK_LAYOUT_H
+#define BLK_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+typedef struct BlkLayout {
+	int rank;
+	int nthreads;
+	int shape[BLK_MAX_RANK];
+	int pad[BLK_MAX_RANK];
+	int spt[BLK_MAX_RANK];
+	int thr[BLK_MAX_RANK];
+	bool dot; /* made for a dot accumulator (printed as "dot<...>") */
+} BlkLayout;
+
+/* The default layout: coalesced along the last dim, vec elements per
+ * thread there (16 bytes of dtype when the extent allows). */
+BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads);
+/* The dot accumulator layout for an [M, N] tile. */
+BlkLayout blk_layout_dot(const int *shape, int nthreads);
+int blk_layout_nregs(const BlkLayout *l);
+int blk_layout_owners(const BlkLayout *l); /* prod(thr) */
+int blk_layout_regs_along(const BlkLayout *l, int d); /* pad[d] / thr[d] */
+/* Coordinate along d of per-dim register index rd for thread index td. */
+int blk_layout_coord(const BlkLayout *l, int d, int rd, int td);
+/* Register r -> per-dim register indices. */
+void blk_layout_reg_split(const BlkLayout *l, int r, int *rd);
+bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b);
+/* "blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], pad=[4,128]>" */
+const char *blk_layout_str(BlkArena *a, const BlkLayout *l);
+/* Largest power of two >= n (1 for n <= 1). */
+int blk_pow2ceil(int n);
+
+#endif

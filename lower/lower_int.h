@@ -1,0 +1,73 @@
+/* lower_int.h - what the passes of lower/ share (internal to lower/).
+ *
+ * The passes run on a private clone of the kernel (clone.c).  Facts that
+ * later passes need and the IR cannot hold as types travel in LowerCtx:
+ * the launch sizes, the arrays, the layouts chosen by tile.c (also printed
+ * as `layout` attributes), and the shared-memory plan.
+ */
+#ifndef BLK_LOWER_INT_H
+#define BLK_LOWER_INT_H
+
+#include <llvm-c/Core.h>
+
+#include "layout.h"
+#include "lower/lower.h"
+
+/* A pointer -> pointer map (values to values, values to layouts). */
+typedef struct BlkPtrMap {
+	size_t cap, n;
+	const void **keys;
+	void **vals;
+} BlkPtrMap;
+
+void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v);
+void *blk_pmap_get(const BlkPtrMap *m, const void *k);
+
+typedef struct LowerCtx {
+	BlkArena *a;
+	BlkDiag *d;
+	BlkModule *m;          /* holds the one kernel being lowered */
+	BlkKernel *k;          /* the clone */
+	const BlkKernel *orig;
+	const int64_t *sizes;
+	const BlkArrayDesc *arrays; /* one per non-scratch param */
+	const BlkLowerOptions *opt;
+	BlkSymEnv env;
+	int nthreads;          /* num_warps * 32 */
+	BlkPtrMap layouts;     /* BlkValue* (tile) -> BlkLayout* (tile.c) */
+	BlkPtrMap smem_off;    /* BlkOp* / scratch BlkValue* -> (offset+1) as uintptr (tile.c) */
+	size_t smem_bytes;     /* dynamic shared memory per CTA */
+	size_t transit_off;    /* the region shared by every generic conversion */
+	size_t transit_bytes;
+	unsigned grid[3];
+	int par_axis[BLK_MAX_RANK]; /* grid axis -> CUDA axis (0..2), -1 for seq */
+	const char *entry;
+	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
+	const char *ptx;
+} LowerCtx;
+
+/* Passes, in pipeline order (pipeline.c lists them). */
+BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
+bool blk_lower_specialize(LowerCtx *c);
+bool blk_lower_blockspec(LowerCtx *c);
+bool blk_lower_tile(LowerCtx *c);
+bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
+bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
+
+/* Bytes of one staging buffer pair (A and B) of a dot (tile.c). */
+size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
+
+/* Helpers shared by the IR passes (irutil.c). */
+bool blk_lower_const_int(const BlkValue *v, int64_t *out);
+int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
+/* Unlinks op from its region, whatever uses its results. */
+void blk_lower_unlink_op(BlkOp *op);
+/* Moves op (unlinked from its region) to the end of region r. */
+void blk_lower_move_op(BlkOp *op, BlkRegion *r);
+/* Calls f on every op of r and its nested regions, in order (f may not
+ * erase ops other than the one it is given). */
+void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx);
+/* Replaces uses of from by to in every op of r (recursively). */
+void blk_lower_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to);
+
+#endif

@@ -1,0 +1,101 @@
+/* pipeline.c - the GPU pipeline, in one visible list.
+ *
+ *   clone -> specialize -> blockspec -> tile -> emit-llvm -> ptx
+ *
+ * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
+ * prints the IR after that pass (emit-llvm: the LLVM module before O3;
+ * ptx: the PTX).  Each pass states its contract at the top of its file.
+ */
+#include "lower_int.h"
+
+#include <llvm-c/Core.h>
+#include <string.h>
+
+const char *const blk_lower_pass_names[] = {
+	"clone", "specialize", "blockspec", "tile", "emit-llvm", "ptx", NULL,
+};
+
+bool blk_lower_check_arch(BlkDiag *d, const char *arch);
+
+static bool dumping(const LowerCtx *c, const char *pass)
+{
+	const char *w = c->opt ? c->opt->dump_after : NULL;
+	return w && (strcmp(w, "all") == 0 || strcmp(w, pass) == 0);
+}
+
+static FILE *dump_file(const LowerCtx *c)
+{
+	return c->opt && c->opt->dump_out ? c->opt->dump_out : stderr;
+}
+
+/* The verifier after an IR pass, then the dump if asked. */
+static bool checked(LowerCtx *c, bool ok, const char *pass)
+{
+	if (!ok)
+		return false;
+	if (!blk_ir_verify(c->m, c->d, pass))
+		return false;
+	if (dumping(c, pass)) {
+		fprintf(dump_file(c), "// ----- IR after %s\n", pass);
+		blk_ir_print_kernel(dump_file(c), c->k);
+	}
+	return true;
+}
+
+static bool check_launch(LowerCtx *c, const BlkKernel *k)
+{
+	int w = k->num_warps ? k->num_warps : 4;
+	if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16) {
+		blk_error(c->d, k->loc, "num_warps must be 1, 2, 4, 8 or 16, not %d", w);
+		return false;
+	}
+	c->nthreads = w * 32;
+	return blk_lower_check_arch(c->d, c->opt && c->opt->arch ? c->opt->arch : "sm_90a");
+}
+
+static bool run_backend(LowerCtx *c)
+{
+	LLVMModuleRef mod;
+	if (!blk_lower_emit_llvm(c, &mod))
+		return false;
+	if (dumping(c, "emit-llvm")) {
+		char *s = LLVMPrintModuleToString(mod);
+		fprintf(dump_file(c), "// ----- LLVM IR after emit-llvm\n%s", s);
+		LLVMDisposeMessage(s);
+	}
+	LLVMContextRef cx = LLVMGetModuleContext(mod);
+	bool ok = blk_lower_ptx(c, mod);
+	LLVMDisposeModule(mod);
+	LLVMContextDispose(cx);
+	if (ok && dumping(c, "ptx"))
+		fprintf(dump_file(c), "// ----- PTX\n%s", c->ptx);
+	return ok;
+}
+
+bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                      const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCompiled *out)
+{
+	static const BlkLowerOptions none = { 0 };
+	LowerCtx c = { .a = a, .d = d, .orig = k, .sizes = sizes, .arrays = arrays,
+	               .opt = opt ? opt : &none };
+	c.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	c.entry = k->name;
+	memset(out, 0, sizeof *out);
+	if (!check_launch(&c, k))
+		return false;
+	c.k = blk_lower_clone(&c, k);
+	bool ok = checked(&c, true, "clone") &&
+	          checked(&c, blk_lower_specialize(&c), "specialize") &&
+	          checked(&c, blk_lower_blockspec(&c), "blockspec") &&
+	          checked(&c, blk_lower_tile(&c), "tile") &&
+	          run_backend(&c);
+	if (!ok)
+		return false;
+	out->entry = c.entry;
+	out->ptx = c.ptx;
+	out->llvm_ir = c.llvm_ir;
+	out->threads = (unsigned)c.nthreads;
+	out->smem_bytes = c.smem_bytes;
+	memcpy(out->grid, c.grid, sizeof out->grid);
+	return true;
+}

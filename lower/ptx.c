@@ -1,0 +1,104 @@
+/* ptx.c - LLVM IR to PTX through the NVPTX target machine.
+ *
+ * Requires: the module of emit_llvm.c.  Produces: c->ptx (and c->llvm_ir,
+ * after optimization, when asked).  Runs the LLVM verifier (a failure is
+ * an internal error: emission made bad IR), then O3, then the backend.
+ * Each arch gets the lowest PTX version that has it, so the driver JITs
+ * the result wherever that arch runs (sm_90a PTX only runs on sm_90).
+ */
+#include "lower_int.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <string.h>
+
+static const struct {
+	const char *arch, *features;
+} archs[] = {
+	{ "sm_80", "+ptx70" }, { "sm_86", "+ptx71" }, { "sm_87", "+ptx74" },
+	{ "sm_89", "+ptx78" }, { "sm_90", "+ptx78" }, { "sm_90a", "+ptx80" },
+};
+
+const char *blk_lower_arch_features(const char *arch);
+const char *blk_lower_arch_features(const char *arch)
+{
+	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+		if (strcmp(archs[i].arch, arch) == 0)
+			return archs[i].features;
+	return NULL;
+}
+
+bool blk_lower_check_arch(BlkDiag *d, const char *arch);
+bool blk_lower_check_arch(BlkDiag *d, const char *arch)
+{
+	if (blk_lower_arch_features(arch))
+		return true;
+	BlkLoc none = { 0 };
+	blk_error(d, none, "unknown GPU arch '%s'; blk knows sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a",
+	          arch);
+	return false;
+}
+
+static void init_nvptx(void)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+}
+
+static LLVMTargetMachineRef make_tm(const char *arch)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, init_nvptx);
+	LLVMTargetRef t;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
+		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
+	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, blk_lower_arch_features(arch),
+	                               LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+	                               LLVMCodeModelDefault);
+}
+
+static const char *to_arena(LowerCtx *c, const char *s, size_t n)
+{
+	return blk_arena_strndup(c->a, s, n);
+}
+
+bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
+{
+	const char *arch = c->opt && c->opt->arch ? c->opt->arch : "sm_90a";
+	LLVMTargetMachineRef tm = make_tm(arch);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, td);
+	LLVMDisposeTargetData(td);
+	char *msg = NULL;
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+		fprintf(stderr, "%s\n", msg);
+		blk_die("lower: emission produced invalid LLVM IR for kernel %s", c->k->name);
+	}
+	LLVMDisposeMessage(msg);
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e) {
+		char *em = LLVMGetErrorMessage(e);
+		blk_die("lower: LLVM O3 failed: %s", em);
+	}
+	if (c->opt && c->opt->want_llvm) {
+		char *s = LLVMPrintModuleToString(mod);
+		c->llvm_ir = (char *)to_arena(c, s, strlen(s));
+		LLVMDisposeMessage(s);
+	}
+	LLVMMemoryBufferRef buf;
+	char *err = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf))
+		blk_die("lower: NVPTX code generation failed: %s", err ? err : "?");
+	c->ptx = to_arena(c, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+	LLVMDisposeMemoryBuffer(buf);
+	LLVMDisposeTargetMachine(tm);
+	return true;
+}

@@ -1,0 +1,276 @@
+/* tile.c - a distributed layout for every tile, and the shared-memory plan.
+ *
+ * Requires: block refs lowered (blockspec.c), shapes constant.  Produces:
+ *   1. a layout (layout.h) for every tile value, in c->layouts and as a
+ *      `layout` attribute on its op for --dump-after=tile:
+ *      - dot results get the dot layout (register micro-tiles);
+ *      - elementwise ops keep their operands' layout when they agree
+ *        (so `acc.astype(T)` stays in the dot layout and its store writes
+ *        each thread's 4x4 blocks directly), else take the default
+ *        layout and convert the others;
+ *      - loop carries take their init's layout, except a constant init
+ *        whose loop yields a dot result: then the dot layout, so the
+ *        accumulator never moves;
+ *      - everything else gets the default (coalesced, vectorized) layout;
+ *   2. `convert_layout` ops where a consumer needs another layout (a
+ *      constant splat is rebuilt in place instead: it has no data);
+ *   3. shared memory: scratch buffers, two K-major staging buffers per
+ *      dot (double-buffered: one barrier per slab), and one transit region
+ *      shared by every conversion, broadcast, transpose and reduction
+ *      (each such op brackets its use with barriers).  Offsets are the
+ *      `smem` attribute; c->smem_bytes is the total.
+ */
+#include "lower_int.h"
+
+#include <string.h>
+
+static BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
+{
+	BlkLayout *l = blk_pmap_get(&c->layouts, v);
+	if (!l)
+		blk_die("lower: tile: a value has no layout");
+	return l;
+}
+
+static void static_shape(const BlkType *t, int *shape)
+{
+	for (int d = 0; d < t->rank; d++)
+		shape[d] = (int)blk_lower_dim(t->dims[d]);
+}
+
+static BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
+{
+	int shape[BLK_MAX_RANK];
+	static_shape(t, shape);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_blocked(t->rank, shape, t->dtype, c->nthreads);
+	return l;
+}
+
+static BlkLayout *dot_layout(LowerCtx *c, const BlkType *t)
+{
+	int shape[BLK_MAX_RANK];
+	static_shape(t, shape);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_dot(shape, c->nthreads);
+	return l;
+}
+
+static void set_layout(LowerCtx *c, BlkValue *v, BlkLayout *l)
+{
+	blk_pmap_put(c->a, &c->layouts, v, l);
+	if (v->def && v->def->nresults == 1)
+		blk_op_set_string(c->a, v->def, "layout", blk_layout_str(c->a, l));
+}
+
+/* ---- shared memory ---------------------------------------------------------- */
+
+static size_t smem_alloc(LowerCtx *c, size_t bytes)
+{
+	size_t at = (c->smem_bytes + 15) & ~(size_t)15;
+	c->smem_bytes = at + bytes;
+	return at;
+}
+
+static void set_smem(LowerCtx *c, BlkOp *op, const void *key, size_t off)
+{
+	blk_pmap_put(c->a, &c->smem_off, key, (void *)(uintptr_t)(off + 1));
+	if (op)
+		blk_op_set_int(c->a, op, "smem", (int64_t)off);
+}
+
+static size_t elems(const BlkType *t)
+{
+	size_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= (size_t)blk_lower_dim(t->dims[d]);
+	return n;
+}
+
+static size_t ref_bytes(const BlkType *t)
+{
+	return elems(t) * (size_t)blk_dtype_size(t->dtype);
+}
+
+/* Staging for dot(a[M,K], b[K,N]): A as f32 [K][pad(M)+4] (K-major, the
+ * +4 staggers the transposing stores across banks), B as f32 [K][pad(N)];
+ * two of each. */
+size_t blk_lower_dot_stage_bytes(const BlkOp *dot)
+{
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	size_t M = (size_t)blk_pow2ceil((int)blk_lower_dim(a->dims[0]));
+	size_t K = (size_t)blk_lower_dim(a->dims[1]);
+	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(b->dims[1]));
+	return (K * (M + 4) + K * N) * 4;
+}
+
+static void need_transit(LowerCtx *c, const BlkValue *v)
+{
+	size_t n = 1;
+	for (int d = 0; d < v->type.rank; d++)
+		n *= (size_t)blk_pow2ceil((int)blk_lower_dim(v->type.dims[d]));
+	if (n * 4 > c->transit_bytes)
+		c->transit_bytes = n * 4;
+}
+
+/* ---- layouts ------------------------------------------------------------------- */
+
+static bool is_splat(const BlkValue *v)
+{
+	return v->def && v->def->kind == BLK_OP_CONST;
+}
+
+/* v converted to layout l before op `at`. */
+static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, BlkLayout *l)
+{
+	if (blk_layout_equal(layout_of(c, v), l))
+		return v;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, at);
+	BlkValue *n;
+	if (is_splat(v)) {
+		n = blk_build1(&b, BLK_OP_CONST, v->def->loc, v->type, 0, NULL);
+		n->def->nattrs = v->def->nattrs;
+		n->def->attrs = BLK_NEW_N(c->a, BlkAttr, v->def->nattrs + 1);
+		memcpy(n->def->attrs, v->def->attrs, sizeof(BlkAttr) * (size_t)v->def->nattrs);
+	} else {
+		n = blk_build1(&b, BLK_OP_CONVERT_LAYOUT, at->loc, v->type, 1, &v);
+		need_transit(c, v);
+	}
+	set_layout(c, n, l);
+	return n;
+}
+
+static void tile_region(LowerCtx *c, BlkRegion *r);
+
+static void tile_elementwise(LowerCtx *c, BlkOp *op)
+{
+	BlkLayout *want = NULL;
+	for (int i = 0; i < op->noperands && !want; i++)
+		if (!is_splat(op->operands[i]) && op->operands[i]->type.rank == op->results[0]->type.rank)
+			want = layout_of(c, op->operands[i]);
+	for (int i = 0; i < op->noperands && want; i++)
+		if (!blk_layout_equal(layout_of(c, op->operands[i]), want) && !want->dot &&
+		    layout_of(c, op->operands[i])->dot)
+			want = layout_of(c, op->operands[i]);
+	if (!want)
+		want = default_layout(c, &op->results[0]->type);
+	for (int i = 0; i < op->noperands; i++)
+		if (op->operands[i]->type.rank == op->results[0]->type.rank)
+			op->operands[i] = relayout(c, op, op->operands[i], want);
+	set_layout(c, op->results[0], want);
+}
+
+static void tile_dot(LowerCtx *c, BlkOp *op)
+{
+	BlkLayout *l = dot_layout(c, &op->results[0]->type);
+	if (op->noperands > 2)
+		op->operands[2] = relayout(c, op, op->operands[2], l);
+	set_layout(c, op->results[0], l);
+	set_smem(c, op, op, smem_alloc(c, 2 * blk_lower_dot_stage_bytes(op)));
+}
+
+/* The layout a loop carry starts in (see 1. above). */
+static BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
+{
+	BlkValue *init = loop->operands[3 + i];
+	BlkOp *y = loop->regions[0]->last;
+	if (is_splat(init) && y && y->kind == BLK_OP_YIELD && i < y->noperands) {
+		BlkOp *d = y->operands[i]->def;
+		bool dotlike = d && d->kind == BLK_OP_DOT;
+		for (int j = 0; d && !dotlike && (blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE) &&
+		                j < d->noperands; j++)
+			dotlike = d->operands[j]->def && d->operands[j]->def->kind == BLK_OP_DOT;
+		if (dotlike && init->type.rank == 2)
+			return dot_layout(c, &init->type);
+	}
+	return layout_of(c, init);
+}
+
+static void tile_for(LowerCtx *c, BlkOp *op)
+{
+	BlkRegion *body = op->regions[0];
+	int nc = op->noperands - 3;
+	BlkLayout **ls = BLK_NEW_N(c->a, BlkLayout *, nc + 1);
+	for (int i = 0; i < nc; i++) {
+		ls[i] = carry_layout(c, op, i);
+		op->operands[3 + i] = relayout(c, op, op->operands[3 + i], ls[i]);
+	}
+	set_layout(c, body->args[0], default_layout(c, &body->args[0]->type));
+	for (int i = 0; i < nc; i++)
+		set_layout(c, body->args[1 + i], ls[i]);
+	tile_region(c, body);
+	BlkOp *y = body->last;
+	for (int i = 0; y && y->kind == BLK_OP_YIELD && i < y->noperands; i++)
+		y->operands[i] = relayout(c, y, y->operands[i], ls[i]);
+	for (int i = 0; i < op->nresults; i++)
+		blk_pmap_put(c->a, &c->layouts, op->results[i], ls[i]);
+}
+
+static void tile_scoped(LowerCtx *c, BlkOp *op)
+{
+	BlkRegion *r = op->regions[0];
+	for (int i = 0; i < r->nargs; i++)
+		set_smem(c, NULL, r->args[i], smem_alloc(c, ref_bytes(&r->args[i]->type)));
+	tile_region(c, r);
+}
+
+static void tile_op(LowerCtx *c, BlkOp *op)
+{
+	unsigned fl = blk_op_flags(op->kind);
+	if (op->kind == BLK_OP_FOR) {
+		tile_for(c, op);
+		return;
+	}
+	if (op->kind == BLK_OP_SCOPED) {
+		tile_scoped(c, op);
+		return;
+	}
+	for (int i = 0; i < op->nregions; i++)
+		tile_region(c, op->regions[i]);
+	if (op->kind == BLK_OP_DOT) {
+		tile_dot(c, op);
+		return;
+	}
+	if ((fl & BLK_OPF_ELEMENTWISE) && op->nresults == 1) {
+		tile_elementwise(c, op);
+		return;
+	}
+	switch (op->kind) {
+	case BLK_OP_BROADCAST: case BLK_OP_TRANSPOSE: case BLK_OP_EXPAND_DIMS:
+	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+		if (op->operands[0]->type.rank > 0)
+			need_transit(c, op->operands[0]);
+		break;
+	default:
+		break;
+	}
+	for (int i = 0; i < op->nresults; i++)
+		if (op->results[i]->type.kind == BLK_TYPE_TILE)
+			set_layout(c, op->results[i], default_layout(c, &op->results[i]->type));
+}
+
+static void tile_region(LowerCtx *c, BlkRegion *r)
+{
+	for (BlkOp *op = r->first; op; op = op->next)
+		tile_op(c, op);
+}
+
+bool blk_lower_tile(LowerCtx *c)
+{
+	BlkKernel *k = c->k;
+	c->transit_bytes = 0;
+	c->smem_bytes = 0;
+	for (int pi = 0; pi < k->nparams; pi++)
+		if (k->params[pi].access == BLK_ACCESS_SCRATCH)
+			set_smem(c, NULL, k->body->args[pi], smem_alloc(c, ref_bytes(&k->body->args[pi]->type)));
+	tile_region(c, k->body);
+	c->transit_off = smem_alloc(c, c->transit_bytes);
+	c->smem_bytes = (c->smem_bytes + 15) & ~(size_t)15;
+	if (c->smem_bytes > 232448) {
+		blk_error(c->d, k->loc, "kernel %s needs %zu bytes of shared memory at this launch; "
+		          "the most a CTA can have is 232448", k->name, c->smem_bytes);
+		return false;
+	}
+	return true;
+}
