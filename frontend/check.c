@@ -1,0 +1,763 @@
+/* check.c - the checker: names, compile-time parameters, signatures,
+ * statements.  Contract: AST from blk_parse -> BlkCkFile (check.h) whose
+ * side table types every expression; the AST is left untouched.
+ *
+ * A kernel is checked in the order its meaning builds up:
+ *   1. compile-time parameters, each default in the scope of the earlier
+ *      ones, then the -D overrides (parsed as text of the default's kind);
+ *   2. parameter dtypes and shapes: a name that is not a compile-time
+ *      parameter is a launch size, introduced at its first appearance;
+ *   3. block dims, then the grid (sizes must already be known);
+ *   4. index maps, in a scope of the sizes, parameters and map arguments;
+ *   5. the body, with one Ref binding per parameter.
+ * Scopes are one chain of bindings (BlkCkBind.up); leaving a scope restores
+ * the chain's head, so shadowing is the natural lookup order.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/check_impl.h"
+
+/* ---- the side table ---------------------------------------------------------- */
+
+static size_t slot_of(const void *p, int cap)
+{
+	return (size_t)(((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ull) & (size_t)(cap - 1);
+}
+
+CkInfo *blk_ck_info(const CkMap *m, const void *node)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = slot_of(node, m->cap);; i = (i + 1) & (size_t)(m->cap - 1)) {
+		if (m->keys[i] == node)
+			return m->vals[i];
+		if (!m->keys[i])
+			return NULL;
+	}
+}
+
+static void map_put(BlkArena *a, CkMap *m, const void *key, CkInfo *v);
+
+static void map_grow(BlkArena *a, CkMap *m)
+{
+	CkMap old = *m;
+	m->cap = old.cap ? old.cap * 2 : 256;
+	m->n = 0;
+	m->keys = BLK_NEW_N(a, const void *, m->cap);
+	m->vals = BLK_NEW_N(a, CkInfo *, m->cap);
+	for (int i = 0; i < old.cap; i++)
+		if (old.keys[i])
+			map_put(a, m, old.keys[i], old.vals[i]);
+}
+
+static void map_put(BlkArena *a, CkMap *m, const void *key, CkInfo *v)
+{
+	if (2 * (m->n + 1) > m->cap)
+		map_grow(a, m);
+	size_t i = slot_of(key, m->cap);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & (size_t)(m->cap - 1);
+	m->n += !m->keys[i];
+	m->keys[i] = key;
+	m->vals[i] = v;
+}
+
+/* The node's notes, created empty on first use.  A node checked twice (it
+ * never is today) would simply be re-noted. */
+CkInfo *ck_info(Ck *c, const void *node)
+{
+	CkInfo *in = blk_ck_info(c->map, node);
+	if (in)
+		return in;
+	in = BLK_NEW(c->a, CkInfo);
+	in->type = ck_poison();
+	map_put(c->a, c->map, node, in);
+	return in;
+}
+
+/* ---- scopes ------------------------------------------------------------------- */
+
+BlkCkBind *ck_lookup(Ck *c, const char *name)
+{
+	for (BlkCkBind *b = c->scope; b; b = b->up)
+		if (strcmp(b->name, name) == 0)
+			return b;
+	return NULL;
+}
+
+BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type)
+{
+	BlkCkBind *b = BLK_NEW(c->a, BlkCkBind);
+	b->kind = kind;
+	b->name = name;
+	b->loc = loc;
+	b->type = type;
+	b->up = c->scope;
+	c->scope = b;
+	return b;
+}
+
+void ck_declared_here(Ck *c, const BlkCkBind *b)
+{
+	blk_note(c->d, b->loc, "`%s` is declared here", b->name);
+}
+
+/* ---- statements -------------------------------------------------------------- */
+
+static void check_stmts(Ck *c, const BlkAstBlock *blk);
+
+void ck_block(Ck *c, const BlkAstBlock *blk)
+{
+	BlkCkBind *saved = c->scope;
+	check_stmts(c, blk);
+	c->scope = saved;
+}
+
+/* `let x = v;` or `let (a, b) = v;` */
+static void check_let(Ck *c, const BlkAstStmt *s)
+{
+	CkType t = ck_expr(c, s->value);
+	CkInfo *in = ck_info(c, s);
+	const CkType *el = &t;
+	int n = 1;
+	if (s->tuple_pattern && t.kind == CK_TUPLE && t.n == s->nnames) {
+		el = t.elems;
+		n = t.n;
+	} else if (s->tuple_pattern && t.kind != CK_POISON) {
+		blk_error(c->d, s->value->loc, "cannot unpack %s into %d names",
+		          blk_ck_type_str(c->a, &t), s->nnames);
+		t = ck_poison();
+	} else if (t.kind == CK_TUPLE || t.kind == CK_VOID || t.kind == CK_DTYPE) {
+		blk_error(c->d, s->value->loc, t.kind == CK_TUPLE
+		          ? "a tuple must be unpacked: let (a, b) = ..."
+		          : "this expression has no value to bind");
+		t = ck_poison();
+	}
+	in->nbinds = s->nnames;
+	in->binds = BLK_NEW_N(c->a, BlkCkBind *, s->nnames);
+	for (int i = 0; i < s->nnames; i++)
+		in->binds[i] = ck_bind(c, CK_BIND_VALUE, s->names[i], s->name_locs[i],
+		                       n == s->nnames ? el[i] : ck_poison());
+}
+
+static bool writable(Ck *c, BlkLoc loc, const CkType *r)
+{
+	if (r->access != BLK_ACCESS_IN)
+		return true;
+	blk_error(c->d, loc, "cannot write to `%s`: it is an `in` parameter", r->root->name);
+	ck_declared_here(c, r->root);
+	return false;
+}
+
+/* `r[idx] = v;` */
+static void check_store(Ck *c, const BlkAstStmt *s)
+{
+	CkType r = ck_expr(c, s->target), v = ck_expr(c, s->value);
+	CkInfo *in = ck_info(c, s);
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank;
+	if (r.kind != CK_REF) {
+		if (r.kind != CK_POISON)
+			blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
+			          blk_ck_type_str(c->a, &r));
+		return;
+	}
+	if (!writable(c, s->loc, &r) || !ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims))
+		return;
+	if (v.kind == CK_VALUE)
+		ck_storable(c, s->value->loc, &v, r.t.dtype, rank, dims);
+	else if (v.kind != CK_POISON)
+		blk_error(c->d, s->value->loc, "cannot store %s", blk_ck_type_str(c->a, &v));
+}
+
+static void check_when(Ck *c, const BlkAstStmt *s)
+{
+	CkType t = ck_expr(c, s->value);
+	if (t.kind != CK_POISON && (t.kind != CK_VALUE || t.t.dtype != BLK_BOOL || t.t.rank != 0))
+		blk_error(c->d, s->value->loc, "the condition of `when` must be a bool scalar, got %s",
+		          blk_ck_type_str(c->a, &t));
+	ck_block(c, s->then);
+	if (s->els)
+		ck_block(c, s->els);
+}
+
+/* A scratch Ref's type: constant shape, shared memory.  The binding is its
+ * own root (for messages about it). */
+static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
+{
+	const BlkSym *dims[BLK_MAX_RANK];
+	BlkDType dt;
+	bool ok = ck_dtype(c, p->dtype, &dt);
+	int64_t v;
+	if (p->nshape > BLK_MAX_RANK) {
+		blk_error(c->d, p->loc, "`%s` has rank %d; the limit is %d", p->name, p->nshape, BLK_MAX_RANK);
+		return ck_poison();
+	}
+	for (int i = 0; i < p->nshape; i++) {
+		ok &= (dims[i] = ck_sym(c, p->shape[i])) != NULL;
+		if (dims[i] && !blk_sym_is_const(dims[i], &v)) {
+			blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
+			ok = false;
+		}
+	}
+	if (!ok || !ck_dims_ok(c, p->loc, p->nshape, dims, true))
+		return ck_poison();
+	return ck_ref(dt, p->nshape, dims, BLK_SPACE_SHARED, BLK_ACCESS_SCRATCH, self);
+}
+
+static void check_scoped(Ck *c, const BlkAstStmt *s)
+{
+	BlkCkBind *saved = c->scope;
+	CkInfo *in = ck_info(c, s);
+	in->nbinds = s->nscratch;
+	in->binds = BLK_NEW_N(c->a, BlkCkBind *, s->nscratch);
+	for (int i = 0; i < s->nscratch; i++) {
+		const BlkAstParam *p = &s->scratch[i];
+		BlkCkBind *b = BLK_NEW(c->a, BlkCkBind);
+		b->type = scratch_type(c, p, b);
+		b->kind = CK_BIND_VALUE;
+		b->name = p->name;
+		b->loc = p->loc;
+		b->up = c->scope;
+		c->scope = in->binds[i] = b;
+	}
+	check_stmts(c, s->then);
+	c->scope = saved;
+}
+
+static void check_print(Ck *c, const BlkAstStmt *s)
+{
+	for (int i = 0; i < s->nargs; i++) {
+		CkType t = ck_expr(c, s->args[i]);
+		if (t.kind != CK_VALUE && t.kind != CK_POISON)
+			blk_error(c->d, s->args[i]->loc, "print takes values, got %s",
+			          blk_ck_type_str(c->a, &t));
+	}
+}
+
+static void check_stmt(Ck *c, const BlkAstStmt *s)
+{
+	switch (s->kind) {
+	case BLK_AST_LET: check_let(c, s); break;
+	case BLK_AST_STORE: check_store(c, s); break;
+	case BLK_AST_WHEN: check_when(c, s); break;
+	case BLK_AST_SCOPED: check_scoped(c, s); break;
+	case BLK_AST_PRINT: check_print(c, s); break;
+	default: ck_expr(c, s->value); break;
+	}
+}
+
+static void check_stmts(Ck *c, const BlkAstBlock *blk)
+{
+	for (int i = 0; i < blk->nstmts && !blk_diag_saturated(c->d); i++)
+		check_stmt(c, blk->stmts[i]);
+}
+
+/* ---- fori_loop ---------------------------------------------------------------- */
+
+typedef struct Fori {
+	const BlkAstExpr *lo, *hi, *init, *unroll;
+	int n;                /* carries */
+	const BlkAstExpr **inits;
+	CkType *types;
+} Fori;
+
+static bool fori_args(Ck *c, const BlkAstExpr *e, Fori *f)
+{
+	const BlkAstExpr *pos[3] = { NULL, NULL, NULL };
+	int npos = 0;
+	bool ok = true;
+	for (int i = 0; i < e->nargs; i++) {
+		const BlkAstArg *g = &e->args[i];
+		if (g->name && strcmp(g->name, "unroll") == 0)
+			f->unroll = g->value;
+		else if (g->name) {
+			blk_error(c->d, g->loc, "`fori_loop` has no argument named `%s`", g->name);
+			ok = false;
+		} else if (npos < 3)
+			pos[npos++] = g->value;
+		else
+			npos++;
+	}
+	if (npos < 2 || npos > 3) {
+		blk_error(c->d, e->loc, "`fori_loop` takes (lo, hi) or (lo, hi, init), got %d arguments", npos);
+		return false;
+	}
+	f->lo = pos[0];
+	f->hi = pos[1];
+	f->init = pos[2];
+	return ok;
+}
+
+static bool bound_ok(Ck *c, const BlkAstExpr *e, bool unroll, int64_t *v)
+{
+	CkType t = ck_expr(c, e);
+	if (t.kind == CK_POISON)
+		return false;
+	if (t.kind != CK_VALUE || t.t.rank != 0 || t.t.dtype != BLK_I32) {
+		blk_error(c->d, e->loc, "a loop bound must be an i32 scalar, got %s", blk_ck_type_str(c->a, &t));
+		return false;
+	}
+	if (unroll && !(t.konst && t.weak)) {
+		blk_error(c->d, e->loc, "unroll=true needs constant loop bounds");
+		return false;
+	}
+	*v = t.i;
+	return true;
+}
+
+/* The carries' initial values and types (weak literals made strong). */
+static bool fori_inits(Ck *c, Fori *f)
+{
+	bool ok = true;
+	if (!f->init)
+		return true;
+	bool tuple = f->init->kind == BLK_AST_TUPLE;
+	f->n = tuple ? f->init->nelems : 1;
+	f->inits = tuple ? (const BlkAstExpr **)f->init->elems : &f->init;
+	f->types = BLK_NEW_N(c->a, CkType, f->n);
+	ck_expr(c, f->init);
+	for (int i = 0; i < f->n; i++) {
+		CkInfo *in = blk_ck_info(c->map, f->inits[i]);
+		CkType t = ck_strong(in->type);
+		t.konst = false;
+		if (t.kind != CK_VALUE && t.kind != CK_POISON)
+			blk_error(c->d, f->inits[i]->loc, "a loop carry must be a value, got %s",
+			          blk_ck_type_str(c->a, &t));
+		ok &= t.kind == CK_VALUE;
+		f->types[i] = t;
+	}
+	return ok;
+}
+
+static bool fori_pattern(Ck *c, const BlkAstExpr *e, const Fori *f)
+{
+	int names = e->carry == BLK_AST_CARRY_NONE ? 0 : e->ncarries;
+	bool tuple_init = f->init && f->init->kind == BLK_AST_TUPLE;
+	if (names == f->n && (e->carry != BLK_AST_CARRY_ONE || !tuple_init))
+		return true;
+	if (e->carry == BLK_AST_CARRY_ONE && tuple_init)
+		blk_error(c->d, e->carry_locs[0], "the loop carries %d values; name them as a tuple: "
+		          "|%s, (a, b, ...)|", f->n, e->ivar);
+	else
+		blk_error(c->d, names ? e->carry_locs[0] : e->ivar_loc,
+		          "the carry pattern names %d value%s but the loop's initial value has %d",
+		          names, names == 1 ? "" : "s", f->n);
+	return false;
+}
+
+/* The body's result against carry i. */
+static void fori_match(Ck *c, const Fori *f, const BlkAstExpr *e, const BlkAstExpr *res,
+                       const CkType *t, int i)
+{
+	const CkType *want = &f->types[i];
+	bool weak_ok = t->weak && want->t.rank == 0 &&
+	               (t->weak == CK_WEAK_INT ? want->t.dtype != BLK_BOOL : blk_dtype_is_float(want->t.dtype));
+	if (t->kind == CK_POISON || want->kind == CK_POISON || weak_ok)
+		return;
+	if (t->kind == CK_VALUE && !t->weak && ck_same_type(t, want))
+		return;
+	blk_error(c->d, res->loc, "the loop body yields %s, but the carry `%s` has type %s",
+	          blk_ck_type_str(c->a, t), e->carries[i], blk_ck_type_str(c->a, want));
+	blk_note(c->d, f->inits[i]->loc, "the carry's initial value is here");
+}
+
+static void fori_result(Ck *c, const BlkAstExpr *e, const Fori *f)
+{
+	const BlkAstExpr *res = e->body->result;
+	if (!res) {
+		if (f->n)
+			blk_error(c->d, e->body->loc, "the loop body must end with the carry's next value");
+		return;
+	}
+	CkType t = ck_expr(c, res);
+	if (f->n == 0) {
+		if (t.kind != CK_VOID && t.kind != CK_POISON)
+			blk_error(c->d, res->loc, "the loop has no carry, but its body ends with a value");
+	} else if (f->n == 1) {
+		fori_match(c, f, e, res, &t, 0);
+	} else if (t.kind == CK_TUPLE && t.n == f->n) {
+		for (int i = 0; i < f->n; i++)
+			fori_match(c, f, e, res->kind == BLK_AST_TUPLE ? res->elems[i] : res, &t.elems[i], i);
+	} else if (t.kind != CK_POISON) {
+		blk_error(c->d, res->loc, "the loop body yields %s, but the loop carries %d values",
+		          blk_ck_type_str(c->a, &t), f->n);
+	}
+}
+
+static CkType fori_type(Ck *c, const Fori *f)
+{
+	CkType t = ck_poison();
+	if (f->n == 1)
+		return f->types[0];
+	t.kind = f->n ? CK_TUPLE : CK_VOID;
+	t.n = f->n;
+	t.elems = BLK_NEW_N(c->a, CkType, f->n ? f->n : 1);
+	for (int i = 0; i < f->n; i++)
+		t.elems[i] = f->types[i];
+	return t;
+}
+
+CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in); /* called by check_expr.c */
+
+CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Fori f;
+	memset(&f, 0, sizeof f);
+	bool ok = fori_args(c, e, &f);
+	if (ok && f.unroll) {
+		CkType u = ck_expr(c, f.unroll);
+		in->unroll = u.kind == CK_VALUE && u.konst && u.t.dtype == BLK_BOOL && u.i;
+		if (u.kind != CK_POISON && !(u.kind == CK_VALUE && u.konst && u.t.dtype == BLK_BOOL && !u.weak))
+			blk_error(c->d, f.unroll->loc, "unroll must be `true` or `false`"), ok = false;
+	}
+	if (ok) {
+		ok &= bound_ok(c, f.lo, in->unroll, &in->lo);
+		ok &= bound_ok(c, f.hi, in->unroll, &in->hi);
+		ok &= fori_inits(c, &f);
+		ok = fori_pattern(c, e, &f) && ok;
+	}
+	BlkCkBind *saved = c->scope;
+	in->ivar = ck_bind(c, CK_BIND_VALUE, e->ivar, e->ivar_loc, ck_value(BLK_I32, 0, NULL));
+	in->nbinds = e->carry == BLK_AST_CARRY_NONE ? 0 : e->ncarries;
+	in->binds = BLK_NEW_N(c->a, BlkCkBind *, in->nbinds + 1);
+	for (int i = 0; i < in->nbinds; i++)
+		in->binds[i] = ck_bind(c, CK_BIND_VALUE, e->carries[i], e->carry_locs[i],
+		                       ok ? f.types[i] : ck_poison());
+	check_stmts(c, e->body);
+	if (ok)
+		fori_result(c, e, &f);
+	else if (e->body->result)
+		ck_expr(c, e->body->result);
+	c->scope = saved;
+	return ok ? fori_type(c, &f) : ck_poison();
+}
+
+/* ---- compile-time parameters ----------------------------------------------------- */
+
+static const char *const cparam_kind_names[] = { "an int", "a float", "a bool", "a dtype" };
+
+/* Parses -D text as a value of kind k into cp; false if it is not one. */
+static bool parse_define(const char *text, BlkCParamKind k, BlkCParam *cp)
+{
+	char *end;
+	errno = 0;
+	switch (k) {
+	case BLK_CPARAM_INT: {
+		long long v = strtoll(text, &end, 10);
+		cp->i = v;
+		return *text && !*end && !errno && v >= INT32_MIN && v <= INT32_MAX;
+	}
+	case BLK_CPARAM_FLOAT:
+		cp->f = strtod(text, &end);
+		return *text && !*end && !errno;
+	case BLK_CPARAM_BOOL:
+		cp->i = strcmp(text, "true") == 0;
+		return cp->i || strcmp(text, "false") == 0;
+	default:
+		return blk_dtype_from_name(text, &cp->dtype);
+	}
+}
+
+static CkType cparam_type(const BlkCParam *cp)
+{
+	CkType t = ck_value(BLK_I32, 0, NULL);
+	t.konst = true;
+	switch (cp->kind) {
+	case BLK_CPARAM_INT: t.weak = CK_WEAK_INT; t.i = cp->i; t.f = (double)cp->i; break;
+	case BLK_CPARAM_FLOAT: t.weak = CK_WEAK_FLOAT; t.t.dtype = BLK_F32; t.f = cp->f; break;
+	case BLK_CPARAM_BOOL: t.t.dtype = BLK_BOOL; t.i = cp->i; break;
+	default: t = ck_poison(); t.kind = CK_DTYPE; t.dtype = cp->dtype; break;
+	}
+	return t;
+}
+
+/* The default's kind and value; false (reported) if it is not a constant. */
+static bool cparam_default(Ck *c, const BlkAstCParam *ap, BlkCParam *cp)
+{
+	CkType t = ck_expr(c, ap->value);
+	if (t.kind == CK_DTYPE) {
+		cp->kind = BLK_CPARAM_DTYPE;
+		cp->dtype = t.dtype;
+		return true;
+	}
+	if (t.kind == CK_VALUE && t.konst) {
+		cp->kind = t.weak == CK_WEAK_INT ? BLK_CPARAM_INT
+		         : t.weak == CK_WEAK_FLOAT ? BLK_CPARAM_FLOAT : BLK_CPARAM_BOOL;
+		cp->i = t.i;
+		cp->f = t.f;
+		return true;
+	}
+	if (t.kind != CK_POISON)
+		blk_error(c->d, ap->value->loc, "the default of `%s` must be a constant: an int, a float, "
+		          "true, false or a dtype", ap->name);
+	return false;
+}
+
+static void apply_define(Ck *c, const BlkAstCParam *ap, BlkCParam *cp, const BlkDefine *def)
+{
+	BlkCParam v = *cp;
+	BlkLoc none = { 0 };
+	bool ok = parse_define(def->value, cp->kind, &v);
+	if (!ok && cp->kind == BLK_CPARAM_FLOAT) /* an int where a float is wanted */
+		ok = parse_define(def->value, BLK_CPARAM_INT, &v) && (v.f = (double)v.i, true);
+	if (ok) {
+		*cp = v;
+		return;
+	}
+	blk_error(c->d, none, "-D %s=%s: `%s` is %s parameter, and `%s` is not %s", def->name,
+	          def->value, def->name, cparam_kind_names[cp->kind], def->value,
+	          cparam_kind_names[cp->kind]);
+	blk_note(c->d, ap->loc, "`%s` is declared here", ap->name);
+}
+
+static void reserved_cparam(Ck *c, const BlkAstCParam *ap, const BlkCParam *cp)
+{
+	bool warps = strcmp(cp->name, "num_warps") == 0, stages = strcmp(cp->name, "num_stages") == 0;
+	if (!warps && !stages)
+		return;
+	int64_t v = cp->i;
+	bool ok = cp->kind == BLK_CPARAM_INT &&
+	          (warps ? (v == 1 || v == 2 || v == 4 || v == 8 || v == 16) : v >= 1);
+	if (!ok)
+		blk_error(c->d, ap->loc, warps ? "num_warps must be 1, 2, 4, 8 or 16"
+		                               : "num_stages must be an int >= 1");
+	else if (warps)
+		c->k->num_warps = (int)v;
+	else
+		c->k->num_stages = (int)v;
+}
+
+static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, int ndefs,
+                          bool *used)
+{
+	CkKernel *k = c->k;
+	k->ncparams = ak->ncparams;
+	k->cparams = BLK_NEW_N(c->a, BlkCParam, ak->ncparams + 1);
+	k->num_warps = 4;
+	k->num_stages = 2;
+	for (int i = 0; i < ak->ncparams; i++) {
+		const BlkAstCParam *ap = &ak->cparams[i];
+		BlkCParam *cp = &k->cparams[i];
+		BlkCkBind *dup = ck_lookup(c, ap->name);
+		cp->name = ap->name;
+		if (dup) {
+			blk_error(c->d, ap->loc, "compile-time parameter `%s` is declared twice", ap->name);
+			ck_declared_here(c, dup);
+		}
+		bool ok = cparam_default(c, ap, cp);
+		for (int j = ndefs - 1; j >= 0; j--) {
+			if (strcmp(defs[j].name, ap->name) != 0)
+				continue;
+			used[j] = true;
+			if (ok)
+				apply_define(c, ap, cp, &defs[j]);
+			break;
+		}
+		reserved_cparam(c, ap, cp);
+		BlkCkBind *b = ck_bind(c, CK_BIND_CPARAM, ap->name, ap->loc, ok ? cparam_type(cp) : ck_poison());
+		b->cp = cp;
+	}
+}
+
+/* ---- parameters and grid ------------------------------------------------------------ */
+
+static bool param_shape(Ck *c, const BlkAstParam *p, BlkParam *P)
+{
+	bool ok = ck_dtype(c, p->dtype, &P->dtype);
+	if (p->nshape > BLK_MAX_RANK) {
+		blk_error(c->d, p->loc, "`%s` has rank %d; the limit is %d", p->name, p->nshape, BLK_MAX_RANK);
+		return false;
+	}
+	P->rank = p->nshape;
+	c->new_sizes = p->access != BLK_AST_SCRATCH;
+	for (int i = 0; i < p->nshape; i++)
+		ok &= (P->shape[i] = ck_sym(c, p->shape[i])) != NULL;
+	c->new_sizes = false;
+	return ok && ck_dims_ok(c, p->loc, P->rank, P->shape, false);
+}
+
+static bool block_dim(Ck *c, const BlkAstParam *p, int d, BlkParam *P)
+{
+	int64_t v;
+	if (!p->block[d]) {
+		P->squeezed[d] = true;
+		P->block[d] = blk_sym_const(c->a, 1);
+		return true;
+	}
+	if (!(P->block[d] = ck_sym(c, p->block[d])))
+		return false;
+	if (blk_sym_is_const(P->block[d], &v) && v <= 0) {
+		blk_error(c->d, p->block_locs[d], "a block dim must be positive, got %lld", (long long)v);
+		return false;
+	}
+	return ck_dims_ok(c, p->block_locs[d], 1, &P->block[d], false);
+}
+
+static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
+{
+	bool ok = true;
+	int64_t v;
+	if (p->access == BLK_AST_SCRATCH) {
+		memcpy(P->block, P->shape, sizeof P->block);
+		for (int i = 0; i < P->rank; i++)
+			if (!blk_sym_is_const(P->shape[i], &v)) {
+				blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
+				return false;
+			}
+		if (p->has_block)
+			blk_error(c->d, p->block_loc, "scratch `%s` cannot have a block spec", p->name);
+		return !p->has_block && ck_dims_ok(c, p->loc, P->rank, P->shape, true);
+	}
+	if (p->has_block && p->nblock != P->rank) {
+		blk_error(c->d, p->block_loc, "the block has %d dim%s but `%s` has rank %d", p->nblock,
+		          p->nblock == 1 ? "" : "s", p->name, P->rank);
+		return false;
+	}
+	for (int d = 0; d < P->rank; d++) {
+		if (p->has_block)
+			ok &= block_dim(c, p, d, P);
+		else
+			P->block[d] = P->shape[d];
+	}
+	return ok;
+}
+
+static void check_grid(Ck *c, const BlkAstKernel *ak)
+{
+	CkKernel *k = c->k;
+	if (ak->ngrid > 3) {
+		blk_error(c->d, ak->grid_loc, "a grid has at most 3 axes, this one has %d", ak->ngrid);
+		return;
+	}
+	k->grid_rank = ak->ngrid;
+	for (int i = 0; i < ak->ngrid; i++) {
+		k->grid[i] = ck_sym(c, ak->grid[i].extent);
+		k->grid_seq[i] = ak->grid[i].seq;
+		if (!k->grid[i])
+			k->grid[i] = blk_sym_const(c->a, 1);
+	}
+}
+
+/* `index (i, j) -> (e0, e1)`: arity = grid rank, results = array rank. */
+static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
+{
+	CkKernel *k = c->k;
+	BlkCkBind *saved = c->scope;
+	if (!p->has_index)
+		return;
+	if (p->nindex_params != k->grid_rank)
+		blk_error(c->d, p->index_loc, "the index map takes %d parameter%s but the grid has %d ax%s",
+		          p->nindex_params, p->nindex_params == 1 ? "" : "s", k->grid_rank,
+		          k->grid_rank == 1 ? "is" : "es");
+	if (p->nindex_map != k->params[pi].rank)
+		blk_error(c->d, p->index_loc, "the index map yields %d block ind%s but `%s` has rank %d",
+		          p->nindex_map, p->nindex_map == 1 ? "ex" : "ices", p->name, k->params[pi].rank);
+	k->mapbinds[pi] = BLK_NEW_N(c->a, BlkCkBind *, p->nindex_params + 1);
+	for (int i = 0; i < p->nindex_params; i++)
+		k->mapbinds[pi][i] = ck_bind(c, CK_BIND_VALUE, p->index_params[i], p->index_param_locs[i],
+		                             ck_value(BLK_I32, 0, NULL));
+	c->in_map = true;
+	for (int i = 0; i < p->nindex_map; i++) {
+		CkType t = ck_expr(c, p->index_map[i]);
+		if (t.kind != CK_POISON && (t.kind != CK_VALUE || t.t.rank || t.t.dtype != BLK_I32))
+			blk_error(c->d, p->index_map[i]->loc, "a block index must be an i32 scalar, got %s",
+			          blk_ck_type_str(c->a, &t));
+	}
+	c->in_map = false;
+	c->scope = saved;
+}
+
+static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
+{
+	BlkParam *P = &c->k->params[pi];
+	const BlkSym *dims[BLK_MAX_RANK];
+	int r = 0;
+	BlkCkBind *b = ck_bind(c, CK_BIND_PARAM, p->name, p->loc, ck_poison());
+	b->param = pi;
+	c->k->pbinds[pi] = b;
+	for (int d = 0; d < P->rank; d++)
+		if (!P->squeezed[d])
+			dims[r++] = P->block[d];
+	if (ok)
+		b->type = ck_ref(P->dtype, r, dims, P->access == BLK_ACCESS_SCRATCH ? BLK_SPACE_SHARED
+		                 : BLK_SPACE_GLOBAL, P->access, b);
+}
+
+static void check_params(Ck *c, const BlkAstKernel *ak)
+{
+	CkKernel *k = c->k;
+	int n = k->nparams = ak->nparams;
+	bool *ok = BLK_NEW_N(c->a, bool, n + 1);
+	k->params = BLK_NEW_N(c->a, BlkParam, n + 1);
+	k->pbinds = BLK_NEW_N(c->a, BlkCkBind *, n + 1);
+	k->mapbinds = BLK_NEW_N(c->a, BlkCkBind **, n + 1);
+	for (int i = 0; i < n; i++) {
+		const BlkAstParam *p = &ak->params[i];
+		k->params[i].name = p->name;
+		k->params[i].loc = p->loc;
+		k->params[i].access = (BlkAccess)p->access; /* same order */
+		for (int j = 0; j < i; j++)
+			if (strcmp(ak->params[j].name, p->name) == 0) {
+				blk_error(c->d, p->loc, "parameter `%s` is declared twice", p->name);
+				blk_note(c->d, ak->params[j].loc, "`%s` is declared here", p->name);
+			}
+		ok[i] = param_shape(c, p, &k->params[i]);
+	}
+	for (int i = 0; i < n; i++)
+		ok[i] = ok[i] && param_block(c, &ak->params[i], &k->params[i]);
+	check_grid(c, ak);
+	for (int i = 0; i < n; i++)
+		check_index_map(c, &ak->params[i], i);
+	for (int i = 0; i < n; i++)
+		bind_param(c, &ak->params[i], i, ok[i]);
+}
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDefine *defs,
+                         int ndefs, bool *used)
+{
+	c->k = k;
+	c->scope = NULL;
+	k->ast = ak;
+	check_cparams(c, ak, defs, ndefs, used);
+	check_params(c, ak);
+	ck_block(c, ak->body);
+}
+
+static void check_kernel_names(Ck *c, const BlkAstFile *f)
+{
+	for (int i = 0; i < f->nkernels; i++)
+		for (int j = 0; j < i; j++)
+			if (strcmp(f->kernels[i]->name, f->kernels[j]->name) == 0) {
+				blk_error(c->d, f->kernels[i]->name_loc, "kernel `%s` is defined twice",
+				          f->kernels[i]->name);
+				blk_note(c->d, f->kernels[j]->name_loc, "`%s` is defined here", f->kernels[j]->name);
+			}
+}
+
+BlkCkFile *blk_check_file(BlkArena *a, BlkDiag *d, const BlkAstFile *f,
+                          const BlkDefine *defines, int ndefines)
+{
+	BlkCkFile *cf = BLK_NEW(a, BlkCkFile);
+	Ck c = { .a = a, .d = d, .map = &cf->map };
+	bool *used = BLK_NEW_N(a, bool, ndefines + 1);
+	int errors = blk_diag_error_count(d);
+	BlkLoc none = { 0 };
+	cf->ast = f;
+	cf->nkernels = f->nkernels;
+	cf->kernels = BLK_NEW_N(a, CkKernel, f->nkernels + 1);
+	check_kernel_names(&c, f);
+	for (int i = 0; i < f->nkernels && !blk_diag_saturated(d); i++)
+		check_kernel(&c, f->kernels[i], &cf->kernels[i], defines, ndefines, used);
+	for (int i = 0; i < ndefines; i++)
+		if (!used[i])
+			blk_error(d, none, "-D %s: no kernel has a compile-time parameter named `%s`",
+			          defines[i].name, defines[i].name);
+	return blk_diag_error_count(d) > errors ? NULL : cf;
+}

@@ -1,0 +1,151 @@
+/* check.h - the checker's results, shared by check*.c and lower_ast.c.
+ *
+ * The checker does not change the AST (the parser owns it).  What it learns
+ * about each node (its type, the binding a name denotes, the builtin a call
+ * names, how an index addresses a Ref) goes into a side table keyed by the
+ * node's address (CkInfo); lowering reads it back.  Everything lives in the
+ * compilation's arena.
+ */
+#ifndef BLK_CHECK_H
+#define BLK_CHECK_H
+
+#include "frontend/ast.h"
+#include "frontend/frontend.h"
+
+/* What an expression denotes.  The kinds use these CkType fields:
+ *   POISON  nothing: an error was reported; consumers stay silent
+ *   VOID    nothing: a fori_loop without carries, atomic_add
+ *   VALUE   t (a tile; rank 0 a scalar), weak, konst/i/f
+ *   REF     t (kind REF), access, root (the binding it is a view of)
+ *   TUPLE   n, elems
+ *   DTYPE   dtype (a dtype keyword or a dtype cparam) */
+typedef enum { CK_POISON, CK_VOID, CK_VALUE, CK_REF, CK_TUPLE, CK_DTYPE } CkKind;
+
+/* Literals (and constant expressions of them and of compile-time params)
+ * are weakly typed: they take the dtype of the other operand.  A weak value
+ * is always a compile-time constant scalar. */
+typedef enum { CK_STRONG, CK_WEAK_INT, CK_WEAK_FLOAT } CkWeak;
+
+typedef struct BlkCkBind BlkCkBind;
+
+typedef struct CkType {
+	CkKind kind;
+	BlkType t;
+	CkWeak weak;
+	bool konst;      /* VALUE scalar with a known value: i (ints, bools) or f */
+	int64_t i;
+	double f;
+	BlkAccess access;
+	const BlkCkBind *root;
+	int n;
+	struct CkType *elems;
+	BlkDType dtype;
+} CkType;
+
+/* What a name denotes. */
+typedef enum {
+	CK_BIND_PARAM,  /* a kernel param: type REF; param = its index */
+	CK_BIND_CPARAM, /* a compile-time param: cp */
+	CK_BIND_SIZE,   /* a launch size: i32 scalar */
+	CK_BIND_VALUE,  /* let, loop var, carry, index-map param, scoped scratch */
+} CkBindKind;
+
+struct BlkCkBind {
+	CkBindKind kind;
+	const char *name;
+	BlkLoc loc;
+	CkType type;
+	const BlkCParam *cp; /* CPARAM */
+	int param;           /* PARAM */
+	BlkValue *value;     /* lowering's current value of the binding */
+	BlkCkBind *up;       /* the enclosing binding (scope chain) */
+};
+
+/* Builtin functions. ORDER BUILTIN: check_expr.c's table follows. */
+typedef enum {
+	CK_B_NONE,
+	CK_B_ZEROS, CK_B_FULL, CK_B_IOTA,
+	CK_B_EXP, CK_B_LOG, CK_B_SQRT, CK_B_RSQRT, CK_B_TANH, CK_B_ABS,
+	CK_B_MAX, CK_B_MIN, CK_B_SUM, CK_B_WHERE, CK_B_DOT, CK_B_TRANSPOSE,
+	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
+	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD,
+	CK_NUM_BUILTINS
+} CkBuiltin;
+
+/* A Ref access resolved against the Ref's rank: one BlkIndex per Ref dim,
+ * and for SCALAR/DS dims the AST index that gives the start (src). */
+typedef struct CkAccess {
+	int rank;
+	BlkIndex idx[BLK_MAX_RANK];
+	const BlkAstIndex *src[BLK_MAX_RANK];
+} CkAccess;
+
+/* The checker's notes on one AST node (expr or stmt).  Fields by node:
+ *   every expr         type
+ *   NAME               bind
+ *   CALL               builtin, opdt (elementwise max/min, where), axis
+ *                      (-1: every axis), keepdims, reduce (a reduction),
+ *                      fill (load)
+ *   BINARY             opdt (the operands' common dtype); dot_side
+ *   INDEX, AT, STORE   acc
+ *   FORI               ivar, carries, ncarries, unroll, lo, hi
+ *   LET, SCOPED        binds, nbinds */
+typedef struct CkInfo {
+	CkType type;
+	BlkCkBind *bind;
+	CkBuiltin builtin;
+	BlkDType opdt;
+	int axis;
+	bool keepdims, reduce;
+	CkType fill;
+	int dot_side; /* BINARY ADD as `acc + dot`: 1 lhs is the dot, 2 rhs */
+	CkAccess acc;
+	BlkCkBind *ivar;
+	BlkCkBind **binds; /* FORI: the carries; LET, SCOPED: the names */
+	int nbinds;
+	bool unroll;
+	int64_t lo, hi;
+} CkInfo;
+
+/* One checked kernel: its signature already in IR terms. */
+typedef struct CkKernel {
+	const BlkAstKernel *ast;
+	int ncparams;
+	BlkCParam *cparams;
+	int num_warps, num_stages;
+	int nparams;
+	BlkParam *params;     /* index_map left NULL: lowering builds it */
+	BlkCkBind **pbinds;   /* per param: its binding */
+	BlkCkBind ***mapbinds; /* per param: its index map's param bindings */
+	int nsizes;
+	const char **sizes;
+	int grid_rank;
+	const BlkSym *grid[BLK_MAX_RANK];
+	bool grid_seq[BLK_MAX_RANK];
+} CkKernel;
+
+typedef struct CkMap {
+	int cap, n;
+	const void **keys;
+	CkInfo **vals;
+} CkMap;
+
+typedef struct BlkCkFile {
+	const BlkAstFile *ast;
+	int nkernels;
+	CkKernel *kernels;
+	CkMap map;
+} BlkCkFile;
+
+/* Checks the whole file with the defines applied.  NULL if any error. */
+BlkCkFile *blk_check_file(BlkArena *a, BlkDiag *d, const BlkAstFile *f,
+                          const BlkDefine *defines, int ndefines);
+/* The checked file in IR.  Requires a BlkCkFile without errors. */
+BlkModule *blk_lower_ast(BlkArena *a, const BlkCkFile *cf);
+
+/* The node's notes; NULL if the checker never saw it. */
+CkInfo *blk_ck_info(const CkMap *m, const void *node);
+/* "f32[64, K]", "i32", "ref<f32[64]>", "(f32, i32)" for messages. */
+const char *blk_ck_type_str(BlkArena *a, const CkType *t);
+
+#endif

@@ -1,0 +1,1203 @@
+/* check_expr.c - types and shapes of expressions.
+ *
+ * Every expression gets a CkType (check.h).  Shapes are BlkSym dims with
+ * compile-time parameters already substituted, so only launch sizes stay
+ * symbolic.  Literals and constant expressions of them are weak: they take
+ * the dtype of the other operand and are folded here, so lowering emits one
+ * `const` of the right dtype for them.  After an error the expression's type
+ * is POISON and every consumer of a POISON stays silent: one mistake, one
+ * message.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/check_impl.h"
+
+/* ---- types ------------------------------------------------------------------ */
+
+CkType ck_poison(void)
+{
+	CkType t;
+	memset(&t, 0, sizeof t);
+	t.kind = CK_POISON;
+	return t;
+}
+
+CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims)
+{
+	CkType t = ck_poison();
+	t.kind = CK_VALUE;
+	t.t.kind = BLK_TYPE_TILE;
+	t.t.dtype = dt;
+	t.t.rank = rank;
+	for (int i = 0; i < rank; i++)
+		t.t.dims[i] = dims[i];
+	return t;
+}
+
+CkType ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
+              BlkAccess acc, const BlkCkBind *root)
+{
+	CkType t = ck_value(dt, rank, dims);
+	t.kind = CK_REF;
+	t.t.kind = BLK_TYPE_REF;
+	t.t.space = sp;
+	t.access = acc;
+	t.root = root;
+	return t;
+}
+
+static CkType ck_weak_int(int64_t v)
+{
+	CkType t = ck_value(BLK_I32, 0, NULL);
+	t.weak = CK_WEAK_INT;
+	t.konst = true;
+	t.i = v;
+	t.f = (double)v;
+	return t;
+}
+
+static CkType ck_weak_float(double v)
+{
+	CkType t = ck_value(BLK_F32, 0, NULL);
+	t.weak = CK_WEAK_FLOAT;
+	t.konst = true;
+	t.f = v;
+	return t;
+}
+
+static CkType ck_bool_const(bool v)
+{
+	CkType t = ck_value(BLK_BOOL, 0, NULL);
+	t.konst = true;
+	t.i = v;
+	return t;
+}
+
+CkType ck_strong(CkType t)
+{
+	t.weak = CK_STRONG;
+	return t;
+}
+
+static bool dims_equal(int r, const BlkSym *const *x, const BlkSym *const *y)
+{
+	for (int i = 0; i < r; i++)
+		if (!blk_sym_equal(x[i], y[i]))
+			return false;
+	return true;
+}
+
+bool ck_same_type(const CkType *x, const CkType *y)
+{
+	return x->kind == y->kind && x->t.dtype == y->t.dtype && x->t.rank == y->t.rank &&
+	       dims_equal(x->t.rank, x->t.dims, y->t.dims);
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+static void type_print(FILE *f, const CkType *t)
+{
+	switch (t->kind) {
+	case CK_POISON: fputs("<error>", f); return;
+	case CK_VOID: fputs("nothing", f); return;
+	case CK_DTYPE: fprintf(f, "dtype %s", blk_dtype_name(t->dtype)); return;
+	case CK_TUPLE:
+		fputc('(', f);
+		for (int i = 0; i < t->n; i++) {
+			fputs(i ? ", " : "", f);
+			type_print(f, &t->elems[i]);
+		}
+		fputc(')', f);
+		return;
+	default: break;
+	}
+	fputs(t->kind == CK_REF ? "ref<" : "", f);
+	fputs(blk_dtype_name(t->t.dtype), f);
+	if (t->t.rank > 0) {
+		fputc('[', f);
+		for (int i = 0; i < t->t.rank; i++) {
+			fputs(i ? ", " : "", f);
+			blk_sym_print(f, t->t.dims[i]);
+		}
+		fputc(']', f);
+	}
+	fputs(t->kind == CK_REF ? ">" : "", f);
+}
+
+const char *blk_ck_type_str(BlkArena *a, const CkType *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		blk_die("open_memstream failed");
+	type_print(f, t);
+	fclose(f);
+	char *s = blk_arena_strdup(a, buf);
+	free(buf);
+	return s;
+}
+
+static const char *tstr(Ck *c, const CkType *t)
+{
+	return blk_ck_type_str(c->a, t);
+}
+
+static bool is_poison(const CkType *t)
+{
+	return t->kind == CK_POISON;
+}
+
+/* Requires a value (not a Ref, tuple or dtype); reports what it got. */
+static bool need_value(Ck *c, const BlkAstExpr *e, const CkType *t)
+{
+	if (t->kind == CK_VALUE)
+		return true;
+	if (t->kind == CK_REF)
+		blk_error(c->d, e->loc, "expected a value, got a Ref (%s); read it with [...]", tstr(c, t));
+	else if (t->kind != CK_POISON)
+		blk_error(c->d, e->loc, "expected a value, got %s", tstr(c, t));
+	return false;
+}
+
+/* An i32 scalar (weak int literals count); what names it for the message. */
+static bool need_i32(Ck *c, const BlkAstExpr *e, const CkType *t, const char *what)
+{
+	if (is_poison(t))
+		return false;
+	if (t->kind == CK_VALUE && t->t.rank == 0 && t->t.dtype == BLK_I32)
+		return true;
+	blk_error(c->d, e->loc, "%s must be an i32 scalar, got %s", what, tstr(c, t));
+	return false;
+}
+
+/* An integer compile-time constant (axis=, program_id's axis). */
+static bool need_const_int(Ck *c, const BlkAstExpr *e, const CkType *t, const char *what,
+                           int64_t *out)
+{
+	if (is_poison(t))
+		return false;
+	if (t->kind == CK_VALUE && t->konst && t->weak == CK_WEAK_INT) {
+		*out = t->i;
+		return true;
+	}
+	blk_error(c->d, e->loc, "%s must be an integer constant", what);
+	return false;
+}
+
+/* ---- size expressions --------------------------------------------------------- */
+
+static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
+{
+	BlkCkBind *b = ck_lookup(c, e->name);
+	if (b && b->kind == CK_BIND_SIZE)
+		return blk_sym_var(c->a, b->name);
+	if (b && b->type.kind == CK_VALUE && b->type.weak == CK_WEAK_INT)
+		return blk_sym_const(c->a, b->type.i); /* an int cparam or constant let */
+	if (b && b->type.kind == CK_POISON)
+		return NULL;
+	if (!b && c->new_sizes) {
+		b = ck_bind(c, CK_BIND_SIZE, e->name, e->loc, ck_value(BLK_I32, 0, NULL));
+		c->k->sizes = blk_arena_grow(c->a, c->k->sizes, (size_t)c->k->nsizes,
+		                             (size_t)c->k->nsizes + 1, sizeof *c->k->sizes);
+		c->k->sizes[c->k->nsizes++] = b->name;
+		return blk_sym_var(c->a, b->name);
+	}
+	if (!b) {
+		blk_error(c->d, e->loc, "unknown size `%s`", e->name);
+		blk_note(c->d, e->loc, "launch sizes are introduced by the parameters' shapes");
+		return NULL;
+	}
+	blk_error(c->d, e->loc, "`%s` is not a size or an integer compile-time parameter", e->name);
+	ck_declared_here(c, b);
+	return NULL;
+}
+
+static const BlkSym *sym_binary(Ck *c, const BlkAstExpr *e, BlkSymKind k,
+                                const BlkAstExpr *x, const BlkAstExpr *y)
+{
+	const BlkSym *sx = ck_sym(c, x), *sy = ck_sym(c, y);
+	int64_t v;
+	if (!sx || !sy)
+		return NULL;
+	if ((k == BLK_SYM_FLOORDIV || k == BLK_SYM_MOD || k == BLK_SYM_CDIV) &&
+	    blk_sym_is_const(sy, &v) && v == 0) {
+		blk_error(c->d, e->loc, "division by zero in a size expression");
+		return NULL;
+	}
+	return blk_sym_binary(c->a, k, sx, sy);
+}
+
+static const BlkSym *sym_call(Ck *c, const BlkAstExpr *e, bool *matched)
+{
+	static const struct { const char *name; BlkSymKind k; } fns[] = {
+		{ "cdiv", BLK_SYM_CDIV }, { "min", BLK_SYM_MIN }, { "max", BLK_SYM_MAX },
+	};
+	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+		if (strcmp(e->name, fns[i].name) != 0)
+			continue;
+		*matched = true;
+		if (e->nargs != 2 || e->args[0].name || e->args[1].name) {
+			blk_error(c->d, e->loc, "`%s` takes 2 arguments", e->name);
+			return NULL;
+		}
+		return sym_binary(c, e, fns[i].k, e->args[0].value, e->args[1].value);
+	}
+	return NULL;
+}
+
+const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e)
+{
+	static const BlkSymKind bin[BLK_AST_NUM_OPS] = {
+		[BLK_AST_OP_ADD] = BLK_SYM_ADD, [BLK_AST_OP_SUB] = BLK_SYM_SUB,
+		[BLK_AST_OP_MUL] = BLK_SYM_MUL, [BLK_AST_OP_FLOORDIV] = BLK_SYM_FLOORDIV,
+		[BLK_AST_OP_MOD] = BLK_SYM_MOD,
+	};
+	const BlkSym *s = NULL;
+	bool matched = false;
+	switch (e->kind) {
+	case BLK_AST_INT: return blk_sym_const(c->a, e->ival);
+	case BLK_AST_NAME: return sym_name(c, e);
+	case BLK_AST_UNARY:
+		if (e->op == BLK_AST_OP_NEG && (s = ck_sym(c, e->lhs)))
+			return blk_sym_binary(c->a, BLK_SYM_SUB, blk_sym_const(c->a, 0), s);
+		if (e->op == BLK_AST_OP_NEG)
+			return NULL;
+		break;
+	case BLK_AST_BINARY:
+		if (bin[e->op])
+			return sym_binary(c, e, bin[e->op], e->lhs, e->rhs);
+		break;
+	case BLK_AST_CALL:
+		if ((s = sym_call(c, e, &matched)) || matched)
+			return s;
+		break;
+	default: break;
+	}
+	blk_error(c->d, e->loc, "expected a size: an expression of launch sizes, integer "
+	          "compile-time parameters and integer constants");
+	return NULL;
+}
+
+bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile)
+{
+	int64_t n = 1, v;
+	bool all = true;
+	for (int i = 0; i < rank; i++) {
+		if (!blk_sym_is_const(dims[i], &v)) {
+			all = false;
+			continue;
+		}
+		if (v > CK_MAX_DIM) {
+			blk_error(c->d, loc, "dimension %lld is too large (the limit is 2^24)", (long long)v);
+			return false;
+		}
+		if (tile && v <= 0) {
+			blk_error(c->d, loc, "dimension %lld must be positive", (long long)v);
+			return false;
+		}
+		n *= v > 0 ? v : 1;
+	}
+	if (tile && all && n > CK_MAX_TILE) {
+		blk_error(c->d, loc, "a tile of %lld elements is too large (the limit is 2^22)",
+		          (long long)n);
+		return false;
+	}
+	return true;
+}
+
+bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out)
+{
+	CkType t = ck_expr(c, e);
+	if (t.kind == CK_DTYPE) {
+		*out = t.dtype;
+		return true;
+	}
+	if (!is_poison(&t))
+		blk_error(c->d, e->loc, "expected a dtype (f32, f16, bf16, i32, bool or a dtype parameter)");
+	return false;
+}
+
+/* ---- broadcasting and dtype unification ------------------------------------------ */
+
+static bool dim_is_one(const BlkSym *s)
+{
+	int64_t v;
+	return blk_sym_is_const(s, &v) && v == 1;
+}
+
+/* NumPy: align right; equal dims or a 1 stretch.  out gets the result. */
+static bool broadcast(const CkType *x, const CkType *y, int *rank, const BlkSym **out)
+{
+	int r = x->t.rank > y->t.rank ? x->t.rank : y->t.rank;
+	for (int i = 0; i < r; i++) {
+		int ix = x->t.rank - r + i, iy = y->t.rank - r + i;
+		const BlkSym *a = ix >= 0 ? x->t.dims[ix] : NULL, *b = iy >= 0 ? y->t.dims[iy] : NULL;
+		if (!a || (b && dim_is_one(a)))
+			out[i] = b;
+		else if (!b || dim_is_one(b) || blk_sym_equal(a, b))
+			out[i] = a;
+		else
+			return false;
+	}
+	*rank = r;
+	return true;
+}
+
+static bool broadcast_or_report(Ck *c, BlkLoc loc, const CkType *x, const CkType *y, int *rank,
+                                const BlkSym **out)
+{
+	if (broadcast(x, y, rank, out))
+		return true;
+	blk_error(c->d, loc, "cannot broadcast %s and %s", tstr(c, x), tstr(c, y));
+	return false;
+}
+
+bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
+                 const BlkSym *const *dims)
+{
+	CkType target = ck_value(dt, rank, dims);
+	const BlkSym *out[BLK_MAX_RANK];
+	int r;
+	bool ok = v->t.dtype == dt || (v->weak == CK_WEAK_INT && dt != BLK_BOOL) ||
+	          (v->weak == CK_WEAK_FLOAT && blk_dtype_is_float(dt));
+	if (!ok) {
+		blk_error(c->d, loc, "cannot store %s into a Ref of %s; convert it with astype",
+		          tstr(c, v), blk_dtype_name(dt));
+		return false;
+	}
+	if (broadcast(v, &target, &r, out) && r == rank && dims_equal(r, out, dims))
+		return true;
+	blk_error(c->d, loc, "cannot broadcast %s to the shape %s", tstr(c, v), tstr(c, &target));
+	return false;
+}
+
+/* The common dtype of two operands of op `what`, or false after an error. */
+static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const CkType *y,
+                  BlkDType *out)
+{
+	const CkType *w = x->weak ? x : y, *s = x->weak ? y : x;
+	if (!x->weak && !y->weak) {
+		if (x->t.dtype == y->t.dtype) {
+			*out = x->t.dtype;
+			return true;
+		}
+		blk_error(c->d, loc, "mismatched dtypes in `%s`: %s and %s; convert one with astype",
+		          what, tstr(c, x), tstr(c, y));
+		return false;
+	}
+	if (x->weak && y->weak) {
+		*out = x->weak == CK_WEAK_FLOAT || y->weak == CK_WEAK_FLOAT ? BLK_F32 : BLK_I32;
+		return true;
+	}
+	*out = s->t.dtype;
+	if (w->weak == CK_WEAK_INT && s->t.dtype != BLK_BOOL)
+		return true;
+	if (w->weak == CK_WEAK_FLOAT && blk_dtype_is_float(s->t.dtype))
+		return true;
+	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
+	          w->weak == CK_WEAK_INT ? "an integer" : "a float", tstr(c, s), what);
+	return false;
+}
+
+/* ---- operators -------------------------------------------------------------------- */
+
+static int64_t floordiv64(int64_t x, int64_t y)
+{
+	int64_t q = x / y;
+	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+
+static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
+{
+	int64_t r = 0;
+	bool ovf = false;
+	switch (e->op) {
+	case BLK_AST_OP_ADD: ovf = __builtin_add_overflow(x, y, &r); break;
+	case BLK_AST_OP_SUB: ovf = __builtin_sub_overflow(x, y, &r); break;
+	case BLK_AST_OP_MUL: ovf = __builtin_mul_overflow(x, y, &r); break;
+	case BLK_AST_OP_DIV: return ck_weak_float((double)x / (double)y);
+	case BLK_AST_OP_FLOORDIV:
+	case BLK_AST_OP_MOD:
+		if (y == 0) {
+			blk_error(c->d, e->loc, "division by zero");
+			return ck_poison();
+		}
+		r = floordiv64(x, y);
+		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
+		break;
+	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
+	case BLK_AST_OP_NE: return ck_bool_const(x != y);
+	case BLK_AST_OP_LT: return ck_bool_const(x < y);
+	case BLK_AST_OP_LE: return ck_bool_const(x <= y);
+	case BLK_AST_OP_GT: return ck_bool_const(x > y);
+	default: return ck_bool_const(x >= y);
+	}
+	if (ovf || r > INT32_MAX || r < INT32_MIN) {
+		blk_error(c->d, e->loc, "integer constant overflows i32");
+		return ck_poison();
+	}
+	return ck_weak_int(r);
+}
+
+static CkType fold_float(const BlkAstExpr *e, double x, double y)
+{
+	switch (e->op) {
+	case BLK_AST_OP_ADD: return ck_weak_float(x + y);
+	case BLK_AST_OP_SUB: return ck_weak_float(x - y);
+	case BLK_AST_OP_MUL: return ck_weak_float(x * y);
+	case BLK_AST_OP_DIV: return ck_weak_float(x / y);
+	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
+	case BLK_AST_OP_NE: return ck_bool_const(x != y);
+	case BLK_AST_OP_LT: return ck_bool_const(x < y);
+	case BLK_AST_OP_LE: return ck_bool_const(x <= y);
+	case BLK_AST_OP_GT: return ck_bool_const(x > y);
+	default: return ck_bool_const(x >= y);
+	}
+}
+
+static bool is_cmp(BlkAstOp op)
+{
+	return op >= BLK_AST_OP_EQ && op <= BLK_AST_OP_GE;
+}
+
+/* Whether op applies to dtype dt; reports if not. */
+static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
+{
+	const char *op = blk_ast_op_spelling(e->op);
+	switch (e->op) {
+	case BLK_AST_OP_AND:
+	case BLK_AST_OP_OR:
+		if (dt == BLK_BOOL)
+			return true;
+		blk_error(c->d, e->loc, "`%s` needs bool operands, got %s", op, blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_DIV:
+		if (blk_dtype_is_float(dt))
+			return true;
+		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `//` for i32",
+		          blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_FLOORDIV:
+	case BLK_AST_OP_MOD:
+		if (dt == BLK_I32)
+			return true;
+		blk_error(c->d, e->loc, "`%s` needs i32 operands, got %s", op, blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_EQ:
+	case BLK_AST_OP_NE:
+		return true;
+	default:
+		if (dt != BLK_BOOL)
+			return true;
+		blk_error(c->d, e->loc, "`%s` does not apply to bool", op);
+		return false;
+	}
+}
+
+static CkType fold_weak(Ck *c, const BlkAstExpr *e, const CkType *x, const CkType *y)
+{
+	if (e->op == BLK_AST_OP_AND || e->op == BLK_AST_OP_OR) {
+		blk_error(c->d, e->loc, "`%s` needs bool operands", blk_ast_op_spelling(e->op));
+		return ck_poison();
+	}
+	if (x->weak == CK_WEAK_INT && y->weak == CK_WEAK_INT)
+		return fold_int(c, e, x->i, y->i);
+	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD) {
+		blk_error(c->d, e->loc, "`%s` needs i32 operands", blk_ast_op_spelling(e->op));
+		return ck_poison();
+	}
+	return fold_float(e, x->f, y->f);
+}
+
+/* `acc + dot(a, b)`: the dot accumulates into acc when acc is exactly f32
+ * of the dot's shape.  Returns 1 or 2 (the side of the dot) or 0. */
+static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r)
+{
+	const BlkAstExpr *side[2] = { e->lhs, e->rhs };
+	const CkType *other[2] = { r, l };
+	if (e->op != BLK_AST_OP_ADD)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		CkInfo *in = blk_ck_info(c->map, side[i]);
+		const CkType *o = other[i];
+		if (side[i]->kind != BLK_AST_CALL || !in || in->builtin != CK_B_DOT ||
+		    in->type.kind != CK_VALUE)
+			continue;
+		if (!o->weak && o->t.dtype == BLK_F32 && o->t.rank == 2 &&
+		    dims_equal(2, o->t.dims, in->type.t.dims))
+			return i + 1;
+	}
+	return 0;
+}
+
+static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	CkType l = ck_expr(c, e->lhs), r = ck_expr(c, e->rhs), t;
+	const BlkSym *dims[BLK_MAX_RANK];
+	BlkDType dt;
+	int rank;
+	bool okl = need_value(c, e->lhs, &l), okr = need_value(c, e->rhs, &r);
+	if (!okl || !okr)
+		return ck_poison();
+	if (l.weak && r.weak)
+		return fold_weak(c, e, &l, &r);
+	if (!unify(c, e->loc, blk_ast_op_spelling(e->op), &l, &r, &dt) || !op_dtype_ok(c, e, dt))
+		return ck_poison();
+	if (!broadcast_or_report(c, e->loc, &l, &r, &rank, dims))
+		return ck_poison();
+	in->opdt = dt;
+	in->dot_side = dot_side(c, e, &l, &r);
+	t = ck_value(is_cmp(e->op) ? BLK_BOOL : dt, rank, dims);
+	return t;
+}
+
+static CkType check_unary(Ck *c, const BlkAstExpr *e)
+{
+	CkType x = ck_expr(c, e->lhs);
+	if (!need_value(c, e->lhs, &x))
+		return ck_poison();
+	if (e->op == BLK_AST_OP_NOT) {
+		if (x.t.dtype == BLK_BOOL && !x.weak)
+			return x.konst ? ck_bool_const(!x.i) : x;
+		blk_error(c->d, e->loc, "`!` needs a bool operand, got %s", tstr(c, &x));
+		return ck_poison();
+	}
+	if (x.weak == CK_WEAK_INT)
+		return ck_weak_int(-x.i);
+	if (x.weak == CK_WEAK_FLOAT)
+		return ck_weak_float(-x.f);
+	if (x.t.dtype == BLK_BOOL) {
+		blk_error(c->d, e->loc, "`-` does not apply to bool");
+		return ck_poison();
+	}
+	x.konst = false;
+	return x;
+}
+
+/* ---- names ----------------------------------------------------------------------- */
+
+static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
+	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
+	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
+	"program_id", "num_programs", "ds", "load", "atomic_add",
+};
+
+static CkBuiltin builtin_of(const char *name)
+{
+	for (int i = 1; i < CK_NUM_BUILTINS; i++)
+		if (strcmp(builtin_names[i], name) == 0)
+			return (CkBuiltin)i;
+	return CK_B_NONE;
+}
+
+static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	BlkCkBind *b = ck_lookup(c, e->name);
+	if (!b) {
+		if (builtin_of(e->name))
+			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
+		else
+			blk_error(c->d, e->loc, "unknown name `%s`", e->name);
+		return ck_poison();
+	}
+	in->bind = b;
+	if (b->kind == CK_BIND_SIZE)
+		return ck_value(BLK_I32, 0, NULL);
+	return b->type;
+}
+
+/* ---- indexing ------------------------------------------------------------------- */
+
+static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int rank)
+{
+	int ell = 0;
+	for (int i = 0; i < n; i++) {
+		if (idx[i].kind != BLK_AST_IDX_ELLIPSIS)
+			continue;
+		if (++ell > 1) {
+			blk_error(c->d, idx[i].loc, "`...` may appear only once in an index");
+			return false;
+		}
+	}
+	if (n - ell <= rank)
+		return true;
+	blk_error(c->d, loc, "too many indices: %d for a Ref of rank %d", n - ell, rank);
+	return false;
+}
+
+/* One AST index on ref dim d; returns the next ref dim. */
+static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *acc,
+                      const CkType *ref, int *rank, const BlkSym **dims, bool *ok)
+{
+	CkType t;
+	switch (ix->kind) {
+	case BLK_AST_IDX_SLICE:
+		dims[(*rank)++] = ref->t.dims[d];
+		return d + 1;
+	case BLK_AST_IDX_ELLIPSIS:
+		for (int j = 0; j < fill; j++, d++)
+			dims[(*rank)++] = ref->t.dims[d];
+		return d;
+	case BLK_AST_IDX_DS:
+		t = ck_expr(c, ix->a);
+		*ok &= need_i32(c, ix->a, &t, "the start of ds");
+		acc->idx[d].kind = BLK_INDEX_DS;
+		acc->idx[d].size = ck_sym(c, ix->b);
+		acc->src[d] = ix;
+		*ok &= acc->idx[d].size != NULL;
+		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
+		return d + 1;
+	default:
+		t = ck_expr(c, ix->a);
+		*ok &= need_i32(c, ix->a, &t, "an index");
+		acc->idx[d].kind = BLK_INDEX_SCALAR;
+		acc->src[d] = ix;
+		return d + 1;
+	}
+}
+
+bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref,
+               CkAccess *acc, int *rank, const BlkSym **dims)
+{
+	int R = ref->t.rank, d = 0, ell = 0;
+	bool ok = true;
+	memset(acc, 0, sizeof *acc);
+	acc->rank = R;
+	*rank = 0;
+	if (!index_count(c, loc, idx, n, R))
+		return false;
+	for (int i = 0; i < n; i++)
+		ell += idx[i].kind == BLK_AST_IDX_ELLIPSIS;
+	for (int i = 0; i < n; i++)
+		d = access_one(c, &idx[i], d, R - (n - ell), acc, ref, rank, dims, &ok);
+	for (; d < R; d++)
+		dims[(*rank)++] = ref->t.dims[d];
+	return ok;
+}
+
+static CkType need_ref(Ck *c, const BlkAstExpr *e, const CkType *t)
+{
+	if (t->kind == CK_REF || is_poison(t))
+		return *t;
+	blk_error(c->d, e->loc, "only Refs can be indexed, but this is %s", tstr(c, t));
+	return ck_poison();
+}
+
+static bool readable(Ck *c, BlkLoc loc, const CkType *r)
+{
+	if (r->access != BLK_ACCESS_OUT)
+		return true;
+	blk_error(c->d, loc, "cannot read `%s`: it is an `out` parameter", r->root->name);
+	ck_declared_here(c, r->root);
+	blk_note(c->d, r->root->loc, "declare it `inout` to read and write it");
+	return false;
+}
+
+static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	CkType x = ck_expr(c, e->lhs);
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank;
+	x = need_ref(c, e->lhs, &x);
+	if (is_poison(&x))
+		return x;
+	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, &in->acc, &rank, dims))
+		return ck_poison();
+	if (e->kind == BLK_AST_AT)
+		return ck_ref(x.t.dtype, rank, dims, x.t.space, x.access, x.root);
+	if (!readable(c, e->loc, &x) || !ck_dims_ok(c, e->loc, rank, dims, true))
+		return ck_poison();
+	return ck_value(x.t.dtype, rank, dims);
+}
+
+/* ---- builtins ------------------------------------------------------------------- */
+
+/* Call arguments sorted: positional ones, then the keyword ones named in kws. */
+typedef struct Args {
+	const BlkAstExpr *pos[4];
+	int npos;
+	const BlkAstExpr *kw[2];
+} Args;
+
+static bool get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *kw0,
+                     const char *kw1, Args *out)
+{
+	const char *kws[2] = { kw0, kw1 };
+	bool ok = true;
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < e->nargs; i++) {
+		const BlkAstArg *g = &e->args[i];
+		int k = -1;
+		for (int j = 0; j < 2 && g->name; j++)
+			k = kws[j] && strcmp(kws[j], g->name) == 0 ? j : k;
+		if (!g->name && out->npos < 4)
+			out->pos[out->npos++] = g->value;
+		else if (!g->name)
+			out->npos++;
+		else if (k >= 0)
+			out->kw[k] = g->value;
+		else {
+			blk_error(c->d, g->loc, "`%s` has no argument named `%s`", e->name, g->name);
+			ok = false;
+		}
+	}
+	if (out->npos >= min && out->npos <= max)
+		return ok;
+	if (min == max)
+		blk_error(c->d, e->loc, "`%s` takes %d argument%s, got %d", e->name, min,
+		          min == 1 ? "" : "s", out->npos);
+	else
+		blk_error(c->d, e->loc, "`%s` takes %d to %d arguments, got %d", e->name, min, max,
+		          out->npos);
+	return false;
+}
+
+/* A value argument; weak literals become strong (their default dtype). */
+static bool value_arg(Ck *c, const BlkAstExpr *e, CkType *t)
+{
+	*t = ck_expr(c, e);
+	if (!need_value(c, e, t))
+		return false;
+	*t = ck_strong(*t);
+	t->konst = false;
+	return true;
+}
+
+/* `(d0, d1)` or a single dim. */
+static bool shape_arg(Ck *c, const BlkAstExpr *e, int *rank, const BlkSym **dims)
+{
+	const BlkAstExpr *const *el = e->kind == BLK_AST_TUPLE ? (const BlkAstExpr *const *)e->elems : &e;
+	int n = e->kind == BLK_AST_TUPLE ? e->nelems : 1;
+	bool ok = true;
+	if (n > BLK_MAX_RANK) {
+		blk_error(c->d, e->loc, "a shape has at most %d dims, this one has %d", BLK_MAX_RANK, n);
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		ok &= (dims[i] = ck_sym(c, el[i])) != NULL;
+	*rank = n;
+	return ok && ck_dims_ok(c, e->loc, n, dims, true);
+}
+
+/* A compile-time constant that can be stored in dtype dt (full's value, other=). */
+static bool const_of(Ck *c, const BlkAstExpr *e, BlkDType dt, CkType *out)
+{
+	*out = ck_expr(c, e);
+	if (is_poison(out))
+		return false;
+	if (out->kind != CK_VALUE || !out->konst) {
+		blk_error(c->d, e->loc, "expected a constant");
+		return false;
+	}
+	if (out->t.dtype == dt || (out->weak == CK_WEAK_INT && dt != BLK_BOOL) ||
+	    (out->weak == CK_WEAK_FLOAT && blk_dtype_is_float(dt)))
+		return true;
+	blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
+	return false;
+}
+
+static CkType b_zeros(Ck *c, const BlkAstExpr *e, CkInfo *in, bool full)
+{
+	Args g;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0;
+	BlkDType dt = BLK_F32;
+	if (!get_args(c, e, full ? 3 : 2, full ? 3 : 2, NULL, NULL, &g))
+		return ck_poison();
+	bool ok = shape_arg(c, g.pos[0], &rank, dims);
+	ok &= ck_dtype(c, g.pos[full ? 2 : 1], &dt);
+	if (ok && full)
+		ok = const_of(c, g.pos[1], dt, &in->fill);
+	else if (ok)
+		in->fill = ck_weak_int(0);
+	return ok ? ck_value(dt, rank, dims) : ck_poison();
+}
+
+static CkType b_iota(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	const BlkSym *n;
+	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !(n = ck_sym(c, g.pos[0])) ||
+	    !ck_dims_ok(c, e->loc, 1, &n, true))
+		return ck_poison();
+	return ck_value(BLK_I32, 1, &n);
+}
+
+static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	Args g;
+	CkType x;
+	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	if (b == CK_B_ABS ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
+		return x;
+	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
+	          b == CK_B_ABS ? "numeric" : "float", tstr(c, &x));
+	return ck_poison();
+}
+
+static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
+{
+	CkType t = ck_expr(c, e);
+	int64_t v;
+	if (!need_const_int(c, e, &t, "axis", &v))
+		return false;
+	if (v < -rank || v >= rank) {
+		blk_error(c->d, e->loc, "axis %lld is out of range for rank %d", (long long)v, rank);
+		return false;
+	}
+	*axis = (int)(v < 0 ? v + rank : v);
+	return true;
+}
+
+static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out)
+{
+	CkType t = ck_expr(c, e);
+	if (is_poison(&t))
+		return false;
+	if (t.kind == CK_VALUE && t.konst && t.t.dtype == BLK_BOOL && !t.weak) {
+		*out = t.i != 0;
+		return true;
+	}
+	blk_error(c->d, e->loc, "expected `true` or `false`");
+	return false;
+}
+
+/* sum/max/min(x, axis=k, keepdims=b) */
+static CkType b_reduce(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
+{
+	CkType x;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0;
+	in->reduce = true;
+	in->axis = -1;
+	if (!value_arg(c, g->pos[0], &x))
+		return ck_poison();
+	if (g->kw[0] && !axis_arg(c, g->kw[0], x.t.rank, &in->axis))
+		return ck_poison();
+	if (g->kw[1] && !bool_arg(c, g->kw[1], &in->keepdims))
+		return ck_poison();
+	if (x.t.dtype == BLK_BOOL) {
+		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
+		return ck_poison();
+	}
+	for (int d = 0; d < x.t.rank; d++) {
+		if (in->axis < 0 || d == in->axis)
+			dims[rank] = blk_sym_const(c->a, 1);
+		else
+			dims[rank] = x.t.dims[d];
+		rank += in->keepdims || (in->axis >= 0 && d != in->axis);
+	}
+	return ck_value(x.t.dtype, rank, dims);
+}
+
+/* Elementwise over n operands: where(c, a, b), max(a, b), min(a, b). */
+static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
+{
+	CkType v[3] = { ck_poison(), ck_poison(), ck_poison() }, acc;
+	int n = g->npos, rank = 0, first = n == 3;
+	const BlkSym *dims[BLK_MAX_RANK];
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		v[i] = ck_expr(c, g->pos[i]);
+		ok &= need_value(c, g->pos[i], &v[i]);
+	}
+	if (!ok)
+		return ck_poison();
+	if (n == 3 && (v[0].t.dtype != BLK_BOOL || v[0].weak)) {
+		blk_error(c->d, g->pos[0]->loc, "where's condition must be bool, got %s", tstr(c, &v[0]));
+		return ck_poison();
+	}
+	if (!unify(c, e->loc, e->name, &v[first], &v[first + 1], &in->opdt))
+		return ck_poison();
+	if (n == 2 && in->opdt == BLK_BOOL) {
+		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
+		return ck_poison();
+	}
+	acc = v[0];
+	for (int i = 1; i < n; i++, acc = ck_value(in->opdt, rank, dims))
+		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
+			return ck_poison();
+	return ck_value(in->opdt, rank, dims);
+}
+
+static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
+{
+	Args g;
+	if (!get_args(c, e, 1, b == CK_B_SUM ? 1 : 2, "axis", "keepdims", &g))
+		return ck_poison();
+	if (g.npos == 1)
+		return b_reduce(c, e, in, &g);
+	if (g.kw[0] || g.kw[1]) {
+		blk_error(c->d, e->loc, "elementwise `%s(a, b)` takes no axis", e->name);
+		return ck_poison();
+	}
+	return b_elementwise(c, e, in, &g);
+}
+
+static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	if (!get_args(c, e, 3, 3, NULL, NULL, &g))
+		return ck_poison();
+	return b_elementwise(c, e, in, &g);
+}
+
+static CkType b_dot(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	CkType x, y;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	bool ok = value_arg(c, g.pos[0], &x);
+	if (!(ok & value_arg(c, g.pos[1], &y)))
+		return ck_poison();
+	if (x.t.rank != 2 || y.t.rank != 2) {
+		blk_error(c->d, e->loc, "dot needs two rank-2 tiles, got %s and %s", tstr(c, &x), tstr(c, &y));
+		return ck_poison();
+	}
+	if (x.t.dtype != y.t.dtype || !blk_dtype_is_float(x.t.dtype)) {
+		blk_error(c->d, e->loc, "dot needs two f32, f16 or bf16 tiles of one dtype, got %s and %s",
+		          tstr(c, &x), tstr(c, &y));
+		return ck_poison();
+	}
+	if (!blk_sym_equal(x.t.dims[1], y.t.dims[0])) {
+		blk_error(c->d, e->loc, "dot's inner dims differ: %s and %s", tstr(c, &x), tstr(c, &y));
+		return ck_poison();
+	}
+	const BlkSym *dims[2] = { x.t.dims[0], y.t.dims[1] };
+	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(BLK_F32, 2, dims) : ck_poison();
+}
+
+static CkType transpose_of(Ck *c, BlkLoc loc, CkType x)
+{
+	if (x.t.rank != 2) {
+		blk_error(c->d, loc, "transpose needs a rank-2 tile, got %s", tstr(c, &x));
+		return ck_poison();
+	}
+	const BlkSym *dims[2] = { x.t.dims[1], x.t.dims[0] };
+	return ck_value(x.t.dtype, 2, dims);
+}
+
+static CkType b_transpose(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	CkType x;
+	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	return transpose_of(c, e->loc, x);
+}
+
+static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	const BlkSym *dims[BLK_MAX_RANK];
+	if (!get_args(c, e, 1, 2, "axis", NULL, &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
+	if (!ax) {
+		blk_error(c->d, e->loc, "expand_dims needs an axis");
+		return ck_poison();
+	}
+	if (x.t.rank >= BLK_MAX_RANK) {
+		blk_error(c->d, e->loc, "expand_dims of %s would exceed rank %d", tstr(c, &x), BLK_MAX_RANK);
+		return ck_poison();
+	}
+	if (!axis_arg(c, ax, x.t.rank + 1, &in->axis))
+		return ck_poison();
+	for (int d = 0, s = 0; d <= x.t.rank; d++)
+		dims[d] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[s++];
+	return ck_value(x.t.dtype, x.t.rank + 1, dims);
+}
+
+static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	CkType x = ck_expr(c, g.pos[0]), y = ck_expr(c, g.pos[1]);
+	bool ok = need_i32(c, g.pos[0], &x, "cdiv's operand");
+	if (!(ok & need_i32(c, g.pos[1], &y, "cdiv's operand")))
+		return ck_poison();
+	if (!x.weak || !y.weak)
+		return ck_value(BLK_I32, 0, NULL);
+	if (y.i == 0) {
+		blk_error(c->d, e->loc, "division by zero");
+		return ck_poison();
+	}
+	return ck_weak_int(-floordiv64(-x.i, y.i));
+}
+
+static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	int64_t v;
+	if (!get_args(c, e, 1, 1, NULL, NULL, &g))
+		return ck_poison();
+	CkType t = ck_expr(c, g.pos[0]);
+	if (!need_const_int(c, g.pos[0], &t, "the axis", &v))
+		return ck_poison();
+	if (v < 0 || v >= c->k->grid_rank) {
+		blk_error(c->d, g.pos[0]->loc, "%s axis %lld is out of range: the grid has rank %d",
+		          e->name, (long long)v, c->k->grid_rank);
+		return ck_poison();
+	}
+	in->axis = (int)v;
+	return ck_value(BLK_I32, 0, NULL);
+}
+
+static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	if (!get_args(c, e, 1, 1, "other", NULL, &g))
+		return ck_poison();
+	CkType r = ck_expr(c, g.pos[0]);
+	if (r.kind != CK_REF) {
+		if (!is_poison(&r))
+			blk_error(c->d, g.pos[0]->loc, "load needs a Ref, got %s", tstr(c, &r));
+		return ck_poison();
+	}
+	if (!readable(c, e->loc, &r))
+		return ck_poison();
+	in->fill = ck_weak_int(0);
+	if (g.kw[0] && !const_of(c, g.kw[0], r.t.dtype, &in->fill))
+		return ck_poison();
+	return ck_value(r.t.dtype, r.t.rank, r.t.dims);
+}
+
+static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	CkType r, v;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	r = ck_expr(c, g.pos[0]);
+	v = ck_expr(c, g.pos[1]);
+	if (r.kind != CK_REF) {
+		if (!is_poison(&r))
+			blk_error(c->d, g.pos[0]->loc, "atomic_add needs a Ref, got %s", tstr(c, &r));
+		return ck_poison();
+	}
+	if (r.access == BLK_ACCESS_IN) {
+		blk_error(c->d, e->loc, "cannot write to `%s`: it is an `in` parameter", r.root->name);
+		ck_declared_here(c, r.root);
+		return ck_poison();
+	}
+	if (r.t.dtype == BLK_BOOL) {
+		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
+		return ck_poison();
+	}
+	if (!need_value(c, g.pos[1], &v) ||
+	    !ck_storable(c, g.pos[1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
+		return ck_poison();
+	CkType t = ck_poison();
+	t.kind = CK_VOID;
+	return t;
+}
+
+static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	CkBuiltin b = in->builtin = builtin_of(e->name);
+	if (b == CK_B_NONE) {
+		blk_error(c->d, e->loc, "unknown function `%s`", e->name);
+		return ck_poison();
+	}
+	if (c->in_map && b != CK_B_CDIV && b != CK_B_MAX && b != CK_B_MIN) {
+		blk_error(c->d, e->loc, "`%s` cannot be used in an index map", e->name);
+		return ck_poison();
+	}
+	switch (b) {
+	case CK_B_ZEROS: return b_zeros(c, e, in, false);
+	case CK_B_FULL: return b_zeros(c, e, in, true);
+	case CK_B_IOTA: return b_iota(c, e);
+	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
+	case CK_B_WHERE: return b_where(c, e, in);
+	case CK_B_DOT: return b_dot(c, e);
+	case CK_B_TRANSPOSE: return b_transpose(c, e);
+	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
+	case CK_B_CDIV: return b_cdiv(c, e);
+	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
+	case CK_B_LOAD: return b_load(c, e, in);
+	case CK_B_ATOMIC_ADD: return b_atomic_add(c, e);
+	case CK_B_DS:
+		blk_error(c->d, e->loc, "ds(start, size) is only allowed inside an index");
+		return ck_poison();
+	default: return b_math(c, e, b);
+	}
+}
+
+/* ---- other forms ------------------------------------------------------------------ */
+
+static CkType check_astype(Ck *c, const BlkAstExpr *e)
+{
+	CkType x;
+	BlkDType dt;
+	bool ok = value_arg(c, e->lhs, &x);
+	if (!(ok & ck_dtype(c, e->rhs, &dt)))
+		return ck_poison();
+	x.t.dtype = dt;
+	return x;
+}
+
+static CkType check_tuple(Ck *c, const BlkAstExpr *e)
+{
+	CkType t = ck_poison();
+	t.kind = CK_TUPLE;
+	t.n = e->nelems;
+	t.elems = BLK_NEW_N(c->a, CkType, e->nelems);
+	for (int i = 0; i < e->nelems; i++) {
+		t.elems[i] = ck_expr(c, e->elems[i]);
+		if (is_poison(&t.elems[i]))
+			t.kind = CK_POISON;
+	}
+	return t;
+}
+
+CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in); /* check.c */
+
+static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	CkType t;
+	switch (e->kind) {
+	case BLK_AST_INT:
+		if (e->ival > INT32_MAX) {
+			blk_error(c->d, e->loc, "integer literal %lld overflows i32", (long long)e->ival);
+			return ck_poison();
+		}
+		return ck_weak_int(e->ival);
+	case BLK_AST_FLOAT: return ck_weak_float(e->fval);
+	case BLK_AST_INF: return ck_weak_float(__builtin_inf());
+	case BLK_AST_NAN: return ck_weak_float(__builtin_nan(""));
+	case BLK_AST_BOOL: return ck_bool_const(e->ival != 0);
+	case BLK_AST_NAME: return check_name(c, e, in);
+	case BLK_AST_DTYPE:
+		t = ck_poison();
+		t.kind = CK_DTYPE;
+		t.dtype = e->dtype;
+		return t;
+	case BLK_AST_UNARY: return check_unary(c, e);
+	case BLK_AST_BINARY: return check_binary(c, e, in);
+	case BLK_AST_CALL: return check_call(c, e, in);
+	case BLK_AST_FORI: return ck_fori(c, e, in);
+	case BLK_AST_TUPLE: return check_tuple(c, e);
+	case BLK_AST_INDEX:
+	case BLK_AST_AT: return check_index(c, e, in);
+	case BLK_AST_ASTYPE: return check_astype(c, e);
+	case BLK_AST_TRANSPOSE:
+		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t) : ck_poison();
+	default:
+		ck_expr(c, e->lhs);
+		blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T)", e->name);
+		return ck_poison();
+	}
+}
+
+CkType ck_expr(Ck *c, const BlkAstExpr *e)
+{
+	CkInfo *in = ck_info(c, e);
+	in->type = check_kind(c, e, in);
+	return in->type;
+}

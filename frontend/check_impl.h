@@ -1,0 +1,55 @@
+/* check_impl.h - the checker's internals, shared by check.c (kernels,
+ * statements, scopes) and check_expr.c (expressions, builtins, indexing,
+ * size expressions).  Not for other modules: they read check.h. */
+#ifndef BLK_CHECK_IMPL_H
+#define BLK_CHECK_IMPL_H
+
+#include "frontend/check.h"
+
+/* Limits beyond which a size is surely a mistake (and would overflow the
+ * backend's 32-bit index arithmetic or any GPU's memory per program). */
+#define CK_MAX_DIM (1LL << 24)
+#define CK_MAX_TILE (1LL << 22)
+
+typedef struct Ck {
+	BlkArena *a;
+	BlkDiag *d;
+	CkMap *map;
+	BlkCkBind *scope;  /* innermost binding; ->up walks outwards */
+	CkKernel *k;       /* the kernel being checked */
+	bool in_map;       /* checking an index map: only size arithmetic */
+	bool new_sizes;    /* checking param shapes: unknown names are sizes */
+} Ck;
+
+/* check.c */
+CkInfo *ck_info(Ck *c, const void *node);
+BlkCkBind *ck_lookup(Ck *c, const char *name);
+BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type);
+void ck_declared_here(Ck *c, const BlkCkBind *b);
+void ck_block(Ck *c, const BlkAstBlock *blk);
+
+/* check_expr.c */
+CkType ck_expr(Ck *c, const BlkAstExpr *e);
+/* A size expression (sizes, cparams, integer constants); NULL after an error. */
+const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e);
+/* A dtype: a keyword or a dtype cparam; false after an error. */
+bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out);
+/* Reports absurd constant dims (> CK_MAX_DIM, or <= 0 when positive) and
+ * tiles (> CK_MAX_TILE elements); false if it did. */
+bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile);
+bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref,
+               CkAccess *acc, int *rank, const BlkSym **dims);
+/* Checks that v can be stored into (or atomically added to) a Ref of the
+ * given dtype and shape: dtype equal (weak literals convert), v broadcasts. */
+bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
+                 const BlkSym *const *dims);
+bool ck_same_type(const CkType *x, const CkType *y);
+
+CkType ck_poison(void);
+CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims);
+CkType ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
+              BlkAccess acc, const BlkCkBind *root);
+/* A weak value made strong: its default dtype (i32 or f32). */
+CkType ck_strong(CkType t);
+
+#endif

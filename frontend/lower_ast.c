@@ -1,0 +1,615 @@
+/* lower_ast.c - the checked AST to IR.  Contract: requires a BlkCkFile
+ * without errors (every node typed); produces a module that blk_ir_verify
+ * accepts: elementwise ops see operands of one shape (explicit `broadcast`),
+ * weak literals are `const`s of the dtype they took, `acc + dot(a, b)` is a
+ * `dot` with an accumulator, unrolled loops are expanded.
+ *
+ * Names are not looked up again: each NAME node's binding (from the checker)
+ * holds the BlkValue it denotes at this point of the lowering (BlkCkBind
+ * .value); lowering a `let` or entering a loop body sets it.  An unrolled
+ * loop lowers its body once per iteration with the induction variable bound
+ * to a constant.
+ */
+#include <string.h>
+
+#include "frontend/check.h"
+
+typedef struct Lw {
+	BlkArena *a;
+	const CkMap *map;
+	const CkKernel *k;
+	BlkBuilder b;
+} Lw;
+
+static BlkValue *lw_expr(Lw *L, const BlkAstExpr *e, BlkDType want);
+static void lw_stmts(Lw *L, const BlkAstBlock *blk);
+
+static CkInfo *info(Lw *L, const void *node)
+{
+	CkInfo *in = blk_ck_info(L->map, node);
+	if (!in)
+		blk_die("lower_ast: a node the checker never saw");
+	return in;
+}
+
+static BlkType tile(BlkDType dt, int rank, const BlkSym *const *dims)
+{
+	return blk_type_tile(dt, rank, dims);
+}
+
+static BlkValue *op1(Lw *L, BlkOpKind k, BlkLoc loc, BlkType t, BlkValue *x)
+{
+	return blk_build1(&L->b, k, loc, t, 1, &x);
+}
+
+static BlkValue *op2(Lw *L, BlkOpKind k, BlkLoc loc, BlkType t, BlkValue *x, BlkValue *y)
+{
+	BlkValue *o[2] = { x, y };
+	return blk_build1(&L->b, k, loc, t, 2, o);
+}
+
+static BlkValue *op_axis(Lw *L, BlkOpKind k, BlkLoc loc, BlkType t, BlkValue *x, int axis)
+{
+	BlkValue *v = blk_build1(&L->b, k, loc, t, x ? 1 : 0, x ? &x : NULL);
+	blk_op_set_int(L->a, v->def, "axis", axis);
+	return v;
+}
+
+/* A compile-time constant as a `const` of type t (a splat for tiles). */
+static BlkValue *lw_const(Lw *L, BlkLoc loc, BlkType t, const CkType *k)
+{
+	if (blk_dtype_is_float(t.dtype))
+		return blk_build_const_float(&L->b, loc, t, k->weak == CK_WEAK_INT ? (double)k->i : k->f);
+	return blk_build_const_int(&L->b, loc, t, k->i);
+}
+
+static BlkValue *lw_i32(Lw *L, BlkLoc loc, int64_t v)
+{
+	return blk_build_const_int(&L->b, loc, blk_type_scalar(BLK_I32), v);
+}
+
+/* e as a tile of dtype dt and shape dims: weak constants become a const of
+ * that type, other values broadcast to it. */
+static BlkValue *lw_as(Lw *L, const BlkAstExpr *e, BlkDType dt, int rank,
+                       const BlkSym *const *dims)
+{
+	CkInfo *in = info(L, e);
+	BlkType t = tile(dt, rank, dims);
+	if (in->type.kind == CK_VALUE && in->type.konst)
+		return lw_const(L, e->loc, t, &in->type);
+	BlkValue *v = lw_expr(L, e, dt);
+	if (v->type.dtype != dt)
+		blk_die("lower_ast: %s value where %s is wanted", blk_dtype_name(v->type.dtype),
+		        blk_dtype_name(dt));
+	if (blk_type_equal(&v->type, &t))
+		return v;
+	return op1(L, BLK_OP_BROADCAST, e->loc, t, v);
+}
+
+static BlkValue *lw_as_type(Lw *L, const BlkAstExpr *e, const BlkType *t)
+{
+	return lw_as(L, e, t->dtype, t->rank, t->dims);
+}
+
+static BlkValue *lw_scalar_i32(Lw *L, const BlkAstExpr *e)
+{
+	return lw_as(L, e, BLK_I32, 0, NULL);
+}
+
+/* ---- Ref accesses ------------------------------------------------------------ */
+
+/* The operands of an access op: ref, then one i32 per SCALAR or DS dim. */
+static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue **ops)
+{
+	int n = 0;
+	ops[n++] = ref;
+	for (int d = 0; d < acc->rank; d++)
+		if (acc->idx[d].kind != BLK_INDEX_FULL)
+			ops[n++] = lw_scalar_i32(L, acc->src[d]->a);
+	return n;
+}
+
+/* The tile shape an access addresses. */
+static BlkType accessed(const BlkValue *ref, const CkAccess *acc)
+{
+	BlkType t = ref->type;
+	t.kind = BLK_TYPE_TILE;
+	t.space = BLK_SPACE_GLOBAL;
+	t.rank = 0;
+	for (int d = 0; d < acc->rank; d++)
+		if (acc->idx[d].kind != BLK_INDEX_SCALAR)
+			t.dims[t.rank++] = acc->idx[d].kind == BLK_INDEX_DS ? acc->idx[d].size : ref->type.dims[d];
+	return t;
+}
+
+static void set_fill(Lw *L, BlkOp *op, BlkDType dt, const CkType *fill)
+{
+	bool k = fill->kind == CK_VALUE;
+	if (blk_dtype_is_float(dt))
+		blk_op_set_float(L->a, op, "fill", !k ? 0.0 : fill->weak == CK_WEAK_INT ? (double)fill->i : fill->f);
+	else
+		blk_op_set_int(L->a, op, "fill", k ? fill->i : 0);
+}
+
+/* `r[idx]` (a load) or `r.at[idx]` (a view). */
+static BlkValue *lw_index(Lw *L, const BlkAstExpr *e, CkInfo *in)
+{
+	BlkValue *ref = lw_expr(L, e->lhs, BLK_I32), *ops[1 + BLK_MAX_RANK];
+	int n = access_operands(L, ref, &in->acc, ops);
+	BlkType t = accessed(ref, &in->acc);
+	if (e->kind == BLK_AST_AT)
+		t = blk_type_ref(t.dtype, t.rank, t.dims, ref->type.space);
+	BlkValue *v = blk_build1(&L->b, e->kind == BLK_AST_AT ? BLK_OP_VIEW : BLK_OP_LOAD, e->loc, t, n, ops);
+	blk_op_set_index(L->a, v->def, "idx", in->acc.rank, in->acc.idx);
+	if (e->kind == BLK_AST_INDEX)
+		set_fill(L, v->def, t.dtype, &in->fill);
+	return v;
+}
+
+/* ---- operators ----------------------------------------------------------------- */
+
+static BlkOpKind binop_kind(BlkAstOp op)
+{
+	static const BlkOpKind k[BLK_AST_NUM_OPS] = {
+		[BLK_AST_OP_ADD] = BLK_OP_ADD, [BLK_AST_OP_SUB] = BLK_OP_SUB,
+		[BLK_AST_OP_MUL] = BLK_OP_MUL, [BLK_AST_OP_DIV] = BLK_OP_DIV,
+		[BLK_AST_OP_FLOORDIV] = BLK_OP_FLOORDIV, [BLK_AST_OP_MOD] = BLK_OP_MOD,
+		[BLK_AST_OP_EQ] = BLK_OP_EQ, [BLK_AST_OP_NE] = BLK_OP_NE,
+		[BLK_AST_OP_LT] = BLK_OP_LT, [BLK_AST_OP_LE] = BLK_OP_LE,
+		[BLK_AST_OP_GT] = BLK_OP_GT, [BLK_AST_OP_GE] = BLK_OP_GE,
+		[BLK_AST_OP_AND] = BLK_OP_AND, [BLK_AST_OP_OR] = BLK_OP_OR,
+	};
+	return k[op];
+}
+
+/* `acc + dot(a, b)`: one dot with acc as its accumulator. */
+static BlkValue *lw_dot_acc(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkAstExpr *dot = in->dot_side == 1 ? e->lhs : e->rhs;
+	const BlkAstExpr *acc = in->dot_side == 1 ? e->rhs : e->lhs;
+	BlkValue *o[3];
+	o[0] = lw_expr(L, dot->args[0].value, BLK_F32);
+	o[1] = lw_expr(L, dot->args[1].value, BLK_F32);
+	o[2] = lw_expr(L, acc, BLK_F32);
+	info(L, dot); /* the dot node itself emits nothing */
+	return blk_build1(&L->b, BLK_OP_DOT, dot->loc, in->type.t, 3, o);
+}
+
+/* Operands of an elementwise op: each as opdt of the result's shape. */
+static BlkValue *lw_elementwise(Lw *L, BlkOpKind k, BlkLoc loc, const CkInfo *in,
+                                const BlkAstExpr *x, const BlkAstExpr *y)
+{
+	const BlkType *r = &in->type.t;
+	BlkValue *a = lw_as(L, x, in->opdt, r->rank, r->dims);
+	BlkValue *b = lw_as(L, y, in->opdt, r->rank, r->dims);
+	return op2(L, k, loc, in->type.t, a, b);
+}
+
+static BlkValue *lw_binary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	if (in->dot_side)
+		return lw_dot_acc(L, e, in);
+	return lw_elementwise(L, binop_kind(e->op), e->loc, in, e->lhs, e->rhs);
+}
+
+static BlkValue *lw_unary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *x = lw_expr(L, e->lhs, in->type.t.dtype);
+	return op1(L, e->op == BLK_AST_OP_NOT ? BLK_OP_NOT : BLK_OP_NEG, e->loc, in->type.t, x);
+}
+
+/* ---- builtins ------------------------------------------------------------------ */
+
+/* sum/max/min with an axis (or every axis), then keepdims' unit dims back. */
+static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkOpKind k = in->builtin == CK_B_SUM ? BLK_OP_REDUCE_SUM
+	            : in->builtin == CK_B_MAX ? BLK_OP_REDUCE_MAX : BLK_OP_REDUCE_MIN;
+	BlkValue *x = lw_expr(L, e->args[0].value, in->type.t.dtype);
+	int rank = x->type.rank;
+	for (int d = rank - 1; d >= 0; d--) {
+		if (in->axis >= 0 && d != in->axis)
+			continue;
+		BlkType t = x->type;
+		t.rank--;
+		memmove(&t.dims[d], &t.dims[d + 1], sizeof t.dims[0] * (size_t)(t.rank - d));
+		x = op_axis(L, k, e->loc, t, x, d);
+	}
+	for (int d = 0; in->keepdims && d < rank; d++) {
+		if (in->axis >= 0 && d != in->axis)
+			continue;
+		BlkType t = x->type;
+		memmove(&t.dims[d + 1], &t.dims[d], sizeof t.dims[0] * (size_t)(t.rank - d));
+		t.dims[d] = blk_sym_const(L->a, 1);
+		t.rank++;
+		x = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, x, d);
+	}
+	return x;
+}
+
+static BlkValue *lw_where(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkType *r = &in->type.t;
+	BlkValue *o[3];
+	o[0] = lw_as(L, e->args[0].value, BLK_BOOL, r->rank, r->dims);
+	o[1] = lw_as(L, e->args[1].value, in->opdt, r->rank, r->dims);
+	o[2] = lw_as(L, e->args[2].value, in->opdt, r->rank, r->dims);
+	return blk_build1(&L->b, BLK_OP_SELECT, e->loc, *r, 3, o);
+}
+
+/* cdiv(a, b) = -((-a) // b): exact for every sign, with the ops we have. */
+static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)
+{
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	BlkValue *x = lw_scalar_i32(L, e->args[0].value), *y = lw_scalar_i32(L, e->args[1].value);
+	BlkValue *q = op2(L, BLK_OP_FLOORDIV, e->loc, i32, op1(L, BLK_OP_NEG, e->loc, i32, x), y);
+	return op1(L, BLK_OP_NEG, e->loc, i32, q);
+}
+
+static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *ref = lw_expr(L, e->args[0].value, BLK_I32);
+	BlkValue *v = op1(L, BLK_OP_LOAD, e->loc, in->type.t, ref);
+	set_fill(L, v->def, in->type.t.dtype, &in->fill);
+	return v;
+}
+
+static BlkValue *lw_atomic_add(Lw *L, const BlkAstExpr *e)
+{
+	BlkValue *o[2];
+	o[0] = lw_expr(L, e->args[0].value, BLK_I32);
+	o[1] = lw_as(L, e->args[1].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
+	blk_build(&L->b, BLK_OP_ATOMIC_ADD, e->loc, 2, o, 0, NULL, 0);
+	return NULL;
+}
+
+static const BlkAstExpr *pos_arg(const BlkAstExpr *e, int i)
+{
+	for (int j = 0, n = 0; j < e->nargs; j++)
+		if (!e->args[j].name && n++ == i)
+			return e->args[j].value;
+	return NULL;
+}
+
+static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	static const BlkOpKind k[CK_NUM_BUILTINS] = {
+		[CK_B_EXP] = BLK_OP_EXP, [CK_B_LOG] = BLK_OP_LOG, [CK_B_SQRT] = BLK_OP_SQRT,
+		[CK_B_RSQRT] = BLK_OP_RSQRT, [CK_B_TANH] = BLK_OP_TANH, [CK_B_ABS] = BLK_OP_ABS,
+		[CK_B_TRANSPOSE] = BLK_OP_TRANSPOSE,
+	};
+	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);
+	return op1(L, k[in->builtin], e->loc, in->type.t, x);
+}
+
+static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	switch (in->builtin) {
+	case CK_B_ZEROS:
+	case CK_B_FULL: return lw_const(L, e->loc, in->type.t, &in->fill);
+	case CK_B_IOTA: return op_axis(L, BLK_OP_IOTA, e->loc, in->type.t, NULL, 0);
+	case CK_B_MAX:
+	case CK_B_MIN:
+		if (!in->reduce)
+			return lw_elementwise(L, in->builtin == CK_B_MAX ? BLK_OP_MAX : BLK_OP_MIN, e->loc,
+			                      in, e->args[0].value, e->args[1].value);
+		return lw_reduce(L, e, in);
+	case CK_B_SUM: return lw_reduce(L, e, in);
+	case CK_B_WHERE: return lw_where(L, e, in);
+	case CK_B_DOT:
+		return op2(L, BLK_OP_DOT, e->loc, in->type.t, lw_expr(L, e->args[0].value, BLK_F32),
+		           lw_expr(L, e->args[1].value, BLK_F32));
+	case CK_B_EXPAND_DIMS:
+		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
+		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);
+	case CK_B_CDIV: return lw_cdiv(L, e);
+	case CK_B_PROGRAM_ID: return op_axis(L, BLK_OP_PROGRAM_ID, e->loc, in->type.t, NULL, in->axis);
+	case CK_B_NUM_PROGRAMS:
+		return op_axis(L, BLK_OP_NUM_PROGRAMS, e->loc, in->type.t, NULL, in->axis);
+	case CK_B_LOAD: return lw_load(L, e, in);
+	case CK_B_ATOMIC_ADD: return lw_atomic_add(L, e);
+	default: return lw_math(L, e, in);
+	}
+}
+
+/* ---- fori_loop ------------------------------------------------------------------ */
+
+static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, BlkValue **out);
+
+/* The body's next carries, each of its carry's type. */
+static void lw_body_result(Lw *L, const BlkAstExpr *res, int n, const BlkType *types,
+                           BlkValue **out)
+{
+	if (n == 1)
+		out[0] = lw_as_type(L, res, &types[0]);
+	else if (n > 1)
+		lw_multi(L, res, n, types, out);
+	else if (res)
+		lw_expr(L, res, BLK_I32);
+}
+
+static void lw_unrolled(Lw *L, const BlkAstExpr *e, const CkInfo *in, int n, const BlkType *types,
+                        BlkValue **cur)
+{
+	for (int64_t i = in->lo; i < in->hi; i++) {
+		in->ivar->value = lw_i32(L, e->loc, i);
+		for (int c = 0; c < n; c++)
+			in->binds[c]->value = cur[c];
+		lw_stmts(L, e->body);
+		lw_body_result(L, e->body->result, n, types, cur);
+	}
+}
+
+static void lw_loop(Lw *L, const BlkAstExpr *e, const CkInfo *in, int n, const BlkType *types,
+                    BlkValue **cur)
+{
+	BlkValue **ops = BLK_NEW_N(L->a, BlkValue *, n + 3);
+	ops[0] = lw_scalar_i32(L, e->args[0].value);
+	ops[1] = lw_scalar_i32(L, e->args[1].value);
+	ops[2] = lw_i32(L, e->loc, 1);
+	memcpy(ops + 3, cur, sizeof *cur * (size_t)n);
+	BlkOp *f = blk_build(&L->b, BLK_OP_FOR, e->loc, n + 3, ops, n, types, 1);
+	blk_op_set_int(L->a, f, "unroll", 0);
+	in->ivar->value = blk_region_add_arg(L->a, f->regions[0], blk_type_scalar(BLK_I32), e->ivar);
+	for (int c = 0; c < n; c++)
+		in->binds[c]->value = blk_region_add_arg(L->a, f->regions[0], types[c], e->carries[c]);
+	BlkBuilder saved = L->b;
+	blk_builder_at_end(&L->b, L->a, f->regions[0]);
+	lw_stmts(L, e->body);
+	lw_body_result(L, e->body->result, n, types, cur);
+	blk_build(&L->b, BLK_OP_YIELD, e->loc, n, cur, 0, NULL, 0);
+	L->b = saved;
+	for (int c = 0; c < n; c++) {
+		cur[c] = f->results[c];
+		cur[c]->name = e->carries[c];
+	}
+}
+
+/* Lowers the loop; out gets its n carries' final values. */
+static void lw_fori(Lw *L, const BlkAstExpr *e, BlkValue **out)
+{
+	CkInfo *in = info(L, e);
+	int n = in->nbinds;
+	BlkType *types = BLK_NEW_N(L->a, BlkType, n + 1);
+	for (int c = 0; c < n; c++)
+		types[c] = in->binds[c]->type.t;
+	const BlkAstExpr *init = pos_arg(e, 2);
+	if (n == 1)
+		out[0] = lw_as_type(L, init, &types[0]);
+	else if (n > 1)
+		lw_multi(L, init, n, types, out);
+	for (int c = 0; c < n; c++)
+		if (!out[c]->name)
+			out[c]->name = e->carries[c];
+	if (in->unroll)
+		lw_unrolled(L, e, in, n, types, out);
+	else
+		lw_loop(L, e, in, n, types, out);
+}
+
+/* A tuple-valued expression (a tuple or a loop with several carries). */
+static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, BlkValue **out)
+{
+	if (e->kind == BLK_AST_FORI) {
+		lw_fori(L, e, out);
+		return;
+	}
+	if (e->kind != BLK_AST_TUPLE || e->nelems != n)
+		blk_die("lower_ast: a %d-tuple expected", n);
+	info(L, e);
+	for (int i = 0; i < n; i++) {
+		CkInfo *in = info(L, e->elems[i]);
+		out[i] = want ? lw_as_type(L, e->elems[i], &want[i]) : lw_expr(L, e->elems[i], in->type.t.dtype);
+	}
+}
+
+/* ---- expressions ----------------------------------------------------------------- */
+
+static BlkValue *lw_name(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	if (in->bind->kind == CK_BIND_SIZE) {
+		BlkValue *v = blk_build1(&L->b, BLK_OP_SIZE, e->loc, blk_type_scalar(BLK_I32), 0, NULL);
+		blk_op_set_string(L->a, v->def, "name", in->bind->name);
+		return v;
+	}
+	if (!in->bind->value)
+		blk_die("lower_ast: `%s` has no value", in->bind->name);
+	return in->bind->value;
+}
+
+static BlkValue *lw_astype(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	CkInfo *x = info(L, e->lhs);
+	BlkValue *v = lw_expr(L, e->lhs, x->type.t.dtype);
+	if (v->type.dtype == in->type.t.dtype)
+		return v;
+	return op1(L, BLK_OP_CAST, e->loc, in->type.t, v);
+}
+
+static BlkValue *lw_expr(Lw *L, const BlkAstExpr *e, BlkDType want)
+{
+	CkInfo *in = info(L, e);
+	BlkValue *v = NULL;
+	if (in->type.kind == CK_VALUE && in->type.konst)
+		return lw_const(L, e->loc, blk_type_scalar(in->type.weak ? want : in->type.t.dtype), &in->type);
+	switch (e->kind) {
+	case BLK_AST_NAME: return lw_name(L, e, in);
+	case BLK_AST_UNARY: return lw_unary(L, e, in);
+	case BLK_AST_BINARY: return lw_binary(L, e, in);
+	case BLK_AST_CALL: return lw_call(L, e, in);
+	case BLK_AST_INDEX:
+	case BLK_AST_AT: return lw_index(L, e, in);
+	case BLK_AST_ASTYPE: return lw_astype(L, e, in);
+	case BLK_AST_TRANSPOSE:
+		return op1(L, BLK_OP_TRANSPOSE, e->loc, in->type.t, lw_expr(L, e->lhs, in->type.t.dtype));
+	case BLK_AST_FORI:
+		if (in->nbinds > 1)
+			blk_die("lower_ast: a loop with %d carries used as one value", in->nbinds);
+		lw_fori(L, e, &v);
+		return v;
+	default:
+		blk_die("lower_ast: cannot lower a %s expression", blk_ast_expr_kind_name(e->kind));
+	}
+}
+
+/* ---- statements -------------------------------------------------------------------- */
+
+static void name_value(BlkValue *v, const char *name)
+{
+	if (v && !v->name)
+		v->name = name;
+}
+
+static void lw_let(Lw *L, const BlkAstStmt *s)
+{
+	CkInfo *in = info(L, s);
+	if (s->tuple_pattern && s->nnames > 1) {
+		BlkValue **vals = BLK_NEW_N(L->a, BlkValue *, s->nnames);
+		lw_multi(L, s->value, s->nnames, NULL, vals);
+		for (int i = 0; i < s->nnames; i++)
+			name_value(in->binds[i]->value = vals[i], s->names[i]);
+		return;
+	}
+	const BlkAstExpr *e = s->tuple_pattern ? s->value->elems[0] : s->value; /* `let (a,) = (x,)` */
+	CkInfo *ve = info(L, e);
+	if (ve->type.konst) /* a constant: every use makes its own const */
+		return;
+	in->binds[0]->value = lw_expr(L, e, ve->type.t.dtype);
+	name_value(in->binds[0]->value, s->names[0]);
+}
+
+static void lw_store(Lw *L, const BlkAstStmt *s)
+{
+	CkInfo *in = info(L, s);
+	BlkValue *ref = lw_expr(L, s->target, BLK_I32), *ops[2 + BLK_MAX_RANK];
+	int n = access_operands(L, ref, &in->acc, ops);
+	BlkType t = accessed(ref, &in->acc);
+	ops[n++] = lw_as_type(L, s->value, &t);
+	BlkOp *op = blk_build(&L->b, BLK_OP_STORE, s->loc, n, ops, 0, NULL, 0);
+	blk_op_set_index(L->a, op, "idx", in->acc.rank, in->acc.idx);
+}
+
+static void lw_in_region(Lw *L, BlkRegion *r, const BlkAstBlock *blk)
+{
+	BlkBuilder saved = L->b;
+	blk_builder_at_end(&L->b, L->a, r);
+	lw_stmts(L, blk);
+	L->b = saved;
+}
+
+static void lw_when(Lw *L, const BlkAstStmt *s)
+{
+	BlkValue *c = lw_as(L, s->value, BLK_BOOL, 0, NULL);
+	BlkOp *op = blk_build(&L->b, BLK_OP_IF, s->loc, 1, &c, 0, NULL, 2);
+	lw_in_region(L, op->regions[0], s->then);
+	if (s->els)
+		lw_in_region(L, op->regions[1], s->els);
+}
+
+static void lw_scoped(Lw *L, const BlkAstStmt *s)
+{
+	CkInfo *in = info(L, s);
+	BlkOp *op = blk_build(&L->b, BLK_OP_SCOPED, s->loc, 0, NULL, 0, NULL, 1);
+	for (int i = 0; i < in->nbinds; i++)
+		in->binds[i]->value = blk_region_add_arg(L->a, op->regions[0], in->binds[i]->type.t,
+		                                         in->binds[i]->name);
+	lw_in_region(L, op->regions[0], s->then);
+}
+
+static void lw_print(Lw *L, const BlkAstStmt *s)
+{
+	BlkValue **ops = BLK_NEW_N(L->a, BlkValue *, s->nargs + 1);
+	for (int i = 0; i < s->nargs; i++)
+		ops[i] = lw_expr(L, s->args[i], info(L, s->args[i])->type.t.dtype);
+	BlkOp *op = blk_build(&L->b, BLK_OP_PRINT, s->loc, s->nargs, ops, 0, NULL, 0);
+	blk_op_set_string(L->a, op, "fmt", s->str);
+}
+
+static void lw_expr_stmt(Lw *L, const BlkAstStmt *s)
+{
+	CkInfo *in = info(L, s->value);
+	BlkValue *tmp[BLK_MAX_RANK * 4];
+	if (in->type.konst)
+		return;
+	if (in->type.kind == CK_TUPLE && s->value->kind == BLK_AST_FORI && in->type.n <= (int)(sizeof tmp / sizeof tmp[0]))
+		lw_fori(L, s->value, tmp);
+	else if (in->type.kind != CK_TUPLE)
+		lw_expr(L, s->value, in->type.t.dtype);
+}
+
+static void lw_stmts(Lw *L, const BlkAstBlock *blk)
+{
+	for (int i = 0; i < blk->nstmts; i++) {
+		const BlkAstStmt *s = blk->stmts[i];
+		switch (s->kind) {
+		case BLK_AST_LET: lw_let(L, s); break;
+		case BLK_AST_STORE: lw_store(L, s); break;
+		case BLK_AST_WHEN: lw_when(L, s); break;
+		case BLK_AST_SCOPED: lw_scoped(L, s); break;
+		case BLK_AST_PRINT: lw_print(L, s); break;
+		default: lw_expr_stmt(L, s); break;
+		}
+	}
+}
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+/* The param's index map region: grid indices -> block indices (0 without one). */
+static BlkRegion *lw_index_map(Lw *L, const BlkAstParam *p, int pi)
+{
+	BlkRegion *r = blk_region_create(L->a);
+	BlkValue *ys[BLK_MAX_RANK];
+	int rank = L->k->params[pi].rank;
+	for (int i = 0; i < L->k->grid_rank; i++) {
+		BlkValue *g = blk_region_add_arg(L->a, r, blk_type_scalar(BLK_I32),
+		                                 p->has_index ? p->index_params[i] : NULL);
+		if (p->has_index)
+			L->k->mapbinds[pi][i]->value = g;
+	}
+	blk_builder_at_end(&L->b, L->a, r);
+	for (int d = 0; d < rank; d++)
+		ys[d] = p->has_index ? lw_scalar_i32(L, p->index_map[d]) : lw_i32(L, p->loc, 0);
+	blk_build(&L->b, BLK_OP_YIELD, p->loc, rank, ys, 0, NULL, 0);
+	return r;
+}
+
+static void lw_signature(Lw *L, BlkKernel *K)
+{
+	const CkKernel *k = L->k;
+	K->nparams = k->nparams;
+	K->params = BLK_NEW_N(L->a, BlkParam, k->nparams + 1);
+	memcpy(K->params, k->params, sizeof *K->params * (size_t)k->nparams);
+	for (int i = 0; i < k->nparams; i++)
+		if (K->params[i].access != BLK_ACCESS_SCRATCH)
+			K->params[i].index_map = lw_index_map(L, &k->ast->params[i], i);
+	K->nsizes = k->nsizes;
+	K->sizes = k->sizes;
+	K->grid_rank = k->grid_rank;
+	memcpy(K->grid, k->grid, sizeof K->grid);
+	memcpy(K->grid_seq, k->grid_seq, sizeof K->grid_seq);
+	K->ncparams = k->ncparams;
+	K->cparams = k->cparams;
+	K->num_warps = k->num_warps;
+	K->num_stages = k->num_stages;
+}
+
+static void lw_kernel(Lw *L, BlkModule *m, const CkKernel *k)
+{
+	BlkKernel *K = blk_kernel_add(m, k->ast->name, k->ast->name_loc);
+	L->k = k;
+	lw_signature(L, K);
+	for (int i = 0; i < k->nparams; i++)
+		k->pbinds[i]->value = blk_region_add_arg(L->a, K->body, k->pbinds[i]->type.t,
+		                                         k->params[i].name);
+	blk_builder_at_end(&L->b, L->a, K->body);
+	lw_stmts(L, k->ast->body);
+}
+
+BlkModule *blk_lower_ast(BlkArena *a, const BlkCkFile *cf)
+{
+	BlkModule *m = blk_module_create(a);
+	Lw L = { .a = a, .map = &cf->map };
+	for (int i = 0; i < cf->nkernels; i++)
+		lw_kernel(&L, m, &cf->kernels[i]);
+	return m;
+}
