@@ -310,7 +310,7 @@ static void make_function(Emit *E)
 		LLVMAddAttributeAtIndex(E->fn, (unsigned)j + 1, LLVMCreateEnumAttribute(E->cx, noalias, 0));
 		j++;
 	}
-	add_annotation(E, "maxntidx", E->c->nthreads);
+	/* reqntid implies maxntid; ptxas refuses both */
 	add_annotation(E, "reqntidx", E->c->nthreads);
 }
 
