@@ -176,7 +176,7 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 	}
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+D:k:o:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "D:k:o:h", long_opts, NULL)) != -1) {
 		if (c == '?')
 			return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
 		int r = take_option(o, c, optarg);
