@@ -296,9 +296,10 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return lw_reduce(L, e, in);
 	case CK_B_SUM: return lw_reduce(L, e, in);
 	case CK_B_WHERE: return lw_where(L, e, in);
-	case CK_B_DOT:
-		return op2(L, BLK_OP_DOT, e->loc, in->type.t, lw_expr(L, e->args[0].value, BLK_F32),
-		           lw_expr(L, e->args[1].value, BLK_F32));
+	case CK_B_DOT: {
+		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
+		return op2(L, BLK_OP_DOT, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
+	}
 	case CK_B_EXPAND_DIMS:
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
 		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);

@@ -1,0 +1,288 @@
+/* test_check.c - the checker and the AST -> IR lowering through
+ * blk_compile_source: inferred types and shapes (read off the printed IR),
+ * lowering forms (broadcasts, weak literals, dot accumulate, unrolling),
+ * -D defines, and each class of error with its exact message and location. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "frontend/frontend.h"
+
+typedef struct Run {
+	BlkArena *a;
+	BlkModule *m;
+	char *ir;   /* the printed module (malloc'd), "" if none */
+	char *errs; /* the diagnostics (malloc'd) */
+	int nerrors;
+} Run;
+
+static Run compile_defs(const char *text, const BlkDefine *defs, int ndefs)
+{
+	Run r = { .a = blk_arena_create() };
+	size_t n = 0, ni = 0;
+	FILE *ef = open_memstream(&r.errs, &n);
+	BlkDiag *d = blk_diag_create(r.a, ef, 0);
+	BlkSource *src = blk_source_from_string(r.a, "t.blk", text, strlen(text));
+	r.m = blk_compile_source(r.a, d, src, defs, ndefs);
+	r.nerrors = blk_diag_error_count(d);
+	fclose(ef);
+	FILE *irf = open_memstream(&r.ir, &ni);
+	if (r.m)
+		blk_ir_print_module(irf, r.m);
+	fclose(irf);
+	return r;
+}
+
+static Run compile(const char *text)
+{
+	return compile_defs(text, NULL, 0);
+}
+
+static void run_free(Run *r)
+{
+	free(r->ir);
+	free(r->errs);
+	blk_arena_destroy(r->a);
+}
+
+/* Compiles and expects success and every substring in the IR. */
+static void expect_ir(const char *text, ...)
+{
+	Run r = compile(text);
+	if (!r.m)
+		fail_msg("expected success, got:\n%s", r.errs);
+	va_list ap;
+	va_start(ap, text);
+	for (const char *s; (s = va_arg(ap, const char *));)
+		if (!strstr(r.ir, s))
+			fail_msg("'%s' not in the IR:\n%s", s, r.ir);
+	va_end(ap);
+	run_free(&r);
+}
+
+/* Compiles and expects the first error at "t.blk:LOC: error: MSG". */
+static void expect_error(const char *text, const char *loc_msg)
+{
+	Run r = compile(text);
+	char want[512];
+	snprintf(want, sizeof want, "t.blk:%s", loc_msg);
+	assert_null(r.m);
+	if (strncmp(r.errs, want, strlen(want)) != 0)
+		fail_msg("expected '%s', got:\n%s", want, r.errs);
+	run_free(&r);
+}
+
+#define K1 "kernel k(x: in f32[N] block (8) index (i) -> (i), y: out f32[N] block (8) index (i) -> (i)) grid (cdiv(N, 8)) {\n"
+
+/* ---- successes ----------------------------------------------------------- */
+
+static void test_weak_literals(void **state)
+{
+	(void)state;
+	/* 2 takes f16; the scalar is splat to the tile's shape */
+	expect_ir("kernel k(x: in f16[8], y: out f16[8]) {\n    y[...] = x[...] * 2;\n}\n",
+	          "const {value = 2.0} : f16[8]", "mul %0, %1 : f16[8]", NULL);
+	/* constant folding of weak expressions and cparams */
+	expect_ir("kernel k[B = 4](y: out i32[8]) {\n    y[...] = B * 3 + 1;\n}\n",
+	          "const {value = 13} : i32[8]", NULL);
+}
+
+static void test_broadcast_explicit(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f32[4, N], b: in f32[N], y: out f32[4, N]) {\n"
+	          "    y[...] = x[...] + b[...];\n}\n",
+	          "broadcast %1 : f32[4, N]", "add %0, %2 : f32[4, N]", NULL);
+}
+
+static void test_dot_accumulate(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(a: in f32[16, 8], b: in f32[8, 16], c: inout f32[16, 16]) {\n"
+	          "    c[...] = c[...] + dot(a[...], b[...]);\n}\n",
+	          "dot %0, %1, %2 : f32[16, 16]", NULL);
+	/* f16 operands: the result is f32 and a cast brings it back */
+	expect_ir("kernel k(a: in f16[16, 8], b: in f16[8, 16], c: out f16[16, 16]) {\n"
+	          "    c[...] = dot(a[...], b[...]).astype(f16);\n}\n",
+	          "dot %0, %1 : f32[16, 16]", "cast %2 : f16[16, 16]", NULL);
+}
+
+static void test_unroll(void **state)
+{
+	(void)state;
+	Run r = compile("kernel k(y: out i32[1]) {\n"
+	                "    let s = fori_loop(0, 3, 0, unroll = true) |i, acc| { acc + i };\n"
+	                "    y[0] = s;\n}\n");
+	assert_non_null(r.m);
+	assert_null(strstr(r.ir, "for "));
+	int adds = 0;
+	for (const char *p = r.ir; (p = strstr(p, " add ")); p++)
+		adds++;
+	assert_int_equal(adds, 3);
+	run_free(&r);
+}
+
+static void test_loop_and_carries(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(y: out f32[4]) {\n"
+	          "    let (a, n) = fori_loop(0, 10, (zeros((4,), f32), 0)) |i, (s, c)| {\n"
+	          "        (s + 1.0, c + i)\n    };\n"
+	          "    y[...] = a + n.astype(f32);\n}\n",
+	          "for %", ": f32[4], i32 {", "yield", NULL);
+}
+
+static void test_reductions_keepdims(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f32[4, 8], y: out f32[4, 1], z: out f32[1]) {\n"
+	          "    y[...] = max(x[...], axis = 1, keepdims = true);\n"
+	          "    z[0] = sum(x[...]);\n}\n",
+	          "reduce_max %0 {axis = 1} : f32[4]", "expand_dims %1 {axis = 1} : f32[4, 1]",
+	          "reduce_sum %4 {axis = 1} : f32[4]", "reduce_sum %5 {axis = 0} : f32\n", NULL);
+}
+
+static void test_index_forms(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f32[4, 8, 16], y: out f32[8, 1]) {\n"
+	          "    let i = 2;\n"
+	          "    y[...] = x[1, :, ds(i, 1)];\n}\n",
+	          "idx = [i, :, ds(1)]", NULL);
+	expect_ir("kernel k(x: inout f32[4, 8]) {\n"
+	          "    atomic_add(x.at[0, ...], 1.0);\n}\n",
+	          "view %x", "idx = [i, :]", "atomic_add", NULL);
+}
+
+static void test_squeezed_and_sizes(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f32[M, N] block (None, N) index (i) -> (i, 0), "
+	          "y: out f32[M] block (1) index (i) -> (i)) grid (M) {\n"
+	          "    y[0] = sum(x[...]) + N.astype(f32);\n}\n",
+	          "sizes (M, N)", "ref<f32[N]>", "size {name = \"N\"} : i32", NULL);
+}
+
+static void test_when_scoped_print(void **state)
+{
+	(void)state;
+	expect_ir(K1 "    when program_id(0) == 0 {\n"
+	          "        scoped (t: f32[8]) {\n            t[...] = x[...];\n            y[...] = t[...];\n        }\n"
+	          "    } else {\n        print(\"hi\", num_programs(0));\n    }\n}\n",
+	          "if %", "scoped {", "ref<shared f32[8]>", "print", NULL);
+}
+
+static void test_defines(void **state)
+{
+	(void)state;
+	BlkDefine defs[] = { { "BM", "128" }, { "T", "bf16" } };
+	Run r = compile_defs("kernel k[T = f32, BM = 64](x: in T[M] block (BM) index (i) -> (i), "
+	                     "y: out T[M] block (BM) index (i) -> (i)) grid (cdiv(M, BM)) {\n"
+	                     "    y[...] = x[...];\n}\n", defs, 2);
+	assert_non_null(r.m);
+	assert_non_null(strstr(r.ir, "ref<bf16[128]>"));
+	assert_non_null(strstr(r.ir, "cdiv(M, 128)"));
+	run_free(&r);
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static void test_define_errors(void **state)
+{
+	(void)state;
+	BlkDefine unknown[] = { { "Q", "3" } }, kind[] = { { "B", "1.5" } };
+	const char *src = "kernel k[B = 4](y: out i32[8]) {\n    y[...] = B;\n}\n";
+	Run r = compile_defs(src, unknown, 1);
+	assert_null(r.m);
+	assert_non_null(strstr(r.errs, "-D Q: no kernel has a compile-time parameter named `Q`"));
+	run_free(&r);
+	r = compile_defs(src, kind, 1);
+	assert_null(r.m);
+	assert_non_null(strstr(r.errs, "-D B=1.5: `B` is an int parameter"));
+	assert_non_null(strstr(r.errs, "t.blk:1:10: note: `B` is declared here"));
+	run_free(&r);
+}
+
+static void test_several_errors_no_cascade(void **state)
+{
+	(void)state;
+	Run r = compile("kernel k(x: in f32[N], y: out f32[N]) {\n"
+	                "    let a = q;\n    let b = a + 1.0;\n    y[...] = b * h + x[...];\n"
+	                "    y[...] = exp(x[...], 1);\n}\n");
+	assert_null(r.m);
+	assert_int_equal(r.nerrors, 3); /* q, h, exp's arity; nothing about a or b */
+	assert_non_null(strstr(r.errs, "t.blk:2:13: error: unknown name `q`"));
+	assert_non_null(strstr(r.errs, "t.blk:4:18: error: unknown name `h`"));
+	assert_non_null(strstr(r.errs, "t.blk:5:14: error: `exp` takes 1 argument, got 2"));
+	run_free(&r);
+}
+
+static void test_error_messages(void **state)
+{
+	(void)state;
+	expect_error(K1 "    y[...] = x[...] + z;\n}\n", "2:23: error: unknown name `z`");
+	expect_error(K1 "    y[...] = frob(x[...]);\n}\n", "2:14: error: unknown function `frob`");
+	expect_error(K1 "    x[...] = 1.0;\n}\n", "2:5: error: cannot write to `x`: it is an `in` parameter");
+	expect_error(K1 "    y[...] = y[...];\n}\n", "2:15: error: cannot read `y`: it is an `out` parameter");
+	expect_error(K1 "    y[...] = program_id(1);\n}\n",
+	             "2:25: error: program_id axis 1 is out of range: the grid has rank 1");
+	expect_error(K1 "    when 1 { y[...] = 1.0; }\n}\n",
+	             "2:10: error: the condition of `when` must be a bool scalar, got i32");
+	expect_error(K1 "    y[...] = x[...] + iota(4);\n}\n",
+	             "2:21: error: mismatched dtypes in `+`: f32[8] and i32[4]; convert one with astype");
+	expect_error(K1 "    y[...] = x[...] + zeros((4,), f32);\n}\n",
+	             "2:21: error: cannot broadcast f32[8] and f32[4]");
+	expect_error(K1 "    y[...] = fori_loop(0, 2, x[...]) |i, a| { a.astype(f16) };\n}\n",
+	             "2:48: error: the loop body yields f16[8], but the carry `a` has type f32[8]");
+	expect_error("kernel k(x: in f32[N] block (8, 8), y: out f32[N]) {\n    y[...] = x[...];\n}\n",
+	             "1:23: error: the block has 2 dims but `x` has rank 1");
+	expect_error("kernel k(y: out f32[N] block (8) index (i) -> (i, i)) grid (4) {\n}\n",
+	             "1:34: error: the index map yields 2 block indices but `y` has rank 1");
+	expect_error("kernel k(y: out f32[N] block (8) index (i, j) -> (i)) grid (4) {\n}\n",
+	             "1:34: error: the index map takes 2 parameters but the grid has 1 axis");
+	expect_error("kernel k[num_stages = 0](y: out f32[N]) {\n}\n",
+	             "1:10: error: num_stages must be an int >= 1");
+	expect_error("kernel k(y: out f32[N]) {\n    y[...] = zeros((1 << 0,), f32);\n}\n", "2:");
+}
+
+static void test_examples_compile(void **state)
+{
+	(void)state;
+	const char *names[] = { "add", "matmul", "matmul_acc", "softmax" };
+	for (int i = 0; i < 4; i++) {
+		BlkArena *a = blk_arena_create();
+		BlkDiag *d = blk_diag_create(a, stderr, 0);
+		char path[512];
+		snprintf(path, sizeof path, "%s/examples/%s.blk", BLK_SRCDIR, names[i]);
+		BlkSource *src = blk_source_read(a, d, path);
+		assert_non_null(src);
+		assert_non_null(blk_compile_source(a, d, src, NULL, 0));
+		blk_arena_destroy(a);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_weak_literals),
+		cmocka_unit_test(test_broadcast_explicit),
+		cmocka_unit_test(test_dot_accumulate),
+		cmocka_unit_test(test_unroll),
+		cmocka_unit_test(test_loop_and_carries),
+		cmocka_unit_test(test_reductions_keepdims),
+		cmocka_unit_test(test_index_forms),
+		cmocka_unit_test(test_squeezed_and_sizes),
+		cmocka_unit_test(test_when_scoped_print),
+		cmocka_unit_test(test_defines),
+		cmocka_unit_test(test_define_errors),
+		cmocka_unit_test(test_several_errors_no_cascade),
+		cmocka_unit_test(test_error_messages),
+		cmocka_unit_test(test_examples_compile),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
