@@ -94,6 +94,10 @@ static bool fold_value(LowerCtx *c, BlkOp *op, int64_t *out)
 		x = blk_op_int(op, "axis", 0);
 		*out = x < c->k->grid_rank ? blk_lower_dim(c->k->grid[x]) : 1;
 		return true;
+	case BLK_OP_NEG:
+		if (op->results[0]->type.rank != 0 || !blk_lower_const_int(op->operands[0], &x))
+			return false;
+		return *out = (int32_t)-x, true;
 	default:
 		break;
 	}
