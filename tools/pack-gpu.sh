@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# pack-gpu.sh - builds a release tree (build-gpu/) and copies what the GPU
+# machine runs into carry/build/, stripped, keeping the relative layout the
+# binaries' $ORIGIN run paths expect.  The device tool then carries `carry`
+# and tools/gpu-run.sh runs it with BLK_BUILD=carry/build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d build-gpu ] || meson setup build-gpu -Dbuildtype=release >/dev/null
+ninja -C build-gpu >/dev/null
+rm -rf carry && mkdir -p carry/build
+for f in libblk.so tools/blkc tools/blk-bench tests/gpu/gpu-examples examples/host/matmul-host; do
+	mkdir -p "carry/build/$(dirname "$f")"
+	strip -o "carry/build/$f" "build-gpu/$f"
+done
+du -sh carry
