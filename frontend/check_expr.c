@@ -1149,8 +1149,14 @@ static CkType check_tuple(Ck *c, const BlkAstExpr *e)
 	t.n = e->nelems;
 	t.elems = BLK_NEW_N(c->a, CkType, e->nelems);
 	for (int i = 0; i < e->nelems; i++) {
-		t.elems[i] = ck_expr(c, e->elems[i]);
-		if (is_poison(&t.elems[i]))
+		CkType *el = &t.elems[i];
+		*el = ck_expr(c, e->elems[i]);
+		if (el->kind == CK_TUPLE || el->kind == CK_VOID || el->kind == CK_DTYPE) {
+			blk_error(c->d, e->elems[i]->loc, "a tuple holds values or Refs, not %s",
+			          tstr(c, el));
+			*el = ck_poison();
+		}
+		if (is_poison(el))
 			t.kind = CK_POISON;
 	}
 	return t;

@@ -529,12 +529,13 @@ static void lw_print(Lw *L, const BlkAstStmt *s)
 static void lw_expr_stmt(Lw *L, const BlkAstStmt *s)
 {
 	CkInfo *in = info(L, s->value);
-	BlkValue *tmp[BLK_MAX_RANK * 4];
 	if (in->type.konst)
 		return;
-	if (in->type.kind == CK_TUPLE && s->value->kind == BLK_AST_FORI && in->type.n <= (int)(sizeof tmp / sizeof tmp[0]))
-		lw_fori(L, s->value, tmp);
-	else if (in->type.kind != CK_TUPLE)
+	if (in->type.kind == CK_TUPLE && s->value->kind == BLK_AST_FORI)
+		lw_fori(L, s->value, BLK_NEW_N(L->a, BlkValue *, in->type.n));
+	else if (in->type.kind == CK_TUPLE)
+		lw_multi(L, s->value, in->type.n, NULL, BLK_NEW_N(L->a, BlkValue *, in->type.n));
+	else
 		lw_expr(L, s->value, in->type.t.dtype);
 }
 
