@@ -29,7 +29,8 @@ static void clone_op(LowerCtx *c, BlkPtrMap *vm, const BlkOp *op, BlkBuilder *b)
 	                     op->nregions);
 	n->nattrs = op->nattrs;
 	n->attrs = BLK_NEW_N(c->a, BlkAttr, op->nattrs + 1);
-	memcpy(n->attrs, op->attrs, sizeof(BlkAttr) * (size_t)op->nattrs);
+	if (op->nattrs > 0) /* attrs is NULL when empty; memcpy(NULL) is UB even for 0 bytes */
+		memcpy(n->attrs, op->attrs, sizeof(BlkAttr) * (size_t)op->nattrs);
 	for (int i = 0; i < op->nresults; i++) {
 		n->results[i]->name = op->results[i]->name;
 		blk_pmap_put(c->a, vm, op->results[i], n->results[i]);
@@ -68,7 +69,8 @@ BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k)
 	*n = *k;
 	n->next = next;
 	n->params = BLK_NEW_N(c->a, BlkParam, k->nparams + 1);
-	memcpy(n->params, k->params, sizeof(BlkParam) * (size_t)k->nparams);
+	if (k->nparams > 0) /* params is NULL for a kernel without any */
+		memcpy(n->params, k->params, sizeof(BlkParam) * (size_t)k->nparams);
 	for (int i = 0; i < k->nparams; i++)
 		n->params[i].index_map = clone_top(c, k->params[i].index_map);
 	n->body = clone_top(c, k->body);
