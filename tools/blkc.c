@@ -238,6 +238,19 @@ static bool is_param_name(const BlkKernel *k, const char *name)
 	return false;
 }
 
+/* "M, N, K" for messages. */
+static const char *size_list(const BlkKernel *k)
+{
+	static char buf[256];
+	buf[0] = 0;
+	for (int i = 0; i < k->nsizes; i++) {
+		if (i)
+			strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
+		strncat(buf, k->sizes[i], sizeof buf - strlen(buf) - 1);
+	}
+	return k->nsizes ? buf : "none";
+}
+
 bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t *sizes, BlkDiag *d)
 {
 	BlkLoc none = { 0 };
@@ -255,8 +268,9 @@ bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t 
 			}
 			sizes[i] = (int64_t)v;
 		} else if (!(o->run && is_param_name(k, bd->name))) {
-			blk_error(d, none, "'%s' is neither a launch size%s of kernel '%s'",
-			          bd->name, o->run ? " nor an array parameter" : "", k->name);
+			blk_error(d, none, "'%s' is %s of kernel '%s' (its sizes: %s)", bd->name,
+			          o->run ? "neither a launch size nor an array parameter" : "not a launch size",
+			          k->name, size_list(k));
 			ok = false;
 		}
 	}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# blkc.sh - end-to-end tests of the blkc command line: every option, the exit
+# status contract (0 ok, 1 diagnosed error, 2 bad usage, never a signal), the
+# stages it prints, and `run --interpret` with .npy in and out.
+#   blkc.sh BLKC SOURCE_ROOT
+set -u
+BLKC=$1
+ROOT=$2
+EX=$ROOT/examples
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+n=0
+
+# expect STATUS PATTERN CMD...: runs CMD, checks its exit status and that
+# PATTERN (a grep -E regex; empty: anything) appears in its stdout+stderr.
+expect() {
+	local want=$1 pat=$2
+	shift 2
+	n=$((n + 1))
+	"$@" >"$T/out" 2>&1
+	local rc=$?
+	if [ "$rc" -ne "$want" ] || { [ -n "$pat" ] && ! grep -qE -e "$pat" "$T/out"; }; then
+		fails=$((fails + 1))
+		echo "FAIL: $* -> exit $rc (want $want), pattern '$pat'"
+		sed 's/^/    /' "$T/out" | head -n 20
+	fi
+	if [ "$rc" -ge 128 ]; then
+		fails=$((fails + 1))
+		echo "FAIL: $* died of a signal ($rc)"
+	fi
+}
+
+# usage
+expect 0 'usage: blkc' "$BLKC" --help
+for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed --out-dir --no-check --iters; do
+	expect 0 "$opt" "$BLKC" --help
+done
+expect 2 'no input file' "$BLKC"
+expect 2 'unknown or incomplete option' "$BLKC" --bogus "$EX/add.blk"
+expect 2 "unknown --emit stage 'x'" "$BLKC" --emit=x "$EX/add.blk"
+expect 2 '-D wants NAME=VALUE' "$BLKC" -D BM "$EX/add.blk"
+expect 2 'unexpected argument' "$BLKC" "$EX/add.blk" other.blk
+expect 2 '--interpret only' "$BLKC" --interpret "$EX/add.blk"
+expect 2 '--seed wants' "$BLKC" run --interpret --seed=-3 "$EX/add.blk" N=10
+expect 2 '--iters wants' "$BLKC" run --iters=0 "$EX/add.blk" N=10
+
+# input errors
+expect 1 'cannot open .*missing.blk' "$BLKC" "$T/missing.blk"
+printf 'kernel k(x: in f32[N]) {\n    let y = x[...] +;\n}\n' >"$T/syntax.blk"
+expect 1 'syntax.blk:2:21: error: ' "$BLKC" "$T/syntax.blk"
+printf '\x00\xff\x80junk' >"$T/junk.blk"
+expect 1 'error' "$BLKC" "$T/junk.blk"
+expect 1 "compile-time parameter named .NOPE" "$BLKC" -D NOPE=3 "$EX/add.blk"
+expect 1 "no kernel named 'nope'" "$BLKC" --kernel=nope "$EX/add.blk" --emit=ir
+
+# stages
+expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"
+expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"
+expect 0 'kernel @matmul' "$BLKC" --emit=ir "$EX/matmul.blk"
+expect 0 'block \[128, K\]' "$BLKC" --emit=ir -D BM=128 "$EX/matmul.blk"
+expect 0 'bf16\[M, K\]' "$BLKC" --emit=ir -D T=bf16 "$EX/matmul.blk"
+expect 1 'needs its launch sizes: give M=... K=... N=...' "$BLKC" --emit=ptx "$EX/matmul.blk"
+expect 1 "'Q' is not a launch size" "$BLKC" --emit=ptx "$EX/matmul.blk" M=8 N=8 K=8 Q=3
+expect 0 '\.entry' "$BLKC" --emit=ptx "$EX/matmul.blk" M=130 N=70 K=33
+expect 0 'ptx_kernel' "$BLKC" --emit=llvm "$EX/add.blk" N=1000
+expect 0 '' "$BLKC" --emit=ptx "$EX/add.blk" N=1000 -o "$T/add.ptx"
+expect 0 '\.target sm_90a' cat "$T/add.ptx"
+expect 0 '\.target sm_80' "$BLKC" --emit=ptx --arch=sm_80 "$EX/add.blk" N=1000
+expect 1 'sm_80' "$BLKC" --emit=ptx --arch=sm_99 "$EX/add.blk" N=1000
+expect 0 'IR after specialize' "$BLKC" --dump-after=specialize "$EX/softmax.blk" R=13 C=77
+expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
+
+# run in the interpreter, .npy out and back in
+expect 0 'z: f32\[1000\] -> ' "$BLKC" run --interpret "$EX/add.blk" N=1000 --out-dir="$T"
+expect 0 '' test -s "$T/z.npy"
+expect 0 'NUMPY' head -c 8 "$T/z.npy"
+cp "$T/z.npy" "$T/in.npy"
+expect 0 'z: f32\[1000\]' "$BLKC" run --interpret "$EX/add.blk" x="$T/in.npy" y="$T/in.npy" --out-dir="$T"
+expect 1 "size N of kernel 'add' is unknown" "$BLKC" run --interpret "$EX/add.blk"
+expect 1 "'z' is an output" "$BLKC" run --interpret "$EX/add.blk" z="$T/in.npy"
+expect 1 'has shape|shape' "$BLKC" run --interpret "$EX/add.blk" N=999 x="$T/in.npy"
+expect 1 'cannot open|No such file' "$BLKC" run --interpret "$EX/add.blk" x="$T/nothing.npy"
+printf 'not a numpy file' >"$T/bad.npy"
+expect 1 'bad.npy' "$BLKC" run --interpret "$EX/add.blk" x="$T/bad.npy" y="$T/bad.npy"
+expect 0 'y: f16\[13, 77\]' "$BLKC" run --interpret -D T=f16 "$EX/softmax.blk" R=13 C=77 --out-dir="$T"
+expect 0 'c: bf16\[130, 70\]' "$BLKC" run --interpret -D T=bf16 "$EX/matmul_acc.blk" M=130 N=70 K=33 --out-dir="$T"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+	expect 1 'cannot run on the GPU: no CUDA driver' "$BLKC" run "$EX/add.blk" N=10 --out-dir="$T"
+fi
+
+echo "$((n - fails)) of $n checks passed"
+[ "$fails" -eq 0 ]
