@@ -228,6 +228,16 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct CMUnitTest *)a)->name, ((const struct CMUnitTest *)b)->name);
 }
 
+/* The generated tests own their name and path (main strdup'd them). */
+static void free_tests(struct CMUnitTest *tests, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free((char *)tests[i].name);
+		free((void *)tests[i].initial_state);
+	}
+	free(tests);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -242,13 +252,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_binary_junk),
 		cmocka_unit_test(test_truncated_examples),
 	};
-	int n = 0, cap = 64;
-	struct CMUnitTest *tests = calloc((size_t)cap, sizeof *tests);
 	DIR *dir = opendir(bad_dir);
 	if (!dir) {
 		perror(bad_dir);
 		return 1;
 	}
+	int n = 0, cap = 64;
+	struct CMUnitTest *tests = calloc((size_t)cap, sizeof *tests);
 	for (struct dirent *e; (e = readdir(dir));) {
 		size_t nl = strlen(e->d_name);
 		if (nl < 5 || strcmp(e->d_name + nl - 4, ".blk") != 0)
@@ -265,5 +275,6 @@ int main(int argc, char **argv)
 	qsort(tests, (size_t)n, sizeof *tests, by_name);
 	int failed = _cmocka_run_group_tests("bad-files", tests, (size_t)n, NULL, NULL);
 	failed += cmocka_run_group_tests(fixed, NULL, NULL);
+	free_tests(tests, n);
 	return failed ? 1 : 0;
 }
