@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cublas_api.h>
 
 #include "blk.h"
 #include "ir/ir.h"
@@ -35,6 +34,26 @@ typedef struct Options {
 } Options;
 
 /* ---- cuBLAS, loaded at run time ----------------------------------------- */
+
+/* The few cuBLAS types and constants used here, with the values of its
+ * stable C ABI, so the benchmark builds without the cuBLAS headers (a
+ * machine with only the driver API headers builds everything). */
+typedef struct cublasContext *cublasHandle_t;
+typedef int cublasStatus_t;
+typedef int cublasMath_t;
+typedef int cublasOperation_t;
+typedef int cudaDataType;
+typedef int cublasComputeType_t;
+typedef int cublasGemmAlgo_t;
+enum {
+	CUBLAS_STATUS_SUCCESS = 0,
+	CUBLAS_DEFAULT_MATH = 0,
+	CUBLAS_OP_N = 0,
+	CUDA_R_16F = 2,
+	CUDA_R_16BF = 14,
+	CUBLAS_COMPUTE_32F = 68,
+	CUBLAS_GEMM_DEFAULT = -1,
+};
 
 typedef struct Cublas {
 	void *lib;
