@@ -90,6 +90,7 @@ void emit_leaf(Emit *E, const BlkOp *op);
 void emit_memory(Emit *E, const BlkOp *op);
 void emit_block_ref(Emit *E, const BlkOp *op);
 void emit_transit(Emit *E, const BlkOp *op);
+void emit_reduce(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
 void emit_for(Emit *E, const BlkOp *op);
 void emit_if(Emit *E, const BlkOp *op);

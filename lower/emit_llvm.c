@@ -117,19 +117,9 @@ LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
 
 /* ---- thread coordinates -------------------------------------------------------- */
 
-static int log2i(int x)
-{
-	int n = 0;
-	while ((1 << n) < x)
-		n++;
-	return n;
-}
-
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d)
 {
-	int shift = 0;
-	for (int e = l->rank - 1; e > d; e--)
-		shift += log2i(l->thr[e]);
+	int shift = l->tsh[d];
 	LLVMValueRef t = E->tid;
 	if (shift)
 		t = LLVMBuildLShr(E->b, t, emit_i32(E, shift), "");
@@ -146,10 +136,11 @@ LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
 
 LLVMValueRef emit_owner(Emit *E, const BlkLayout *l)
 {
-	int n = blk_layout_owners(l);
-	if (n >= l->nthreads)
+	int spare = (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
+	if (!spare)
 		return NULL;
-	return LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, n), "");
+	LLVMValueRef t = LLVMBuildAnd(E->b, E->tid, emit_i32(E, spare), "");
+	return LLVMBuildICmp(E->b, LLVMIntEQ, t, emit_i32(E, 0), "");
 }
 
 LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b)
@@ -232,8 +223,10 @@ static void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_ATOMIC_ADD:
 		emit_memory(E, op);
 		return;
-	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+		emit_reduce(E, op);
+		return;
+	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 	case BLK_OP_CONVERT_LAYOUT:
 		emit_transit(E, op);
 		return;

@@ -1,13 +1,15 @@
 /* emit_transit.c - ops that move elements between threads, through the
  * shared-memory transit region: layout conversions, broadcasts,
- * transposes, expand_dims and reductions.
+ * transposes and expand_dims.
  *
  * Each writes its operand, row-major over the operand's padded shape,
  * between two barriers (the first waits for the previous user of the
  * region), then every thread reads what its result registers need.
- * Reductions read the reduced dim in index order and accumulate serially
- * in f32 (i32 for integers), so sums are bit-identical to the
- * interpreter's; a future version would use warp shuffles for long rows.
+ * Two cases move nothing: expand_dims (tile.c gives the result the
+ * operand's layout with an extent-1 dim) and a broadcast whose operand
+ * already sits in the threads that need it (blk_layout_bcast_local: the
+ * reduce -> expand_dims -> broadcast chain of a row-wise softmax): their
+ * result registers are the operand's.
  */
 #include "emit.h"
 
@@ -56,67 +58,6 @@ static LLVMValueRef transit_read(Emit *E, const ETile *src, LLVMValueRef *c)
 	return et != rt ? LLVMBuildTrunc(E->b, x, rt, "") : x;
 }
 
-/* ---- reductions ---------------------------------------------------------------- */
-
-static LLVMValueRef combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
-{
-	LLVMValueRef args[2] = { a, x };
-	LLVMTypeRef t = fl ? E->f32 : E->i32;
-	if (k == BLK_OP_REDUCE_SUM)
-		return fl ? LLVMBuildFAdd(E->b, a, x, "") : LLVMBuildAdd(E->b, a, x, "");
-	if (fl)
-		return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum",
-		                      &t, 1, args, 2);
-	return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
-}
-
-static LLVMValueRef reduce_init(Emit *E, BlkOpKind k, bool fl)
-{
-	if (k == BLK_OP_REDUCE_SUM)
-		return fl ? LLVMConstReal(E->f32, 0) : emit_i32(E, 0);
-	bool mx = k == BLK_OP_REDUCE_MAX;
-	if (fl)
-		return LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf());
-	return emit_i32(E, mx ? INT32_MIN : INT32_MAX);
-}
-
-/* acc over j in [0, n) of src at c with c[axis] = j, as an LLVM loop. */
-static LLVMValueRef reduce_one(Emit *E, const BlkOp *op, const ETile *src, LLVMValueRef *c,
-                               int axis, int64_t n)
-{
-	BlkDType dt = op->operands[0]->type.dtype;
-	bool fl = blk_dtype_is_float(dt);
-	LLVMValueRef init = reduce_init(E, op->kind, fl);
-	if (n == 0)
-		return init;
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
-	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(E->cx, E->fn, "red");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "red.done");
-	LLVMBuildBr(E->b, loop);
-	LLVMPositionBuilderAtEnd(E->b, loop);
-	LLVMValueRef j = LLVMBuildPhi(E->b, E->i32, "j");
-	LLVMValueRef acc = LLVMBuildPhi(E->b, LLVMTypeOf(init), "acc");
-	c[axis] = j;
-	LLVMValueRef x = transit_read(E, src, c);
-	if (fl)
-		x = emit_to_f32(E, x, dt);
-	else if (LLVMTypeOf(x) == E->i1)
-		x = LLVMBuildZExt(E->b, x, E->i32, "");
-	LLVMValueRef nacc = combine(E, op->kind, fl, acc, x);
-	LLVMValueRef nj = LLVMBuildAdd(E->b, j, emit_i32(E, 1), "");
-	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, nj, emit_i32(E, n), ""), loop, done);
-	LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
-	LLVMValueRef jin[2] = { emit_i32(E, 0), nj }, ain[2] = { init, nacc };
-	LLVMBasicBlockRef from[2] = { pre, latch };
-	LLVMAddIncoming(j, jin, from, 2);
-	LLVMAddIncoming(acc, ain, from, 2);
-	LLVMPositionBuilderAtEnd(E->b, done);
-	BlkDType rt = op->results[0]->type.dtype;
-	if (fl)
-		return emit_from_f32(E, nacc, rt);
-	return rt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, nacc, emit_i32(E, 0), "") : nacc;
-}
-
 /* ---- the ops ---------------------------------------------------------------------- */
 
 /* Source coordinates of result coordinates rc (all but reductions). */
@@ -144,9 +85,27 @@ static void source_coords(const BlkOp *op, const BlkLayout *src, LLVMValueRef *r
 	}
 }
 
-static bool is_reduce(BlkOpKind k)
+/* Result registers taken from the operand's (see the top). */
+static bool emit_local(const BlkOp *op, const ETile *src, ETile *dst)
 {
-	return k == BLK_OP_REDUCE_SUM || k == BLK_OP_REDUCE_MAX || k == BLK_OP_REDUCE_MIN;
+	const BlkLayout *l = dst->l;
+	BlkLayout x = blk_layout_expand(src->l, (int)blk_op_int(op, "axis", 0));
+	bool expand = op->kind == BLK_OP_EXPAND_DIMS && blk_layout_equal(&x, l);
+	if (!expand && !(op->kind == BLK_OP_BROADCAST && blk_layout_bcast_local(src->l, l)))
+		return false;
+	int n = blk_layout_nregs(l), rd[BLK_MAX_RANK];
+	for (int r = 0; r < n; r++) {
+		if (expand) {
+			dst->r[r] = src->r[r];
+			continue;
+		}
+		blk_layout_reg_split(l, r, rd);
+		int s = 0;
+		for (int d = 0; d < l->rank; d++)
+			s = s * blk_layout_regs_along(src->l, d) + (src->l->shape[d] == 1 ? 0 : rd[d]);
+		dst->r[r] = src->r[s];
+	}
+	return true;
 }
 
 void emit_transit(Emit *E, const BlkOp *op)
@@ -162,19 +121,16 @@ void emit_transit(Emit *E, const BlkOp *op)
 		emit_bind(E, op->results[0], ev);
 		return;
 	}
+	if (emit_local(op, src, &ev->t)) {
+		emit_bind(E, op->results[0], ev);
+		return;
+	}
 	transit_write(E, src);
-	int axis = (int)blk_op_int(op, "axis", 0);
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef rc[BLK_MAX_RANK], c[BLK_MAX_RANK];
 		blk_layout_reg_split(l, r, rd);
 		for (int d = 0; d < l->rank; d++)
 			rc[d] = emit_coord(E, l, d, rd[d]);
-		if (is_reduce(op->kind)) {
-			for (int d = 0, o = 0; d < src->l->rank; d++)
-				c[d] = d == axis ? NULL : rc[o++];
-			ev->t.r[r] = reduce_one(E, op, src, c, axis, src->l->shape[axis]);
-			continue;
-		}
 		source_coords(op, src->l, rc, l->rank, emit_i32(E, 0), c);
 		ev->t.r[r] = transit_read(E, src, c);
 	}

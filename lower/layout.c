@@ -24,16 +24,39 @@ static void layout_init(BlkLayout *l, int rank, const int *shape, int nthreads)
 	}
 }
 
+int blk_layout_log2(int x)
+{
+	int n = 0;
+	while ((1 << n) < x)
+		n++;
+	return n;
+}
+
+/* Thread-id bits, dims last-fastest from bit 0. */
+static void pack_threads(BlkLayout *l)
+{
+	int at = 0;
+	for (int d = l->rank - 1; d >= 0; d--) {
+		l->tsh[d] = at;
+		at += blk_layout_log2(l->thr[d]);
+	}
+}
+
 /* Hands out threads, dims from the last to the first, never more than a
- * dim can use: a small tile leaves threads over (replicas). */
-static void give_threads(BlkLayout *l, int left)
+ * dim can use (nor more than cap[d]): a small tile leaves threads over. */
+static int give_threads(BlkLayout *l, int left, const int *cap)
 {
 	for (int d = l->rank - 1; d >= 0 && left > 1; d--) {
-		int room = l->pad[d] / l->spt[d];
+		int room = l->pad[d] / (l->spt[d] * l->thr[d]);
+		if (cap && room > cap[d] / l->thr[d])
+			room = cap[d] / l->thr[d];
 		int t = room < left ? room : left;
-		l->thr[d] = t;
+		if (t < 1)
+			t = 1;
+		l->thr[d] *= t;
 		left /= t;
 	}
+	return left;
 }
 
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads)
@@ -47,9 +70,16 @@ BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthrea
 		vec = 8;
 	int last = rank - 1;
 	l.spt[last] = l.pad[last] < vec ? l.pad[last] : vec;
-	/* Few rows of a wide tile: keep a warp on one row only if the row
-	 * has room for 32 threads; give_threads does exactly that. */
-	give_threads(&l, nthreads);
+	/* A row first gets one warp's lanes at most, the warps go to the
+	 * rows; only threads left over widen the rows.  A row-wise reduction
+	 * then stays inside a warp (shuffles, no shared memory) whenever
+	 * there are as many rows as warps, and a warp still reads 32 x 16
+	 * contiguous bytes. */
+	int cap[BLK_MAX_RANK];
+	for (int d = 0; d < rank; d++)
+		cap[d] = d == last ? 32 : 1 << 30;
+	give_threads(&l, give_threads(&l, nthreads, cap), NULL);
+	pack_threads(&l);
 	return l;
 }
 
@@ -73,7 +103,64 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads)
 			l.thr[0] *= 2;
 		left /= 2;
 	}
+	pack_threads(&l);
 	return l;
+}
+
+BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
+{
+	BlkLayout s = *l;
+	s.rank = l->rank - 1;
+	s.dot = false;
+	for (int d = axis; d < s.rank; d++) {
+		s.shape[d] = l->shape[d + 1];
+		s.pad[d] = l->pad[d + 1];
+		s.spt[d] = l->spt[d + 1];
+		s.thr[d] = l->thr[d + 1];
+		s.tsh[d] = l->tsh[d + 1];
+	}
+	return s;
+}
+
+BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
+{
+	BlkLayout s = *l;
+	s.rank = l->rank + 1;
+	s.dot = false;
+	for (int d = s.rank - 1; d > axis; d--) {
+		s.shape[d] = l->shape[d - 1];
+		s.pad[d] = l->pad[d - 1];
+		s.spt[d] = l->spt[d - 1];
+		s.thr[d] = l->thr[d - 1];
+		s.tsh[d] = l->tsh[d - 1];
+	}
+	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
+	s.tsh[axis] = 0;
+	return s;
+}
+
+bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst)
+{
+	if (src->rank != dst->rank || src->nthreads != dst->nthreads)
+		return false;
+	for (int d = 0; d < src->rank; d++) {
+		if (src->shape[d] == 1 && dst->shape[d] != 1) {
+			if (src->thr[d] != 1 || src->spt[d] != 1)
+				return false;
+		} else if (src->shape[d] != dst->shape[d] || src->spt[d] != dst->spt[d] ||
+		           src->thr[d] != dst->thr[d] || src->tsh[d] != dst->tsh[d]) {
+			return false;
+		}
+	}
+	return true;
+}
+
+int blk_layout_used_bits(const BlkLayout *l)
+{
+	int m = 0;
+	for (int d = 0; d < l->rank; d++)
+		m |= (l->thr[d] - 1) << l->tsh[d];
+	return m;
 }
 
 int blk_layout_owners(const BlkLayout *l)
@@ -116,7 +203,8 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 	if (a->rank != b->rank || a->nthreads != b->nthreads)
 		return false;
 	for (int d = 0; d < a->rank; d++)
-		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d])
+		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
+		    a->tsh[d] != b->tsh[d])
 			return false;
 	return true;
 }
@@ -145,6 +233,14 @@ static void split_warps(const BlkLayout *l, int *tpw, int *wpc)
 		tpw[0] *= lanes; /* lanes left over replicate along dim 0 */
 }
 
+static bool packed(const BlkLayout *l)
+{
+	BlkLayout p = *l;
+	pack_threads(&p);
+	return memcmp(p.tsh, l->tsh, sizeof p.tsh) == 0;
+}
+
+/* Packed layouts print Triton's tpw/wpc; slices their thread bits. */
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l)
 {
 	if (l->rank == 0)
@@ -152,12 +248,13 @@ const char *blk_layout_str(BlkArena *a, const BlkLayout *l)
 	char buf[256] = "";
 	int tpw[BLK_MAX_RANK], wpc[BLK_MAX_RANK];
 	split_warps(l, tpw, wpc);
-	snprintf(buf, sizeof buf, "%s<", l->dot ? "dot" : "blocked");
+	bool pk = packed(l);
+	snprintf(buf, sizeof buf, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
 	put_list(buf, sizeof buf, "spt", l->spt, l->rank);
 	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-	put_list(buf, sizeof buf, "tpw", tpw, l->rank);
+	put_list(buf, sizeof buf, pk ? "tpw" : "thr", pk ? tpw : l->thr, l->rank);
 	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-	put_list(buf, sizeof buf, "wpc", wpc, l->rank);
+	put_list(buf, sizeof buf, pk ? "wpc" : "tsh", pk ? wpc : l->tsh, l->rank);
 	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
 	put_list(buf, sizeof buf, "pad", l->pad, l->rank);
 	strncat(buf, ">", sizeof buf - strlen(buf) - 1);

@@ -16,6 +16,13 @@
  * elements of tid % prod(thr) ("replicas"): they compute but do not write.
  * A rank-0 layout is a scalar held by every thread.
  *
+ * The thread index along d is bits [tsh[d], tsh[d] + log2 thr[d]) of the
+ * thread id.  Made layouts pack the dims last-fastest from bit 0; a
+ * *slice* (a reduction's result) drops the reduced dim and keeps the
+ * others' bits, so the dropped dim's threads become replicas and the
+ * result sits in the threads that reduced it.  Owners are the threads
+ * whose bits outside every dim's range are zero.
+ *
  * The dot accumulator uses spt = [4, 4]: with a 16x16 thread grid on a
  * 128x128 tile each thread owns an 8x8 micro-tile as 2x2 blocks of 4x4.
  */
@@ -34,6 +41,7 @@ typedef struct BlkLayout {
 	int pad[BLK_MAX_RANK];
 	int spt[BLK_MAX_RANK];
 	int thr[BLK_MAX_RANK];
+	int tsh[BLK_MAX_RANK]; /* lowest thread-id bit of the index along d */
 	bool dot; /* made for a dot accumulator (printed as "dot<...>") */
 } BlkLayout;
 
@@ -42,6 +50,16 @@ typedef struct BlkLayout {
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
+/* l without dim axis: what a reduction over axis leaves, in place. */
+BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
+/* l with a new extent-1 dim at axis (expand_dims, in place). */
+BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
+/* A broadcast from src to dst moves nothing: the dims src keeps are laid
+ * out alike, the broadcast ones (extent 1) have one thread and register. */
+bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst);
+/* Thread-id bits that index some dim (the rest select replicas). */
+int blk_layout_used_bits(const BlkLayout *l);
+int blk_layout_log2(int x);
 int blk_layout_nregs(const BlkLayout *l);
 int blk_layout_owners(const BlkLayout *l); /* prod(thr) */
 int blk_layout_regs_along(const BlkLayout *l, int d); /* pad[d] / thr[d] */

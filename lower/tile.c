@@ -215,6 +215,36 @@ static void tile_scoped(LowerCtx *c, BlkOp *op)
 	tile_region(c, r);
 }
 
+/* A reduction's result stays where it was reduced (its operand's layout
+ * sliced); expand_dims keeps its operand's layout too.  Only reductions
+ * whose axis spans warps, and conversions that do move elements, need the
+ * transit region. */
+static bool tile_moves(LowerCtx *c, BlkOp *op)
+{
+	if (!(op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE ||
+	      op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_REDUCE_SUM ||
+	      op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN))
+		return false;
+	BlkValue *v = op->operands[0];
+	if (v->type.rank == 0)
+		return false;
+	BlkLayout *src = layout_of(c, v), *l = BLK_NEW(c->a, BlkLayout);
+	int axis = (int)blk_op_int(op, "axis", 0);
+	if (op->kind == BLK_OP_EXPAND_DIMS) {
+		*l = blk_layout_expand(src, axis);
+	} else if (op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE) {
+		l = default_layout(c, &op->results[0]->type);
+		if (op->kind == BLK_OP_TRANSPOSE || !blk_layout_bcast_local(src, l))
+			need_transit(c, v);
+	} else {
+		*l = blk_layout_slice(src, axis);
+		if (src->tsh[axis] + blk_layout_log2(src->thr[axis]) > 5)
+			need_transit(c, v);
+	}
+	set_layout(c, op->results[0], l);
+	return true;
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -236,15 +266,8 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 		tile_elementwise(c, op);
 		return;
 	}
-	switch (op->kind) {
-	case BLK_OP_BROADCAST: case BLK_OP_TRANSPOSE: case BLK_OP_EXPAND_DIMS:
-	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
-		if (op->operands[0]->type.rank > 0)
-			need_transit(c, op->operands[0]);
-		break;
-	default:
-		break;
-	}
+	if (tile_moves(c, op))
+		return;
 	for (int i = 0; i < op->nresults; i++)
 		if (op->results[i]->type.kind == BLK_TYPE_TILE)
 			set_layout(c, op->results[i], default_layout(c, &op->results[i]->type));

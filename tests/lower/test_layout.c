@@ -63,6 +63,30 @@ static void dot_128x128(void **state)
 	assert_int_equal(blk_layout_coord(&l, 0, 1, 3), 13);
 }
 
+/* Softmax rows [4, 1024] over 4 warps: a row per warp (lanes capped at
+ * 32 on the last dim), so a row reduction needs shuffles only; its slice
+ * keeps the rows on the warp bits and the reduced lanes become replicas. */
+static void row_per_warp_and_slice(void **state)
+{
+	(void)state;
+	int shape[2] = { 4, 1024 };
+	BlkLayout l = blk_layout_blocked(2, shape, BLK_F32, 128);
+	assert_int_equal(l.thr[1], 32);
+	assert_int_equal(l.thr[0], 4);
+	assert_int_equal(l.tsh[1], 0);
+	assert_int_equal(l.tsh[0], 5);
+	BlkLayout s = blk_layout_slice(&l, 1);
+	assert_int_equal(s.rank, 1);
+	assert_int_equal(s.tsh[0], 5);
+	assert_int_equal(blk_layout_used_bits(&s), 0x60);
+	BlkLayout e = blk_layout_expand(&s, 1);
+	assert_true(blk_layout_bcast_local(&e, &l));
+	/* one row and 4 warps: threads left over widen the row to 128 */
+	int one[2] = { 1, 1024 };
+	BlkLayout w = blk_layout_blocked(2, one, BLK_F32, 128);
+	assert_int_equal(w.thr[1], 128);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -70,6 +94,7 @@ int main(void)
 		cmocka_unit_test(padded_4x70),
 		cmocka_unit_test(replicas),
 		cmocka_unit_test(dot_128x128),
+		cmocka_unit_test(row_per_warp_and_slice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

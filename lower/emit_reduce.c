@@ -1,0 +1,181 @@
+/* emit_reduce.c - reductions along one axis, in parallel.
+ *
+ * The result takes the operand's layout sliced at the axis (tile.c), so
+ * each result element lives in the threads that held its operand row and
+ * no element moves except through the reduction itself:
+ *   1. each thread combines its own registers along the axis, in register
+ *      order (ascending coordinate); padding lanes contribute the identity
+ *      (0 for sum, -inf/+inf or INT_MIN/MAX for max/min);
+ *   2. the lanes of the axis combine by butterfly shuffles
+ *      (shfl.sync.bfly, xor 1, 2, 4, ... of the axis's lane bits, every
+ *      lane of the warp taking part), which leaves every lane with the
+ *      same bits (a+b == b+a);
+ *   3. only when the axis spans warps: each warp's lane 0 of the axis
+ *      writes its partial to the transit region, a barrier, and every
+ *      thread combines the warps' partials in warp order.
+ * So f32 sums differ from the interpreter's sequential sum in order only;
+ * max and min are exact.  Every thread ends with the reduced value, which
+ * is what makes the result a valid scalar when the operand is rank 1.
+ */
+#include "emit.h"
+
+static LLVMValueRef combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
+{
+	LLVMValueRef args[2] = { a, x };
+	LLVMTypeRef t = fl ? E->f32 : E->i32;
+	if (k == BLK_OP_REDUCE_SUM)
+		return fl ? LLVMBuildFAdd(E->b, a, x, "") : LLVMBuildAdd(E->b, a, x, "");
+	if (fl)
+		return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum",
+		                      &t, 1, args, 2);
+	return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
+}
+
+static LLVMValueRef identity(Emit *E, BlkOpKind k, bool fl)
+{
+	if (k == BLK_OP_REDUCE_SUM)
+		return fl ? LLVMConstReal(E->f32, 0) : emit_i32(E, 0);
+	bool mx = k == BLK_OP_REDUCE_MAX;
+	if (fl)
+		return LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf());
+	return emit_i32(E, mx ? INT32_MIN : INT32_MAX);
+}
+
+/* Register number of per-dim register indices rd (layout.h order). */
+static int reg_index(const BlkLayout *l, const int *rd)
+{
+	int r = 0;
+	for (int d = 0; d < l->rank; d++)
+		r = r * blk_layout_regs_along(l, d) + rd[d];
+	return r;
+}
+
+typedef struct Red {
+	BlkOpKind kind;
+	bool fl;
+	BlkDType dt;       /* the operand's */
+	const ETile *src;
+	int axis;
+} Red;
+
+/* The operand register r as an f32/i32 accumulator value. */
+static LLVMValueRef widen(Emit *E, const Red *R, LLVMValueRef x)
+{
+	if (R->fl)
+		return emit_to_f32(E, x, R->dt);
+	return LLVMTypeOf(x) == E->i1 ? LLVMBuildZExt(E->b, x, E->i32, "") : x;
+}
+
+/* Step 1 for the result register whose operand indices are rd. */
+static LLVMValueRef thread_partial(Emit *E, const Red *R, int *rd)
+{
+	const BlkLayout *l = R->src->l;
+	int a = R->axis, n = blk_layout_regs_along(l, a);
+	LLVMValueRef acc = NULL, id = identity(E, R->kind, R->fl);
+	for (rd[a] = 0; rd[a] < n; rd[a]++) {
+		LLVMValueRef x = widen(E, R, R->src->r[reg_index(l, rd)]);
+		if (l->shape[a] != l->pad[a]) {
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, emit_coord(E, l, a, rd[a]),
+			                                emit_i32(E, l->shape[a]), "");
+			x = LLVMBuildSelect(E->b, in, x, id, "");
+		}
+		acc = acc ? combine(E, R->kind, R->fl, acc, x) : x;
+	}
+	return acc;
+}
+
+/* Step 2: xor-butterfly over the axis's lane bits. */
+static LLVMValueRef warp_reduce(Emit *E, const Red *R, LLVMValueRef v)
+{
+	const BlkLayout *l = R->src->l;
+	int lo = l->tsh[R->axis], hi = lo + blk_layout_log2(l->thr[R->axis]);
+	const char *f = R->fl ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32";
+	for (int b = lo; b < hi && b < 5; b++) {
+		LLVMValueRef args[4] = { emit_i32(E, -1), v, emit_i32(E, 1 << b), emit_i32(E, 31) };
+		v = combine(E, R->kind, R->fl, v, emit_intrinsic(E, f, NULL, 0, args, 4));
+	}
+	return v;
+}
+
+/* Linear index of result register r over the result's padded shape. */
+static LLVMValueRef result_index(Emit *E, const BlkLayout *s, int r)
+{
+	int rd[BLK_MAX_RANK];
+	blk_layout_reg_split(s, r, rd);
+	LLVMValueRef idx = emit_i32(E, 0);
+	for (int d = 0; d < s->rank; d++) {
+		idx = LLVMBuildMul(E->b, idx, emit_i32(E, s->pad[d]), "");
+		idx = LLVMBuildAdd(E->b, idx, emit_coord(E, s, d, rd[d]), "");
+	}
+	return idx;
+}
+
+static LLVMValueRef slot(Emit *E, LLVMValueRef idx, LLVMTypeRef t)
+{
+	LLVMValueRef p = emit_smem_ptr(E, emit_i32(E, (int64_t)E->c->transit_off));
+	return LLVMBuildGEP2(E->b, t, p, &idx, 1, "");
+}
+
+/* Step 3: slot (element, warp) in the transit region; nw warps. */
+static void cross_warp(Emit *E, const Red *R, ETile *dst, int lo, int nw)
+{
+	const BlkLayout *l = R->src->l;
+	int n = blk_layout_nregs(dst->l), a = R->axis;
+	LLVMTypeRef t = R->fl ? E->f32 : E->i32;
+	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, lo), ""),
+	                              emit_i32(E, nw - 1), "");
+	int quiet = ((1 << lo) - 1) & ((l->thr[a] - 1) << l->tsh[a]);
+	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
+	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
+		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
+	emit_barrier(E);
+	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef i = LLVMBuildMul(E->b, result_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMBuildStore(E->b, dst->r[r], slot(E, LLVMBuildAdd(E->b, i, w, ""), t));
+	}
+	emit_end_if(E, cont);
+	emit_barrier(E);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef i = LLVMBuildMul(E->b, result_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMValueRef acc = NULL;
+		for (int k = 0; k < nw; k++) {
+			LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, LLVMBuildAdd(E->b, i, emit_i32(E, k), ""), t), "");
+			acc = acc ? combine(E, R->kind, R->fl, acc, x) : x;
+		}
+		dst->r[r] = acc;
+	}
+}
+
+/* The accumulator back in the result's dtype. */
+static LLVMValueRef narrow(Emit *E, const BlkOp *op, bool fl, LLVMValueRef v)
+{
+	BlkDType rt = op->results[0]->type.dtype;
+	if (fl)
+		return emit_from_f32(E, v, rt);
+	return rt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, v, emit_i32(E, 0), "") : v;
+}
+
+void emit_reduce(Emit *E, const BlkOp *op)
+{
+	Red R = { op->kind, false, op->operands[0]->type.dtype, emit_tile(E, op->operands[0]),
+	          (int)blk_op_int(op, "axis", 0) };
+	R.fl = blk_dtype_is_float(R.dt);
+	const BlkLayout *l = R.src->l, *s = emit_layout(E, op->results[0]);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, s);
+	int n = blk_layout_nregs(s), rs[BLK_MAX_RANK], rd[BLK_MAX_RANK];
+	for (int r = 0; r < n; r++) {
+		blk_layout_reg_split(s, r, rs);
+		for (int d = 0, o = 0; d < l->rank; d++)
+			rd[d] = d == R.axis ? 0 : rs[o++];
+		ev->t.r[r] = warp_reduce(E, &R, thread_partial(E, &R, rd));
+	}
+	int lo = l->tsh[R.axis] > 5 ? l->tsh[R.axis] : 5;
+	int hi = l->tsh[R.axis] + blk_layout_log2(l->thr[R.axis]);
+	if (hi > lo)
+		cross_warp(E, &R, &ev->t, lo, 1 << (hi - lo));
+	for (int r = 0; r < n; r++)
+		ev->t.r[r] = narrow(E, op, R.fl, ev->t.r[r]);
+	emit_bind(E, op->results[0], ev);
+}
