@@ -51,7 +51,11 @@ static bool fold(BlkSymKind k, int64_t x, int64_t y, int64_t *out)
 		return false;
 	switch (k) {
 	case BLK_SYM_FLOORDIV: *out = floordiv(x, y); return true;
-	case BLK_SYM_CDIV: *out = -floordiv(-x, y); return x != INT64_MIN;
+	case BLK_SYM_CDIV:
+		if (x == INT64_MIN) /* -x would overflow */
+			return false;
+		*out = -floordiv(-x, y);
+		return true;
 	case BLK_SYM_MOD: *out = x - y * floordiv(x, y); return true;
 	default: blk_die("sym: bad binary kind %d", k);
 	}

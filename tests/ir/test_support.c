@@ -174,6 +174,8 @@ static void test_sym_fold(void **state)
 	assert_false(blk_sym_is_const(blk_sym_binary(a, BLK_SYM_FLOORDIV, c64, c0), NULL));
 	const BlkSym *big = blk_sym_const(a, INT64_MAX);
 	assert_false(blk_sym_is_const(blk_sym_binary(a, BLK_SYM_ADD, big, c1), NULL));
+	const BlkSym *least = blk_sym_const(a, INT64_MIN);
+	assert_false(blk_sym_is_const(blk_sym_binary(a, BLK_SYM_CDIV, least, c2), NULL));
 	blk_arena_destroy(a);
 }
 
