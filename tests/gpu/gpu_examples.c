@@ -33,19 +33,41 @@ typedef struct Case {
 	const char *label;  /* the shape, for the table */
 	int narrays, rank;
 	int64_t shapes[MAX_ARRAYS][2];
+	const char *defines[4]; /* extra compile-time parameters, "NAME=VALUE" */
 } Case;
 
-#define MM(M, N, K, name) {name, #M "x" #N "x" #K, 3, 2, {{M, K}, {K, N}, {M, N}}}
+#define MM(M, N, K, name, defs) {name, #M "x" #N "x" #K, 3, 2, {{M, K}, {K, N}, {M, N}}, defs}
+#define NONE {NULL}
+/* The benchmark's f32 configuration: 8x8 register micro-tiles. */
+#define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
 static const Case cases[] = {
-	MM(256, 256, 256, "matmul"),
-	MM(130, 70, 33, "matmul"),
-	MM(256, 256, 256, "matmul_acc"),
-	MM(130, 70, 33, "matmul_acc"),
-	{"add", "4096", 3, 1, {{4096}, {4096}, {4096}}},
-	{"add", "1000", 3, 1, {{1000}, {1000}, {1000}}},
-	{"softmax", "64x128", 2, 2, {{64, 128}, {64, 128}}},
-	{"softmax", "13x77", 2, 2, {{13, 77}, {13, 77}}},
+	MM(256, 256, 256, "matmul", NONE),
+	MM(130, 70, 33, "matmul", NONE),
+	MM(256, 256, 256, "matmul", BIG),
+	MM(300, 200, 77, "matmul", BIG),
+	MM(256, 256, 256, "matmul_acc", NONE),
+	MM(130, 70, 33, "matmul_acc", NONE),
+	{"add", "4096", 3, 1, {{4096}, {4096}, {4096}}, NONE},
+	{"add", "1000", 3, 1, {{1000}, {1000}, {1000}}, NONE},
+	{"softmax", "64x128", 2, 2, {{64, 128}, {64, 128}}, NONE},
+	{"softmax", "13x77", 2, 2, {{13, 77}, {13, 77}}, NONE},
+	/* One row per program: a row spans warps (shuffles, then shared memory). */
+	{"softmax", "5x1000", 2, 2, {{5, 1000}, {5, 1000}}, {"BR=1"}},
 };
+
+/* The case's defines plus T=dtype, as BlkDefine (strings kept in buf). */
+static int case_defines(const Case *c, BlkDType dt, BlkDefine *defs, char buf[][64])
+{
+	int n = 0;
+	defs[n++] = (BlkDefine){"T", blk_dtype_name(dt)};
+	for (int i = 0; i < 4 && c->defines[i]; i++) {
+		snprintf(buf[i], 64, "%s", c->defines[i]);
+		char *eq = strchr(buf[i], '=');
+		*eq = 0;
+		defs[n++] = (BlkDefine){buf[i], eq + 1};
+	}
+	return n;
+}
 static const BlkDType dtypes[] = {BLK_F32, BLK_F16, BLK_BF16};
 
 /* Host arrays of one case: inputs random, output poisoned. */
@@ -82,9 +104,11 @@ static bool interp_reference(const Case *c, BlkDType dt, Arrays *in, double *ref
 	BlkDiag *d = blk_diag_create(a, stderr, 5);
 	char path[512];
 	example_path(path, sizeof path, c->kernel);
-	BlkDefine def = {"T", blk_dtype_name(dt)};
+	BlkDefine defs[5];
+	char buf[4][64];
+	int ndefs = case_defines(c, dt, defs, buf);
 	BlkSource *src = blk_source_read(a, d, path);
-	BlkModule *m = src ? blk_compile_source(a, d, src, &def, 1) : NULL;
+	BlkModule *m = src ? blk_compile_source(a, d, src, defs, ndefs) : NULL;
 	BlkKernel *k = m ? blk_module_find(m, c->kernel) : NULL;
 	BlkArrayDesc descs[MAX_ARRAYS];
 	void *data[MAX_ARRAYS];
@@ -105,10 +129,13 @@ static bool gpu_run(BlkRuntime *rt, const Case *c, BlkDType dt, Arrays *host)
 {
 	char def[32];
 	snprintf(def, sizeof def, "T=%s", blk_dtype_name(dt));
-	const char *defs[] = {def};
+	const char *defs[5] = {def};
+	int ndefs = 1;
+	for (int i = 0; i < 4 && c->defines[i]; i++)
+		defs[ndefs++] = c->defines[i];
 	char path[512];
 	example_path(path, sizeof path, c->kernel);
-	BlkProgram *p = blk_program_load(rt, path, defs, 1);
+	BlkProgram *p = blk_program_load(rt, path, defs, ndefs);
 	BlkFunc *f = p ? blk_program_kernel(p, c->kernel) : NULL;
 	BlkTensor t[MAX_ARRAYS];
 	void *dev[MAX_ARRAYS] = {0};
@@ -142,7 +169,11 @@ static bool run_case(BlkRuntime *rt, const Case *c, BlkDType dt, uint64_t seed)
 	BlkHostCompare cmp = {0};
 	double tol = blk_host_default_tol(dt);
 	bool pass = ran && blk_host_compare(out, ref, tol, &cmp);
-	printf("| %-10s | %-4s | %-11s | %9.2e | %7.0e | %s", c->kernel, blk_dtype_name(dt), c->label,
+	char label[128];
+	int n = snprintf(label, sizeof label, "%s", c->label);
+	for (int i = 0; i < 4 && c->defines[i] && n < (int)sizeof label; i++)
+		n += snprintf(label + n, sizeof label - (size_t)n, "%s%s", i ? "," : " ", c->defines[i]);
+	printf("| %-10s | %-4s | %-45s | %9.2e | %7.0e | %s", c->kernel, blk_dtype_name(dt), label,
 	       cmp.max_rel, tol, pass ? "PASS" : "FAIL");
 	if (!have_ref)
 		printf(" (no interpreter reference)");
@@ -170,8 +201,8 @@ int main(void)
 		return 1;
 	}
 	printf("device: %s\n\n", blk_runtime_device_name(rt));
-	printf("| kernel     | type | shape       | max rel   | tol     | result |\n");
-	printf("| ---------- | ---- | ----------- | --------- | ------- | ------ |\n");
+	printf("| kernel     | type | shape and parameters                          | max rel   | tol     | result |\n");
+	printf("| ---------- | ---- | --------------------------------------------- | --------- | ------- | ------ |\n");
 	int failed = 0, total = 0;
 	uint64_t seed = 1;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
