@@ -5,7 +5,7 @@
 #
 #   tools/gpu-run.sh [blk-bench args...]
 #
-# Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt,
+# Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt, gpu-features.txt,
 # matmul-host.txt, bench.txt; the bench table is printed last.
 set -u
 B=${BLK_BUILD:-build}
@@ -29,6 +29,11 @@ echo "== gpu-examples"
 timeout 180 "$B/tests/gpu/gpu-examples" > "$LOG/gpu-examples.txt" 2>&1
 r=$?; [ $r -ne 0 ] && rc=1
 tail -n 40 "$LOG/gpu-examples.txt"; echo "gpu-examples exit $r"
+
+echo "== gpu-features"
+timeout 180 "$B/tests/gpu/gpu-features" > "$LOG/gpu-features.txt" 2>&1
+r=$?; [ $r -ne 0 ] && rc=1
+tail -n 130 "$LOG/gpu-features.txt"; echo "gpu-features exit $r"
 
 echo "== matmul-host"
 host="$B/examples/host/matmul-host"

@@ -1,0 +1,1197 @@
+/* gpu_features.c - one small kernel per language feature, on the GPU against
+ * the interpreter.
+ *
+ * The examples (gpu_examples.c) exercise dot, reductions and the edges of a
+ * few kernels; this table covers the rest of docs/language.md: every
+ * elementwise function, i32 floor division, bool logic, comparisons, where,
+ * iota, reductions along each axis and over all, keepdims, expand_dims,
+ * broadcasting, transpose, astype between every pair of dtypes, zeros/full,
+ * fori_loop in all its forms, when/else, seq axes with scratch, scoped
+ * scratch, inout, squeezed dims, .at views, ds slices at odd offsets,
+ * load(other=), atomic_add, print, and 1-D/2-D/3-D grids.  Every shape is
+ * ragged (not a multiple of its blocks), so the edge masks are on.
+ *
+ * Each case runs the same seeded random inputs through blk_interp_run (the
+ * oracle) and the GPU with its outputs poisoned first, and compares every
+ * output with its dtype's tolerance (exact for i32 and bool).  Typed cases
+ * (a `T` parameter) run in f32, f16 and bf16.  `print` is checked by
+ * capturing the process's stdout around the launch: every line the
+ * interpreter prints must appear in what the GPU printed.
+ *
+ * Without a GPU this exits 77.  With BLK_GPU_FEATURES_OFFLINE=1 it does all
+ * but the launch: each kernel must compile, run in the interpreter (writing
+ * every output element), lower to PTX for sm_90a through an offline
+ * runtime, and assemble with ptxas when one is installed ($BLK_PTXAS, else
+ * /usr/local/cuda/bin/ptxas).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blk.h"
+#include "frontend/frontend.h"
+#include "ir/hostdata.h"
+
+enum { MAX_ARRAYS = 7, ERR_LEN = 1024 };
+
+/* ---- the cases ------------------------------------------------------------ */
+
+#define DT_T (-1) /* the case's dtype (the kernel's T) */
+
+/* One array of a launch.  role: 'i' in (random), 'o' out (poisoned),
+ * 'x' inout (random, compared). */
+typedef struct ArraySpec {
+	char role;
+	int dtype; /* BlkDType or DT_T */
+	int rank;
+	int64_t shape[BLK_MAX_RANK];
+} ArraySpec;
+
+typedef struct Arrays {
+	int n;
+	BlkHostArray *h[MAX_ARRAYS];
+} Arrays;
+
+/* A C reference for the interpreter (run in both modes): in holds the
+ * inputs as generated, out the arrays after the interpreter ran. */
+typedef bool CheckFn(const Arrays *in, const Arrays *out, char *err);
+
+typedef struct Case {
+	const char *name;   /* also the kernel's name */
+	bool typed;         /* has `T = f32`: run in f32, f16 and bf16 */
+	const char *src;
+	const char *expect; /* print cases: text the interpreter's output must hold */
+	CheckFn *check;     /* NULL: the interpreter is trusted */
+	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics */
+	int narrays;
+	ArraySpec a[MAX_ARRAYS];
+} Case;
+
+#define A1(r, t, n) {.role = r, .dtype = t, .rank = 1, .shape = {n}}
+#define A2(r, t, m, n) {.role = r, .dtype = t, .rank = 2, .shape = {m, n}}
+#define A3(r, t, l, m, n) {.role = r, .dtype = t, .rank = 3, .shape = {l, m, n}}
+#define NARGS(...) (int)(sizeof((ArraySpec[]){__VA_ARGS__}) / sizeof(ArraySpec))
+#define CASE(nm, ty, text, ...) \
+	{.name = nm, .typed = ty, .src = text, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+#define CASE_TOL(nm, ty, mult, text, ...) {.name = nm, .typed = ty, .src = text, \
+	.tol_mult = mult, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+#define CHECKED(nm, ty, fn, text, ...) \
+	{.name = nm, .typed = ty, .src = text, .check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+
+/* y = EXPR(v) over a vector, v = x[...] in T. */
+#define UNARY(name, expr)                                                    \
+	CASE(name, true,                                                     \
+	     "kernel " name "[T = f32, B = 128](\n"                          \
+	     "    x: in T[N] block (B) index (i) -> (i),\n"                  \
+	     "    y: out T[N] block (B) index (i) -> (i),\n"                 \
+	     ") grid (cdiv(N, B)) {\n"                                       \
+	     "    let v = x[...];\n"                                         \
+	     "    y[...] = " expr ";\n"                                      \
+	     "}\n",                                                          \
+	     A1('i', DT_T, 1001), A1('o', DT_T, 1001))
+
+/* x in the dtype FROM, converted to the four others. */
+#define ASTYPE_FROM(name, from, scale, to1, to2, to3, to4)                      \
+	CASE(name, false,                                                       \
+	     "kernel " name "[B = 64](\n"                                       \
+	     "    x: in " #from "[N] block (B) index (i) -> (i),\n"              \
+	     "    a: out " #to1 "[N] block (B) index (i) -> (i),\n"              \
+	     "    b: out " #to2 "[N] block (B) index (i) -> (i),\n"              \
+	     "    c: out " #to3 "[N] block (B) index (i) -> (i),\n"              \
+	     "    d: out " #to4 "[N] block (B) index (i) -> (i),\n"              \
+	     ") grid (cdiv(N, B)) {\n"                                          \
+	     "    let v = x[...]" scale ";\n"                                   \
+	     "    a[...] = v.astype(" #to1 ");\n"                                \
+	     "    b[...] = v.astype(" #to2 ");\n"                                \
+	     "    c[...] = v.astype(" #to3 ");\n"                                \
+	     "    d[...] = v.astype(" #to4 ");\n"                                \
+	     "}\n",                                                             \
+	     A1('i', BLK_##from, 333), A1('o', BLK_##to1, 333), A1('o', BLK_##to2, 333), \
+	     A1('o', BLK_##to3, 333), A1('o', BLK_##to4, 333))
+#define BLK_f32 BLK_F32
+#define BLK_f16 BLK_F16
+#define BLK_bf16 BLK_BF16
+#define BLK_i32 BLK_I32
+#define BLK_bool BLK_BOOL
+
+/* ---- C references for the interpreter's trickier semantics --------------- */
+
+static double at(const Arrays *a, int arr, size_t i)
+{
+	return blk_host_get(a->h[arr], i);
+}
+
+/* Array arr of out must equal want(i) everywhere. */
+static bool expect_exact(const Arrays *out, int arr, double (*want)(const Arrays *, size_t),
+                         const Arrays *in, char *err)
+{
+	for (size_t i = 0; i < out->h[arr]->count; i++)
+		if (at(out, arr, i) != want(in, i)) {
+			snprintf(err, ERR_LEN, "C reference: array %d [%zu] = %g, want %g", arr, i,
+			         at(out, arr, i), want(in, i));
+			return false;
+		}
+	return true;
+}
+
+static double divisor(const Arrays *in, size_t i)
+{
+	return at(in, 1, i) == 0 ? 3 : at(in, 1, i);
+}
+
+static double floordiv_ref(const Arrays *in, size_t i)
+{
+	return floor(at(in, 0, i) / divisor(in, i));
+}
+
+static double mod_ref(const Arrays *in, size_t i)
+{
+	return at(in, 0, i) - divisor(in, i) * floordiv_ref(in, i);
+}
+
+static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
+}
+
+/* (float)(x * 10) * 1e9 truncated, saturated to i32. */
+static double saturate_ref(const Arrays *in, size_t i)
+{
+	float v = (float)at(in, 0, i) * 10.0f * 1e9f;
+	return v >= 2147483647.0f ? 2147483647.0 : v <= -2147483648.0f ? -2147483648.0 : trunc(v);
+}
+
+static double truthy_ref(const Arrays *in, size_t i)
+{
+	return trunc((float)at(in, 0, i) * 10.0f) != 0;
+}
+
+static bool check_saturate(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, saturate_ref, in, err) && expect_exact(out, 2, truthy_ref, in, err);
+}
+
+/* program_id(0) * 64 + iota(64) + cdiv(1001, 64) * 100000 */
+static double iota_ref(const Arrays *in, size_t i)
+{
+	(void)in;
+	return (double)i + 16 * 100000;
+}
+
+static bool check_iota(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 0, iota_ref, in, err);
+}
+
+/* h += counts of x + 8; the 11 lanes past N = 101 in the last block of 16
+ * read the fill 0 and count into bin 8. */
+static bool check_histogram(const Arrays *in, const Arrays *out, char *err)
+{
+	double h[17];
+	for (size_t b = 0; b < 17; b++)
+		h[b] = at(in, 1, b);
+	for (size_t i = 0; i < in->h[0]->count; i++)
+		h[(int)at(in, 0, i) + 8] += 1;
+	h[8] += 112 - 101;
+	for (size_t b = 0; b < 17; b++)
+		if (at(out, 1, b) != h[b]) {
+			snprintf(err, ERR_LEN, "C reference: bin %zu = %g, want %g", b, at(out, 1, b), h[b]);
+			return false;
+		}
+	return true;
+}
+
+/* y[i] = (x[i + 1] if i + 1 inside the block and the array, else -2)
+ *      + x[i]: blocks of 64 over N = 333. */
+static double other_ref(const Arrays *in, size_t i)
+{
+	size_t n = in->h[0]->count, j = i + 1;
+	bool inside = j % 64 != 0 && j < n;
+	return (inside ? at(in, 0, j) : -2.0) + at(in, 0, i);
+}
+
+static bool check_other(const Arrays *in, const Arrays *out, char *err)
+{
+	if (out->h[1]->desc.dtype != BLK_F32)
+		return true; /* f16/bf16 rounding: the f32 row stands for them */
+	for (size_t i = 0; i < out->h[1]->count; i++)
+		if (fabs(at(out, 1, i) - other_ref(in, i)) > 1e-6) {
+			snprintf(err, ERR_LEN, "C reference: y[%zu] = %g, want %g", i, at(out, 1, i),
+			         other_ref(in, i));
+			return false;
+		}
+	return true;
+}
+
+static const Case cases[] = {
+	/* ---- elementwise functions, one each */
+	UNARY("unary_tanh", "tanh(v * 2.0)"),
+	UNARY("unary_exp", "exp(v)"),
+	UNARY("unary_log", "log(abs(v) + 0.5)"),
+	UNARY("unary_sqrt", "sqrt(abs(v))"),
+	UNARY("unary_rsqrt", "rsqrt(abs(v) + 0.25)"),
+	UNARY("unary_abs_neg", "abs(v) - -v"),
+
+	CASE("arith_float", true,
+	     "kernel arith_float[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    z: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = x[...];\n"
+	     "    let b = z[...];\n"
+	     "    y[...] = a * b - a / (abs(b) + 1.0) + max(a, b) - min(a, 0.25) + -a * 2.0;\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('i', DT_T, 1001), A1('o', DT_T, 1001)),
+
+	/* floor division and modulo with negative operands (Python semantics) */
+	CHECKED("arith_i32_floordiv_mod", false, check_floordiv,
+	     "kernel arith_i32_floordiv_mod[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    z: in i32[N] block (B) index (i) -> (i),\n"
+	     "    q: out i32[N] block (B) index (i) -> (i),\n"
+	     "    r: out i32[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = x[...];\n"
+	     "    let d = where(z[...] == 0, 3, z[...]);\n"
+	     "    q[...] = a ~/ d;\n"
+	     "    r[...] = a % d;\n"
+	     "    y[...] = a * d - (-a) + max(a, d) * 7 - min(a, -2) ~/ 3;\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+
+	CASE("compare_to_bool", true,
+	     "kernel compare_to_bool[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    z: in T[N] block (B) index (i) -> (i),\n"
+	     "    lt: out bool[N] block (B) index (i) -> (i),\n"
+	     "    eq: out bool[N] block (B) index (i) -> (i),\n"
+	     "    mix: out bool[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = x[...];\n"
+	     "    let b = z[...];\n"
+	     "    lt[...] = a < b;\n"
+	     "    eq[...] = (a * 4.0).astype(i32) == (b * 4.0).astype(i32) || a != a;\n"
+	     "    mix[...] = (a <= b && !(a >= 0.5)) || a > 0.75;\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('i', DT_T, 1001), A1('o', BLK_BOOL, 1001),
+	     A1('o', BLK_BOOL, 1001), A1('o', BLK_BOOL, 1001)),
+
+	CASE("bool_logic", false,
+	     "kernel bool_logic[B = 128](\n"
+	     "    p: in bool[N] block (B) index (i) -> (i),\n"
+	     "    q: in bool[N] block (B) index (i) -> (i),\n"
+	     "    o: out bool[N] block (B) index (i) -> (i),\n"
+	     "    n: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = p[...];\n"
+	     "    let b = q[...];\n"
+	     "    o[...] = (a && !b) || (!a && b);\n"
+	     "    n[...] = where(a || b, 1, 0) + a.astype(i32) * 2;\n"
+	     "}\n",
+	     A1('i', BLK_BOOL, 1001), A1('i', BLK_BOOL, 1001), A1('o', BLK_BOOL, 1001),
+	     A1('o', BLK_I32, 1001)),
+
+	CASE("where_select", true,
+	     "kernel where_select[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    w: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    y[...] = where(v > 0.0, v, v * 0.01);\n"
+	     "    w[...] = where(v < -0.5, -v, 0.5);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('o', DT_T, 1001), A1('o', DT_T, 1001)),
+
+	/* ---- grids, program ids, iota, expand_dims, broadcasting */
+	CHECKED("iota_program_id_1d", false, check_iota,
+	     "kernel iota_program_id_1d[B = 64](\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = program_id(0) * B + iota(B) + num_programs(0) * 100000;\n"
+	     "}\n",
+	     A1('o', BLK_I32, 1001)),
+
+	CASE("grid2d_expand_dims", false,
+	     "kernel grid2d_expand_dims[BM = 16, BN = 32](\n"
+	     "    y: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let r = expand_dims(program_id(0) * BM + iota(BM), 1);\n"
+	     "    let c = expand_dims(program_id(1) * BN + iota(BN), 0);\n"
+	     "    y[...] = r * 1000 + c + num_programs(1) * 1000000 + num_programs(0);\n"
+	     "}\n",
+	     A2('o', BLK_I32, 53, 77)),
+
+	CASE("grid3d_squeezed", true,
+	     "kernel grid3d_squeezed[T = f32, BM = 8, BN = 16](\n"
+	     "    x: in T[A, M, N] block (None, BM, BN) index (b, i, j) -> (b, i, j),\n"
+	     "    y: out T[A, M, N] block (None, BM, BN) index (b, i, j) -> (b, i, j),\n"
+	     ") grid (A, cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    y[...] = x[...] * 2.0 + program_id(0).astype(T);\n"
+	     "}\n",
+	     A3('i', DT_T, 3, 21, 37), A3('o', DT_T, 3, 21, 37)),
+
+	CASE("broadcast_row_col", true,
+	     "kernel broadcast_row_col[T = f32, BR = 8, BC = 16](\n"
+	     "    x: in T[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    r: in T[R] block (BR) index (i, j) -> (i),\n"
+	     "    c: in T[C] block (BC) index (i, j) -> (j),\n"
+	     "    y: out T[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    y[...] = x[...] * expand_dims(r[...], 1) + expand_dims(c[...], 0) - 1.5;\n"
+	     "}\n",
+	     A2('i', DT_T, 29, 45), A1('i', DT_T, 29), A1('i', DT_T, 45), A2('o', DT_T, 29, 45)),
+
+	CASE("transpose_T_and_fn", true,
+	     "kernel transpose_T_and_fn[T = f32, BM = 16, BN = 8](\n"
+	     "    x: in T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    y: out T[N, M] block (BN, BM) index (i, j) -> (j, i),\n"
+	     "    z: out T[N, M] block (BN, BM) index (i, j) -> (j, i),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    y[...] = x[...].T;\n"
+	     "    z[...] = transpose(x[...] * 2.0);\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 21), A2('o', DT_T, 21, 37), A2('o', DT_T, 21, 37)),
+
+	/* ---- reductions */
+	CASE("reduce_axis1", true,
+	     "kernel reduce_axis1[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out T[R] block (BR) index (i) -> (i),\n"
+	     "    hi: out T[R] block (BR) index (i) -> (i),\n"
+	     "    lo: out T[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = sum(v, axis = 1);\n"
+	     "    hi[...] = max(v, axis = 1);\n"
+	     "    lo[...] = min(v, axis = 1);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A1('o', DT_T, 13), A1('o', DT_T, 13)),
+
+	CASE("reduce_axis0", true,
+	     "kernel reduce_axis0[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    s: out T[C] block (BC) index (j) -> (j),\n"
+	     "    hi: out T[C] block (BC) index (j) -> (j),\n"
+	     "    lo: out T[C] block (BC) index (j) -> (j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = sum(v, axis = 0);\n"
+	     "    hi[...] = max(v, axis = 0);\n"
+	     "    lo[...] = min(v, axis = 0);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', DT_T, 77), A1('o', DT_T, 77), A1('o', DT_T, 77)),
+
+	/* no grid: one program, whole-array block, scalar stores */
+	CASE("reduce_all_scalar_store", true,
+	     "kernel reduce_all_scalar_store[T = f32](\n"
+	     "    x: in T[R, C],\n"
+	     "    o: out f32[3],\n"
+	     ") {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    o[0] = sum(v);\n"
+	     "    o[1] = max(v);\n"
+	     "    o[2] = min(x[...]).astype(f32);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', BLK_F32, 3)),
+
+	CASE("reduce_i32", false,
+	     "kernel reduce_i32[BR = 4](\n"
+	     "    x: in i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out i32[R] block (BR) index (i) -> (i),\n"
+	     "    hi: out i32[R] block (BR) index (i) -> (i),\n"
+	     "    lo: out i32[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = sum(v, axis = 1);\n"
+	     "    hi[...] = max(v, axis = 1);\n"
+	     "    lo[...] = min(v, axis = 1);\n"
+	     "}\n",
+	     A2('i', BLK_I32, 13, 77), A1('o', BLK_I32, 13), A1('o', BLK_I32, 13),
+	     A1('o', BLK_I32, 13)),
+
+	CASE("keepdims_broadcast", true,
+	     "kernel keepdims_broadcast[T = f32, BR = 8](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    y: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    let m = max(v, axis = 1, keepdims = true);\n"
+	     "    let c = sum(v, axis = 0, keepdims = true);\n"
+	     "    y[...] = (v - m + c * 0.125).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 21, 45), A2('o', DT_T, 21, 45)),
+
+	/* the block is wider than the array: lanes past C read -inf */
+	CASE("masked_rowmax_other_inf", true,
+	     "kernel masked_rowmax_other_inf[T = f32, BR = 4, BC = 32](\n"
+	     "    x: in T[R, C] block (BR, BC) index (i) -> (i, 0),\n"
+	     "    y: out T[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    y[...] = max(load(x.at[...], other = -inf), axis = 1);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 21), A1('o', DT_T, 13)),
+
+	/* ---- astype between every pair */
+	ASTYPE_FROM("astype_from_f32", f32, " * 10.0", f16, bf16, i32, bool),
+	ASTYPE_FROM("astype_from_f16", f16, " * 10.0", f32, bf16, i32, bool),
+	ASTYPE_FROM("astype_from_bf16", bf16, " * 10.0", f32, f16, i32, bool),
+	ASTYPE_FROM("astype_from_i32", i32, " * 1001", f32, f16, bf16, bool),
+	ASTYPE_FROM("astype_from_bool", bool, "", f32, f16, bf16, i32),
+
+	/* float -> int saturates; float -> bool is != 0 */
+	CHECKED("astype_saturate_truthy", false, check_saturate,
+	     "kernel astype_saturate_truthy[B = 64](\n"
+	     "    x: in f32[N] block (B) index (i) -> (i),\n"
+	     "    s: out i32[N] block (B) index (i) -> (i),\n"
+	     "    t: out bool[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...] * 10.0;\n"
+	     "    s[...] = (v * 1e9).astype(i32);\n"
+	     "    t[...] = v.astype(i32).astype(f32).astype(bool);\n"
+	     "}\n",
+	     A1('i', BLK_F32, 333), A1('o', BLK_I32, 333), A1('o', BLK_BOOL, 333)),
+
+	CASE("zeros_full", true,
+	     "kernel zeros_full[T = f32, B = 64](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    n: out i32[N] block (B) index (i) -> (i),\n"
+	     "    t: out bool[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = x[...] + full((B,), 2.5, T) + zeros((B,), T);\n"
+	     "    n[...] = full((B,), -3, i32) + zeros((B,), i32) + iota(B);\n"
+	     "    t[...] = full((B,), true, bool) && x[...] > 0.0;\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333), A1('o', BLK_I32, 333), A1('o', BLK_BOOL, 333)),
+
+	/* ---- control flow */
+	CASE("fori_three_carries", true,
+	     "kernel fori_three_carries[T = f32, B = 64](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    n: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    let (s, p, c) = fori_loop(0, 5, (zeros((B,), f32), full((B,), 1.0, f32), 0)) |k, (s, p, c)| {\n"
+	     "        (s + v * k.astype(f32), p * 0.5 + v, c + k)\n"
+	     "    };\n"
+	     "    y[...] = (s + p).astype(T);\n"
+	     "    n[...] = iota(B) + c;\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333), A1('o', BLK_I32, 333)),
+
+	/* no carry; a column store with a dynamic scalar index per iteration */
+	CASE("fori_no_carry_column_store", true,
+	     "kernel fori_no_carry_column_store[T = f32, BR = 8](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    y: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    fori_loop(0, C) |j| {\n"
+	     "        y[:, j] = x[:, j] * 2.0 + j.astype(T);\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', DT_T, 21, 13), A2('o', DT_T, 21, 13)),
+
+	CASE("fori_unroll", true,
+	     "kernel fori_unroll[T = f32, B = 32](\n"
+	     "    x: in T[N, 4] block (B, 4) index (i) -> (i, 0),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let s = fori_loop(0, 4, zeros((B,), f32), unroll = true) |k, acc| {\n"
+	     "        acc + x[:, k].astype(f32) * (k + 1).astype(f32)\n"
+	     "    };\n"
+	     "    y[...] = s.astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 101, 4), A1('o', DT_T, 101)),
+
+	/* a loop over a size; the last ds slice runs past C */
+	CASE("fori_ds_slices", true,
+	     "kernel fori_ds_slices[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    y: out T[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let acc = fori_loop(0, cdiv(C, 8), zeros((BR, 8), f32)) |k, acc| {\n"
+	     "        acc + x[:, ds(k * 8, 8)].astype(f32)\n"
+	     "    };\n"
+	     "    y[...] = sum(acc, axis = 1).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13)),
+
+	CASE("when_else_nested", false,
+	     "kernel when_else_nested[B = 32](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let p = program_id(0);\n"
+	     "    when p % 2 == 0 {\n"
+	     "        y[...] = x[...] * 2;\n"
+	     "    } else {\n"
+	     "        when p == num_programs(0) - 1 { y[...] = x[...] - 100; } else { y[...] = -x[...]; }\n"
+	     "    }\n"
+	     "}\n",
+	     A1('i', BLK_I32, 200), A1('o', BLK_I32, 200)),
+
+	/* ---- scratch */
+	CASE("seq_axis_scratch", true,
+	     "kernel seq_axis_scratch[T = f32, BR = 8, BC = 16](\n"
+	     "    x: in T[R, C] block (BR, BC) index (i, k) -> (i, k),\n"
+	     "    y: out T[R] block (BR) index (i, k) -> (i),\n"
+	     "    acc: scratch f32[BR],\n"
+	     ") grid (cdiv(R, BR), seq cdiv(C, BC)) {\n"
+	     "    when program_id(1) == 0 { acc[...] = zeros((BR,), f32); }\n"
+	     "    acc[...] = acc[...] + sum(x[...].astype(f32), axis = 1);\n"
+	     "    when program_id(1) == num_programs(1) - 1 { y[...] = acc[...].astype(T); }\n"
+	     "}\n",
+	     A2('i', DT_T, 21, 77), A1('o', DT_T, 21)),
+
+	/* scoped scratch, read back shifted by one (another thread's element) */
+	CASE("scoped_scratch", true,
+	     "kernel scoped_scratch[T = f32, B = 64](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    z: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    scoped (t: f32[B], u: i32[B]) {\n"
+	     "        t[...] = x[...].astype(f32) * 2.0;\n"
+	     "        u[...] = iota(B) % 5;\n"
+	     "        y[...] = (t[...] + u[...].astype(f32)).astype(T);\n"
+	     "        z.at[ds(0, B - 1)][...] = t[ds(1, B - 1)].astype(T);\n"
+	     "        z[B - 1] = 0.0;\n"
+	     "    }\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333), A1('o', DT_T, 333)),
+
+	CASE("inout_axpy", true,
+	     "kernel inout_axpy[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: inout T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = x[...] * 2.0 + y[...];\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('x', DT_T, 1001)),
+
+	/* ---- views, slices, fills */
+	CASE("ds_odd_offsets_load_other", true,
+	     "kernel ds_odd_offsets_load_other[T = f32, B = 64](\n"
+	     "    x: in T[N],\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let s = program_id(0) * B;\n"
+	     "    y[...] = x[ds(s + 3, B)] - load(x.at[ds(s + 5, B)], other = 7.0);\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333)),
+
+	/* reads past the block (not just the array) take the fill */
+	CHECKED("load_other_past_block", true, check_other,
+	     "kernel load_other_past_block[T = f32, B = 64](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = load(x.at[ds(1, B)], other = -2.0) + load(x.at[...], other = 5.0);\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333)),
+
+	CASE("at_views_2d", true,
+	     "kernel at_views_2d[T = f32, BR = 8](\n"
+	     "    x: in T[R, C],\n"
+	     "    y: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let r0 = program_id(0) * BR;\n"
+	     "    y.at[:, ds(0, 3)][...] = x.at[ds(r0, BR), :][:, ds(2, 3)];\n"
+	     "    y.at[:, ds(3, C - 3)][...] = load(x.at[ds(r0 + 1, BR), ds(3, C - 3)], other = 9.0);\n"
+	     "}\n",
+	     A2('i', DT_T, 21, 13), A2('o', DT_T, 21, 13)),
+
+	/* later stores overwrite earlier ones in program order */
+	CASE("store_overwrite", true,
+	     "kernel store_overwrite[T = f32, BR = 8](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    y: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    y[...] = x[...];\n"
+	     "    y[0, :] = 1.5;\n"
+	     "    y[:, 0] = x[:, 1];\n"
+	     "}\n",
+	     A2('i', DT_T, 21, 13), A2('o', DT_T, 21, 13)),
+
+	/* ---- atomics */
+	/* column sums by 4 racing programs: each order rounds differently (bf16
+	 * was seen at 1.25e-2 of its 2e-2 default on an H200): twice the tol */
+	CASE_TOL("atomic_add_colsum", true, 2,
+	     "kernel atomic_add_colsum[T = f32, BR = 16](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: inout T[C],\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    atomic_add(s.at[ds(0, C)], sum(x[...], axis = 0));\n"
+	     "}\n",
+	     A2('i', DT_T, 61, 45), A1('x', DT_T, 45)),
+
+	/* one program: no ordering between atomics, so the sums must match
+	 * the interpreter's exactly (tests the atomic's arithmetic per dtype) */
+	CASE("atomic_add_one_program", true,
+	     "kernel atomic_add_one_program[T = f32, BR = 16](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: inout T[C],\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    atomic_add(s.at[ds(0, C)], sum(x[...], axis = 0));\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 45), A1('x', DT_T, 45)),
+
+	CHECKED("atomic_add_histogram", false, check_histogram,
+	     "kernel atomic_add_histogram[B = 16](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    h: inout i32[17],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    fori_loop(0, B) |e| {\n"
+	     "        atomic_add(h.at[x[e] + 8], 1);\n"
+	     "    };\n"
+	     "}\n",
+	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 17)),
+
+	/* ---- dot with a transposed operand at tiny odd sizes */
+	CASE("dot_transposed_operand", true,
+	     "kernel dot_transposed_operand[T = f32](\n"
+	     "    a: in T[K, M],\n"
+	     "    b: in T[K, N],\n"
+	     "    c: out f32[M, N],\n"
+	     ") {\n"
+	     "    c[...] = dot(a[...].T, b[...]);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 9), A2('i', DT_T, 13, 20), A2('o', BLK_F32, 9, 20)),
+
+	/* ---- print: i32 and f32 scalars per program */
+	{.name = "print_scalars", .src =
+	 "kernel print_scalars[B = 4](\n"
+	 "    x: in i32[N] block (B) index (i) -> (i),\n"
+	 "    y: out i32[N] block (B) index (i) -> (i),\n"
+	 ") grid (cdiv(N, B)) {\n"
+	 "    let v = x[...];\n"
+	 "    print(\"blk-print\", program_id(0), num_programs(0), sum(v), sum(v).astype(f32) * 0.5);\n"
+	 "    y[...] = v;\n"
+	 "}\n",
+	 .expect = "program (2): blk-print 2 3 ", .narrays = 2,
+	 .a = {A1('i', BLK_I32, 11), A1('o', BLK_I32, 11)}},
+
+	/* a bool prints as true/false */
+	{.name = "print_bool", .src =
+	 "kernel print_bool(\n"
+	 "    y: out i32[N] block (4) index (i) -> (i),\n"
+	 ") grid (cdiv(N, 4)) {\n"
+	 "    print(\"flag\", program_id(0) == 1, num_programs(0));\n"
+	 "    y[...] = iota(4);\n"
+	 "}\n",
+	 .expect = "program (1): flag true 3", .narrays = 1, .a = {A1('o', BLK_I32, 11)}},
+
+	/* the text is not a format: a '%' in it prints as itself */
+	{.name = "print_percent_in_text", .src =
+	 "kernel print_percent_in_text(\n"
+	 "    y: out i32[N] block (4) index (i) -> (i),\n"
+	 ") grid (cdiv(N, 4)) {\n"
+	 "    print(\"ratio 50% done\", program_id(0));\n"
+	 "    y[...] = iota(4);\n"
+	 "}\n",
+	 .expect = "program (1): ratio 50% done 1", .narrays = 1, .a = {A1('o', BLK_I32, 11)}},
+};
+
+/* ---- host arrays -------------------------------------------------------- */
+
+
+static BlkDType spec_dtype(const ArraySpec *s, BlkDType t)
+{
+	return s->dtype == DT_T ? t : (BlkDType)s->dtype;
+}
+
+static bool arrays_make(Arrays *a, const Case *c, BlkDType t, uint64_t seed)
+{
+	a->n = c->narrays;
+	for (int i = 0; i < c->narrays; i++) {
+		const ArraySpec *s = &c->a[i];
+		a->h[i] = blk_host_new(spec_dtype(s, t), s->rank, s->shape);
+		if (!a->h[i])
+			return false;
+		if (s->role == 'o')
+			blk_host_poison(a->h[i]);
+		else
+			blk_host_fill_random(a->h[i], seed + (uint64_t)i);
+	}
+	return true;
+}
+
+static void arrays_free(Arrays *a)
+{
+	for (int i = 0; i < a->n; i++)
+		blk_host_free(a->h[i]);
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* The first line of text into err, after prefix. */
+static void set_err(char *err, const char *prefix, const char *text)
+{
+	size_t n = strcspn(text ? text : "", "\n");
+	snprintf(err, ERR_LEN, "%s%.*s", prefix, (int)n, text ? text : "");
+}
+
+/* A memory stream for diagnostics or prints; text valid after close. */
+typedef struct Mem {
+	FILE *f;
+	char *text;
+	size_t len;
+} Mem;
+
+static bool mem_open(Mem *m)
+{
+	m->text = NULL;
+	m->len = 0;
+	m->f = open_memstream(&m->text, &m->len);
+	return m->f != NULL;
+}
+
+static void mem_close(Mem *m)
+{
+	if (m->f)
+		fclose(m->f);
+	m->f = NULL;
+}
+
+/* ---- the interpreter --------------------------------------------------- */
+
+/* Compiles the case's source with T = t (typed cases only). */
+static BlkKernel *compile_front(BlkArena *a, BlkDiag *d, const Case *c, BlkDType t)
+{
+	BlkDefine def = {"T", blk_dtype_name(t)};
+	BlkSource *src = blk_source_from_string(a, c->name, c->src, strlen(c->src));
+	BlkModule *m = blk_compile_source(a, d, src, &def, c->typed ? 1 : 0);
+	return m ? m->first : NULL;
+}
+
+/* Runs the case in the interpreter on arrs; prints go to print_out.
+ * stage says how far it got: 0 nothing, 1 compiled, 2 ran. */
+static bool interp_run(const Case *c, BlkDType t, Arrays *arrs, FILE *print_out, int *stage,
+                       char *err)
+{
+	BlkArena *a = blk_arena_create();
+	Mem diag;
+	if (!mem_open(&diag))
+		return false;
+	BlkDiag *d = blk_diag_create(a, diag.f, 5);
+	BlkKernel *k = compile_front(a, d, c, t);
+	*stage = k ? 1 : 0;
+	BlkArrayDesc descs[MAX_ARRAYS];
+	void *data[MAX_ARRAYS];
+	for (int i = 0; i < arrs->n; i++) {
+		descs[i] = arrs->h[i]->desc;
+		data[i] = arrs->h[i]->data;
+	}
+	bool ok = k && blk_interp_run(k, descs, data, arrs->n, print_out, d);
+	*stage += ok;
+	mem_close(&diag);
+	if (!ok)
+		set_err(err, k ? "interpreter: " : "frontend: ", diag.text);
+	free(diag.text);
+	blk_arena_destroy(a);
+	return ok;
+}
+
+/* ---- the GPU and the lowering -------------------------------------------- */
+
+static void make_tensors(const Case *c, BlkDType t, Arrays *h, void *const *data, BlkTensor *out)
+{
+	for (int i = 0; i < h->n; i++)
+		out[i] = blk_tensor_make(data[i], (int)spec_dtype(&c->a[i], t), h->h[i]->desc.rank,
+		                         h->h[i]->desc.shape);
+}
+
+static BlkFunc *load_func(BlkRuntime *rt, const Case *c, BlkDType t, BlkProgram **p)
+{
+	char def[32];
+	snprintf(def, sizeof def, "T=%s", blk_dtype_name(t));
+	const char *defs[] = {def};
+	*p = blk_program_load_source(rt, c->name, c->src, defs, c->typed ? 1 : 0);
+	return *p ? blk_program_kernel(*p, c->name) : NULL;
+}
+
+/* Redirects fd 1 into a temporary file while the GPU prints. */
+typedef struct Capture {
+	int saved;
+	FILE *tmp;
+} Capture;
+
+static bool capture_begin(Capture *cap)
+{
+	fflush(stdout);
+	cap->tmp = tmpfile();
+	cap->saved = cap->tmp ? dup(1) : -1;
+	if (cap->saved < 0 || dup2(fileno(cap->tmp), 1) < 0)
+		return false;
+	return true;
+}
+
+/* Restores stdout; the captured text (malloc'd) in *text. */
+static void capture_end(Capture *cap, char **text)
+{
+	fflush(stdout);
+	dup2(cap->saved, 1);
+	close(cap->saved);
+	long n = fseek(cap->tmp, 0, SEEK_END) == 0 ? ftell(cap->tmp) : 0;
+	rewind(cap->tmp);
+	*text = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+	if (*text && n > 0 && fread(*text, 1, (size_t)n, cap->tmp) != (size_t)n)
+		(*text)[0] = 0;
+	fclose(cap->tmp);
+}
+
+static bool launch_and_sync(BlkRuntime *rt, BlkFunc *f, const BlkTensor *t, int n,
+                            char **printed)
+{
+	Capture cap;
+	if (!printed)
+		return blk_launch(f, t, n, NULL) && blk_synchronize(rt);
+	if (!capture_begin(&cap))
+		return false;
+	bool ok = blk_launch(f, t, n, NULL) && blk_synchronize(rt);
+	capture_end(&cap, printed);
+	return ok;
+}
+
+/* Copies every array over (outputs poisoned), launches, copies back every
+ * out and inout array.  printed: where the GPU's stdout goes, or NULL. */
+static bool gpu_run(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, char **printed,
+                    char *err)
+{
+	BlkProgram *p;
+	BlkFunc *f = load_func(rt, c, t, &p);
+	void *dev[MAX_ARRAYS] = {0};
+	BlkTensor ts[MAX_ARRAYS];
+	bool ok = f != NULL;
+	for (int i = 0; ok && i < h->n; i++)
+		ok = blk_mem_alloc(rt, h->h[i]->nbytes, &dev[i]) &&
+		     blk_memcpy_htod(rt, dev[i], h->h[i]->data, h->h[i]->nbytes);
+	make_tensors(c, t, h, dev, ts);
+	ok = ok && launch_and_sync(rt, f, ts, h->n, printed);
+	for (int i = 0; ok && i < h->n; i++)
+		if (c->a[i].role != 'i')
+			ok = blk_memcpy_dtoh(rt, h->h[i]->data, dev[i], h->h[i]->nbytes);
+	if (!ok)
+		set_err(err, "gpu: ", blk_runtime_last_error(rt));
+	for (int i = 0; i < h->n; i++)
+		blk_mem_free(rt, dev[i]);
+	blk_program_destroy(p);
+	return ok;
+}
+
+/* $BLK_PTXAS, else the CUDA toolkit's; NULL if neither is there. */
+static const char *ptxas_path(void)
+{
+	const char *p = getenv("BLK_PTXAS");
+	if (p && *p)
+		return p;
+	p = "/usr/local/cuda/bin/ptxas";
+	return access(p, X_OK) == 0 ? p : NULL;
+}
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+	return f && fclose(f) == 0 && ok;
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 4096);
+	if (f && buf && fread(buf, 1, 4095, f) == 0)
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* Assembles ptx for arch with ptxas; its first message into err. */
+static bool ptxas_run(const char *ptxas, const char *ptx, const char *arch, char *err)
+{
+	char dir[] = "/tmp/blk-gpu-features-XXXXXX", cmd[1024], file[64];
+	if (!mkdtemp(dir))
+		return set_err(err, "ptxas: ", "mkdtemp failed"), false;
+	snprintf(file, sizeof file, "%s/k.ptx", dir);
+	bool ok = write_file(file, ptx);
+	snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s/k.ptx' -o '%s/k.cubin' 2> '%s/err'", ptxas, arch,
+	         dir, dir, dir);
+	ok = ok && system(cmd) == 0;
+	snprintf(file, sizeof file, "%s/err", dir);
+	if (!ok) {
+		char *msg = read_file(file);
+		set_err(err, "ptxas: ", msg && *msg ? msg : "failed");
+		free(msg);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "gpu-features: could not remove %s\n", dir);
+	return ok;
+}
+
+/* Lowers the case to PTX on an offline runtime and assembles it.
+ * *stage: 1 lowered, 2 assembled (or no ptxas: stays 1, *assembled false). */
+static bool lower_offline(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, int *stage,
+                          bool *assembled, char *err)
+{
+	BlkProgram *p;
+	BlkFunc *f = load_func(rt, c, t, &p);
+	void *data[MAX_ARRAYS];
+	BlkTensor ts[MAX_ARRAYS];
+	for (int i = 0; i < h->n; i++)
+		data[i] = h->h[i]->data;
+	make_tensors(c, t, h, data, ts);
+	BlkCompiledInfo info;
+	bool ok = f && blk_func_compile(f, ts, h->n, &info);
+	*stage = ok;
+	*assembled = false;
+	if (!ok)
+		set_err(err, "lower: ", blk_runtime_last_error(rt));
+	const char *ptxas = ptxas_path();
+	if (ok && ptxas) {
+		ok = ptxas_run(ptxas, info.ptx, blk_runtime_arch(rt), err);
+		*assembled = ok;
+		*stage += ok;
+	}
+	blk_program_destroy(p);
+	return ok;
+}
+
+/* ---- checking --------------------------------------------------------- */
+
+/* Worst relative error over the case's out and inout arrays; false (with
+ * the first bad element in err) on any mismatch.  bool compares bytes, so
+ * poison (0xa5) never passes as true. */
+static bool compare_all(const Case *c, BlkDType t, Arrays *gpu, Arrays *ref, double *max_rel,
+                        char *err)
+{
+	bool pass = true;
+	*max_rel = 0;
+	for (int i = 0; i < gpu->n; i++) {
+		if (c->a[i].role == 'i')
+			continue;
+		BlkHostArray *o = gpu->h[i], *r = ref->h[i];
+		double *rv = malloc(r->count * sizeof *rv);
+		if (!rv)
+			return false;
+		for (size_t e = 0; e < r->count; e++)
+			rv[e] = o->desc.dtype == BLK_BOOL ? ((unsigned char *)r->data)[e] : blk_host_get(r, e);
+		double tol = blk_host_default_tol(o->desc.dtype);
+		if (c->typed && blk_host_default_tol(t) > tol)
+			tol = blk_host_default_tol(t);
+		if (c->tol_mult > 1)
+			tol *= c->tol_mult;
+		BlkHostCompare cmp = {0};
+		bool ok = o->desc.dtype == BLK_BOOL ? memcmp(o->data, r->data, o->nbytes) == 0
+		                                   : blk_host_compare(o, rv, tol, &cmp);
+		if (cmp.max_rel > *max_rel)
+			*max_rel = cmp.max_rel;
+		if (!ok && pass)
+			snprintf(err, ERR_LEN, "array %d: %zu bad, first at %zu: %g vs %g; %zu unwritten", i,
+			         cmp.mismatches, cmp.first_bad, cmp.bad_out, cmp.bad_ref,
+			         blk_host_count_poison(o));
+		pass = pass && ok;
+		free(rv);
+	}
+	return pass;
+}
+
+/* Offline: every out array written by the interpreter. */
+static bool all_written(const Case *c, Arrays *h, char *err)
+{
+	for (int i = 0; i < h->n; i++) {
+		size_t n = c->a[i].role == 'o' ? blk_host_count_poison(h->h[i]) : 0;
+		if (n) {
+			snprintf(err, ERR_LEN, "interpreter left %zu elements of array %d unwritten", n, i);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every line the interpreter printed must appear in what the GPU printed. */
+static bool prints_match(const char *want, const char *got, char *err)
+{
+	for (const char *l = want; *l;) {
+		size_t n = strcspn(l, "\n");
+		char line[256];
+		snprintf(line, sizeof line, "%.*s", (int)(n < 255 ? n : 255), l);
+		if (!got || !strstr(got, line)) {
+			snprintf(err, ERR_LEN, "print: GPU output lacks \"%s\" (got \"%.200s\")", line,
+			         got ? got : "");
+			return false;
+		}
+		l += n + (l[n] == '\n');
+	}
+	return true;
+}
+
+static bool print_expected(const Case *c, const char *printed, char *err)
+{
+	if (!c->expect || (printed && strstr(printed, c->expect)))
+		return true;
+	snprintf(err, ERR_LEN, "print: interpreter output lacks \"%s\" (got \"%.200s\")", c->expect,
+	         printed ? printed : "");
+	return false;
+}
+
+/* ---- one case ----------------------------------------------------------- */
+
+static void shape_label(const Case *c, char *buf, size_t len)
+{
+	const ArraySpec *s = &c->a[0];
+	size_t at = 0;
+	buf[0] = 0;
+	for (int d = 0; d < s->rank && at < len; d++)
+		at += (size_t)snprintf(buf + at, len - at, d ? "x%lld" : "%lld", (long long)s->shape[d]);
+}
+
+static void row(const Case *c, BlkDType t, const char *col4, bool pass, const char *err)
+{
+	char shape[32];
+	shape_label(c, shape, sizeof shape);
+	printf("| %-28s | %-4s | %-9s | %-13s | %s |%s", c->name, c->typed ? blk_dtype_name(t) : "-",
+	       shape, col4, pass ? "PASS" : "FAIL", err[0] ? " " : "");
+	for (const char *e = err; *e; e++) /* one row per case: newlines as \n */
+		fputs(*e == '\n' ? "\\n" : (char[2]){*e, 0}, stdout);
+	putchar('\n');
+}
+
+/* The case's C reference on the interpreter's result, if it has one. */
+static bool check_reference(const Case *c, BlkDType t, uint64_t seed, const Arrays *ref,
+                            char *err)
+{
+	Arrays in = {0};
+	bool ok = !c->check || (arrays_make(&in, c, t, seed) && c->check(&in, ref, err));
+	arrays_free(&in);
+	return ok;
+}
+
+/* Interpreter on ref (prints into *printed when the case prints). */
+static bool reference(const Case *c, BlkDType t, uint64_t seed, Arrays *ref, char **printed,
+                      int *stage, char *err)
+{
+	Mem pr = {0};
+	if (!mem_open(&pr))
+		return false;
+	bool ok = interp_run(c, t, ref, pr.f, stage, err);
+	mem_close(&pr);
+	*printed = pr.text;
+	return ok && print_expected(c, pr.text, err) && check_reference(c, t, seed, ref, err);
+}
+
+static bool run_gpu_case(BlkRuntime *rt, const Case *c, BlkDType t, uint64_t seed)
+{
+	Arrays ref = {0}, gpu = {0};
+	char err[ERR_LEN] = "", rel[32] = "-";
+	char *want = NULL, *got = NULL;
+	int stage = 0;
+	bool ok = arrays_make(&ref, c, t, seed) && arrays_make(&gpu, c, t, seed);
+	ok = ok && reference(c, t, seed, &ref, &want, &stage, err);
+	ok = ok && gpu_run(rt, c, t, &gpu, c->expect ? &got : NULL, err);
+	double max_rel = 0;
+	ok = ok && compare_all(c, t, &gpu, &ref, &max_rel, err);
+	if (stage == 2 && (ok || max_rel > 0))
+		snprintf(rel, sizeof rel, "%.2e", max_rel);
+	ok = ok && (!c->expect || prints_match(want, got, err));
+	row(c, t, rel, ok, err);
+	free(want);
+	free(got);
+	arrays_free(&ref);
+	arrays_free(&gpu);
+	return ok;
+}
+
+static bool run_offline_case(BlkRuntime *rt, const Case *c, BlkDType t, uint64_t seed)
+{
+	Arrays ref = {0};
+	char err[ERR_LEN] = "", *printed = NULL;
+	int stage = 0, lstage = 0;
+	bool assembled = false;
+	bool ok = arrays_make(&ref, c, t, seed);
+	ok = ok && reference(c, t, seed, &ref, &printed, &stage, err) && all_written(c, &ref, err);
+	ok = ok && lower_offline(rt, c, t, &ref, &lstage, &assembled, err);
+	char stages[32];
+	snprintf(stages, sizeof stages, "%s %s %s %s", stage >= 1 ? "fe" : "--",
+	         stage >= 2 ? "in" : "--", lstage >= 1 ? "ptx" : "---", assembled ? "as" : "--");
+	row(c, t, stages, ok, err);
+	free(printed);
+	arrays_free(&ref);
+	return ok;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static const BlkDType float_types[] = {BLK_F32, BLK_F16, BLK_BF16};
+
+static int run_all(BlkRuntime *rt, bool offline)
+{
+	int failed = 0, total = 0;
+	uint64_t seed = 7;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int nt = cases[i].typed ? 3 : 1;
+		for (int j = 0; j < nt; j++, total++) {
+			seed += 16;
+			bool ok = offline ? run_offline_case(rt, &cases[i], float_types[j], seed)
+			                  : run_gpu_case(rt, &cases[i], float_types[j], seed);
+			failed += !ok;
+		}
+	}
+	printf("\n%d of %d cases passed (%zu kernels)%s\n", total - failed, total,
+	       sizeof cases / sizeof cases[0], offline ? ", offline" : "");
+	return failed;
+}
+
+static void header(const char *col4)
+{
+	printf("| %-28s | type | shape     | %-13s | result |\n", "case", col4);
+	printf("| ---------------------------- | ---- | --------- | ------------- | ------ |\n");
+}
+
+static int main_offline(void)
+{
+	char err[512] = "";
+	BlkRuntime *rt = blk_runtime_create_offline("sm_90a", err, sizeof err);
+	if (!rt) {
+		fprintf(stderr, "gpu-features: %s\n", err);
+		return 1;
+	}
+	const char *ptxas = ptxas_path();
+	printf("offline: %s; ptxas: %s\n", blk_runtime_device_name(rt), ptxas ? ptxas : "(none)");
+	printf("stages: fe = frontend, in = interpreter, ptx = lowered, as = assembled\n\n");
+	header("stages");
+	int failed = run_all(rt, true);
+	blk_runtime_destroy(rt);
+	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	const char *off = getenv("BLK_GPU_FEATURES_OFFLINE");
+	if (off && *off && strcmp(off, "0") != 0)
+		return main_offline();
+	char err[512] = "";
+	int n = blk_device_count(err, sizeof err);
+	if (n == 0) {
+		printf("skipped: no GPU (%s)\n", err);
+		return 77;
+	}
+	BlkRuntime *rt = n > 0 ? blk_runtime_create(0, err, sizeof err) : NULL;
+	if (!rt) {
+		fprintf(stderr, "gpu-features: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	header("max rel");
+	int failed = run_all(rt, false);
+	blk_runtime_destroy(rt);
+	return failed ? 1 : 0;
+}
