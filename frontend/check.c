@@ -233,9 +233,16 @@ static void check_print(Ck *c, const BlkAstStmt *s)
 {
 	for (int i = 0; i < s->nargs; i++) {
 		CkType t = ck_expr(c, s->args[i]);
-		if (t.kind != CK_VALUE && t.kind != CK_POISON)
+		if (t.kind != CK_VALUE && t.kind != CK_POISON) {
 			blk_error(c->d, s->args[i]->loc, "print takes values, got %s",
 			          blk_ck_type_str(c->a, &t));
+		} else if (t.kind == CK_VALUE && t.t.rank > 0) {
+			/* On the GPU one thread prints per program, and a tile is
+			 * spread over all of them. */
+			blk_error(c->d, s->args[i]->loc, "print takes scalars, got %s",
+			          blk_ck_type_str(c->a, &t));
+			blk_note(c->d, s->args[i]->loc, "reduce the tile first, e.g. max(x) or sum(x)");
+		}
 	}
 }
 

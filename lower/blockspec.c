@@ -121,6 +121,7 @@ static BlkRegion *wrap_in_loop(LowerCtx *c, BlkRegion *r, int axis)
 	BlkOp *loop = blk_build(&b, BLK_OP_FOR, c->k->loc, 3, bounds, 0, NULL, 1);
 	BlkRegion *body = loop->regions[0];
 	BlkValue *iv = blk_region_add_arg(c->a, body, i32, "seq");
+	c->seq_iv[axis] = iv; /* print shows it as the axis's program id */
 	/* move the old ops, which all come before the bounds we just built */
 	for (BlkOp *op = first, *next; op && op != bounds[0]->def; op = next) {
 		next = op->next;

@@ -99,8 +99,35 @@ void emit_scoped(Emit *E, const BlkOp *op)
 	emit_region(E, r);
 }
 
+/* Appends text to buf with every '%' doubled: the user's words must not
+ * become printf conversions. */
+static void append_literal(char *buf, size_t size, const char *text)
+{
+	size_t n = strlen(buf);
+	for (; *text && n + 2 < size; text++) {
+		buf[n++] = *text;
+		if (*text == '%')
+			buf[n++] = '%';
+	}
+	buf[n] = 0;
+}
+
+/* A program id for print: the CUDA block index of a parallel axis, the
+ * loop counter of a seq axis (blockspec.c made it a loop). */
+static LLVMValueRef print_program_id(Emit *E, int axis)
+{
+	static const char *const ctaid[3] = {
+		"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+		"llvm.nvvm.read.ptx.sreg.ctaid.z",
+	};
+	if (E->c->par_axis[axis] >= 0)
+		return emit_intrinsic(E, ctaid[E->c->par_axis[axis]], NULL, 0, NULL, 0);
+	return E->c->seq_iv[axis] ? emit_val(E, E->c->seq_iv[axis])->t.r[0] : emit_i32(E, 0);
+}
+
 /* print: thread 0 of each program calls vprintf with the program ids and
- * the scalar operands (tiles print as their first register's element). */
+ * the scalar operands (the checker allows only scalars), in the
+ * interpreter's format: floats as %g, bools as true/false. */
 void emit_print(Emit *E, const BlkOp *op)
 {
 	const BlkAttr *fmt = blk_op_attr(op, "fmt");
@@ -109,18 +136,13 @@ void emit_print(Emit *E, const BlkOp *op)
 	for (int a = 0; a < k->grid_rank; a++)
 		strncat(buf, a ? ", %d" : "%d", sizeof buf - strlen(buf) - 1);
 	strncat(buf, "): ", sizeof buf - strlen(buf) - 1);
-	strncat(buf, fmt && fmt->kind == BLK_ATTR_STRING ? fmt->s : "", sizeof buf - strlen(buf) - 1);
+	append_literal(buf, sizeof buf, fmt && fmt->kind == BLK_ATTR_STRING ? fmt->s : "");
 	int n = k->grid_rank + op->noperands;
 	LLVMValueRef *vals = BLK_NEW_N(E->c->a, LLVMValueRef, n + 1);
 	LLVMTypeRef *tys = BLK_NEW_N(E->c->a, LLVMTypeRef, n + 1);
 	int m = 0;
 	for (int a = 0; a < k->grid_rank; a++) {
-		static const char *const ctaid[3] = {
-			"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
-			"llvm.nvvm.read.ptx.sreg.ctaid.z",
-		};
-		vals[m] = E->c->par_axis[a] >= 0 ? emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0)
-		                                : emit_i32(E, 0);
+		vals[m] = print_program_id(E, a);
 		tys[m++] = E->i32;
 	}
 	for (int i = 0; i < op->noperands; i++) {
@@ -134,9 +156,14 @@ void emit_print(Emit *E, const BlkOp *op)
 		if (blk_dtype_is_float(dt)) {
 			x = LLVMBuildFPExt(E->b, emit_to_f32(E, x, dt), LLVMDoubleTypeInContext(E->cx), "");
 			strncat(buf, " %g", sizeof buf - strlen(buf) - 1);
+		} else if (dt == BLK_BOOL) {
+			LLVMValueRef t = LLVMBuildGlobalStringPtr(E->b, "true", "true");
+			LLVMValueRef f = LLVMBuildGlobalStringPtr(E->b, "false", "false");
+			if (LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 1)
+				x = LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, false), "");
+			x = LLVMBuildSelect(E->b, x, t, f, "");
+			strncat(buf, " %s", sizeof buf - strlen(buf) - 1);
 		} else {
-			if (dt == BLK_BOOL)
-				x = LLVMBuildZExt(E->b, x, E->i32, "");
 			strncat(buf, " %d", sizeof buf - strlen(buf) - 1);
 		}
 		vals[m] = x;

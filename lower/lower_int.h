@@ -41,6 +41,7 @@ typedef struct LowerCtx {
 	size_t transit_bytes;
 	unsigned grid[3];
 	int par_axis[BLK_MAX_RANK]; /* grid axis -> CUDA axis (0..2), -1 for seq */
+	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
 	const char *entry;
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
 	const char *ptx;
@@ -50,6 +51,7 @@ typedef struct LowerCtx {
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
+bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
