@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lower/lower.h"
+#include "runtime/include/blk.h"
 
 static const char usage_text[] =
 "usage: blkc [options] FILE.blk [SIZE=VALUE...]\n"
@@ -314,6 +315,27 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 	return n;
 }
 
+/* Whether compile mode goes down to LLVM and PTX (and needs sizes). */
+static bool blkc_lowers(const BlkcOptions *o)
+{
+	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->dump_after || o->report;
+}
+
+/* The target when --arch is not given: the GPU's own if this machine has
+ * one, else sm_90a.  The answer is kept in buf. */
+static const char *default_arch(char *buf, size_t len)
+{
+	char err[256];
+	snprintf(buf, len, "sm_90a");
+	if (blk_device_count(err, sizeof err) <= 0)
+		return buf;
+	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
+	if (rt)
+		snprintf(buf, len, "%s", blk_runtime_arch(rt));
+	blk_runtime_destroy(rt);
+	return buf;
+}
+
 /* Lowers kernel k at the bound sizes (for --emit=llvm|ptx, --dump-after, --report). */
 static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
                            BlkCompiled *out)
@@ -396,8 +418,7 @@ static void report_ptxas(const char *ptx, const char *arch)
 
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
-	bool need_lowering = o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->dump_after || o->report;
-	if (!need_lowering) {
+	if (!blkc_lowers(o)) {
 		if (o->emit != EMIT_IR)
 			return BLKC_OK;
 		FILE *f = open_output(o, d);
@@ -419,7 +440,7 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	if (o->report) {
 		printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
 		       k->name, c.threads, c.smem_bytes, c.grid[0], c.grid[1], c.grid[2]);
-		report_ptxas(c.ptx, o->arch ? o->arch : "sm_90a");
+		report_ptxas(c.ptx, o->arch);
 	}
 	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
 		return BLKC_OK;
@@ -464,6 +485,9 @@ int main(int argc, char **argv)
 	int r = parse_args(&o, argc, argv);
 	if (r >= 0)
 		return r;
+	char arch[32];
+	if (!o.run && blkc_lowers(&o) && !o.arch)
+		o.arch = default_arch(arch, sizeof arch);
 	BlkArena *a = blk_arena_create();
 	BlkDiag *d = blk_diag_create(a, stderr, 20);
 	r = run_frontend(&o, a, d);
