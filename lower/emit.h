@@ -51,6 +51,7 @@ typedef struct Emit {
 	BlkPtrMap vals;       /* BlkValue* -> EVal* */
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, f16, bf16, v, p0, p1, p3;
 	bool failed;
+	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
 } Emit;
 
 /* emit_llvm.c */
@@ -68,6 +69,8 @@ LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt);   /* in memory (bool: i8) */
 LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t);
 void emit_region(Emit *E, const BlkRegion *r);
 void emit_barrier(Emit *E);
+/* A per-kernel nvvm.annotations entry (reqntidx, minctasm, ...). */
+void emit_annotation(Emit *E, const char *key, int value);
 LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);

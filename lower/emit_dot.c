@@ -21,40 +21,68 @@
 typedef struct DotCtx {
 	const BlkLayout *l;
 	int M, K, N, PM, PN;
-	LLVMValueRef aoff, boff; /* i32 byte offsets of As and Bs */
-	LLVMValueRef pa, pb;     /* the thread's first As / Bs element */
+	int64_t aoff, boff;  /* byte offsets of As and Bs in buffer 0 */
+	LLVMValueRef phb;    /* i32: 0, or the bytes of one buffer pair for buffer 1 */
+	LLVMValueRef pa, pb; /* the thread's first As / Bs element in this buffer */
 } DotCtx;
 
-static LLVMValueRef smem_f32(Emit *E, LLVMValueRef byte_off)
+/* The buffer's element at byte `off` + (per-thread i32 `t`), in this
+ * execution's buffer: the invariant part first, so LICM hoists it and
+ * each slab adds one offset, and per-register constants fold into the
+ * st/ld.shared immediate. */
+static LLVMValueRef thread_ptr(Emit *E, const DotCtx *D, int64_t off, LLVMValueRef t)
 {
-	return emit_smem_ptr(E, byte_off);
+	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, t, emit_i32(E, off), ""));
+	return LLVMBuildGEP2(E->b, E->i8, inv, (LLVMValueRef *)&D->phb, 1, "");
 }
 
-static LLVMValueRef add_bytes(Emit *E, LLVMValueRef base, int64_t elems)
+static LLVMValueRef const_gep(Emit *E, LLVMValueRef p, int64_t bytes)
 {
-	return LLVMBuildAdd(E->b, base, emit_i32(E, elems * 4), "");
+	LLVMValueRef o = emit_i32(E, bytes);
+	return bytes ? LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "") : p;
 }
 
-/* Writes operand t (coordinates (row, col)) to the buffer at boff with
- * element (i, j) at (kmajor ? j * ld + i : i * ld + j). */
-static void stage(Emit *E, const ETile *t, BlkDType dt, LLVMValueRef boff, int ld, bool kmajor,
-                  int K)
+/* Floats per st.shared along dim 1 of a row-major buffer: consecutive
+ * registers of a thread there are consecutive floats; alignment holds in
+ * both buffers when ld, the offset and the pair's size are multiples. */
+static int stage_vec(const DotCtx *D, const BlkLayout *l, int ld, bool kmajor, int64_t off)
+{
+	int64_t pair = (int64_t)D->K * (D->PM + 4 + D->PN);
+	int v = 4;
+	while (v > 1 && (kmajor || l->spt[1] % v || ld % v || off % (4 * v) || pair % v))
+		v /= 2;
+	return v;
+}
+
+/* Writes operand t (coordinates (row, col)) at byte offset `off` of the
+ * buffer with element (i, j) at (kmajor ? j * ld + i : i * ld + j):
+ * one per-thread pointer, constant offsets per register. */
+static void stage(Emit *E, const DotCtx *D, const ETile *t, BlkDType dt, int64_t off, int ld,
+                  bool kmajor)
 {
 	const BlkLayout *l = t->l;
-	int n = blk_layout_nregs(l), rd[2];
+	int n = blk_layout_nregs(l), rd[2], kdim = kmajor ? 1 : 0, odim = 1 - kdim;
+	int vec = stage_vec(D, l, ld, kmajor, off);
 	LLVMBasicBlockRef cont = emit_begin_if(E, emit_owner(E, l));
-	int kdim = kmajor ? 1 : 0;
-	for (int r = 0; r < n; r++) {
+	LLVMValueRef tk = LLVMBuildMul(E->b, emit_thread_coord(E, l, kdim), emit_i32(E, l->spt[kdim]), "");
+	LLVMValueRef to = LLVMBuildMul(E->b, emit_thread_coord(E, l, odim), emit_i32(E, l->spt[odim]), "");
+	LLVMValueRef tt = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, tk, emit_i32(E, ld), ""), to, "");
+	LLVMValueRef base = thread_ptr(E, D, off, LLVMBuildMul(E->b, tt, emit_i32(E, 4), ""));
+	for (int r = 0; r < n; r += vec) {
 		blk_layout_reg_split(l, r, rd);
-		LLVMValueRef i = emit_coord(E, l, 0, rd[0]), j = emit_coord(E, l, 1, rd[1]);
-		LLVMValueRef kc = kdim ? j : i, other = kdim ? i : j;
-		LLVMValueRef idx = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, kc, emit_i32(E, ld), ""), other, "");
-		LLVMValueRef p = smem_f32(E, LLVMBuildAdd(E->b, boff, LLVMBuildMul(E->b, idx, emit_i32(E, 4), ""), ""));
+		int ck = blk_layout_coord(l, kdim, rd[kdim], 0), co = blk_layout_coord(l, odim, rd[odim], 0);
+		LLVMValueRef p = const_gep(E, base, ((int64_t)ck * ld + co) * 4);
 		LLVMBasicBlockRef in = NULL;
-		if (l->pad[kdim] != K)
-			in = emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntULT, kc, emit_i32(E, K), ""));
-		LLVMValueRef s = LLVMBuildStore(E->b, emit_to_f32(E, t->r[r], dt), p);
-		LLVMSetAlignment(s, 4);
+		if (l->pad[kdim] != D->K)
+			in = emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntULT, LLVMBuildAdd(E->b, tk, emit_i32(E, ck), ""),
+			                                    emit_i32(E, D->K), ""));
+		LLVMValueRef x = emit_to_f32(E, t->r[r], dt);
+		if (vec > 1) {
+			x = LLVMGetUndef(LLVMVectorType(E->f32, (unsigned)vec));
+			for (int i = 0; i < vec; i++)
+				x = LLVMBuildInsertElement(E->b, x, emit_to_f32(E, t->r[r + i], dt), emit_i32(E, i), "");
+		}
+		LLVMSetAlignment(LLVMBuildStore(E->b, x, p), (unsigned)(4 * vec));
 		emit_end_if(E, in);
 	}
 	emit_end_if(E, cont);
@@ -121,6 +149,18 @@ static void k_loop(Emit *E, const DotCtx *D, LLVMValueRef *acc, int nacc)
 	LLVMPositionBuilderAtEnd(E->b, done);
 }
 
+/* The 8x8 micro-tiles need ~120 registers; capping at 128 keeps two CTAs
+ * of up to 256 threads per SM, so one CTA's barrier wait hides behind the
+ * other's FMAs (the prefetched next slab costs 16 registers more, which
+ * ptxas would otherwise take: 145 at 128x128x16, one CTA per SM). */
+static void two_ctas(Emit *E)
+{
+	if (E->min_ctas_set || E->c->nthreads > 256)
+		return;
+	emit_annotation(E, "minctasm", 2);
+	E->min_ctas_set = true;
+}
+
 void emit_dot(Emit *E, const BlkOp *op)
 {
 	const BlkValue *av = op->operands[0], *bv = op->operands[1];
@@ -137,22 +177,23 @@ void emit_dot(Emit *E, const BlkOp *op)
 		return;
 	}
 	/* 1. the phase picks this execution's staging buffer */
-	uintptr_t off = (uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
+	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
 	LLVMValueRef phase = emit_alloca(E, E->i32);
 	LLVMBuildStore(E->entry, emit_i32(E, 0), phase);
 	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");
-	int64_t bytes = (int64_t)blk_lower_dot_stage_bytes(op);
-	D.aoff = LLVMBuildAdd(E->b, emit_i32(E, (int64_t)off), LLVMBuildMul(E->b, ph, emit_i32(E, bytes), ""), "");
-	D.boff = add_bytes(E, D.aoff, (int64_t)D.K * (D.PM + 4));
-	stage(E, emit_tile(E, av), av->type.dtype, D.aoff, D.PM + 4, true, D.K);
-	stage(E, emit_tile(E, bv), bv->type.dtype, D.boff, D.PN, false, D.K);
+	D.phb = LLVMBuildMul(E->b, ph, emit_i32(E, (int64_t)blk_lower_dot_stage_bytes(op)), "");
+	D.aoff = off;
+	D.boff = off + (int64_t)D.K * (D.PM + 4) * 4;
+	stage(E, &D, emit_tile(E, av), av->type.dtype, D.aoff, D.PM + 4, true);
+	stage(E, &D, emit_tile(E, bv), bv->type.dtype, D.boff, D.PN, false);
 	/* 2. */
 	emit_barrier(E);
 	/* 3. */
 	LLVMValueRef tm = LLVMBuildMul(E->b, emit_thread_coord(E, D.l, 0), emit_i32(E, D.l->spt[0] * 4), "");
 	LLVMValueRef tn = LLVMBuildMul(E->b, emit_thread_coord(E, D.l, 1), emit_i32(E, D.l->spt[1] * 4), "");
-	D.pa = smem_f32(E, LLVMBuildAdd(E->b, D.aoff, tm, ""));
-	D.pb = smem_f32(E, LLVMBuildAdd(E->b, D.boff, tn, ""));
+	D.pa = thread_ptr(E, &D, D.aoff, tm);
+	D.pb = thread_ptr(E, &D, D.boff, tn);
+	two_ctas(E);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, D.l);
 	const ETile *acc = op->noperands > 2 ? emit_tile(E, op->operands[2]) : NULL;

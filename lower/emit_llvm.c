@@ -271,7 +271,7 @@ static void init_types(Emit *E)
 	E->p3 = LLVMPointerTypeInContext(E->cx, 3);
 }
 
-static void add_annotation(Emit *E, const char *key, int value)
+void emit_annotation(Emit *E, const char *key, int value)
 {
 	LLVMMetadataRef md[3] = {
 		LLVMValueAsMetadata(E->fn),
@@ -304,7 +304,7 @@ static void make_function(Emit *E)
 		j++;
 	}
 	/* reqntid implies maxntid; ptxas refuses both */
-	add_annotation(E, "reqntidx", E->c->nthreads);
+	emit_annotation(E, "reqntidx", E->c->nthreads);
 }
 
 static void make_smem(Emit *E)

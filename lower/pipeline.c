@@ -1,6 +1,6 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> tile -> emit-llvm -> ptx
+ *   clone -> specialize -> blockspec -> prefetch -> tile -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before O3;
@@ -12,7 +12,7 @@
 #include <string.h>
 
 const char *const blk_lower_pass_names[] = {
-	"clone", "specialize", "blockspec", "tile", "emit-llvm", "ptx", NULL,
+	"clone", "specialize", "blockspec", "prefetch", "tile", "emit-llvm", "ptx", NULL,
 };
 
 bool blk_lower_check_arch(BlkDiag *d, const char *arch);
@@ -87,6 +87,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	bool ok = checked(&c, true, "clone") &&
 	          checked(&c, blk_lower_specialize(&c), "specialize") &&
 	          checked(&c, blk_lower_blockspec(&c), "blockspec") &&
+	          checked(&c, blk_lower_prefetch(&c), "prefetch") &&
 	          checked(&c, blk_lower_tile(&c), "tile") &&
 	          run_backend(&c);
 	if (!ok)
