@@ -246,6 +246,15 @@ static void check_print(Ck *c, const BlkAstStmt *s)
 	}
 }
 
+/* `e;` is evaluated for its effect; a dtype (`T;`, `f32;`) has none and no
+ * value to lower. */
+static void check_expr_stmt(Ck *c, const BlkAstStmt *s)
+{
+	CkType t = ck_expr(c, s->value);
+	if (t.kind == CK_DTYPE)
+		blk_error(c->d, s->value->loc, "expected a value, got %s", blk_ck_type_str(c->a, &t));
+}
+
 static void check_stmt(Ck *c, const BlkAstStmt *s)
 {
 	switch (s->kind) {
@@ -254,7 +263,7 @@ static void check_stmt(Ck *c, const BlkAstStmt *s)
 	case BLK_AST_WHEN: check_when(c, s); break;
 	case BLK_AST_SCOPED: check_scoped(c, s); break;
 	case BLK_AST_PRINT: check_print(c, s); break;
-	default: ck_expr(c, s->value); break;
+	default: check_expr_stmt(c, s); break;
 	}
 }
 
