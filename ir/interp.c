@@ -501,7 +501,10 @@ static void fill_of(const BlkOp *op, Access *a)
 	a->filli = 0;
 	if (f && f->kind == BLK_ATTR_FLOAT) {
 		a->fillf = (float)f->f;
-		a->filli = (int32_t)f->f;
+		/* A float fill (often -inf) only matters for float arrays; converting
+		 * one outside i32's range (or NaN) to int is UB, so leave 0 there. */
+		if (f->f >= INT32_MIN && f->f <= INT32_MAX)
+			a->filli = (int32_t)f->f;
 	} else if (f && f->kind == BLK_ATTR_INT) {
 		a->fillf = (float)f->i;
 		a->filli = (int32_t)f->i;
