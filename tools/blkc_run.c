@@ -13,6 +13,8 @@
 
 static const BlkLoc no_loc;
 
+static void shape_str(char *buf, size_t len, const BlkArrayDesc *a);
+
 /* The .npy given for a param on the command line, or NULL. */
 static const char *npy_for(const BlkcOptions *o, const char *param)
 {
@@ -59,6 +61,27 @@ static bool sizes_complete(const BlkKernel *k, const int64_t *sizes, BlkDiag *d)
 		}
 	}
 	return true;
+}
+
+/* Says where each input came from. */
+static void describe_inputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray **host)
+{
+	int i = 0;
+	for (int p = 0; p < k->nparams; p++) {
+		const BlkParam *pa = &k->params[p];
+		if (pa->access == BLK_ACCESS_SCRATCH)
+			continue;
+		BlkHostArray *h = host[i++];
+		if (pa->access == BLK_ACCESS_OUT)
+			continue;
+		char shape[128];
+		shape_str(shape, sizeof shape, &h->desc);
+		const char *path = npy_for(o, pa->name);
+		if (path)
+			printf("  %s: %s <- %s\n", pa->name, shape, path);
+		else
+			printf("  %s: %s <- random (seed %llu)\n", pa->name, shape, (unsigned long long)o->seed);
+	}
 }
 
 /* Allocates the arrays not read from files: inputs random, outputs poisoned. */
@@ -142,6 +165,7 @@ int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 	    !sizes_complete(k, sizes, d) || (n = blkc_array_descs(k, sizes, descs, d)) < 0 ||
 	    !make_arrays(o, k, descs, host, n, d) || !blk_bind_sizes(k, descs, n, sizes, d))
 		goto out;
+	describe_inputs(o, k, host);
 	if (o->interpret) {
 		void *data[64];
 		for (int i = 0; i < n; i++)

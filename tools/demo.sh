@@ -9,9 +9,12 @@ tools/deps.sh
 ninja -C build >/dev/null
 
 sizes=(M=512 N=512 K=512)
+out=build/demo
+mkdir -p "$out"
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
 	echo "GPU found: running matmul on the GPU and checking it against the interpreter"
-	exec build/tools/blkc run examples/matmul.blk "${sizes[@]}" "$@"
+	exec build/tools/blkc run examples/matmul.blk "${sizes[@]}" --out-dir="$out" \
+		-D BM=128 -D BN=128 -D BK=16 -D num_warps=8 "$@"
 fi
 echo "no GPU here: running matmul in the interpreter"
-exec build/tools/blkc run --interpret examples/matmul.blk "${sizes[@]}" "$@"
+exec build/tools/blkc run --interpret examples/matmul.blk "${sizes[@]}" --out-dir="$out" "$@"
