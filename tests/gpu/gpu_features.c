@@ -22,7 +22,10 @@
  * but the launch: each kernel must compile, run in the interpreter (writing
  * every output element), lower to PTX for sm_90a through an offline
  * runtime, and assemble with ptxas when one is installed ($BLK_PTXAS, else
- * /usr/local/cuda/bin/ptxas).
+ * /usr/local/cuda/bin/ptxas).  BLK_GPU_FEATURES_PTX_DIR=DIR also writes each
+ * kernel's PTX to DIR/CASE.TYPE.ptx, and BLK_GPU_FEATURES_ARCH picks the
+ * offline arch (default sm_90a): a refactor of lower/ can then be checked to
+ * leave every kernel's PTX byte-identical.
  */
 #include <math.h>
 #include <stdio.h>
@@ -937,6 +940,20 @@ static bool ptxas_run(const char *ptxas, const char *ptx, const char *arch, char
 	return ok;
 }
 
+/* Writes ptx to $BLK_GPU_FEATURES_PTX_DIR/CASE.TYPE.ptx when that is set. */
+static bool save_ptx(const Case *c, BlkDType t, const char *ptx, char *err)
+{
+	const char *dir = getenv("BLK_GPU_FEATURES_PTX_DIR");
+	if (!dir || !*dir)
+		return true;
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s.%s.ptx", dir, c->name, c->typed ? blk_dtype_name(t) : "-");
+	if (write_file(path, ptx))
+		return true;
+	set_err(err, "cannot write ", path);
+	return false;
+}
+
 /* Lowers the case to PTX on an offline runtime and assembles it.
  * *stage: 1 lowered, 2 assembled (or no ptxas: stays 1, *assembled false). */
 static bool lower_offline(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, int *stage,
@@ -955,6 +972,8 @@ static bool lower_offline(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, 
 	*assembled = false;
 	if (!ok)
 		set_err(err, "lower: ", blk_runtime_last_error(rt));
+	if (ok)
+		ok = save_ptx(c, t, info.ptx, err);
 	const char *ptxas = ptxas_path();
 	if (ok && ptxas) {
 		ok = ptxas_run(ptxas, info.ptx, blk_runtime_arch(rt), err);
@@ -1159,7 +1178,8 @@ static void header(const char *col4)
 static int main_offline(void)
 {
 	char err[512] = "";
-	BlkRuntime *rt = blk_runtime_create_offline("sm_90a", err, sizeof err);
+	const char *arch = getenv("BLK_GPU_FEATURES_ARCH");
+	BlkRuntime *rt = blk_runtime_create_offline(arch && *arch ? arch : "sm_90a", err, sizeof err);
 	if (!rt) {
 		fprintf(stderr, "gpu-features: %s\n", err);
 		return 1;
