@@ -8,7 +8,6 @@
  * is POISON and every consumer of a POISON stays silent: one mistake, one
  * message.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "frontend/check_impl.h"
@@ -127,16 +126,9 @@ static void type_print(FILE *f, const CkType *t)
 
 const char *blk_ck_type_str(BlkArena *a, const CkType *t)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		blk_die("open_memstream failed");
-	type_print(f, t);
-	fclose(f);
-	char *s = blk_arena_strdup(a, buf);
-	free(buf);
-	return s;
+	BlkArenaStream s;
+	type_print(blk_arena_stream_open(&s), t);
+	return blk_arena_stream_close(&s, a);
 }
 
 static const char *tstr(Ck *c, const CkType *t)

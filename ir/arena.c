@@ -90,6 +90,24 @@ char *blk_arena_strdup(BlkArena *a, const char *s)
 	return blk_arena_strndup(a, s, strlen(s));
 }
 
+FILE *blk_arena_stream_open(BlkArenaStream *s)
+{
+	s->buf = NULL;
+	s->len = 0;
+	s->f = open_memstream(&s->buf, &s->len);
+	if (!s->f)
+		blk_die("open_memstream failed");
+	return s->f;
+}
+
+char *blk_arena_stream_close(BlkArenaStream *s, BlkArena *a)
+{
+	fclose(s->f);
+	char *r = blk_arena_strndup(a, s->buf, s->len);
+	free(s->buf);
+	return r;
+}
+
 char *blk_arena_printf(BlkArena *a, const char *fmt, ...)
 {
 	va_list ap;

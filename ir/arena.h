@@ -8,6 +8,7 @@
 #define BLK_ARENA_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct BlkArena BlkArena;
 
@@ -21,6 +22,18 @@ char *blk_arena_strndup(BlkArena *a, const char *s, size_t n);
 char *blk_arena_strdup(BlkArena *a, const char *s);
 char *blk_arena_printf(BlkArena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Text printed by a FILE * printer (blk_type_print, blk_sym_print, ...) as an
+ * arena string:
+ *     BlkArenaStream s;
+ *     blk_type_print(blk_arena_stream_open(&s), t);
+ *     return blk_arena_stream_close(&s, a);  */
+typedef struct BlkArenaStream {
+	FILE *f;
+	char *buf;
+	size_t len;
+} BlkArenaStream;
+FILE *blk_arena_stream_open(BlkArenaStream *s);
+char *blk_arena_stream_close(BlkArenaStream *s, BlkArena *a);
 /* Grow an arena array: returns a new block of new_n elements holding the old
  * n elements (the old block is abandoned to the arena). */
 void *blk_arena_grow(BlkArena *a, void *old, size_t n, size_t new_n,

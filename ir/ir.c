@@ -7,7 +7,6 @@
 #include "ir.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- dtypes ------------------------------------------------------------ */
@@ -192,16 +191,9 @@ void blk_type_print(FILE *out, const BlkType *t)
 
 const char *blk_type_str(BlkArena *a, const BlkType *t)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		blk_die("open_memstream failed");
-	blk_type_print(f, t);
-	fclose(f);
-	const char *s = blk_arena_strndup(a, buf, len);
-	free(buf);
-	return s;
+	BlkArenaStream s;
+	blk_type_print(blk_arena_stream_open(&s), t);
+	return blk_arena_stream_close(&s, a);
 }
 
 /* ---- op table ---------------------------------------------------------- */

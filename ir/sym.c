@@ -2,7 +2,6 @@
 #include "sym.h"
 #include "diag.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const sym_names[] = { /* ORDER SYM */
@@ -208,14 +207,7 @@ int blk_sym_print(FILE *out, const BlkSym *s)
 
 const char *blk_sym_str(BlkArena *a, const BlkSym *s)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		blk_die("open_memstream failed");
-	blk_sym_print(f, s);
-	fclose(f);
-	const char *r = blk_arena_strndup(a, buf, len);
-	free(buf);
-	return r;
+	BlkArenaStream m;
+	blk_sym_print(blk_arena_stream_open(&m), s);
+	return blk_arena_stream_close(&m, a);
 }
