@@ -468,7 +468,7 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 	case BLK_AST_OP_DIV:
 		if (blk_dtype_is_float(dt))
 			return true;
-		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `//` for i32",
+		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `~/` for i32",
 		          blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_FLOORDIV:
