@@ -5,9 +5,7 @@
  *     // ERROR: LINE:COL: message substring
  *     // STAGE: parse            (optional; "parse" is the default)
  * Stage "parse" runs blk_parse; stage "check" runs the whole frontend
- * (blk_compile_source) and is compiled in when BLK_BAD_CHECK_STAGE is
- * defined (tests/frontend/meson.build adds it once the checker exists);
- * until then such files are skipped.
+ * (blk_compile_source).
  *
  * Inputs too big or too binary to commit (deep nesting, junk bytes, every
  * truncation of the examples) are generated here.
@@ -36,12 +34,10 @@ static bool stage_parse(BlkArena *a, BlkDiag *d, const BlkSource *src)
 	return blk_parse(a, d, src) != NULL;
 }
 
-#ifdef BLK_BAD_CHECK_STAGE
 static bool stage_check(BlkArena *a, BlkDiag *d, const BlkSource *src)
 {
 	return blk_compile_source(a, d, src, NULL, 0) != NULL;
 }
-#endif
 
 /* Runs a stage on text; returns what the diag printed (malloc'd) and sets *ok. */
 static char *run_stage(Stage stage, const char *name, const char *text, size_t len, bool *ok)
@@ -102,15 +98,9 @@ static void test_bad_file(void **state)
 	const char *st = strstr(text, "// STAGE: ");
 	if (st)
 		sscanf(st, "// STAGE: %31s", stage_name);
-	Stage stage = stage_parse;
-	if (strcmp(stage_name, "check") == 0) {
-#ifdef BLK_BAD_CHECK_STAGE
-		stage = stage_check;
-#else
-		free(text);
-		skip();
-#endif
-	}
+	if (strcmp(stage_name, "parse") != 0 && strcmp(stage_name, "check") != 0)
+		fail_msg("%s: unknown stage '%s' (parse or check)", path, stage_name);
+	Stage stage = strcmp(stage_name, "check") == 0 ? stage_check : stage_parse;
 	bool ok;
 	char *out = run_stage(stage, path, text, len, &ok);
 	char *err = first_error(out);
