@@ -99,7 +99,7 @@ static void subst_pid(void *ctx, BlkOp *op)
 	PidSubst *s = ctx;
 	if (op->kind != BLK_OP_PROGRAM_ID || blk_op_int(op, "axis", 0) != s->axis)
 		return;
-	blk_lower_replace_uses(s->top, op->results[0], s->iv);
+	blk_replace_uses(s->top, op->results[0], s->iv);
 	blk_op_erase(op);
 }
 
@@ -125,7 +125,6 @@ static BlkRegion *wrap_in_loop(LowerCtx *c, BlkRegion *r, int axis)
 	/* move the old ops, which all come before the bounds we just built */
 	for (BlkOp *op = first, *next; op && op != bounds[0]->def; op = next) {
 		next = op->next;
-		blk_lower_unlink_op(op);
 		blk_lower_move_op(op, body);
 	}
 	BlkBuilder yb;
@@ -217,7 +216,7 @@ static void make_block_ref(LowerCtx *c, int pi, BlkBuilder *b, BlkValue **pids, 
 	blk_op_set_string(c->a, op, "mask", mask);
 	op->results[0]->name = p->name;
 	blk_pmap_put(c->a, info, op->results[0], ri);
-	blk_lower_replace_uses(c->k->body, arg, op->results[0]);
+	blk_replace_uses(c->k->body, arg, op->results[0]);
 }
 
 /* ---- masks on accesses ----------------------------------------------------------- */

@@ -66,22 +66,9 @@ int64_t blk_lower_dim(const BlkSym *s)
 	return v;
 }
 
-void blk_lower_unlink_op(BlkOp *op)
-{
-	BlkRegion *r = op->parent;
-	if (op->prev)
-		op->prev->next = op->next;
-	else
-		r->first = op->next;
-	if (op->next)
-		op->next->prev = op->prev;
-	else
-		r->last = op->prev;
-	op->prev = op->next = NULL;
-}
-
 void blk_lower_move_op(BlkOp *op, BlkRegion *r)
 {
+	blk_op_erase(op); /* only unlinks: the results keep their uses */
 	op->parent = r;
 	op->next = NULL;
 	op->prev = r->last;
@@ -99,16 +86,5 @@ void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx)
 		for (int i = 0; i < op->nregions; i++)
 			blk_lower_walk(op->regions[i], f, ctx);
 		f(ctx, op);
-	}
-}
-
-void blk_lower_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to)
-{
-	for (BlkOp *op = r ? r->first : NULL; op; op = op->next) {
-		for (int i = 0; i < op->noperands; i++)
-			if (op->operands[i] == from)
-				op->operands[i] = to;
-		for (int i = 0; i < op->nregions; i++)
-			blk_lower_replace_uses(op->regions[i], from, to);
 	}
 }

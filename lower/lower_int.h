@@ -62,14 +62,9 @@ size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
 /* Helpers shared by the IR passes (irutil.c). */
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
-/* Unlinks op from its region, whatever uses its results. */
-void blk_lower_unlink_op(BlkOp *op);
-/* Moves op (unlinked from its region) to the end of region r. */
+/* Moves op from its region to the end of region r. */
 void blk_lower_move_op(BlkOp *op, BlkRegion *r);
 /* Calls f on every op of r and its nested regions, in order (f may not
  * erase ops other than the one it is given). */
 void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx);
-/* Replaces uses of from by to in every op of r (recursively). */
-void blk_lower_replace_uses(BlkRegion *r, BlkValue *from, BlkValue *to);
-
 #endif

@@ -188,7 +188,7 @@ static void pipeline_load(Loop *L, BlkOp *ld, BlkPtrMap *in, BlkValue **nk)
 	blk_builder_before(&here, L->c->a, ld);
 	BlkValue *next = load_at(L, &here, in, ld, *nk);
 	BlkValue *cur = add_carry(L, init, next);
-	blk_lower_replace_uses(L->body, ld->results[0], cur);
+	blk_replace_uses(L->body, ld->results[0], cur);
 	blk_op_erase(ld);
 	erase_dead(L, in);
 }

@@ -132,7 +132,7 @@ static void fold_op(void *ctx, BlkOp *op)
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, op);
 	BlkValue *k = blk_build_const_int(&b, op->loc, op->results[0]->type, v);
-	blk_lower_replace_uses(f->top, op->results[0], k);
+	blk_replace_uses(f->top, op->results[0], k);
 	blk_op_erase(op);
 }
 
