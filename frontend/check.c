@@ -371,8 +371,7 @@ static void fori_match(Ck *c, const Fori *f, const BlkAstExpr *e, const BlkAstEx
                        const CkType *t, int i)
 {
 	const CkType *want = &f->types[i];
-	bool weak_ok = t->weak && want->t.rank == 0 &&
-	               (t->weak == CK_WEAK_INT ? want->t.dtype != BLK_BOOL : blk_dtype_is_float(want->t.dtype));
+	bool weak_ok = t->weak && want->t.rank == 0 && ck_converts(t, want->t.dtype);
 	if (t->kind == CK_POISON || want->kind == CK_POISON || weak_ok)
 		return;
 	if (t->kind == CK_VALUE && !t->weak && ck_same_type(t, want))

@@ -87,6 +87,15 @@ static bool dims_equal(int r, const BlkSym *const *x, const BlkSym *const *y)
 	return true;
 }
 
+bool ck_converts(const CkType *t, BlkDType dt)
+{
+	if (t->weak == CK_WEAK_INT)
+		return dt != BLK_BOOL;
+	if (t->weak == CK_WEAK_FLOAT)
+		return blk_dtype_is_float(dt);
+	return t->t.dtype == dt;
+}
+
 bool ck_same_type(const CkType *x, const CkType *y)
 {
 	return x->kind == y->kind && x->t.dtype == y->t.dtype && x->t.rank == y->t.rank &&
@@ -352,9 +361,7 @@ bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
 	CkType target = ck_value(dt, rank, dims);
 	const BlkSym *out[BLK_MAX_RANK];
 	int r;
-	bool ok = v->t.dtype == dt || (v->weak == CK_WEAK_INT && dt != BLK_BOOL) ||
-	          (v->weak == CK_WEAK_FLOAT && blk_dtype_is_float(dt));
-	if (!ok) {
+	if (!ck_converts(v, dt)) {
 		blk_error(c->d, loc, "cannot store %s into a Ref of %s; convert it with astype",
 		          tstr(c, v), blk_dtype_name(dt));
 		return false;
@@ -384,9 +391,7 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		return true;
 	}
 	*out = s->t.dtype;
-	if (w->weak == CK_WEAK_INT && s->t.dtype != BLK_BOOL)
-		return true;
-	if (w->weak == CK_WEAK_FLOAT && blk_dtype_is_float(s->t.dtype))
+	if (ck_converts(w, s->t.dtype))
 		return true;
 	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
 	          w->weak == CK_WEAK_INT ? "an integer" : "a float", tstr(c, s), what);
@@ -783,8 +788,7 @@ static bool const_of(Ck *c, const BlkAstExpr *e, BlkDType dt, CkType *out)
 		blk_error(c->d, e->loc, "expected a constant");
 		return false;
 	}
-	if (out->t.dtype == dt || (out->weak == CK_WEAK_INT && dt != BLK_BOOL) ||
-	    (out->weak == CK_WEAK_FLOAT && blk_dtype_is_float(dt)))
+	if (ck_converts(out, dt))
 		return true;
 	blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
 	return false;

@@ -44,6 +44,10 @@ bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *r
 bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
                  const BlkSym *const *dims);
 bool ck_same_type(const CkType *x, const CkType *y);
+/* Whether t converts to dtype dt without astype: t has dtype dt, or t is a
+ * weak literal dt can hold (an int: any dtype but bool; a float: a float
+ * dtype). */
+bool ck_converts(const CkType *t, BlkDType dt);
 
 CkType ck_poison(void);
 CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims);
