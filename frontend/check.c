@@ -144,7 +144,7 @@ static void check_let(Ck *c, const BlkAstStmt *s)
 		                       n == s->nnames ? el[i] : ck_poison());
 }
 
-static bool writable(Ck *c, BlkLoc loc, const CkType *r)
+bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 {
 	if (r->access != BLK_ACCESS_IN)
 		return true;
@@ -166,7 +166,7 @@ static void check_store(Ck *c, const BlkAstStmt *s)
 			          blk_ck_type_str(c->a, &r));
 		return;
 	}
-	if (!writable(c, s->loc, &r) || !ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims))
+	if (!ck_writable(c, s->loc, &r) || !ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims))
 		return;
 	if (v.kind == CK_VALUE)
 		ck_storable(c, s->value->loc, &v, r.t.dtype, rank, dims);
@@ -416,8 +416,6 @@ static CkType fori_type(Ck *c, const Fori *f)
 		t.elems[i] = f->types[i];
 	return t;
 }
-
-CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in); /* called by check_expr.c */
 
 CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {

@@ -1077,11 +1077,8 @@ static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
 			blk_error(c->d, g.pos[0]->loc, "atomic_add needs a Ref, got %s", tstr(c, &r));
 		return ck_poison();
 	}
-	if (r.access == BLK_ACCESS_IN) {
-		blk_error(c->d, e->loc, "cannot write to `%s`: it is an `in` parameter", r.root->name);
-		ck_declared_here(c, r.root);
+	if (!ck_writable(c, e->loc, &r))
 		return ck_poison();
-	}
 	if (r.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
 		return ck_poison();
@@ -1157,8 +1154,6 @@ static CkType check_tuple(Ck *c, const BlkAstExpr *e)
 	}
 	return t;
 }
-
-CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in); /* check.c */
 
 static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {

@@ -27,6 +27,10 @@ BlkCkBind *ck_lookup(Ck *c, const char *name);
 BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type);
 void ck_declared_here(Ck *c, const BlkCkBind *b);
 void ck_block(Ck *c, const BlkAstBlock *blk);
+/* fori_loop(lo, hi, init) |i, carries| { body }: its type; notes in in. */
+CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in);
+/* False (reported) if r is a Ref to an `in` parameter. */
+bool ck_writable(Ck *c, BlkLoc loc, const CkType *r);
 
 /* check_expr.c */
 CkType ck_expr(Ck *c, const BlkAstExpr *e);
