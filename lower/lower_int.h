@@ -32,6 +32,7 @@ typedef struct LowerCtx {
 	const int64_t *sizes;
 	const BlkArrayDesc *arrays; /* one per non-scratch param */
 	const BlkLowerOptions *opt;
+	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32 */
 	BlkPtrMap layouts;     /* BlkValue* (tile) -> BlkLayout* (tile.c) */
@@ -55,6 +56,9 @@ bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
+
+/* false, with an error listing the arches there are, for an unknown one (ptx.c). */
+bool blk_lower_check_arch(BlkDiag *d, const char *arch);
 
 /* Bytes of one staging buffer pair (A and B) of a dot (tile.c). */
 size_t blk_lower_dot_stage_bytes(const BlkOp *dot);

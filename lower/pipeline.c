@@ -3,8 +3,9 @@
  *   clone -> specialize -> blockspec -> prefetch -> tile -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
- * prints the IR after that pass (emit-llvm: the LLVM module before O3;
- * ptx: the PTX).  Each pass states its contract at the top of its file.
+ * prints the IR after that pass (emit-llvm: the LLVM module before the
+ * LLVM passes of ptx.c; ptx: the PTX).  Each pass states its contract at
+ * the top of its file.
  */
 #include "lower_int.h"
 
@@ -15,17 +16,15 @@ const char *const blk_lower_pass_names[] = {
 	"clone", "specialize", "blockspec", "prefetch", "tile", "emit-llvm", "ptx", NULL,
 };
 
-bool blk_lower_check_arch(BlkDiag *d, const char *arch);
-
 static bool dumping(const LowerCtx *c, const char *pass)
 {
-	const char *w = c->opt ? c->opt->dump_after : NULL;
+	const char *w = c->opt->dump_after;
 	return w && (strcmp(w, "all") == 0 || strcmp(w, pass) == 0);
 }
 
 static FILE *dump_file(const LowerCtx *c)
 {
-	return c->opt && c->opt->dump_out ? c->opt->dump_out : stderr;
+	return c->opt->dump_out ? c->opt->dump_out : stderr;
 }
 
 /* The verifier after an IR pass, then the dump if asked. */
@@ -50,7 +49,7 @@ static bool check_launch(LowerCtx *c, const BlkKernel *k)
 		return false;
 	}
 	c->nthreads = w * 32;
-	return blk_lower_check_arch(c->d, c->opt && c->opt->arch ? c->opt->arch : "sm_90a");
+	return blk_lower_check_arch(c->d, c->arch);
 }
 
 static bool run_backend(LowerCtx *c)
@@ -80,6 +79,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	               .opt = opt ? opt : &none };
 	c.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
 	c.entry = k->name;
+	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
 	memset(out, 0, sizeof *out);
 	if (!check_launch(&c, k))
 		return false;

@@ -39,8 +39,7 @@ static const struct {
 	{ "sm_89", "+ptx78" }, { "sm_90", "+ptx78" }, { "sm_90a", "+ptx80" },
 };
 
-const char *blk_lower_arch_features(const char *arch);
-const char *blk_lower_arch_features(const char *arch)
+static const char *arch_features(const char *arch)
 {
 	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
 		if (strcmp(archs[i].arch, arch) == 0)
@@ -48,14 +47,16 @@ const char *blk_lower_arch_features(const char *arch)
 	return NULL;
 }
 
-bool blk_lower_check_arch(BlkDiag *d, const char *arch);
 bool blk_lower_check_arch(BlkDiag *d, const char *arch)
 {
-	if (blk_lower_arch_features(arch))
+	if (arch_features(arch))
 		return true;
+	char known[128] = "";
+	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+		snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+		         archs[i].arch);
 	BlkLoc none = { 0 };
-	blk_error(d, none, "unknown GPU arch '%s'; blk knows sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a",
-	          arch);
+	blk_error(d, none, "unknown GPU arch '%s'; blk knows %s", arch, known);
 	return false;
 }
 
@@ -81,7 +82,7 @@ static LLVMTargetMachineRef make_tm(const char *arch)
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
 		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
-	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, blk_lower_arch_features(arch),
+	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, arch_features(arch),
 	                               LLVMCodeGenLevelDefault, LLVMRelocDefault,
 	                               LLVMCodeModelDefault);
 }
@@ -93,8 +94,7 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 {
-	const char *arch = c->opt && c->opt->arch ? c->opt->arch : "sm_90a";
-	LLVMTargetMachineRef tm = make_tm(arch);
+	LLVMTargetMachineRef tm = make_tm(c->arch);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
 	LLVMDisposeTargetData(td);
@@ -111,7 +111,7 @@ bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 		char *em = LLVMGetErrorMessage(e);
 		blk_die("lower: LLVM passes failed: %s", em);
 	}
-	if (c->opt && c->opt->want_llvm) {
+	if (c->opt->want_llvm) {
 		char *s = LLVMPrintModuleToString(mod);
 		c->llvm_ir = (char *)to_arena(c, s, strlen(s));
 		LLVMDisposeMessage(s);

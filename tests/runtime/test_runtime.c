@@ -317,6 +317,36 @@ static void test_compile_cache(void **state)
 	assert_int_equal(hits, 2);
 }
 
+/* An arch the offline runtime takes (sm_*) but the backend does not know
+ * fails at compile time, naming the arches there are. */
+static void test_unknown_arch(void **state)
+{
+	(void)state;
+	char err[128] = "";
+	BlkRuntime *rt = blk_runtime_create_offline("sm_70", err, sizeof err);
+	assert_non_null(rt);
+	BlkProgram *p = blk_program_load(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 0);
+	if (!p) {
+		bool without = strstr(blk_runtime_last_error(rt), "built without") != NULL;
+		blk_runtime_destroy(rt);
+		if (without)
+			skip();
+		fail_msg("matmul.blk did not load");
+	}
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	bool ok = blk_func_compile(blk_program_kernel(p, NULL), t, 3, NULL);
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", blk_runtime_last_error(rt));
+	blk_program_destroy(p);
+	blk_runtime_destroy(rt);
+	if (!ok && strstr(msg, "built without"))
+		skip();
+	assert_false(ok);
+	assert_contains(msg, "unknown GPU arch 'sm_70'; blk knows sm_80, sm_86, sm_87, sm_89, "
+	                     "sm_90, sm_90a");
+}
+
 static void test_bad_define(void **state)
 {
 	Fixture *fx = *state;
@@ -346,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_launch_shape),
 		cmocka_unit_test(test_kernel_lookup),
 		cmocka_unit_test(test_bad_define),
+		cmocka_unit_test(test_unknown_arch),
 		cmocka_unit_test(test_compile_cache),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
