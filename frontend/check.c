@@ -153,20 +153,21 @@ bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 	return false;
 }
 
-/* `r[idx] = v;` */
+/* `r[idx] = v;`  The target and its indices are checked before the value,
+ * so errors come in source order. */
 static void check_store(Ck *c, const BlkAstStmt *s)
 {
-	CkType r = ck_expr(c, s->target), v = ck_expr(c, s->value);
+	CkType r = ck_expr(c, s->target), v;
 	CkInfo *in = ck_info(c, s);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
-	if (r.kind != CK_REF) {
-		if (r.kind != CK_POISON)
-			blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
-			          blk_ck_type_str(c->a, &r));
-		return;
-	}
-	if (!ck_writable(c, s->loc, &r) || !ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims))
+	if (r.kind != CK_REF && r.kind != CK_POISON)
+		blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
+		          blk_ck_type_str(c->a, &r));
+	bool ok = r.kind == CK_REF && ck_writable(c, s->loc, &r) &&
+	          ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims);
+	v = ck_expr(c, s->value);
+	if (!ok)
 		return;
 	if (v.kind == CK_VALUE)
 		ck_storable(c, s->value->loc, &v, r.t.dtype, rank, dims);
