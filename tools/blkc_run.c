@@ -140,7 +140,10 @@ static bool write_outputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray
 		snprintf(path, sizeof path, "%s/%s.npy", o->out_dir, pa->name);
 		shape_str(shape, sizeof shape, &h->desc);
 		size_t unwritten = pa->access == BLK_ACCESS_OUT ? blk_host_count_poison(h) : 0;
-		ok = blk_host_npy_write(path, h, d) && ok;
+		if (!blk_host_npy_write(path, h, d)) {
+			ok = false;
+			continue;
+		}
 		printf("  %s: %s -> %s", pa->name, shape, path);
 		if (unwritten)
 			printf("  (warning: %zu of %zu elements never written)", unwritten, h->count);

@@ -78,6 +78,11 @@ expect 0 '' test -s "$T/z.npy"
 expect 0 'NUMPY' head -c 8 "$T/z.npy"
 cp "$T/z.npy" "$T/in.npy"
 expect 0 'z: f32\[1000\]' "$BLKC" run --interpret "$EX/add.blk" x="$T/in.npy" y="$T/in.npy" --out-dir="$T"
+expect 1 'cannot open .*/z\.npy for writing' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/no/such/dir"
+if grep -q ' -> ' "$T/out"; then
+	fails=$((fails + 1))
+	echo "FAIL: run with an unwritable --out-dir still says it wrote an output"
+fi
 expect 1 "size N of kernel 'add' is unknown" "$BLKC" run --interpret "$EX/add.blk"
 expect 1 "'z' is an output" "$BLKC" run --interpret "$EX/add.blk" z="$T/in.npy"
 expect 1 'has shape|shape' "$BLKC" run --interpret "$EX/add.blk" N=999 x="$T/in.npy"
