@@ -186,26 +186,40 @@ static void check_when(Ck *c, const BlkAstStmt *s)
 		ck_block(c, s->els);
 }
 
-/* A scratch Ref's type: constant shape, shared memory.  The binding is its
- * own root (for messages about it). */
+/* A kernel param or a scoped scratch: at most BLK_MAX_RANK dims. */
+static bool rank_ok(Ck *c, const BlkAstParam *p)
+{
+	if (p->nshape <= BLK_MAX_RANK)
+		return true;
+	blk_error(c->d, p->loc, "`%s` has rank %d; the limit is %d", p->name, p->nshape, BLK_MAX_RANK);
+	return false;
+}
+
+/* Scratch lives in shared memory, sized at compile time: constant dims of
+ * a sensible tile (kernel scratch params and scoped scratch alike). */
+static bool scratch_dims_ok(Ck *c, const BlkAstParam *p, const BlkSym *const *dims)
+{
+	int64_t v;
+	for (int i = 0; i < p->nshape; i++)
+		if (!blk_sym_is_const(dims[i], &v)) {
+			blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
+			return false;
+		}
+	return ck_dims_ok(c, p->loc, p->nshape, dims, true);
+}
+
+/* A scoped scratch Ref's type.  The binding is its own root (for messages
+ * about it). */
 static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
 {
 	const BlkSym *dims[BLK_MAX_RANK];
 	BlkDType dt;
 	bool ok = ck_dtype(c, p->dtype, &dt);
-	int64_t v;
-	if (p->nshape > BLK_MAX_RANK) {
-		blk_error(c->d, p->loc, "`%s` has rank %d; the limit is %d", p->name, p->nshape, BLK_MAX_RANK);
+	if (!rank_ok(c, p))
 		return ck_poison();
-	}
-	for (int i = 0; i < p->nshape; i++) {
+	for (int i = 0; i < p->nshape; i++)
 		ok &= (dims[i] = ck_sym(c, p->shape[i])) != NULL;
-		if (dims[i] && !blk_sym_is_const(dims[i], &v)) {
-			blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
-			ok = false;
-		}
-	}
-	if (!ok || !ck_dims_ok(c, p->loc, p->nshape, dims, true))
+	if (!ok || !scratch_dims_ok(c, p, dims))
 		return ck_poison();
 	return ck_ref(dt, p->nshape, dims, BLK_SPACE_SHARED, BLK_ACCESS_SCRATCH, self);
 }
@@ -583,10 +597,8 @@ static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, 
 static bool param_shape(Ck *c, const BlkAstParam *p, BlkParam *P)
 {
 	bool ok = ck_dtype(c, p->dtype, &P->dtype);
-	if (p->nshape > BLK_MAX_RANK) {
-		blk_error(c->d, p->loc, "`%s` has rank %d; the limit is %d", p->name, p->nshape, BLK_MAX_RANK);
+	if (!rank_ok(c, p))
 		return false;
-	}
 	P->rank = p->nshape;
 	c->new_sizes = p->access != BLK_AST_SCRATCH;
 	for (int i = 0; i < p->nshape; i++)
@@ -615,17 +627,13 @@ static bool block_dim(Ck *c, const BlkAstParam *p, int d, BlkParam *P)
 static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 {
 	bool ok = true;
-	int64_t v;
 	if (p->access == BLK_AST_SCRATCH) {
 		memcpy(P->block, P->shape, sizeof P->block);
-		for (int i = 0; i < P->rank; i++)
-			if (!blk_sym_is_const(P->shape[i], &v)) {
-				blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
-				return false;
-			}
+		if (!scratch_dims_ok(c, p, P->shape))
+			return false;
 		if (p->has_block)
 			blk_error(c->d, p->block_loc, "scratch `%s` cannot have a block spec", p->name);
-		return !p->has_block && ck_dims_ok(c, p->loc, P->rank, P->shape, true);
+		return !p->has_block;
 	}
 	if (p->has_block && p->nblock != P->rank) {
 		blk_error(c->d, p->block_loc, "the block has %d dim%s but `%s` has rank %d", p->nblock,
