@@ -92,6 +92,10 @@ static bool make_funcs(BlkProgram *p)
 static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
                         const char *const *defines, int ndefines)
 {
+	if (ndefines < 0 || (ndefines > 0 && !defines)) {
+		blk_rt_error(rt, "blk_program_load: %d defines at %p", ndefines, (const void *)defines);
+		return NULL;
+	}
 	BlkProgram *p = calloc(1, sizeof *p);
 	if (!p) {
 		blk_rt_error(rt, "out of memory");
@@ -101,10 +105,7 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	p->arena = blk_arena_create();
 	BlkDefine *defs = BLK_NEW_N(p->arena, BlkDefine, ndefines > 0 ? ndefines : 1);
 	Capture c;
-	if (ndefines < 0 || !parse_defines(rt, p->arena, defines, ndefines, defs) ||
-	    !capture_open(rt, &c, p->arena)) {
-		if (ndefines < 0)
-			blk_rt_error(rt, "blk_program_load: ndefines is negative");
+	if (!parse_defines(rt, p->arena, defines, ndefines, defs) || !capture_open(rt, &c, p->arena)) {
 		blk_program_destroy(p);
 		return NULL;
 	}

@@ -1,4 +1,5 @@
-/* runtime.c - runtime lifetime, errors, device memory, streams, timers. */
+/* runtime.c - runtime lifetime, errors, devices, tensors (memory, streams and
+ * timers: memory.c). */
 #include "rt.h"
 
 #include <stdio.h>

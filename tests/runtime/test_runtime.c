@@ -353,6 +353,10 @@ static void test_bad_define(void **state)
 	const char *defs[] = {"BM"};
 	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", defs, 1));
 	assert_string_equal(blk_runtime_last_error(fx->rt), "define 'BM' is not NAME=VALUE");
+	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", defs, -1));
+	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: -1 defines");
+	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 2));
+	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: 2 defines at ");
 	assert_null(blk_program_load(fx->rt, "/nonexistent.blk", NULL, 0));
 	assert_contains(blk_runtime_last_error(fx->rt), "/nonexistent.blk");
 }
