@@ -125,6 +125,33 @@ static LLVMValueRef print_program_id(Emit *E, int axis)
 	return E->c->seq_iv[axis] ? emit_val(E, E->c->seq_iv[axis])->t.r[0] : emit_i32(E, 0);
 }
 
+/* One scalar operand of print: its conversion appended to buf, its vprintf
+ * argument (float: double; bool: "true"/"false") returned; NULL for a Ref. */
+static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size)
+{
+	EVal *ev = emit_val(E, v);
+	BlkDType dt = v->type.dtype;
+	if (ev->is_ref) {
+		strncat(buf, " <ref>", size - strlen(buf) - 1);
+		return NULL;
+	}
+	LLVMValueRef x = ev->t.r[0];
+	if (blk_dtype_is_float(dt)) {
+		strncat(buf, " %g", size - strlen(buf) - 1);
+		return LLVMBuildFPExt(E->b, emit_to_f32(E, x, dt), LLVMDoubleTypeInContext(E->cx), "");
+	}
+	if (dt == BLK_BOOL) {
+		LLVMValueRef t = LLVMBuildGlobalStringPtr(E->b, "true", "true");
+		LLVMValueRef f = LLVMBuildGlobalStringPtr(E->b, "false", "false");
+		if (LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 1)
+			x = LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, false), "");
+		strncat(buf, " %s", size - strlen(buf) - 1);
+		return LLVMBuildSelect(E->b, x, t, f, "");
+	}
+	strncat(buf, " %d", size - strlen(buf) - 1);
+	return x;
+}
+
 /* print: thread 0 of each program calls vprintf with the program ids and
  * the scalar operands (the checker allows only scalars), in the
  * interpreter's format: floats as %g, bools as true/false. */
@@ -146,28 +173,11 @@ void emit_print(Emit *E, const BlkOp *op)
 		tys[m++] = E->i32;
 	}
 	for (int i = 0; i < op->noperands; i++) {
-		EVal *ev = emit_val(E, op->operands[i]);
-		BlkDType dt = op->operands[i]->type.dtype;
-		if (ev->is_ref) {
-			strncat(buf, " <ref>", sizeof buf - strlen(buf) - 1);
-			continue;
+		LLVMValueRef x = print_arg(E, op->operands[i], buf, sizeof buf);
+		if (x) {
+			vals[m] = x;
+			tys[m++] = LLVMTypeOf(x);
 		}
-		LLVMValueRef x = ev->t.r[0];
-		if (blk_dtype_is_float(dt)) {
-			x = LLVMBuildFPExt(E->b, emit_to_f32(E, x, dt), LLVMDoubleTypeInContext(E->cx), "");
-			strncat(buf, " %g", sizeof buf - strlen(buf) - 1);
-		} else if (dt == BLK_BOOL) {
-			LLVMValueRef t = LLVMBuildGlobalStringPtr(E->b, "true", "true");
-			LLVMValueRef f = LLVMBuildGlobalStringPtr(E->b, "false", "false");
-			if (LLVMGetIntTypeWidth(LLVMTypeOf(x)) != 1)
-				x = LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, false), "");
-			x = LLVMBuildSelect(E->b, x, t, f, "");
-			strncat(buf, " %s", sizeof buf - strlen(buf) - 1);
-		} else {
-			strncat(buf, " %d", sizeof buf - strlen(buf) - 1);
-		}
-		vals[m] = x;
-		tys[m++] = LLVMTypeOf(x);
 	}
 	strncat(buf, "\n", sizeof buf - strlen(buf) - 1);
 	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), "");
