@@ -579,6 +579,16 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', DT_T, 1001), A1('x', DT_T, 1001)),
 
+	/* A program reads its block and writes it back transposed: threads
+	 * store elements other threads load, so the backend must order them. */
+	CASE("inout_transpose_in_place", true,
+	     "kernel inout_transpose_in_place[T = f32, B = 32](\n"
+	     "    y: inout T[N, N] block (B, B) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(N, B), cdiv(N, B)) {\n"
+	     "    y[...] = y[...].T + 1.0;\n"
+	     "}\n",
+	     A2('x', DT_T, 50, 50)),
+
 	/* ---- views, slices, fills */
 	CASE("ds_odd_offsets_load_other", true,
 	     "kernel ds_odd_offsets_load_other[T = f32, B = 64](\n"
