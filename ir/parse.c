@@ -156,7 +156,7 @@ static Tok lex(Parser *P)
 	} else if (strchr("()[]{}<>,:=^+-*%", c)) {
 		t.kind = T_PUNCT;
 		advance(P);
-	} else if (c == '/' && P->p + 1 < P->end && P->p[1] == '/') {
+	} else if (c == '~' && P->p + 1 < P->end && P->p[1] == '/') {
 		t.kind = T_PUNCT;
 		advance(P);
 		advance(P);
@@ -267,7 +267,7 @@ static const BlkSym *parse_sym_atom(Parser *P)
 	return blk_sym_var(P->a, expect_ident(P, "a size"));
 }
 
-/* sym_mul = sym_atom { ("*" | "//" | "%") sym_atom } */
+/* sym_mul = sym_atom { ("*" | "~/" | "%") sym_atom } */
 static const BlkSym *parse_sym_mul(Parser *P)
 {
 	const BlkSym *s = parse_sym_atom(P);
@@ -275,7 +275,7 @@ static const BlkSym *parse_sym_mul(Parser *P)
 		BlkSymKind k;
 		if (accept(P, "*"))
 			k = BLK_SYM_MUL;
-		else if (accept(P, "//"))
+		else if (accept(P, "~/"))
 			k = BLK_SYM_FLOORDIV;
 		else if (accept(P, "%"))
 			k = BLK_SYM_MOD;
@@ -697,7 +697,7 @@ static void parse_sizes(Parser *P, BlkKernel *k)
  * size named seq, not the flag. */
 static bool ends_sym(const Tok *t)
 {
-	static const char *const after[] = { ",", ")", "+", "-", "*", "//", "%" };
+	static const char *const after[] = { ",", ")", "+", "-", "*", "~/", "%" };
 	for (size_t i = 0; i < sizeof after / sizeof *after; i++)
 		if (is(t, after[i]))
 			return true;

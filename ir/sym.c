@@ -184,7 +184,7 @@ static int print_operand(FILE *out, const BlkSym *s, int min_prec)
 int blk_sym_print(FILE *out, const BlkSym *s)
 {
 	static const char *infix[] = { [BLK_SYM_ADD] = " + ", [BLK_SYM_SUB] = " - ",
-		[BLK_SYM_MUL] = " * ", [BLK_SYM_FLOORDIV] = " // ", [BLK_SYM_MOD] = " % " };
+		[BLK_SYM_MUL] = " * ", [BLK_SYM_FLOORDIV] = " ~/ ", [BLK_SYM_MOD] = " % " };
 	int n, p;
 	switch (s->kind) {
 	case BLK_SYM_CONST: return fprintf(out, "%lld", (long long)s->value);

@@ -503,7 +503,7 @@ static const char *const text_ok =
 	"kernel @k {\n"
 	"  cparams [F = 1.5, B = true, T = bf16, N2 = -3, X = inf]\n"
 	"  sizes (N)\n"
-	"  grid (cdiv(N, 128) + 1 - N // 2 % 3)\n"
+	"  grid (cdiv(N, 128) + 1 - N ~/ 2 % 3)\n"
 	"  warps 8 stages 3\n"
 	"  param x: inout f16[N, 4] block [128, None] index {\n"
 	"  ^(%i: i32):\n"
