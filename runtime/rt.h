@@ -77,4 +77,11 @@ BlkCacheEntry *blk_cache_insert(BlkCache *c, char *key, BlkArena *arena,
 /* Frees every entry; unloads modules through drv when given. */
 void blk_cache_clear(BlkCache *c, const BlkDriver *drv);
 
+/* ---- tuner.c ----------------------------------------------------------- */
+
+/* A tuner's signature for a launch: blk_cache_key of the tensors' dtypes,
+ * shapes and strides.  NULL when a tensor is malformed (bad dtype or rank;
+ * the launch checks then say how) or out of memory.  malloc'ed. */
+char *blk_tuner_key(const char *kernel, const char *arch, const BlkTensor *t, int n);
+
 #endif

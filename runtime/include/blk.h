@@ -165,6 +165,90 @@ bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCom
  * errors while the kernel runs surface at the next synchronization. */
 bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream);
 
+/* ---- autotuner --------------------------------------------------------- */
+
+/* A tuner picks, per shape signature, the fastest of a list of candidate
+ * configurations of one kernel, by timing them on the actual tensors.
+ *
+ * A configuration is a set of compile-time parameters ("BM=64", "BN=128",
+ * "BK=16", "num_warps=4"); each candidate is the program compiled with the
+ * base defines plus its own (its own win where both name a parameter).
+ * The signature is what the compile cache specializes on: the kernel, the
+ * arch and every tensor's dtype, shape and strides, never the pointers.
+ *
+ * The first blk_tuner_launch with a new signature:
+ *   1. checks the tensors against every candidate (a mismatch for all of
+ *      them is an error before anything is compiled or reaches the GPU);
+ *   2. compiles every candidate, skipping those that fail to load or
+ *      compile, with a note in the log;
+ *   3. on the stream, launches each one `warmup` times, then times `reps`
+ *      launches with CUDA events and takes the median; candidates the GPU
+ *      refuses (shared memory or registers over its limits) are skipped
+ *      with a note;
+ *   4. keeps the fastest for the signature and launches it once more, last.
+ * It synchronizes the stream (the timings wait for their events).  Every
+ * candidate writes the outputs while it is timed, so after the first
+ * launch the outputs hold the winner's result; but a kernel that reads
+ * what it writes (in-out tensors, accumulation into an output) sees them
+ * already changed: tune such a kernel on scratch copies.  Later launches
+ * with that signature go straight to the winner (asynchronous, like
+ * blk_launch); candidates added after a signature was tuned do not reopen
+ * it.
+ *
+ * Errors go to blk_runtime_last_error of the runtime. */
+typedef struct BlkTuner BlkTuner;
+
+/* A tuner for kernel (NULL: the program's only kernel) of the .blk file
+ * path, or of source when path is NULL (exactly one is given).  The base
+ * defines ("T=bf16") apply to every candidate.  The program is loaded once
+ * with the base defines to check the source and the kernel name; NULL with
+ * the error on failure.  Works offline (blk_tuner_compile). */
+BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
+                           const char *kernel, const char *const *base_defines, int nbase);
+/* Frees the tuner and its candidates' programs; accepts NULL. */
+void blk_tuner_destroy(BlkTuner *t);
+
+/* Adds a candidate: n strings "NAME=VALUE".  false if one is malformed or a
+ * name repeats (nothing is added).  With no candidate added, a tuner has one:
+ * the base defines alone.  Candidates are numbered from 0 in order added. */
+bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n);
+/* The same from text: "BM=64,BN=128,BK=16,num_warps=4" (commas or spaces). */
+bool blk_tuner_add_config_text(BlkTuner *t, const char *text);
+int blk_tuner_num_configs(const BlkTuner *t);
+/* Candidate i's own defines as text, "BM=64,BN=128,BK=16,num_warps=4" ("" for
+ * none); NULL when i is out of range. */
+const char *blk_tuner_config(const BlkTuner *t, int i);
+
+/* Warm-up launches and timed launches per candidate (defaults 2 and 10;
+ * reps at least 1, warmup at least 0). */
+void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps);
+
+/* Launches the best candidate for these tensors, tuning first when their
+ * signature is new (see above). */
+bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream);
+/* Steps 1 and 2 alone, without a device: checks the tensors and compiles
+ * every candidate for their signature (filling the compile cache the
+ * tuning run will use).  Returns how many compiled; -1 on an error (the
+ * tensors fit no candidate). */
+int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors);
+
+/* The outcome of tuning one signature. */
+typedef struct BlkTunerResult {
+	int config;         /* the winner's index (blk_tuner_config gives its text) */
+	float ms;           /* its median time */
+	int candidates;     /* candidates there were */
+	int timed;          /* ones that compiled, ran and were timed */
+} BlkTunerResult;
+
+/* The winner for the signature of these tensors.  false (with an error) if
+ * that signature has not been tuned. */
+bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors,
+                    BlkTunerResult *out);
+/* Everything the tuner noted so far: per signature, each candidate's median
+ * or why it was skipped, and the winner.  Valid until the next call on t.
+ * With BLK_TUNE_LOG=1 in the environment the notes also go to stderr. */
+const char *blk_tuner_log(BlkTuner *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,14 @@ static void assert_contains(const char *s, const char *part)
 		fail_msg("expected \"%s\" in \"%s\"", part, s);
 }
 
+static int count_of(const char *s, const char *part)
+{
+	int n = 0;
+	for (const char *p = strstr(s, part); p; p = strstr(p + 1, part))
+		n++;
+	return n;
+}
+
 /* ---- no driver --------------------------------------------------------- */
 
 static void test_no_driver(void **state)
@@ -361,6 +369,228 @@ static void test_bad_define(void **state)
 	assert_contains(blk_runtime_last_error(fx->rt), "/nonexistent.blk");
 }
 
+/* ---- tuner (offline: everything up to the timing) ---------------------- */
+
+static BlkTuner *matmul_tuner(BlkRuntime *rt)
+{
+	const char *base[] = {"T=f32"};
+	return blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmul", base, 1);
+}
+
+static void test_tuner_create(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkRuntime *rt = fx->rt;
+	blk_tuner_destroy(NULL);
+	assert_null(blk_tuner_create(rt, NULL, NULL, NULL, NULL, 0));
+	assert_string_equal(blk_runtime_last_error(rt),
+	                    "blk_tuner_create: give a path or a source, not neither");
+	assert_null(blk_tuner_create(rt, "x.blk", "kernel", NULL, NULL, 0));
+	assert_contains(blk_runtime_last_error(rt), "not both");
+	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmull", NULL, 0));
+	assert_string_equal(blk_runtime_last_error(rt),
+	                    "no kernel named 'matmull' in the program (it has 'matmul')");
+	const char *bad[] = {"BM"};
+	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, bad, 1));
+	assert_string_equal(blk_runtime_last_error(rt), "define 'BM' is not NAME=VALUE");
+	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, NULL, 1));
+	assert_contains(blk_runtime_last_error(rt), "blk_tuner_create: 1 base defines at ");
+	assert_null(blk_tuner_create(rt, NULL, "kernel k(", NULL, NULL, 0));
+	assert_contains(blk_runtime_last_error(rt), "<tuner source>:1:");
+	/* NULL kernel: the only one, named for messages. */
+	BlkTuner *t = blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, NULL, 0);
+	assert_non_null(t);
+	assert_int_equal(blk_tuner_num_configs(t), 0);
+	assert_string_equal(blk_tuner_log(t), "");
+	blk_tuner_destroy(t);
+}
+
+static void expect_bad_config(BlkTuner *t, BlkRuntime *rt, const char *const *defs, int n,
+                              const char *msg)
+{
+	int before = blk_tuner_num_configs(t);
+	assert_false(blk_tuner_add_config(t, defs, n));
+	assert_string_equal(blk_runtime_last_error(rt), msg);
+	assert_int_equal(blk_tuner_num_configs(t), before);
+}
+
+static void test_tuner_configs(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTuner *t = matmul_tuner(fx->rt);
+	assert_non_null(t);
+	const char *good[] = {"BM=64", "BN=128", "BK=16", "num_warps=4"};
+	assert_true(blk_tuner_add_config(t, good, 4));
+	assert_true(blk_tuner_add_config_text(t, " BM=128, BN=64 num_warps=8,"));
+	assert_true(blk_tuner_add_config(t, NULL, 0));
+	assert_int_equal(blk_tuner_num_configs(t), 3);
+	assert_string_equal(blk_tuner_config(t, 0), "BM=64,BN=128,BK=16,num_warps=4");
+	assert_string_equal(blk_tuner_config(t, 1), "BM=128,BN=64,num_warps=8");
+	assert_string_equal(blk_tuner_config(t, 2), "");
+	assert_null(blk_tuner_config(t, 3));
+	assert_null(blk_tuner_config(t, -1));
+
+	const char *no_eq[] = {"BM=64", "BN"}, *no_name[] = {"=64"}, *no_value[] = {"BM="};
+	const char *digit[] = {"1BM=2"}, *space[] = {"B M=2"}, *null[] = {NULL};
+	const char *twice[] = {"BM=64", "BN=64", "BM=128"};
+	expect_bad_config(t, fx->rt, no_eq, 2, "tuner config: 'BN' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, no_name, 1, "tuner config: '=64' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, no_value, 1, "tuner config: 'BM=' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, digit, 1, "tuner config: '1BM=2' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, space, 1, "tuner config: 'B M=2' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, null, 1, "tuner config: '(null)' is not NAME=VALUE");
+	expect_bad_config(t, fx->rt, twice, 3, "tuner config: BM is given twice ('BM=64', 'BM=128')");
+	assert_false(blk_tuner_add_config(t, NULL, 2));
+	assert_contains(blk_runtime_last_error(fx->rt), "blk_tuner_add_config: 2 defines at ");
+	assert_false(blk_tuner_add_config_text(t, "BM=64,BM=32"));
+	assert_contains(blk_runtime_last_error(fx->rt), "BM is given twice");
+	assert_false(blk_tuner_add_config_text(t, NULL));
+	assert_int_equal(blk_tuner_num_configs(t), 3);
+	/* Many candidates: the array grows. */
+	for (int i = 0; i < 20; i++)
+		assert_true(blk_tuner_add_config_text(t, "BK=16"));
+	assert_string_equal(blk_tuner_config(t, 22), "BK=16");
+	blk_tuner_destroy(t);
+}
+
+/* The signature is the compile cache's key, pointers left out. */
+static void test_tuner_key(void **state)
+{
+	(void)state;
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	char *k = blk_tuner_key("matmul", "sm_90a", t, 3);
+	assert_string_equal(k, "matmul@sm_90a(f32[64,16:16,1],f32[16,32:32,1],f32[64,32:32,1])");
+	t[0].data = (void *)0x7000;
+	char *moved = blk_tuner_key("matmul", "sm_90a", t, 3);
+	assert_string_equal(k, moved);
+	t[1].strides[0] = 64;
+	char *strided = blk_tuner_key("matmul", "sm_90a", t, 3);
+	assert_string_not_equal(k, strided);
+	matmul_tensors(t, BLK_DTYPE_BF16);
+	char *bf16 = blk_tuner_key("matmul", "sm_90a", t, 3);
+	assert_string_not_equal(k, bf16);
+	t[2].rank = 5;
+	assert_null(blk_tuner_key("matmul", "sm_90a", t, 3));
+	t[2].rank = 2;
+	t[2].dtype = -1;
+	assert_null(blk_tuner_key("matmul", "sm_90a", t, 3));
+	assert_null(blk_tuner_key("matmul", "sm_90a", NULL, 3));
+	assert_null(blk_tuner_key("matmul", "sm_90a", t, -1));
+	char *none = blk_tuner_key("k", "sm_80", NULL, 0);
+	assert_string_equal(none, "k@sm_80()");
+	free(k), free(moved), free(strided), free(bf16), free(none);
+}
+
+/* Wrong tensors are refused before any compile; good ones offline stop
+ * before the device, after the checks and before compiling. */
+static void test_tuner_refuses(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTuner *t = matmul_tuner(fx->rt);
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64"));
+	assert_true(blk_tuner_add_config_text(t, "BM=32,BN=32,num_warps=2"));
+	BlkTensor ts[3];
+	matmul_tensors(ts, BLK_DTYPE_F32);
+	ts[1].dtype = BLK_DTYPE_BF16;
+	assert_false(blk_tuner_launch(t, ts, 3, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt),
+	                "tuner: no candidate of 'matmul' accepts these tensors: ");
+	assert_contains(blk_runtime_last_error(fx->rt),
+	                "error: launch of matmul: b has dtype bf16 but the kernel expects f32");
+	assert_int_equal(blk_tuner_compile(t, ts, 3), -1);
+	assert_false(blk_tuner_launch(t, ts, 2, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 2");
+	assert_false(blk_tuner_launch(t, NULL, 3, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), "tensors is NULL");
+	matmul_tensors(ts, BLK_DTYPE_F32);
+	ts[2].rank = 7;
+	assert_false(blk_tuner_launch(t, ts, 3, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), "tensor 2 (c): rank 7 is outside 0..4");
+	assert_null(strstr(blk_tuner_log(t), "does not compile"));
+
+	matmul_tensors(ts, BLK_DTYPE_F32);
+	assert_false(blk_tuner_launch(t, ts, 3, NULL));
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "blk_tuner_launch: this runtime is offline (no device); create it with "
+	                    "blk_runtime_create to use a GPU");
+	assert_false(blk_tuner_best(t, ts, 3, NULL));
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "tuner: matmul@sm_90a(f32[64,16:16,1],f32[16,32:32,1],f32[64,32:32,1]) "
+	                    "has not been tuned");
+	blk_tuner_destroy(t);
+}
+
+/* Offline compile: candidates that do not load or do not compile are
+ * skipped with a note; base defines are overridden, not repeated. */
+static void test_tuner_compile(void **state)
+{
+	Fixture *fx = need_program(state);
+	const char *base[] = {"T=f32", "BM=32", "BK=16"};
+	BlkTuner *t = blk_tuner_create(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmul", base, 3);
+	assert_non_null(t);
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64"));
+	assert_true(blk_tuner_add_config_text(t, "NOPE=1"));
+	assert_true(blk_tuner_add_config_text(t, "BM=512,BN=512,BK=32"));
+	assert_true(blk_tuner_add_config_text(t, "num_warps=3"));
+	assert_true(blk_tuner_add_config_text(t, ""));
+	BlkTensor ts[3];
+	matmul_tensors(ts, BLK_DTYPE_F32);
+	int n = blk_tuner_compile(t, ts, 3);
+	if (n < 0 && strstr(blk_runtime_last_error(fx->rt), "built without")) {
+		blk_tuner_destroy(t);
+		skip();
+	}
+	assert_int_equal(n, 2);
+	const char *log = blk_tuner_log(t);
+	assert_contains(log, "matmul@sm_90a(f32[64,16:16,1],f32[16,32:32,1],f32[64,32:32,1]): "
+	                     "5 candidates\n");
+	assert_contains(log, "  [1] NOPE=1: skipped, does not load: blk: error: -D NOPE: no kernel has a "
+	                     "compile-time parameter named `NOPE`");
+	assert_contains(log, "  [2] BM=512,BN=512,BK=32: skipped, does not compile: compiling "
+	                     "'matmul' for sm_90a: ");
+	assert_contains(log, "error: kernel matmul needs 263168 bytes of shared memory at this "
+	                     "launch; the most a CTA can have is 232448\n");
+	assert_contains(log, "error: num_warps must be 1, 2, 4, 8 or 16\n  [");
+	assert_null(strstr(log, "^"));
+	assert_null(strstr(log, "[0]"));
+	assert_null(strstr(log, "[4]"));
+	/* A second signature: the notes of candidates that never load are not
+	 * repeated. */
+	ts[0].shape[0] = ts[2].shape[0] = 128;
+	assert_int_equal(blk_tuner_compile(t, ts, 3), 2);
+	log = blk_tuner_log(t);
+	assert_int_equal(count_of(log, "does not load"), 2);
+	assert_int_equal(count_of(log, "does not compile"), 2);
+	blk_tuner_destroy(t);
+}
+
+/* No candidate added: the base defines alone are the one. */
+static void test_tuner_default_candidate(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTuner *t = matmul_tuner(fx->rt);
+	BlkTensor ts[3];
+	matmul_tensors(ts, BLK_DTYPE_F32);
+	int n = blk_tuner_compile(t, ts, 3);
+	if (n < 0 && strstr(blk_runtime_last_error(fx->rt), "built without")) {
+		blk_tuner_destroy(t);
+		skip();
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(blk_tuner_num_configs(t), 1);
+	assert_string_equal(blk_tuner_config(t, 0), "");
+	/* Every candidate failing is an error naming the log. */
+	BlkTuner *bad = matmul_tuner(fx->rt);
+	assert_true(blk_tuner_add_config_text(bad, "BM=512,BN=512,BK=32"));
+	assert_int_equal(blk_tuner_compile(bad, ts, 3), -1);
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "tuner: no candidate of 'matmul' compiles for these tensors "
+	                    "(blk_tuner_log says why)");
+	blk_tuner_destroy(bad);
+	blk_tuner_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +612,12 @@ int main(void)
 		cmocka_unit_test(test_bad_define),
 		cmocka_unit_test(test_unknown_arch),
 		cmocka_unit_test(test_compile_cache),
+		cmocka_unit_test(test_tuner_create),
+		cmocka_unit_test(test_tuner_configs),
+		cmocka_unit_test(test_tuner_key),
+		cmocka_unit_test(test_tuner_refuses),
+		cmocka_unit_test(test_tuner_compile),
+		cmocka_unit_test(test_tuner_default_candidate),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("launch", launch_tests, setup_matmul, teardown_matmul);

@@ -1,0 +1,555 @@
+/* tuner.c - the autotuner: per shape signature, the fastest of a list of
+ * candidate configurations, timed on the actual tensors.
+ *
+ * Compile-time parameters are applied by the frontend, so each candidate
+ * is a program of its own (loaded on first need, kept for the tuner's
+ * life); its compiled specializations live in its BlkFunc's compile cache
+ * like any other launch's.  The tuner itself only remembers, per
+ * signature (the compile cache's key), which candidate won.
+ *
+ * Tuning a signature (blk_tuner_launch on a miss):
+ *   1. load every candidate's program and check the tensors against it;
+ *   2. compile each candidate that accepts them (skipped with a note when
+ *      it does not compile);
+ *   3. launch each `warmup` times, synchronize (a fault is fatal: the
+ *      context is lost), then time `reps` launches with events; a launch
+ *      the driver refuses (resources) skips the candidate with a note;
+ *   4. keep the smallest median and launch the winner once more, so the
+ *      outputs hold its result.
+ */
+#include "rt.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Candidate {
+	const char *text;           /* its own defines, "BM=64,BN=128" */
+	const char **defines;       /* base (not overridden) + its own */
+	int ndefines;
+	BlkProgram *prog;           /* loaded on first need */
+	BlkFunc *f;
+	bool load_failed;
+} Candidate;
+
+/* One tuned signature. */
+typedef struct Signature {
+	char *key;
+	uint64_t hash;
+	BlkTunerResult result;
+	struct Signature *next;
+} Signature;
+
+struct BlkTuner {
+	BlkRuntime *rt;
+	BlkArena *arena;            /* every string and the candidate array */
+	const char *path, *source;  /* exactly one is set */
+	const char *kernel;         /* resolved at create */
+	const char **base;
+	int nbase;
+	Candidate *cands;
+	int ncands, cap;
+	int warmup, reps;
+	Signature *sigs;
+	FILE *log;                  /* a memory stream over logtext */
+	char *logtext;
+	size_t loglen;
+	bool echo;                  /* BLK_TUNE_LOG: notes to stderr too */
+};
+
+enum { DEFAULT_WARMUP = 2, DEFAULT_REPS = 10 };
+
+static void __attribute__((format(printf, 2, 3))) note(BlkTuner *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->log) {
+		va_start(ap, fmt);
+		vfprintf(t->log, fmt, ap);
+		va_end(ap);
+	}
+	if (t->echo) {
+		va_start(ap, fmt);
+		fputs("blk tuner: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+static const char **copy_strings(BlkArena *a, const char *const *s, int n)
+{
+	const char **out = BLK_NEW_N(a, const char *, n > 0 ? n : 1);
+	for (int i = 0; i < n; i++)
+		out[i] = blk_arena_strdup(a, s[i]);
+	return out;
+}
+
+static BlkProgram *load_program(BlkTuner *t, const char *const *defines, int n)
+{
+	if (t->path)
+		return blk_program_load(t->rt, t->path, defines, n);
+	return blk_program_load_source(t->rt, "<tuner source>", t->source, defines, n);
+}
+
+/* Loads the base program once: a bad source or kernel name fails here, at
+ * create, rather than at the first launch. */
+static bool check_base(BlkTuner *t, const char *kernel)
+{
+	BlkProgram *p = load_program(t, t->base, t->nbase);
+	BlkFunc *f = p ? blk_program_kernel(p, kernel) : NULL;
+	if (f)
+		t->kernel = blk_arena_strdup(t->arena, blk_func_name(f));
+	blk_program_destroy(p);
+	return f != NULL;
+}
+
+BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
+                           const char *kernel, const char *const *base_defines, int nbase)
+{
+	if (!path == !source) {
+		blk_rt_error(rt, "blk_tuner_create: give a path or a source, not %s",
+		             path ? "both" : "neither");
+		return NULL;
+	}
+	if (nbase < 0 || (nbase > 0 && !base_defines)) {
+		blk_rt_error(rt, "blk_tuner_create: %d base defines at %p", nbase,
+		             (const void *)base_defines);
+		return NULL;
+	}
+	BlkTuner *t = calloc(1, sizeof *t);
+	if (!t) {
+		blk_rt_error(rt, "out of memory");
+		return NULL;
+	}
+	t->rt = rt;
+	t->arena = blk_arena_create();
+	t->path = path ? blk_arena_strdup(t->arena, path) : NULL;
+	t->source = source ? blk_arena_strdup(t->arena, source) : NULL;
+	t->base = copy_strings(t->arena, base_defines, nbase);
+	t->nbase = nbase;
+	t->warmup = DEFAULT_WARMUP;
+	t->reps = DEFAULT_REPS;
+	const char *echo = getenv("BLK_TUNE_LOG");
+	t->echo = echo && *echo && strcmp(echo, "0") != 0;
+	t->log = open_memstream(&t->logtext, &t->loglen);
+	if (!t->log || !check_base(t, kernel)) {
+		if (!t->log)
+			blk_rt_error(rt, "out of memory");
+		blk_tuner_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+void blk_tuner_destroy(BlkTuner *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->ncands; i++)
+		blk_program_destroy(t->cands[i].prog);
+	Signature *next;
+	for (Signature *s = t->sigs; s; s = next) {
+		next = s->next;
+		free(s->key);
+		free(s);
+	}
+	if (t->log)
+		fclose(t->log);
+	free(t->logtext);
+	blk_arena_destroy(t->arena);
+	free(t);
+}
+
+/* ---- configurations ---------------------------------------------------- */
+
+static size_t name_len(const char *def)
+{
+	const char *eq = strchr(def, '=');
+	return eq ? (size_t)(eq - def) : strlen(def);
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	size_t n = name_len(a);
+	return n == name_len(b) && strncmp(a, b, n) == 0;
+}
+
+/* NAME=VALUE with NAME an identifier and VALUE not empty. */
+static bool define_ok(const char *def)
+{
+	size_t n = name_len(def);
+	if (n == 0 || def[n] != '=' || def[n + 1] == '\0' || isdigit((unsigned char)def[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)def[i]) && def[i] != '_')
+			return false;
+	return true;
+}
+
+static bool check_config(BlkTuner *t, const char *const *defs, int n)
+{
+	if (n < 0 || (n > 0 && !defs))
+		return blk_rt_error(t->rt, "blk_tuner_add_config: %d defines at %p", n, (const void *)defs);
+	for (int i = 0; i < n; i++) {
+		if (!defs[i] || !define_ok(defs[i]))
+			return blk_rt_error(t->rt, "tuner config: '%s' is not NAME=VALUE",
+			                    defs[i] ? defs[i] : "(null)");
+		for (int j = 0; j < i; j++)
+			if (same_name(defs[i], defs[j]))
+				return blk_rt_error(t->rt, "tuner config: %.*s is given twice ('%s', '%s')",
+				                    (int)name_len(defs[i]), defs[i], defs[j], defs[i]);
+	}
+	return true;
+}
+
+/* "A,B,C" in the arena. */
+static const char *join(BlkArena *a, const char *const *s, int n)
+{
+	size_t len = 1;
+	for (int i = 0; i < n; i++)
+		len += strlen(s[i]) + 1;
+	char *out = blk_arena_alloc(a, len), *p = out;
+	*p = '\0';
+	for (int i = 0; i < n; i++)
+		p += sprintf(p, "%s%s", i ? "," : "", s[i]);
+	return out;
+}
+
+/* The base defines the config does not override, then the config's. */
+static void merge(BlkTuner *t, Candidate *c, const char *const *defs, int n)
+{
+	c->defines = BLK_NEW_N(t->arena, const char *, t->nbase + n + 1);
+	for (int i = 0; i < t->nbase; i++) {
+		bool overridden = false;
+		for (int j = 0; j < n && !overridden; j++)
+			overridden = same_name(t->base[i], defs[j]);
+		if (!overridden)
+			c->defines[c->ndefines++] = t->base[i];
+	}
+	for (int j = 0; j < n; j++)
+		c->defines[c->ndefines++] = blk_arena_strdup(t->arena, defs[j]);
+}
+
+bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
+{
+	if (!check_config(t, defines, n))
+		return false;
+	if (t->ncands == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 8;
+		Candidate *c = BLK_NEW_N(t->arena, Candidate, cap);
+		if (t->ncands)
+			memcpy(c, t->cands, (size_t)t->ncands * sizeof *c);
+		t->cands = c;
+		t->cap = cap;
+	}
+	Candidate *c = &t->cands[t->ncands++];
+	memset(c, 0, sizeof *c);
+	c->text = join(t->arena, defines, n);
+	merge(t, c, defines, n);
+	return true;
+}
+
+enum { MAX_TEXT_DEFINES = 64 };
+
+bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
+{
+	if (!text)
+		return blk_rt_error(t->rt, "blk_tuner_add_config_text: text is NULL");
+	char *copy = blk_arena_strdup(t->arena, text), *save = NULL;
+	const char *defs[MAX_TEXT_DEFINES];
+	int n = 0;
+	for (char *tok = strtok_r(copy, ", \t\n", &save); tok; tok = strtok_r(NULL, ", \t\n", &save)) {
+		if (n == MAX_TEXT_DEFINES)
+			return blk_rt_error(t->rt, "tuner config: more than %d defines in '%s'",
+			                    MAX_TEXT_DEFINES, text);
+		defs[n++] = tok;
+	}
+	return blk_tuner_add_config(t, defs, n);
+}
+
+int blk_tuner_num_configs(const BlkTuner *t)
+{
+	return t->ncands;
+}
+
+const char *blk_tuner_config(const BlkTuner *t, int i)
+{
+	return i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
+}
+
+void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps)
+{
+	t->warmup = warmup > 0 ? warmup : 0;
+	t->reps = reps > 1 ? reps : 1;
+}
+
+/* ---- signatures -------------------------------------------------------- */
+
+char *blk_tuner_key(const char *kernel, const char *arch, const BlkTensor *t, int n)
+{
+	if (n < 0 || (n > 0 && !t))
+		return NULL;
+	BlkArrayDesc *a = calloc((size_t)n + 1, sizeof *a);
+	for (int i = 0; a && i < n; i++) {
+		if (t[i].dtype < 0 || t[i].dtype >= BLK_NUM_DTYPES || t[i].rank < 0 ||
+		    t[i].rank > BLK_MAX_RANK) {
+			free(a);
+			return NULL;
+		}
+		a[i].dtype = (BlkDType)t[i].dtype;
+		a[i].rank = t[i].rank;
+		memcpy(a[i].shape, t[i].shape, sizeof t[i].shape);
+		memcpy(a[i].strides, t[i].strides, sizeof t[i].strides);
+	}
+	char *key = a ? blk_cache_key(kernel, arch, a, n) : NULL;
+	free(a);
+	return key;
+}
+
+static Signature *find_signature(const BlkTuner *t, const char *key)
+{
+	uint64_t h = blk_cache_hash(key);
+	for (Signature *s = t->sigs; s; s = s->next)
+		if (s->hash == h && strcmp(s->key, key) == 0)
+			return s;
+	return NULL;
+}
+
+/* Takes ownership of key. */
+static bool add_signature(BlkTuner *t, char *key, const BlkTunerResult *r)
+{
+	Signature *s = calloc(1, sizeof *s);
+	if (!s) {
+		free(key);
+		return blk_rt_error(t->rt, "out of memory");
+	}
+	s->key = key;
+	s->hash = blk_cache_hash(key);
+	s->result = *r;
+	s->next = t->sigs;
+	t->sigs = s;
+	return true;
+}
+
+/* ---- steps 1 and 2: load, check, compile ------------------------------- */
+
+/* The runtime's last error up to its first newline: diagnostics add the
+ * source line and a caret, noise in a list of skipped candidates. */
+static int first_line(const BlkTuner *t)
+{
+	const char *e = blk_runtime_last_error(t->rt), *nl = strchr(e, '\n');
+	return nl ? (int)(nl - e) : (int)strlen(e);
+}
+
+static const char *label(const Candidate *c)
+{
+	return c->text[0] ? c->text : "(defaults)";
+}
+
+/* With no candidate added, the base defines alone are the one. */
+static bool ensure_candidates(BlkTuner *t)
+{
+	return t->ncands > 0 || blk_tuner_add_config(t, NULL, 0);
+}
+
+static bool load_candidate(BlkTuner *t, int i)
+{
+	Candidate *c = &t->cands[i];
+	if (c->f || c->load_failed)
+		return c->f != NULL;
+	c->prog = load_program(t, c->defines, c->ndefines);
+	c->f = c->prog ? blk_program_kernel(c->prog, t->kernel) : NULL;
+	if (!c->f) {
+		c->load_failed = true;
+		note(t, "  [%d] %s: skipped, does not load: %.*s\n", i, label(c),
+		     first_line(t), blk_runtime_last_error(t->rt));
+	}
+	return c->f != NULL;
+}
+
+/* ok[i]: candidate i loaded and accepts the tensors.  When none does, the
+ * error is the first refusal (every candidate sees the same tensors, so
+ * they usually agree). */
+static int check_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
+{
+	int good = 0;
+	char *first = NULL;
+	for (int i = 0; i < t->ncands; i++) {
+		ok[i] = load_candidate(t, i) && blk_func_check(t->cands[i].f, ts, n);
+		good += ok[i];
+		if (!ok[i] && !first)
+			first = strdup(blk_runtime_last_error(t->rt));
+	}
+	if (!good)
+		blk_rt_error(t->rt, "tuner: no candidate of '%s' accepts these tensors: %s", t->kernel,
+		             first ? first : "out of memory");
+	free(first);
+	return good;
+}
+
+static int compile_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
+{
+	int good = 0;
+	for (int i = 0; i < t->ncands; i++) {
+		if (ok[i] && !blk_func_compile(t->cands[i].f, ts, n, NULL)) {
+			ok[i] = false;
+			note(t, "  [%d] %s: skipped, does not compile: %.*s\n", i,
+			     label(&t->cands[i]), first_line(t), blk_runtime_last_error(t->rt));
+		}
+		good += ok[i];
+	}
+	if (!good)
+		blk_rt_error(t->rt, "tuner: no candidate of '%s' compiles for these tensors "
+		             "(blk_tuner_log says why)", t->kernel);
+	return good;
+}
+
+/* Steps 1-2 for one signature; the candidates left in ok[] (ncands
+ * entries), or -1.  With a device needed, an offline runtime fails after
+ * the tensors are checked and before anything is compiled. */
+static int prepare(BlkTuner *t, const BlkTensor *ts, int n, bool *ok, bool need_device)
+{
+	char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+	note(t, "%s: %d candidate%s\n", key ? key : t->kernel, t->ncands, t->ncands == 1 ? "" : "s");
+	free(key);
+	if (!check_all(t, ts, n, ok) || (need_device && !blk_rt_enter(t->rt, "blk_tuner_launch")))
+		return -1;
+	int good = compile_all(t, ts, n, ok);
+	return good ? good : -1;
+}
+
+/* Candidate flags for prepare, after the implicit candidate is added. */
+static bool *alloc_flags(BlkTuner *t)
+{
+	bool *ok = ensure_candidates(t) ? calloc((size_t)t->ncands, sizeof *ok) : NULL;
+	if (!ok && t->ncands)
+		blk_rt_error(t->rt, "out of memory");
+	return ok;
+}
+
+int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors)
+{
+	bool *ok = alloc_flags(t);
+	int good = ok ? prepare(t, tensors, ntensors, ok, false) : -1;
+	free(ok);
+	return good;
+}
+
+/* ---- steps 3 and 4: time, choose --------------------------------------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+typedef struct Timing {
+	BlkTimer *timer;
+	BlkStream stream;
+	const BlkTensor *ts;
+	int n;
+	float *ms;                  /* reps samples */
+} Timing;
+
+/* 1: *median set; 0: the driver refused the launch (noted, skip it); -1:
+ * the device failed (the error is set; tuning stops). */
+static int time_candidate(BlkTuner *t, int i, Timing *tm, float *median)
+{
+	Candidate *c = &t->cands[i];
+	for (int w = 0; w < t->warmup || w == 0; w++) {
+		if (!blk_launch(c->f, tm->ts, tm->n, tm->stream)) {
+			note(t, "  [%d] %s: skipped, the launch failed: %.*s\n", i, label(c),
+			     first_line(t), blk_runtime_last_error(t->rt));
+			return 0;
+		}
+	}
+	if (!blk_stream_synchronize(t->rt, tm->stream))
+		return -1;
+	for (int r = 0; r < t->reps; r++)
+		if (!blk_timer_start(tm->timer, tm->stream) || !blk_launch(c->f, tm->ts, tm->n, tm->stream) ||
+		    !blk_timer_stop(tm->timer, tm->stream) || !blk_timer_elapsed_ms(tm->timer, &tm->ms[r]))
+			return -1;
+	qsort(tm->ms, (size_t)t->reps, sizeof tm->ms[0], cmp_float);
+	int h = t->reps / 2;
+	*median = t->reps % 2 ? tm->ms[h] : 0.5f * (tm->ms[h - 1] + tm->ms[h]);
+	note(t, "  [%d] %s: %.4f ms (median of %d)\n", i, label(c), (double)*median, t->reps);
+	return 1;
+}
+
+/* Times every candidate left in ok[]; the fastest in *r. */
+static bool time_all(BlkTuner *t, Timing *tm, const bool *ok, BlkTunerResult *r)
+{
+	r->config = -1;
+	for (int i = 0; i < t->ncands; i++) {
+		float ms = 0;
+		int got = ok[i] ? time_candidate(t, i, tm, &ms) : 0;
+		if (got < 0) {
+			note(t, "  [%d] %s: the device failed: %.*s\n", i,
+			     label(&t->cands[i]), first_line(t), blk_runtime_last_error(t->rt));
+			return false;
+		}
+		if (got && (r->config < 0 || ms < r->ms)) {
+			r->config = i;
+			r->ms = ms;
+		}
+		r->timed += got;
+	}
+	if (r->config < 0)
+		return blk_rt_error(t->rt, "tuner: no candidate of '%s' could be launched "
+		                    "(blk_tuner_log says why)", t->kernel);
+	note(t, "  best: [%d] %s, %.4f ms\n", r->config, label(&t->cands[r->config]), (double)r->ms);
+	return true;
+}
+
+/* Tunes a new signature, then launches the winner. */
+static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
+{
+	bool *ok = alloc_flags(t);
+	Timing tm = {.stream = s, .ts = ts, .n = n};
+	tm.ms = calloc((size_t)t->reps, sizeof *tm.ms);
+	BlkTunerResult r = {.config = -1};
+	bool done = false;
+	if (ok && !tm.ms) {
+		blk_rt_error(t->rt, "out of memory");
+	} else if (ok && prepare(t, ts, n, ok, true) > 0 && (tm.timer = blk_timer_create(t->rt)) &&
+	           time_all(t, &tm, ok, &r)) {
+		r.candidates = t->ncands;
+		char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+		done = key ? add_signature(t, key, &r) : blk_rt_error(t->rt, "out of memory");
+	}
+	blk_timer_destroy(tm.timer);
+	free(tm.ms);
+	free(ok);
+	return done && blk_launch(t->cands[r.config].f, ts, n, s);
+}
+
+bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream)
+{
+	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
+	Signature *sig = key ? find_signature(t, key) : NULL;
+	free(key);
+	if (sig)
+		return blk_launch(t->cands[sig->result.config].f, tensors, ntensors, stream);
+	return tune(t, tensors, ntensors, stream);
+}
+
+bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkTunerResult *out)
+{
+	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
+	Signature *sig = key ? find_signature(t, key) : NULL;
+	if (!sig)
+		blk_rt_error(t->rt, "tuner: %s has not been tuned", key ? key : "this launch");
+	else if (out)
+		*out = sig->result;
+	free(key);
+	return sig != NULL;
+}
+
+const char *blk_tuner_log(BlkTuner *t)
+{
+	if (!t->log || fflush(t->log) != 0 || !t->logtext)
+		return "";
+	return t->logtext;
+}
