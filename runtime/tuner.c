@@ -52,6 +52,9 @@ struct BlkTuner {
 	int ncands, cap;
 	int warmup, reps;
 	Signature *sigs;
+	Signature *last;            /* the last launch's, with its tensors: */
+	BlkTensor *last_ts;         /* a hit skips building the key */
+	int last_n;
 	FILE *log;                  /* a memory stream over logtext */
 	char *logtext;
 	size_t loglen;
@@ -155,6 +158,7 @@ void blk_tuner_destroy(BlkTuner *t)
 		free(s->key);
 		free(s);
 	}
+	free(t->last_ts);
 	if (t->log)
 		fclose(t->log);
 	free(t->logtext);
@@ -525,11 +529,46 @@ static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
 	return done && blk_launch(t->cands[r.config].f, ts, n, s);
 }
 
-bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream)
+/* Whether a and b have one signature (dtype, shape, strides); only for
+ * tensors that made a key. */
+static bool same_layout(const BlkTensor *a, const BlkTensor *b, int n)
 {
-	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
+	for (int i = 0; i < n; i++) {
+		size_t dims = (size_t)a[i].rank * sizeof a[i].shape[0];
+		if (a[i].dtype != b[i].dtype || a[i].rank != b[i].rank ||
+		    memcmp(a[i].shape, b[i].shape, dims) != 0 || memcmp(a[i].strides, b[i].strides, dims) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Remembers sig as the last launch's, so that a loop of launches with one
+ * signature compares a few integers instead of building a key each time. */
+static void remember(BlkTuner *t, Signature *sig, const BlkTensor *ts, int n)
+{
+	BlkTensor *copy = realloc(t->last_ts, (size_t)(n > 0 ? n : 1) * sizeof *copy);
+	t->last = copy ? sig : NULL;
+	t->last_ts = copy;
+	t->last_n = n;
+	if (copy && n > 0)
+		memcpy(copy, ts, (size_t)n * sizeof *copy);
+}
+
+static Signature *lookup(BlkTuner *t, const BlkTensor *ts, int n)
+{
+	if (t->last && n == t->last_n && (n == 0 || ts) && same_layout(t->last_ts, ts, n))
+		return t->last;
+	char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
 	Signature *sig = key ? find_signature(t, key) : NULL;
 	free(key);
+	if (sig)
+		remember(t, sig, ts, n);
+	return sig;
+}
+
+bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream)
+{
+	Signature *sig = lookup(t, tensors, ntensors);
 	if (sig)
 		return blk_launch(t->cands[sig->result.config].f, tensors, ntensors, stream);
 	return tune(t, tensors, ntensors, stream);

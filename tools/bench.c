@@ -1,8 +1,20 @@
 /* bench.c - blk-bench: blk's kernels against cuBLAS and the copy bandwidth,
  * in one process on one GPU, printed as markdown tables.
  *
- *   blk-bench [--sizes 1024,2048] [--f32 BM=128,BN=128,...] [--bf16 ...]
- *             [--f16 ...] [--budget-ms N] [--examples DIR] [--no-bandwidth]
+ *   blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] [--fixed]
+ *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
+ *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
+ *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--offline]
+ *
+ * The matmul rows of the dtypes in --autotune (default: f32) run through the
+ * runtime's autotuner over a candidate list (the built-in one below, or
+ * --tune-DTYPE's, ';' between candidates); the other dtypes, and a dtype
+ * given a fixed config with --f32/--bf16/--f16, use one config.  --fixed is
+ * --autotune none.  The last column names the config that ran, and for a
+ * tuned row how many candidates were timed and how long tuning took
+ * (compiling included).  BLK_TUNE_LOG=1 prints each candidate's median to
+ * stderr.  --offline needs no GPU: it compiles every dtype's candidates at
+ * every size and says which were skipped and why.
  *
  * Method (.library/device/METHOD.md): the same random inputs for both; both
  * results checked (against each other and a sampled float64 CPU reference)
@@ -28,6 +40,9 @@ typedef struct Options {
 	int64_t sizes[8];
 	int nsizes;
 	const char *config[3]; /* per dtype: "BM=128,BN=128,..." */
+	bool tune[3];          /* per dtype: autotune the matmul rows */
+	const char *candidates[3]; /* per dtype: "cfg;cfg;..." */
+	bool offline;          /* no GPU: compile the candidates, print, exit */
 	double budget_ms;      /* timing budget per kernel and case */
 	const char *examples;
 	bool bandwidth;
@@ -220,6 +235,7 @@ static BlkProgram *load(BlkRuntime *rt, const Options *o, const char *name, BlkD
 
 typedef struct Launch {
 	BlkFunc *f;
+	BlkTuner *tuner;       /* when set, launches go through it (f unused) */
 	BlkTensor t[3];
 	int n;
 	Cublas *cb;
@@ -230,6 +246,8 @@ typedef struct Launch {
 static bool run_blk(void *ctx)
 {
 	Launch *l = ctx;
+	if (l->tuner)
+		return blk_tuner_launch(l->tuner, l->t, l->n, NULL);
 	return blk_launch(l->f, l->t, l->n, NULL);
 }
 
@@ -306,20 +324,98 @@ static double matmul_tol(BlkDType dt)
 	return dt == BLK_F32 ? 1e-4 : dt == BLK_F16 ? 1e-2 : 2e-2;
 }
 
+/* ---- autotuning -------------------------------------------------------- */
+
+/* Candidates per dtype (indexed by BlkDType), ';' between configs.
+ * f32 runs the SIMT dot: tiles of 64 or 128 rows and columns, K slabs of 16
+ * or 32, 4 or 8 warps, in the pairs whose per-thread micro-tile fits the
+ * registers without spilling (BM=BN=128 needs 8 warps: with 4, ptxas uses
+ * 255 registers).  Smaller tiles fill the 132 SMs at 1024³, where
+ * BM=BN=128 gives 64 CTAs.  f16/bf16 add num_stages=3 for the pipelined
+ * paths. */
+static const char *const default_candidates[3] = {
+	[BLK_F32] = "BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
+	            "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
+	            "BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
+	            "BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
+	            "BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8",
+	[BLK_F16] = "BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8;"
+	            "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;"
+	            "BM=128,BN=64,BK=32,num_warps=8,num_stages=3;"
+	            "BM=64,BN=128,BK=16,num_warps=8;BM=64,BN=64,BK=32,num_warps=4,num_stages=3",
+	[BLK_BF16] = "BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8;"
+	             "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;"
+	             "BM=128,BN=64,BK=32,num_warps=8,num_stages=3;"
+	             "BM=64,BN=128,BK=16,num_warps=8;BM=64,BN=64,BK=32,num_warps=4,num_stages=3",
+};
+
+/* A tuner over examples/matmul.blk with T=dt and dt's candidates. */
+static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
+{
+	char path[512], tdef[32], list[4096];
+	snprintf(path, sizeof path, "%s/matmul.blk", o->examples);
+	snprintf(tdef, sizeof tdef, "T=%s", blk_dtype_name(dt));
+	snprintf(list, sizeof list, "%s", o->candidates[dt] ? o->candidates[dt] : default_candidates[dt]);
+	const char *base[] = {tdef};
+	BlkTuner *t = blk_tuner_create(rt, path, NULL, "matmul", base, 1);
+	bool ok = t != NULL;
+	char *save = NULL;
+	for (char *c = strtok_r(list, ";", &save); ok && c; c = strtok_r(NULL, ";", &save))
+		ok = blk_tuner_add_config_text(t, c);
+	if (!ok) {
+		fprintf(stderr, "blk-bench: tuner for matmul %s: %s\n", blk_dtype_name(dt),
+		        blk_runtime_last_error(rt));
+		blk_tuner_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The config column: the fixed config, or the tuner's pick for l's tensors
+ * with how many candidates it timed and the wall time of tuning. */
+static void config_cell(const Launch *l, const Options *o, double tune_ms, char *buf, size_t len)
+{
+	BlkTunerResult r;
+	if (!l->tuner)
+		snprintf(buf, len, "%s", o->config[l->dt] ? o->config[l->dt] : "(defaults)");
+	else if (blk_tuner_best(l->tuner, l->t, l->n, &r))
+		snprintf(buf, len, "%s (tuned: %d of %d timed, %.1f s)", blk_tuner_config(l->tuner, r.config),
+		         r.timed, r.candidates, tune_ms / 1e3);
+	else
+		snprintf(buf, len, "(tuning failed)");
+}
+
 static void matmul_case(BlkRuntime *rt, Cublas *cb, const Options *o, BlkDType dt, int64_t s)
 {
 	Mats x = {0};
 	Launch l = {.n = 3, .cb = cb, .dt = dt, .m = (int)s, .nn = (int)s, .k = (int)s};
-	BlkProgram *p = load(rt, o, "matmul", dt, o->config[dt]);
-	l.f = p ? blk_program_kernel(p, "matmul") : NULL;
-	bool ok = l.f && mats_make(rt, &x, dt, s);
+	BlkProgram *p = NULL;
+	if (o->tune[dt]) {
+		l.tuner = make_tuner(rt, o, dt);
+	} else {
+		p = load(rt, o, "matmul", dt, o->config[dt]);
+		l.f = p ? blk_program_kernel(p, "matmul") : NULL;
+	}
+	bool ok = (l.f || l.tuner) && mats_make(rt, &x, dt, s);
 	int64_t sh[2] = {s, s};
 	l.t[0] = blk_tensor_make(x.da, (int)dt, 2, sh);
 	l.t[1] = blk_tensor_make(x.db, (int)dt, 2, sh);
 	l.t[2] = blk_tensor_make(x.dc_blk, (int)dt, 2, sh);
 	Launch lc = l;
 	lc.t[2].data = x.dc_cb;
-	ok = ok && run_blk(&l) && run_cublas(&lc) && blk_synchronize(rt) &&
+	/* With a tuner, the first launch tunes; the output then holds the
+	 * winner's result, checked like a fixed config's. */
+	double t0 = now_ms();
+	ok = ok && run_blk(&l);
+	double tune_ms = now_ms() - t0;
+	ok = ok && run_cublas(&lc) && blk_synchronize(rt) &&
 	     blk_memcpy_dtoh(rt, x.hc_blk, x.dc_blk, x.nc * x.esz) &&
 	     blk_memcpy_dtoh(rt, x.hc_cb, x.dc_cb, x.nc * x.esz);
 	double err = ok ? check_matmul(&x, dt, s) : NAN;
@@ -331,12 +427,17 @@ static void matmul_case(BlkRuntime *rt, Cublas *cb, const Options *o, BlkDType d
 	if (!ok)
 		fprintf(stderr, "blk-bench: matmul %s %lld: %s\n", blk_dtype_name(dt), (long long)s,
 		        blk_runtime_last_error(rt));
-	printf("| matmul | %-4s | %5lld³ | %9.3f | %7.1f | %9.3f | %7.1f | %5.2f | %.1e %s | %d/%d |\n",
+	if (!ok && l.tuner)
+		fprintf(stderr, "blk-bench: tuner log:\n%s", blk_tuner_log(l.tuner));
+	char cfg[512];
+	config_cell(&l, o, tune_ms, cfg, sizeof cfg);
+	printf("| matmul | %-4s | %5lld³ | %9.3f | %7.1f | %9.3f | %7.1f | %5.2f | %.1e %s | %d/%d | %s |\n",
 	       blk_dtype_name(dt), (long long)s, tb, tb > 0 ? fl / tb / 1e9 : 0, tc,
 	       tc > 0 ? fl / tc / 1e9 : 0, tb > 0 && tc > 0 ? tc / tb : 0, err, good ? "ok" : "WRONG",
-	       rb, rc);
+	       rb, rc, cfg);
 	fflush(stdout);
 	mats_free(rt, &x);
+	blk_tuner_destroy(l.tuner);
 	blk_program_destroy(p);
 }
 
@@ -505,12 +606,103 @@ static void compile_time(BlkRuntime *rt, const Options *o)
 		       blk_runtime_arch(rt), ms[n / 2], n);
 }
 
+/* The host side of tuning: loading and compiling every candidate of dt for
+ * s³ (what the first tuned launch costs before any timing); with log, the
+ * tuner's notes (which candidates were skipped and why). */
+static void tune_compile_time(BlkRuntime *rt, const Options *o, BlkDType dt, int64_t s, bool log)
+{
+	int64_t sh[2] = {s, s};
+	BlkTensor t[3];
+	for (int j = 0; j < 3; j++)
+		t[j] = blk_tensor_make((void *)(uintptr_t)(0x10000 * (j + 1)), (int)dt, 2, sh);
+	double t0 = now_ms();
+	BlkTuner *tu = make_tuner(rt, o, dt);
+	int n = tu ? blk_tuner_compile(tu, t, 3) : -1;
+	double ms = now_ms() - t0;
+	if (n < 0)
+		fprintf(stderr, "blk-bench: tuner compile: %s\n", blk_runtime_last_error(rt));
+	else
+		printf("compile the %s tuner's candidates (%d of %d compiled, %lld³): %.1f ms\n",
+		       blk_dtype_name(dt), n, blk_tuner_num_configs(tu), (long long)s, ms);
+	if (tu && log)
+		fputs(blk_tuner_log(tu), stdout);
+	blk_tuner_destroy(tu);
+}
+
+/* --offline: no GPU; every dtype's candidates compiled at every size. */
+static int offline(const Options *o)
+{
+	char err[256];
+	const char *arch = getenv("BLK_ARCH");
+	BlkRuntime *rt = blk_runtime_create_offline(arch && *arch ? arch : NULL, err, sizeof err);
+	if (!rt) {
+		fprintf(stderr, "blk-bench: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n", blk_runtime_device_name(rt));
+	const BlkDType order[] = {BLK_F32, BLK_BF16, BLK_F16};
+	for (int d = 0; d < 3; d++)
+		for (int i = 0; i < o->nsizes; i++)
+			tune_compile_time(rt, o, order[d], o->sizes[i], true);
+	blk_runtime_destroy(rt);
+	return 0;
+}
+
 /* ---- main --------------------------------------------------------------- */
+
+/* BLK_F32 etc. for "f32", "f16", "bf16"; -1 otherwise. */
+static int dtype_index(const char *name, size_t len)
+{
+	const BlkDType all[] = {BLK_F32, BLK_F16, BLK_BF16};
+	for (int i = 0; i < 3; i++)
+		if (strlen(blk_dtype_name(all[i])) == len && strncmp(blk_dtype_name(all[i]), name, len) == 0)
+			return (int)all[i];
+	return -1;
+}
+
+/* --autotune LIST: "all", "none", or dtypes separated by commas. */
+static bool parse_tune(const char *v, Options *o)
+{
+	bool all = strcmp(v, "all") == 0;
+	for (int d = 0; d < 3; d++)
+		o->tune[d] = all;
+	if (all || strcmp(v, "none") == 0)
+		return true;
+	for (const char *p = v; *p;) {
+		size_t len = strcspn(p, ",");
+		int d = dtype_index(p, len);
+		if (d < 0)
+			return false;
+		o->tune[d] = true;
+		p += len + (p[len] == ',');
+	}
+	return true;
+}
+
+/* --f32 CFG pins a config (no tuning); --tune-f32 LIST tunes over LIST. */
+static bool parse_dtype_flag(const char *a, const char *v, Options *o, bool *pinned)
+{
+	bool tune = strncmp(a, "--tune-", 7) == 0;
+	const char *name = a + (tune ? 7 : 2);
+	int d = strncmp(a, "--", 2) == 0 ? dtype_index(name, strlen(name)) : -1;
+	if (d < 0)
+		return false;
+	if (tune) {
+		o->candidates[d] = v;
+		o->tune[d] = true;
+	} else {
+		o->config[d] = v;
+		pinned[d] = true;
+	}
+	return true;
+}
 
 static bool parse_args(int argc, char **argv, Options *o)
 {
+	bool pinned[3] = {false, false, false};
+	bool ok = true;
 	*o = (Options){.sizes = {1024, 2048, 4096, 8192}, .nsizes = 4, .budget_ms = 4000,
-	               .examples = "examples", .bandwidth = true,
+	               .examples = "examples", .bandwidth = true, .tune = {[BLK_F32] = true},
 	               .config = {"BM=128,BN=128,BK=16,num_warps=8",
 	                          "BM=128,BN=128,BK=32,num_warps=8,num_stages=3",
 	                          "BM=128,BN=128,BK=32,num_warps=8,num_stages=3"}};
@@ -523,6 +715,14 @@ static bool parse_args(int argc, char **argv, Options *o)
 			o->bandwidth = false;
 			continue;
 		}
+		if (strcmp(a, "--fixed") == 0) {
+			parse_tune("none", o);
+			continue;
+		}
+		if (strcmp(a, "--offline") == 0) {
+			o->offline = true;
+			continue;
+		}
 		if (!v)
 			return false;
 		i++;
@@ -530,31 +730,32 @@ static bool parse_args(int argc, char **argv, Options *o)
 			o->nsizes = 0;
 			for (const char *s = v; *s && o->nsizes < 8; s += *s == ',')
 				o->sizes[o->nsizes++] = strtoll(s, (char **)&s, 10);
-		} else if (strcmp(a, "--f32") == 0) {
-			o->config[BLK_F32] = v;
-		} else if (strcmp(a, "--f16") == 0) {
-			o->config[BLK_F16] = v;
-		} else if (strcmp(a, "--bf16") == 0) {
-			o->config[BLK_BF16] = v;
+		} else if (strcmp(a, "--autotune") == 0) {
+			ok = ok && parse_tune(v, o);
 		} else if (strcmp(a, "--budget-ms") == 0) {
 			o->budget_ms = atof(v);
 		} else if (strcmp(a, "--examples") == 0) {
 			o->examples = v;
-		} else {
+		} else if (!parse_dtype_flag(a, v, o, pinned)) {
 			return false;
 		}
 	}
-	return true;
+	for (int d = 0; d < 3; d++)
+		o->tune[d] = o->tune[d] && !pinned[d];
+	return ok;
 }
 
 int main(int argc, char **argv)
 {
 	Options o;
 	if (!parse_args(argc, argv, &o)) {
-		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--f32|--f16|--bf16 BM=..,BN=..] "
-		        "[--budget-ms N] [--examples DIR] [--no-bandwidth]\n");
+		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
+		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
+		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--offline]\n");
 		return 2;
 	}
+	if (o.offline)
+		return offline(&o);
 	char err[512];
 	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
 	if (!rt) {
@@ -566,8 +767,8 @@ int main(int argc, char **argv)
 		return 1;
 	printf("device: %s\n\n", blk_runtime_device_name(rt));
 	printf("| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS | "
-	       "check (rel err) | reps |\n");
-	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	       "check (rel err) | reps | config |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	const BlkDType order[] = {BLK_F32, BLK_BF16, BLK_F16};
 	for (int d = 0; d < 3; d++)
 		for (int i = 0; i < o.nsizes; i++)
@@ -575,6 +776,7 @@ int main(int argc, char **argv)
 	if (o.bandwidth)
 		bandwidth(rt, &o);
 	compile_time(rt, &o);
+	tune_compile_time(rt, &o, BLK_F32, 4096, false);
 	cb.destroy(cb.h);
 	blk_runtime_destroy(rt);
 	return 0;

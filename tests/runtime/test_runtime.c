@@ -3,6 +3,7 @@
  *
  * Tests that need the frontend or the GPU backend skip (cmocka) while this
  * libblk is built without them. */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,9 @@
 #include "blk.h"
 #include "runtime/rt.h"
 
+#ifndef BLK_FAKE_CUDA
+#define BLK_FAKE_CUDA "libfakecuda.so"
+#endif
 #ifndef BLK_EXAMPLES_DIR
 #define BLK_EXAMPLES_DIR "examples"
 #endif
@@ -591,6 +595,186 @@ static void test_tuner_default_candidate(void **state)
 	blk_tuner_destroy(t);
 }
 
+/* ---- tuner on a GPU (skips without one) -------------------------------- */
+
+typedef struct GpuMatmul {
+	int64_t m, n, k;
+	float *a, *b, *c;
+	void *da, *db, *dc;
+	BlkTensor t[3];
+} GpuMatmul;
+
+/* Small integers: every sum is exact in f32, so any config gives C exactly. */
+static bool gpu_matmul_make(BlkRuntime *rt, GpuMatmul *g, int64_t m, int64_t n, int64_t k)
+{
+	memset(g, 0, sizeof *g);
+	g->m = m, g->n = n, g->k = k;
+	g->a = malloc((size_t)(m * k) * 4), g->b = malloc((size_t)(k * n) * 4);
+	g->c = malloc((size_t)(m * n) * 4);
+	for (int64_t i = 0; i < m * k; i++)
+		g->a[i] = (float)(i * 7 % 5) - 2;
+	for (int64_t i = 0; i < k * n; i++)
+		g->b[i] = (float)(i * 3 % 5) - 2;
+	int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+	bool ok = blk_mem_alloc(rt, (size_t)(m * k) * 4, &g->da) &&
+	          blk_mem_alloc(rt, (size_t)(k * n) * 4, &g->db) &&
+	          blk_mem_alloc(rt, (size_t)(m * n) * 4, &g->dc) &&
+	          blk_memcpy_htod(rt, g->da, g->a, (size_t)(m * k) * 4) &&
+	          blk_memcpy_htod(rt, g->db, g->b, (size_t)(k * n) * 4);
+	g->t[0] = blk_tensor_make(g->da, BLK_DTYPE_F32, 2, sa);
+	g->t[1] = blk_tensor_make(g->db, BLK_DTYPE_F32, 2, sb);
+	g->t[2] = blk_tensor_make(g->dc, BLK_DTYPE_F32, 2, sc);
+	return ok;
+}
+
+/* C poisoned (NaN), one launch through the tuner, C compared exactly. */
+static void gpu_matmul_run(BlkRuntime *rt, BlkTuner *t, GpuMatmul *g)
+{
+	size_t bytes = (size_t)(g->m * g->n) * 4;
+	assert_true(blk_memset(rt, g->dc, 0xff, bytes));
+	if (!blk_tuner_launch(t, g->t, 3, NULL) || !blk_synchronize(rt))
+		fail_msg("%s\nlog:\n%s", blk_runtime_last_error(rt), blk_tuner_log(t));
+	assert_true(blk_memcpy_dtoh(rt, g->c, g->dc, bytes));
+	for (int64_t i = 0; i < g->m; i++)
+		for (int64_t j = 0; j < g->n; j++) {
+			float ref = 0;
+			for (int64_t p = 0; p < g->k; p++)
+				ref += g->a[i * g->k + p] * g->b[p * g->n + j];
+			if (g->c[i * g->n + j] != ref)
+				fail_msg("C[%lld,%lld] = %g, expected %g", (long long)i, (long long)j,
+				         (double)g->c[i * g->n + j], (double)ref);
+		}
+}
+
+static void gpu_matmul_free(BlkRuntime *rt, GpuMatmul *g)
+{
+	blk_mem_free(rt, g->da), blk_mem_free(rt, g->db), blk_mem_free(rt, g->dc);
+	free(g->a), free(g->b), free(g->c);
+}
+
+static void test_tuner_gpu(void **state)
+{
+	need_program(state);
+	BlkRuntime *rt = blk_runtime_create(0, NULL, 0);
+	if (!rt)
+		skip();
+	BlkTuner *t = matmul_tuner(rt);
+	assert_non_null(t);
+	assert_true(blk_tuner_add_config_text(t, "BM=32,BN=32,BK=16,num_warps=2"));
+	assert_true(blk_tuner_add_config_text(t, "BM=512,BN=512,BK=32"));
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=4"));
+	blk_tuner_set_timing(t, 1, 3);
+	GpuMatmul g;
+	assert_true(gpu_matmul_make(rt, &g, 200, 136, 72)); /* edges on every axis */
+	gpu_matmul_run(rt, t, &g); /* tunes: C holds the winner's result */
+	BlkTunerResult r;
+	assert_true(blk_tuner_best(t, g.t, 3, &r));
+	assert_true(r.config == 0 || r.config == 2);
+	assert_int_equal(r.candidates, 3);
+	assert_int_equal(r.timed, 2);
+	assert_true(r.ms > 0);
+	size_t loglen = strlen(blk_tuner_log(t));
+	assert_contains(blk_tuner_log(t), "  [1] BM=512,BN=512,BK=32: skipped, does not compile");
+	assert_contains(blk_tuner_log(t), "(median of 3)");
+	assert_contains(blk_tuner_log(t), "  best: [");
+
+	gpu_matmul_run(rt, t, &g); /* the winner alone: nothing new noted */
+	assert_int_equal(strlen(blk_tuner_log(t)), loglen);
+
+	GpuMatmul g2; /* a new signature tunes again */
+	assert_true(gpu_matmul_make(rt, &g2, 64, 64, 64));
+	gpu_matmul_run(rt, t, &g2);
+	assert_true(strlen(blk_tuner_log(t)) > loglen);
+	assert_contains(blk_tuner_log(t), "f32[64,64:64,1]): 3 candidates\n");
+	assert_true(blk_tuner_best(t, g2.t, 3, NULL));
+	gpu_matmul_run(rt, t, &g); /* back to the first: still tuned */
+	gpu_matmul_free(rt, &g2);
+	gpu_matmul_free(rt, &g);
+	blk_tuner_destroy(t);
+	blk_runtime_destroy(rt);
+}
+
+/* ---- tuner under the fake driver (tests/runtime/fake_cuda.c) ----------- */
+
+/* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 128 threads
+ * per CTA are refused: the winner is the config with the most CTAs that
+ * the "GPU" takes. */
+static void test_tuner_fake_driver(void **state)
+{
+	need_program(state);
+	setenv("BLK_LIBCUDA", BLK_FAKE_CUDA, 1);
+	setenv("BLK_ARCH", "sm_90a", 1);
+	char err[256] = "";
+	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
+	unsetenv("BLK_LIBCUDA");
+	unsetenv("BLK_ARCH");
+	if (!rt)
+		fail_msg("the fake driver did not load: %s", err);
+	void *fake = dlopen(BLK_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(fake);
+	int (*launches)(void);
+	unsigned (*ctas)(void);
+	*(void **)&launches = dlsym(fake, "fake_cuda_launches");
+	*(void **)&ctas = dlsym(fake, "fake_cuda_last_ctas");
+	assert_true(launches && ctas);
+
+	BlkTuner *t = matmul_tuner(rt);
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=4"));  /* 12 CTAs */
+	assert_true(blk_tuner_add_config_text(t, "BM=32,BN=32,BK=16,num_warps=2"));  /* 35 CTAs */
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=8"));  /* refused */
+	assert_true(blk_tuner_add_config_text(t, "BM=512,BN=512,BK=32"));            /* no compile */
+	blk_tuner_set_timing(t, 2, 5);
+	GpuMatmul g;
+	assert_true(gpu_matmul_make(rt, &g, 200, 136, 72));
+	int before = launches();
+	if (!blk_tuner_launch(t, g.t, 3, NULL))
+		fail_msg("%s\nlog:\n%s", blk_runtime_last_error(rt), blk_tuner_log(t));
+	/* Two candidates x (2 warm-up + 5 timed), then the winner once more. */
+	assert_int_equal(launches() - before, 15);
+	assert_int_equal(ctas(), 35);
+	BlkTunerResult r;
+	assert_true(blk_tuner_best(t, g.t, 3, &r));
+	assert_int_equal(r.config, 1);
+	assert_int_equal(r.candidates, 4);
+	assert_int_equal(r.timed, 2);
+	assert_float_equal(r.ms, 1.0 + 64.0 / 35, 1e-4);
+	assert_string_equal(blk_tuner_config(t, r.config), "BM=32,BN=32,BK=16,num_warps=2");
+	const char *log = blk_tuner_log(t);
+	assert_contains(log, "  [0] BM=64,BN=64,BK=16,num_warps=4: 6.3333 ms (median of 5)\n");
+	assert_contains(log, "  [1] BM=32,BN=32,BK=16,num_warps=2: 2.8286 ms (median of 5)\n");
+	assert_contains(log, "  [2] BM=64,BN=64,BK=16,num_warps=8: skipped, the launch failed: "
+	                     "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701): "
+	                     "too many resources requested for launch\n");
+	assert_contains(log, "  [3] BM=512,BN=512,BK=32: skipped, does not compile: ");
+	assert_contains(log, "  best: [1] BM=32,BN=32,BK=16,num_warps=2, 2.8286 ms\n");
+
+	/* Tuned: one launch of the winner, other buffers of the same layout too. */
+	size_t loglen = strlen(blk_tuner_log(t));
+	g.t[2].data = g.da;
+	assert_true(blk_tuner_launch(t, g.t, 3, NULL));
+	assert_int_equal(launches() - before, 16);
+	assert_int_equal(strlen(blk_tuner_log(t)), loglen);
+	/* A changed shape is a new signature: checked before anything runs. */
+	g.t[1].shape[0] = 71;
+	assert_false(blk_tuner_launch(t, g.t, 3, NULL));
+	assert_contains(blk_runtime_last_error(rt), "accepts these tensors");
+	assert_int_equal(launches() - before, 16);
+
+	/* Nothing the GPU takes: an error that points at the log. */
+	BlkTuner *none = matmul_tuner(rt);
+	assert_true(blk_tuner_add_config_text(none, "num_warps=8"));
+	g.t[1].shape[0] = 72;
+	assert_false(blk_tuner_launch(none, g.t, 3, NULL));
+	assert_string_equal(blk_runtime_last_error(rt), "tuner: no candidate of 'matmul' could be "
+	                                                "launched (blk_tuner_log says why)");
+	assert_false(blk_tuner_best(none, g.t, 3, NULL));
+	blk_tuner_destroy(none);
+	gpu_matmul_free(rt, &g);
+	blk_tuner_destroy(t);
+	blk_runtime_destroy(rt);
+	dlclose(fake);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +802,8 @@ int main(void)
 		cmocka_unit_test(test_tuner_refuses),
 		cmocka_unit_test(test_tuner_compile),
 		cmocka_unit_test(test_tuner_default_candidate),
+		cmocka_unit_test(test_tuner_gpu),
+		cmocka_unit_test(test_tuner_fake_driver),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("launch", launch_tests, setup_matmul, teardown_matmul);

@@ -1,0 +1,285 @@
+/* fake_cuda.c - a stand-in libcuda.so.1 for the runtime's tests (loaded
+ * through BLK_LIBCUDA): the tuner's timing path runs on a machine with no
+ * GPU.
+ *
+ * One "sm_90" device; device memory is host memory (copies and memsets
+ * work); launches compute nothing but advance a clock by a made-up
+ * duration, 1 + 64 / CTAs ms (so more, smaller CTAs are "faster"), and
+ * events read that clock.  A launch of more than FAKE_MAX_THREADS threads
+ * per CTA is refused with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, as a GPU
+ * refuses a kernel whose registers do not fit.  Entry points are found by
+ * name through cuGetProcAddress_v2, like the real driver's.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+enum { FAKE_MAX_THREADS = 128 };
+
+static double clock_ms;
+static int launches;
+static unsigned last_grid[3];
+static int ctx_dummy, module_dummy, stream_dummy;
+
+/* For the tests (dlsym): launches so far and the last one's grid. */
+int fake_cuda_launches(void)
+{
+	return launches;
+}
+
+unsigned fake_cuda_last_ctas(void)
+{
+	return last_grid[0] * last_grid[1] * last_grid[2];
+}
+
+static CUresult get_error_name(CUresult r, const char **s)
+{
+	*s = r == CUDA_SUCCESS ? "CUDA_SUCCESS"
+	     : r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+	                                               : "CUDA_ERROR_UNKNOWN";
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_error_string(CUresult r, const char **s)
+{
+	*s = r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? "too many resources requested for launch"
+	                                             : "fake";
+	return CUDA_SUCCESS;
+}
+
+static CUresult init(unsigned flags)
+{
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+static CUresult driver_get_version(int *v)
+{
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get_count(int *n)
+{
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get(CUdevice *d, int i)
+{
+	*d = i;
+	return i == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static CUresult device_get_attribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+	(void)d;
+	*v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
+	     : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+	                                                         : 232448;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get_name(char *s, int len, CUdevice d)
+{
+	(void)d;
+	snprintf(s, (size_t)len, "fake GPU");
+	return CUDA_SUCCESS;
+}
+
+static CUresult primary_ctx_retain(CUcontext *c, CUdevice d)
+{
+	(void)d;
+	*c = (CUcontext)(void *)&ctx_dummy;
+	return CUDA_SUCCESS;
+}
+
+static CUresult primary_ctx_release(CUdevice d)
+{
+	(void)d;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_set_current(CUcontext c)
+{
+	(void)c;
+	return CUDA_SUCCESS;
+}
+
+static CUresult no_args(void)
+{
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_load_data_ex(CUmodule *m, const void *image, unsigned n, CUjit_option *o,
+                                    void **v)
+{
+	(void)image, (void)n, (void)o, (void)v;
+	*m = (CUmodule)(void *)&module_dummy;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_unload(CUmodule m)
+{
+	(void)m;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_get_function(CUfunction *f, CUmodule m, const char *name)
+{
+	(void)m, (void)name;
+	*f = (CUfunction)(void *)&module_dummy;
+	return CUDA_SUCCESS;
+}
+
+static CUresult func_set_attribute(CUfunction f, CUfunction_attribute a, int v)
+{
+	(void)f, (void)a, (void)v;
+	return CUDA_SUCCESS;
+}
+
+static CUresult mem_alloc(CUdeviceptr *p, size_t bytes)
+{
+	void *m = malloc(bytes);
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult mem_free(CUdeviceptr p)
+{
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_htod(CUdeviceptr d, const void *s, size_t n)
+{
+	memcpy((void *)(uintptr_t)d, s, n);
+	return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_dtoh(void *d, CUdeviceptr s, size_t n)
+{
+	memcpy(d, (const void *)(uintptr_t)s, n);
+	return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_dtod_async(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+	(void)st;
+	memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+	return CUDA_SUCCESS;
+}
+
+static CUresult memset_d8(CUdeviceptr d, unsigned char v, size_t n)
+{
+	memset((void *)(uintptr_t)d, v, n);
+	return CUDA_SUCCESS;
+}
+
+static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
+                              void **extra)
+{
+	(void)f, (void)smem, (void)s, (void)args, (void)extra;
+	if (bx * by * bz > FAKE_MAX_THREADS)
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	launches++;
+	last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
+	clock_ms += 1.0 + 64.0 / (double)(gx * gy * gz);
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_create(CUstream *s, unsigned flags)
+{
+	(void)flags;
+	*s = (CUstream)(void *)&stream_dummy;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_op(CUstream s)
+{
+	(void)s;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_create(CUevent *e, unsigned flags)
+{
+	(void)flags;
+	*e = (CUevent)calloc(1, sizeof(double));
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult event_destroy(CUevent e)
+{
+	free((void *)e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+	(void)s;
+	*(double *)(void *)e = clock_ms;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_synchronize(CUevent e)
+{
+	(void)e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_elapsed_time(float *ms, CUevent start, CUevent stop)
+{
+	*ms = (float)(*(double *)(void *)stop - *(double *)(void *)start);
+	return CUDA_SUCCESS;
+}
+
+/* Function pointers of every type pass through void (*)(void), which C
+ * allows (and -Wcast-function-type exempts); never through void *. */
+typedef void (*AnyFn)(void);
+
+typedef struct Entry {
+	const char *name;
+	AnyFn fn;
+} Entry;
+
+#define E(name, fn) {name, (AnyFn)(fn)}
+static const Entry entries[] = {
+	E("cuGetErrorName", get_error_name), E("cuGetErrorString", get_error_string),
+	E("cuInit", init), E("cuDriverGetVersion", driver_get_version),
+	E("cuDeviceGetCount", device_get_count), E("cuDeviceGet", device_get),
+	E("cuDeviceGetAttribute", device_get_attribute), E("cuDeviceGetName", device_get_name),
+	E("cuDevicePrimaryCtxRetain", primary_ctx_retain),
+	E("cuDevicePrimaryCtxRelease", primary_ctx_release), E("cuCtxSetCurrent", ctx_set_current),
+	E("cuCtxSynchronize", no_args), E("cuModuleLoadDataEx", module_load_data_ex),
+	E("cuModuleUnload", module_unload), E("cuModuleGetFunction", module_get_function),
+	E("cuFuncSetAttribute", func_set_attribute), E("cuMemAlloc", mem_alloc),
+	E("cuMemFree", mem_free), E("cuMemcpyHtoD", memcpy_htod), E("cuMemcpyDtoH", memcpy_dtoh),
+	E("cuMemcpyDtoDAsync", memcpy_dtod_async), E("cuMemsetD8", memset_d8),
+	E("cuLaunchKernel", launch_kernel), E("cuStreamCreate", stream_create),
+	E("cuStreamDestroy", stream_op), E("cuStreamSynchronize", stream_op),
+	E("cuEventCreate", event_create), E("cuEventDestroy", event_destroy),
+	E("cuEventRecord", event_record), E("cuEventSynchronize", event_synchronize),
+	E("cuEventElapsedTime", event_elapsed_time),
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status);
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+	(void)version, (void)flags;
+	for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+		if (strcmp(entries[i].name, symbol) == 0) {
+			memcpy(pfn, &entries[i].fn, sizeof *pfn);
+			*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
+		}
+	*pfn = NULL;
+	*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return CUDA_ERROR_NOT_FOUND;
+}
