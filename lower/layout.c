@@ -107,11 +107,30 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads)
 	return l;
 }
 
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads)
+{
+	int warps = nthreads / 32;
+	return nthreads % 32 == 0 && warps >= 1 && M == blk_pow2ceil(M) && N == blk_pow2ceil(N) &&
+	       M % (16 * warps) == 0 && N % 16 == 0 && K % 16 == 0 && K > 0 && N / 4 <= 64 &&
+	       M / (8 * warps) <= 64;
+}
+
+BlkLayout blk_layout_mma(const int *shape, int nthreads)
+{
+	BlkLayout l;
+	layout_init(&l, 2, shape, nthreads);
+	l.dot = l.mma = true;
+	l.spt[0] = 1, l.thr[0] = 8 * (nthreads / 32);
+	l.spt[1] = 2, l.thr[1] = 4;
+	pack_threads(&l);
+	return l;
+}
+
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank - 1;
-	s.dot = false;
+	s.dot = s.mma = false;
 	for (int d = axis; d < s.rank; d++) {
 		s.shape[d] = l->shape[d + 1];
 		s.pad[d] = l->pad[d + 1];
@@ -126,7 +145,7 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank + 1;
-	s.dot = false;
+	s.dot = s.mma = false;
 	for (int d = s.rank - 1; d > axis; d--) {
 		s.shape[d] = l->shape[d - 1];
 		s.pad[d] = l->pad[d - 1];
@@ -249,7 +268,7 @@ const char *blk_layout_str(BlkArena *a, const BlkLayout *l)
 	int tpw[BLK_MAX_RANK], wpc[BLK_MAX_RANK];
 	split_warps(l, tpw, wpc);
 	bool pk = packed(l);
-	snprintf(buf, sizeof buf, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
+	snprintf(buf, sizeof buf, "%s<", l->mma ? "mma" : l->dot ? "dot" : pk ? "blocked" : "slice");
 	put_list(buf, sizeof buf, "spt", l->spt, l->rank);
 	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
 	put_list(buf, sizeof buf, pk ? "tpw" : "thr", pk ? tpw : l->thr, l->rank);

@@ -43,6 +43,7 @@ typedef struct BlkLayout {
 	int thr[BLK_MAX_RANK];
 	int tsh[BLK_MAX_RANK]; /* lowest thread-id bit of the index along d */
 	bool dot; /* made for a dot accumulator (printed as "dot<...>") */
+	bool mma; /* the mma.sync C fragment (printed as "mma<...>"), see blk_layout_mma */
 } BlkLayout;
 
 /* The default layout: coalesced along the last dim, vec elements per
@@ -50,6 +51,14 @@ typedef struct BlkLayout {
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
+/* The tensor-core accumulator for an [M, N] tile: the m16n8 C fragment of
+ * mma.sync (lane l, register r -> row l/4 + 8*(r/2), col 2*(l%4) + r%2) as
+ * a blocked layout, spt = [1, 2], thr = [8 * warps, 4]: lane bits 0-1 walk
+ * column pairs, lane bits 2-4 and the warp bits walk rows, so warp w owns
+ * rows {8w + g + 8*warps*i}; an m16 instance is the row reps 2i, 2i+1.
+ * blk_layout_mma_fits says when it applies (lower/emit_mma.c). */
+BlkLayout blk_layout_mma(const int *shape, int nthreads);
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 /* l with a new extent-1 dim at axis (expand_dims, in place). */
