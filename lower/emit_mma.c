@@ -2,8 +2,8 @@
  * f32 accumulator (sm_80 and up).
  *
  * dot(a[M,K], b[K,N], acc) with the result in the mma layout (layout.h:
- * warp w, lane l = 4g + t holds rows 8w + g + 8*warps*i, columns
- * 8j + 2t + {0,1}):
+ * a wm x wn warp grid; warp (wi, wj), lane l = 4g + t holds rows
+ * 8wi + g + 8wm*i, columns 8wj + 8wn*j + 2t + {0,1}):
  *   1. stage: every thread writes its registers of a and b, unconverted,
  *      into this dot's staging buffer: A row-major [M][K+8], B row-major
  *      [K][N+8] (16-byte stores where the operand layout holds 8
@@ -25,7 +25,7 @@
 #include <string.h>
 
 typedef struct MmaCtx {
-	int M, K, N, warps, lda, ldb;
+	int M, K, N, wm, wn, lda, ldb;
 	LLVMValueRef phb; /* i32: 0, or the bytes of one buffer pair for buffer 1 */
 } MmaCtx;
 
@@ -118,7 +118,7 @@ void emit_mma(Emit *E, const BlkOp *op)
 	D.M = (int)blk_lower_dim(av->type.dims[0]);
 	D.K = (int)blk_lower_dim(av->type.dims[1]);
 	D.N = (int)blk_lower_dim(bv->type.dims[1]);
-	D.warps = E->c->nthreads / 32;
+	D.wm = l->thr[0] / 8, D.wn = l->thr[1] / 4;
 	D.lda = D.K + 8, D.ldb = D.N + 8;
 	BlkDType dt = av->type.dtype;
 	const char *mma = dt == BLK_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
@@ -134,22 +134,25 @@ void emit_mma(Emit *E, const BlkOp *op)
 	stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
 	/* 2. */
 	emit_barrier(E);
-	/* 3. per-thread ldmatrix addresses */
+	/* 3. per-thread ldmatrix addresses: lane L = 8q + i, q = 2 q1 + q0 */
 	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
 	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
+	LLVMValueRef wn = LLVMBuildAnd(E->b, w, emit_i32(E, D.wn - 1), "");
+	LLVMValueRef wm = LLVMBuildLShr(E->b, w, emit_i32(E, blk_layout_log2(D.wn)), "");
 	LLVMValueRef i8 = LLVMBuildAnd(E->b, lane, emit_i32(E, 7), "");
 	LLVMValueRef q0 = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 3), ""), emit_i32(E, 1), "");
 	LLVMValueRef q1 = LLVMBuildLShr(E->b, lane, emit_i32(E, 4), "");
-	/* A: row 8w + i + q0 * 8 * warps, column q1 * 8 */
-	LLVMValueRef arow = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, w, emit_i32(E, 8), ""), i8, ""),
-	                                 LLVMBuildMul(E->b, q0, emit_i32(E, 8 * D.warps), ""), "");
+	/* A: row 8 wm-index + i + q0 * 8wm (row rep 2mi or 2mi+1), column q1 * 8 */
+	LLVMValueRef arow = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wm, emit_i32(E, 8), ""), i8, ""),
+	                                 LLVMBuildMul(E->b, q0, emit_i32(E, 8 * D.wm), ""), "");
 	LLVMValueRef ta = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, arow, emit_i32(E, D.lda), ""),
 	                               LLVMBuildMul(E->b, q1, emit_i32(E, 8), ""), "");
 	LLVMValueRef pa = buf_ptr(E, &D, aoff, LLVMBuildMul(E->b, ta, emit_i32(E, 2), ""));
-	/* B: k row q0 * 8 + i, column q1 * 8 */
+	/* B: k row q0 * 8 + i, column 8 wn-index + q1 * 8wn (n8 block 2jp or 2jp+1) */
 	LLVMValueRef brow = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, q0, emit_i32(E, 8), ""), i8, "");
-	LLVMValueRef tb = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, brow, emit_i32(E, D.ldb), ""),
-	                               LLVMBuildMul(E->b, q1, emit_i32(E, 8), ""), "");
+	LLVMValueRef bcol = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wn, emit_i32(E, 8), ""),
+	                                 LLVMBuildMul(E->b, q1, emit_i32(E, 8 * D.wn), ""), "");
+	LLVMValueRef tb = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, brow, emit_i32(E, D.ldb), ""), bcol, "");
 	LLVMValueRef pb = buf_ptr(E, &D, boff, LLVMBuildMul(E->b, tb, emit_i32(E, 2), ""));
 
 	EVal *ev = BLK_NEW(E->c->a, EVal);
@@ -163,10 +166,11 @@ void emit_mma(Emit *E, const BlkOp *op)
 	LLVMValueRef *bf = BLK_NEW_N(E->c->a, LLVMValueRef, 2 * nj_n);
 	for (int ks = 0; ks < D.K / 16; ks++) {
 		for (int mi = 0; mi < mi_n; mi++)
-			ldmatrix(E, gep(E, pa, ((int64_t)mi * 16 * D.warps * D.lda + ks * 16) * 2), false,
+			ldmatrix(E, gep(E, pa, ((int64_t)mi * 16 * D.wm * D.lda + ks * 16) * 2), false,
 			         &af[4 * mi]);
 		for (int jp = 0; jp < nj_n / 2; jp++)
-			ldmatrix(E, gep(E, pb, ((int64_t)ks * 16 * D.ldb + jp * 16) * 2), true, &bf[4 * jp]);
+			ldmatrix(E, gep(E, pb, ((int64_t)ks * 16 * D.ldb + jp * 16 * D.wn) * 2), true,
+			         &bf[4 * jp]);
 		for (int mi = 0; mi < mi_n; mi++)
 			for (int j = 0; j < nj_n; j++) {
 				/* C registers: rows 2mi, 2mi+1 x columns 2j, 2j+1 */

@@ -254,6 +254,8 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 	BlkValue *v = op->operands[0];
 	if (v->type.rank == 0)
 		return false;
+	if (blk_layout_split(layout_of(c, v))) /* an mma accumulator: reduce etc. in blocked */
+		v = op->operands[0] = relayout(c, op, v, default_layout(c, &v->type));
 	BlkLayout *src = layout_of(c, v), *l = BLK_NEW(c->a, BlkLayout);
 	int axis = (int)blk_op_int(op, "axis", 0);
 	if (op->kind == BLK_OP_EXPAND_DIMS) {
