@@ -99,6 +99,7 @@ void emit_block_ref(Emit *E, const BlkOp *op);
 void emit_transit(Emit *E, const BlkOp *op);
 void emit_reduce(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
+void emit_mma(Emit *E, const BlkOp *op); /* emit_mma.c: tensor cores */
 void emit_for(Emit *E, const BlkOp *op);
 void emit_if(Emit *E, const BlkOp *op);
 void emit_scoped(Emit *E, const BlkOp *op);

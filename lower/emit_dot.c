@@ -165,6 +165,10 @@ void emit_dot(Emit *E, const BlkOp *op)
 {
 	const BlkValue *av = op->operands[0], *bv = op->operands[1];
 	DotCtx D = { .l = emit_layout(E, op->results[0]) };
+	if (D.l->mma) {
+		emit_mma(E, op);
+		return;
+	}
 	D.M = (int)blk_lower_dim(av->type.dims[0]);
 	D.K = (int)blk_lower_dim(av->type.dims[1]);
 	D.N = (int)blk_lower_dim(bv->type.dims[1]);

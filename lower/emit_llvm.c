@@ -121,6 +121,13 @@ LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d)
 {
 	int shift = l->tsh[d];
 	LLVMValueRef t = E->tid;
+	if (l->lbits[d]) { /* split: low bits at tsh, the rest at hsh */
+		LLVMValueRef lo = LLVMBuildAnd(E->b, shift ? LLVMBuildLShr(E->b, t, emit_i32(E, shift), "") : t,
+		                               emit_i32(E, (1 << l->lbits[d]) - 1), "");
+		LLVMValueRef hi = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, t, emit_i32(E, l->hsh[d]), ""),
+		                               emit_i32(E, (l->thr[d] >> l->lbits[d]) - 1), "");
+		return LLVMBuildOr(E->b, lo, LLVMBuildShl(E->b, hi, emit_i32(E, l->lbits[d]), ""), "");
+	}
 	if (shift)
 		t = LLVMBuildLShr(E->b, t, emit_i32(E, shift), "");
 	return LLVMBuildAnd(E->b, t, emit_i32(E, l->thr[d] - 1), "");

@@ -107,11 +107,49 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads)
 	return l;
 }
 
+int blk_layout_mma_wn(int M, int N, int nthreads)
+{
+	int warps = nthreads / 32, best = 0, cost = 1 << 30;
+	if (nthreads % 32 || warps < 1 || M != blk_pow2ceil(M) || N != blk_pow2ceil(N))
+		return 0;
+	for (int wn = 1; wn <= warps; wn *= 2) {
+		int wm = warps / wn;
+		if (M % (16 * wm) || N % (16 * wn) || M / (8 * wm) > 64 || N / (4 * wn) > 64)
+			continue;
+		int c = M / (16 * wm) + N / (16 * wn); /* ldmatrix.x4 per k16 step */
+		if (c < cost)
+			cost = c, best = wn;
+	}
+	return best;
+}
+
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads)
+{
+	return K > 0 && K % 16 == 0 && blk_layout_mma_wn(M, N, nthreads) > 0;
+}
+
+BlkLayout blk_layout_mma(const int *shape, int nthreads)
+{
+	BlkLayout l;
+	layout_init(&l, 2, shape, nthreads);
+	int wn = blk_layout_mma_wn(shape[0], shape[1], nthreads), lwn = blk_layout_log2(wn);
+	int wm = nthreads / 32 / wn;
+	l.dot = l.mma = true;
+	l.spt[0] = 1, l.thr[0] = 8 * wm, l.tsh[0] = 2;
+	l.spt[1] = 2, l.thr[1] = 4 * wn, l.tsh[1] = 0;
+	if (wn > 1) {
+		l.lbits[1] = 2, l.hsh[1] = 5;
+		l.lbits[0] = 3, l.hsh[0] = 5 + lwn;
+	}
+	return l;
+}
+
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank - 1;
-	s.dot = false;
+	s.dot = s.mma = false;
+	memset(s.lbits, 0, sizeof s.lbits);
 	for (int d = axis; d < s.rank; d++) {
 		s.shape[d] = l->shape[d + 1];
 		s.pad[d] = l->pad[d + 1];
@@ -126,7 +164,8 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank + 1;
-	s.dot = false;
+	s.dot = s.mma = false;
+	memset(s.lbits, 0, sizeof s.lbits);
 	for (int d = s.rank - 1; d > axis; d--) {
 		s.shape[d] = l->shape[d - 1];
 		s.pad[d] = l->pad[d - 1];
@@ -141,7 +180,8 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst)
 {
-	if (src->rank != dst->rank || src->nthreads != dst->nthreads)
+	if (src->rank != dst->rank || src->nthreads != dst->nthreads || blk_layout_split(src) ||
+	    blk_layout_split(dst))
 		return false;
 	for (int d = 0; d < src->rank; d++) {
 		if (src->shape[d] == 1 && dst->shape[d] != 1) {
@@ -159,8 +199,20 @@ int blk_layout_used_bits(const BlkLayout *l)
 {
 	int m = 0;
 	for (int d = 0; d < l->rank; d++)
-		m |= (l->thr[d] - 1) << l->tsh[d];
+		if (l->lbits[d])
+			m |= ((1 << l->lbits[d]) - 1) << l->tsh[d] |
+			     ((l->thr[d] >> l->lbits[d]) - 1) << l->hsh[d];
+		else
+			m |= (l->thr[d] - 1) << l->tsh[d];
 	return m;
+}
+
+bool blk_layout_split(const BlkLayout *l)
+{
+	for (int d = 0; d < l->rank; d++)
+		if (l->lbits[d])
+			return true;
+	return false;
 }
 
 int blk_layout_owners(const BlkLayout *l)
@@ -204,7 +256,8 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 		return false;
 	for (int d = 0; d < a->rank; d++)
 		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
-		    a->tsh[d] != b->tsh[d])
+		    a->tsh[d] != b->tsh[d] || a->lbits[d] != b->lbits[d] ||
+		    (a->lbits[d] && a->hsh[d] != b->hsh[d]))
 			return false;
 	return true;
 }
@@ -247,9 +300,22 @@ const char *blk_layout_str(BlkArena *a, const BlkLayout *l)
 		return "scalar";
 	char buf[256] = "";
 	int tpw[BLK_MAX_RANK], wpc[BLK_MAX_RANK];
+	if (l->mma) { /* mma<spt=[1,2], thr=[16,16], warps=[2,4], pad=[128,128]> */
+		int w[2] = { l->thr[0] / 8, l->thr[1] / 4 };
+		snprintf(buf, sizeof buf, "mma<");
+		put_list(buf, sizeof buf, "spt", l->spt, 2);
+		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
+		put_list(buf, sizeof buf, "thr", l->thr, 2);
+		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
+		put_list(buf, sizeof buf, "warps", w, 2);
+		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
+		put_list(buf, sizeof buf, "pad", l->pad, 2);
+		strncat(buf, ">", sizeof buf - strlen(buf) - 1);
+		return blk_arena_strdup(a, buf);
+	}
 	split_warps(l, tpw, wpc);
 	bool pk = packed(l);
-	snprintf(buf, sizeof buf, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
+	snprintf(buf, sizeof buf, "%s<", l->mma ? "mma" : l->dot ? "dot" : pk ? "blocked" : "slice");
 	put_list(buf, sizeof buf, "spt", l->spt, l->rank);
 	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
 	put_list(buf, sizeof buf, pk ? "tpw" : "thr", pk ? tpw : l->thr, l->rank);

@@ -43,6 +43,13 @@ typedef struct BlkLayout {
 	int thr[BLK_MAX_RANK];
 	int tsh[BLK_MAX_RANK]; /* lowest thread-id bit of the index along d */
 	bool dot; /* made for a dot accumulator (printed as "dot<...>") */
+	bool mma; /* the mma.sync C fragment (printed as "mma<...>"), see blk_layout_mma */
+	/* A *split* dim (lbits[d] > 0, mma layouts only): its thread index is
+	 * lbits[d] bits at tsh[d] (low part) and the rest at hsh[d] (high
+	 * part).  Reductions, broadcasts and transposes convert such a value
+	 * to the default layout first (tile.c). */
+	int lbits[BLK_MAX_RANK];
+	int hsh[BLK_MAX_RANK];
 } BlkLayout;
 
 /* The default layout: coalesced along the last dim, vec elements per
@@ -50,6 +57,19 @@ typedef struct BlkLayout {
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
+/* The tensor-core accumulator for an [M, N] tile: the m16n8 C fragment of
+ * mma.sync (lane l = 4g + t, register r -> row g + 8*(r/2), col 2t + r%2)
+ * over a wm x wn grid of warps (warp w: wn-index w % wn, wm-index w / wn):
+ * spt = [1, 2], thr = [8wm, 4wn]; lane bits 0-1 and warp bits 5.. walk
+ * columns (t + 4 wn-index), lane bits 2-4 and the warp bits above walk
+ * rows (g + 8 wm-index) -- split dims when wn > 1.  Row rep i is rows
+ * i*8wm + ..., an m16 instance the reps 2i and 2i+1; n8 block j is columns
+ * j*8wn + 8 wn-index + [0, 8).  wn is chosen to minimize the ldmatrix
+ * count per k16 step.  blk_layout_mma_fits says when it applies
+ * (lower/emit_mma.c); blk_layout_mma_warps gives wn. */
+BlkLayout blk_layout_mma(const int *shape, int nthreads);
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
+int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 /* l with a new extent-1 dim at axis (expand_dims, in place). */
@@ -59,6 +79,7 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst);
 /* Thread-id bits that index some dim (the rest select replicas). */
 int blk_layout_used_bits(const BlkLayout *l);
+bool blk_layout_split(const BlkLayout *l); /* some dim's thread bits are split */
 int blk_layout_log2(int x);
 int blk_layout_nregs(const BlkLayout *l);
 int blk_layout_owners(const BlkLayout *l); /* prod(thr) */

@@ -62,6 +62,9 @@ bool blk_lower_check_arch(BlkDiag *d, const char *arch);
 
 /* Bytes of one staging buffer pair (A and B) of a dot (tile.c). */
 size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
+size_t blk_lower_mma_stage_bytes(const BlkOp *dot);
+/* dot runs on tensor cores (mma.sync): f16/bf16 operands, shapes that fit. */
+bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);

@@ -22,6 +22,7 @@
  */
 #include "lower_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
@@ -47,12 +48,25 @@ static BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
 	return l;
 }
 
-static BlkLayout *dot_layout(LowerCtx *c, const BlkType *t)
+/* dot(a[M,K], b[K,N]) runs on tensor cores (emit_mma.c) when both operands
+ * are f16 or both bf16 and the shapes fit the mma.sync tiling. */
+bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot)
+{
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	if (a->dtype != b->dtype || (a->dtype != BLK_F16 && a->dtype != BLK_BF16) ||
+	    getenv("BLK_NO_MMA"))
+		return false;
+	return blk_layout_mma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]),
+	                           (int)blk_lower_dim(a->dims[1]), c->nthreads);
+}
+
+static BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *dot)
 {
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_dot(shape, c->nthreads);
+	*l = blk_lower_dot_mma(c, dot) ? blk_layout_mma(shape, c->nthreads)
+	                               : blk_layout_dot(shape, c->nthreads);
 	return l;
 }
 
@@ -102,6 +116,17 @@ size_t blk_lower_dot_stage_bytes(const BlkOp *dot)
 	size_t K = (size_t)blk_lower_dim(a->dims[1]);
 	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(b->dims[1]));
 	return (K * (M + 4) + K * N) * 4;
+}
+
+/* Staging for a tensor-core dot (emit_mma.c): A row-major [M][K+8] and B
+ * row-major [K][N+8] in the operands' 16-bit type; the 8-element pad makes
+ * the 8 row addresses of each ldmatrix hit distinct 16-byte bank groups. */
+size_t blk_lower_mma_stage_bytes(const BlkOp *dot)
+{
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	size_t M = (size_t)blk_lower_dim(a->dims[0]), K = (size_t)blk_lower_dim(a->dims[1]);
+	size_t N = (size_t)blk_lower_dim(b->dims[1]);
+	return (M * (K + 8) + K * (N + 8)) * 2;
 }
 
 static void need_transit(LowerCtx *c, const BlkValue *v)
@@ -163,11 +188,12 @@ static void tile_elementwise(LowerCtx *c, BlkOp *op)
 
 static void tile_dot(LowerCtx *c, BlkOp *op)
 {
-	BlkLayout *l = dot_layout(c, &op->results[0]->type);
+	BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
 	if (op->noperands > 2)
 		op->operands[2] = relayout(c, op, op->operands[2], l);
 	set_layout(c, op->results[0], l);
-	set_smem(c, op, op, smem_alloc(c, 2 * blk_lower_dot_stage_bytes(op)));
+	size_t stage = l->mma ? blk_lower_mma_stage_bytes(op) : blk_lower_dot_stage_bytes(op);
+	set_smem(c, op, op, smem_alloc(c, 2 * stage));
 }
 
 /* The layout a loop carry starts in (see 1. above). */
@@ -176,13 +202,13 @@ static BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 	BlkValue *init = loop->operands[3 + i];
 	BlkOp *y = loop->regions[0]->last;
 	if (is_splat(init) && y && y->kind == BLK_OP_YIELD && i < y->noperands) {
-		BlkOp *d = y->operands[i]->def;
-		bool dotlike = d && d->kind == BLK_OP_DOT;
-		for (int j = 0; d && !dotlike && (blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE) &&
+		BlkOp *d = y->operands[i]->def, *dot = d && d->kind == BLK_OP_DOT ? d : NULL;
+		for (int j = 0; d && !dot && (blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE) &&
 		                j < d->noperands; j++)
-			dotlike = d->operands[j]->def && d->operands[j]->def->kind == BLK_OP_DOT;
-		if (dotlike && init->type.rank == 2)
-			return dot_layout(c, &init->type);
+			if (d->operands[j]->def && d->operands[j]->def->kind == BLK_OP_DOT)
+				dot = d->operands[j]->def;
+		if (dot && init->type.rank == 2)
+			return dot_layout(c, &init->type, dot);
 	}
 	return layout_of(c, init);
 }
@@ -228,6 +254,8 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 	BlkValue *v = op->operands[0];
 	if (v->type.rank == 0)
 		return false;
+	if (blk_layout_split(layout_of(c, v))) /* an mma accumulator: reduce etc. in blocked */
+		v = op->operands[0] = relayout(c, op, v, default_layout(c, &v->type));
 	BlkLayout *src = layout_of(c, v), *l = BLK_NEW(c->a, BlkLayout);
 	int axis = (int)blk_op_int(op, "axis", 0);
 	if (op->kind == BLK_OP_EXPAND_DIMS) {

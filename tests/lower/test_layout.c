@@ -63,6 +63,47 @@ static void dot_128x128(void **state)
 	assert_int_equal(blk_layout_coord(&l, 0, 1, 3), 13);
 }
 
+/* The mma accumulator [128, 128] over 8 warps: a 4x2 warp grid (32x64
+ * warp tiles); every thread's (row, col) is the m16n8 C fragment's. */
+static int thread_index(const BlkLayout *l, int d, int tid)
+{
+	if (!l->lbits[d])
+		return (tid >> l->tsh[d]) & (l->thr[d] - 1);
+	return ((tid >> l->tsh[d]) & ((1 << l->lbits[d]) - 1)) |
+	       ((tid >> l->hsh[d]) & ((l->thr[d] >> l->lbits[d]) - 1)) << l->lbits[d];
+}
+
+static void mma_128x128(void **state)
+{
+	(void)state;
+	int shape[2] = { 128, 128 };
+	assert_true(blk_layout_mma_fits(128, 128, 32, 256));
+	assert_false(blk_layout_mma_fits(128, 128, 24, 256));
+	BlkLayout l = blk_layout_mma(shape, 256);
+	assert_true(l.mma && l.dot && blk_layout_split(&l));
+	assert_int_equal(l.thr[0], 32);
+	assert_int_equal(l.thr[1], 8);
+	assert_int_equal(blk_layout_nregs(&l), 64);
+	assert_int_equal(blk_layout_used_bits(&l), 255);
+	for (int tid = 0; tid < 256; tid++) {
+		int w = tid / 32, g = (tid % 32) / 4, t = tid % 4, wi = w / 2, wj = w % 2;
+		for (int r = 0; r < 64; r++) {
+			int rd[2];
+			blk_layout_reg_split(&l, r, rd);
+			int row = blk_layout_coord(&l, 0, rd[0], thread_index(&l, 0, tid));
+			int col = blk_layout_coord(&l, 1, rd[1], thread_index(&l, 1, tid));
+			/* m16 instance rd0/2, n8 block rd1/2 */
+			assert_int_equal(row, (rd[0] / 2) * 64 + (rd[0] % 2) * 32 + 8 * wi + g);
+			assert_int_equal(col, (rd[1] / 2) * 16 + 8 * wj + 2 * t + rd[1] % 2);
+		}
+	}
+	/* 64x64 over 4 warps: 2x2 warps */
+	int s64[2] = { 64, 64 };
+	BlkLayout m = blk_layout_mma(s64, 128);
+	assert_int_equal(m.thr[0], 16);
+	assert_int_equal(m.thr[1], 8);
+}
+
 /* Softmax rows [4, 1024] over 4 warps: a row per warp (lanes capped at
  * 32 on the last dim), so a row reduction needs shuffles only; its slice
  * keeps the rows on the warp bits and the reduced lanes become replicas. */
@@ -94,6 +135,7 @@ int main(void)
 		cmocka_unit_test(padded_4x70),
 		cmocka_unit_test(replicas),
 		cmocka_unit_test(dot_128x128),
+		cmocka_unit_test(mma_128x128),
 		cmocka_unit_test(row_per_warp_and_slice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
