@@ -30,6 +30,21 @@ static void assert_contains(const char *s, const char *part)
 		fail_msg("expected \"%s\" in \"%s\"", part, s);
 }
 
+/* Paths compiled in, unless the environment moves them (a build carried to
+ * another machine: BLK_EXAMPLES_DIR, BLK_FAKE_CUDA). */
+static const char *env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : fallback;
+}
+
+static const char *matmul_path(void)
+{
+	static char path[1024];
+	snprintf(path, sizeof path, "%s/matmul.blk", env_or("BLK_EXAMPLES_DIR", BLK_EXAMPLES_DIR));
+	return path;
+}
+
 static int count_of(const char *s, const char *part)
 {
 	int n = 0;
@@ -202,7 +217,7 @@ static int setup_matmul(void **state)
 {
 	static Fixture fx;
 	fx.rt = blk_runtime_create_offline("sm_90a", NULL, 0);
-	fx.prog = fx.rt ? blk_program_load(fx.rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 0) : NULL;
+	fx.prog = fx.rt ? blk_program_load(fx.rt, matmul_path(), NULL, 0) : NULL;
 	fx.f = fx.prog ? blk_program_kernel(fx.prog, "matmul") : NULL;
 	snprintf(fx.load_error, sizeof fx.load_error, "%s", blk_runtime_last_error(fx.rt));
 	*state = &fx;
@@ -337,7 +352,7 @@ static void test_unknown_arch(void **state)
 	char err[128] = "";
 	BlkRuntime *rt = blk_runtime_create_offline("sm_70", err, sizeof err);
 	assert_non_null(rt);
-	BlkProgram *p = blk_program_load(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 0);
+	BlkProgram *p = blk_program_load(rt, matmul_path(), NULL, 0);
 	if (!p) {
 		bool without = strstr(blk_runtime_last_error(rt), "built without") != NULL;
 		blk_runtime_destroy(rt);
@@ -363,11 +378,11 @@ static void test_bad_define(void **state)
 {
 	Fixture *fx = *state;
 	const char *defs[] = {"BM"};
-	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", defs, 1));
+	assert_null(blk_program_load(fx->rt, matmul_path(), defs, 1));
 	assert_string_equal(blk_runtime_last_error(fx->rt), "define 'BM' is not NAME=VALUE");
-	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", defs, -1));
+	assert_null(blk_program_load(fx->rt, matmul_path(), defs, -1));
 	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: -1 defines");
-	assert_null(blk_program_load(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, 2));
+	assert_null(blk_program_load(fx->rt, matmul_path(), NULL, 2));
 	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: 2 defines at ");
 	assert_null(blk_program_load(fx->rt, "/nonexistent.blk", NULL, 0));
 	assert_contains(blk_runtime_last_error(fx->rt), "/nonexistent.blk");
@@ -378,7 +393,7 @@ static void test_bad_define(void **state)
 static BlkTuner *matmul_tuner(BlkRuntime *rt)
 {
 	const char *base[] = {"T=f32"};
-	return blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmul", base, 1);
+	return blk_tuner_create(rt, matmul_path(), NULL, "matmul", base, 1);
 }
 
 static void test_tuner_create(void **state)
@@ -391,18 +406,18 @@ static void test_tuner_create(void **state)
 	                    "blk_tuner_create: give a path or a source, not neither");
 	assert_null(blk_tuner_create(rt, "x.blk", "kernel", NULL, NULL, 0));
 	assert_contains(blk_runtime_last_error(rt), "not both");
-	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmull", NULL, 0));
+	assert_null(blk_tuner_create(rt, matmul_path(), NULL, "matmull", NULL, 0));
 	assert_string_equal(blk_runtime_last_error(rt),
 	                    "no kernel named 'matmull' in the program (it has 'matmul')");
 	const char *bad[] = {"BM"};
-	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, bad, 1));
+	assert_null(blk_tuner_create(rt, matmul_path(), NULL, NULL, bad, 1));
 	assert_string_equal(blk_runtime_last_error(rt), "define 'BM' is not NAME=VALUE");
-	assert_null(blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, NULL, 1));
+	assert_null(blk_tuner_create(rt, matmul_path(), NULL, NULL, NULL, 1));
 	assert_contains(blk_runtime_last_error(rt), "blk_tuner_create: 1 base defines at ");
 	assert_null(blk_tuner_create(rt, NULL, "kernel k(", NULL, NULL, 0));
 	assert_contains(blk_runtime_last_error(rt), "<tuner source>:1:");
 	/* NULL kernel: the only one, named for messages. */
-	BlkTuner *t = blk_tuner_create(rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, NULL, NULL, 0);
+	BlkTuner *t = blk_tuner_create(rt, matmul_path(), NULL, NULL, NULL, 0);
 	assert_non_null(t);
 	assert_int_equal(blk_tuner_num_configs(t), 0);
 	assert_string_equal(blk_tuner_log(t), "");
@@ -531,7 +546,7 @@ static void test_tuner_compile(void **state)
 {
 	Fixture *fx = need_program(state);
 	const char *base[] = {"T=f32", "BM=32", "BK=16"};
-	BlkTuner *t = blk_tuner_create(fx->rt, BLK_EXAMPLES_DIR "/matmul.blk", NULL, "matmul", base, 3);
+	BlkTuner *t = blk_tuner_create(fx->rt, matmul_path(), NULL, "matmul", base, 3);
 	assert_non_null(t);
 	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64"));
 	assert_true(blk_tuner_add_config_text(t, "NOPE=1"));
@@ -702,7 +717,8 @@ static void test_tuner_gpu(void **state)
 static void test_tuner_fake_driver(void **state)
 {
 	need_program(state);
-	setenv("BLK_LIBCUDA", BLK_FAKE_CUDA, 1);
+	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
+	setenv("BLK_LIBCUDA", fake_path, 1);
 	setenv("BLK_ARCH", "sm_90a", 1);
 	char err[256] = "";
 	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
@@ -710,7 +726,7 @@ static void test_tuner_fake_driver(void **state)
 	unsetenv("BLK_ARCH");
 	if (!rt)
 		fail_msg("the fake driver did not load: %s", err);
-	void *fake = dlopen(BLK_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
 	assert_non_null(fake);
 	int (*launches)(void);
 	unsigned (*ctas)(void);
