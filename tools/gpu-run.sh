@@ -36,6 +36,12 @@ r=$?; [ $r -ne 0 ] && rc=1
 # The whole table is in the log; here the failures and the summary.
 grep -E 'FAIL' "$LOG/gpu-features.txt" | head -n 20; tail -n 2 "$LOG/gpu-features.txt"; echo "gpu-features exit $r"
 
+echo "== runtime tests (the tuner on the GPU, a fake driver)"
+timeout 120 env BLK_FAKE_CUDA="$PWD/$B/tests/runtime/libfakecuda.so" "$B/tests/runtime/test_runtime" \
+	> "$LOG/test-runtime.txt" 2>&1
+r=$?; [ $r -ne 0 ] && rc=1
+grep -E 'PASSED|FAILED|SKIPPED' "$LOG/test-runtime.txt"; echo "test_runtime exit $r"
+
 echo "== matmul-host"
 host="$B/examples/host/matmul-host"
 [ -x "$host" ] || host="$B/tools/matmul-host"

@@ -12,4 +12,7 @@ for f in libblk.so tools/blkc tools/blk-bench tests/gpu/gpu-examples tests/gpu/g
 	mkdir -p "carry/build/$(dirname "$f")"
 	strip -o "carry/build/$f" "build-gpu/$f"
 done
+# The device machine has no cmocka; the unit tests that also run there
+# (tests/runtime, with its GPU tuner test) find it beside libblk.
+cp -L "$(ldd build-gpu/tests/runtime/test_runtime | awk '/libcmocka/ {print $3}')" carry/build/
 du -sh carry
