@@ -126,14 +126,31 @@ void emit_mma(Emit *E, const BlkOp *op)
 	/* 1. the phase picks this execution's staging buffer */
 	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
 	int64_t aoff = off, boff = off + (int64_t)D.M * D.lda * 2;
-	LLVMValueRef phase = emit_alloca(E, E->i32);
-	LLVMBuildStore(E->entry, emit_i32(E, 0), phase);
+	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, op);
+	LLVMValueRef phase = emit_mma_phase(E, op);
 	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");
 	D.phb = LLVMBuildMul(E->b, ph, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(op)), "");
-	stage(E, &D, emit_tile(E, av), dt, aoff, D.lda);
-	stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
-	/* 2. */
-	emit_barrier(E);
+	if (ad) {
+		/* cp.async: this slab's group has landed (at most stages - 2
+		 * newer ones pending); the barrier publishes every thread's
+		 * copies and retires the reads of the slot the next copy
+		 * overwrites; then the slab stages - 1 ahead is issued. */
+		LLVMValueRef n = emit_i32(E, ad->stages - 2);
+		emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		emit_barrier(E);
+		LLVMValueRef iv = emit_tile(E, ad->iv)->r[0];
+		LLVMBasicBlockRef cont = emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntSLE, iv,
+		                                                        emit_i32(E, ad->limit), ""));
+		emit_async_load(E, ad->next[0]);
+		emit_async_load(E, ad->next[1]);
+		emit_end_if(E, cont);
+		emit_async_commit(E);
+	} else {
+		stage(E, &D, emit_tile(E, av), dt, aoff, D.lda);
+		stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
+		/* 2. */
+		emit_barrier(E);
+	}
 	/* 3. per-thread ldmatrix addresses: lane L = 8q + i, q = 2 q1 + q0 */
 	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
 	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
@@ -184,6 +201,23 @@ void emit_mma(Emit *E, const BlkOp *op)
 					ev->t.r[c[k]] = LLVMBuildExtractValue(E->b, d, (unsigned)k, "");
 			}
 	}
-	LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+	if (ad) {
+		LLVMValueRef nx = LLVMBuildAdd(E->b, ph, emit_i32(E, 1), "");
+		LLVMValueRef wrap = LLVMBuildICmp(E->b, LLVMIntEQ, nx, emit_i32(E, ad->stages), "");
+		LLVMBuildStore(E->b, LLVMBuildSelect(E->b, wrap, emit_i32(E, 0), nx, ""), phase);
+	} else {
+		LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+	}
 	emit_bind(E, op->results[0], ev);
+}
+
+LLVMValueRef emit_mma_phase(Emit *E, const BlkOp *dot)
+{
+	LLVMValueRef p = blk_pmap_get(&E->mma_phase, dot);
+	if (!p) {
+		p = emit_alloca(E, E->i32);
+		LLVMBuildStore(E->entry, emit_i32(E, 0), p);
+		blk_pmap_put(E->c->a, &E->mma_phase, dot, p);
+	}
+	return p;
 }
