@@ -358,8 +358,22 @@ void emit_async_commit(Emit *E)
  * buffer's [rows][cols + 8] layout (emit_mma.c): cp.async.cg 16 bytes,
  * the zero-filling .s form (source size 0) where the mask fails; 8- or
  * 4-byte cp.async.ca where alignment allows no more, and a plain load and
- * st.shared for single elements.  Padding lanes copy nothing. */
-void emit_async_load(Emit *E, const BlkOp *ld)
+ * st.shared for single elements.  Padding lanes copy nothing.  Only the
+ * registers [r0, r1) of the copy layout (multiples of 8: whole groups). */
+static BlkLayout copy_layout(Emit *E, const BlkOp *ld)
+{
+	const BlkType *t = &ld->results[0]->type;
+	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
+	return blk_layout_blocked(2, shape, t->dtype, E->c->nthreads);
+}
+
+int emit_async_regs(Emit *E, const BlkOp *ld)
+{
+	BlkLayout l = copy_layout(E, ld);
+	return blk_layout_nregs(&l);
+}
+
+void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
 {
 	const BlkAsyncLoad *al = blk_pmap_get(&E->c->async, ld);
 	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, al->dot);
@@ -385,10 +399,8 @@ void emit_async_load(Emit *E, const BlkOp *ld)
 	ERef v;
 	Walk w = { 0 };
 	apply_index(E, ld, in, &v, w.dmask);
-	const BlkType *t = &ld->results[0]->type;
-	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
-	*l = blk_layout_blocked(2, shape, v.dt, E->c->nthreads);
+	*l = copy_layout(E, ld);
 	walk_init(E, &w, &v, l);
 	LLVMValueRef live = w.owner;
 	for (int d = 0; d < 2; d++)
@@ -400,7 +412,7 @@ void emit_async_load(Emit *E, const BlkOp *ld)
 	                                                 emit_i32(E, off), ""));
 	LLVMValueRef tdst = LLVMBuildGEP2(E->b, E->i8, inv, &sb, 1, "");
 	int n = blk_layout_nregs(l), bytes = 2 * w.vec, rd[2];
-	for (int r = 0; r < n; r += w.vec) {
+	for (int r = r0; r < n && r < r1; r += w.vec) {
 		blk_layout_reg_split(l, r, rd);
 		int c0 = blk_layout_coord(l, 0, rd[0], 0), c1 = blk_layout_coord(l, 1, rd[1], 0);
 		LLVMValueRef pad = live ? NULL : w.owner;
@@ -438,7 +450,7 @@ void emit_memory(Emit *E, const BlkOp *op)
 	const BlkAsyncLoad *al = op->kind == BLK_OP_LOAD ? blk_pmap_get(&E->c->async, op) : NULL;
 	if (al) {
 		if (!al->skip && !al->deferred)
-			emit_async_load(E, op);
+			emit_async_load(E, op, 0, 1 << 30);
 		if (al->commit)
 			emit_async_commit(E);
 		emit_bind(E, op->results[0], BLK_NEW(E->c->a, EVal));
