@@ -19,6 +19,7 @@
  */
 #include "emit.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -345,8 +346,117 @@ static bool needs_sync(Emit *E, const ERef *r)
 	return r->pindex >= 0 && E->sync_param[r->pindex];
 }
 
+/* ---- cp.async staging of a tensor-core dot's slab (prefetch.c) -------------------- */
+
+void emit_async_commit(Emit *E)
+{
+	emit_intrinsic(E, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+}
+
+/* Each thread copies 16-byte pieces of the slab (a blocked layout, 8
+ * elements per thread along the row) from global memory into the staging
+ * buffer's [rows][cols + 8] layout (emit_mma.c): cp.async.cg 16 bytes,
+ * the zero-filling .s form (source size 0) where the mask fails; 8- or
+ * 4-byte cp.async.ca where alignment allows no more, and a plain load and
+ * st.shared for single elements.  Padding lanes copy nothing.  Only the
+ * registers [r0, r1) of the copy layout (multiples of 8: whole groups). */
+static BlkLayout copy_layout(Emit *E, const BlkOp *ld)
+{
+	const BlkType *t = &ld->results[0]->type;
+	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
+	return blk_layout_blocked(2, shape, t->dtype, E->c->nthreads);
+}
+
+int emit_async_regs(Emit *E, const BlkOp *ld)
+{
+	BlkLayout l = copy_layout(E, ld);
+	return blk_layout_nregs(&l);
+}
+
+void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
+{
+	const BlkAsyncLoad *al = blk_pmap_get(&E->c->async, ld);
+	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, al->dot);
+	const BlkOp *dot = al->dot;
+	int S = ad->stages;
+	int M = (int)blk_lower_dim(dot->operands[0]->type.dims[0]);
+	int K = (int)blk_lower_dim(dot->operands[0]->type.dims[1]);
+	int N = (int)blk_lower_dim(dot->operands[1]->type.dims[1]);
+	int ldw = al->operand == 0 ? K + 8 : N + 8;
+	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, dot) - 1;
+	if (al->operand == 1)
+		off += (int64_t)M * (K + 8) * 2;
+	/* slot = (phase + ahead) % S */
+	LLVMValueRef slot = LLVMBuildLoad2(E->b, E->i32, emit_mma_phase(E, dot), "");
+	if (al->ahead % S) {
+		slot = LLVMBuildAdd(E->b, slot, emit_i32(E, al->ahead % S), "");
+		LLVMValueRef wrap = LLVMBuildICmp(E->b, LLVMIntUGE, slot, emit_i32(E, S), "");
+		slot = LLVMBuildSelect(E->b, wrap, LLVMBuildSub(E->b, slot, emit_i32(E, S), ""), slot, "");
+	}
+	LLVMValueRef sb = LLVMBuildMul(E->b, slot, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(dot)), "");
+
+	const ERef *in = &emit_val(E, ld->operands[0])->ref;
+	ERef v;
+	Walk w = { 0 };
+	apply_index(E, ld, in, &v, w.dmask);
+	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
+	*l = copy_layout(E, ld);
+	walk_init(E, &w, &v, l);
+	LLVMValueRef live = w.owner;
+	for (int d = 0; d < 2; d++)
+		if (l->pad[d] != l->shape[d])
+			live = NULL; /* checked per register below */
+	LLVMBasicBlockRef cont = emit_begin_if(E, live);
+	LLVMValueRef tt = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, w.tc[0], emit_i32(E, ldw), ""), w.tc[1], "");
+	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, tt, emit_i32(E, 2), ""),
+	                                                 emit_i32(E, off), ""));
+	LLVMValueRef tdst = LLVMBuildGEP2(E->b, E->i8, inv, &sb, 1, "");
+	int n = blk_layout_nregs(l), bytes = 2 * w.vec, rd[2];
+	for (int r = r0; r < n && r < r1; r += w.vec) {
+		blk_layout_reg_split(l, r, rd);
+		int c0 = blk_layout_coord(l, 0, rd[0], 0), c1 = blk_layout_coord(l, 1, rd[1], 0);
+		LLVMValueRef pad = live ? NULL : w.owner;
+		for (int d = 0; d < 2; d++)
+			if (l->pad[d] != l->shape[d])
+				pad = emit_and(E, pad, in_range(E, LLVMBuildAdd(E->b, w.tc[d], emit_i32(E, d ? c1 : c0), ""),
+				                                l->shape[d]));
+		LLVMBasicBlockRef pc = emit_begin_if(E, pad);
+		LLVMValueRef m, src = walk_elem(E, &w, r, &m);
+		LLVMValueRef o = emit_i32(E, ((int64_t)c0 * ldw + c1) * 2);
+		LLVMValueRef dst = LLVMBuildGEP2(E->b, E->i8, tdst, &o, 1, "");
+		if (m)
+			src = LLVMBuildSelect(E->b, m, src, v.base, "");
+		if (bytes >= 4) {
+			char name[64];
+			snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d%s",
+			         bytes == 16 ? "cg" : "ca", bytes, m ? ".s" : "");
+			LLVMValueRef args[3] = { dst, src,
+			                         m ? LLVMBuildSelect(E->b, m, emit_i32(E, bytes), emit_i32(E, 0), "") : NULL };
+			emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
+		} else {
+			LLVMValueRef x = LLVMBuildLoad2(E->b, E->i16, src, "");
+			LLVMSetAlignment(x, 2);
+			if (m)
+				x = LLVMBuildSelect(E->b, m, x, LLVMConstInt(E->i16, 0, false), "");
+			LLVMSetAlignment(LLVMBuildStore(E->b, x, dst), 2);
+		}
+		emit_end_if(E, pc);
+	}
+	emit_end_if(E, cont);
+}
+
 void emit_memory(Emit *E, const BlkOp *op)
 {
+	const BlkAsyncLoad *al = op->kind == BLK_OP_LOAD ? blk_pmap_get(&E->c->async, op) : NULL;
+	if (al) {
+		if (!al->skip && !al->deferred)
+			emit_async_load(E, op, 0, 1 << 30);
+		if (al->commit)
+			emit_async_commit(E);
+		emit_bind(E, op->results[0], BLK_NEW(E->c->a, EVal));
+		return;
+	}
+
 	const ERef *in = &emit_val(E, op->operands[0])->ref;
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	Walk w = { 0 };

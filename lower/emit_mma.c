@@ -110,6 +110,29 @@ static void ldmatrix(Emit *E, LLVMValueRef p, bool trans, LLVMValueRef *out)
 		out[i] = LLVMBuildExtractValue(E->b, v, (unsigned)i, "");
 }
 
+/* After k16 step s of nks: the s-th of nks equal parts (in units of 8
+ * registers of the copy layout, the last unit of an operand maybe short)
+ * of the copies of the slab stages - 1 ahead, A's units then B's, while
+ * there is such a slab; the commit after the last part. */
+static void issue_part(Emit *E, const BlkAsyncDot *ad, int s, int nks)
+{
+	int n[2] = { (emit_async_regs(E, ad->next[0]) + 7) / 8, (emit_async_regs(E, ad->next[1]) + 7) / 8 };
+	int tot = n[0] + n[1], u0 = s * tot / nks, u1 = (s + 1) * tot / nks;
+	if (u1 > u0) {
+		LLVMValueRef iv = emit_tile(E, ad->iv)->r[0];
+		LLVMBasicBlockRef cont = emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntSLE, iv,
+		                                                        emit_i32(E, ad->limit), ""));
+		for (int o = 0, base = 0; o < 2; base += n[o], o++) {
+			int lo = u0 - base > 0 ? u0 - base : 0, hi = u1 - base < n[o] ? u1 - base : n[o];
+			if (lo < hi)
+				emit_async_load(E, ad->next[o], 8 * lo, 8 * hi);
+		}
+		emit_end_if(E, cont);
+	}
+	if (s == nks - 1)
+		emit_async_commit(E);
+}
+
 void emit_mma(Emit *E, const BlkOp *op)
 {
 	const BlkValue *av = op->operands[0], *bv = op->operands[1];
@@ -126,14 +149,26 @@ void emit_mma(Emit *E, const BlkOp *op)
 	/* 1. the phase picks this execution's staging buffer */
 	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
 	int64_t aoff = off, boff = off + (int64_t)D.M * D.lda * 2;
-	LLVMValueRef phase = emit_alloca(E, E->i32);
-	LLVMBuildStore(E->entry, emit_i32(E, 0), phase);
+	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, op);
+	LLVMValueRef phase = emit_mma_phase(E, op);
 	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");
 	D.phb = LLVMBuildMul(E->b, ph, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(op)), "");
-	stage(E, &D, emit_tile(E, av), dt, aoff, D.lda);
-	stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
-	/* 2. */
-	emit_barrier(E);
+	if (ad) {
+		/* cp.async: this slab's group has landed (at most stages - 2
+		 * newer ones pending); the barrier publishes every thread's
+		 * copies and retires the reads of the slot the next copy
+		 * overwrites.  The slab stages - 1 ahead is issued below, spread
+		 * over the k16 steps (issue_part): issued right after the
+		 * barrier, the copies queue ahead of every warp's ldmatrix. */
+		LLVMValueRef n = emit_i32(E, ad->stages - 2);
+		emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		emit_barrier(E);
+	} else {
+		stage(E, &D, emit_tile(E, av), dt, aoff, D.lda);
+		stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
+		/* 2. */
+		emit_barrier(E);
+	}
 	/* 3. per-thread ldmatrix addresses: lane L = 8q + i, q = 2 q1 + q0 */
 	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
 	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
@@ -162,15 +197,27 @@ void emit_mma(Emit *E, const BlkOp *op)
 	for (int r = 0; r < nacc; r++)
 		ev->t.r[r] = acc ? acc->r[r] : LLVMConstReal(E->f32, 0);
 	int mi_n = nm / 2, nj_n = nn / 2; /* m16 instances, n8 blocks */
-	LLVMValueRef *af = BLK_NEW_N(E->c->a, LLVMValueRef, 4 * mi_n);
-	LLVMValueRef *bf = BLK_NEW_N(E->c->a, LLVMValueRef, 2 * nj_n);
-	for (int ks = 0; ks < D.K / 16; ks++) {
-		for (int mi = 0; mi < mi_n; mi++)
-			ldmatrix(E, gep(E, pa, ((int64_t)mi * 16 * D.wm * D.lda + ks * 16) * 2), false,
-			         &af[4 * mi]);
-		for (int jp = 0; jp < nj_n / 2; jp++)
-			ldmatrix(E, gep(E, pb, ((int64_t)ks * 16 * D.ldb + jp * 16 * D.wn) * 2), true,
-			         &bf[4 * jp]);
+	/* fragments of k16 step ks + 1 are loaded before step ks's mma.sync
+	 * (two sets), so ldmatrix latency overlaps the tensor-core work */
+	LLVMValueRef *frag[2][2];
+	for (int i = 0; i < 2; i++) {
+		frag[i][0] = BLK_NEW_N(E->c->a, LLVMValueRef, 4 * mi_n);
+		frag[i][1] = BLK_NEW_N(E->c->a, LLVMValueRef, 2 * nj_n);
+	}
+	int nks = D.K / 16;
+	for (int ks = 0; ks <= nks; ks++) {
+		if (ks < nks) {
+			LLVMValueRef *fa = frag[ks % 2][0], *fb = frag[ks % 2][1];
+			for (int mi = 0; mi < mi_n; mi++)
+				ldmatrix(E, gep(E, pa, ((int64_t)mi * 16 * D.wm * D.lda + ks * 16) * 2), false,
+				         &fa[4 * mi]);
+			for (int jp = 0; jp < nj_n / 2; jp++)
+				ldmatrix(E, gep(E, pb, ((int64_t)ks * 16 * D.ldb + jp * 16 * D.wn) * 2), true,
+				         &fb[4 * jp]);
+		}
+		if (ks == 0)
+			continue;
+		LLVMValueRef *af = frag[(ks - 1) % 2][0], *bf = frag[(ks - 1) % 2][1];
 		for (int mi = 0; mi < mi_n; mi++)
 			for (int j = 0; j < nj_n; j++) {
 				/* C registers: rows 2mi, 2mi+1 x columns 2j, 2j+1 */
@@ -183,7 +230,26 @@ void emit_mma(Emit *E, const BlkOp *op)
 				for (int k = 0; k < 4; k++)
 					ev->t.r[c[k]] = LLVMBuildExtractValue(E->b, d, (unsigned)k, "");
 			}
+		if (ad)
+			issue_part(E, ad, ks - 1, nks);
 	}
-	LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+	if (ad) {
+		LLVMValueRef nx = LLVMBuildAdd(E->b, ph, emit_i32(E, 1), "");
+		LLVMValueRef wrap = LLVMBuildICmp(E->b, LLVMIntEQ, nx, emit_i32(E, ad->stages), "");
+		LLVMBuildStore(E->b, LLVMBuildSelect(E->b, wrap, emit_i32(E, 0), nx, ""), phase);
+	} else {
+		LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+	}
 	emit_bind(E, op->results[0], ev);
+}
+
+LLVMValueRef emit_mma_phase(Emit *E, const BlkOp *dot)
+{
+	LLVMValueRef p = blk_pmap_get(&E->mma_phase, dot);
+	if (!p) {
+		p = emit_alloca(E, E->i32);
+		LLVMBuildStore(E->entry, emit_i32(E, 0), p);
+		blk_pmap_put(E->c->a, &E->mma_phase, dot, p);
+	}
+	return p;
 }

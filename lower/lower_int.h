@@ -23,6 +23,27 @@ typedef struct BlkPtrMap {
 void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v);
 void *blk_pmap_get(const BlkPtrMap *m, const void *k);
 
+/* A load whose slab goes to a tensor-core dot's staging buffer by cp.async
+ * (prefetch.c, emit_memory.c): `skip` marks the dot's own operand loads,
+ * which emit nothing; the others copy into slot (phase + ahead) % stages;
+ * `deferred` ones are issued by the dot after its barrier, the rest where
+ * they stand; `commit` closes a cp.async group after this copy. */
+typedef struct BlkAsyncLoad {
+	struct BlkOp *dot;
+	int operand, ahead;
+	bool skip, deferred, commit;
+} BlkAsyncLoad;
+
+/* A tensor-core dot staged by cp.async over `stages` buffers; next[] are
+ * the deferred loads of the slab `stages - 1` ahead, issued only while
+ * iv <= limit. */
+typedef struct BlkAsyncDot {
+	int stages;
+	struct BlkOp *next[2];
+	struct BlkValue *iv;
+	int64_t limit;
+} BlkAsyncDot;
+
 typedef struct LowerCtx {
 	BlkArena *a;
 	BlkDiag *d;
@@ -37,6 +58,8 @@ typedef struct LowerCtx {
 	int nthreads;          /* num_warps * 32 */
 	BlkPtrMap layouts;     /* BlkValue* (tile) -> BlkLayout* (tile.c) */
 	BlkPtrMap smem_off;    /* BlkOp* / scratch BlkValue* -> (offset+1) as uintptr (tile.c) */
+	BlkPtrMap async;       /* cp.async staging (prefetch.c): load op -> BlkAsyncLoad*,
+	                        * tensor-core dot op -> BlkAsyncDot* */
 	size_t smem_bytes;     /* dynamic shared memory per CTA */
 	size_t transit_off;    /* the region shared by every generic conversion */
 	size_t transit_bytes;

@@ -205,16 +205,99 @@ static bool bounds(Loop *L)
 	return y && y->kind == BLK_OP_YIELD;
 }
 
+/* Uses of v in r (nested regions included). */
+static int uses(const BlkRegion *r, const BlkValue *v)
+{
+	int n = 0;
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->noperands; i++)
+			n += op->operands[i] == v;
+		for (int i = 0; i < op->nregions; i++)
+			n += uses(op->regions[i], v);
+	}
+	return n;
+}
+
+static BlkAsyncLoad *mark(Loop *L, BlkOp *ld, BlkOp *dot, int o, int ahead)
+{
+	BlkAsyncLoad *a = BLK_NEW(L->c->a, BlkAsyncLoad);
+	a->dot = dot, a->operand = o, a->ahead = ahead;
+	blk_pmap_put(L->c->a, &L->c->async, ld, a);
+	return a;
+}
+
+/* A tensor-core dot whose operands are both pipelinable loads used only by
+ * it (zero fill, 2-D, 16-bit): its slabs go global -> shared by cp.async
+ * over num_stages buffers instead of through registers:
+ *   (lo), (lo + step), ..., (lo + (S-2) step)   -- before the loop, a group each
+ *   for k { x = load(k) [skip]; ..; xn = load(min(k + (S-1) step, last)) [deferred];
+ *           dot(x, y) }   -- wait.group(S-2), barrier, issue xn/yn, compute
+ * The loads keep their indices and masks (the clones see iv values the
+ * original saw), so emit_memory.c computes the same addresses. */
+static void async_dot(Loop *L, BlkOp *dot)
+{
+	LowerCtx *c = L->c;
+	int S = c->k->num_stages;
+	if (S < 2 || dot->noperands < 2 || !blk_lower_dot_mma(c, dot))
+		return;
+	BlkOp *ld[2];
+	BlkPtrMap in[2] = { { 0 }, { 0 } };
+	for (int o = 0; o < 2; o++) {
+		const BlkValue *v = dot->operands[o];
+		ld[o] = v->def;
+		const BlkAttr *f = ld[o] ? blk_op_attr(ld[o], "fill") : NULL;
+		if (!ld[o] || ld[o]->parent != L->body || ld[o]->kind != BLK_OP_LOAD ||
+		    blk_pmap_get(&c->async, ld[o]) || v->type.rank != 2 || blk_dtype_size(v->type.dtype) != 2 ||
+		    (f && (f->kind == BLK_ATTR_FLOAT ? f->f != 0 : f->i != 0)) || uses(L->body, v) != 1 ||
+		    !pipelinable(L, ld[o], &in[o]))
+			return;
+	}
+	if (ld[0] == ld[1])
+		return;
+	BlkBuilder pre, here;
+	blk_builder_before(&pre, c->a, L->loop);
+	for (int s = 0; s < S - 1; s++)
+		for (int o = 0; o < 2; o++) {
+			int64_t iv = L->lo + s * L->step;
+			if (iv > L->last) /* an empty group keeps the count */
+				iv = L->last;
+			BlkOp *cl = load_at(L, &pre, &in[o], ld[o], const_i32(&pre, dot->loc, iv))->def;
+			BlkAsyncLoad *a = mark(L, cl, dot, o, s);
+			a->commit = o == 1;
+			a->skip = L->lo + s * L->step > L->last;
+		}
+	BlkAsyncDot *ad = BLK_NEW(c->a, BlkAsyncDot);
+	ad->stages = S;
+	ad->iv = L->body->args[0];
+	ad->limit = L->last - (int64_t)(S - 1) * L->step;
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	blk_builder_before(&here, c->a, dot);
+	BlkValue *s2[2] = { L->body->args[0], const_i32(&here, dot->loc, (int64_t)(S - 1) * L->step) };
+	BlkValue *m2[2] = { blk_build1(&here, BLK_OP_ADD, dot->loc, i32, 2, s2),
+	                    const_i32(&here, dot->loc, L->last) };
+	BlkValue *nk = blk_build1(&here, BLK_OP_MIN, dot->loc, i32, 2, m2);
+	for (int o = 0; o < 2; o++) {
+		BlkOp *cl = load_at(L, &here, &in[o], ld[o], nk)->def;
+		mark(L, cl, dot, o, S - 1)->deferred = true;
+		ad->next[o] = cl;
+		mark(L, ld[o], dot, o, 0)->skip = true;
+	}
+	blk_pmap_put(c->a, &c->async, dot, ad);
+}
+
 static void prefetch_loop(void *ctx, BlkOp *f)
 {
 	Loop L = { .c = ctx, .loop = f, .body = f->kind == BLK_OP_FOR ? f->regions[0] : NULL };
 	if (!L.body || !bounds(&L))
 		return;
+	for (BlkOp *op = L.body->first; op; op = op->next)
+		if (op->kind == BLK_OP_DOT)
+			async_dot(&L, op);
 	BlkValue *nk = NULL;
 	for (BlkOp *op = L.body->first, *next; op; op = next) {
 		next = op->next;
 		BlkPtrMap in = { 0 };
-		if (pipelinable(&L, op, &in))
+		if (!blk_pmap_get(&L.c->async, op) && pipelinable(&L, op, &in))
 			pipeline_load(&L, op, &in, &nk);
 	}
 }

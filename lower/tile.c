@@ -193,7 +193,8 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 		op->operands[2] = relayout(c, op, op->operands[2], l);
 	set_layout(c, op->results[0], l);
 	size_t stage = l->mma ? blk_lower_mma_stage_bytes(op) : blk_lower_dot_stage_bytes(op);
-	set_smem(c, op, op, smem_alloc(c, 2 * stage));
+	const BlkAsyncDot *ad = blk_pmap_get(&c->async, op);
+	set_smem(c, op, op, smem_alloc(c, (size_t)(ad ? ad->stages : 2) * stage));
 }
 
 /* The layout a loop carry starts in (see 1. above). */

@@ -332,29 +332,28 @@ static double matmul_tol(BlkDType dt)
  * registers without spilling (BM=BN=128 needs 8 warps: with 4, ptxas uses
  * 255 registers).  Smaller tiles fill the 132 SMs at 1024³, where
  * BM=BN=128 gives 64 CTAs.  f16/bf16 (tensor cores) lead with BK=64 slabs
- * and 64x64 warp tiles (BM=256, 8 warps: 240 registers, 108.5 KB of shared
- * memory, one CTA per SM), the fastest at 4096^3 and 8192^3 on the H200
- * (docs/gpu-notes.md, branch mma2); num_stages is accepted and ignored. */
+ * and 64x64 warp tiles (BM=256, 8 warps, one CTA per SM), the fastest at
+ * 4096^3 and 8192^3 on the H200 (docs/gpu-notes.md, branch mma2), now with
+ * num_stages cp.async staging buffers (branch mma3: 3 stages 159 KB of
+ * shared memory and 170 registers, 4 stages 212 KB). */
 static const char *const default_candidates[3] = {
 	[BLK_F32] = "BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
 	            "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
 	            "BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
 	            "BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
 	            "BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8",
-	[BLK_F16] = "BM=256,BN=128,BK=64,num_warps=8;BM=128,BN=256,BK=64,num_warps=8;"
-	            "BM=128,BN=128,BK=64,num_warps=8;BM=128,BN=128,BK=64,num_warps=4;"
-	            "BM=256,BN=128,BK=64,num_warps=16;BM=128,BN=128,BK=128,num_warps=8;"
-	            "BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8;"
-	            "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;"
-	            "BM=128,BN=64,BK=32,num_warps=8,num_stages=3;"
-	            "BM=64,BN=128,BK=16,num_warps=8;BM=64,BN=64,BK=32,num_warps=4,num_stages=3",
-	[BLK_BF16] = "BM=256,BN=128,BK=64,num_warps=8;BM=128,BN=256,BK=64,num_warps=8;"
-	             "BM=128,BN=128,BK=64,num_warps=8;BM=128,BN=128,BK=64,num_warps=4;"
-	             "BM=256,BN=128,BK=64,num_warps=16;BM=128,BN=128,BK=128,num_warps=8;"
-	             "BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8;"
-	             "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;"
-	             "BM=128,BN=64,BK=32,num_warps=8,num_stages=3;"
-	             "BM=64,BN=128,BK=16,num_warps=8;BM=64,BN=64,BK=32,num_warps=4,num_stages=3",
+	[BLK_F16] = "BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
+	            "BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
+	            "BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
+	            "BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
+	            "BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
+	            "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4",
+	[BLK_BF16] = "BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
+	             "BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
+	             "BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
+	             "BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
+	             "BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
+	             "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4",
 };
 
 /* A tuner over examples/matmul.blk with T=dt and dt's candidates. */
@@ -712,8 +711,8 @@ static bool parse_args(int argc, char **argv, Options *o)
 	*o = (Options){.sizes = {1024, 2048, 4096, 8192}, .nsizes = 4, .budget_ms = 4000,
 	               .examples = "examples", .bandwidth = true, .tune = {[BLK_F32] = true},
 	               .config = {"BM=128,BN=128,BK=16,num_warps=8",
-	                          "BM=256,BN=128,BK=64,num_warps=8",
-	                          "BM=256,BN=128,BK=64,num_warps=8"}};
+	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3",
+	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3"}};
 	const char *env = getenv("BLK_EXAMPLES_DIR");
 	if (env && *env)
 		o->examples = env;
