@@ -22,7 +22,6 @@
  */
 #include "lower_int.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
@@ -53,8 +52,7 @@ static BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
 bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	if (a->dtype != b->dtype || (a->dtype != BLK_F16 && a->dtype != BLK_BF16) ||
-	    getenv("BLK_NO_MMA"))
+	if (a->dtype != b->dtype || (a->dtype != BLK_F16 && a->dtype != BLK_BF16))
 		return false;
 	return blk_layout_mma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]),
 	                           (int)blk_lower_dim(a->dims[1]), c->nthreads);
