@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "blk.h"
+#include "gpu_test.h"
 #include "frontend/frontend.h"
 #include "ir/hostdata.h"
 
@@ -189,18 +190,10 @@ static bool run_case(BlkRuntime *rt, const Case *c, BlkDType dt, uint64_t seed)
 
 int main(void)
 {
-	char err[512] = "";
-	int n = blk_device_count(err, sizeof err);
-	if (n == 0) {
-		printf("skipped: no GPU (%s)\n", err);
-		return 77;
-	}
-	BlkRuntime *rt = n > 0 ? blk_runtime_create(0, err, sizeof err) : NULL;
-	if (!rt) {
-		fprintf(stderr, "gpu-examples: %s\n", err);
-		return 1;
-	}
-	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	int status;
+	BlkRuntime *rt = gpu_test_runtime("gpu-examples", &status);
+	if (!rt)
+		return status;
 	printf("| kernel     | type | shape and parameters                          | max rel   | tol     | result |\n");
 	printf("| ---------- | ---- | --------------------------------------------- | --------- | ------- | ------ |\n");
 	int failed = 0, total = 0;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "blk.h"
+#include "gpu_test.h"
 #include "frontend/frontend.h"
 #include "ir/hostdata.h"
 
@@ -1208,18 +1209,10 @@ int main(void)
 	const char *off = getenv("BLK_GPU_FEATURES_OFFLINE");
 	if (off && *off && strcmp(off, "0") != 0)
 		return main_offline();
-	char err[512] = "";
-	int n = blk_device_count(err, sizeof err);
-	if (n == 0) {
-		printf("skipped: no GPU (%s)\n", err);
-		return 77;
-	}
-	BlkRuntime *rt = n > 0 ? blk_runtime_create(0, err, sizeof err) : NULL;
-	if (!rt) {
-		fprintf(stderr, "gpu-features: %s\n", err);
-		return 1;
-	}
-	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	int status;
+	BlkRuntime *rt = gpu_test_runtime("gpu-features", &status);
+	if (!rt)
+		return status;
 	header("max rel");
 	int failed = run_all(rt, false);
 	blk_runtime_destroy(rt);
