@@ -5,6 +5,7 @@
  * region, so a pass that creates ops reads like the code it generates.
  */
 #include "ir.h"
+#include "layout.h"
 
 #include <math.h>
 #include <string.h>
@@ -153,7 +154,9 @@ bool blk_type_equal(const BlkType *a, const BlkType *b)
 	for (int i = 0; i < a->rank; i++)
 		if (!blk_sym_equal(a->dims[i], b->dims[i]))
 			return false;
-	return true;
+	if (!a->layout || !b->layout)
+		return a->layout == b->layout;
+	return blk_layout_equal(a->layout, b->layout);
 }
 
 bool blk_type_is_scalar(const BlkType *t)
@@ -176,6 +179,11 @@ static void print_tile(FILE *out, const BlkType *t)
 			fputs("?", out);
 	}
 	fputc(']', out);
+	if (t->layout) {
+		char buf[256];
+		blk_layout_format(buf, sizeof buf, t->layout);
+		fprintf(out, "{%s}", buf);
+	}
 }
 
 void blk_type_print(FILE *out, const BlkType *t)

@@ -59,22 +59,30 @@ typedef enum { BLK_TYPE_TILE, BLK_TYPE_REF } BlkTypeKind;
 /* Memory space of a Ref: kernel arrays are global, scratch is shared. */
 typedef enum { BLK_SPACE_GLOBAL, BLK_SPACE_SHARED } BlkSpace;
 
+struct BlkLayout; /* ir/layout.h */
+
 /* Small and copied by value.  TILE with rank 0 is a scalar.
- * REF: a view of memory of the given dtype and shape. */
+ * REF: a view of memory of the given dtype and shape.
+ * layout: NULL at the tile level; at the GPU level (after lower/'s tile
+ * pass) how a tile of rank >= 1 is spread over the CTA's threads, printed
+ * after the shape: f32[64, 64]{mma<warps=[2,2]>}. */
 typedef struct BlkType {
 	BlkTypeKind kind;
 	BlkDType dtype;
 	int rank;
 	const BlkSym *dims[BLK_MAX_RANK];
 	BlkSpace space; /* REF only */
+	const struct BlkLayout *layout;
 } BlkType;
 
 BlkType blk_type_scalar(BlkDType t);
 BlkType blk_type_tile(BlkDType t, int rank, const BlkSym *const *dims);
 BlkType blk_type_ref(BlkDType t, int rank, const BlkSym *const *dims, BlkSpace space);
+/* Same kind, dtype, shape, space and (where both have one) thread mapping. */
 bool blk_type_equal(const BlkType *a, const BlkType *b);
 bool blk_type_is_scalar(const BlkType *t);
-/* Text form: i32, f32[64, K], ref<f32[64, K]>, ref<shared f32[64, 64]> */
+/* Text form: i32, f32[64, K], ref<f32[64, K]>, ref<shared f32[64, 64]>,
+ * f32[64, 64]{blocked<spt=[1,4], thr=[4,32]>} */
 void blk_type_print(FILE *out, const BlkType *t);
 /* Same text, arena-allocated (for messages). */
 const char *blk_type_str(BlkArena *a, const BlkType *t);

@@ -12,6 +12,7 @@
  * is usually machine-written, and one precise message beats a cascade.
  */
 #include "ir.h"
+#include "layout.h"
 #include "strmap.h"
 
 #include <ctype.h>
@@ -229,6 +230,8 @@ static int64_t expect_int(Parser *P)
 	return neg ? (int64_t)(0 - u) : (int64_t)u;
 }
 
+static bool on_line(const Parser *P);
+
 /* ---- symbolic sizes ---------------------------------------------------- */
 
 static const BlkSym *parse_sym(Parser *P);
@@ -330,7 +333,56 @@ static BlkDType parse_dtype(Parser *P)
 	return t;
 }
 
-/* tile = DTYPE [ "[" syms "]" ] */
+/* ints = "[" [ INT { "," INT } ] "]" */
+static int parse_ints(Parser *P, int *out)
+{
+	int n = 0;
+	expect(P, "[");
+	while (!accept(P, "]")) {
+		if (n == BLK_MAX_RANK)
+			fail(P, P->tok.loc, "more than %d entries", BLK_MAX_RANK);
+		if (n)
+			expect(P, ",");
+		out[n++] = (int)expect_int(P);
+	}
+	return n;
+}
+
+/* layout = "{" NAME "<" [ NAME "=" ints { "," NAME "=" ints } ] ">" "}"
+ * The tile's shape must be constant; the kernel's warps give the threads. */
+static const BlkLayout *parse_layout(Parser *P, const BlkType *t)
+{
+	BlkLoc loc = P->tok.loc;
+	expect(P, "{");
+	BlkLayoutText lt = { .kind = expect_ident(P, "a layout kind") };
+	expect(P, "<");
+	while (!accept(P, ">")) {
+		if (lt.nkeys == 4)
+			fail(P, P->tok.loc, "too many layout fields");
+		if (lt.nkeys)
+			expect(P, ",");
+		lt.keys[lt.nkeys] = expect_ident(P, "a layout field");
+		expect(P, "=");
+		lt.lens[lt.nkeys] = parse_ints(P, lt.vals[lt.nkeys]);
+		lt.nkeys++;
+	}
+	expect(P, "}");
+	int shape[BLK_MAX_RANK];
+	for (int d = 0; d < t->rank; d++) {
+		int64_t v;
+		if (!blk_sym_is_const(t->dims[d], &v) || v < 1 || v > (1 << 20))
+			fail(P, loc, "a tile with a layout needs a constant shape");
+		shape[d] = (int)v;
+	}
+	BlkLayout *l = BLK_NEW(P->a, BlkLayout);
+	int warps = P->k && P->k->num_warps > 0 ? P->k->num_warps : 4;
+	const char *why = blk_layout_from_text(&lt, t->rank, shape, 32 * warps, l);
+	if (why)
+		fail(P, loc, "bad layout %s<...>: %s", lt.kind, why);
+	return l;
+}
+
+/* tile = DTYPE [ "[" syms "]" [ layout ] ] */
 static BlkType parse_tile(Parser *P)
 {
 	BlkDType t = parse_dtype(P);
@@ -338,7 +390,11 @@ static BlkType parse_tile(Parser *P)
 	int rank = 0;
 	if (accept(P, "["))
 		rank = parse_syms(P, "]", dims);
-	return blk_type_tile(t, rank, dims);
+	BlkType ty = blk_type_tile(t, rank, dims);
+	if (rank > 0 && is(&P->tok, "{") && on_line(P) && P->next.kind == T_IDENT &&
+	    P->next.loc.line == P->tok.loc.line)
+		ty.layout = parse_layout(P, &ty);
+	return ty;
 }
 
 /* type = "ref" "<" [ "shared" ] tile ">" | tile */
@@ -350,7 +406,9 @@ static BlkType parse_type(Parser *P)
 	BlkSpace sp = accept(P, "shared") ? BLK_SPACE_SHARED : BLK_SPACE_GLOBAL;
 	BlkType t = parse_tile(P);
 	expect(P, ">");
-	return blk_type_ref(t.dtype, t.rank, t.dims, sp);
+	BlkType r = blk_type_ref(t.dtype, t.rank, t.dims, sp);
+	r.layout = t.layout;
+	return r;
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -788,6 +846,7 @@ static void parse_kernel(Parser *P, BlkModule *m)
 	if (blk_module_find(m, name))
 		fail(P, P->tok.loc, "kernel @%s is defined twice", name);
 	BlkKernel *k = blk_kernel_add(m, name, P->tok.loc);
+	P->k = k;
 	next(P);
 	expect(P, "{");
 	parse_cparams(P, k);

@@ -12,31 +12,16 @@
  * Messages read "IR invalid after STAGE: OP: what is wrong"; operands and
  * results count from 0.
  */
-#include "ir.h"
+#include "verify_int.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Verifier {
-	const BlkKernel *k;
-	BlkArena *a;
-	BlkDiag *d;
-	const char *stage;
-	const BlkOp *op;   /* the op being checked, for messages */
-	/* Visible values: an open-addressing set of pointers (state 1) that
-	 * leave scope (state 2) when their region ends. */
-	const BlkValue **set;
-	unsigned char *state;
-	size_t cap, n;
-	const BlkValue **stack; /* values in scope, innermost last */
-	size_t depth, stack_cap;
-	bool ok;
-} Verifier;
+#define fail blk_verify_fail
+#define ty blk_verify_ty
 
-static void fail(Verifier *V, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void fail(Verifier *V, const char *fmt, ...)
+void blk_verify_fail(Verifier *V, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -51,7 +36,7 @@ static void fail(Verifier *V, const char *fmt, ...)
 	V->ok = false;
 }
 
-static const char *ty(Verifier *V, const BlkType *t)
+const char *blk_verify_ty(Verifier *V, const BlkType *t)
 {
 	return blk_type_str(V->a, t);
 }
@@ -139,9 +124,13 @@ static bool is_tile(Verifier *V, const BlkType *t, const char *what, int i)
 	return false;
 }
 
+/* got is want up to layouts: the GPU level's layout rules are
+ * verify_gpu.c's. */
 static bool want_type(Verifier *V, const BlkType *got, const BlkType *want, const char *what, int i)
 {
-	if (blk_type_equal(got, want))
+	BlkType g = *got, w = *want;
+	g.layout = w.layout = NULL;
+	if (blk_type_equal(&g, &w))
 		return true;
 	fail(V, "%s %d has type %s, expected %s", what, i, ty(V, got), ty(V, want));
 	return false;
@@ -660,13 +649,17 @@ static void verify_op(Verifier *V, const BlkOp *op, const BlkRegion *r)
 	check_structure(V, op, r);
 	if (V->ok && check_counts(V, op) && checks[op->kind])
 		checks[op->kind](V, op);
+	if (V->ok)
+		blk_verify_gpu_op(V, op);
 	V->ok &= ok;
 	for (int i = 0; i < op->nregions; i++)
 		verify_region(V, op->regions[i], op);
 	V->op = op;
 	for (int i = 0; i < op->nresults; i++)
-		if (op->results[i])
+		if (op->results[i]) {
 			push(V, op->results[i]);
+			blk_verify_level(V, op->results[i]);
+		}
 }
 
 static void verify_region(Verifier *V, const BlkRegion *r, const BlkOp *parent)
@@ -676,8 +669,10 @@ static void verify_region(Verifier *V, const BlkRegion *r, const BlkOp *parent)
 		V->op = parent;
 		fail(V, "region is not linked to its op");
 	}
-	for (int i = 0; i < r->nargs; i++)
+	for (int i = 0; i < r->nargs; i++) {
 		push(V, r->args[i]);
+		blk_verify_level(V, r->args[i]);
+	}
 	for (const BlkOp *op = r->first; op; op = op->next)
 		verify_op(V, op, r);
 	pop_to(V, depth);
@@ -761,6 +756,7 @@ bool blk_ir_verify(const BlkModule *m, BlkDiag *d, const char *stage)
 {
 	Verifier V = { .a = m->arena, .d = d, .stage = stage ? stage : "?", .ok = true };
 	for (const BlkKernel *k = m->first; k; k = k->next) {
+		V.level = 0;
 		verify_kernel(&V, k);
 		V.depth = 0;
 	}

@@ -39,10 +39,11 @@ ETile *emit_tile(Emit *E, const BlkValue *v)
 
 const BlkLayout *emit_layout(Emit *E, const BlkValue *v)
 {
-	const BlkLayout *l = blk_pmap_get(&E->c->layouts, v);
-	if (!l)
+	if (v->type.rank == 0)
+		return blk_lower_scalar_layout(E->c);
+	if (!v->type.layout)
 		blk_die("lower: emit: a tile value has no layout");
-	return l;
+	return v->type.layout;
 }
 
 ETile emit_new_tile(Emit *E, const BlkLayout *l)

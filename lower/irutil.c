@@ -88,3 +88,10 @@ void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx)
 		f(ctx, op);
 	}
 }
+
+const BlkLayout *blk_lower_scalar_layout(LowerCtx *c)
+{
+	if (c->scalar.nthreads != c->nthreads)
+		c->scalar = blk_layout_blocked(0, NULL, BLK_I32, c->nthreads);
+	return &c->scalar;
+}

@@ -10,7 +10,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "layout.h"
+#include "ir/layout.h"
 #include "lower/lower.h"
 
 /* A pointer -> pointer map (values to values, values to layouts). */
@@ -56,7 +56,7 @@ typedef struct LowerCtx {
 	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32 */
-	BlkPtrMap layouts;     /* BlkValue* (tile) -> BlkLayout* (tile.c) */
+	BlkLayout scalar;      /* rank 0, held by every thread */
 	BlkPtrMap smem_off;    /* BlkOp* / scratch BlkValue* -> (offset+1) as uintptr (tile.c) */
 	BlkPtrMap async;       /* cp.async staging (prefetch.c): load op -> BlkAsyncLoad*,
 	                        * tensor-core dot op -> BlkAsyncDot* */
@@ -90,6 +90,7 @@ size_t blk_lower_mma_stage_bytes(const BlkOp *dot);
 bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
+const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
 /* Moves op from its region to the end of region r. */

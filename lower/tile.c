@@ -24,12 +24,14 @@
 
 #include <string.h>
 
-static BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
+/* A scalar is held by every thread: rank-0 types carry no layout. */
+static const BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
 {
-	BlkLayout *l = blk_pmap_get(&c->layouts, v);
-	if (!l)
+	if (v->type.rank == 0)
+		return blk_lower_scalar_layout(c);
+	if (!v->type.layout)
 		blk_die("lower: tile: a value has no layout");
-	return l;
+	return v->type.layout;
 }
 
 static void static_shape(const BlkType *t, int *shape)
@@ -38,7 +40,7 @@ static void static_shape(const BlkType *t, int *shape)
 		shape[d] = (int)blk_lower_dim(t->dims[d]);
 }
 
-static BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
+static const BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
 {
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
@@ -58,7 +60,7 @@ bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot)
 	                           (int)blk_lower_dim(a->dims[1]), c->nthreads);
 }
 
-static BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *dot)
+static const BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *dot)
 {
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
@@ -68,11 +70,11 @@ static BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *dot)
 	return l;
 }
 
-static void set_layout(LowerCtx *c, BlkValue *v, BlkLayout *l)
+static void set_layout(LowerCtx *c, BlkValue *v, const BlkLayout *l)
 {
-	blk_pmap_put(c->a, &c->layouts, v, l);
-	if (v->def && v->def->nresults == 1)
-		blk_op_set_string(c->a, v->def, "layout", blk_layout_str(c->a, l));
+	(void)c;
+	if (v->type.rank > 0)
+		v->type.layout = l;
 }
 
 /* ---- shared memory ---------------------------------------------------------- */
@@ -144,7 +146,7 @@ static bool is_splat(const BlkValue *v)
 }
 
 /* v converted to layout l before op `at`. */
-static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, BlkLayout *l)
+static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, const BlkLayout *l)
 {
 	if (blk_layout_equal(layout_of(c, v), l))
 		return v;
@@ -168,7 +170,7 @@ static void tile_region(LowerCtx *c, BlkRegion *r);
 
 static void tile_elementwise(LowerCtx *c, BlkOp *op)
 {
-	BlkLayout *want = NULL;
+	const BlkLayout *want = NULL;
 	for (int i = 0; i < op->noperands && !want; i++)
 		if (!is_splat(op->operands[i]) && op->operands[i]->type.rank == op->results[0]->type.rank)
 			want = layout_of(c, op->operands[i]);
@@ -186,7 +188,7 @@ static void tile_elementwise(LowerCtx *c, BlkOp *op)
 
 static void tile_dot(LowerCtx *c, BlkOp *op)
 {
-	BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
+	const BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
 	if (op->noperands > 2)
 		op->operands[2] = relayout(c, op, op->operands[2], l);
 	set_layout(c, op->results[0], l);
@@ -196,7 +198,7 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 }
 
 /* The layout a loop carry starts in (see 1. above). */
-static BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
+static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 {
 	BlkValue *init = loop->operands[3 + i];
 	BlkOp *y = loop->regions[0]->last;
@@ -216,7 +218,7 @@ static void tile_for(LowerCtx *c, BlkOp *op)
 {
 	BlkRegion *body = op->regions[0];
 	int nc = op->noperands - 3;
-	BlkLayout **ls = BLK_NEW_N(c->a, BlkLayout *, nc + 1);
+	const BlkLayout **ls = BLK_NEW_N(c->a, const BlkLayout *, nc + 1);
 	for (int i = 0; i < nc; i++) {
 		ls[i] = carry_layout(c, op, i);
 		op->operands[3 + i] = relayout(c, op, op->operands[3 + i], ls[i]);
@@ -229,7 +231,7 @@ static void tile_for(LowerCtx *c, BlkOp *op)
 	for (int i = 0; y && y->kind == BLK_OP_YIELD && i < y->noperands; i++)
 		y->operands[i] = relayout(c, y, y->operands[i], ls[i]);
 	for (int i = 0; i < op->nresults; i++)
-		blk_pmap_put(c->a, &c->layouts, op->results[i], ls[i]);
+		set_layout(c, op->results[i], ls[i]);
 }
 
 static void tile_scoped(LowerCtx *c, BlkOp *op)
@@ -255,16 +257,19 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 		return false;
 	if (blk_layout_split(layout_of(c, v))) /* an mma accumulator: reduce etc. in blocked */
 		v = op->operands[0] = relayout(c, op, v, default_layout(c, &v->type));
-	BlkLayout *src = layout_of(c, v), *l = BLK_NEW(c->a, BlkLayout);
+	const BlkLayout *src = layout_of(c, v), *l;
+	BlkLayout *made = BLK_NEW(c->a, BlkLayout);
 	int axis = (int)blk_op_int(op, "axis", 0);
 	if (op->kind == BLK_OP_EXPAND_DIMS) {
-		*l = blk_layout_expand(src, axis);
+		*made = blk_layout_expand(src, axis);
+		l = made;
 	} else if (op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE) {
 		l = default_layout(c, &op->results[0]->type);
 		if (op->kind == BLK_OP_TRANSPOSE || !blk_layout_bcast_local(src, l))
 			need_transit(c, v);
 	} else {
-		*l = blk_layout_slice(src, axis);
+		*made = blk_layout_slice(src, axis);
+		l = made;
 		if (src->tsh[axis] + blk_layout_log2(src->thr[axis]) > 5)
 			need_transit(c, v);
 	}

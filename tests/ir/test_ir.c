@@ -512,11 +512,11 @@ static const char *const text_ok =
 	"  }\n"
 	"  body {\n"
 	"  ^(%x: ref<f16[128]>):\n"
-	"    %0 = const {value = 1e+300} : f32[128]\n"
+	"    %0 = const {value = 1e+300} : f32[128]{blocked<spt=[2], thr=[64]>}\n"
 	"    %n = size {name = \"N\"} : i32\n"
 	"    %v = view %x, %n {idx = [i]} : ref<f16>\n"
-	"    convert_layout {layout = \"blocked<[1, 2]>\", t = f16}\n"
-	"    %1 = convert_layout %0 {layout = \"blocked<[1, 2]>\"} : f32[128]\n"
+	"    print {fmt = \"blocked<[1, 2]>\", t = f16}\n"
+	"    %1 = convert_layout %0 {note = \"blocked<[1, 2]>\"} : f32[128]{slice<spt=[1], thr=[128], tsh=[1]>}\n"
 	"    scoped {\n"
 	"    ^(%s: ref<shared f32[max(N, 2), min(N, 2)]>):\n"
 	"    }\n"
@@ -533,10 +533,10 @@ static void test_roundtrip_text(void **state)
 	assert_string_equal(t_errors(&t), "");
 	assert_non_null(m);
 	assert_int_equal(m->first->params[0].squeezed[1], 1);
-	const BlkOp *cl = m->first->body->first->next->next->next;
+	const BlkOp *cl = m->first->body->first->next->next->next->next;
 	assert_int_equal(cl->kind, BLK_OP_CONVERT_LAYOUT);
-	assert_int_equal(cl->loc.line, 17);
-	assert_int_equal(cl->loc.col, 5);
+	assert_int_equal(cl->loc.line, 18);
+	assert_int_equal(cl->loc.col, 10);
 	roundtrip(&t, m);
 	t_free(&t);
 }
@@ -549,6 +549,20 @@ static const struct {
 	const char *text, *error;
 } bad_texts[] = {
 	{ HEAD "  %0 = frob : i32\n }\n}\n", "t.ir:7:8: error: unknown op 'frob'" },
+	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[3], thr=[1]>}\n }\n}\n",
+	  "t.ir:7:34: error: bad layout blocked<...>: spt and thr must be powers of two" },
+	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[1]>}\n }\n}\n",
+	  "t.ir:7:34: error: bad layout blocked<...>: blocked<> and dot<> take spt and thr, one entry per dim" },
+	{ HEAD "  %0 = const {value = 1} : f32[N]{blocked<spt=[1], thr=[1]>}\n }\n}\n",
+	  "t.ir:7:34: error: a tile with a layout needs a constant shape" },
+	{ HEAD "  %0 = const {value = 1} : f32[4]{mma<warps=[2,2]>}\n }\n}\n",
+	  "t.ir:7:34: error: bad layout mma<...>: mma<warps=[wm,wn]> is for rank-2 tiles" },
+	{ HEAD "  %0 = const {value = 1} : f32[64, 64]{mma<warps=[1,2]>}\n }\n}\n",
+	  "t.ir:7:39: error: bad layout mma<...>: these warps are not the mma layout of this tile and kernel" },
+	{ HEAD "  %0 = const {value = 1} : f32[4]{swizzled<>}\n }\n}\n",
+	  "t.ir:7:34: error: bad layout swizzled<...>: unknown layout kind (blocked, dot, slice, mma)" },
+	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[1], thr=[1] }\n }\n}\n",
+	  "t.ir:7:60: error: expected ',', found '}'" },
 	{ HEAD "  %0 = neg %1 : i32\n }\n}\n", "t.ir:7:12: error: undefined value %1" },
 	{ HEAD "  %0 = const {value = 1} : i32\n  %0 = const {value = 2} : i32\n }\n}\n",
 	  "t.ir:8:3: error: value %0 is defined twice" },

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "lower/layout.h"
+#include "ir/layout.h"
 
 /* [64, 32] f32 over 4 warps: a warp reads 4 rows of 128 contiguous bytes
  * as float4s (coalesced and vectorized), 4 registers per thread. */

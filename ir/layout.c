@@ -265,25 +265,11 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 static void put_list(char *buf, size_t n, const char *name, const int *v, int rank)
 {
 	size_t at = strlen(buf);
-	at += (size_t)snprintf(buf + at, n - at, "%s=[", name);
+	at += (size_t)snprintf(buf + at, n - at, "%s%s=[", at && buf[at - 1] != '<' ? ", " : "", name);
 	for (int d = 0; d < rank && at < n; d++)
 		at += (size_t)snprintf(buf + at, n - at, "%s%d", d ? "," : "", v[d]);
 	if (at < n)
 		snprintf(buf + at, n - at, "]");
-}
-
-/* Splits the linear thread counts into Triton's threads-per-warp and
- * warps-per-CTA (lanes are the fastest part of the thread index). */
-static void split_warps(const BlkLayout *l, int *tpw, int *wpc)
-{
-	int lanes = 32;
-	for (int d = l->rank - 1; d >= 0; d--) {
-		tpw[d] = l->thr[d] < lanes ? l->thr[d] : lanes;
-		lanes /= tpw[d];
-		wpc[d] = l->thr[d] / tpw[d];
-	}
-	if (l->rank > 0)
-		tpw[0] *= lanes; /* lanes left over replicate along dim 0 */
 }
 
 static bool packed(const BlkLayout *l)
@@ -293,36 +279,95 @@ static bool packed(const BlkLayout *l)
 	return memcmp(p.tsh, l->tsh, sizeof p.tsh) == 0;
 }
 
-/* Packed layouts print Triton's tpw/wpc; slices their thread bits. */
+/* The canonical text: only what the shape and the thread count do not
+ * already decide, so blk_layout_from_text can rebuild it exactly.
+ *   blocked<spt=[1,4], thr=[4,32]>       thread bits packed last-fastest
+ *   dot<spt=[4,4], thr=[16,16]>          the same, made for a SIMT dot
+ *   slice<spt=[4], thr=[16], tsh=[4]>    thread bits where they were
+ *   mma<warps=[2,4]>                     layout.h's blk_layout_mma */
+void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
+{
+	buf[0] = 0;
+	if (l->mma) {
+		int w[2] = { l->thr[0] / 8, l->thr[1] / 4 };
+		snprintf(buf, n, "mma<");
+		put_list(buf, n, "warps", w, 2);
+		strncat(buf, ">", n - strlen(buf) - 1);
+		return;
+	}
+	bool pk = packed(l);
+	snprintf(buf, n, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
+	put_list(buf, n, "spt", l->spt, l->rank);
+	put_list(buf, n, "thr", l->thr, l->rank);
+	if (!pk)
+		put_list(buf, n, "tsh", l->tsh, l->rank);
+	strncat(buf, ">", n - strlen(buf) - 1);
+}
+
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l)
 {
-	if (l->rank == 0)
-		return "scalar";
-	char buf[256] = "";
-	int tpw[BLK_MAX_RANK], wpc[BLK_MAX_RANK];
-	if (l->mma) { /* mma<spt=[1,2], thr=[16,16], warps=[2,4], pad=[128,128]> */
-		int w[2] = { l->thr[0] / 8, l->thr[1] / 4 };
-		snprintf(buf, sizeof buf, "mma<");
-		put_list(buf, sizeof buf, "spt", l->spt, 2);
-		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-		put_list(buf, sizeof buf, "thr", l->thr, 2);
-		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-		put_list(buf, sizeof buf, "warps", w, 2);
-		strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-		put_list(buf, sizeof buf, "pad", l->pad, 2);
-		strncat(buf, ">", sizeof buf - strlen(buf) - 1);
-		return blk_arena_strdup(a, buf);
-	}
-	split_warps(l, tpw, wpc);
-	bool pk = packed(l);
-	snprintf(buf, sizeof buf, "%s<", l->mma ? "mma" : l->dot ? "dot" : pk ? "blocked" : "slice");
-	put_list(buf, sizeof buf, "spt", l->spt, l->rank);
-	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-	put_list(buf, sizeof buf, pk ? "tpw" : "thr", pk ? tpw : l->thr, l->rank);
-	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-	put_list(buf, sizeof buf, pk ? "wpc" : "tsh", pk ? wpc : l->tsh, l->rank);
-	strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-	put_list(buf, sizeof buf, "pad", l->pad, l->rank);
-	strncat(buf, ">", sizeof buf - strlen(buf) - 1);
+	char buf[256];
+	blk_layout_format(buf, sizeof buf, l);
 	return blk_arena_strdup(a, buf);
+}
+
+static const int *text_list(const BlkLayoutText *t, const char *key, int n)
+{
+	for (int i = 0; i < t->nkeys; i++)
+		if (strcmp(t->keys[i], key) == 0)
+			return t->lens[i] == n ? t->vals[i] : NULL;
+	return NULL;
+}
+
+static bool pow2(int x)
+{
+	return x > 0 && (x & (x - 1)) == 0;
+}
+
+/* Each dim's spt and thr powers of two that fit its padded extent. */
+static const char *check_dims(const BlkLayout *l)
+{
+	for (int d = 0; d < l->rank; d++) {
+		if (!pow2(l->spt[d]) || !pow2(l->thr[d]))
+			return "spt and thr must be powers of two";
+		if (l->spt[d] * l->thr[d] > l->pad[d])
+			return "spt * thr exceeds a dim's padded extent";
+		if (l->tsh[d] < 0 || l->tsh[d] + blk_layout_log2(l->thr[d]) > 10)
+			return "thread bits out of range";
+	}
+	if (blk_layout_owners(l) > l->nthreads)
+		return "more threads than the kernel has";
+	return NULL;
+}
+
+const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *shape, int nthreads,
+                                 BlkLayout *out)
+{
+	layout_init(out, rank, shape, nthreads);
+	if (strcmp(t->kind, "mma") == 0) {
+		const int *w = text_list(t, "warps", 2);
+		if (rank != 2 || !w || t->nkeys != 1)
+			return "mma<warps=[wm,wn]> is for rank-2 tiles";
+		if (w[0] * w[1] * 32 != nthreads || blk_layout_mma_wn(shape[0], shape[1], nthreads) != w[1])
+			return "these warps are not the mma layout of this tile and kernel";
+		*out = blk_layout_mma(shape, nthreads);
+		return NULL;
+	}
+	bool slice = strcmp(t->kind, "slice") == 0;
+	if (!slice && strcmp(t->kind, "blocked") != 0 && strcmp(t->kind, "dot") != 0)
+		return "unknown layout kind (blocked, dot, slice, mma)";
+	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
+	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
+	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 : 2))
+		return slice ? "slice<> takes spt, thr and tsh, one entry per dim"
+		             : "blocked<> and dot<> take spt and thr, one entry per dim";
+	for (int d = 0; d < rank; d++) {
+		out->spt[d] = spt[d];
+		out->thr[d] = thr[d];
+		out->tsh[d] = slice ? tsh[d] : 0;
+	}
+	if (!slice)
+		pack_threads(out);
+	out->dot = strcmp(t->kind, "dot") == 0;
+	return check_dims(out);
 }

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "ir/ir.h"
+#include "ir.h"
 
 typedef struct BlkLayout {
 	int rank;
@@ -89,8 +89,22 @@ int blk_layout_coord(const BlkLayout *l, int d, int rd, int td);
 /* Register r -> per-dim register indices. */
 void blk_layout_reg_split(const BlkLayout *l, int r, int *rd);
 bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b);
-/* "blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], pad=[4,128]>" */
+/* The text of a layout in a GPU-level tile type (docs/ir.md): "blocked<spt=[1,4],
+ * thr=[4,32]>", "dot<...>", "slice<spt=[4], thr=[16], tsh=[4]>", "mma<warps=[2,4]>". */
+void blk_layout_format(char *buf, size_t n, const BlkLayout *l);
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l);
+/* A layout's text as the IR parser read it: KIND<key=[ints], ...>. */
+typedef struct BlkLayoutText {
+	const char *kind;
+	int nkeys;
+	const char *keys[4];
+	int lens[4];
+	int vals[4][BLK_MAX_RANK];
+} BlkLayoutText;
+/* Rebuilds the layout of a tile of this shape in a kernel of nthreads
+ * threads; NULL, or what is wrong with the text. */
+const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *shape, int nthreads,
+                                 BlkLayout *out);
 /* Largest power of two >= n (1 for n <= 1). */
 int blk_pow2ceil(int n);
 

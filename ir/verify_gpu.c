@@ -1,0 +1,176 @@
+/* verify_gpu.c - the verifier's rules for the GPU level (docs/ir.md).
+ *
+ * After lower/'s tile pass every tile of rank >= 1 carries a layout in its
+ * type (ir/layout.h).  The rules here say what the emitters rely on, each
+ * with a message that names the layouts involved:
+ *   1. a kernel is at one level: all such tiles have layouts, or none;
+ *   2. a layout is made for its tile's shape and the kernel's threads;
+ *   3. elementwise ops see their operands in the result's layout (a
+ *      convert_layout must come between otherwise), a reduction's result
+ *      is its operand's layout sliced, expand_dims its operand's expanded,
+ *      a dot's result and accumulator are in a dot<> or mma<> layout;
+ *   4. the lowered ops: convert_layout changes only the layout,
+ *      block_ref names a param and takes one i32 start per array dim.
+ * Scalars (rank 0) are held by every thread and carry no layout.
+ */
+#include "layout.h"
+#include "verify_int.h"
+
+#define fail blk_verify_fail
+#define ty blk_verify_ty
+
+static int kernel_threads(const Verifier *V)
+{
+	return 32 * (V->k->num_warps > 0 ? V->k->num_warps : 4);
+}
+
+static const char *lstr(Verifier *V, const BlkLayout *l)
+{
+	return blk_layout_str(V->a, l);
+}
+
+static void check_made_for(Verifier *V, const BlkType *t)
+{
+	const BlkLayout *l = t->layout;
+	if (l->rank != t->rank) {
+		fail(V, "layout %s has rank %d, its tile %s rank %d", lstr(V, l), l->rank, ty(V, t), t->rank);
+		return;
+	}
+	for (int d = 0; d < t->rank; d++) {
+		int64_t n;
+		if (!blk_sym_is_const(t->dims[d], &n) || n != l->shape[d]) {
+			fail(V, "layout %s was made for dim %d of extent %d, not the extent of %s", lstr(V, l),
+			     d, l->shape[d], ty(V, t));
+			return;
+		}
+	}
+	if (l->nthreads != kernel_threads(V))
+		fail(V, "layout %s spreads over %d threads, the kernel has %d", lstr(V, l), l->nthreads,
+		     kernel_threads(V));
+}
+
+void blk_verify_level(Verifier *V, const BlkValue *v)
+{
+	const BlkType *t = &v->type;
+	if (t->kind != BLK_TYPE_TILE || t->rank == 0)
+		return;
+	int level = t->layout ? 2 : 1;
+	if (!V->level)
+		V->level = level;
+	if (level != V->level) {
+		fail(V, level == 2 ? "%s has a layout, but other tiles of this kernel have none"
+		                   : "%s has no layout, but this kernel is at the GPU level, where every "
+		                     "tile has one",
+		     ty(V, t));
+		return;
+	}
+	if (t->layout)
+		check_made_for(V, t);
+}
+
+static const BlkLayout *layout(const BlkOp *op, int i)
+{
+	return op->operands[i]->type.layout;
+}
+
+static void same_as_result(Verifier *V, const BlkOp *op, int i, const char *why)
+{
+	const BlkLayout *r = op->results[0]->type.layout, *l = layout(op, i);
+	if (l && op->operands[i]->type.rank == op->results[0]->type.rank && !blk_layout_equal(l, r))
+		fail(V, "operand %d is in %s but the result in %s (%s)", i, lstr(V, l), lstr(V, r), why);
+}
+
+static void expect_layout(Verifier *V, const BlkOp *op, const BlkLayout *want, const char *what)
+{
+	const BlkLayout *got = op->results[0]->type.layout;
+	if (!blk_layout_equal(got, want))
+		fail(V, "result is in %s, expected %s (%s)", lstr(V, got), lstr(V, want), what);
+}
+
+static void check_convert(Verifier *V, const BlkOp *op)
+{
+	BlkType a = op->operands[0]->type, r = op->results[0]->type;
+	bool moved = a.layout && r.layout && blk_layout_equal(a.layout, r.layout);
+	a.layout = r.layout = NULL;
+	if (!blk_type_equal(&a, &r))
+		fail(V, "result %s is not the operand's tile %s in another layout",
+		     ty(V, &op->results[0]->type), ty(V, &op->operands[0]->type));
+	else if (moved)
+		fail(V, "converts to %s, the layout its operand already has", lstr(V, r.layout ? r.layout : layout(op, 0)));
+}
+
+static void check_block_ref(Verifier *V, const BlkOp *op)
+{
+	const BlkAttr *p = blk_op_attr(op, "param");
+	if (!p || p->kind != BLK_ATTR_INT || p->i < 0 || p->i >= V->k->nparams) {
+		fail(V, "attr param must name one of the kernel's %d params", V->k->nparams);
+		return;
+	}
+	const BlkParam *pa = &V->k->params[p->i];
+	if (op->noperands != pa->rank || op->nresults != 1 ||
+	    op->results[0]->type.kind != BLK_TYPE_REF) {
+		fail(V, "takes one i32 block start per dim of %s (%d) and gives its Ref", pa->name, pa->rank);
+		return;
+	}
+	for (int i = 0; i < op->noperands; i++)
+		if (!blk_type_is_scalar(&op->operands[i]->type) || op->operands[i]->type.dtype != BLK_I32)
+			fail(V, "operand %d has type %s, expected i32", i, ty(V, &op->operands[i]->type));
+}
+
+/* Rule 3, for ops whose result has a layout. */
+static void check_layouts(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *r = op->results[0]->type.layout;
+	BlkLayout want;
+	if (blk_op_flags(op->kind) & BLK_OPF_ELEMENTWISE) {
+		for (int i = 0; i < op->noperands; i++)
+			same_as_result(V, op, i, "a convert_layout must come between");
+	} else if (op->kind == BLK_OP_DOT) {
+		if (!r->dot && !r->mma)
+			fail(V, "result is in %s; a dot's result is in a dot<> or mma<> layout", lstr(V, r));
+		else if (op->noperands > 2)
+			same_as_result(V, op, 2, "the accumulator stays where the dot puts its result");
+	} else if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX ||
+	           op->kind == BLK_OP_REDUCE_MIN) {
+		int axis = (int)blk_op_int(op, "axis", 0);
+		want = blk_layout_slice(layout(op, 0), axis);
+		expect_layout(V, op, &want, "the operand's layout without the reduced dim");
+	} else if (op->kind == BLK_OP_EXPAND_DIMS) {
+		want = blk_layout_expand(layout(op, 0), (int)blk_op_int(op, "axis", 0));
+		expect_layout(V, op, &want, "the operand's layout with the new dim");
+	}
+}
+
+/* A carry keeps one layout: init, region arg, yielded value, result. */
+static void check_for(Verifier *V, const BlkOp *op)
+{
+	const BlkRegion *r = op->regions[0];
+	const BlkOp *y = r->last;
+	for (int i = 0; i + 3 < op->noperands; i++) {
+		const BlkLayout *l = layout(op, i + 3);
+		const BlkLayout *got[3] = { r->args[i + 1]->type.layout, op->results[i]->type.layout,
+		                            y->operands[i]->type.layout };
+		static const char *const what[3] = { "region arg", "result", "yielded value" };
+		for (int j = 0; j < 3; j++)
+			if (l && got[j] && !blk_layout_equal(l, got[j]))
+				fail(V, "carry %d: the %s is in %s, the init in %s", i, what[j], lstr(V, got[j]),
+				     lstr(V, l));
+	}
+}
+
+void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
+{
+	if (op->kind == BLK_OP_FOR) {
+		check_for(V, op);
+		return;
+	}
+	if (op->kind == BLK_OP_CONVERT_LAYOUT && op->noperands == 1 && op->nresults == 1)
+		check_convert(V, op);
+	else if (op->kind == BLK_OP_CONVERT_LAYOUT)
+		fail(V, "takes one tile and gives one");
+	if (op->kind == BLK_OP_BLOCK_REF)
+		check_block_ref(V, op);
+	if (op->nresults == 1 && op->results[0]->type.kind == BLK_TYPE_TILE && op->results[0]->type.layout &&
+	    op->noperands > 0 && layout(op, 0))
+		check_layouts(V, op);
+}
