@@ -31,9 +31,16 @@ typedef struct BlkCompiled {
 	unsigned grid[3];      /* CUDA grid for these sizes */
 } BlkCompiled;
 
-/* Names of the passes in pipeline order, NULL-terminated (for --dump-after
- * and --help). */
-extern const char *const blk_lower_pass_names[];
+/* Name of pass i in pipeline order, NULL past the last (for --dump-after
+ * and --help): clone, the IR passes, emit-llvm, ptx. */
+const char *blk_lower_pass_name(int i);
+
+/* Runs the IR pass named `pass` alone on kernel k of module m, in place,
+ * then the verifier (blkc --from-ir FILE --pass=NAME; the per-pass tests).
+ * sizes/arrays may be NULL for the passes that do not read them. */
+bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const char *pass,
+                        const int64_t *sizes, const BlkArrayDesc *arrays,
+                        const BlkLowerOptions *opt);
 
 /* sizes: one value per k->sizes entry; arrays: one per non-scratch param
  * (shapes must already be bound and checked by blk_bind_sizes).

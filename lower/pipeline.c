@@ -12,9 +12,29 @@
 #include <llvm-c/Core.h>
 #include <string.h>
 
-const char *const blk_lower_pass_names[] = {
-	"clone", "specialize", "blockspec", "prefetch", "tile", "emit-llvm", "ptx", NULL,
+/* The IR -> IR passes, in pipeline order: one table runs the pipeline,
+ * names --dump-after's choices and drives a single pass from text. */
+typedef bool PassFn(LowerCtx *c);
+static const struct {
+	const char *name;
+	PassFn *run;
+	bool needs_sizes; /* reads the launch sizes or the arrays */
+} ir_passes[] = {
+	{ "specialize", blk_lower_specialize, true },
+	{ "blockspec", blk_lower_blockspec, true },
+	{ "prefetch", blk_lower_prefetch, false },
+	{ "tile", blk_lower_tile, false },
 };
+enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };
+
+const char *blk_lower_pass_name(int i)
+{
+	if (i == 0)
+		return "clone";
+	if (i >= 1 && i <= NPASSES)
+		return ir_passes[i - 1].name;
+	return i == NPASSES + 1 ? "emit-llvm" : i == NPASSES + 2 ? "ptx" : NULL;
+}
 
 static bool dumping(const LowerCtx *c, const char *pass)
 {
@@ -84,12 +104,10 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	if (!check_launch(&c, k))
 		return false;
 	c.k = blk_lower_clone(&c, k);
-	bool ok = checked(&c, true, "clone") &&
-	          checked(&c, blk_lower_specialize(&c), "specialize") &&
-	          checked(&c, blk_lower_blockspec(&c), "blockspec") &&
-	          checked(&c, blk_lower_prefetch(&c), "prefetch") &&
-	          checked(&c, blk_lower_tile(&c), "tile") &&
-	          run_backend(&c);
+	bool ok = checked(&c, true, "clone");
+	for (int i = 0; ok && i < NPASSES; i++)
+		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
+	ok = ok && run_backend(&c);
 	if (!ok)
 		return false;
 	out->entry = c.entry;
@@ -99,4 +117,31 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	out->smem_bytes = c.smem_bytes;
 	memcpy(out->grid, c.grid, sizeof out->grid);
 	return true;
+}
+
+bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const char *pass,
+                        const int64_t *sizes, const BlkArrayDesc *arrays, const BlkLowerOptions *opt)
+{
+	static const BlkLowerOptions none = { 0 };
+	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .orig = k, .sizes = sizes, .arrays = arrays,
+	               .opt = opt ? opt : &none };
+	c.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	c.entry = k->name;
+	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
+	if (!check_launch(&c, k))
+		return false;
+	for (int i = 0; i < NPASSES; i++) {
+		if (strcmp(ir_passes[i].name, pass) != 0)
+			continue;
+		if (ir_passes[i].needs_sizes && (!sizes || !arrays)) {
+			blk_error(d, k->loc, "pass %s needs the launch sizes of kernel %s (SIZE=VALUE)", pass,
+			          k->name);
+			return false;
+		}
+		return ir_passes[i].run(&c) && blk_ir_verify(m, d, pass);
+	}
+	BlkLoc nowhere = { 0 };
+	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, prefetch, tile)",
+	          pass);
+	return false;
 }

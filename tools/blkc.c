@@ -42,6 +42,10 @@ static const char usage_text[] =
 "                     the passes are: %s\n"
 "  --report           per kernel: threads per program, shared memory and,\n"
 "                     where ptxas is installed, registers and spills\n"
+"  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
+"                     with --pass=NAME, runs that IR pass alone on it and\n"
+"                     prints the result; without, verifies and prints it\n"
+"  --pass=NAME        with --from-ir: specialize, blockspec, prefetch, tile\n"
 "\n"
 "Running (blkc run):\n"
 "  --interpret        run in the CPU interpreter (no GPU needed); without it\n"
@@ -59,10 +63,10 @@ static const char usage_text[] =
 static void usage(FILE *out)
 {
 	char passes[512] = "";
-	for (int i = 0; blk_lower_pass_names[i]; i++) {
+	for (int i = 0; blk_lower_pass_name(i); i++) {
 		if (i)
 			strncat(passes, ", ", sizeof passes - strlen(passes) - 1);
-		strncat(passes, blk_lower_pass_names[i], sizeof passes - strlen(passes) - 1);
+		strncat(passes, blk_lower_pass_name(i), sizeof passes - strlen(passes) - 1);
 	}
 	fprintf(out, usage_text, passes);
 }
@@ -111,7 +115,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_DUMP, OPT_REPORT, OPT_INTERP, OPT_SEED,
-       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS };
+       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS };
 
 static const struct option long_opts[] = {
 	{ "emit", required_argument, 0, OPT_EMIT },
@@ -124,6 +128,8 @@ static const struct option long_opts[] = {
 	{ "out-dir", required_argument, 0, OPT_OUTDIR },
 	{ "no-check", no_argument, 0, OPT_NOCHECK },
 	{ "iters", required_argument, 0, OPT_ITERS },
+	{ "from-ir", no_argument, 0, OPT_FROM_IR },
+	{ "pass", required_argument, 0, OPT_PASS },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
 };
@@ -147,6 +153,8 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	case OPT_ARCH: o->arch = arg; return -1;
 	case OPT_DUMP: o->dump_after = arg; return -1;
 	case OPT_REPORT: o->report = true; return -1;
+	case OPT_FROM_IR: o->from_ir = true; return -1;
+	case OPT_PASS: o->pass = arg; return -1;
 	case OPT_INTERP: o->interpret = true; return -1;
 	case OPT_OUTDIR: o->out_dir = arg; return -1;
 	case OPT_NOCHECK: o->check = false; return -1;
@@ -162,6 +170,17 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	case 'h': usage(stdout); return BLKC_OK;
 	default: return bad_usage("%s", "unknown option");
 	}
+}
+
+/* --dump-after names a pass (or all): a misspelt one would print nothing. */
+static int check_dump_after(const BlkcOptions *o)
+{
+	if (!o->dump_after || strcmp(o->dump_after, "all") == 0)
+		return -1;
+	for (int i = 0; blk_lower_pass_name(i); i++)
+		if (strcmp(o->dump_after, blk_lower_pass_name(i)) == 0)
+			return -1;
+	return bad_usage("--dump-after: no pass named '%s' (see --help for the passes)", o->dump_after);
 }
 
 static int parse_args(BlkcOptions *o, int argc, char **argv)
@@ -200,7 +219,12 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 		return bad_usage("no input file%s", "");
 	if (o->interpret && !o->run)
 		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
-	return -1;
+	if (o->pass && !o->from_ir)
+		return bad_usage("--pass=%s needs --from-ir (a single pass runs on IR text)", o->pass);
+	if (o->from_ir && (o->run || o->ndefines || (o->emit != EMIT_NONE && o->emit != EMIT_IR) ||
+	                   o->dump_after || o->report))
+		return bad_usage("--from-ir takes only --pass, -k, -o and sizes%s", "");
+	return check_dump_after(o);
 }
 
 BlkKernel *blkc_pick_kernel(const BlkModule *m, const BlkcOptions *o, BlkDiag *d)
@@ -360,7 +384,7 @@ static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const 
 	return blk_lower_kernel(a, d, k, sizes, arrays, &lo, out);
 }
 
-static FILE *open_output(const BlkcOptions *o, BlkDiag *d)
+FILE *blkc_open_output(const BlkcOptions *o, BlkDiag *d)
 {
 	if (!o->out)
 		return stdout;
@@ -372,7 +396,7 @@ static FILE *open_output(const BlkcOptions *o, BlkDiag *d)
 	return f;
 }
 
-static bool close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
+bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
 {
 	bool ok = !ferror(f);
 	if (f != stdout)
@@ -421,7 +445,7 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	if (!blkc_lowers(o)) {
 		if (o->emit != EMIT_IR)
 			return BLKC_OK;
-		FILE *f = open_output(o, d);
+		FILE *f = blkc_open_output(o, d);
 		if (!f)
 			return BLKC_ERROR;
 		if (o->kernel) {
@@ -431,7 +455,7 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 		} else {
 			blk_ir_print_module(f, m);
 		}
-		return close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
+		return blkc_close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
 	}
 	BlkKernel *k = blkc_pick_kernel(m, o, d);
 	BlkCompiled c;
@@ -444,11 +468,11 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	}
 	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
 		return BLKC_OK;
-	FILE *f = open_output(o, d);
+	FILE *f = blkc_open_output(o, d);
 	if (!f)
 		return BLKC_ERROR;
 	fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
-	return close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
 }
 
 /* tokens and ast need only the parser; everything else the whole frontend. */
@@ -457,10 +481,12 @@ static int run_frontend(const BlkcOptions *o, BlkArena *a, BlkDiag *d)
 	BlkSource *src = blk_source_read(a, d, o->file);
 	if (!src)
 		return BLKC_ERROR;
+	if (o->from_ir)
+		return blkc_from_ir(o, a, d, src);
 	if (o->emit == EMIT_TOKENS || o->emit == EMIT_AST) {
 		if (o->nbindings || o->ndefines || o->run)
 			return bad_usage("--emit=tokens|ast takes no sizes, -D or run%s", "");
-		FILE *f = open_output(o, d);
+		FILE *f = blkc_open_output(o, d);
 		if (!f)
 			return BLKC_ERROR;
 		bool ok;
@@ -471,7 +497,7 @@ static int run_frontend(const BlkcOptions *o, BlkArena *a, BlkDiag *d)
 			if ((ok = ast != NULL))
 				blk_ast_print(f, ast);
 		}
-		return close_output(f, o, d) && ok ? BLKC_OK : BLKC_ERROR;
+		return blkc_close_output(f, o, d) && ok ? BLKC_OK : BLKC_ERROR;
 	}
 	BlkModule *m = blk_compile_source(a, d, src, o->defines, o->ndefines);
 	if (!m)
@@ -486,7 +512,7 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	char arch[32];
-	if (!o.run && blkc_lowers(&o) && !o.arch)
+	if (!o.run && !o.from_ir && blkc_lowers(&o) && !o.arch)
 		o.arch = default_arch(arch, sizeof arch);
 	BlkArena *a = blk_arena_create();
 	BlkDiag *d = blk_diag_create(a, stderr, 20);

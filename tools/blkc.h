@@ -29,6 +29,8 @@ typedef struct BlkcOptions {
 	const char *dump_after;
 	const char *out_dir;   /* run: where outputs go */
 	bool report;
+	bool from_ir;          /* --from-ir: the file is IR text */
+	const char *pass;      /* --pass: the one IR pass to run on it */
 	bool check;            /* run on the GPU: compare with the interpreter */
 	uint64_t seed;
 	int iters;
@@ -46,6 +48,13 @@ bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t 
                               BlkDiag *d);
 /* Contiguous array descriptors for every non-scratch param at these sizes. */
 int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arrays, BlkDiag *d);
+
+/* -o FILE or stdout; closing reports write errors. */
+FILE *blkc_open_output(const BlkcOptions *o, BlkDiag *d);
+bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d);
+
+/* blkc_ir.c: --from-ir [--pass=NAME] */
+int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource *src);
 
 /* blkc_run.c */
 int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);

@@ -1,0 +1,52 @@
+/* blkc_ir.c - blkc --from-ir FILE [--pass=NAME] [SIZE=VALUE...]: IR text in.
+ *
+ * Reads the IR's textual form (docs/ir.md), verifies it, runs the one IR
+ * pass asked for on the chosen kernel and prints the kernel after it --
+ * so each pass is tested from text alone (the .ir files of tests/lower).  The passes
+ * that read the launch sizes (specialize, blockspec) take them as usual.
+ */
+#include "blkc.h"
+#include "lower/lower.h"
+
+/* sizes and arrays from the bindings, or false with *given = false when
+ * there are none (a pass that needs them says so). */
+static bool bind(const BlkcOptions *o, const BlkKernel *k, int64_t *sizes, BlkArrayDesc *arrays,
+                 bool *given, BlkDiag *d)
+{
+	*given = o->nbindings > 0;
+	if (!*given)
+		return true;
+	if (k->nsizes > 64 || k->nparams > 64) {
+		BlkLoc none = { 0 };
+		blk_error(d, none, "kernel %s has more sizes or params than blkc takes (64)", k->name);
+		return false;
+	}
+	if (!blkc_sizes_from_bindings(k, o, sizes, d))
+		return false;
+	int n = blkc_array_descs(k, sizes, arrays, d);
+	return n >= 0 && blk_bind_sizes(k, arrays, n, sizes, d);
+}
+
+int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource *src)
+{
+	BlkModule *m = blk_ir_parse(a, d, src);
+	if (!m || !blk_ir_verify(m, d, "parse"))
+		return BLKC_ERROR;
+	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	if (!k)
+		return BLKC_ERROR;
+	int64_t sizes[64];
+	BlkArrayDesc arrays[64];
+	bool given;
+	if (!bind(o, k, sizes, arrays, &given, d))
+		return BLKC_ERROR;
+	BlkLowerOptions lo = { .arch = o->arch };
+	if (o->pass && !blk_lower_run_pass(a, d, m, k, o->pass, given ? sizes : NULL,
+	                                   given ? arrays : NULL, &lo))
+		return BLKC_ERROR;
+	FILE *f = blkc_open_output(o, d);
+	if (!f)
+		return BLKC_ERROR;
+	blk_ir_print_kernel(f, k);
+	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+}
