@@ -33,7 +33,7 @@ expect() {
 
 # usage
 expect 0 'usage: blkc' "$BLKC" --help
-for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed --out-dir --no-check --iters; do
+for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed --out-dir --no-check --iters --from-ir --pass; do
 	expect 0 "$opt" "$BLKC" --help
 done
 expect 2 'no input file' "$BLKC"
@@ -69,6 +69,22 @@ expect 0 '\.target sm_90a' cat "$T/add.ptx"
 expect 0 '\.target sm_80' "$BLKC" --emit=ptx --arch=sm_80 "$EX/add.blk" N=1000
 expect 1 'sm_80' "$BLKC" --emit=ptx --arch=sm_99 "$EX/add.blk" N=1000
 expect 0 'IR after specialize' "$BLKC" --dump-after=specialize "$EX/softmax.blk" R=13 C=77
+expect 2 "no pass named 'nosuch'" "$BLKC" --dump-after=nosuch "$EX/softmax.blk" R=13 C=77
+
+# --from-ir: IR text in, one pass run alone
+"$BLKC" --emit=ir "$EX/softmax.blk" >"$T/softmax.ir" 2>&1
+expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/softmax.ir"
+expect 0 'reduce_max %v \{axis = 1\} : f32\[BR\]|reduce_max' "$BLKC" --from-ir "$T/softmax.ir"
+expect 1 'pass specialize needs the launch sizes' "$BLKC" --from-ir --pass=specialize "$T/softmax.ir"
+expect 0 'grid \(4\)' "$BLKC" --from-ir --pass=specialize "$T/softmax.ir" R=13 C=77
+expect 1 "no IR pass named 'ptx'" "$BLKC" --from-ir --pass=ptx "$T/softmax.ir"
+expect 2 'needs --from-ir' "$BLKC" --pass=tile "$EX/softmax.blk"
+expect 2 'from-ir takes only' "$BLKC" --from-ir --emit=ptx "$T/softmax.ir"
+expect 1 "softmax.blk:1:1: error: unexpected character '/'" "$BLKC" --from-ir "$EX/softmax.blk"
+"$BLKC" --dump-after=blockspec "$EX/softmax.blk" R=13 C=77 2>&1 >/dev/null | sed 1d >"$T/bs.ir"
+expect 0 'slice<spt=\[1\], thr=\[4\], tsh=\[5\]>' "$BLKC" --from-ir --pass=tile "$T/bs.ir"
+"$BLKC" --from-ir --pass=tile "$T/bs.ir" -o "$T/tiled.ir" >/dev/null 2>&1
+expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/tiled.ir"
 expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
 expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
 
