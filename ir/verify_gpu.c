@@ -8,13 +8,16 @@
  *   3. elementwise ops see their operands in the result's layout (a
  *      convert_layout must come between otherwise), a reduction's result
  *      is its operand's layout sliced, expand_dims its operand's expanded,
- *      a dot's result and accumulator are in a dot<> or mma<> layout;
+ *      a dot's result and accumulator are in a dot<> or mma<> layout, the
+ *      one its engine attr (lower/dot_engine.c) names;
  *   4. the lowered ops: convert_layout changes only the layout,
  *      block_ref names a param and takes one i32 start per array dim.
  * Scalars (rank 0) are held by every thread and carry no layout.
  */
 #include "layout.h"
 #include "verify_int.h"
+
+#include <string.h>
 
 #define fail blk_verify_fail
 #define ty blk_verify_ty
@@ -126,8 +129,13 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 		for (int i = 0; i < op->noperands; i++)
 			same_as_result(V, op, i, "a convert_layout must come between");
 	} else if (op->kind == BLK_OP_DOT) {
+		const BlkAttr *e = blk_op_attr(op, "engine");
+		bool mma = e && e->kind == BLK_ATTR_STRING && strcmp(e->s, "mma") == 0;
 		if (!r->dot && !r->mma)
 			fail(V, "result is in %s; a dot's result is in a dot<> or mma<> layout", lstr(V, r));
+		else if (e && r->mma != mma)
+			fail(V, "result is in %s, but engine \"%s\" puts it in %s", lstr(V, r),
+			     mma ? "mma" : "fma", mma ? "mma<>" : "dot<>");
 		else if (op->noperands > 2)
 			same_as_result(V, op, 2, "the accumulator stays where the dot puts its result");
 	} else if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX ||

@@ -75,6 +75,7 @@ typedef struct LowerCtx {
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
+bool blk_lower_dot_engine(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
@@ -86,8 +87,8 @@ bool blk_lower_check_arch(BlkDiag *d, const char *arch);
 /* Bytes of one staging buffer pair (A and B) of a dot (tile.c). */
 size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
 size_t blk_lower_mma_stage_bytes(const BlkOp *dot);
-/* dot runs on tensor cores (mma.sync): f16/bf16 operands, shapes that fit. */
-bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot);
+/* The dot's engine attr (dot_engine.c) is "mma": tensor cores. */
+bool blk_lower_dot_mma(const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);

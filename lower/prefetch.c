@@ -238,7 +238,7 @@ static void async_dot(Loop *L, BlkOp *dot)
 {
 	LowerCtx *c = L->c;
 	int S = c->k->num_stages;
-	if (S < 2 || dot->noperands < 2 || !blk_lower_dot_mma(c, dot))
+	if (S < 2 || dot->noperands < 2 || !blk_lower_dot_mma(dot))
 		return;
 	BlkOp *ld[2];
 	BlkPtrMap in[2] = { { 0 }, { 0 } };

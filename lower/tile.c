@@ -49,23 +49,16 @@ static const BlkLayout *default_layout(LowerCtx *c, const BlkType *t)
 	return l;
 }
 
-/* dot(a[M,K], b[K,N]) runs on tensor cores (emit_mma.c) when both operands
- * are f16 or both bf16 and the shapes fit the mma.sync tiling. */
-bool blk_lower_dot_mma(const LowerCtx *c, const BlkOp *dot)
-{
-	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	if (a->dtype != b->dtype || (a->dtype != BLK_F16 && a->dtype != BLK_BF16))
-		return false;
-	return blk_layout_mma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]),
-	                           (int)blk_lower_dim(a->dims[1]), c->nthreads);
-}
-
 static const BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *dot)
 {
+	if (!blk_op_attr(dot, "engine")) { /* IR text that skipped dot-engine */
+		blk_error(c->d, dot->loc, "dot has no engine attr: the dot-engine pass runs before tile");
+		blk_op_set_string(c->a, (BlkOp *)dot, "engine", "fma");
+	}
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_lower_dot_mma(c, dot) ? blk_layout_mma(shape, c->nthreads)
+	*l = blk_lower_dot_mma(dot) ? blk_layout_mma(shape, c->nthreads)
 	                               : blk_layout_dot(shape, c->nthreads);
 	return l;
 }
@@ -314,12 +307,15 @@ static void tile_region(LowerCtx *c, BlkRegion *r)
 bool blk_lower_tile(LowerCtx *c)
 {
 	BlkKernel *k = c->k;
+	int errors = blk_diag_error_count(c->d);
 	c->transit_bytes = 0;
 	c->smem_bytes = 0;
 	for (int pi = 0; pi < k->nparams; pi++)
 		if (k->params[pi].access == BLK_ACCESS_SCRATCH)
 			set_smem(c, NULL, k->body->args[pi], smem_alloc(c, ref_bytes(&k->body->args[pi]->type)));
 	tile_region(c, k->body);
+	if (blk_diag_error_count(c->d) > errors)
+		return false;
 	c->transit_off = smem_alloc(c, c->transit_bytes);
 	c->smem_bytes = (c->smem_bytes + 15) & ~(size_t)15;
 	if (c->smem_bytes > 232448) {
