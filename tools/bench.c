@@ -4,7 +4,7 @@
  *   blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] [--fixed]
  *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
  *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
- *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--offline]
+ *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] [--offline]
  *
  * The matmul rows of the dtypes in --autotune (default: f32) run through the
  * runtime's autotuner over a candidate list (the built-in one below, or
@@ -14,7 +14,11 @@
  * tuned row how many candidates were timed and how long tuning took
  * (compiling included).  BLK_TUNE_LOG=1 prints each candidate's median to
  * stderr.  --offline needs no GPU: it compiles every dtype's candidates at
- * every size and says which were skipped and why.
+ * every size and says which were skipped and why.  After the matmul rows
+ * come the newer examples' rows (bench_rows.c: matmul_nt, matmul_epilogue,
+ * bmm and split-K against cuBLAS; colsum, layernorm and rmsnorm as
+ * bandwidth; attention at tools/bench_torch.py's shapes); --no-more skips
+ * them.
  *
  * Method (.library/device/METHOD.md): the same random inputs for both; both
  * results checked (against each other and a sampled float64 CPU reference)
@@ -31,59 +35,9 @@
 #include <time.h>
 
 
-#include "blk.h"
-#include "ir/ir.h"
-
-enum { MAX_REPS = 20, MIN_REPS = 5, MAX_DEFS = 16, SAMPLES = 64 };
-
-typedef struct Options {
-	int64_t sizes[8];
-	int nsizes;
-	const char *config[3]; /* per dtype: "BM=128,BN=128,..." */
-	bool tune[3];          /* per dtype: autotune the matmul rows */
-	const char *candidates[3]; /* per dtype: "cfg;cfg;..." */
-	bool offline;          /* no GPU: compile the candidates, print, exit */
-	double budget_ms;      /* timing budget per kernel and case */
-	const char *examples;
-	bool bandwidth;
-} Options;
+#include "bench.h"
 
 /* ---- cuBLAS, loaded at run time ----------------------------------------- */
-
-/* The few cuBLAS types and constants used here, with the values of its
- * stable C ABI, so the benchmark builds without the cuBLAS headers (a
- * machine with only the driver API headers builds everything). */
-typedef struct cublasContext *cublasHandle_t;
-typedef int cublasStatus_t;
-typedef int cublasMath_t;
-typedef int cublasOperation_t;
-typedef int cudaDataType;
-typedef int cublasComputeType_t;
-typedef int cublasGemmAlgo_t;
-enum {
-	CUBLAS_STATUS_SUCCESS = 0,
-	CUBLAS_DEFAULT_MATH = 0,
-	CUBLAS_OP_N = 0,
-	CUDA_R_16F = 2,
-	CUDA_R_16BF = 14,
-	CUBLAS_COMPUTE_32F = 68,
-	CUBLAS_GEMM_DEFAULT = -1,
-};
-
-typedef struct Cublas {
-	void *lib;
-	cublasHandle_t h;
-	cublasStatus_t (*create)(cublasHandle_t *);
-	cublasStatus_t (*destroy)(cublasHandle_t);
-	cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
-	cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-	                        const float *, const float *, int, const float *, int, const float *,
-	                        float *, int);
-	cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-	                          const void *, const void *, cudaDataType, int, const void *,
-	                          cudaDataType, int, const void *, void *, cudaDataType, int,
-	                          cublasComputeType_t, cublasGemmAlgo_t);
-} Cublas;
 
 static void *open_cublas(void)
 {
@@ -109,7 +63,9 @@ static bool cublas_open(Cublas *c)
 	*(void **)&c->set_math_mode = dlsym(c->lib, "cublasSetMathMode");
 	*(void **)&c->sgemm = dlsym(c->lib, "cublasSgemm_v2");
 	*(void **)&c->gemm_ex = dlsym(c->lib, "cublasGemmEx");
-	if (!c->create || !c->destroy || !c->set_math_mode || !c->sgemm || !c->gemm_ex) {
+	*(void **)&c->gemm_strided = dlsym(c->lib, "cublasGemmStridedBatchedEx");
+	if (!c->create || !c->destroy || !c->set_math_mode || !c->sgemm || !c->gemm_ex ||
+	    !c->gemm_strided) {
 		fprintf(stderr, "blk-bench: cuBLAS lacks an entry point: %s\n", dlerror());
 		return false;
 	}
@@ -140,7 +96,7 @@ static bool cublas_matmul(Cublas *c, BlkDType dt, int m, int n, int k, void *a, 
 
 /* ---- host data ---------------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s)
+uint64_t rng_next(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -154,7 +110,7 @@ static float rnd(uint64_t *s)
 }
 
 /* n random values in [-1, 1), rounded to dt: storage in buf, values in f. */
-static void fill(BlkDType dt, size_t n, void *buf, float *f, uint64_t seed)
+void fill(BlkDType dt, size_t n, void *buf, float *f, uint64_t seed)
 {
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
 	for (size_t i = 0; i < n; i++) {
@@ -171,7 +127,7 @@ static void fill(BlkDType dt, size_t n, void *buf, float *f, uint64_t seed)
 	}
 }
 
-static double value_at(BlkDType dt, const void *buf, size_t i)
+double value_at(BlkDType dt, const void *buf, size_t i)
 {
 	if (dt == BLK_F32)
 		return ((const float *)buf)[i];
@@ -187,11 +143,9 @@ static int cmp_float(const void *a, const void *b)
 
 /* ---- timing ------------------------------------------------------------- */
 
-typedef bool (*RunFn)(void *ctx);
-
 /* Median ms of per-launch event timings after warm-up; reps shrink (not
  * under MIN_REPS) when one run would blow the budget.  -1 on error. */
-static double time_median(BlkRuntime *rt, RunFn run, void *ctx, double budget_ms, int *reps_out)
+double time_median(BlkRuntime *rt, RunFn run, void *ctx, double budget_ms, int *reps_out)
 {
 	BlkTimer *t = blk_timer_create(rt);
 	float ms[MAX_REPS], first = 0;
@@ -216,7 +170,7 @@ static double time_median(BlkRuntime *rt, RunFn run, void *ctx, double budget_ms
 /* ---- blk programs ------------------------------------------------------- */
 
 /* Loads examples/NAME.blk with "T=dtype" and a comma list of NAME=VALUE. */
-static BlkProgram *load(BlkRuntime *rt, const Options *o, const char *name, BlkDType dt,
+BlkProgram *load(BlkRuntime *rt, const Options *o, const char *name, BlkDType dt,
                         const char *config)
 {
 	char path[512], tdef[32], cfg[256];
@@ -233,17 +187,7 @@ static BlkProgram *load(BlkRuntime *rt, const Options *o, const char *name, BlkD
 	return p;
 }
 
-typedef struct Launch {
-	BlkFunc *f;
-	BlkTuner *tuner;       /* when set, launches go through it (f unused) */
-	BlkTensor t[3];
-	int n;
-	Cublas *cb;
-	BlkDType dt;
-	int m, nn, k;
-} Launch;
-
-static bool run_blk(void *ctx)
+bool run_blk(void *ctx)
 {
 	Launch *l = ctx;
 	if (l->tuner)
@@ -319,7 +263,7 @@ static double check_matmul(const Mats *x, BlkDType dt, int64_t s)
 	return fmax(worst, diff) / (ref_scale > 0 ? ref_scale : 1);
 }
 
-static double matmul_tol(BlkDType dt)
+double matmul_tol(BlkDType dt)
 {
 	return dt == BLK_F32 ? 1e-4 : dt == BLK_F16 ? 1e-2 : 2e-2;
 }
@@ -378,7 +322,7 @@ static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
 	return t;
 }
 
-static double now_ms(void)
+double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -462,7 +406,7 @@ static bool run_copy(void *ctx)
 	return blk_memcpy_dtod(c->rt, c->dst, c->src, c->bytes, NULL);
 }
 
-static void bw_row(const char *op, const char *size, double ms, double bytes, double copy_gbs,
+void bw_row(const char *op, const char *size, double ms, double bytes, double copy_gbs,
                    bool good, int reps)
 {
 	double gbs = ms > 0 ? bytes / ms / 1e6 : 0;
@@ -575,6 +519,8 @@ static void bandwidth(BlkRuntime *rt, const Options *o)
 	bw_row("D2D copy", "1 GiB", ms, 2.0 * (double)bytes, copy_gbs, ms > 0, reps);
 	add_case(rt, o, (size_t)1 << 28, copy_gbs);
 	softmax_case(rt, o, (size_t)1 << 18, 1024, copy_gbs);
+	if (o->more)
+		norm_rows(rt, o, copy_gbs);
 }
 
 /* ---- compile time ------------------------------------------------------- */
@@ -709,7 +655,7 @@ static bool parse_args(int argc, char **argv, Options *o)
 	bool pinned[3] = {false, false, false};
 	bool ok = true;
 	*o = (Options){.sizes = {1024, 2048, 4096, 8192}, .nsizes = 4, .budget_ms = 4000,
-	               .examples = "examples", .bandwidth = true, .tune = {[BLK_F32] = true},
+	               .examples = "examples", .bandwidth = true, .more = true, .tune = {[BLK_F32] = true},
 	               .config = {"BM=128,BN=128,BK=16,num_warps=8",
 	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3",
 	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3"}};
@@ -720,6 +666,10 @@ static bool parse_args(int argc, char **argv, Options *o)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--no-bandwidth") == 0) {
 			o->bandwidth = false;
+			continue;
+		}
+		if (strcmp(a, "--no-more") == 0) {
+			o->more = false;
 			continue;
 		}
 		if (strcmp(a, "--fixed") == 0) {
@@ -758,7 +708,8 @@ int main(int argc, char **argv)
 	if (!parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
 		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
-		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--offline]\n");
+		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
+		        "[--offline]\n");
 		return 2;
 	}
 	if (o.offline)
@@ -780,8 +731,12 @@ int main(int argc, char **argv)
 	for (int d = 0; d < 3; d++)
 		for (int i = 0; i < o.nsizes; i++)
 			matmul_case(rt, &cb, &o, order[d], o.sizes[i]);
+	if (o.more)
+		gemm_rows(rt, &cb, &o);
 	if (o.bandwidth)
 		bandwidth(rt, &o);
+	if (o.more)
+		attention_rows(rt, &o);
 	compile_time(rt, &o);
 	tune_compile_time(rt, &o, BLK_F32, 4096, false);
 	cb.destroy(cb.h);

@@ -6,7 +6,8 @@
 #   tools/gpu-run.sh [blk-bench args...]
 #
 # Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt, gpu-features.txt,
-# matmul-host.txt, bench.txt; the bench table is printed last.
+# matmul-host.txt, bench.txt, bench-torch.txt; the bench tables (blk-bench's,
+# then tools/bench_torch.py's torch reference rows) are printed last.
 set -u
 B=${BLK_BUILD:-build}
 LOG=${OUT:-/tmp/blk-gpu-run}
@@ -28,7 +29,9 @@ nvidia-smi 2>&1 | tee "$LOG/nvidia-smi.txt" | head -n 15
 echo "== gpu-examples"
 timeout 180 "$B/tests/gpu/gpu-examples" > "$LOG/gpu-examples.txt" 2>&1
 r=$?; [ $r -ne 0 ] && rc=1
-tail -n 40 "$LOG/gpu-examples.txt"; echo "gpu-examples exit $r"
+# The whole table is in the log; here the failures (with the error line
+# before each) and the summary.
+grep -B 3 'FAIL' "$LOG/gpu-examples.txt" | head -n 60; tail -n 1 "$LOG/gpu-examples.txt"; echo "gpu-examples exit $r"
 
 echo "== gpu-features"
 timeout 180 "$B/tests/gpu/gpu-features" > "$LOG/gpu-features.txt" 2>&1
@@ -50,8 +53,14 @@ r=$?; [ $r -ne 0 ] && rc=1
 cat "$LOG/matmul-host.txt"; echo "matmul-host exit $r"
 
 echo "== blk-bench"
-timeout 300 "$B/tools/blk-bench" "$@" > "$LOG/bench.txt" 2> "$LOG/bench.err"
+timeout 330 "$B/tools/blk-bench" "$@" > "$LOG/bench.txt" 2> "$LOG/bench.err"
 r=$?; [ $r -ne 0 ] && rc=1
 tail -n 20 "$LOG/bench.err"
 cat "$LOG/bench.txt"; echo "blk-bench exit $r"
+
+# torch's ops at the shapes of blk-bench's attention and norm rows.
+echo "== bench_torch.py"
+timeout 90 python3 tools/bench_torch.py > "$LOG/bench-torch.txt" 2>&1
+r=$?; [ $r -ne 0 ] && rc=1
+cat "$LOG/bench-torch.txt"; echo "bench_torch exit $r"
 exit $rc

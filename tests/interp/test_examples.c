@@ -109,56 +109,144 @@ static BlkHostArray *output(BlkDType dt, int rank, int64_t d0, int64_t d1)
 	return h;
 }
 
-/* ---- matmul and matmul_acc ---- */
+/* A rank-2 or rank-3 array: [d0, d1] when batch is 0, else [batch, d0, d1];
+ * random (in), poisoned (out) or zeroed (neither). */
+enum Fill { FILL_RANDOM, FILL_POISON, FILL_ZERO };
 
-static void matmul_case(const char *file, const char *name, const char *T, int64_t M,
-                        int64_t N, int64_t K, const BlkDefine *extra, int nextra)
+static BlkHostArray *batched(BlkDType dt, int64_t batch, int64_t d0, int64_t d1, enum Fill f)
 {
-	BlkDefine defs[4] = { { "T", T } };
+	int64_t shape[] = { batch, d0, d1 };
+	BlkHostArray *h = batch ? blk_host_new(dt, 3, shape) : blk_host_new(dt, 2, shape + 1);
+	if (f == FILL_RANDOM)
+		blk_host_fill_random(h, seed++);
+	else if (f == FILL_POISON)
+		blk_host_poison(h);
+	return h;
+}
+
+/* ---- the matmul family: matmul, matmul_acc, matmul_nt, matmul_epilogue,
+ * bmm, matmul_splitk: one reference, C = act(A @ op(B) + bias) per batch ---- */
+
+typedef struct Gemm {
+	const char *file, *name;
+	bool nt;      /* B is stored [N, K] */
+	bool bias;    /* a [N] bias, then gelu (tanh approximation) */
+	bool splitk;  /* C is f32 and zeroed, the kernel adds into it */
+} Gemm;
+
+static double gelu_tanh(double x)
+{
+	return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+/* ref[b][i][j] = act(sum_k a[b][i][k] * B(b, k, j) + bias[j]). */
+static void gemm_reference(const Gemm *g, BlkHostArray **arr, int64_t bt, int64_t M, int64_t N,
+                           int64_t K, double *ref)
+{
+	for (int64_t b = 0; b < bt; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double acc = 0;
+				for (int64_t k = 0; k < K; k++) {
+					size_t ib = (size_t)(g->nt ? (b * N + j) * K + k : (b * K + k) * N + j);
+					acc += blk_host_get(arr[0], (size_t)((b * M + i) * K + k)) *
+					       blk_host_get(arr[1], ib);
+				}
+				if (g->bias)
+					acc = gelu_tanh(acc + blk_host_get(arr[2], (size_t)j));
+				ref[(b * M + i) * N + j] = acc;
+			}
+}
+
+/* One case: bt batches (0: the arrays have no batch dim) of M x N x K in
+ * dtype T. */
+static void gemm_case(const Gemm *g, const char *T, int64_t bt, int64_t M, int64_t N, int64_t K,
+                      const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[6] = { { "T", T } };
 	for (int i = 0; i < nextra; i++)
 		defs[1 + i] = extra[i];
 	Run r;
-	compile(&r, file, name, defs, 1 + nextra);
+	compile(&r, g->file, g->name, defs, 1 + nextra);
 	BlkDType dt = dtype_of(T);
-	BlkHostArray *arr[3] = { input(dt, 2, M, K), input(dt, 2, K, N), output(dt, 2, M, N) };
-	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
-	for (int64_t i = 0; i < M; i++)
-		for (int64_t k = 0; k < K; k++) {
-			double a = blk_host_get(arr[0], (size_t)(i * K + k));
-			for (int64_t j = 0; j < N; j++)
-				ref[i * N + j] += a * blk_host_get(arr[1], (size_t)(k * N + j));
-		}
-	char what[128];
-	snprintf(what, sizeof what, "%s T=%s %" PRId64 "x%" PRId64 "x%" PRId64 "%s", name, T, M,
-	         N, K, nextra ? " (blocks overridden)" : "");
-	run_and_check(&r, arr, 3, 2, ref, what);
+	int n = 0;
+	BlkHostArray *arr[4];
+	arr[n++] = batched(dt, bt, M, K, FILL_RANDOM);
+	arr[n++] = g->nt ? batched(dt, bt, N, K, FILL_RANDOM) : batched(dt, bt, K, N, FILL_RANDOM);
+	if (g->bias)
+		arr[n++] = input(dt, 1, N, 0);
+	arr[n++] = batched(g->splitk ? BLK_F32 : dt, bt, M, N, g->splitk ? FILL_ZERO : FILL_POISON);
+	int64_t nb = bt ? bt : 1;
+	double *ref = calloc((size_t)(nb * M * N) + 1, sizeof *ref);
+	gemm_reference(g, arr, nb, M, N, K, ref);
+	char what[160];
+	snprintf(what, sizeof what, "%s T=%s %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "%s",
+	         g->name, T, nb, M, N, K, nextra ? " (blocks overridden)" : "");
+	run_and_check(&r, arr, n, n - 1, ref, what);
 	free(ref);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < n; i++)
 		blk_host_free(arr[i]);
 	run_free(&r);
 }
 
-static void matmul_all(const char *file, const char *name)
+/* Block multiples, odd sizes, 1x1x1 and small overridden blocks, every
+ * dtype; bt batches (0: the kernel has no batch dim). */
+static void gemm_all(const Gemm *g, int64_t bt)
 {
 	static const BlkDefine small[] = { { "BM", "32" }, { "BN", "16" }, { "BK", "8" } };
 	for (int t = 0; t < 3; t++) {
-		matmul_case(file, name, dtypes[t], 128, 64, 64, NULL, 0);
-		matmul_case(file, name, dtypes[t], 130, 70, 33, NULL, 0);
-		matmul_case(file, name, dtypes[t], 1, 1, 1, NULL, 0);
-		matmul_case(file, name, dtypes[t], 130, 70, 33, small, 3);
+		gemm_case(g, dtypes[t], bt, 128, 64, 64, NULL, 0);
+		gemm_case(g, dtypes[t], bt, 130, 70, 33, NULL, 0);
+		gemm_case(g, dtypes[t], bt, 1, 1, 1, NULL, 0);
+		gemm_case(g, dtypes[t], bt, 130, 70, 33, small, 3);
 	}
 }
 
 static void test_matmul(void **state)
 {
 	(void)state;
-	matmul_all("matmul.blk", "matmul");
+	gemm_all(&(Gemm){ .file = "matmul.blk", .name = "matmul" }, 0);
 }
 
 static void test_matmul_acc(void **state)
 {
 	(void)state;
-	matmul_all("matmul_acc.blk", "matmul_acc");
+	gemm_all(&(Gemm){ .file = "matmul_acc.blk", .name = "matmul_acc" }, 0);
+}
+
+static void test_matmul_nt(void **state)
+{
+	(void)state;
+	gemm_all(&(Gemm){ .file = "matmul_nt.blk", .name = "matmul_nt", .nt = true }, 0);
+}
+
+static void test_matmul_epilogue(void **state)
+{
+	(void)state;
+	gemm_all(&(Gemm){ .file = "matmul_epilogue.blk", .name = "matmul_epilogue", .bias = true }, 0);
+}
+
+static void test_bmm(void **state)
+{
+	(void)state;
+	const Gemm g = { .file = "bmm.blk", .name = "bmm" };
+	gemm_all(&g, 3);
+	gemm_case(&g, "f32", 1, 64, 64, 64, NULL, 0);
+}
+
+/* Split-K: also more splits than K chunks (empty splits add zeros) and a
+ * K that splits unevenly. */
+static void test_matmul_splitk(void **state)
+{
+	(void)state;
+	const Gemm g = { .file = "matmul_splitk.blk", .name = "matmul_splitk", .splitk = true };
+	static const BlkDefine s3[] = { { "S", "3" }, { "BK", "16" } };
+	static const BlkDefine s8[] = { { "S", "8" } };
+	gemm_all(&g, 0);
+	for (int t = 0; t < 3; t++) {
+		gemm_case(&g, dtypes[t], 0, 70, 130, 333, s3, 2);
+		gemm_case(&g, dtypes[t], 0, 64, 64, 64, s8, 1);
+	}
 }
 
 /* ---- add ---- */
@@ -232,6 +320,197 @@ static void test_softmax(void **state)
 	}
 }
 
+/* ---- attention ---- */
+
+/* One query row of one head: softmax(q k^T / sqrt(D)) v over the keys the
+ * row may see (all S, or the first row+1 with causal), in double. */
+static void attention_row(BlkHostArray **arr, int64_t h, int64_t r, int64_t S, int64_t D,
+                          bool causal, double *out, double *p)
+{
+	size_t base = (size_t)(h * S * D);
+	int64_t n = causal ? r + 1 : S;
+	double m = -INFINITY, l = 0;
+	for (int64_t j = 0; j < n; j++) {
+		double dot = 0;
+		for (int64_t d = 0; d < D; d++)
+			dot += blk_host_get(arr[0], base + (size_t)(r * D + d)) *
+			       blk_host_get(arr[1], base + (size_t)(j * D + d));
+		p[j] = dot / sqrt((double)D);
+		m = fmax(m, p[j]);
+	}
+	for (int64_t j = 0; j < n; j++)
+		l += p[j] = exp(p[j] - m);
+	for (int64_t d = 0; d < D; d++) {
+		double acc = 0;
+		for (int64_t j = 0; j < n; j++)
+			acc += p[j] * blk_host_get(arr[2], base + (size_t)(j * D + d));
+		out[d] = acc / l;
+	}
+}
+
+static void attention_case(const char *T, int64_t BH, int64_t S, bool causal, const char *D,
+                           const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[6] = { { "T", T }, { "CAUSAL", causal ? "true" : "false" }, { "D", D } };
+	for (int i = 0; i < nextra; i++)
+		defs[3 + i] = extra[i];
+	Run r;
+	compile(&r, "attention.blk", "attention", defs, 3 + nextra);
+	BlkDType dt = dtype_of(T);
+	int64_t d = atoi(D);
+	BlkHostArray *arr[4] = { batched(dt, BH, S, d, FILL_RANDOM), batched(dt, BH, S, d, FILL_RANDOM),
+		                 batched(dt, BH, S, d, FILL_RANDOM), batched(dt, BH, S, d, FILL_POISON) };
+	double *ref = calloc((size_t)(BH * S * d) + 1, sizeof *ref);
+	double *p = calloc((size_t)S + 1, sizeof *p);
+	for (int64_t h = 0; h < BH; h++)
+		for (int64_t i = 0; i < S; i++)
+			attention_row(arr, h, i, S, d, causal, ref + (h * S + i) * d, p);
+	char what[128];
+	snprintf(what, sizeof what, "attention T=%s BH=%" PRId64 " S=%" PRId64 " D=%s%s%s", T, BH, S,
+	         D, causal ? " causal" : "", nextra ? " (blocks overridden)" : "");
+	run_and_check(&r, arr, 4, 3, ref, what);
+	free(p);
+	free(ref);
+	for (int i = 0; i < 4; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+/* Block multiples and ragged S, causal or not; BQ != BK, so the diagonal
+ * falls inside a KV block and the causal loop stops mid-way. */
+static void test_attention(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BQ", "16" }, { "BK", "32" } };
+	static const BlkDefine wide[] = { { "BQ", "32" }, { "BK", "16" } };
+	for (int t = 0; t < 3; t++)
+		for (int c = 0; c < 2; c++) {
+			attention_case(dtypes[t], 2, 128, c, "64", NULL, 0);
+			attention_case(dtypes[t], 2, 77, c, "64", NULL, 0);
+			attention_case(dtypes[t], 1, 1, c, "64", NULL, 0);
+			attention_case(dtypes[t], 3, 77, c, "32", small, 2);
+			attention_case(dtypes[t], 2, 50, c, "16", wide, 2);
+		}
+}
+
+/* ---- layernorm and rmsnorm ---- */
+
+/* Row i of x normalized: layernorm (w, b) when b is set, else rmsnorm (w). */
+static void norm_row(BlkHostArray **arr, bool layer, int64_t i, int64_t C, double eps, double *out)
+{
+	double mean = 0, var = 0;
+	for (int64_t j = 0; j < C; j++)
+		mean += blk_host_get(arr[0], (size_t)(i * C + j));
+	mean = layer ? mean / (double)C : 0;
+	for (int64_t j = 0; j < C; j++) {
+		double d = blk_host_get(arr[0], (size_t)(i * C + j)) - mean;
+		var += d * d;
+	}
+	double inv = 1 / sqrt(var / (double)C + eps);
+	for (int64_t j = 0; j < C; j++) {
+		double y = (blk_host_get(arr[0], (size_t)(i * C + j)) - mean) * inv *
+		           blk_host_get(arr[1], (size_t)j);
+		out[j] = layer ? y + blk_host_get(arr[2], (size_t)j) : y;
+	}
+}
+
+static void norm_case(bool layer, const char *T, int64_t R, int64_t C, const BlkDefine *extra,
+                      int nextra)
+{
+	const char *name = layer ? "layernorm" : "rmsnorm";
+	char file[32];
+	snprintf(file, sizeof file, "%s.blk", name);
+	BlkDefine defs[4] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, file, name, defs, 1 + nextra);
+	BlkDType dt = dtype_of(T);
+	int n = 0;
+	BlkHostArray *arr[4];
+	arr[n++] = input(dt, 2, R, C);
+	arr[n++] = input(dt, 1, C, 0);
+	if (layer)
+		arr[n++] = input(dt, 1, C, 0);
+	arr[n++] = output(dt, 2, R, C);
+	double eps = layer ? 1e-5 : 1e-6;
+	for (int i = 0; i < nextra; i++)
+		if (strcmp(extra[i].name, "EPS") == 0)
+			eps = atof(extra[i].value);
+	double *ref = calloc((size_t)(R * C) + 1, sizeof *ref);
+	for (int64_t i = 0; i < R; i++)
+		norm_row(arr, layer, i, C, eps, ref + i * C);
+	char what[96];
+	snprintf(what, sizeof what, "%s T=%s %" PRId64 "x%" PRId64 "%s", name, T, R, C,
+	         nextra ? " (parameters overridden)" : "");
+	run_and_check(&r, arr, n, n - 1, ref, what);
+	free(ref);
+	for (int i = 0; i < n; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void norm_all(bool layer)
+{
+	static const BlkDefine rows3[] = { { "BR", "3" }, { "num_warps", "4" } };
+	static const BlkDefine eps[] = { { "BR", "4" }, { "EPS", "0.5" } };
+	for (int t = 0; t < 3; t++) {
+		norm_case(layer, dtypes[t], 8, 64, NULL, 0);
+		norm_case(layer, dtypes[t], 13, 77, NULL, 0);
+		norm_case(layer, dtypes[t], 13, 77, rows3, 2);
+		norm_case(layer, dtypes[t], 9, 1000, eps, 2);
+		norm_case(layer, dtypes[t], 1, 1, NULL, 0);
+	}
+}
+
+static void test_layernorm(void **state)
+{
+	(void)state;
+	norm_all(true);
+}
+
+static void test_rmsnorm(void **state)
+{
+	(void)state;
+	norm_all(false);
+}
+
+/* ---- colsum ---- */
+
+static void colsum_case(const char *T, int64_t R, int64_t C, const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[4] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, "colsum.blk", "colsum", defs, 1 + nextra);
+	BlkHostArray *arr[2] = { input(dtype_of(T), 2, R, C), output(BLK_F32, 1, C, 0) };
+	double *ref = calloc((size_t)C + 1, sizeof *ref);
+	for (int64_t i = 0; i < R; i++)
+		for (int64_t j = 0; j < C; j++)
+			ref[j] += blk_host_get(arr[0], (size_t)(i * C + j));
+	char what[96];
+	snprintf(what, sizeof what, "colsum T=%s %" PRId64 "x%" PRId64 "%s", T, R, C,
+	         nextra ? " (blocks overridden)" : "");
+	run_and_check(&r, arr, 2, 1, ref, what);
+	free(ref);
+	for (int i = 0; i < 2; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_colsum(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BR", "8" }, { "BC", "16" } };
+	for (int t = 0; t < 3; t++) {
+		colsum_case(dtypes[t], 256, 128, NULL, 0);
+		colsum_case(dtypes[t], 130, 77, NULL, 0);
+		colsum_case(dtypes[t], 1, 1, NULL, 0);
+		colsum_case(dtypes[t], 130, 77, small, 2);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -244,6 +523,14 @@ int main(void)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_matmul_acc),
+		cmocka_unit_test(test_matmul_nt),
+		cmocka_unit_test(test_matmul_epilogue),
+		cmocka_unit_test(test_bmm),
+		cmocka_unit_test(test_matmul_splitk),
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_layernorm),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_colsum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Lowers every example at block-multiple and ragged sizes, for f32, f16 and
-# bf16, and assembles the PTX with ptxas for sm_80 and sm_90a.
+# bf16, and assembles the PTX with ptxas for sm_80 and sm_90a (attention
+# causal and not).
 # The bench's tensor-core config (BM=256, BN=128, BK=64, 8 warps: 64x64 warp
 # tiles, ~240 registers) must also assemble without spills at 4096^3 (at
 # ragged sizes the edge masks push sm_90a to 255 registers and 84 bytes of
@@ -31,6 +32,25 @@ for T in f32 f16 bf16; do
 	run "$ex/matmul_acc.blk" M=130 N=70 K=33 -D T=$T
 	run "$ex/softmax.blk" R=128 C=70 -D T=$T
 	run "$ex/softmax.blk" R=13 C=1024 -D T=$T
+	run "$ex/matmul_nt.blk" M=256 N=256 K=256 -D T=$T
+	run "$ex/matmul_nt.blk" M=130 N=70 K=33 -D T=$T
+	run "$ex/matmul_epilogue.blk" M=256 N=256 K=256 -D T=$T
+	run "$ex/matmul_epilogue.blk" M=130 N=70 K=33 -D T=$T
+	run "$ex/bmm.blk" Bt=4 M=256 N=256 K=256 -D T=$T
+	run "$ex/bmm.blk" Bt=3 M=130 N=70 K=33 -D T=$T
+	run "$ex/matmul_splitk.blk" M=256 N=256 K=1024 -D T=$T
+	run "$ex/matmul_splitk.blk" M=130 N=70 K=333 -D T=$T -D S=3
+	for c in false true; do
+		run "$ex/attention.blk" BH=4 S=256 -D T=$T -D CAUSAL=$c
+		run "$ex/attention.blk" BH=3 S=77 -D T=$T -D CAUSAL=$c
+		run "$ex/attention.blk" BH=2 S=200 -D T=$T -D CAUSAL=$c -D D=128 -D BQ=32
+	done
+	run "$ex/layernorm.blk" R=64 C=1024 -D T=$T
+	run "$ex/layernorm.blk" R=13 C=77 -D T=$T -D BR=3
+	run "$ex/rmsnorm.blk" R=64 C=1024 -D T=$T
+	run "$ex/rmsnorm.blk" R=13 C=77 -D T=$T -D BR=3
+	run "$ex/colsum.blk" R=256 C=128 -D T=$T
+	run "$ex/colsum.blk" R=130 C=77 -D T=$T
 done
 # the bench's f16/bf16 default: no spills at 4096^3; ragged assembles
 nospill() {
@@ -47,5 +67,16 @@ nospill() {
 for T in f16 bf16; do
 	nospill "$ex/matmul.blk" M=4096 N=4096 K=4096 -D T=$T -D BM=256 -D BN=128 -D BK=64 -D num_warps=8
 	run "$ex/matmul.blk" M=300 N=200 K=77 -D T=$T -D BM=256 -D BN=128 -D BK=64 -D num_warps=8
+done
+# the bench's bf16 rows of the new examples (tools/bench.c): spill-free at
+# the bench's shapes
+mma3="-D T=bf16 -D BK=64 -D num_warps=8 -D num_stages=3"
+nospill "$ex/matmul_nt.blk" M=4096 N=4096 K=4096 $mma3 -D BM=256 -D BN=128
+nospill "$ex/matmul_epilogue.blk" M=4096 N=4096 K=4096 $mma3 -D BM=128 -D BN=128
+nospill "$ex/bmm.blk" Bt=16 M=1024 N=1024 K=1024 $mma3 -D BM=256 -D BN=128
+nospill "$ex/matmul_splitk.blk" M=1024 N=1024 K=16384 $mma3 -D BM=128 -D BN=128 -D S=8
+for c in false true; do
+	nospill "$ex/attention.blk" BH=32 S=4096 -D T=bf16 -D CAUSAL=$c -D D=64 -D BQ=128 -D BK=32 -D num_warps=8
+	nospill "$ex/attention.blk" BH=32 S=4096 -D T=bf16 -D CAUSAL=$c -D D=128 -D BQ=64 -D BK=64 -D num_warps=8
 done
 exit $fail

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""bench_torch.py - the torch ops a user would call for what blk-bench's
+newer rows compute, timed the same way, printed as markdown tables:
+scaled_dot_product_attention (bf16, BH=32, S=4096, D=64 and 128, causal and
+not), layer_norm and rms_norm (bf16, 16384x4096), and column sums
+(x.sum(0), f32, 8192x8192), with torch's own device-to-device copy as the
+bandwidth yardstick.
+
+Method, as blk-bench's: warm-up, then the median of per-call CUDA-event
+timings (reps shrink when one call is slow).  Attention TFLOP/s count
+4*BH*S^2*D, half with the causal mask; bandwidth counts the bytes read and
+written once.  Prints a line and exits 0 where there is no torch or no GPU.
+
+    python3 tools/bench_torch.py [--budget-ms N]
+"""
+import argparse
+import statistics
+import sys
+
+MAX_REPS, MIN_REPS, WARMUP = 20, 5, 3
+
+
+def time_ms(torch, fn, budget_ms):
+    """Median ms of per-call event timings after warm-up."""
+    for _ in range(WARMUP):
+        fn()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    stop.record()
+    torch.cuda.synchronize()
+    first = start.elapsed_time(stop)
+    reps = MAX_REPS
+    if first * MAX_REPS > budget_ms:
+        reps = max(MIN_REPS, int(budget_ms / max(first, 1e-3)))
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times), reps
+
+
+def attention_table(torch, budget_ms):
+    """SDPA at blk-bench's attention shapes (q, k, v as [1, BH, S, D])."""
+    F = torch.nn.functional
+    print("| op | type | BH x S x D | causal | ms | TFLOP/s | reps |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    bh, s = 32, 4096
+    for d in (64, 128):
+        for causal in (False, True):
+            gen = torch.Generator(device="cuda").manual_seed(d)
+            q, k, v = (torch.rand((1, bh, s, d), device="cuda", generator=gen,
+                                  dtype=torch.float32).mul_(2).sub_(1).to(torch.bfloat16)
+                       for _ in range(3))
+            try:
+                ms, reps = time_ms(torch, lambda: F.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal), budget_ms)
+            except RuntimeError as e:  # an unsupported shape or backend
+                print(f"| sdpa | bf16 | {bh}x{s}x{d} | {'yes' if causal else 'no'} "
+                      f"| failed: {str(e).splitlines()[0]} | | |")
+                continue
+            flops = 4.0 * bh * s * s * d * (0.5 if causal else 1.0)
+            print(f"| sdpa | bf16 | {bh}x{s}x{d} | {'yes' if causal else 'no'} | {ms:.3f} "
+                  f"| {flops / ms / 1e9:.1f} | {reps} |")
+            del q, k, v
+
+
+def bandwidth_table(torch, budget_ms):
+    """Copy, layer_norm, rms_norm, column sums: GB/s and % of the copy."""
+    F = torch.nn.functional
+    print("| op | size | ms | GB/s | of copy | reps |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    n = 1 << 28  # 1 GiB of f32, as blk-bench's copy
+    src = torch.empty(n, device="cuda", dtype=torch.float32).fill_(1.0)
+    dst = torch.empty_like(src)
+    ms, reps = time_ms(torch, lambda: dst.copy_(src), budget_ms)
+    copy_gbs = 2.0 * n * 4 / ms / 1e6
+    print(f"| D2D copy | 1 GiB | {ms:.3f} | {copy_gbs:.0f} | 100.0% | {reps} |")
+    del src, dst
+
+    def row(name, size, fn, nbytes):
+        try:
+            ms, reps = time_ms(torch, fn, budget_ms)
+        except (RuntimeError, AttributeError) as e:
+            print(f"| {name} | {size} | failed: {str(e).splitlines()[0]} | | | |")
+            return
+        gbs = nbytes / ms / 1e6
+        print(f"| {name} | {size} | {ms:.3f} | {gbs:.0f} | {100 * gbs / copy_gbs:.1f}% | {reps} |")
+
+    r, c = 16384, 4096
+    x = torch.rand((r, c), device="cuda").mul_(2).sub_(1).to(torch.bfloat16)
+    w = torch.rand(c, device="cuda").to(torch.bfloat16)
+    b = torch.rand(c, device="cuda").to(torch.bfloat16)
+    io = 2.0 * r * c * 2
+    row("layer_norm", f"{r}x{c} bf16", lambda: F.layer_norm(x, (c,), w, b, eps=1e-5),
+        io + 2 * c * 2)
+    if hasattr(F, "rms_norm"):
+        row("rms_norm", f"{r}x{c} bf16", lambda: F.rms_norm(x, (c,), w, eps=1e-6), io + c * 2)
+    else:
+        print(f"| rms_norm | {r}x{c} bf16 | n/a (torch {torch.__version__} has no rms_norm) | | | |")
+    del x, w, b
+    r = c = 8192
+    x = torch.rand((r, c), device="cuda").mul_(2).sub_(1)
+    row("sum(0)", f"{r}x{c} f32", lambda: x.sum(0), r * c * 4.0 + c * 4)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--budget-ms", type=float, default=4000,
+                    help="timing budget per row (reps shrink past it)")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_torch: skipped: no torch")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_torch: skipped: torch sees no GPU")
+        return 0
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}\n")
+    print("torch.nn.functional.scaled_dot_product_attention (default backend choice):\n")
+    attention_table(torch, args.budget_ms)
+    print("\ntorch layer_norm, rms_norm and x.sum(0) as bandwidth:\n")
+    bandwidth_table(torch, args.budget_ms)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
