@@ -25,9 +25,9 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	const BlkAttr *a = blk_op_attr(op, "value");
 	BlkDType dt = op->results[0]->type.dtype;
 	double f = !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
-	int64_t i = !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : (int64_t)a->f;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), f);
+	int64_t i = !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : blk_lower_f64_to_i64(a->f);
 	if (dt == BLK_BOOL)
 		return LLVMConstInt(E->i1, i != 0, false);
 	return emit_i32(E, i);

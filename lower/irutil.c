@@ -95,3 +95,14 @@ const BlkLayout *blk_lower_scalar_layout(LowerCtx *c)
 		c->scalar = blk_layout_blocked(0, NULL, BLK_I32, c->nthreads);
 	return &c->scalar;
 }
+
+int64_t blk_lower_f64_to_i64(double f)
+{
+	if (f != f)
+		return 0;
+	if (f >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (f <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)f;
+}
