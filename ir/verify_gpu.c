@@ -11,7 +11,10 @@
  *      a dot's result and accumulator are in a dot<> or mma<> layout, the
  *      one its engine attr (lower/dot_engine.c) names;
  *   4. the lowered ops: convert_layout changes only the layout,
- *      block_ref names a param and takes one i32 start per array dim.
+ *      block_ref names a param and takes one i32 start per array dim,
+ *      local_alloc gives a shared Ref of constant shape at a 16-byte
+ *      aligned offset, barrier takes and gives nothing; at the GPU level a
+ *      dot takes its accumulator and its staging buffer (a local_alloc).
  * Scalars (rank 0) are held by every thread and carry no layout.
  */
 #include "layout.h"
@@ -120,6 +123,38 @@ static void check_block_ref(Verifier *V, const BlkOp *op)
 			fail(V, "operand %d has type %s, expected i32", i, ty(V, &op->operands[i]->type));
 }
 
+static void check_local_alloc(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands || op->nresults != 1 || op->nregions) {
+		fail(V, "takes no operands and gives one shared Ref");
+		return;
+	}
+	const BlkType *t = &op->results[0]->type;
+	int64_t n;
+	bool fixed = t->kind == BLK_TYPE_REF && t->space == BLK_SPACE_SHARED;
+	for (int d = 0; fixed && d < t->rank; d++)
+		fixed = blk_sym_is_const(t->dims[d], &n) && n > 0;
+	if (!fixed)
+		fail(V, "result %s is not a shared Ref of constant shape", ty(V, t));
+	const BlkAttr *off = blk_op_attr(op, "offset");
+	if (off && (off->kind != BLK_ATTR_INT || off->i < 0 || off->i % 16))
+		fail(V, "attr offset must be a byte offset that is a multiple of 16");
+}
+
+/* A GPU-level dot: a, b, the accumulator, the staging buffer. */
+static void check_dot_operands(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands != 4) {
+		fail(V, "has %d operands; at the GPU level a dot takes a, b, its accumulator and its "
+		     "staging buffer", op->noperands);
+		return;
+	}
+	const BlkValue *st = op->operands[3];
+	if (st->type.kind != BLK_TYPE_REF || st->type.space != BLK_SPACE_SHARED || !st->def ||
+	    st->def->kind != BLK_OP_LOCAL_ALLOC)
+		fail(V, "operand 3 is the staging buffer, a local_alloc's shared Ref, not %s", ty(V, &st->type));
+}
+
 /* Rule 3, for ops whose result has a layout. */
 static void check_layouts(Verifier *V, const BlkOp *op)
 {
@@ -136,7 +171,9 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 		else if (e && r->mma != mma)
 			fail(V, "result is in %s, but engine \"%s\" puts it in %s", lstr(V, r),
 			     mma ? "mma" : "fma", mma ? "mma<>" : "dot<>");
-		else if (op->noperands > 2)
+		else
+			check_dot_operands(V, op);
+		if (V->ok && op->noperands > 2)
 			same_as_result(V, op, 2, "the accumulator stays where the dot puts its result");
 	} else if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX ||
 	           op->kind == BLK_OP_REDUCE_MIN) {
@@ -178,6 +215,10 @@ void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
 		fail(V, "takes one tile and gives one");
 	if (op->kind == BLK_OP_BLOCK_REF)
 		check_block_ref(V, op);
+	if (op->kind == BLK_OP_LOCAL_ALLOC)
+		check_local_alloc(V, op);
+	if (op->kind == BLK_OP_BARRIER && (op->noperands || op->nresults || op->nregions))
+		fail(V, "takes no operands and gives nothing");
 	if (op->nresults == 1 && op->results[0]->type.kind == BLK_TYPE_TILE && op->results[0]->type.layout &&
 	    op->noperands > 0 && layout(op, 0))
 		check_layouts(V, op);

@@ -57,6 +57,7 @@ typedef struct Emit {
 	 * (emit_memory.c); computed on the first access. */
 	bool *sync_param;
 	BlkPtrMap mma_phase;  /* tensor-core dot -> its i32 phase alloca (emit_mma.c) */
+	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 } Emit;
 
 /* emit_llvm.c */
@@ -113,6 +114,8 @@ void emit_for(Emit *E, const BlkOp *op);
 void emit_if(Emit *E, const BlkOp *op);
 void emit_scoped(Emit *E, const BlkOp *op);
 void emit_print(Emit *E, const BlkOp *op);
-void emit_bind_scratch(Emit *E, const BlkValue *arg);
+void emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
+/* The byte offset smem-plan gave buf's local_alloc. */
+int64_t emit_alloc_offset(const BlkValue *buf);
 
 #endif

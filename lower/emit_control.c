@@ -93,10 +93,7 @@ void emit_if(Emit *E, const BlkOp *op)
 
 void emit_scoped(Emit *E, const BlkOp *op)
 {
-	const BlkRegion *r = op->regions[0];
-	for (int i = 0; i < r->nargs; i++)
-		emit_bind_scratch(E, r->args[i]);
-	emit_region(E, r);
+	emit_region(E, op->regions[0]); /* its buffers are local_allocs inside (tile.c) */
 }
 
 /* Appends text to buf with every '%' doubled: the user's words must not

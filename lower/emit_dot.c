@@ -181,7 +181,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 		return;
 	}
 	/* 1. the phase picks this execution's staging buffer */
-	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
+	int64_t off = emit_alloc_offset(op->operands[3]);
 	LLVMValueRef phase = emit_alloca(E, E->i32);
 	LLVMBuildStore(E->entry, emit_i32(E, 0), phase);
 	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");

@@ -227,6 +227,8 @@ static void emit_op(Emit *E, const BlkOp *op)
 		emit_leaf(E, op);
 		return;
 	case BLK_OP_BLOCK_REF: emit_block_ref(E, op); return;
+	case BLK_OP_LOCAL_ALLOC: emit_local_alloc(E, op); return;
+	case BLK_OP_BARRIER: emit_barrier(E); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
 	case BLK_OP_ATOMIC_ADD:
 		emit_memory(E, op);
@@ -323,36 +325,42 @@ static void make_smem(Emit *E)
 	LLVMSetAlignment(E->smem, 16);
 }
 
-/* Scratch params are Refs on their shared buffers. */
-static void bind_scratch(Emit *E, const BlkValue *arg)
+int64_t emit_alloc_offset(const BlkValue *buf)
 {
+	int64_t off = buf->def && buf->def->kind == BLK_OP_LOCAL_ALLOC ? blk_op_int(buf->def, "offset", -1) : -1;
+	if (off < 0)
+		blk_die("lower: emit: a shared buffer has no offset (smem-plan has not run)");
+	return off;
+}
+
+/* A local_alloc is a row-major Ref on its bytes of shared memory; the
+ * transit region's offset is kept for the ops that use it implicitly. */
+void emit_local_alloc(Emit *E, const BlkOp *op)
+{
+	const BlkValue *buf = op->results[0];
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->is_ref = true;
 	ERef *r = &ev->ref;
-	uintptr_t off = (uintptr_t)blk_pmap_get(&E->c->smem_off, arg);
-	if (!off)
-		blk_die("lower: emit: a scratch Ref has no shared memory");
+	int64_t off = emit_alloc_offset(buf);
+	const BlkAttr *role = blk_op_attr(op, "role");
+	if (role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0)
+		E->transit_off = off;
 	r->space = BLK_SPACE_SHARED;
-	r->dt = arg->type.dtype;
+	r->dt = buf->type.dtype;
 	r->pindex = -1;
-	r->base = emit_smem_ptr(E, emit_i32(E, (int64_t)(off - 1)));
+	r->base = emit_smem_ptr(E, emit_i32(E, off));
 	r->off = emit_i64(E, 0);
 	r->offalign = (int64_t)1 << 30;
-	r->rank = arg->type.rank;
+	r->rank = buf->type.rank;
 	int64_t st = 1;
 	for (int d = r->rank - 1; d >= 0; d--) {
 		r->g[d] = r->l[d] = emit_i32(E, 0);
 		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
 		r->stride[d] = st;
-		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(arg->type.dims[d]);
+		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(buf->type.dims[d]);
 		st *= r->ext[d];
 	}
-	emit_bind(E, arg, ev);
-}
-
-void emit_bind_scratch(Emit *E, const BlkValue *arg)
-{
-	bind_scratch(E, arg);
+	emit_bind(E, buf, ev);
 }
 
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
@@ -371,9 +379,6 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 	E.b = LLVMCreateBuilderInContext(E.cx);
 	LLVMPositionBuilderAtEnd(E.b, body);
 	E.tid = emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
-	for (int i = 0; i < c->k->nparams; i++)
-		if (c->k->params[i].access == BLK_ACCESS_SCRATCH)
-			bind_scratch(&E, c->k->body->args[i]);
 	emit_region(&E, c->k->body);
 	LLVMBuildRetVoid(E.b);
 	LLVMBuildBr(E.entry, body);

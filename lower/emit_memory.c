@@ -383,7 +383,7 @@ void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
 	int K = (int)blk_lower_dim(dot->operands[0]->type.dims[1]);
 	int N = (int)blk_lower_dim(dot->operands[1]->type.dims[1]);
 	int ldw = al->operand == 0 ? K + 8 : N + 8;
-	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, dot) - 1;
+	int64_t off = emit_alloc_offset(dot->operands[3]);
 	if (al->operand == 1)
 		off += (int64_t)M * (K + 8) * 2;
 	/* slot = (phase + ahead) % S */

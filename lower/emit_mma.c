@@ -147,7 +147,7 @@ void emit_mma(Emit *E, const BlkOp *op)
 	const char *mma = dt == BLK_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 	                                 : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
 	/* 1. the phase picks this execution's staging buffer */
-	int64_t off = (int64_t)(uintptr_t)blk_pmap_get(&E->c->smem_off, op) - 1;
+	int64_t off = emit_alloc_offset(op->operands[3]);
 	int64_t aoff = off, boff = off + (int64_t)D.M * D.lda * 2;
 	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, op);
 	LLVMValueRef phase = emit_mma_phase(E, op);

@@ -57,12 +57,10 @@ typedef struct LowerCtx {
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32 */
 	BlkLayout scalar;      /* rank 0, held by every thread */
-	BlkPtrMap smem_off;    /* BlkOp* / scratch BlkValue* -> (offset+1) as uintptr (tile.c) */
 	BlkPtrMap async;       /* cp.async staging (prefetch.c): load op -> BlkAsyncLoad*,
 	                        * tensor-core dot op -> BlkAsyncDot* */
-	size_t smem_bytes;     /* dynamic shared memory per CTA */
-	size_t transit_off;    /* the region shared by every generic conversion */
-	size_t transit_bytes;
+	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
+	size_t transit_bytes;  /* the transit region's size (tile.c) */
 	unsigned grid[3];
 	int par_axis[BLK_MAX_RANK]; /* grid axis -> CUDA axis (0..2), -1 for seq */
 	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
@@ -78,6 +76,7 @@ bool blk_lower_blockspec(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
+bool blk_lower_smem_plan(LowerCtx *c);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 

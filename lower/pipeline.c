@@ -1,7 +1,7 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> dot-engine -> prefetch -> tile
- *         -> emit-llvm -> ptx
+ *         -> smem-plan -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before the
@@ -26,6 +26,7 @@ static const struct {
 	{ "dot-engine", blk_lower_dot_engine, false },
 	{ "prefetch", blk_lower_prefetch, false },
 	{ "tile", blk_lower_tile, false },
+	{ "smem-plan", blk_lower_smem_plan, false },
 };
 enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };
 
@@ -143,7 +144,7 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 		return ir_passes[i].run(&c) && blk_ir_verify(m, d, pass);
 	}
 	BlkLoc nowhere = { 0 };
-	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, dot-engine, prefetch, tile)",
+	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, dot-engine, prefetch, tile, smem-plan)",
 	          pass);
 	return false;
 }

@@ -1,8 +1,8 @@
-/* tile.c - a distributed layout for every tile, and the shared-memory plan.
+/* tile.c - a distributed layout for every tile, shared buffers as ops.
  *
- * Requires: block refs lowered (blockspec.c), shapes constant.  Produces:
- *   1. a layout (layout.h) for every tile value, in c->layouts and as a
- *      `layout` attribute on its op for --dump-after=tile:
+ * Requires: block refs lowered (blockspec.c), shapes constant, every dot's
+ * engine chosen (dot_engine.c).  Produces the GPU level (docs/ir.md):
+ *   1. a layout (ir/layout.h) in the type of every tile value:
  *      - dot results get the dot layout (register micro-tiles);
  *      - elementwise ops keep their operands' layout when they agree
  *        (so `acc.astype(T)` stays in the dot layout and its store writes
@@ -14,11 +14,14 @@
  *      - everything else gets the default (coalesced, vectorized) layout;
  *   2. `convert_layout` ops where a consumer needs another layout (a
  *      constant splat is rebuilt in place instead: it has no data);
- *   3. shared memory: scratch buffers, two K-major staging buffers per
- *      dot (double-buffered: one barrier per slab), and one transit region
- *      shared by every conversion, broadcast, transpose and reduction
- *      (each such op brackets its use with barriers).  Offsets are the
- *      `smem` attribute; c->smem_bytes is the total.
+ *   3. every shared buffer a `local_alloc` op (smem_plan.c gives them
+ *      their bytes): scratch params and scoped Refs (their uses move to
+ *      the alloc), each dot's staging buffer (its operand 3, with the
+ *      accumulator made explicit as operand 2; two slots, or num_stages
+ *      when prefetch.c stages it by cp.async; hoisted before the outermost
+ *      loop around the dot), and the transit region that every conversion,
+ *      broadcast, transpose and cross-warp reduction shares (role
+ *      "transit"; each such op brackets its use with barriers).
  */
 #include "lower_int.h"
 
@@ -70,33 +73,44 @@ static void set_layout(LowerCtx *c, BlkValue *v, const BlkLayout *l)
 		v->type.layout = l;
 }
 
-/* ---- shared memory ---------------------------------------------------------- */
+/* ---- shared memory: local_alloc ops (offsets are smem_plan.c's) ---------------- */
 
-static size_t smem_alloc(LowerCtx *c, size_t bytes)
+/* A local_alloc of a dt[n0, n1] (n1 == 0: dt[n0]) buffer at b. */
+static BlkValue *local_alloc(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkDType dt, int64_t n0,
+                             int64_t n1)
 {
-	size_t at = (c->smem_bytes + 15) & ~(size_t)15;
-	c->smem_bytes = at + bytes;
-	return at;
+	const BlkSym *dims[2] = { blk_sym_const(c->a, n0), blk_sym_const(c->a, n1) };
+	BlkType t = blk_type_ref(dt, n1 ? 2 : 1, dims, BLK_SPACE_SHARED);
+	return blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
 }
 
-static void set_smem(LowerCtx *c, BlkOp *op, const void *key, size_t off)
+/* A scratch Ref (a scratch param's body arg, a scoped region's arg) becomes
+ * a local_alloc at the start of region r; its uses move to it. */
+static void alloc_scratch(LowerCtx *c, BlkRegion *r, BlkValue *arg, BlkLoc loc)
 {
-	blk_pmap_put(c->a, &c->smem_off, key, (void *)(uintptr_t)(off + 1));
-	if (op)
-		blk_op_set_int(c->a, op, "smem", (int64_t)off);
+	BlkBuilder b;
+	if (r->first)
+		blk_builder_before(&b, c->a, r->first);
+	else
+		blk_builder_at_end(&b, c->a, r);
+	BlkOp *op = blk_build(&b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &arg->type, 0);
+	op->results[0]->name = arg->name;
+	blk_replace_uses(r, arg, op->results[0]);
 }
 
-static size_t elems(const BlkType *t)
+/* Where a dot's staging buffer lives: before the outermost `for` around
+ * the dot (every execution alternates between its slots), else before it. */
+static BlkOp *stage_site(LowerCtx *c, BlkOp *dot)
 {
-	size_t n = 1;
-	for (int d = 0; d < t->rank; d++)
-		n *= (size_t)blk_lower_dim(t->dims[d]);
-	return n;
-}
-
-static size_t ref_bytes(const BlkType *t)
-{
-	return elems(t) * (size_t)blk_dtype_size(t->dtype);
+	BlkOp *site = dot;
+	for (BlkOp *op = dot; op->parent && op->parent != c->k->body;) {
+		op = op->parent->parent;
+		if (!op)
+			break;
+		if (op->kind == BLK_OP_FOR)
+			site = op;
+	}
+	return site;
 }
 
 /* Staging for dot(a[M,K], b[K,N]): A as f32 [K][pad(M)+4] (K-major, the
@@ -179,15 +193,30 @@ static void tile_elementwise(LowerCtx *c, BlkOp *op)
 	set_layout(c, op->results[0], want);
 }
 
+/* The dot takes an accumulator (a zero splat when it had none) and its
+ * staging buffer: slots of A and B as blk_lower_*_stage_bytes lay them out,
+ * num_stages of them when prefetch.c stages it by cp.async, else two. */
 static void tile_dot(LowerCtx *c, BlkOp *op)
 {
 	const BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
-	if (op->noperands > 2)
-		op->operands[2] = relayout(c, op, op->operands[2], l);
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, op);
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, 4);
+	ops[0] = op->operands[0], ops[1] = op->operands[1];
+	ops[2] = op->noperands > 2 ? relayout(c, op, op->operands[2], l)
+	                           : blk_build_const_float(&b, op->loc, op->results[0]->type, 0.0);
+	set_layout(c, ops[2], l);
 	set_layout(c, op->results[0], l);
-	size_t stage = l->mma ? blk_lower_mma_stage_bytes(op) : blk_lower_dot_stage_bytes(op);
 	const BlkAsyncDot *ad = blk_pmap_get(&c->async, op);
-	set_smem(c, op, op, smem_alloc(c, (size_t)(ad ? ad->stages : 2) * stage));
+	int64_t slots = ad ? ad->stages : 2;
+	blk_builder_before(&b, c->a, stage_site(c, op));
+	if (l->mma)
+		ops[3] = local_alloc(c, &b, op->loc, op->operands[0]->type.dtype, slots,
+		                     (int64_t)blk_lower_mma_stage_bytes(op) / 2);
+	else
+		ops[3] = local_alloc(c, &b, op->loc, BLK_F32, slots, (int64_t)blk_lower_dot_stage_bytes(op) / 4);
+	op->operands = ops;
+	op->noperands = 4;
 }
 
 /* The layout a loop carry starts in (see 1. above). */
@@ -230,8 +259,9 @@ static void tile_for(LowerCtx *c, BlkOp *op)
 static void tile_scoped(LowerCtx *c, BlkOp *op)
 {
 	BlkRegion *r = op->regions[0];
-	for (int i = 0; i < r->nargs; i++)
-		set_smem(c, NULL, r->args[i], smem_alloc(c, ref_bytes(&r->args[i]->type)));
+	for (int i = r->nargs - 1; i >= 0; i--)
+		alloc_scratch(c, r, r->args[i], op->loc);
+	r->nargs = 0;
 	tile_region(c, r);
 }
 
@@ -309,19 +339,18 @@ bool blk_lower_tile(LowerCtx *c)
 	BlkKernel *k = c->k;
 	int errors = blk_diag_error_count(c->d);
 	c->transit_bytes = 0;
-	c->smem_bytes = 0;
-	for (int pi = 0; pi < k->nparams; pi++)
+	for (int pi = k->nparams - 1; pi >= 0; pi--)
 		if (k->params[pi].access == BLK_ACCESS_SCRATCH)
-			set_smem(c, NULL, k->body->args[pi], smem_alloc(c, ref_bytes(&k->body->args[pi]->type)));
+			alloc_scratch(c, k->body, k->body->args[pi], k->params[pi].loc);
 	tile_region(c, k->body);
 	if (blk_diag_error_count(c->d) > errors)
 		return false;
-	c->transit_off = smem_alloc(c, c->transit_bytes);
-	c->smem_bytes = (c->smem_bytes + 15) & ~(size_t)15;
-	if (c->smem_bytes > 232448) {
-		blk_error(c->d, k->loc, "kernel %s needs %zu bytes of shared memory at this launch; "
-		          "the most a CTA can have is 232448", k->name, c->smem_bytes);
-		return false;
+	if (c->transit_bytes) {
+		BlkBuilder b;
+		blk_builder_before(&b, c->a, k->body->first);
+		BlkValue *t = local_alloc(c, &b, k->loc, BLK_F32, (int64_t)c->transit_bytes / 4, 0);
+		blk_op_set_string(c->a, t->def, "role", "transit");
+		t->name = "transit";
 	}
 	return true;
 }

@@ -571,6 +571,28 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', DT_T, 333), A1('o', DT_T, 333), A1('o', DT_T, 333)),
 
+	/* two scoped regions in sequence: smem-plan gives the second the first
+	 * one's bytes (behind a barrier); each reads another thread's element */
+	CASE("scoped_reuse", true,
+	     "kernel scoped_reuse[T = f32, B = 64](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    s: scratch f32[B],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    s[...] = x[...].astype(f32);\n"
+	     "    scoped (t: f32[B]) {\n"
+	     "        t[...] = s[...] * 2.0;\n"
+	     "        s.at[ds(0, B - 1)][...] = t[ds(1, B - 1)];\n"
+	     "    }\n"
+	     "    scoped (u: f32[B], w: i32[B]) {\n"
+	     "        u[...] = s[...] + 1.0;\n"
+	     "        w[...] = iota(B) % 3;\n"
+	     "        y.at[ds(1, B - 1)][...] = (u[ds(0, B - 1)] + w[ds(0, B - 1)].astype(f32)).astype(T);\n"
+	     "        y[0] = 0.0;\n"
+	     "    }\n"
+	     "}\n",
+	     A1('i', DT_T, 333), A1('o', DT_T, 333)),
+
 	CASE("inout_axpy", true,
 	     "kernel inout_axpy[T = f32, B = 128](\n"
 	     "    x: in T[N] block (B) index (i) -> (i),\n"
