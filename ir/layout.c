@@ -250,8 +250,38 @@ void blk_layout_reg_split(const BlkLayout *l, int r, int *rd)
 	}
 }
 
+BlkLayout blk_layout_shared(int rank, const int *shape, int pad)
+{
+	BlkLayout l;
+	layout_init(&l, rank, shape, 0);
+	l.shared = true;
+	int st = 1;
+	for (int d = rank - 1; d >= 0; d--) {
+		l.sstride[d] = st;
+		st *= shape[d] + (d == rank - 1 ? pad : 0);
+	}
+	return l;
+}
+
+BlkLayout blk_layout_shared_swap(const BlkLayout *l, int a, int b)
+{
+	BlkLayout s = *l;
+	s.shape[a] = l->shape[b], s.shape[b] = l->shape[a];
+	s.pad[a] = l->pad[b], s.pad[b] = l->pad[a];
+	s.sstride[a] = l->sstride[b], s.sstride[b] = l->sstride[a];
+	return s;
+}
+
 bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 {
+	if (a->shared || b->shared) {
+		if (a->shared != b->shared || a->rank != b->rank)
+			return false;
+		for (int d = 0; d < a->rank; d++)
+			if (a->shape[d] != b->shape[d] || a->sstride[d] != b->sstride[d])
+				return false;
+		return true;
+	}
 	if (a->rank != b->rank || a->nthreads != b->nthreads)
 		return false;
 	for (int d = 0; d < a->rank; d++)
@@ -288,6 +318,12 @@ static bool packed(const BlkLayout *l)
 void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 {
 	buf[0] = 0;
+	if (l->shared) {
+		snprintf(buf, n, "shared<");
+		put_list(buf, n, "strides", l->sstride, l->rank);
+		strncat(buf, ">", n - strlen(buf) - 1);
+		return;
+	}
 	if (l->mma) {
 		int w[2] = { l->thr[0] / 8, l->thr[1] / 4 };
 		snprintf(buf, n, "mma<");
@@ -340,10 +376,44 @@ static const char *check_dims(const BlkLayout *l)
 	return NULL;
 }
 
+/* Strides that never map two elements to one place: sorted from the
+ * smallest, each at least the span of the dims faster than it. */
+static const char *check_strides(const BlkLayout *l)
+{
+	int d[BLK_MAX_RANK];
+	for (int i = 0; i < l->rank; i++) {
+		if (l->sstride[i] < 1)
+			return "strides must be positive";
+		d[i] = i;
+	}
+	for (int i = 1; i < l->rank; i++)
+		for (int j = i; j > 0 && l->sstride[d[j - 1]] > l->sstride[d[j]]; j--) {
+			int t = d[j];
+			d[j] = d[j - 1], d[j - 1] = t;
+		}
+	for (int i = 1; i < l->rank; i++)
+		if (l->sstride[d[i]] < l->sstride[d[i - 1]] * l->shape[d[i - 1]])
+			return "strides overlap: two elements would share a place";
+	return NULL;
+}
+
+static const char *shared_from_text(const BlkLayoutText *t, BlkLayout *out)
+{
+	const int *st = text_list(t, "strides", out->rank);
+	if (!st || t->nkeys != 1)
+		return "shared<> takes strides, one entry per dim";
+	out->shared = true;
+	for (int d = 0; d < out->rank; d++)
+		out->sstride[d] = st[d];
+	return check_strides(out);
+}
+
 const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *shape, int nthreads,
                                  BlkLayout *out)
 {
 	layout_init(out, rank, shape, nthreads);
+	if (strcmp(t->kind, "shared") == 0)
+		return shared_from_text(t, out);
 	if (strcmp(t->kind, "mma") == 0) {
 		const int *w = text_list(t, "warps", 2);
 		if (rank != 2 || !w || t->nkeys != 1)
@@ -355,7 +425,7 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 	}
 	bool slice = strcmp(t->kind, "slice") == 0;
 	if (!slice && strcmp(t->kind, "blocked") != 0 && strcmp(t->kind, "dot") != 0)
-		return "unknown layout kind (blocked, dot, slice, mma)";
+		return "unknown layout kind (blocked, dot, slice, mma, shared)";
 	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
 	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
 	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 : 2))

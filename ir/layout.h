@@ -50,7 +50,20 @@ typedef struct BlkLayout {
 	 * to the default layout first (tile.c). */
 	int lbits[BLK_MAX_RANK];
 	int hsh[BLK_MAX_RANK];
+	/* A shared-memory layout (the layout of a shared Ref, not of a tile):
+	 * element i sits sum(i[d] * sstride[d]) elements from the Ref's start.
+	 * Padding (a row longer than its extent, so ldmatrix's 8 row addresses
+	 * fall on distinct banks) and transposed views are strides; a view of
+	 * a buffer keeps the buffer's strides for the dims it keeps. */
+	bool shared;
+	int sstride[BLK_MAX_RANK];
 } BlkLayout;
+
+/* The layout of a rank-dim shared buffer, row-major, each row of the last
+ * dim padded by pad elements: strides [.., shape[last] + pad, 1]. */
+BlkLayout blk_layout_shared(int rank, const int *shape, int pad);
+/* A shared layout with dims a and b swapped (a transposed view). */
+BlkLayout blk_layout_shared_swap(const BlkLayout *l, int a, int b);
 
 /* The default layout: coalesced along the last dim, vec elements per
  * thread there (16 bytes of dtype when the extent allows). */
@@ -89,8 +102,9 @@ int blk_layout_coord(const BlkLayout *l, int d, int rd, int td);
 /* Register r -> per-dim register indices. */
 void blk_layout_reg_split(const BlkLayout *l, int r, int *rd);
 bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b);
-/* The text of a layout in a GPU-level tile type (docs/ir.md): "blocked<spt=[1,4],
- * thr=[4,32]>", "dot<...>", "slice<spt=[4], thr=[16], tsh=[4]>", "mma<warps=[2,4]>". */
+/* The text of a layout in a GPU-level type (docs/ir.md): "blocked<spt=[1,4],
+ * thr=[4,32]>", "dot<...>", "slice<spt=[4], thr=[16], tsh=[4]>", "mma<warps=[2,4]>",
+ * "shared<strides=[72,1]>" (a shared Ref's). */
 void blk_layout_format(char *buf, size_t n, const BlkLayout *l);
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l);
 /* A layout's text as the IR parser read it: KIND<key=[ints], ...>. */

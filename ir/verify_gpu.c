@@ -55,11 +55,28 @@ static void check_made_for(Verifier *V, const BlkType *t)
 		     kernel_threads(V));
 }
 
+/* A Ref's layout, where it has one, is the shared<> layout of a shared Ref. */
+static void check_ref_layout(Verifier *V, const BlkType *t)
+{
+	if (!t->layout)
+		return;
+	if (t->space != BLK_SPACE_SHARED || !t->layout->shared)
+		fail(V, "%s: only a shared Ref has a layout, and it is a shared<> one", ty(V, t));
+	else if (t->layout->rank != t->rank)
+		fail(V, "%s: its layout has %d strides for %d dims", ty(V, t), t->layout->rank, t->rank);
+}
+
 void blk_verify_level(Verifier *V, const BlkValue *v)
 {
 	const BlkType *t = &v->type;
+	if (t->kind == BLK_TYPE_REF)
+		check_ref_layout(V, t);
 	if (t->kind != BLK_TYPE_TILE || t->rank == 0)
 		return;
+	if (t->layout && t->layout->shared) {
+		fail(V, "%s: a tile's layout says how threads hold it; shared<> is for shared Refs", ty(V, t));
+		return;
+	}
 	int level = t->layout ? 2 : 1;
 	if (!V->level)
 		V->level = level;
@@ -141,9 +158,39 @@ static void check_local_alloc(Verifier *V, const BlkOp *op)
 		fail(V, "attr offset must be a byte offset that is a multiple of 16");
 }
 
+static bool shared_ref(const BlkValue *v)
+{
+	return v->type.kind == BLK_TYPE_REF && v->type.space == BLK_SPACE_SHARED;
+}
+
+/* A dot on operands the pipeliner put in shared memory: two shared Refs
+ * with layouts, the accumulator, and at most one region (ops issued while
+ * it runs). */
+static void check_dot_shared(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands != 3 || !shared_ref(op->operands[1])) {
+		fail(V, "a dot on shared operands takes a, b (shared Refs) and its accumulator");
+		return;
+	}
+	for (int i = 0; i < 2; i++)
+		if (!op->operands[i]->type.layout || op->operands[i]->type.rank != 2)
+			fail(V, "operand %d is a shared Ref of rank 2 with a shared<> layout, not %s", i,
+			     ty(V, &op->operands[i]->type));
+	if (op->nregions > 1)
+		fail(V, "has %d regions, expected at most one", op->nregions);
+}
+
 /* A GPU-level dot: a, b, the accumulator, the staging buffer. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
+	if (shared_ref(op->operands[0])) {
+		check_dot_shared(V, op);
+		return;
+	}
+	if (op->nregions) {
+		fail(V, "a dot on tiles has no region");
+		return;
+	}
 	if (op->noperands != 4) {
 		fail(V, "has %d operands; at the GPU level a dot takes a, b, its accumulator and its "
 		     "staging buffer", op->noperands);
@@ -153,6 +200,69 @@ static void check_dot_operands(Verifier *V, const BlkOp *op)
 	if (st->type.kind != BLK_TYPE_REF || st->type.space != BLK_SPACE_SHARED || !st->def ||
 	    st->def->kind != BLK_OP_LOCAL_ALLOC)
 		fail(V, "operand 3 is the staging buffer, a local_alloc's shared Ref, not %s", ty(V, &st->type));
+}
+
+static void check_trans_view(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = &op->operands[0]->type, *r = &op->results[0]->type;
+	if (!shared_ref(op->operands[0]) || a->rank != 2 || r->kind != BLK_TYPE_REF ||
+	    r->space != BLK_SPACE_SHARED || r->rank != 2 || !blk_sym_equal(a->dims[0], r->dims[1]) ||
+	    !blk_sym_equal(a->dims[1], r->dims[0]) || a->dtype != r->dtype) {
+		fail(V, "result %s is not operand %s with its dims swapped", ty(V, r), ty(V, a));
+		return;
+	}
+	if (a->layout && r->layout) {
+		BlkLayout want = blk_layout_shared_swap(a->layout, 0, 1);
+		if (!blk_layout_equal(&want, r->layout))
+			fail(V, "result is in %s, expected %s (the operand's strides swapped)",
+			     lstr(V, r->layout), lstr(V, &want));
+	}
+}
+
+static void check_async_copy(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands < 2 || op->nresults || !shared_ref(op->operands[0]) ||
+	    op->operands[1]->type.kind != BLK_TYPE_REF || op->operands[1]->type.space != BLK_SPACE_GLOBAL) {
+		fail(V, "takes a shared Ref to copy into, a global Ref to copy from and its indices");
+		return;
+	}
+	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[1]->type;
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	int rank = 0, nidx = 0;
+	for (int d = 0; d < src->rank; d++) {
+		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		nidx += k != BLK_INDEX_FULL;
+		rank += k != BLK_INDEX_SCALAR;
+	}
+	if (idx && (idx->kind != BLK_ATTR_INDEX || idx->index.n != src->rank))
+		fail(V, "attr idx must index each of the source's %d dims", src->rank);
+	else if (op->noperands != 2 + nidx)
+		fail(V, "has %d index operands, its idx takes %d", op->noperands - 2, nidx);
+	else if (rank != dst->rank || dst->dtype != src->dtype)
+		fail(V, "copies a rank-%d block of %s into %s", rank, ty(V, src), ty(V, dst));
+	int64_t part = blk_op_int(op, "part", 0), parts = blk_op_int(op, "parts", 1);
+	if (parts < 1 || part < 0 || part >= parts)
+		fail(V, "part %lld of %lld: expected 0 <= part < parts", (long long)part, (long long)parts);
+}
+
+/* A view of a shared Ref keeps the strides of the dims it keeps. */
+static void check_shared_view(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *a = op->operands[0]->type.layout, *r = op->results[0]->type.layout;
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (!a || !r || !idx || idx->kind != BLK_ATTR_INDEX)
+		return;
+	int k = 0;
+	for (int d = 0; d < a->rank && d < idx->index.n; d++) {
+		if (idx->index.v[d].kind == BLK_INDEX_SCALAR)
+			continue;
+		if (k >= r->rank || r->sstride[k] != a->sstride[d]) {
+			fail(V, "result is in %s; a view keeps the strides of %s for the dims it keeps",
+			     lstr(V, r), lstr(V, a));
+			return;
+		}
+		k++;
+	}
 }
 
 /* Rule 3, for ops whose result has a layout. */
@@ -217,8 +327,22 @@ void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
 		check_block_ref(V, op);
 	if (op->kind == BLK_OP_LOCAL_ALLOC)
 		check_local_alloc(V, op);
-	if (op->kind == BLK_OP_BARRIER && (op->noperands || op->nresults || op->nregions))
+	if ((op->kind == BLK_OP_BARRIER || op->kind == BLK_OP_ASYNC_COMMIT || op->kind == BLK_OP_ASYNC_WAIT) &&
+	    (op->noperands || op->nresults || op->nregions))
 		fail(V, "takes no operands and gives nothing");
+	if (op->kind == BLK_OP_ASYNC_WAIT && blk_op_int(op, "pending", -1) < 0)
+		fail(V, "attr pending must be a count of groups (0 or more)");
+	if (op->kind == BLK_OP_TRANS_VIEW && op->noperands == 1 && op->nresults == 1)
+		check_trans_view(V, op);
+	else if (op->kind == BLK_OP_TRANS_VIEW)
+		fail(V, "takes one shared Ref and gives one");
+	if (op->kind == BLK_OP_ASYNC_COPY)
+		check_async_copy(V, op);
+	if (op->kind == BLK_OP_VIEW && op->noperands >= 1 && shared_ref(op->operands[0]) && op->nresults == 1)
+		check_shared_view(V, op);
+	if (op->kind == BLK_OP_DOT && op->noperands >= 2 && shared_ref(op->operands[0]) &&
+	    !op->results[0]->type.layout)
+		check_dot_shared(V, op);
 	if (op->nresults == 1 && op->results[0]->type.kind == BLK_TYPE_TILE && op->results[0]->type.layout &&
 	    op->noperands > 0 && layout(op, 0))
 		check_layouts(V, op);

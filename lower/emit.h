@@ -102,14 +102,14 @@ void emit_transit(Emit *E, const BlkOp *op);
 void emit_reduce(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
 void emit_mma(Emit *E, const BlkOp *op); /* emit_mma.c: tensor cores */
-/* The dot's phase alloca (the staging buffer of its next execution). */
+/* The dot's phase alloca (the staging slot of its next execution). */
 LLVMValueRef emit_mma_phase(Emit *E, const BlkOp *dot);
-/* A cp.async-staged load (prefetch.c, BlkAsyncLoad): copies its slab into
- * staging slot (phase + ahead) % stages of its dot (emit_memory.c); the
- * registers [r0, r1) of its copy layout (8 elements each group at most). */
-void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1);
-int emit_async_regs(Emit *E, const BlkOp *ld); /* registers of its copy layout */
+/* emit_memory.c: the async copies of pipeliner.c, and trans_view */
+void emit_async_copy(Emit *E, const BlkOp *op);
 void emit_async_commit(Emit *E);
+void emit_async_wait(Emit *E, const BlkOp *op);
+void emit_trans_view(Emit *E, const BlkOp *op);
+void emit_op(Emit *E, const BlkOp *op); /* emit_llvm.c: one op */
 void emit_for(Emit *E, const BlkOp *op);
 void emit_if(Emit *E, const BlkOp *op);
 void emit_scoped(Emit *E, const BlkOp *op);

@@ -218,7 +218,7 @@ int64_t emit_divisor(const BlkValue *v)
 
 /* ---- dispatch ------------------------------------------------------------------------ */
 
-static void emit_op(Emit *E, const BlkOp *op)
+void emit_op(Emit *E, const BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
 	switch (op->kind) {
@@ -229,6 +229,10 @@ static void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_BLOCK_REF: emit_block_ref(E, op); return;
 	case BLK_OP_LOCAL_ALLOC: emit_local_alloc(E, op); return;
 	case BLK_OP_BARRIER: emit_barrier(E); return;
+	case BLK_OP_TRANS_VIEW: emit_trans_view(E, op); return;
+	case BLK_OP_ASYNC_COPY: emit_async_copy(E, op); return;
+	case BLK_OP_ASYNC_COMMIT: emit_async_commit(E); return;
+	case BLK_OP_ASYNC_WAIT: emit_async_wait(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
 	case BLK_OP_ATOMIC_ADD:
 		emit_memory(E, op);
@@ -356,8 +360,8 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	for (int d = r->rank - 1; d >= 0; d--) {
 		r->g[d] = r->l[d] = emit_i32(E, 0);
 		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
-		r->stride[d] = st;
 		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(buf->type.dims[d]);
+		r->stride[d] = buf->type.layout ? buf->type.layout->sstride[d] : st; /* padded rows */
 		st *= r->ext[d];
 	}
 	emit_bind(E, buf, ev);

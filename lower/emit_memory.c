@@ -89,11 +89,11 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	emit_bind(E, op->results[0], ev);
 }
 
-/* Applies op's idx to *in; dmask[o] tells whether kept dim o is checked. */
-static void apply_index(Emit *E, const BlkOp *op, const ERef *in, ERef *v, bool *dmask)
+/* Applies op's idx to *in, its index operands from operand `next` on;
+ * dmask[o] tells whether kept dim o is checked. */
+static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *v, bool *dmask)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx"), *mask = blk_op_attr(op, "mask");
-	int next = 1;
 	*v = *in;
 	v->rank = 0;
 	for (int d = 0; d < in->rank; d++) {
@@ -346,73 +346,99 @@ static bool needs_sync(Emit *E, const ERef *r)
 	return r->pindex >= 0 && E->sync_param[r->pindex];
 }
 
-/* ---- cp.async staging of a tensor-core dot's slab (prefetch.c) -------------------- */
+/* ---- async copies into shared memory (pipeliner.c) ------------------------------ */
 
 void emit_async_commit(Emit *E)
 {
 	emit_intrinsic(E, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 }
 
-/* Each thread copies 16-byte pieces of the slab (a blocked layout, 8
- * elements per thread along the row) from global memory into the staging
- * buffer's [rows][cols + 8] layout (emit_mma.c): cp.async.cg 16 bytes,
- * the zero-filling .s form (source size 0) where the mask fails; 8- or
- * 4-byte cp.async.ca where alignment allows no more, and a plain load and
- * st.shared for single elements.  Padding lanes copy nothing.  Only the
- * registers [r0, r1) of the copy layout (multiples of 8: whole groups). */
-static BlkLayout copy_layout(Emit *E, const BlkOp *ld)
+void emit_async_wait(Emit *E, const BlkOp *op)
 {
-	const BlkType *t = &ld->results[0]->type;
-	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
-	return blk_layout_blocked(2, shape, t->dtype, E->c->nthreads);
+	LLVMValueRef n = emit_i32(E, blk_op_int(op, "pending", 0));
+	emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 }
 
-int emit_async_regs(Emit *E, const BlkOp *ld)
+static void swap_v(LLVMValueRef *x)
 {
-	BlkLayout l = copy_layout(E, ld);
-	return blk_layout_nregs(&l);
+	LLVMValueRef t = x[0];
+	x[0] = x[1], x[1] = t;
 }
 
-void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
+static void swap_i(int64_t *x)
 {
-	const BlkAsyncLoad *al = blk_pmap_get(&E->c->async, ld);
-	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, al->dot);
-	const BlkOp *dot = al->dot;
-	int S = ad->stages;
-	int M = (int)blk_lower_dim(dot->operands[0]->type.dims[0]);
-	int K = (int)blk_lower_dim(dot->operands[0]->type.dims[1]);
-	int N = (int)blk_lower_dim(dot->operands[1]->type.dims[1]);
-	int ldw = al->operand == 0 ? K + 8 : N + 8;
-	int64_t off = emit_alloc_offset(dot->operands[3]);
-	if (al->operand == 1)
-		off += (int64_t)M * (K + 8) * 2;
-	/* slot = (phase + ahead) % S */
-	LLVMValueRef slot = LLVMBuildLoad2(E->b, E->i32, emit_mma_phase(E, dot), "");
-	if (al->ahead % S) {
-		slot = LLVMBuildAdd(E->b, slot, emit_i32(E, al->ahead % S), "");
-		LLVMValueRef wrap = LLVMBuildICmp(E->b, LLVMIntUGE, slot, emit_i32(E, S), "");
-		slot = LLVMBuildSelect(E->b, wrap, LLVMBuildSub(E->b, slot, emit_i32(E, S), ""), slot, "");
+	int64_t t = x[0];
+	x[0] = x[1], x[1] = t;
+}
+
+/* The same bytes with dims 0 and 1 swapped. */
+void emit_trans_view(Emit *E, const BlkOp *op)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	*ev = *emit_val(E, op->operands[0]);
+	ERef *r = &ev->ref;
+	swap_v(r->g), swap_v(r->l);
+	swap_i(r->galign), swap_i(r->lalign), swap_i(r->stride), swap_i(r->bext), swap_i(r->aext);
+	swap_i(r->ext);
+	emit_bind(E, op->results[0], ev);
+}
+
+/* One piece of the copy: cp.async of `bytes` (16: .cg, 4 or 8: .ca), the
+ * zero-filling .s form where the mask can fail; single 16-bit elements by
+ * a plain load and st.shared. */
+static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef m, LLVMValueRef base,
+                       int bytes)
+{
+	if (m)
+		src = LLVMBuildSelect(E->b, m, src, base, "");
+	if (bytes >= 4) {
+		char name[64];
+		snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d%s",
+		         bytes == 16 ? "cg" : "ca", bytes, m ? ".s" : "");
+		LLVMValueRef args[3] = { dst, src,
+		                         m ? LLVMBuildSelect(E->b, m, emit_i32(E, bytes), emit_i32(E, 0), "") : NULL };
+		emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
+		return;
 	}
-	LLVMValueRef sb = LLVMBuildMul(E->b, slot, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(dot)), "");
+	LLVMValueRef x = LLVMBuildLoad2(E->b, E->i16, src, "");
+	LLVMSetAlignment(x, 2);
+	if (m)
+		x = LLVMBuildSelect(E->b, m, x, LLVMConstInt(E->i16, 0, false), "");
+	LLVMSetAlignment(LLVMBuildStore(E->b, x, dst), 2);
+}
 
-	const ERef *in = &emit_val(E, ld->operands[0])->ref;
+/* async_copy dst <- src[idx]: each thread copies its pieces of the block
+ * (the default blocked layout: 16 bytes along the row where alignment
+ * allows) to the same coordinates of dst, through dst's strides; with
+ * part/parts only that share of its pieces.  Padding lanes copy nothing. */
+void emit_async_copy(Emit *E, const BlkOp *op)
+{
+	const ERef *dst = &emit_val(E, op->operands[0])->ref;
+	const ERef *in = &emit_val(E, op->operands[1])->ref;
+	const BlkType *t = &op->operands[0]->type;
 	ERef v;
 	Walk w = { 0 };
-	apply_index(E, ld, in, &v, w.dmask);
+	apply_index(E, op, 2, in, &v, w.dmask);
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
-	*l = copy_layout(E, ld);
+	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
+	*l = blk_layout_blocked(2, shape, t->dtype, E->c->nthreads);
 	walk_init(E, &w, &v, l);
+	while (w.vec > 1 && (dst->stride[0] % w.vec || dst->stride[1] != 1))
+		w.vec /= 2;
 	LLVMValueRef live = w.owner;
 	for (int d = 0; d < 2; d++)
 		if (l->pad[d] != l->shape[d])
-			live = NULL; /* checked per register below */
+			live = NULL; /* checked per piece below */
 	LLVMBasicBlockRef cont = emit_begin_if(E, live);
-	LLVMValueRef tt = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, w.tc[0], emit_i32(E, ldw), ""), w.tc[1], "");
-	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, tt, emit_i32(E, 2), ""),
-	                                                 emit_i32(E, off), ""));
-	LLVMValueRef tdst = LLVMBuildGEP2(E->b, E->i8, inv, &sb, 1, "");
-	int n = blk_layout_nregs(l), bytes = 2 * w.vec, rd[2];
-	for (int r = r0; r < n && r < r1; r += w.vec) {
+	LLVMTypeRef et = emit_mem_type(E, t->dtype);
+	LLVMValueRef toff = LLVMBuildAdd(E->b, dst->off, LLVMBuildAdd(E->b,
+	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[0], E->i64, ""), emit_i64(E, dst->stride[0]), ""),
+	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[1], E->i64, ""), emit_i64(E, dst->stride[1]), ""), ""), "");
+	LLVMValueRef tdst = LLVMBuildGEP2(E->b, et, dst->base, &toff, 1, "");
+	int n = blk_layout_nregs(l), groups = n / w.vec, rd[2];
+	int64_t part = blk_op_int(op, "part", 0), parts = blk_op_int(op, "parts", 1);
+	for (int g = (int)(part * groups / parts); g < (int)((part + 1) * groups / parts); g++) {
+		int r = g * w.vec;
 		blk_layout_reg_split(l, r, rd);
 		int c0 = blk_layout_coord(l, 0, rd[0], 0), c1 = blk_layout_coord(l, 1, rd[1], 0);
 		LLVMValueRef pad = live ? NULL : w.owner;
@@ -422,24 +448,9 @@ void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
 				                                l->shape[d]));
 		LLVMBasicBlockRef pc = emit_begin_if(E, pad);
 		LLVMValueRef m, src = walk_elem(E, &w, r, &m);
-		LLVMValueRef o = emit_i32(E, ((int64_t)c0 * ldw + c1) * 2);
-		LLVMValueRef dst = LLVMBuildGEP2(E->b, E->i8, tdst, &o, 1, "");
-		if (m)
-			src = LLVMBuildSelect(E->b, m, src, v.base, "");
-		if (bytes >= 4) {
-			char name[64];
-			snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d%s",
-			         bytes == 16 ? "cg" : "ca", bytes, m ? ".s" : "");
-			LLVMValueRef args[3] = { dst, src,
-			                         m ? LLVMBuildSelect(E->b, m, emit_i32(E, bytes), emit_i32(E, 0), "") : NULL };
-			emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
-		} else {
-			LLVMValueRef x = LLVMBuildLoad2(E->b, E->i16, src, "");
-			LLVMSetAlignment(x, 2);
-			if (m)
-				x = LLVMBuildSelect(E->b, m, x, LLVMConstInt(E->i16, 0, false), "");
-			LLVMSetAlignment(LLVMBuildStore(E->b, x, dst), 2);
-		}
+		LLVMValueRef o = emit_i64(E, (int64_t)c0 * dst->stride[0] + (int64_t)c1 * dst->stride[1]);
+		copy_piece(E, LLVMBuildGEP2(E->b, et, tdst, &o, 1, ""), src, m, v.base,
+		           w.vec * blk_dtype_size(t->dtype));
 		emit_end_if(E, pc);
 	}
 	emit_end_if(E, cont);
@@ -447,20 +458,10 @@ void emit_async_load(Emit *E, const BlkOp *ld, int r0, int r1)
 
 void emit_memory(Emit *E, const BlkOp *op)
 {
-	const BlkAsyncLoad *al = op->kind == BLK_OP_LOAD ? blk_pmap_get(&E->c->async, op) : NULL;
-	if (al) {
-		if (!al->skip && !al->deferred)
-			emit_async_load(E, op, 0, 1 << 30);
-		if (al->commit)
-			emit_async_commit(E);
-		emit_bind(E, op->results[0], BLK_NEW(E->c->a, EVal));
-		return;
-	}
-
 	const ERef *in = &emit_val(E, op->operands[0])->ref;
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	Walk w = { 0 };
-	apply_index(E, op, in, &ev->ref, w.dmask);
+	apply_index(E, op, 1, in, &ev->ref, w.dmask);
 	if (op->kind == BLK_OP_VIEW) {
 		ev->is_ref = true;
 		emit_bind(E, op->results[0], ev);

@@ -35,11 +35,11 @@ static LLVMValueRef gep(Emit *E, LLVMValueRef p, int64_t bytes)
 	return bytes ? LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "") : p;
 }
 
-/* smem + off + t (per-thread, i32 bytes) + this execution's buffer: the
+/* smem + off + t (per-thread, i32 bytes) + this execution's slot: the
  * invariant part first so LICM hoists it. */
-static LLVMValueRef buf_ptr(Emit *E, const MmaCtx *D, int64_t off, LLVMValueRef t)
+static LLVMValueRef buf_ptr(Emit *E, const MmaCtx *D, LLVMValueRef off, LLVMValueRef t)
 {
-	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, t, emit_i32(E, off), ""));
+	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, t, off, ""));
 	return LLVMBuildGEP2(E->b, E->i8, inv, (LLVMValueRef *)&D->phb, 1, "");
 }
 
@@ -55,7 +55,7 @@ static void stage(Emit *E, const MmaCtx *D, const ETile *t, BlkDType dt, int64_t
 	LLVMValueRef tr = LLVMBuildMul(E->b, emit_thread_coord(E, l, 0), emit_i32(E, l->spt[0]), "");
 	LLVMValueRef tc = LLVMBuildMul(E->b, emit_thread_coord(E, l, 1), emit_i32(E, l->spt[1]), "");
 	LLVMValueRef tt = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, tr, emit_i32(E, ld), ""), tc, "");
-	LLVMValueRef base = buf_ptr(E, D, off, LLVMBuildMul(E->b, tt, emit_i32(E, 2), ""));
+	LLVMValueRef base = buf_ptr(E, D, emit_i32(E, off), LLVMBuildMul(E->b, tt, emit_i32(E, 2), ""));
 	LLVMTypeRef et = emit_reg_type(E, dt);
 	for (int r = 0; r < n; r += vec) {
 		blk_layout_reg_split(l, r, rd);
@@ -110,85 +110,125 @@ static void ldmatrix(Emit *E, LLVMValueRef p, bool trans, LLVMValueRef *out)
 		out[i] = LLVMBuildExtractValue(E->b, v, (unsigned)i, "");
 }
 
-/* After k16 step s of nks: the s-th of nks equal parts (in units of 8
- * registers of the copy layout, the last unit of an operand maybe short)
- * of the copies of the slab stages - 1 ahead, A's units then B's, while
- * there is such a slab; the commit after the last part. */
-static void issue_part(Emit *E, const BlkAsyncDot *ad, int s, int nks)
+/* Where each operand's fragments are read: the per-lane ldmatrix pointers
+ * and the byte steps between k16 steps and fragment pairs. */
+typedef struct Frags {
+	LLVMValueRef pa, pb;
+	int64_t a_ks, a_mi, b_ks, b_jp;
+	bool b_trans; /* B is k-major in shared memory ([N][K]): ldmatrix without .trans */
+} Frags;
+
+/* Register operands: staged by every thread into this execution's slot of
+ * the dot's staging buffer (operand 3), then one barrier; the two slots
+ * alternate (phase), so the next execution's stores need no barrier. */
+static void stage_operands(Emit *E, const BlkOp *op, MmaCtx *D, LLVMValueRef *aoff, LLVMValueRef *boff)
 {
-	int n[2] = { (emit_async_regs(E, ad->next[0]) + 7) / 8, (emit_async_regs(E, ad->next[1]) + 7) / 8 };
-	int tot = n[0] + n[1], u0 = s * tot / nks, u1 = (s + 1) * tot / nks;
-	if (u1 > u0) {
-		LLVMValueRef iv = emit_tile(E, ad->iv)->r[0];
-		LLVMBasicBlockRef cont = emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntSLE, iv,
-		                                                        emit_i32(E, ad->limit), ""));
-		for (int o = 0, base = 0; o < 2; base += n[o], o++) {
-			int lo = u0 - base > 0 ? u0 - base : 0, hi = u1 - base < n[o] ? u1 - base : n[o];
-			if (lo < hi)
-				emit_async_load(E, ad->next[o], 8 * lo, 8 * hi);
-		}
-		emit_end_if(E, cont);
+	const BlkValue *av = op->operands[0], *bv = op->operands[1];
+	BlkDType dt = av->type.dtype;
+	int64_t off = emit_alloc_offset(op->operands[3]);
+	int64_t ao = off, bo = off + (int64_t)D->M * D->lda * 2;
+	LLVMValueRef phase = emit_mma_phase(E, op);
+	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");
+	D->phb = LLVMBuildMul(E->b, ph, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(op)), "");
+	stage(E, D, emit_tile(E, av), dt, ao, D->lda);
+	stage(E, D, emit_tile(E, bv), dt, bo, D->ldb);
+	emit_barrier(E);
+	LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+	*aoff = emit_i32(E, ao);
+	*boff = emit_i32(E, bo);
+}
+
+/* Shared operands (pipeliner.c): a Ref's element 0 as a byte offset into
+ * shared memory, and its row stride. */
+static LLVMValueRef ref_offset(Emit *E, const ERef *r)
+{
+	LLVMValueRef p = LLVMBuildGEP2(E->b, emit_mem_type(E, r->dt), r->base, (LLVMValueRef *)&r->off, 1, "");
+	LLVMValueRef base = LLVMBuildPtrToInt(E->b, E->smem, E->i64, "");
+	return LLVMBuildTrunc(E->b, LLVMBuildSub(E->b, LLVMBuildPtrToInt(E->b, p, E->i64, ""), base, ""),
+	                      E->i32, "");
+}
+
+/* Per-thread ldmatrix addresses: lane L = 8q + i, q = 2 q1 + q0. */
+static void frag_pointers(Emit *E, MmaCtx *D, LLVMValueRef aoff, LLVMValueRef boff, Frags *F)
+{
+	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
+	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
+	LLVMValueRef wn = LLVMBuildAnd(E->b, w, emit_i32(E, D->wn - 1), "");
+	LLVMValueRef wm = LLVMBuildLShr(E->b, w, emit_i32(E, blk_layout_log2(D->wn)), "");
+	LLVMValueRef i8 = LLVMBuildAnd(E->b, lane, emit_i32(E, 7), "");
+	LLVMValueRef q0 = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 3), ""), emit_i32(E, 1), "");
+	LLVMValueRef q1 = LLVMBuildLShr(E->b, lane, emit_i32(E, 4), "");
+	/* A: row 8 wm-index + i + q0 * 8wm (row rep 2mi or 2mi+1), column q1 * 8 */
+	LLVMValueRef arow = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wm, emit_i32(E, 8), ""), i8, ""),
+	                                 LLVMBuildMul(E->b, q0, emit_i32(E, 8 * D->wm), ""), "");
+	LLVMValueRef ta = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, arow, emit_i32(E, D->lda), ""),
+	                               LLVMBuildMul(E->b, q1, emit_i32(E, 8), ""), "");
+	F->pa = buf_ptr(E, D, aoff, LLVMBuildMul(E->b, ta, emit_i32(E, 2), ""));
+	F->a_ks = 16 * 2, F->a_mi = (int64_t)16 * D->wm * D->lda * 2;
+	/* B: n8 block 2jp or 2jp+1 by q1 (column 8 wn-index + q1 * 8wn), k
+	 * half by q0: k row q0 * 8 + i of [K][N], or k column q0 * 8 of row
+	 * n + i of [N][K] */
+	LLVMValueRef n0 = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wn, emit_i32(E, 8), ""),
+	                               LLVMBuildMul(E->b, q1, emit_i32(E, 8 * D->wn), ""), "");
+	LLVMValueRef k8 = LLVMBuildMul(E->b, q0, emit_i32(E, 8), "");
+	LLVMValueRef tb;
+	if (F->b_trans) {
+		tb = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, LLVMBuildAdd(E->b, n0, i8, ""), emit_i32(E, D->ldb), ""), k8, "");
+		F->b_ks = 16 * 2, F->b_jp = (int64_t)16 * D->wn * D->ldb * 2;
+	} else {
+		tb = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, LLVMBuildAdd(E->b, k8, i8, ""), emit_i32(E, D->ldb), ""), n0, "");
+		F->b_ks = (int64_t)16 * D->ldb * 2, F->b_jp = (int64_t)16 * D->wn * 2;
 	}
-	if (s == nks - 1)
-		emit_async_commit(E);
+	F->pb = buf_ptr(E, D, boff, LLVMBuildMul(E->b, tb, emit_i32(E, 2), ""));
+}
+
+/* The ops of the dot's region (the pipeliner's next copies, then their
+ * commit) in order after its k16 steps: with n ops, op j < n - 1 after
+ * step j * nks / (n - 1), the last one after the last step. */
+static void emit_overlap(Emit *E, const BlkOp *op, int step, int nks)
+{
+	if (!op->nregions)
+		return;
+	int n = 0, j = 0;
+	for (const BlkOp *o = op->regions[0]->first; o; o = o->next)
+		n++;
+	for (const BlkOp *o = op->regions[0]->first; o; o = o->next, j++) {
+		int at = j == n - 1 ? nks - 1 : j * nks / (n - 1);
+		if (at == step)
+			emit_op(E, o);
+	}
 }
 
 void emit_mma(Emit *E, const BlkOp *op)
 {
 	const BlkValue *av = op->operands[0], *bv = op->operands[1];
 	const BlkLayout *l = emit_layout(E, op->results[0]);
-	MmaCtx D;
+	bool shared = av->type.kind == BLK_TYPE_REF;
+	MmaCtx D = { 0 };
 	D.M = (int)blk_lower_dim(av->type.dims[0]);
 	D.K = (int)blk_lower_dim(av->type.dims[1]);
 	D.N = (int)blk_lower_dim(bv->type.dims[1]);
 	D.wm = l->thr[0] / 8, D.wn = l->thr[1] / 4;
-	D.lda = D.K + 8, D.ldb = D.N + 8;
 	BlkDType dt = av->type.dtype;
 	const char *mma = dt == BLK_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 	                                 : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
-	/* 1. the phase picks this execution's staging buffer */
-	int64_t off = emit_alloc_offset(op->operands[3]);
-	int64_t aoff = off, boff = off + (int64_t)D.M * D.lda * 2;
-	const BlkAsyncDot *ad = blk_pmap_get(&E->c->async, op);
-	LLVMValueRef phase = emit_mma_phase(E, op);
-	LLVMValueRef ph = LLVMBuildLoad2(E->b, E->i32, phase, "phase");
-	D.phb = LLVMBuildMul(E->b, ph, emit_i32(E, (int64_t)blk_lower_mma_stage_bytes(op)), "");
-	if (ad) {
-		/* cp.async: this slab's group has landed (at most stages - 2
-		 * newer ones pending); the barrier publishes every thread's
-		 * copies and retires the reads of the slot the next copy
-		 * overwrites.  The slab stages - 1 ahead is issued below, spread
-		 * over the k16 steps (issue_part): issued right after the
-		 * barrier, the copies queue ahead of every warp's ldmatrix. */
-		LLVMValueRef n = emit_i32(E, ad->stages - 2);
-		emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
-		emit_barrier(E);
+	Frags F = { 0 };
+	LLVMValueRef aoff, boff;
+	if (shared) {
+		const ERef *ra = &emit_val(E, av)->ref, *rb = &emit_val(E, bv)->ref;
+		if (ra->stride[1] != 1)
+			blk_die("lower: emit: an mma A operand in shared memory must be k-contiguous");
+		F.b_trans = rb->stride[0] == 1;
+		D.lda = (int)ra->stride[0];
+		D.ldb = (int)(F.b_trans ? rb->stride[1] : rb->stride[0]);
+		D.phb = emit_i32(E, 0);
+		aoff = ref_offset(E, ra);
+		boff = ref_offset(E, rb);
 	} else {
-		stage(E, &D, emit_tile(E, av), dt, aoff, D.lda);
-		stage(E, &D, emit_tile(E, bv), dt, boff, D.ldb);
-		/* 2. */
-		emit_barrier(E);
+		D.lda = D.K + 8, D.ldb = D.N + 8;
+		stage_operands(E, op, &D, &aoff, &boff);
 	}
-	/* 3. per-thread ldmatrix addresses: lane L = 8q + i, q = 2 q1 + q0 */
-	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
-	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
-	LLVMValueRef wn = LLVMBuildAnd(E->b, w, emit_i32(E, D.wn - 1), "");
-	LLVMValueRef wm = LLVMBuildLShr(E->b, w, emit_i32(E, blk_layout_log2(D.wn)), "");
-	LLVMValueRef i8 = LLVMBuildAnd(E->b, lane, emit_i32(E, 7), "");
-	LLVMValueRef q0 = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 3), ""), emit_i32(E, 1), "");
-	LLVMValueRef q1 = LLVMBuildLShr(E->b, lane, emit_i32(E, 4), "");
-	/* A: row 8 wm-index + i + q0 * 8wm (row rep 2mi or 2mi+1), column q1 * 8 */
-	LLVMValueRef arow = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wm, emit_i32(E, 8), ""), i8, ""),
-	                                 LLVMBuildMul(E->b, q0, emit_i32(E, 8 * D.wm), ""), "");
-	LLVMValueRef ta = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, arow, emit_i32(E, D.lda), ""),
-	                               LLVMBuildMul(E->b, q1, emit_i32(E, 8), ""), "");
-	LLVMValueRef pa = buf_ptr(E, &D, aoff, LLVMBuildMul(E->b, ta, emit_i32(E, 2), ""));
-	/* B: k row q0 * 8 + i, column 8 wn-index + q1 * 8wn (n8 block 2jp or 2jp+1) */
-	LLVMValueRef brow = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, q0, emit_i32(E, 8), ""), i8, "");
-	LLVMValueRef bcol = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, wn, emit_i32(E, 8), ""),
-	                                 LLVMBuildMul(E->b, q1, emit_i32(E, 8 * D.wn), ""), "");
-	LLVMValueRef tb = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, brow, emit_i32(E, D.ldb), ""), bcol, "");
-	LLVMValueRef pb = buf_ptr(E, &D, boff, LLVMBuildMul(E->b, tb, emit_i32(E, 2), ""));
+	frag_pointers(E, &D, aoff, boff, &F);
 
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, l);
@@ -209,11 +249,9 @@ void emit_mma(Emit *E, const BlkOp *op)
 		if (ks < nks) {
 			LLVMValueRef *fa = frag[ks % 2][0], *fb = frag[ks % 2][1];
 			for (int mi = 0; mi < mi_n; mi++)
-				ldmatrix(E, gep(E, pa, ((int64_t)mi * 16 * D.wm * D.lda + ks * 16) * 2), false,
-				         &fa[4 * mi]);
+				ldmatrix(E, gep(E, F.pa, mi * F.a_mi + ks * F.a_ks), false, &fa[4 * mi]);
 			for (int jp = 0; jp < nj_n / 2; jp++)
-				ldmatrix(E, gep(E, pb, ((int64_t)ks * 16 * D.ldb + jp * 16 * D.wn) * 2), true,
-				         &fb[4 * jp]);
+				ldmatrix(E, gep(E, F.pb, ks * F.b_ks + jp * F.b_jp), !F.b_trans, &fb[4 * jp]);
 		}
 		if (ks == 0)
 			continue;
@@ -230,15 +268,7 @@ void emit_mma(Emit *E, const BlkOp *op)
 				for (int k = 0; k < 4; k++)
 					ev->t.r[c[k]] = LLVMBuildExtractValue(E->b, d, (unsigned)k, "");
 			}
-		if (ad)
-			issue_part(E, ad, ks - 1, nks);
-	}
-	if (ad) {
-		LLVMValueRef nx = LLVMBuildAdd(E->b, ph, emit_i32(E, 1), "");
-		LLVMValueRef wrap = LLVMBuildICmp(E->b, LLVMIntEQ, nx, emit_i32(E, ad->stages), "");
-		LLVMBuildStore(E->b, LLVMBuildSelect(E->b, wrap, emit_i32(E, 0), nx, ""), phase);
-	} else {
-		LLVMBuildStore(E->b, LLVMBuildXor(E->b, ph, emit_i32(E, 1), ""), phase);
+		emit_overlap(E, op, ks - 1, nks);
 	}
 	emit_bind(E, op->results[0], ev);
 }

@@ -23,27 +23,6 @@ typedef struct BlkPtrMap {
 void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v);
 void *blk_pmap_get(const BlkPtrMap *m, const void *k);
 
-/* A load whose slab goes to a tensor-core dot's staging buffer by cp.async
- * (prefetch.c, emit_memory.c): `skip` marks the dot's own operand loads,
- * which emit nothing; the others copy into slot (phase + ahead) % stages;
- * `deferred` ones are issued by the dot after its barrier, the rest where
- * they stand; `commit` closes a cp.async group after this copy. */
-typedef struct BlkAsyncLoad {
-	struct BlkOp *dot;
-	int operand, ahead;
-	bool skip, deferred, commit;
-} BlkAsyncLoad;
-
-/* A tensor-core dot staged by cp.async over `stages` buffers; next[] are
- * the deferred loads of the slab `stages - 1` ahead, issued only while
- * iv <= limit. */
-typedef struct BlkAsyncDot {
-	int stages;
-	struct BlkOp *next[2];
-	struct BlkValue *iv;
-	int64_t limit;
-} BlkAsyncDot;
-
 typedef struct LowerCtx {
 	BlkArena *a;
 	BlkDiag *d;
@@ -57,8 +36,6 @@ typedef struct LowerCtx {
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32 */
 	BlkLayout scalar;      /* rank 0, held by every thread */
-	BlkPtrMap async;       /* cp.async staging (prefetch.c): load op -> BlkAsyncLoad*,
-	                        * tensor-core dot op -> BlkAsyncDot* */
 	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
 	size_t transit_bytes;  /* the transit region's size (tile.c) */
 	unsigned grid[3];
@@ -74,6 +51,7 @@ BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
+bool blk_lower_pipeline(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
@@ -82,6 +60,34 @@ bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 
 /* false, with an error listing the arches there are, for an unknown one (ptx.c). */
 bool blk_lower_check_arch(BlkDiag *d, const char *arch);
+
+/* A `for` op as the loop passes see it (loops.c); lo, last, step are
+ * prefetch.c's constant bounds. */
+typedef struct BlkLoop {
+	LowerCtx *c;
+	BlkOp *loop;
+	BlkRegion *body;
+	int64_t lo, last, step;
+} BlkLoop;
+/* ref reaches (through views) an `in` array: nothing writes it. */
+bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
+/* Marks in `in` (op -> op) the ops of L's body v depends on; false when v
+ * depends on a carry or on an op that is not pure and region-free. */
+bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v);
+/* Copies op before b's insertion point, operands mapped through vm (and
+ * its results added to vm). */
+BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op);
+/* Clones at b the ops of `in` that come before `upto`, with the iv as iv;
+ * vm maps the originals' values to the clones'. */
+void blk_loop_clone_slice(BlkLoop *L, BlkBuilder *b, BlkPtrMap *in, const BlkOp *upto, BlkValue *iv,
+                          BlkPtrMap *vm);
+/* Appends a carry: init before the loop, next yielded; returns its arg. */
+BlkValue *blk_loop_add_carry(BlkLoop *L, BlkValue *init, BlkValue *next);
+/* Erases the ops of `in` nothing uses any more, last first. */
+void blk_loop_erase_dead(BlkLoop *L, BlkPtrMap *in);
+/* Uses of v in r and its nested regions. */
+int blk_lower_uses(const BlkRegion *r, const BlkValue *v);
+BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
 
 /* Bytes of one staging buffer pair (A and B) of a dot (tile.c). */
 size_t blk_lower_dot_stage_bytes(const BlkOp *dot);

@@ -43,6 +43,19 @@ static int64_t pos_of(const Plan *p, const BlkOp *op)
 	return (int64_t)(uintptr_t)blk_pmap_get(&p->pos, op) - 1;
 }
 
+/* The bytes a buffer spans: its last element's offset + 1, through the
+ * strides of its shared<> layout where it has one (padded rows). */
+static int64_t buffer_bytes(const BlkType *t)
+{
+	int64_t last = 0, n = 1;
+	for (int d = 0; d < t->rank; d++) {
+		int64_t e = blk_lower_dim(t->dims[d]);
+		last += (e - 1) * (t->layout ? t->layout->sstride[d] : 0);
+		n *= e;
+	}
+	return (t->layout ? last + 1 : n) * blk_dtype_size(t->dtype);
+}
+
 /* Step 1, and the buffers and views in order. */
 static void number(Plan *p, BlkRegion *r)
 {
@@ -57,10 +70,7 @@ static void number(Plan *p, BlkRegion *r)
 			Buf *b = &p->bufs[p->nbufs++];
 			*b = (Buf){ .op = op, .start = p->n - 1, .end = p->n - 1 };
 			b->transit = role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0;
-			const BlkType *t = &op->results[0]->type;
-			b->bytes = blk_dtype_size(t->dtype);
-			for (int d = 0; d < t->rank; d++)
-				b->bytes *= blk_lower_dim(t->dims[d]);
+			b->bytes = buffer_bytes(&op->results[0]->type);
 			blk_pmap_put(p->c->a, &p->root, op->results[0], (void *)(uintptr_t)p->nbufs);
 		} else if (op->kind == BLK_OP_VIEW) {
 			void *rb = blk_pmap_get(&p->root, op->operands[0]);

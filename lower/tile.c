@@ -193,9 +193,9 @@ static void tile_elementwise(LowerCtx *c, BlkOp *op)
 	set_layout(c, op->results[0], want);
 }
 
-/* The dot takes an accumulator (a zero splat when it had none) and its
- * staging buffer: slots of A and B as blk_lower_*_stage_bytes lay them out,
- * num_stages of them when prefetch.c stages it by cp.async, else two. */
+/* The dot takes an accumulator (a zero splat when it had none) and, unless
+ * the pipeliner put its operands in shared memory, its staging buffer: two
+ * slots of A and B as blk_lower_*_stage_bytes lay them out. */
 static void tile_dot(LowerCtx *c, BlkOp *op)
 {
 	const BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
@@ -207,15 +207,18 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	                           : blk_build_const_float(&b, op->loc, op->results[0]->type, 0.0);
 	set_layout(c, ops[2], l);
 	set_layout(c, op->results[0], l);
-	const BlkAsyncDot *ad = blk_pmap_get(&c->async, op);
-	int64_t slots = ad ? ad->stages : 2;
+	op->operands = ops;
+	if (ops[0]->type.kind == BLK_TYPE_REF) { /* in shared memory already (pipeliner.c) */
+		op->noperands = 3;
+		return;
+	}
+	int64_t slots = 2;
 	blk_builder_before(&b, c->a, stage_site(c, op));
 	if (l->mma)
 		ops[3] = local_alloc(c, &b, op->loc, op->operands[0]->type.dtype, slots,
 		                     (int64_t)blk_lower_mma_stage_bytes(op) / 2);
 	else
 		ops[3] = local_alloc(c, &b, op->loc, BLK_F32, slots, (int64_t)blk_lower_dot_stage_bytes(op) / 4);
-	op->operands = ops;
 	op->noperands = 4;
 }
 

@@ -1,0 +1,110 @@
+/* loops.c - what the loop passes (pipeliner.c, prefetch.c) share: the part
+ * of a loop body a value depends on, clones of it at another iteration,
+ * new loop carries, dead-code cleanup. */
+#include "lower_int.h"
+
+#include <string.h>
+
+bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref)
+{
+	while (ref->def && ref->def->kind == BLK_OP_VIEW)
+		ref = ref->def->operands[0];
+	if (!ref->def || ref->def->kind != BLK_OP_BLOCK_REF)
+		return false;
+	int pi = (int)blk_op_int(ref->def, "param", -1);
+	return pi >= 0 && pi < c->k->nparams && c->k->params[pi].access == BLK_ACCESS_IN;
+}
+
+bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v)
+{
+	if (!v->def)
+		return v->owner != L->body || v->index == 0;
+	BlkOp *d = v->def;
+	if (d->parent != L->body || blk_pmap_get(in, d))
+		return true;
+	if (!(blk_op_flags(d->kind) & BLK_OPF_PURE) || d->nregions)
+		return false;
+	blk_pmap_put(L->c->a, in, d, d);
+	for (int i = 0; i < d->noperands; i++)
+		if (!blk_loop_slice(L, in, d->operands[i]))
+			return false;
+	return true;
+}
+
+BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op)
+{
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, op->noperands + 1);
+	BlkType *types = BLK_NEW_N(c->a, BlkType, op->nresults + 1);
+	for (int i = 0; i < op->noperands; i++) {
+		BlkValue *m = blk_pmap_get(vm, op->operands[i]);
+		ops[i] = m ? m : op->operands[i];
+	}
+	for (int i = 0; i < op->nresults; i++)
+		types[i] = op->results[i]->type;
+	BlkOp *n = blk_build(b, op->kind, op->loc, op->noperands, ops, op->nresults, types, 0);
+	n->nattrs = op->nattrs;
+	n->attrs = BLK_NEW_N(c->a, BlkAttr, op->nattrs + 1);
+	if (op->nattrs > 0)
+		memcpy(n->attrs, op->attrs, sizeof(BlkAttr) * (size_t)op->nattrs);
+	for (int i = 0; i < op->nresults; i++) {
+		n->results[i]->name = op->results[i]->name;
+		blk_pmap_put(c->a, vm, op->results[i], n->results[i]);
+	}
+	return n;
+}
+
+void blk_loop_clone_slice(BlkLoop *L, BlkBuilder *b, BlkPtrMap *in, const BlkOp *upto, BlkValue *iv,
+                          BlkPtrMap *vm)
+{
+	blk_pmap_put(L->c->a, vm, L->body->args[0], iv);
+	for (BlkOp *op = L->body->first; op && op != upto; op = op->next)
+		if (blk_pmap_get(in, op))
+			blk_loop_copy_op(L->c, b, vm, op);
+}
+
+BlkValue *blk_loop_add_carry(BlkLoop *L, BlkValue *init, BlkValue *next)
+{
+	BlkArena *a = L->c->a;
+	BlkOp *f = L->loop, *y = L->body->last;
+	BlkValue **ops = BLK_NEW_N(a, BlkValue *, f->noperands + 2);
+	memcpy(ops, f->operands, sizeof *ops * (size_t)f->noperands);
+	ops[f->noperands++] = init;
+	f->operands = ops;
+	BlkValue **res = BLK_NEW_N(a, BlkValue *, f->nresults + 2);
+	memcpy(res, f->results, sizeof *res * (size_t)f->nresults);
+	BlkValue *r = BLK_NEW(a, BlkValue);
+	r->type = init->type, r->def = f, r->index = f->nresults;
+	res[f->nresults++] = r;
+	f->results = res;
+	BlkValue **yo = BLK_NEW_N(a, BlkValue *, y->noperands + 2);
+	memcpy(yo, y->operands, sizeof *yo * (size_t)y->noperands);
+	yo[y->noperands++] = next;
+	y->operands = yo;
+	return blk_region_add_arg(a, L->body, init->type, init->name);
+}
+
+int blk_lower_uses(const BlkRegion *r, const BlkValue *v)
+{
+	int n = 0;
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->noperands; i++)
+			n += op->operands[i] == v;
+		for (int i = 0; i < op->nregions; i++)
+			n += blk_lower_uses(op->regions[i], v);
+	}
+	return n;
+}
+
+void blk_loop_erase_dead(BlkLoop *L, BlkPtrMap *in)
+{
+	for (BlkOp *op = L->body->last, *prev; op; op = prev) {
+		prev = op->prev;
+		if (blk_pmap_get(in, op) && !blk_lower_uses(L->body, op->results[0]))
+			blk_op_erase(op);
+	}
+}
+
+BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v)
+{
+	return blk_build_const_int(b, loc, blk_type_scalar(BLK_I32), v);
+}

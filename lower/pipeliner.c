@@ -1,0 +1,321 @@
+/* pipeliner.c - the software pipeliner: a tensor-core dot's operand slabs
+ * go from global to shared memory by cp.async, num_stages slabs deep.
+ *
+ * Requires: block refs lowered (blockspec.c: masks set), shapes constant,
+ * dot engines chosen (dot_engine.c).  Applies to a `for` with a constant
+ * step > 0 and any bounds (constants, or values of the program such as
+ * program ids and sizes), and to each dot with engine "mma" directly in its
+ * body whose two operands are 2-D 16-bit slabs loaded in that body from
+ * `in` arrays (zero fill), B also through a transpose (`x @ w.T`), at
+ * indices that depend only on the iv and values from outside the loop.
+ * With S = num_stages >= 2, each operand X gets a buffer
+ * bufX = local_alloc [S, R, C + 8] (the +8 spreads ldmatrix's row reads
+ * over the banks) and:
+ *
+ *   for s in 0 .. S-2:                       -- before the loop
+ *     if lo + s*step < hi { async_copy bufX[s] <- X(lo + s*step) }
+ *     async_commit                           -- a group per slab, maybe empty
+ *   for k (.., rd = 0, wr = S-1) {
+ *     async_wait {pending = S-2}             -- slab k has landed
+ *     barrier                                -- for every thread; slot wr is free
+ *     d = dot bufA[rd], bufB[rd] (or trans_view of it), acc {
+ *       if k + (S-1)*step < hi { async_copy bufX[wr] <- X(k + (S-1)*step) }
+ *       ...                                  -- in parts, spread over the
+ *       async_commit                         -- dot's k16 steps (emit_mma.c)
+ *     }
+ *     yield .., rd + 1 mod S, wr + 1 mod S
+ *   }
+ *
+ * Every copy sees an iv of the loop's own range, so the loads' masks stay
+ * valid, and a loop that runs fewer than S - 1 times copies nothing past
+ * it.  A loop inside another loop starts with a barrier: the previous
+ * execution's last reads of the slots come before this one's first copies.
+ */
+#include "lower_int.h"
+
+#include <string.h>
+
+enum { PAD = 8 }; /* elements added to each row of a slot */
+
+typedef struct Operand {
+	BlkOp *load;      /* the slab's load */
+	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
+	BlkPtrMap in;     /* the body ops its indices depend on */
+	BlkValue *buf;    /* [S, R, C] */
+	int64_t R, C;
+} Operand;
+
+typedef struct Pipe {
+	BlkLoop L;
+	BlkOp *dot;
+	Operand x[2];
+	int S;
+	int64_t step;
+} Pipe;
+
+static bool zero_fill(const BlkOp *ld)
+{
+	const BlkAttr *f = blk_op_attr(ld, "fill");
+	return !f || (f->kind == BLK_ATTR_FLOAT ? f->f == 0 : f->kind == BLK_ATTR_INT && f->i == 0);
+}
+
+/* Operand o of the dot, if it is a slab this pass can stage. */
+static bool stageable(Pipe *P, int o)
+{
+	Operand *x = &P->x[o];
+	BlkValue *v = P->dot->operands[o];
+	BlkOp *d = v->def;
+	if (o == 1 && d && d->kind == BLK_OP_TRANSPOSE && d->parent == P->L.body &&
+	    blk_lower_uses(P->L.body, v) == 1) {
+		x->trans = d;
+		v = d->operands[0];
+		d = v->def;
+	}
+	if (!d || d->kind != BLK_OP_LOAD || d->parent != P->L.body || v->type.rank != 2 ||
+	    blk_dtype_size(v->type.dtype) != 2 || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
+	    !blk_loop_read_only(P->L.c, d->operands[0]))
+		return false;
+	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
+		if (!blk_loop_slice(&P->L, &x->in, d->operands[i]))
+			return false;
+	x->load = d;
+	x->R = blk_lower_dim(v->type.dims[0]);
+	x->C = blk_lower_dim(v->type.dims[1]);
+	return true;
+}
+
+static BlkValue *binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
+{
+	BlkValue *o[2] = { x, y };
+	BlkType t = blk_type_scalar(k == BLK_OP_LT || k == BLK_OP_EQ ? BLK_BOOL : BLK_I32);
+	return blk_build1(b, k, loc, t, 2, o);
+}
+
+static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *shape, const BlkLayout *l)
+{
+	const BlkSym *dims[BLK_MAX_RANK];
+	for (int d = 0; d < rank; d++)
+		dims[d] = blk_sym_const(c->a, shape[d]);
+	BlkType t = blk_type_ref(dt, rank, dims, BLK_SPACE_SHARED);
+	t.layout = l;
+	return t;
+}
+
+/* bufX = local_alloc [S, R, C] with rows of C + PAD. */
+static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x)
+{
+	LowerCtx *c = P->L.c;
+	int shape[3] = { P->S, (int)x->R, (int)x->C };
+	int64_t shape64[3] = { P->S, x->R, x->C };
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_shared(3, shape, PAD);
+	BlkType t = shared_type(c, x->load->results[0]->type.dtype, 3, shape64, l);
+	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, x->load->loc, 0, NULL, 1, &t, 0)->results[0];
+	x->buf->name = x == &P->x[0] ? "stage_a" : "stage_b";
+}
+
+/* bufX[slot] as a [R, C] shared Ref. */
+static BlkValue *slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
+{
+	LowerCtx *c = P->L.c;
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = *x->buf->type.layout;
+	l->rank = 2;
+	for (int d = 0; d < 2; d++) {
+		l->shape[d] = l->shape[d + 1];
+		l->pad[d] = l->pad[d + 1];
+		l->sstride[d] = l->sstride[d + 1];
+	}
+	int64_t shape[2] = { x->R, x->C };
+	BlkType t = shared_type(c, x->buf->type.dtype, 2, shape, l);
+	BlkValue *ops[2] = { x->buf, slot };
+	BlkValue *v = blk_build1(b, BLK_OP_VIEW, x->load->loc, t, 2, ops);
+	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL }, { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
+	blk_op_set_index(c->a, v->def, "idx", 3, idx);
+	return v;
+}
+
+/* The dot's operand from a slot view: B through a trans_view where the
+ * source had a transpose. */
+static BlkValue *operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
+{
+	if (!x->trans)
+		return view;
+	BlkLayout *l = BLK_NEW(P->L.c->a, BlkLayout);
+	*l = blk_layout_shared_swap(view->type.layout, 0, 1);
+	int64_t shape[2] = { x->C, x->R };
+	BlkType t = shared_type(P->L.c, view->type.dtype, 2, shape, l);
+	return blk_build1(b, BLK_OP_TRANS_VIEW, x->trans->loc, t, 1, &view);
+}
+
+/* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
+ * `if cond` at b. */
+static void copy_if(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
+                    int part, int parts)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *iff = blk_build(b, BLK_OP_IF, x->load->loc, 1, &cond, 0, NULL, 2);
+	BlkBuilder in;
+	blk_builder_at_end(&in, c->a, iff->regions[0]);
+	BlkValue *dst = slot_view(P, &in, x, slot);
+	int n = x->load->noperands + 1;
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, n);
+	ops[0] = dst;
+	for (int i = 0; i < x->load->noperands; i++) {
+		BlkValue *m = blk_pmap_get(vm, x->load->operands[i]);
+		ops[i + 1] = m ? m : x->load->operands[i];
+	}
+	BlkOp *cp = blk_build(&in, BLK_OP_ASYNC_COPY, x->load->loc, n, ops, 0, NULL, 0);
+	for (int i = 0; i < x->load->nattrs; i++) {
+		const BlkAttr *a = &x->load->attrs[i];
+		if (strcmp(a->name, "idx") == 0)
+			blk_op_set_index(c->a, cp, "idx", a->index.n, a->index.v);
+		else if (strcmp(a->name, "mask") == 0)
+			blk_op_set_string(c->a, cp, "mask", a->s);
+	}
+	if (parts > 1) {
+		blk_op_set_int(c->a, cp, "part", part);
+		blk_op_set_int(c->a, cp, "parts", parts);
+	}
+}
+
+static void commit(BlkBuilder *b, BlkLoc loc)
+{
+	blk_build(b, BLK_OP_ASYNC_COMMIT, loc, 0, NULL, 0, NULL, 0);
+}
+
+/* The slabs of the first S - 1 iterations, before the loop. */
+static void prologue(Pipe *P, BlkBuilder *b)
+{
+	BlkOp *f = P->L.loop;
+	for (int s = 0; s < P->S - 1; s++) {
+		BlkValue *ks = f->operands[0];
+		if (s)
+			ks = binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
+		BlkValue *more = binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
+		BlkValue *slot = blk_lower_i32(b, f->loc, s);
+		for (int o = 0; o < 2; o++) {
+			BlkPtrMap vm = { 0 };
+			blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
+			copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
+		}
+		commit(b, f->loc);
+	}
+}
+
+/* v + 1, wrapped to 0 at S. */
+static BlkValue *advance(Pipe *P, BlkBuilder *b, BlkValue *v)
+{
+	BlkLoc loc = P->dot->loc;
+	BlkValue *n = binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
+	BlkValue *wrap = binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
+	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
+	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
+}
+
+/* Parts each operand's next copy is split into: the dot's k16 steps
+ * between them, so the copies queue between the ldmatrix reads instead of
+ * ahead of them all. */
+static int parts_of(const Pipe *P)
+{
+	int64_t K = blk_lower_dim(P->dot->operands[0]->type.dims[1]);
+	int p = (int)(K / 16 / 2);
+	return p < 1 ? 1 : p > 8 ? 8 : p;
+}
+
+/* The loop body: wait, barrier, the dot on the slots, the next copies in
+ * the dot's region, the slot counters. */
+static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *dot = P->dot;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, dot);
+	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
+	blk_op_set_int(c->a, w, "pending", P->S - 2);
+	blk_build(&b, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
+	BlkValue *kn = binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
+	                     blk_lower_i32(&b, dot->loc, (P->S - 1) * P->step));
+	BlkValue *more = binop(&b, BLK_OP_LT, dot->loc, kn, P->L.loop->operands[1]);
+	BlkPtrMap vm[2] = { { 0 }, { 0 } };
+	for (int o = 0; o < 2; o++) {
+		blk_loop_clone_slice(&P->L, &b, &P->x[o].in, P->x[o].load, kn, &vm[o]);
+		dot->operands[o] = operand_view(P, &b, &P->x[o], slot_view(P, &b, &P->x[o], rd));
+	}
+	BlkRegion *r = blk_region_create(c->a);
+	r->parent = dot;
+	dot->regions = BLK_NEW_N(c->a, BlkRegion *, 1);
+	dot->regions[0] = r;
+	dot->nregions = 1;
+	BlkBuilder in;
+	blk_builder_at_end(&in, c->a, r);
+	int parts = parts_of(P);
+	for (int o = 0; o < 2; o++)
+		for (int p = 0; p < parts; p++)
+			copy_if(P, &in, more, &P->x[o], wr, &vm[o], p, parts);
+	commit(&in, dot->loc);
+}
+
+static bool in_loop(const BlkOp *op)
+{
+	for (const BlkRegion *r = op->parent; r && r->parent; r = r->parent->parent)
+		if (r->parent->kind == BLK_OP_FOR)
+			return true;
+	return false;
+}
+
+static void pipeline(Pipe *P)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	BlkBuilder pre;
+	blk_builder_before(&pre, c->a, f);
+	for (int o = 0; o < 2; o++)
+		make_buffer(P, &pre, &P->x[o]);
+	if (in_loop(f))
+		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+	prologue(P, &pre);
+	/* the slot counters: carries whose next values come before the yield */
+	BlkBuilder end;
+	blk_builder_before(&end, c->a, P->L.body->last);
+	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->S - 1);
+	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
+	rd->name = "rd", wr->name = "wr";
+	BlkOp *y = P->L.body->last;
+	y->operands[y->noperands - 2] = advance(P, &end, rd);
+	y->operands[y->noperands - 1] = advance(P, &end, wr);
+	steady(P, rd, wr);
+	for (int o = 0; o < 2; o++) {
+		if (P->x[o].trans)
+			blk_op_erase(P->x[o].trans);
+		blk_op_erase(P->x[o].load);
+		blk_loop_erase_dead(&P->L, &P->x[o].in);
+	}
+}
+
+static void pipeline_loop(void *ctx, BlkOp *f)
+{
+	LowerCtx *c = ctx;
+	if (f->kind != BLK_OP_FOR || c->k->num_stages < 2)
+		return;
+	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = c->k->num_stages };
+	BlkOp *y = P.L.body->last;
+	if (!blk_lower_const_int(f->operands[2], &P.step) || P.step <= 0 || !y || y->kind != BLK_OP_YIELD)
+		return;
+	for (BlkOp *op = P.L.body->first, *next; op; op = next) {
+		next = op->next;
+		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_mma(op) ||
+		    op->operands[0]->type.kind != BLK_TYPE_TILE)
+			continue;
+		P.dot = op;
+		memset(P.x, 0, sizeof P.x);
+		if (stageable(&P, 0) && stageable(&P, 1) && P.x[0].load != P.x[1].load)
+			pipeline(&P);
+	}
+}
+
+bool blk_lower_pipeline(LowerCtx *c)
+{
+	blk_lower_walk(c->k->body, pipeline_loop, c);
+	return true;
+}
