@@ -107,14 +107,22 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads)
 	return l;
 }
 
+bool blk_layout_mma_grid_fits(int M, int N, int nthreads, int wn)
+{
+	int warps = nthreads / 32;
+	if (nthreads % 32 || warps < 1 || wn < 1 || warps % wn || M != blk_pow2ceil(M) ||
+	    N != blk_pow2ceil(N))
+		return false;
+	int wm = warps / wn;
+	return !(M % (16 * wm) || N % (16 * wn) || M / (8 * wm) > 64 || N / (4 * wn) > 64);
+}
+
 int blk_layout_mma_wn(int M, int N, int nthreads)
 {
 	int warps = nthreads / 32, best = 0, cost = 1 << 30;
-	if (nthreads % 32 || warps < 1 || M != blk_pow2ceil(M) || N != blk_pow2ceil(N))
-		return 0;
 	for (int wn = 1; wn <= warps; wn *= 2) {
 		int wm = warps / wn;
-		if (M % (16 * wm) || N % (16 * wn) || M / (8 * wm) > 64 || N / (4 * wn) > 64)
+		if (!blk_layout_mma_grid_fits(M, N, nthreads, wn))
 			continue;
 		int c = M / (16 * wm) + N / (16 * wn); /* ldmatrix.x4 per k16 step */
 		if (c < cost)
@@ -130,9 +138,14 @@ bool blk_layout_mma_fits(int M, int N, int K, int nthreads)
 
 BlkLayout blk_layout_mma(const int *shape, int nthreads)
 {
+	return blk_layout_mma_grid(shape, nthreads, blk_layout_mma_wn(shape[0], shape[1], nthreads));
+}
+
+BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn)
+{
 	BlkLayout l;
 	layout_init(&l, 2, shape, nthreads);
-	int wn = blk_layout_mma_wn(shape[0], shape[1], nthreads), lwn = blk_layout_log2(wn);
+	int lwn = blk_layout_log2(wn);
 	int wm = nthreads / 32 / wn;
 	l.dot = l.mma = true;
 	l.spt[0] = 1, l.thr[0] = 8 * wm, l.tsh[0] = 2;
@@ -157,6 +170,16 @@ BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 		s.thr[d] = l->thr[d + 1];
 		s.tsh[d] = l->tsh[d + 1];
 	}
+	return s;
+}
+
+BlkLayout blk_layout_collapse(const BlkLayout *l, int axis)
+{
+	BlkLayout s = *l;
+	s.dot = s.mma = false;
+	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
+	s.tsh[axis] = 0;
+	s.lbits[axis] = s.hsh[axis] = 0;
 	return s;
 }
 
@@ -418,9 +441,9 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		const int *w = text_list(t, "warps", 2);
 		if (rank != 2 || !w || t->nkeys != 1)
 			return "mma<warps=[wm,wn]> is for rank-2 tiles";
-		if (w[0] * w[1] * 32 != nthreads || blk_layout_mma_wn(shape[0], shape[1], nthreads) != w[1])
-			return "these warps are not the mma layout of this tile and kernel";
-		*out = blk_layout_mma(shape, nthreads);
+		if (w[0] * w[1] * 32 != nthreads || !blk_layout_mma_grid_fits(shape[0], shape[1], nthreads, w[1]))
+			return "these warps are not an mma layout of this tile and kernel";
+		*out = blk_layout_mma_grid(shape, nthreads, w[1]);
 		return NULL;
 	}
 	bool slice = strcmp(t->kind, "slice") == 0;

@@ -81,10 +81,18 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads);
  * count per k16 step.  blk_layout_mma_fits says when it applies
  * (lower/emit_mma.c); blk_layout_mma_warps gives wn. */
 BlkLayout blk_layout_mma(const int *shape, int nthreads);
+/* The same fragment over a given warp grid: wn warps along N, the rest
+ * along M (wn = 1: every warp owns whole rows, so row reductions and row
+ * broadcasts stay inside the warp). */
+BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn);
+bool blk_layout_mma_grid_fits(int M, int N, int nthreads, int wn);
 bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
 int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
+/* l with dim axis shrunk to extent 1 held by one thread and register (the
+ * source of a broadcast along axis that moves nothing). */
+BlkLayout blk_layout_collapse(const BlkLayout *l, int axis);
 /* l with a new extent-1 dim at axis (expand_dims, in place). */
 BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
 /* A broadcast from src to dst moves nothing: the dims src keeps are laid

@@ -168,7 +168,8 @@ static bool shared_ref(const BlkValue *v)
  * it runs). */
 static void check_dot_shared(Verifier *V, const BlkOp *op)
 {
-	if (op->noperands != 3 || !shared_ref(op->operands[1])) {
+	bool gpu = op->results[0]->type.layout != NULL; /* tile.c made the accumulator explicit */
+	if (op->noperands != 3 - (!gpu && op->noperands == 2) || !shared_ref(op->operands[1])) {
 		fail(V, "a dot on shared operands takes a, b (shared Refs) and its accumulator");
 		return;
 	}

@@ -8,7 +8,12 @@
  *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
  *          to the interpreter -- f32 operands, or shapes mma cannot tile.
  * An engine already set (IR text) is kept when the dot can run on it and
- * refused with the reason when it cannot.
+ * refused with the reason when it cannot.  An mma dot also gets attr
+ * warps_n, its warp grid's width (ir/layout.h, blk_layout_mma_grid): 1 --
+ * every warp owns whole rows -- when the result's rows are reduced or its
+ * accumulator is scaled by a row vector (attention's softmax), so those
+ * row vectors never leave the threads holding the rows; otherwise the grid
+ * with the fewest ldmatrix per k16 step.
  */
 #include "lower_int.h"
 
@@ -26,6 +31,60 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 	return NULL;
 }
 
+enum { ROW_DEPTH = 6 }; /* elementwise ops followed from a dot */
+
+static bool is_reduce(BlkOpKind k)
+{
+	return k == BLK_OP_REDUCE_SUM || k == BLK_OP_REDUCE_MAX || k == BLK_OP_REDUCE_MIN;
+}
+
+/* v (rank 2) reaches a reduction over its rows' axis through elementwise
+ * ops of the same region. */
+static bool rows_reduced(const BlkValue *v, int depth)
+{
+	if (depth > ROW_DEPTH || !v->def)
+		return false;
+	for (const BlkOp *op = v->def->next; op; op = op->next)
+		for (int i = 0; i < op->noperands; i++) {
+			if (op->operands[i] != v)
+				continue;
+			if (is_reduce(op->kind) && blk_op_int(op, "axis", 0) == 1)
+				return true;
+			if ((blk_op_flags(op->kind) & BLK_OPF_ELEMENTWISE) && op->nresults == 1 &&
+			    rows_reduced(op->results[0], depth + 1))
+				return true;
+		}
+	return false;
+}
+
+/* v is, through elementwise ops, scaled by a row vector: a broadcast of
+ * expand_dims(x, 1). */
+static bool row_scaled(const BlkValue *v, int depth)
+{
+	const BlkOp *d = v->def;
+	if (depth > ROW_DEPTH || !d || !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return false;
+	for (int i = 0; i < d->noperands; i++) {
+		const BlkOp *b = d->operands[i]->def;
+		if (b && b->kind == BLK_OP_BROADCAST && b->operands[0]->def &&
+		    b->operands[0]->def->kind == BLK_OP_EXPAND_DIMS && blk_op_int(b->operands[0]->def, "axis", 0) == 1)
+			return true;
+		if (row_scaled(d->operands[i], depth + 1))
+			return true;
+	}
+	return false;
+}
+
+static int pick_wn(const LowerCtx *c, const BlkOp *dot)
+{
+	int M = (int)blk_lower_dim(dot->operands[0]->type.dims[0]);
+	int N = (int)blk_lower_dim(dot->operands[1]->type.dims[1]);
+	bool rows = rows_reduced(dot->results[0], 0) || (dot->noperands > 2 && row_scaled(dot->operands[2], 0));
+	if (rows && blk_layout_mma_grid_fits(M, N, c->nthreads, 1))
+		return 1;
+	return blk_layout_mma_wn(M, N, c->nthreads);
+}
+
 typedef struct Pick {
 	LowerCtx *c;
 	bool ok;
@@ -40,6 +99,8 @@ static void pick(void *ctx, BlkOp *op)
 	const char *why = mma_refusal(p->c, op);
 	if (!e) {
 		blk_op_set_string(p->c->a, op, "engine", why ? "fma" : "mma");
+		if (!why)
+			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
 		return;
 	}
 	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "fma") == 0)
@@ -50,6 +111,8 @@ static void pick(void *ctx, BlkOp *op)
 	} else if (why) {
 		blk_error(p->c->d, op->loc, "dot: engine \"mma\" cannot run this dot: %s", why);
 		p->ok = false;
+	} else if (!blk_op_attr(op, "warps_n")) {
+		blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
 	}
 }
 
@@ -66,4 +129,14 @@ bool blk_lower_dot_mma(const BlkOp *dot)
 	if (!e || e->kind != BLK_ATTR_STRING)
 		blk_die("lower: a dot has no engine (dot-engine has not run)");
 	return strcmp(e->s, "mma") == 0;
+}
+
+int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot)
+{
+	int64_t wn = blk_op_int(dot, "warps_n", 0);
+	int M = (int)blk_lower_dim(dot->results[0]->type.dims[0]);
+	int N = (int)blk_lower_dim(dot->results[0]->type.dims[1]);
+	if (wn > 0 && wn <= 64 && blk_layout_mma_grid_fits(M, N, c->nthreads, (int)wn))
+		return (int)wn;
+	return blk_layout_mma_wn(M, N, c->nthreads);
 }

@@ -94,6 +94,9 @@ size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
 size_t blk_lower_mma_stage_bytes(const BlkOp *dot);
 /* The dot's engine attr (dot_engine.c) is "mma": tensor cores. */
 bool blk_lower_dot_mma(const BlkOp *dot);
+/* An mma dot's warp grid width: its warps_n attr where that fits the tile
+ * (dot_engine.c), else the default grid's. */
+int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);

@@ -7,7 +7,9 @@
  * program ids and sizes), and to each dot with engine "mma" directly in its
  * body whose two operands are 2-D 16-bit slabs loaded in that body from
  * `in` arrays (zero fill), B also through a transpose (`x @ w.T`), at
- * indices that depend only on the iv and values from outside the loop.
+ * indices that depend only on the iv and values from outside the loop --
+ * or, for one of them, a tile from outside the loop (attention's q), which
+ * is stored into a shared buffer once, before the loop.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 8] (the +8 spreads ldmatrix's row reads
  * over the banks) and:
@@ -38,6 +40,7 @@
 enum { PAD = 8 }; /* elements added to each row of a slot */
 
 typedef struct Operand {
+	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
 	BlkOp *load;      /* the slab's load */
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
 	BlkPtrMap in;     /* the body ops its indices depend on */
@@ -59,12 +62,29 @@ static bool zero_fill(const BlkOp *ld)
 	return !f || (f->kind == BLK_ATTR_FLOAT ? f->f == 0 : f->kind == BLK_ATTR_INT && f->i == 0);
 }
 
-/* Operand o of the dot, if it is a slab this pass can stage. */
+/* v is defined outside the loop (the same in every iteration). */
+static bool invariant(const Pipe *P, const BlkValue *v)
+{
+	for (const BlkRegion *r = v->def ? v->def->parent : v->owner; r; r = r->parent ? r->parent->parent : NULL)
+		if (r == P->L.body)
+			return false;
+	return true;
+}
+
+/* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
+ * 16-bit tile from outside the loop (attention's q), kept in shared
+ * memory for every iteration. */
 static bool stageable(Pipe *P, int o)
 {
 	Operand *x = &P->x[o];
 	BlkValue *v = P->dot->operands[o];
 	BlkOp *d = v->def;
+	if (invariant(P, v) && v->type.rank == 2 && blk_dtype_size(v->type.dtype) == 2) {
+		x->fixed = v;
+		x->R = blk_lower_dim(v->type.dims[0]);
+		x->C = blk_lower_dim(v->type.dims[1]);
+		return true;
+	}
 	if (o == 1 && d && d->kind == BLK_OP_TRANSPOSE && d->parent == P->L.body &&
 	    blk_lower_uses(P->L.body, v) == 1) {
 		x->trans = d;
@@ -101,23 +121,35 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 	return t;
 }
 
-/* bufX = local_alloc [S, R, C] with rows of C + PAD. */
+/* bufX = local_alloc [S, R, C] with rows of C + PAD; [R, C] for a tile
+ * from outside the loop, stored into it once. */
 static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x)
 {
 	LowerCtx *c = P->L.c;
 	int shape[3] = { P->S, (int)x->R, (int)x->C };
 	int64_t shape64[3] = { P->S, x->R, x->C };
+	int rank = x->fixed ? 2 : 3;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_shared(3, shape, PAD);
-	BlkType t = shared_type(c, x->load->results[0]->type.dtype, 3, shape64, l);
-	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, x->load->loc, 0, NULL, 1, &t, 0)->results[0];
+	*l = blk_layout_shared(rank, shape + 3 - rank, PAD);
+	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
+	BlkLoc loc = x->fixed ? P->dot->loc : x->load->loc;
+	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
+	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
 	x->buf->name = x == &P->x[0] ? "stage_a" : "stage_b";
+	if (x->fixed) {
+		BlkValue *ops[2] = { x->buf, x->fixed };
+		BlkOp *st = blk_build(b, BLK_OP_STORE, loc, 2, ops, 0, NULL, 0);
+		BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
+		blk_op_set_index(c->a, st, "idx", 2, idx);
+	}
 }
 
-/* bufX[slot] as a [R, C] shared Ref. */
+/* bufX[slot] as a [R, C] shared Ref (a stored tile's buffer is that). */
 static BlkValue *slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
 {
 	LowerCtx *c = P->L.c;
+	if (x->fixed)
+		return x->buf;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	*l = *x->buf->type.layout;
 	l->rank = 2;
@@ -196,6 +228,8 @@ static void prologue(Pipe *P, BlkBuilder *b)
 		BlkValue *slot = blk_lower_i32(b, f->loc, s);
 		for (int o = 0; o < 2; o++) {
 			BlkPtrMap vm = { 0 };
+			if (P->x[o].fixed)
+				continue;
 			blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
 			copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
 		}
@@ -239,7 +273,8 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
 	BlkValue *more = binop(&b, BLK_OP_LT, dot->loc, kn, P->L.loop->operands[1]);
 	BlkPtrMap vm[2] = { { 0 }, { 0 } };
 	for (int o = 0; o < 2; o++) {
-		blk_loop_clone_slice(&P->L, &b, &P->x[o].in, P->x[o].load, kn, &vm[o]);
+		if (!P->x[o].fixed)
+			blk_loop_clone_slice(&P->L, &b, &P->x[o].in, P->x[o].load, kn, &vm[o]);
 		dot->operands[o] = operand_view(P, &b, &P->x[o], slot_view(P, &b, &P->x[o], rd));
 	}
 	BlkRegion *r = blk_region_create(c->a);
@@ -251,7 +286,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
 	blk_builder_at_end(&in, c->a, r);
 	int parts = parts_of(P);
 	for (int o = 0; o < 2; o++)
-		for (int p = 0; p < parts; p++)
+		for (int p = 0; p < parts && !P->x[o].fixed; p++)
 			copy_if(P, &in, more, &P->x[o], wr, &vm[o], p, parts);
 	commit(&in, dot->loc);
 }
@@ -286,6 +321,8 @@ static void pipeline(Pipe *P)
 	y->operands[y->noperands - 1] = advance(P, &end, wr);
 	steady(P, rd, wr);
 	for (int o = 0; o < 2; o++) {
+		if (P->x[o].fixed)
+			continue;
 		if (P->x[o].trans)
 			blk_op_erase(P->x[o].trans);
 		blk_op_erase(P->x[o].load);
@@ -309,7 +346,8 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 			continue;
 		P.dot = op;
 		memset(P.x, 0, sizeof P.x);
-		if (stageable(&P, 0) && stageable(&P, 1) && P.x[0].load != P.x[1].load)
+		if (stageable(&P, 0) && stageable(&P, 1) && (P.x[0].load || P.x[1].load) &&
+		    P.x[0].load != P.x[1].load)
 			pipeline(&P);
 	}
 }

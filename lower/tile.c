@@ -10,7 +10,9 @@
  *        layout and convert the others;
  *      - loop carries take their init's layout, except a constant init
  *        whose loop yields a dot result: then the dot layout, so the
- *        accumulator never moves;
+ *        accumulator never moves; or a constant vector init whose loop
+ *        yields a row reduction of a dot's result: the rows of the dot
+ *        layout (a softmax's running max and sum);
  *      - everything else gets the default (coalesced, vectorized) layout;
  *   2. `convert_layout` ops where a consumer needs another layout (a
  *      constant splat is rebuilt in place instead: it has no data);
@@ -26,6 +28,8 @@
 #include "lower_int.h"
 
 #include <string.h>
+
+enum { CHAIN_DEPTH = 6 }; /* ops followed back from a value */
 
 /* A scalar is held by every thread: rank-0 types carry no layout. */
 static const BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
@@ -61,8 +65,8 @@ static const BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *d
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_lower_dot_mma(dot) ? blk_layout_mma(shape, c->nthreads)
-	                               : blk_layout_dot(shape, c->nthreads);
+	*l = blk_lower_dot_mma(dot) ? blk_layout_mma_grid(shape, c->nthreads, blk_lower_dot_warps_n(c, dot))
+	                            : blk_layout_dot(shape, c->nthreads);
 	return l;
 }
 
@@ -153,22 +157,90 @@ static bool is_splat(const BlkValue *v)
 }
 
 /* v converted to layout l before op `at`. */
+/* ---- rematerialization: values with no data of their own (constants,
+ * iota, broadcasts, expand_dims and elementwise ops of those) are computed
+ * again in the layout a consumer wants instead of moved through shared
+ * memory: a mask built from iotas, a scalar broadcast, a row vector
+ * broadcast along the rows of an mma tile. */
+
+/* The layout op's operand i needs for op's result to come out in l, or
+ * NULL where no such layout moves nothing. */
+static const BlkLayout *operand_layout(LowerCtx *c, const BlkOp *op, int i, const BlkLayout *l)
+{
+	const BlkType *t = &op->operands[i]->type, *r = &op->results[0]->type;
+	if (t->rank == 0)
+		return l;
+	BlkLayout *m = BLK_NEW(c->a, BlkLayout);
+	if (op->kind == BLK_OP_EXPAND_DIMS) {
+		int axis = (int)blk_op_int(op, "axis", 0);
+		if (l->thr[axis] != 1 || l->spt[axis] != 1 || blk_layout_split(l))
+			return NULL;
+		*m = blk_layout_slice(l, axis);
+		return m;
+	}
+	if (op->kind == BLK_OP_BROADCAST) {
+		if (t->rank != r->rank || blk_layout_split(l))
+			return NULL;
+		*m = *l;
+		for (int d = 0; d < t->rank; d++)
+			if (blk_lower_dim(t->dims[d]) == 1 && blk_lower_dim(r->dims[d]) != 1)
+				*m = blk_layout_collapse(m, d);
+		return blk_layout_bcast_local(m, l) ? m : NULL;
+	}
+	return t->rank == r->rank ? l : NULL;
+}
+
+static bool remat_kind(BlkOpKind k)
+{
+	return k == BLK_OP_CONST || k == BLK_OP_IOTA || k == BLK_OP_BROADCAST || k == BLK_OP_EXPAND_DIMS ||
+	       (blk_op_flags(k) & BLK_OPF_ELEMENTWISE);
+}
+
+/* v can be had in l without moving data: it is, or it can be recomputed. */
+static bool can_remat(LowerCtx *c, const BlkValue *v, const BlkLayout *l, int depth)
+{
+	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
+		return true;
+	const BlkOp *d = v->def;
+	if (!d || depth > CHAIN_DEPTH || d->nresults != 1 || d->nregions || !remat_kind(d->kind))
+		return false;
+	for (int i = 0; i < d->noperands; i++) {
+		const BlkLayout *m = operand_layout(c, d, i, l);
+		if (!m || !can_remat(c, d->operands[i], m, depth + 1))
+			return false;
+	}
+	return true;
+}
+
+/* v in l, recomputed before b's insertion point (can_remat said it can). */
+static BlkValue *remat(LowerCtx *c, BlkBuilder *b, BlkValue *v, const BlkLayout *l)
+{
+	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
+		return v;
+	BlkOp *d = v->def;
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, d->noperands + 1);
+	for (int i = 0; i < d->noperands; i++)
+		ops[i] = remat(c, b, d->operands[i], operand_layout(c, d, i, l));
+	BlkValue *n = blk_build1(b, d->kind, d->loc, v->type, d->noperands, ops);
+	n->def->nattrs = d->nattrs;
+	n->def->attrs = BLK_NEW_N(c->a, BlkAttr, d->nattrs + 1);
+	if (d->nattrs > 0)
+		memcpy(n->def->attrs, d->attrs, sizeof(BlkAttr) * (size_t)d->nattrs);
+	n->name = v->name;
+	set_layout(c, n, l);
+	return n;
+}
+
+/* v in layout l before op `at`: itself, recomputed, or converted. */
 static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, const BlkLayout *l)
 {
 	if (blk_layout_equal(layout_of(c, v), l))
 		return v;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, at);
-	BlkValue *n;
-	if (is_splat(v)) {
-		n = blk_build1(&b, BLK_OP_CONST, v->def->loc, v->type, 0, NULL);
-		n->def->nattrs = v->def->nattrs;
-		n->def->attrs = BLK_NEW_N(c->a, BlkAttr, v->def->nattrs + 1);
-		memcpy(n->def->attrs, v->def->attrs, sizeof(BlkAttr) * (size_t)v->def->nattrs);
-	} else {
-		n = blk_build1(&b, BLK_OP_CONVERT_LAYOUT, at->loc, v->type, 1, &v);
-		need_transit(c, v);
-	}
+	if (can_remat(c, v, l, 0))
+		return remat(c, &b, v, l);
+	BlkValue *n = blk_build1(&b, BLK_OP_CONVERT_LAYOUT, at->loc, v->type, 1, &v);
 	set_layout(c, n, l);
 	return n;
 }
@@ -222,6 +294,50 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	op->noperands = 4;
 }
 
+/* A dot v comes from through elementwise ops, or NULL. */
+static BlkOp *dot_behind(BlkValue *v, int depth)
+{
+	BlkOp *d = v->def;
+	if (!d || depth > CHAIN_DEPTH)
+		return NULL;
+	if (d->kind == BLK_OP_DOT)
+		return d;
+	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return NULL;
+	for (int i = 0; i < d->noperands; i++) {
+		BlkOp *r = d->operands[i]->type.rank == v->type.rank ? dot_behind(d->operands[i], depth + 1) : NULL;
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* The layout of the rows of the dot whose row reduction v comes from
+ * (through elementwise ops), or NULL: a softmax's running max and sum. */
+static const BlkLayout *row_layout_behind(LowerCtx *c, BlkValue *v, int depth)
+{
+	BlkOp *d = v->def;
+	if (!d || depth > CHAIN_DEPTH || v->type.rank != 1)
+		return NULL;
+	if ((d->kind == BLK_OP_REDUCE_SUM || d->kind == BLK_OP_REDUCE_MAX || d->kind == BLK_OP_REDUCE_MIN) &&
+	    blk_op_int(d, "axis", 0) == 1) {
+		BlkOp *dot = dot_behind(d->operands[0], 0);
+		if (!dot)
+			return NULL;
+		BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+		*l = blk_layout_slice(dot_layout(c, &dot->results[0]->type, dot), 1);
+		return l;
+	}
+	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return NULL;
+	for (int i = 0; i < d->noperands; i++) {
+		const BlkLayout *l = row_layout_behind(c, d->operands[i], depth + 1);
+		if (l)
+			return l;
+	}
+	return NULL;
+}
+
 /* The layout a loop carry starts in (see 1. above). */
 static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 {
@@ -235,6 +351,9 @@ static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 				dot = d->operands[j]->def;
 		if (dot && init->type.rank == 2)
 			return dot_layout(c, &init->type, dot);
+		const BlkLayout *rows = row_layout_behind(c, y->operands[i], 0);
+		if (rows && init->type.rank == 1)
+			return rows;
 	}
 	return layout_of(c, init);
 }
@@ -291,13 +410,9 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 		l = made;
 	} else if (op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE) {
 		l = default_layout(c, &op->results[0]->type);
-		if (op->kind == BLK_OP_TRANSPOSE || !blk_layout_bcast_local(src, l))
-			need_transit(c, v);
 	} else {
 		*made = blk_layout_slice(src, axis);
 		l = made;
-		if (src->tsh[axis] + blk_layout_log2(src->thr[axis]) > 5)
-			need_transit(c, v);
 	}
 	set_layout(c, op->results[0], l);
 	return true;
@@ -337,6 +452,47 @@ static void tile_region(LowerCtx *c, BlkRegion *r)
 		tile_op(c, op);
 }
 
+/* Erases pure ops nothing uses (what rematerialization left behind);
+ * true if it erased any. */
+static bool erase_dead(BlkRegion *r)
+{
+	bool any = false;
+	for (BlkOp *op = r->last, *prev; op; op = prev) {
+		prev = op->prev;
+		for (int i = 0; i < op->nregions; i++)
+			any |= erase_dead(op->regions[i]);
+		bool used = false;
+		for (int i = 0; i < op->nresults && !used; i++)
+			used = blk_lower_uses(r, op->results[i]) > 0;
+		if (!used && (blk_op_flags(op->kind) & BLK_OPF_PURE) && !op->nregions && op->nresults) {
+			blk_op_erase(op);
+			any = true;
+		}
+	}
+	return any;
+}
+
+/* The transit region's size: the largest tile an op that moves elements
+ * between threads passes through it (emit_transit.c, emit_reduce.c). */
+static void transit_scan(LowerCtx *c, BlkRegion *r)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			transit_scan(c, op->regions[i]);
+		if (!op->noperands || op->operands[0]->type.kind != BLK_TYPE_TILE || op->operands[0]->type.rank == 0)
+			continue;
+		const BlkValue *v = op->operands[0];
+		const BlkLayout *src = layout_of(c, v);
+		int axis = (int)blk_op_int(op, "axis", 0);
+		bool moves = op->kind == BLK_OP_CONVERT_LAYOUT || op->kind == BLK_OP_TRANSPOSE ||
+		             (op->kind == BLK_OP_BROADCAST && !blk_layout_bcast_local(src, layout_of(c, op->results[0])));
+		if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN)
+			moves = src->tsh[axis] + blk_layout_log2(src->thr[axis]) > 5;
+		if (moves)
+			need_transit(c, v);
+	}
+}
+
 bool blk_lower_tile(LowerCtx *c)
 {
 	BlkKernel *k = c->k;
@@ -348,6 +504,9 @@ bool blk_lower_tile(LowerCtx *c)
 	tile_region(c, k->body);
 	if (blk_diag_error_count(c->d) > errors)
 		return false;
+	while (erase_dead(k->body))
+		;
+	transit_scan(c, k->body);
 	if (c->transit_bytes) {
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, k->body->first);

@@ -558,7 +558,7 @@ static const struct {
 	{ HEAD "  %0 = const {value = 1} : f32[4]{mma<warps=[2,2]>}\n }\n}\n",
 	  "t.ir:7:34: error: bad layout mma<...>: mma<warps=[wm,wn]> is for rank-2 tiles" },
 	{ HEAD "  %0 = const {value = 1} : f32[64, 64]{mma<warps=[1,2]>}\n }\n}\n",
-	  "t.ir:7:39: error: bad layout mma<...>: these warps are not the mma layout of this tile and kernel" },
+	  "t.ir:7:39: error: bad layout mma<...>: these warps are not an mma layout of this tile and kernel" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{swizzled<>}\n }\n}\n",
 	  "t.ir:7:34: error: bad layout swizzled<...>: unknown layout kind (blocked, dot, slice, mma, shared)" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[1], thr=[1] }\n }\n}\n",
