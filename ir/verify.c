@@ -366,8 +366,8 @@ static void check_reduce(Verifier *V, const BlkOp *op)
 static void check_dot(Verifier *V, const BlkOp *op)
 {
 	const BlkType *a = operand(op, 0), *b = operand(op, 1);
-	bool shared = a->kind == BLK_TYPE_REF && a->space == BLK_SPACE_SHARED && b->kind == BLK_TYPE_REF &&
-	              b->space == BLK_SPACE_SHARED;
+	bool shared = b->kind == BLK_TYPE_REF && b->space == BLK_SPACE_SHARED &&
+	              (a->kind == BLK_TYPE_TILE || a->space == BLK_SPACE_SHARED);
 	if (!shared && (!is_tile(V, a, "operand", 0) || !is_tile(V, b, "operand", 1)))
 		return;
 	if (a->rank != 2 || b->rank != 2 || !blk_dtype_is_float(a->dtype) || a->dtype != b->dtype) {

@@ -163,9 +163,11 @@ static bool shared_ref(const BlkValue *v)
 	return v->type.kind == BLK_TYPE_REF && v->type.space == BLK_SPACE_SHARED;
 }
 
-/* A dot on operands the pipeliner put in shared memory: two shared Refs
- * with layouts, the accumulator, and at most one region (ops issued while
- * it runs). */
+/* A dot on operands the pipeliner put in shared memory: b a shared Ref
+ * with a layout, a one too or a tile (at the GPU level: in the mma layout
+ * of its own shape over one warp column, so its registers are the A
+ * fragments), the accumulator, and at most one region (ops issued while it
+ * runs). */
 static void check_dot_shared(Verifier *V, const BlkOp *op)
 {
 	bool gpu = op->results[0]->type.layout != NULL; /* tile.c made the accumulator explicit */
@@ -174,9 +176,14 @@ static void check_dot_shared(Verifier *V, const BlkOp *op)
 		return;
 	}
 	for (int i = 0; i < 2; i++)
-		if (!op->operands[i]->type.layout || op->operands[i]->type.rank != 2)
+		if ((shared_ref(op->operands[i]) && !op->operands[i]->type.layout) || op->operands[i]->type.rank != 2)
 			fail(V, "operand %d is a shared Ref of rank 2 with a shared<> layout, not %s", i,
 			     ty(V, &op->operands[i]->type));
+	const BlkLayout *a = op->operands[0]->type.layout, *r = op->results[0]->type.layout;
+	if (gpu && !shared_ref(op->operands[0]) &&
+	    (!a || !a->mma || a->thr[1] != 4 || !r->mma || r->thr[1] != 4 || a->thr[0] != r->thr[0]))
+		fail(V, "operand 0 from registers must be in mma<warps=[w,1]>, as the result, not %s",
+		     ty(V, &op->operands[0]->type));
 	if (op->nregions > 1)
 		fail(V, "has %d regions, expected at most one", op->nregions);
 }
@@ -184,7 +191,7 @@ static void check_dot_shared(Verifier *V, const BlkOp *op)
 /* A GPU-level dot: a, b, the accumulator, the staging buffer. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
-	if (shared_ref(op->operands[0])) {
+	if (shared_ref(op->operands[0]) || shared_ref(op->operands[1])) {
 		check_dot_shared(V, op);
 		return;
 	}
@@ -341,7 +348,7 @@ void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
 		check_async_copy(V, op);
 	if (op->kind == BLK_OP_VIEW && op->noperands >= 1 && shared_ref(op->operands[0]) && op->nresults == 1)
 		check_shared_view(V, op);
-	if (op->kind == BLK_OP_DOT && op->noperands >= 2 && shared_ref(op->operands[0]) &&
+	if (op->kind == BLK_OP_DOT && op->noperands >= 2 && shared_ref(op->operands[1]) &&
 	    !op->results[0]->type.layout)
 		check_dot_shared(V, op);
 	if (op->nresults == 1 && op->results[0]->type.kind == BLK_TYPE_TILE && op->results[0]->type.layout &&

@@ -110,6 +110,29 @@ static void ldmatrix(Emit *E, LLVMValueRef p, bool trans, LLVMValueRef *out)
 		out[i] = LLVMBuildExtractValue(E->b, v, (unsigned)i, "");
 }
 
+/* Two 16-bit registers as the i32 an mma.sync operand register holds. */
+static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
+	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, emit_i32(E, 0), "");
+	v = LLVMBuildInsertElement(E->b, v, hi, emit_i32(E, 1), "");
+	return LLVMBuildBitCast(E->b, v, E->i32, "");
+}
+
+/* The A fragment of m16 instance mi, k16 step ks, from a tile in the mma
+ * layout over one warp column (an earlier dot's result, cast): its n8
+ * blocks 2ks and 2ks+1 are the k halves, its row reps 2mi and 2mi+1 the
+ * row halves -- the accumulator fragment is the A fragment's layout. */
+static void reg_frag(Emit *E, const ETile *a, int mi, int ks, LLVMValueRef *out)
+{
+	int nn = blk_layout_regs_along(a->l, 1);
+	for (int h = 0; h < 2; h++)     /* k half: n8 block 2ks + h */
+		for (int r = 0; r < 2; r++) { /* row half: rep 2mi + r */
+			int base = (2 * mi + r) * nn + 2 * (2 * ks + h);
+			out[2 * h + r] = pack2(E, a->r[base], a->r[base + 1]);
+		}
+}
+
 /* Where each operand's fragments are read: the per-lane ldmatrix pointers
  * and the byte steps between k16 steps and fragment pairs. */
 typedef struct Frags {
@@ -214,16 +237,24 @@ void emit_mma(Emit *E, const BlkOp *op)
 	                                 : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
 	Frags F = { 0 };
 	LLVMValueRef aoff, boff;
-	if (shared) {
-		const ERef *ra = &emit_val(E, av)->ref, *rb = &emit_val(E, bv)->ref;
-		if (ra->stride[1] != 1)
-			blk_die("lower: emit: an mma A operand in shared memory must be k-contiguous");
+	const ETile *areg = NULL; /* A in registers: the mma fragments of an earlier dot */
+	if (bv->type.kind == BLK_TYPE_REF) {
+		const ERef *rb = &emit_val(E, bv)->ref;
 		F.b_trans = rb->stride[0] == 1;
-		D.lda = (int)ra->stride[0];
 		D.ldb = (int)(F.b_trans ? rb->stride[1] : rb->stride[0]);
 		D.phb = emit_i32(E, 0);
-		aoff = ref_offset(E, ra);
 		boff = ref_offset(E, rb);
+		if (shared) {
+			const ERef *ra = &emit_val(E, av)->ref;
+			if (ra->stride[1] != 1)
+				blk_die("lower: emit: an mma A operand in shared memory must be k-contiguous");
+			D.lda = (int)ra->stride[0];
+			aoff = ref_offset(E, ra);
+		} else {
+			areg = emit_tile(E, av);
+			D.lda = 0;
+			aoff = emit_i32(E, 0);
+		}
 	} else {
 		D.lda = D.K + 8, D.ldb = D.N + 8;
 		stage_operands(E, op, &D, &aoff, &boff);
@@ -249,7 +280,10 @@ void emit_mma(Emit *E, const BlkOp *op)
 		if (ks < nks) {
 			LLVMValueRef *fa = frag[ks % 2][0], *fb = frag[ks % 2][1];
 			for (int mi = 0; mi < mi_n; mi++)
-				ldmatrix(E, gep(E, F.pa, mi * F.a_mi + ks * F.a_ks), false, &fa[4 * mi]);
+				if (areg)
+					reg_frag(E, areg, mi, ks, &fa[4 * mi]);
+				else
+					ldmatrix(E, gep(E, F.pa, mi * F.a_mi + ks * F.a_ks), false, &fa[4 * mi]);
 			for (int jp = 0; jp < nj_n / 2; jp++)
 				ldmatrix(E, gep(E, F.pb, ks * F.b_ks + jp * F.b_jp), !F.b_trans, &fb[4 * jp]);
 		}

@@ -9,7 +9,10 @@
  * `in` arrays (zero fill), B also through a transpose (`x @ w.T`), at
  * indices that depend only on the iv and values from outside the loop --
  * or, for one of them, a tile from outside the loop (attention's q), which
- * is stored into a shared buffer once, before the loop.
+ * is stored into a shared buffer once, before the loop; or, for A, the
+ * result of another mma dot of the body (attention's P = softmax(Q K^T)),
+ * when both run over one warp column: its accumulator registers are the A
+ * fragments (emit_mma.c), so A stays in registers.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 8] (the +8 spreads ldmatrix's row reads
  * over the banks) and:
@@ -40,6 +43,7 @@
 enum { PAD = 8 }; /* elements added to each row of a slot */
 
 typedef struct Operand {
+	bool regs;        /* A from registers: the mma fragments of an earlier dot */
 	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
 	BlkOp *load;      /* the slab's load */
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
@@ -71,6 +75,27 @@ static bool invariant(const Pipe *P, const BlkValue *v)
 	return true;
 }
 
+/* v (A of a dot over one warp column) is, through elementwise ops of the
+ * loop body, the result of another such dot with as many rows: its mma
+ * registers are A's fragments as they are (attention's P), no shared
+ * memory needed. */
+static bool from_rows_dot(const Pipe *P, const BlkValue *v, int depth)
+{
+	const BlkOp *d = v->def;
+	if (depth > 6 || !d || d->parent != P->L.body || v->type.rank != 2 ||
+	    blk_op_int(P->dot, "warps_n", 0) != 1)
+		return false;
+	if (d->kind == BLK_OP_DOT)
+		return blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1 &&
+		       blk_sym_equal(d->results[0]->type.dims[0], P->dot->results[0]->type.dims[0]);
+	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return false;
+	for (int i = 0; i < d->noperands; i++)
+		if (d->operands[i]->type.rank == 2 && from_rows_dot(P, d->operands[i], depth + 1))
+			return true;
+	return false;
+}
+
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
  * 16-bit tile from outside the loop (attention's q), kept in shared
  * memory for every iteration. */
@@ -79,6 +104,10 @@ static bool stageable(Pipe *P, int o)
 	Operand *x = &P->x[o];
 	BlkValue *v = P->dot->operands[o];
 	BlkOp *d = v->def;
+	if (o == 0 && from_rows_dot(P, v, 0)) {
+		x->regs = true;
+		return true;
+	}
 	if (invariant(P, v) && v->type.rank == 2 && blk_dtype_size(v->type.dtype) == 2) {
 		x->fixed = v;
 		x->R = blk_lower_dim(v->type.dims[0]);
@@ -228,7 +257,7 @@ static void prologue(Pipe *P, BlkBuilder *b)
 		BlkValue *slot = blk_lower_i32(b, f->loc, s);
 		for (int o = 0; o < 2; o++) {
 			BlkPtrMap vm = { 0 };
-			if (P->x[o].fixed)
+			if (!P->x[o].load)
 				continue;
 			blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
 			copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
@@ -273,7 +302,9 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
 	BlkValue *more = binop(&b, BLK_OP_LT, dot->loc, kn, P->L.loop->operands[1]);
 	BlkPtrMap vm[2] = { { 0 }, { 0 } };
 	for (int o = 0; o < 2; o++) {
-		if (!P->x[o].fixed)
+		if (P->x[o].regs)
+			continue;
+		if (P->x[o].load)
 			blk_loop_clone_slice(&P->L, &b, &P->x[o].in, P->x[o].load, kn, &vm[o]);
 		dot->operands[o] = operand_view(P, &b, &P->x[o], slot_view(P, &b, &P->x[o], rd));
 	}
@@ -286,7 +317,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
 	blk_builder_at_end(&in, c->a, r);
 	int parts = parts_of(P);
 	for (int o = 0; o < 2; o++)
-		for (int p = 0; p < parts && !P->x[o].fixed; p++)
+		for (int p = 0; p < parts && P->x[o].load; p++)
 			copy_if(P, &in, more, &P->x[o], wr, &vm[o], p, parts);
 	commit(&in, dot->loc);
 }
@@ -306,7 +337,8 @@ static void pipeline(Pipe *P)
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, f);
 	for (int o = 0; o < 2; o++)
-		make_buffer(P, &pre, &P->x[o]);
+		if (!P->x[o].regs)
+			make_buffer(P, &pre, &P->x[o]);
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
@@ -321,7 +353,7 @@ static void pipeline(Pipe *P)
 	y->operands[y->noperands - 1] = advance(P, &end, wr);
 	steady(P, rd, wr);
 	for (int o = 0; o < 2; o++) {
-		if (P->x[o].fixed)
+		if (!P->x[o].load)
 			continue;
 		if (P->x[o].trans)
 			blk_op_erase(P->x[o].trans);

@@ -280,7 +280,14 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	set_layout(c, ops[2], l);
 	set_layout(c, op->results[0], l);
 	op->operands = ops;
-	if (ops[0]->type.kind == BLK_TYPE_REF) { /* in shared memory already (pipeliner.c) */
+	if (ops[1]->type.kind == BLK_TYPE_REF) { /* in shared memory already (pipeliner.c) */
+		if (ops[0]->type.kind == BLK_TYPE_TILE) { /* A from registers: its mma fragments */
+			int shape[2];
+			static_shape(&ops[0]->type, shape);
+			BlkLayout *al = BLK_NEW(c->a, BlkLayout);
+			*al = blk_layout_mma_grid(shape, c->nthreads, 1);
+			ops[0] = relayout(c, op, ops[0], al);
+		}
 		op->noperands = 3;
 		return;
 	}
