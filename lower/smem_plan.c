@@ -162,7 +162,8 @@ bool blk_lower_smem_plan(LowerCtx *c)
 	Plan p = { .c = c };
 	number(&p, c->k->body);
 	extend(&p, c->k->body);
-	qsort(p.bufs, (size_t)p.nbufs, sizeof *p.bufs, by_first_use);
+	if (p.nbufs) /* qsort of NULL is undefined even for 0 elements */
+		qsort(p.bufs, (size_t)p.nbufs, sizeof *p.bufs, by_first_use);
 	int64_t total = 0;
 	for (int i = 0; i < p.nbufs; i++) {
 		Buf *b = &p.bufs[i];
