@@ -162,14 +162,16 @@ BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 	BlkLayout s = *l;
 	s.rank = l->rank - 1;
 	s.dot = s.mma = false;
-	memset(s.lbits, 0, sizeof s.lbits);
 	for (int d = axis; d < s.rank; d++) {
 		s.shape[d] = l->shape[d + 1];
 		s.pad[d] = l->pad[d + 1];
 		s.spt[d] = l->spt[d + 1];
 		s.thr[d] = l->thr[d + 1];
 		s.tsh[d] = l->tsh[d + 1];
+		s.lbits[d] = l->lbits[d + 1];
+		s.hsh[d] = l->hsh[d + 1];
 	}
+	s.lbits[s.rank] = s.hsh[s.rank] = 0;
 	return s;
 }
 
@@ -188,30 +190,32 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 	BlkLayout s = *l;
 	s.rank = l->rank + 1;
 	s.dot = s.mma = false;
-	memset(s.lbits, 0, sizeof s.lbits);
 	for (int d = s.rank - 1; d > axis; d--) {
 		s.shape[d] = l->shape[d - 1];
 		s.pad[d] = l->pad[d - 1];
 		s.spt[d] = l->spt[d - 1];
 		s.thr[d] = l->thr[d - 1];
 		s.tsh[d] = l->tsh[d - 1];
+		s.lbits[d] = l->lbits[d - 1];
+		s.hsh[d] = l->hsh[d - 1];
 	}
 	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
 	s.tsh[axis] = 0;
+	s.lbits[axis] = s.hsh[axis] = 0;
 	return s;
 }
 
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst)
 {
-	if (src->rank != dst->rank || src->nthreads != dst->nthreads || blk_layout_split(src) ||
-	    blk_layout_split(dst))
+	if (src->rank > dst->rank || src->nthreads != dst->nthreads)
 		return false;
-	for (int d = 0; d < src->rank; d++) {
-		if (src->shape[d] == 1 && dst->shape[d] != 1) {
-			if (src->thr[d] != 1 || src->spt[d] != 1)
+	for (int s = 0, d = dst->rank - src->rank; s < src->rank; s++, d++) {
+		if (src->shape[s] == 1 && dst->shape[d] != 1) {
+			if (src->thr[s] != 1 || src->spt[s] != 1)
 				return false;
-		} else if (src->shape[d] != dst->shape[d] || src->spt[d] != dst->spt[d] ||
-		           src->thr[d] != dst->thr[d] || src->tsh[d] != dst->tsh[d]) {
+		} else if (src->shape[s] != dst->shape[d] || src->spt[s] != dst->spt[d] ||
+		           src->thr[s] != dst->thr[d] || src->tsh[s] != dst->tsh[d] ||
+		           src->lbits[s] != dst->lbits[d] || (src->lbits[s] && src->hsh[s] != dst->hsh[d])) {
 			return false;
 		}
 	}
@@ -354,12 +358,16 @@ void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 		strncat(buf, ">", n - strlen(buf) - 1);
 		return;
 	}
-	bool pk = packed(l);
+	bool pk = packed(l) && !blk_layout_split(l);
 	snprintf(buf, n, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
 	put_list(buf, n, "spt", l->spt, l->rank);
 	put_list(buf, n, "thr", l->thr, l->rank);
 	if (!pk)
 		put_list(buf, n, "tsh", l->tsh, l->rank);
+	if (blk_layout_split(l)) { /* a slice of an mma layout over several warp columns */
+		put_list(buf, n, "lbits", l->lbits, l->rank);
+		put_list(buf, n, "hsh", l->hsh, l->rank);
+	}
 	strncat(buf, ">", n - strlen(buf) - 1);
 }
 
@@ -451,9 +459,16 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		return "unknown layout kind (blocked, dot, slice, mma, shared)";
 	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
 	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
-	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 : 2))
-		return slice ? "slice<> takes spt, thr and tsh, one entry per dim"
+	const int *lb = slice ? text_list(t, "lbits", rank) : NULL, *hs = slice ? text_list(t, "hsh", rank) : NULL;
+	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 + 2 * (lb && hs) : 2))
+		return slice ? "slice<> takes spt, thr and tsh (and lbits, hsh), one entry per dim"
 		             : "blocked<> and dot<> take spt and thr, one entry per dim";
+	for (int d = 0; lb && hs && d < rank; d++) {
+		if (lb[d] < 0 || (1 << lb[d]) > thr[d] || hs[d] < 0 || hs[d] > 10)
+			return "lbits and hsh out of range";
+		out->lbits[d] = lb[d];
+		out->hsh[d] = lb[d] ? hs[d] : 0;
+	}
 	for (int d = 0; d < rank; d++) {
 		out->spt[d] = spt[d];
 		out->thr[d] = thr[d];

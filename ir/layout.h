@@ -96,7 +96,8 @@ BlkLayout blk_layout_collapse(const BlkLayout *l, int axis);
 /* l with a new extent-1 dim at axis (expand_dims, in place). */
 BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
 /* A broadcast from src to dst moves nothing: the dims src keeps are laid
- * out alike, the broadcast ones (extent 1) have one thread and register. */
+ * out alike, the broadcast ones (extent 1) have one thread and register;
+ * src's dims align with dst's last ones (numpy), dst's leading dims are new. */
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst);
 /* Thread-id bits that index some dim (the rest select replicas). */
 int blk_layout_used_bits(const BlkLayout *l);

@@ -100,9 +100,9 @@ static bool emit_local(const BlkOp *op, const ETile *src, ETile *dst)
 			continue;
 		}
 		blk_layout_reg_split(l, r, rd);
-		int s = 0;
-		for (int d = 0; d < l->rank; d++)
-			s = s * blk_layout_regs_along(src->l, d) + (src->l->shape[d] == 1 ? 0 : rd[d]);
+		int s = 0, lead = l->rank - src->l->rank;
+		for (int d = 0; d < src->l->rank; d++)
+			s = s * blk_layout_regs_along(src->l, d) + (src->l->shape[d] == 1 ? 0 : rd[d + lead]);
 		dst->r[r] = src->r[s];
 	}
 	return true;

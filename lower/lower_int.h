@@ -50,6 +50,7 @@ typedef struct LowerCtx {
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
+bool blk_lower_reduce_hoist(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
 bool blk_lower_pipeline(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);

@@ -1,7 +1,7 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> dot-engine -> pipeline -> prefetch
- *         -> tile -> smem-plan -> emit-llvm -> ptx
+ *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> pipeline
+ *         -> prefetch -> tile -> smem-plan -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before the
@@ -23,6 +23,7 @@ static const struct {
 } ir_passes[] = {
 	{ "specialize", blk_lower_specialize, true },
 	{ "blockspec", blk_lower_blockspec, true },
+	{ "reduce-hoist", blk_lower_reduce_hoist, false },
 	{ "dot-engine", blk_lower_dot_engine, false },
 	{ "pipeline", blk_lower_pipeline, false },
 	{ "prefetch", blk_lower_prefetch, false },
@@ -145,7 +146,7 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 		return ir_passes[i].run(&c) && blk_ir_verify(m, d, pass);
 	}
 	BlkLoc nowhere = { 0 };
-	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, dot-engine, pipeline, prefetch, tile, smem-plan)",
+	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, reduce-hoist, dot-engine, pipeline, prefetch, tile, smem-plan)",
 	          pass);
 	return false;
 }

@@ -3,8 +3,9 @@
  * Requires: block refs lowered (blockspec.c: masks set), loop bounds
  * constant.  Produces: in every `for` with constant bounds and at least two
  * iterations, each `load` of a read-only (`in`) array whose result feeds a
- * `dot` of the same body, and whose indices depend only on the iv, becomes
- * a loop carry:
+ * `dot` of the same body, or is small enough to hold twice (at most
+ * PREFETCH_REGS elements a thread: a streaming reduction's slab), and whose
+ * indices depend only on the iv, becomes a loop carry:
  *
  *   x0 = load(lo)                      -- before the loop
  *   for k (.., x) {
@@ -29,6 +30,8 @@
 
 typedef BlkLoop Loop;
 
+enum { PREFETCH_REGS = 32 }; /* elements a thread may hold for the next slab */
+
 static bool feeds_dot(const BlkRegion *body, const BlkValue *v)
 {
 	for (const BlkOp *op = body->first; op; op = op->next)
@@ -37,10 +40,19 @@ static bool feeds_dot(const BlkRegion *body, const BlkValue *v)
 	return false;
 }
 
+/* A slab small enough to hold twice (a streaming reduction's tile). */
+static bool small(const Loop *L, const BlkValue *v)
+{
+	int64_t n = 1;
+	for (int d = 0; d < v->type.rank; d++)
+		n *= blk_lower_dim(v->type.dims[d]);
+	return n <= (int64_t)PREFETCH_REGS * L->c->nthreads;
+}
+
 static bool pipelinable(Loop *L, BlkOp *ld, BlkPtrMap *in)
 {
 	if (ld->kind != BLK_OP_LOAD || !blk_loop_read_only(L->c, ld->operands[0]) ||
-	    !feeds_dot(L->body, ld->results[0]))
+	    (!feeds_dot(L->body, ld->results[0]) && !small(L, ld->results[0])))
 		return false;
 	for (int i = 0; i < ld->noperands; i++)
 		if (!blk_loop_slice(L, in, ld->operands[i]))

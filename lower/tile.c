@@ -161,7 +161,8 @@ static bool is_splat(const BlkValue *v)
  * iota, broadcasts, expand_dims and elementwise ops of those) are computed
  * again in the layout a consumer wants instead of moved through shared
  * memory: a mask built from iotas, a scalar broadcast, a row vector
- * broadcast along the rows of an mma tile. */
+ * broadcast along the rows of an mma tile; and small loads of read-only
+ * arrays, loaded again in that layout (a bias broadcast over the rows). */
 
 /* The layout op's operand i needs for op's result to come out in l, or
  * NULL where no such layout moves nothing. */
@@ -173,27 +174,43 @@ static const BlkLayout *operand_layout(LowerCtx *c, const BlkOp *op, int i, cons
 	BlkLayout *m = BLK_NEW(c->a, BlkLayout);
 	if (op->kind == BLK_OP_EXPAND_DIMS) {
 		int axis = (int)blk_op_int(op, "axis", 0);
-		if (l->thr[axis] != 1 || l->spt[axis] != 1 || blk_layout_split(l))
+		if (l->thr[axis] != 1 || l->spt[axis] != 1)
 			return NULL;
 		*m = blk_layout_slice(l, axis);
 		return m;
 	}
-	if (op->kind == BLK_OP_BROADCAST) {
-		if (t->rank != r->rank || blk_layout_split(l))
-			return NULL;
+	if (op->kind == BLK_OP_BROADCAST) { /* dims align right; the leading ones are new */
+		int lead = r->rank - t->rank;
 		*m = *l;
 		for (int d = 0; d < t->rank; d++)
-			if (blk_lower_dim(t->dims[d]) == 1 && blk_lower_dim(r->dims[d]) != 1)
-				*m = blk_layout_collapse(m, d);
+			if (blk_lower_dim(t->dims[d]) == 1 && blk_lower_dim(r->dims[d + lead]) != 1)
+				*m = blk_layout_collapse(m, d + lead);
+		for (int d = 0; d < lead; d++)
+			*m = blk_layout_slice(m, 0);
 		return blk_layout_bcast_local(m, l) ? m : NULL;
 	}
 	return t->rank == r->rank ? l : NULL;
 }
 
-static bool remat_kind(BlkOpKind k)
+enum { REMAT_LOAD_MAX = 4096 }; /* elements: a bias vector, not a tile */
+
+/* A small load of an array nothing writes: loading it again in another
+ * layout costs less than moving it (a bias broadcast over an mma tile). */
+static bool small_readonly_load(const LowerCtx *c, const BlkOp *op)
 {
+	if (op->kind != BLK_OP_LOAD || !blk_loop_read_only(c, op->operands[0]))
+		return false;
+	int64_t n = 1;
+	for (int d = 0; d < op->results[0]->type.rank; d++)
+		n *= blk_lower_dim(op->results[0]->type.dims[d]);
+	return n <= REMAT_LOAD_MAX;
+}
+
+static bool remat_kind(const LowerCtx *c, const BlkOp *op)
+{
+	BlkOpKind k = op->kind;
 	return k == BLK_OP_CONST || k == BLK_OP_IOTA || k == BLK_OP_BROADCAST || k == BLK_OP_EXPAND_DIMS ||
-	       (blk_op_flags(k) & BLK_OPF_ELEMENTWISE);
+	       (blk_op_flags(k) & BLK_OPF_ELEMENTWISE) || small_readonly_load(c, op);
 }
 
 /* v can be had in l without moving data: it is, or it can be recomputed. */
@@ -202,9 +219,9 @@ static bool can_remat(LowerCtx *c, const BlkValue *v, const BlkLayout *l, int de
 	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
 		return true;
 	const BlkOp *d = v->def;
-	if (!d || depth > CHAIN_DEPTH || d->nresults != 1 || d->nregions || !remat_kind(d->kind))
+	if (!d || depth > CHAIN_DEPTH || d->nresults != 1 || d->nregions || !remat_kind(c, d))
 		return false;
-	for (int i = 0; i < d->noperands; i++) {
+	for (int i = 0; i < d->noperands && d->kind != BLK_OP_LOAD; i++) {
 		const BlkLayout *m = operand_layout(c, d, i, l);
 		if (!m || !can_remat(c, d->operands[i], m, depth + 1))
 			return false;
@@ -219,8 +236,8 @@ static BlkValue *remat(LowerCtx *c, BlkBuilder *b, BlkValue *v, const BlkLayout 
 		return v;
 	BlkOp *d = v->def;
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, d->noperands + 1);
-	for (int i = 0; i < d->noperands; i++)
-		ops[i] = remat(c, b, d->operands[i], operand_layout(c, d, i, l));
+	for (int i = 0; i < d->noperands; i++) /* a load's operands are its Ref and indices */
+		ops[i] = d->kind == BLK_OP_LOAD ? d->operands[i] : remat(c, b, d->operands[i], operand_layout(c, d, i, l));
 	BlkValue *n = blk_build1(b, d->kind, d->loc, v->type, d->noperands, ops);
 	n->def->nattrs = d->nattrs;
 	n->def->attrs = BLK_NEW_N(c->a, BlkAttr, d->nattrs + 1);
@@ -459,19 +476,21 @@ static void tile_region(LowerCtx *c, BlkRegion *r)
 		tile_op(c, op);
 }
 
-/* Erases pure ops nothing uses (what rematerialization left behind);
- * true if it erased any. */
-static bool erase_dead(BlkRegion *r)
+/* Erases pure ops, and loads of arrays nothing writes, that nothing uses
+ * (what rematerialization left behind); true if it erased any. */
+static bool erase_dead(LowerCtx *c, BlkRegion *r)
 {
 	bool any = false;
 	for (BlkOp *op = r->last, *prev; op; op = prev) {
 		prev = op->prev;
 		for (int i = 0; i < op->nregions; i++)
-			any |= erase_dead(op->regions[i]);
+			any |= erase_dead(c, op->regions[i]);
 		bool used = false;
 		for (int i = 0; i < op->nresults && !used; i++)
 			used = blk_lower_uses(r, op->results[i]) > 0;
-		if (!used && (blk_op_flags(op->kind) & BLK_OPF_PURE) && !op->nregions && op->nresults) {
+		bool pure = (blk_op_flags(op->kind) & BLK_OPF_PURE) ||
+		            (op->kind == BLK_OP_LOAD && blk_loop_read_only(c, op->operands[0]));
+		if (!used && pure && !op->nregions && op->nresults) {
 			blk_op_erase(op);
 			any = true;
 		}
@@ -511,7 +530,7 @@ bool blk_lower_tile(LowerCtx *c)
 	tile_region(c, k->body);
 	if (blk_diag_error_count(c->d) > errors)
 		return false;
-	while (erase_dead(k->body))
+	while (erase_dead(c, k->body))
 		;
 	transit_scan(c, k->body);
 	if (c->transit_bytes) {
