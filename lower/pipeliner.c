@@ -33,8 +33,11 @@
  *
  * Every copy sees an iv of the loop's own range, so the loads' masks stay
  * valid, and a loop that runs fewer than S - 1 times copies nothing past
- * it.  A loop inside another loop starts with a barrier: the previous
- * execution's last reads of the slots come before this one's first copies.
+ * it.  Several dots of one loop (attention's two) share the counters, one
+ * commit group a slab for all their operands, and one wait and barrier a
+ * iteration, before the first of them.  A loop inside another loop starts
+ * with a barrier: the previous execution's last reads of the slots come
+ * before this one's first copies.
  */
 #include "lower_int.h"
 
@@ -52,13 +55,30 @@ typedef struct Operand {
 	int64_t R, C;
 } Operand;
 
+enum { MAX_DOTS = 4 }; /* pipelined dots in one loop */
+
+typedef struct Staged {
+	BlkOp *dot;
+	Operand x[2];
+} Staged;
+
+/* One loop; dot and x are the dot being looked at, all[] the ones taken. */
 typedef struct Pipe {
 	BlkLoop L;
 	BlkOp *dot;
 	Operand x[2];
+	Staged all[MAX_DOTS];
+	int n;
 	int S;
 	int64_t step;
 } Pipe;
+
+/* Makes all[i] the current dot. */
+static void use(Pipe *P, int i)
+{
+	P->dot = P->all[i].dot;
+	memcpy(P->x, P->all[i].x, sizeof P->x);
+}
 
 static bool zero_fill(const BlkOp *ld)
 {
@@ -152,7 +172,7 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 
 /* bufX = local_alloc [S, R, C] with rows of C + PAD; [R, C] for a tile
  * from outside the loop, stored into it once. */
-static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x)
+static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 {
 	LowerCtx *c = P->L.c;
 	int shape[3] = { P->S, (int)x->R, (int)x->C };
@@ -164,7 +184,7 @@ static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x)
 	BlkLoc loc = x->fixed ? P->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
 	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
-	x->buf->name = x == &P->x[0] ? "stage_a" : "stage_b";
+	x->buf->name = name;
 	if (x->fixed) {
 		BlkValue *ops[2] = { x->buf, x->fixed };
 		BlkOp *st = blk_build(b, BLK_OP_STORE, loc, 2, ops, 0, NULL, 0);
@@ -255,14 +275,16 @@ static void prologue(Pipe *P, BlkBuilder *b)
 			ks = binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
 		BlkValue *more = binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
 		BlkValue *slot = blk_lower_i32(b, f->loc, s);
-		for (int o = 0; o < 2; o++) {
-			BlkPtrMap vm = { 0 };
-			if (!P->x[o].load)
-				continue;
-			blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
-			copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
-		}
-		commit(b, f->loc);
+		for (int i = 0; i < P->n; i++)
+			for (int o = 0; o < 2; o++) {
+				BlkPtrMap vm = { 0 };
+				use(P, i);
+				if (!P->x[o].load)
+					continue;
+				blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
+				copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
+			}
+		commit(b, f->loc); /* one group a slab, for every dot's operands */
 	}
 }
 
@@ -286,20 +308,31 @@ static int parts_of(const Pipe *P)
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
 
-/* The loop body: wait, barrier, the dot on the slots, the next copies in
- * the dot's region, the slot counters. */
-static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
+/* Before the first dot: wait until slab k has landed (one group holds
+ * every dot's operands), one barrier (for every thread; slot wr is free),
+ * the next slab's iv kn and whether there is one. */
+static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 {
 	LowerCtx *c = P->L.c;
-	BlkOp *dot = P->dot;
+	BlkOp *dot = P->all[0].dot;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, dot);
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_op_set_int(c->a, w, "pending", P->S - 2);
 	blk_build(&b, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
-	BlkValue *kn = binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
-	                     blk_lower_i32(&b, dot->loc, (P->S - 1) * P->step));
-	BlkValue *more = binop(&b, BLK_OP_LT, dot->loc, kn, P->L.loop->operands[1]);
+	*kn = binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
+	            blk_lower_i32(&b, dot->loc, (P->S - 1) * P->step));
+	*more = binop(&b, BLK_OP_LT, dot->loc, *kn, P->L.loop->operands[1]);
+}
+
+/* The current dot on its slots, the next copies in its region (the last
+ * dot's region commits them all). */
+static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *more, bool last)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *dot = P->dot;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, dot);
 	BlkPtrMap vm[2] = { { 0 }, { 0 } };
 	for (int o = 0; o < 2; o++) {
 		if (P->x[o].regs)
@@ -319,7 +352,8 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr)
 	for (int o = 0; o < 2; o++)
 		for (int p = 0; p < parts && P->x[o].load; p++)
 			copy_if(P, &in, more, &P->x[o], wr, &vm[o], p, parts);
-	commit(&in, dot->loc);
+	if (last)
+		commit(&in, dot->loc);
 }
 
 static bool in_loop(const BlkOp *op)
@@ -336,9 +370,10 @@ static void pipeline(Pipe *P)
 	BlkOp *f = P->L.loop;
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, f);
-	for (int o = 0; o < 2; o++)
-		if (!P->x[o].regs)
-			make_buffer(P, &pre, &P->x[o]);
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++)
+			if (!P->all[i].x[o].regs)
+				make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
@@ -349,17 +384,27 @@ static void pipeline(Pipe *P)
 	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
 	rd->name = "rd", wr->name = "wr";
 	BlkOp *y = P->L.body->last;
+	P->dot = P->all[0].dot;
 	y->operands[y->noperands - 2] = advance(P, &end, rd);
 	y->operands[y->noperands - 1] = advance(P, &end, wr);
-	steady(P, rd, wr);
-	for (int o = 0; o < 2; o++) {
-		if (!P->x[o].load)
-			continue;
-		if (P->x[o].trans)
-			blk_op_erase(P->x[o].trans);
-		blk_op_erase(P->x[o].load);
-		blk_loop_erase_dead(&P->L, &P->x[o].in);
+	BlkValue *kn, *more;
+	steady_head(P, &kn, &more);
+	for (int i = 0; i < P->n; i++) {
+		use(P, i);
+		steady(P, rd, wr, kn, more, i == P->n - 1);
 	}
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			Operand *x = &P->all[i].x[o];
+			if (!x->load)
+				continue;
+			if (x->trans)
+				blk_op_erase(x->trans);
+			blk_op_erase(x->load);
+		}
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++)
+			blk_loop_erase_dead(&P->L, &P->all[i].x[o].in);
 }
 
 static void pipeline_loop(void *ctx, BlkOp *f)
@@ -378,10 +423,14 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 			continue;
 		P.dot = op;
 		memset(P.x, 0, sizeof P.x);
-		if (stageable(&P, 0) && stageable(&P, 1) && (P.x[0].load || P.x[1].load) &&
-		    P.x[0].load != P.x[1].load)
-			pipeline(&P);
+		if (P.n < MAX_DOTS && stageable(&P, 0) && stageable(&P, 1) && (P.x[0].load || P.x[1].load) &&
+		    P.x[0].load != P.x[1].load) {
+			P.all[P.n].dot = op;
+			memcpy(P.all[P.n++].x, P.x, sizeof P.x);
+		}
 	}
+	if (P.n)
+		pipeline(&P);
 }
 
 bool blk_lower_pipeline(LowerCtx *c)
