@@ -375,11 +375,12 @@ static void check_dot(Verifier *V, const BlkOp *op)
 		     ty(V, a), ty(V, b));
 		return;
 	}
-	if (!blk_sym_equal(a->dims[1], b->dims[0])) {
-		fail(V, "inner dims differ: %s x %s", ty(V, a), ty(V, b));
+	int bt = blk_op_int(op, "b_trans", 0) != 0; /* lower/: b given as [N, K] */
+	if (!blk_sym_equal(a->dims[1], b->dims[bt])) {
+		fail(V, "inner dims differ: %s x %s%s", ty(V, a), ty(V, b), bt ? " (b_trans)" : "");
 		return;
 	}
-	const BlkSym *mn[2] = { a->dims[0], b->dims[1] };
+	const BlkSym *mn[2] = { a->dims[0], b->dims[1 - bt] };
 	BlkType want = blk_type_tile(BLK_F32, 2, mn);
 	if (op->noperands >= 3 && !want_type(V, operand(op, 2), &want, "operand", 2))
 		return;

@@ -6,7 +6,9 @@
  *          or both bf16, and the [M, N] tile and K fit the mma tiling over
  *          the kernel's warps (ir/layout.h, blk_layout_mma_fits);
  *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
- *          to the interpreter -- f32 operands, or shapes mma cannot tile.
+ *          to the interpreter -- f32 operands, or shapes mma cannot tile;
+ *          a b that is transpose(w) becomes w with attr b_trans (staged
+ *          transposed, no conversion through shared memory).
  * An engine already set (IR text) is kept when the dot can run on it and
  * refused with the reason when it cannot.  An mma dot also gets attr
  * warps_n, its warp grid's width (ir/layout.h, blk_layout_mma_grid): 1 --
@@ -85,6 +87,20 @@ static int pick_wn(const LowerCtx *c, const BlkOp *dot)
 	return blk_layout_mma_wn(M, N, c->nthreads);
 }
 
+/* An fma dot whose b is transpose(w), w used for nothing else: the dot
+ * takes w itself (attr b_trans) and stages it transposed (emit_dot.c),
+ * instead of a transpose through shared memory every slab. */
+static void take_transpose(LowerCtx *c, BlkOp *dot)
+{
+	BlkOp *t = dot->operands[1]->def;
+	if (!t || t->kind != BLK_OP_TRANSPOSE || t->parent != dot->parent ||
+	    blk_lower_uses(dot->parent, dot->operands[1]) != 1 || blk_op_attr(dot, "b_trans"))
+		return;
+	dot->operands[1] = t->operands[0];
+	blk_op_set_int(c->a, dot, "b_trans", 1);
+	blk_op_erase(t);
+}
+
 typedef struct Pick {
 	LowerCtx *c;
 	bool ok;
@@ -101,6 +117,8 @@ static void pick(void *ctx, BlkOp *op)
 		blk_op_set_string(p->c->a, op, "engine", why ? "fma" : "mma");
 		if (!why)
 			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
+		else
+			take_transpose(p->c, op);
 		return;
 	}
 	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "fma") == 0)

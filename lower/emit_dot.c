@@ -4,7 +4,9 @@
  *   1. stage: every thread writes its registers of a and b, converted to
  *      f32, into this dot's staging buffer: A K-major (As[k][m], rows of
  *      pad(M)+4 floats: the transposing stores of a warp hit distinct
- *      banks), B row-major (Bs[k][n], float4 stores);
+ *      banks), B row-major (Bs[k][n], float4 stores) -- or, for a b given
+ *      as [N, K] (attr b_trans, `x @ w.T`), by transposing stores into rows
+ *      of pad(N)+4, so w.T costs no conversion through shared memory;
  *   2. one barrier;
  *   3. for k ascending (unrolled when K <= 64): each thread loads its
  *      spt-wide column pieces of As[k] and row pieces of Bs[k] with
@@ -20,7 +22,7 @@
 
 typedef struct DotCtx {
 	const BlkLayout *l;
-	int M, K, N, PM, PN;
+	int M, K, N, PM, PN, LDB; /* LDB: Bs's row, PN (+4 when B is staged transposed) */
 	int64_t aoff, boff;  /* byte offsets of As and Bs in buffer 0 */
 	LLVMValueRef phb;    /* i32: 0, or the bytes of one buffer pair for buffer 1 */
 	LLVMValueRef pa, pb; /* the thread's first As / Bs element in this buffer */
@@ -47,7 +49,7 @@ static LLVMValueRef const_gep(Emit *E, LLVMValueRef p, int64_t bytes)
  * both buffers when ld, the offset and the pair's size are multiples. */
 static int stage_vec(const DotCtx *D, const BlkLayout *l, int ld, bool kmajor, int64_t off)
 {
-	int64_t pair = (int64_t)D->K * (D->PM + 4 + D->PN);
+	int64_t pair = (int64_t)D->K * (D->PM + 4 + D->LDB);
 	int v = 4;
 	while (v > 1 && (kmajor || l->spt[1] % v || ld % v || off % (4 * v) || pair % v))
 		v /= 2;
@@ -107,7 +109,7 @@ static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
 	int nm = blk_layout_regs_along(l, 0), nn = blk_layout_regs_along(l, 1);
 	LLVMValueRef a[64], b[64];
 	LLVMValueRef ka = LLVMBuildMul(E->b, k, emit_i32(E, (D->PM + 4) * 4), "");
-	LLVMValueRef kb = LLVMBuildMul(E->b, k, emit_i32(E, D->PN * 4), "");
+	LLVMValueRef kb = LLVMBuildMul(E->b, k, emit_i32(E, D->LDB * 4), "");
 	LLVMValueRef pa = LLVMBuildGEP2(E->b, E->i8, D->pa, &ka, 1, "");
 	LLVMValueRef pb = LLVMBuildGEP2(E->b, E->i8, D->pb, &kb, 1, "");
 	for (int r = 0; r < nm; r += l->spt[0])
@@ -169,10 +171,12 @@ void emit_dot(Emit *E, const BlkOp *op)
 		emit_mma(E, op);
 		return;
 	}
+	bool bt = blk_op_int(op, "b_trans", 0) != 0; /* b is [N, K] (dot_engine.c) */
 	D.M = (int)blk_lower_dim(av->type.dims[0]);
 	D.K = (int)blk_lower_dim(av->type.dims[1]);
-	D.N = (int)blk_lower_dim(bv->type.dims[1]);
+	D.N = (int)blk_lower_dim(op->results[0]->type.dims[1]);
 	D.PM = blk_pow2ceil(D.M), D.PN = blk_pow2ceil(D.N);
+	D.LDB = D.PN + (bt ? 4 : 0);
 	int nacc = blk_layout_nregs(D.l);
 	if (blk_layout_regs_along(D.l, 0) > 64 || blk_layout_regs_along(D.l, 1) > 64) {
 		blk_error(E->c->d, op->loc, "dot of %dx%d is too large for %d threads", D.M, D.N,
@@ -189,7 +193,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 	D.aoff = off;
 	D.boff = off + (int64_t)D.K * (D.PM + 4) * 4;
 	stage(E, &D, emit_tile(E, av), av->type.dtype, D.aoff, D.PM + 4, true);
-	stage(E, &D, emit_tile(E, bv), bv->type.dtype, D.boff, D.PN, false);
+	stage(E, &D, emit_tile(E, bv), bv->type.dtype, D.boff, D.LDB, bt);
 	/* 2. */
 	emit_barrier(E);
 	/* 3. */

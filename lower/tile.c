@@ -118,15 +118,16 @@ static BlkOp *stage_site(LowerCtx *c, BlkOp *dot)
 }
 
 /* Staging for dot(a[M,K], b[K,N]): A as f32 [K][pad(M)+4] (K-major, the
- * +4 staggers the transposing stores across banks), B as f32 [K][pad(N)];
- * two of each. */
+ * +4 staggers the transposing stores across banks), B as f32 [K][pad(N)]
+ * ([K][pad(N)+4] when b comes as [N, K], b_trans); two of each. */
 size_t blk_lower_dot_stage_bytes(const BlkOp *dot)
 {
-	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	const BlkType *a = &dot->operands[0]->type, *r = &dot->results[0]->type;
 	size_t M = (size_t)blk_pow2ceil((int)blk_lower_dim(a->dims[0]));
 	size_t K = (size_t)blk_lower_dim(a->dims[1]);
-	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(b->dims[1]));
-	return (K * (M + 4) + K * N) * 4;
+	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(r->dims[1]));
+	size_t ldb = N + (blk_op_int(dot, "b_trans", 0) ? 4 : 0);
+	return (K * (M + 4) + K * ldb) * 4;
 }
 
 /* Staging for a tensor-core dot (emit_mma.c): A row-major [M][K+8] and B
