@@ -230,7 +230,7 @@ static LLVMValueRef fill_of(Emit *E, const BlkOp *op, BlkDType dt)
 	double v = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), v);
-	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)blk_lower_f64_to_i64(v), true);
+	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)blk_lower_float_to_i32(v), true);
 }
 
 static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *t)

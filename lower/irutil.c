@@ -96,13 +96,13 @@ const BlkLayout *blk_lower_scalar_layout(LowerCtx *c)
 	return &c->scalar;
 }
 
-int64_t blk_lower_f64_to_i64(double f)
+int32_t blk_lower_float_to_i32(double f)
 {
 	if (f != f)
 		return 0;
-	if (f >= 9223372036854775807.0)
-		return INT64_MAX;
-	if (f <= -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)f;
+	if (f >= 2147483647.0)
+		return INT32_MAX;
+	if (f <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)f;
 }

@@ -102,8 +102,9 @@ int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);
 /* Helpers shared by the IR passes (irutil.c). */
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 /* A float attr on an integer constant or fill: truncated, NaN as 0, out of
- * range saturated (a C cast of inf or 1e39 is undefined). */
-int64_t blk_lower_f64_to_i64(double f);
+ * the i32 range saturated, as the interpreter converts (a C cast of inf or
+ * 1e39 is undefined). */
+int32_t blk_lower_float_to_i32(double f);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
 /* Moves op from its region to the end of region r. */
