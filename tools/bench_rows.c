@@ -355,9 +355,9 @@ static const NormRow norm_table[] = {
 	{N_COLSUM, "colsum", BLK_F32, 8192, 8192,
 	 "BR=64,BC=32;BR=128,BC=32;BR=256,BC=32,num_warps=8;BR=64,BC=64;BR=32,BC=16"},
 	{N_LAYER, "layernorm", BLK_BF16, 16384, 4096,
-	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16"},
+	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16;BR=2,num_warps=16;BR=4,num_warps=16"},
 	{N_RMS, "rmsnorm", BLK_BF16, 16384, 4096,
-	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16"},
+	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16;BR=2,num_warps=16;BR=4,num_warps=16"},
 };
 
 /* Host inputs x [r, c], w [c], b [c] and the output copied back. */
@@ -500,7 +500,7 @@ typedef struct AttnRow {
 
 /* bf16, BH=32, S=4096: tools/bench_torch.py's shapes. */
 #define ATTN64 "BQ=64,BK=64,num_warps=4;BQ=128,BK=64,num_warps=8;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3"
-#define ATTN128 "BQ=128,BK=64,num_warps=8;BQ=64,BK=64,num_warps=4;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3"
+#define ATTN128 "BQ=128,BK=64,num_warps=8;BQ=64,BK=64,num_warps=4;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3;BQ=128,BK=32,num_warps=8,num_stages=3;BQ=64,BK=32,num_warps=4,num_stages=3"
 static const AttnRow attn_table[] = {
 	{32, 4096, 64, false, ATTN64},
 	{32, 4096, 64, true, ATTN64},
