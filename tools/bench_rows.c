@@ -138,6 +138,7 @@ typedef struct GemmRow {
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
 	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256},
+	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256},
 	{G_EPILOGUE, "matmul_epilogue", BLK_BF16, 1, 4096, 4096, 4096, MMA256 ";" MMA128},
 	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256},
 	{G_SPLITK, "matmul_splitk", BLK_BF16, 1, 1024, 1024, 16384, MMA128 ",S=8;" MMA128 ",S=4;" MMA256 ",S=4"},
