@@ -16,19 +16,26 @@
 /* The IR -> IR passes, in pipeline order: one table runs the pipeline,
  * names --dump-after's choices and drives a single pass from text. */
 typedef bool PassFn(LowerCtx *c);
+/* What a pass needs of its input beyond a verified kernel (checked when
+ * IR text drives one pass, where nothing earlier made sure of it). */
+enum {
+	NEEDS_SIZES = 1,  /* the launch sizes and arrays */
+	NEEDS_CONST = 2,  /* every shape constant (specialize ran) */
+	NEEDS_ENGINE = 4, /* every dot has its engine (dot-engine ran) */
+};
 static const struct {
 	const char *name;
 	PassFn *run;
-	bool needs_sizes; /* reads the launch sizes or the arrays */
+	unsigned needs;
 } ir_passes[] = {
-	{ "specialize", blk_lower_specialize, true },
-	{ "blockspec", blk_lower_blockspec, true },
-	{ "reduce-hoist", blk_lower_reduce_hoist, false },
-	{ "dot-engine", blk_lower_dot_engine, false },
-	{ "pipeline", blk_lower_pipeline, false },
-	{ "prefetch", blk_lower_prefetch, false },
-	{ "tile", blk_lower_tile, false },
-	{ "smem-plan", blk_lower_smem_plan, false },
+	{ "specialize", blk_lower_specialize, NEEDS_SIZES },
+	{ "blockspec", blk_lower_blockspec, NEEDS_SIZES | NEEDS_CONST },
+	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },
+	{ "dot-engine", blk_lower_dot_engine, NEEDS_CONST },
+	{ "pipeline", blk_lower_pipeline, NEEDS_CONST | NEEDS_ENGINE },
+	{ "prefetch", blk_lower_prefetch, NEEDS_CONST | NEEDS_ENGINE },
+	{ "tile", blk_lower_tile, NEEDS_CONST | NEEDS_ENGINE },
+	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };
 enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };
 
@@ -124,6 +131,58 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	return true;
 }
 
+static bool const_type(const BlkType *t)
+{
+	int64_t v;
+	for (int d = 0; d < t->rank; d++)
+		if (!blk_sym_is_const(t->dims[d], &v))
+			return false;
+	return true;
+}
+
+/* The first op of r (nested regions too) that breaks `needs`, or NULL. */
+static const BlkOp *unmet(const BlkRegion *r, unsigned needs)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nresults; i++)
+			if ((needs & NEEDS_CONST) && !const_type(&op->results[i]->type))
+				return op;
+		if ((needs & NEEDS_ENGINE) && op->kind == BLK_OP_DOT && !blk_op_attr(op, "engine"))
+			return op;
+		for (int i = 0; i < op->nregions; i++) {
+			const BlkOp *u = unmet(op->regions[i], needs);
+			if (u)
+				return u;
+		}
+	}
+	return NULL;
+}
+
+/* The pass's needs hold for k, else an error naming the pass to run first
+ * (constant shapes before engines: specialize comes first). */
+static bool needs_met(BlkDiag *d, const BlkKernel *k, const char *pass, unsigned needs)
+{
+	bool params = true;
+	for (int i = 0; i < k->nparams && (needs & NEEDS_CONST); i++)
+		for (int j = 0; j < k->params[i].rank; j++) {
+			int64_t v;
+			params &= blk_sym_is_const(k->params[i].shape[j], &v) &&
+			          (!k->params[i].block[j] || blk_sym_is_const(k->params[i].block[j], &v));
+		}
+	const BlkOp *op = unmet(k->body, needs & NEEDS_CONST);
+	if (!params || op) {
+		blk_error(d, op ? op->loc : k->loc, "pass %s needs constant shapes: run --pass=specialize on it first",
+		          pass);
+		return false;
+	}
+	op = unmet(k->body, needs & NEEDS_ENGINE);
+	if (op) {
+		blk_error(d, op->loc, "pass %s needs every dot's engine: run --pass=dot-engine on it first", pass);
+		return false;
+	}
+	return true;
+}
+
 bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const char *pass,
                         const int64_t *sizes, const BlkArrayDesc *arrays, const BlkLowerOptions *opt)
 {
@@ -138,12 +197,13 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 	for (int i = 0; i < NPASSES; i++) {
 		if (strcmp(ir_passes[i].name, pass) != 0)
 			continue;
-		if (ir_passes[i].needs_sizes && (!sizes || !arrays)) {
+		if ((ir_passes[i].needs & NEEDS_SIZES) && (!sizes || !arrays)) {
 			blk_error(d, k->loc, "pass %s needs the launch sizes of kernel %s (SIZE=VALUE)", pass,
 			          k->name);
 			return false;
 		}
-		return ir_passes[i].run(&c) && blk_ir_verify(m, d, pass);
+		return needs_met(d, k, pass, ir_passes[i].needs) && ir_passes[i].run(&c) &&
+		       blk_ir_verify(m, d, pass);
 	}
 	BlkLoc nowhere = { 0 };
 	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, reduce-hoist, dot-engine, pipeline, prefetch, tile, smem-plan)",

@@ -78,6 +78,12 @@ expect 0 'reduce_max %v \{axis = 1\} : f32\[BR\]|reduce_max' "$BLKC" --from-ir "
 expect 1 'pass specialize needs the launch sizes' "$BLKC" --from-ir --pass=specialize "$T/softmax.ir"
 expect 0 'grid \(4\)' "$BLKC" --from-ir --pass=specialize "$T/softmax.ir" R=13 C=77
 expect 1 "no IR pass named 'ptx'" "$BLKC" --from-ir --pass=ptx "$T/softmax.ir"
+# a pass on IR that lacks what it needs says which pass to run first
+"$BLKC" --emit=ir -D T=bf16 "$EX/matmul.blk" >"$T/matmul.ir" 2>&1
+expect 1 'pass pipeline needs every dot.s engine: run --pass=dot-engine on it first' \
+	"$BLKC" --from-ir --pass=pipeline "$T/matmul.ir"
+expect 1 'pass tile needs constant shapes: run --pass=specialize on it first' \
+	"$BLKC" --from-ir --pass=tile "$T/matmul.ir"
 expect 2 'needs --from-ir' "$BLKC" --pass=tile "$EX/softmax.blk"
 expect 2 'from-ir takes only' "$BLKC" --from-ir --emit=ptx "$T/softmax.ir"
 expect 1 "softmax.blk:1:1: error: unexpected character '/'" "$BLKC" --from-ir "$EX/softmax.blk"
