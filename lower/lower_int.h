@@ -1,9 +1,11 @@
 /* lower_int.h - what the passes of lower/ share (internal to lower/).
  *
- * The passes run on a private clone of the kernel (clone.c).  Facts that
- * later passes need and the IR cannot hold as types travel in LowerCtx:
- * the launch sizes, the arrays, the layouts chosen by tile.c (also printed
- * as `layout` attributes), and the shared-memory plan.
+ * The passes run on a private clone of the kernel (clone.c) and talk
+ * through the IR: layouts are in the types, shared buffers, async copies
+ * and barriers are ops, each dot's engine an attr (docs/ir.md, the GPU
+ * level).  LowerCtx holds only what comes from outside the IR -- the launch
+ * sizes, the arrays, the options -- and what the last IR pass hands the
+ * backend: the CTA size, shared-memory total, grid.
  */
 #ifndef BLK_LOWER_INT_H
 #define BLK_LOWER_INT_H
