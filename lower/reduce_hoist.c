@@ -57,6 +57,12 @@ static double splat_value(const BlkValue *v)
 	return !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
 }
 
+static int64_t splat_int(const BlkValue *v)
+{
+	const BlkAttr *a = blk_op_attr(v->def, "value");
+	return !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : blk_lower_float_to_i32(a->f);
+}
+
 /* Carry i of loop L: x2 beside it, acc passed through, the reduction after. */
 static void hoist(BlkLoop *L, int i, BlkOp *red)
 {
@@ -65,10 +71,13 @@ static void hoist(BlkLoop *L, int i, BlkOp *red)
 	BlkValue *acc = L->body->args[1 + i], *X = red->operands[0];
 	BlkBuilder pre, here, post;
 	blk_builder_before(&pre, c->a, f);
-	double v = fold->kind == BLK_OP_ADD ? 0 : splat_value(f->operands[3 + i]);
-	BlkValue *init = blk_build_const_float(&pre, f->loc, X->type, v);
-	if (!blk_dtype_is_float(X->type.dtype))
-		init = blk_build_const_int(&pre, f->loc, X->type, (int64_t)v);
+	BlkValue *init;
+	if (blk_dtype_is_float(X->type.dtype))
+		init = blk_build_const_float(&pre, f->loc, X->type,
+		                             fold->kind == BLK_OP_ADD ? 0 : splat_value(f->operands[3 + i]));
+	else
+		init = blk_build_const_int(&pre, f->loc, X->type,
+		                           fold->kind == BLK_OP_ADD ? 0 : splat_int(f->operands[3 + i]));
 	BlkValue *x2 = blk_loop_add_carry(L, init, init);
 	blk_builder_before(&here, c->a, y);
 	BlkValue *ops[2] = { x2, X };

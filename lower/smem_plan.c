@@ -5,7 +5,8 @@
  * and c->smem_bytes; a `barrier` before a buffer that takes bytes another
  * buffer used earlier.  Steps:
  *   1. number the ops in program order (a loop's ops inside its span);
- *   2. a buffer lives from its alloc to its last use, through views of it;
+ *   2. a buffer lives from its alloc to its last use, through views (and
+ *      transposed views) of it;
  *      a use inside a loop that does not hold the alloc keeps it alive to
  *      that loop's end (the next iteration uses it again); the transit
  *      region lives throughout;
@@ -72,7 +73,7 @@ static void number(Plan *p, BlkRegion *r)
 			b->transit = role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0;
 			b->bytes = buffer_bytes(&op->results[0]->type);
 			blk_pmap_put(p->c->a, &p->root, op->results[0], (void *)(uintptr_t)p->nbufs);
-		} else if (op->kind == BLK_OP_VIEW) {
+		} else if (op->kind == BLK_OP_VIEW || op->kind == BLK_OP_TRANS_VIEW) {
 			void *rb = blk_pmap_get(&p->root, op->operands[0]);
 			if (rb)
 				blk_pmap_put(p->c->a, &p->root, op->results[0], rb);
