@@ -62,23 +62,16 @@ typedef struct Staged {
 	Operand x[2];
 } Staged;
 
-/* One loop; dot and x are the dot being looked at, all[] the ones taken. */
+/* One loop: all[0..n) the dots taken, s the one being looked at (all[n]
+ * while it is a candidate). */
 typedef struct Pipe {
 	BlkLoop L;
-	BlkOp *dot;
-	Operand x[2];
-	Staged all[MAX_DOTS];
+	Staged all[MAX_DOTS + 1];
+	Staged *s;
 	int n;
 	int S;
 	int64_t step;
 } Pipe;
-
-/* Makes all[i] the current dot. */
-static void use(Pipe *P, int i)
-{
-	P->dot = P->all[i].dot;
-	memcpy(P->x, P->all[i].x, sizeof P->x);
-}
 
 static bool zero_fill(const BlkOp *ld)
 {
@@ -103,11 +96,11 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v, int depth)
 {
 	const BlkOp *d = v->def;
 	if (depth > 6 || !d || d->parent != P->L.body || v->type.rank != 2 ||
-	    blk_op_int(P->dot, "warps_n", 0) != 1)
+	    blk_op_int(P->s->dot, "warps_n", 0) != 1)
 		return false;
 	if (d->kind == BLK_OP_DOT)
 		return blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1 &&
-		       blk_sym_equal(d->results[0]->type.dims[0], P->dot->results[0]->type.dims[0]);
+		       blk_sym_equal(d->results[0]->type.dims[0], P->s->dot->results[0]->type.dims[0]);
 	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
 		return false;
 	for (int i = 0; i < d->noperands; i++)
@@ -121,8 +114,8 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v, int depth)
  * memory for every iteration. */
 static bool stageable(Pipe *P, int o)
 {
-	Operand *x = &P->x[o];
-	BlkValue *v = P->dot->operands[o];
+	Operand *x = &P->s->x[o];
+	BlkValue *v = P->s->dot->operands[o];
 	BlkOp *d = v->def;
 	if (o == 0 && from_rows_dot(P, v, 0)) {
 		x->regs = true;
@@ -181,7 +174,7 @@ static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	*l = blk_layout_shared(rank, shape + 3 - rank, PAD);
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
-	BlkLoc loc = x->fixed ? P->dot->loc : x->load->loc;
+	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
 	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
 	x->buf->name = name;
@@ -278,11 +271,11 @@ static void prologue(Pipe *P, BlkBuilder *b)
 		for (int i = 0; i < P->n; i++)
 			for (int o = 0; o < 2; o++) {
 				BlkPtrMap vm = { 0 };
-				use(P, i);
-				if (!P->x[o].load)
+				P->s = &P->all[i];
+				if (!P->s->x[o].load)
 					continue;
-				blk_loop_clone_slice(&P->L, b, &P->x[o].in, P->x[o].load, ks, &vm);
-				copy_if(P, b, more, &P->x[o], slot, &vm, 0, 1);
+				blk_loop_clone_slice(&P->L, b, &P->s->x[o].in, P->s->x[o].load, ks, &vm);
+				copy_if(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
 			}
 		commit(b, f->loc); /* one group a slab, for every dot's operands */
 	}
@@ -291,7 +284,7 @@ static void prologue(Pipe *P, BlkBuilder *b)
 /* v + 1, wrapped to 0 at S. */
 static BlkValue *advance(Pipe *P, BlkBuilder *b, BlkValue *v)
 {
-	BlkLoc loc = P->dot->loc;
+	BlkLoc loc = P->s->dot->loc;
 	BlkValue *n = binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
 	BlkValue *wrap = binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
 	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
@@ -303,7 +296,7 @@ static BlkValue *advance(Pipe *P, BlkBuilder *b, BlkValue *v)
  * ahead of them all. */
 static int parts_of(const Pipe *P)
 {
-	int64_t K = blk_lower_dim(P->dot->operands[0]->type.dims[1]);
+	int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
 	int p = (int)(K / 16 / 2);
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
@@ -330,16 +323,16 @@ static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *more, bool last)
 {
 	LowerCtx *c = P->L.c;
-	BlkOp *dot = P->dot;
+	BlkOp *dot = P->s->dot;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, dot);
 	BlkPtrMap vm[2] = { { 0 }, { 0 } };
 	for (int o = 0; o < 2; o++) {
-		if (P->x[o].regs)
+		if (P->s->x[o].regs)
 			continue;
-		if (P->x[o].load)
-			blk_loop_clone_slice(&P->L, &b, &P->x[o].in, P->x[o].load, kn, &vm[o]);
-		dot->operands[o] = operand_view(P, &b, &P->x[o], slot_view(P, &b, &P->x[o], rd));
+		if (P->s->x[o].load)
+			blk_loop_clone_slice(&P->L, &b, &P->s->x[o].in, P->s->x[o].load, kn, &vm[o]);
+		dot->operands[o] = operand_view(P, &b, &P->s->x[o], slot_view(P, &b, &P->s->x[o], rd));
 	}
 	BlkRegion *r = blk_region_create(c->a);
 	r->parent = dot;
@@ -350,8 +343,8 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	blk_builder_at_end(&in, c->a, r);
 	int parts = parts_of(P);
 	for (int o = 0; o < 2; o++)
-		for (int p = 0; p < parts && P->x[o].load; p++)
-			copy_if(P, &in, more, &P->x[o], wr, &vm[o], p, parts);
+		for (int p = 0; p < parts && P->s->x[o].load; p++)
+			copy_if(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
 	if (last)
 		commit(&in, dot->loc);
 }
@@ -384,13 +377,13 @@ static void pipeline(Pipe *P)
 	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
 	rd->name = "rd", wr->name = "wr";
 	BlkOp *y = P->L.body->last;
-	P->dot = P->all[0].dot;
+	P->s = &P->all[0];
 	y->operands[y->noperands - 2] = advance(P, &end, rd);
 	y->operands[y->noperands - 1] = advance(P, &end, wr);
 	BlkValue *kn, *more;
 	steady_head(P, &kn, &more);
 	for (int i = 0; i < P->n; i++) {
-		use(P, i);
+		P->s = &P->all[i];
 		steady(P, rd, wr, kn, more, i == P->n - 1);
 	}
 	for (int i = 0; i < P->n; i++)
@@ -421,13 +414,12 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_mma(op) ||
 		    op->operands[0]->type.kind != BLK_TYPE_TILE)
 			continue;
-		P.dot = op;
-		memset(P.x, 0, sizeof P.x);
-		if (P.n < MAX_DOTS && stageable(&P, 0) && stageable(&P, 1) && (P.x[0].load || P.x[1].load) &&
-		    P.x[0].load != P.x[1].load) {
-			P.all[P.n].dot = op;
-			memcpy(P.all[P.n++].x, P.x, sizeof P.x);
-		}
+		P.s = &P.all[P.n];
+		memset(P.s, 0, sizeof *P.s);
+		P.s->dot = op;
+		if (stageable(&P, 0) && stageable(&P, 1) && (P.s->x[0].load || P.s->x[1].load) &&
+		    P.s->x[0].load != P.s->x[1].load && P.n < MAX_DOTS)
+			P.n++;
 	}
 	if (P.n)
 		pipeline(&P);
