@@ -33,8 +33,6 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 	return NULL;
 }
 
-enum { ROW_DEPTH = 6 }; /* elementwise ops followed from a dot */
-
 static bool is_reduce(BlkOpKind k)
 {
 	return k == BLK_OP_REDUCE_SUM || k == BLK_OP_REDUCE_MAX || k == BLK_OP_REDUCE_MIN;
@@ -44,7 +42,7 @@ static bool is_reduce(BlkOpKind k)
  * ops of the same region. */
 static bool rows_reduced(const BlkValue *v, int depth)
 {
-	if (depth > ROW_DEPTH || !v->def)
+	if (depth > BLK_LOWER_CHAIN_DEPTH || !v->def)
 		return false;
 	for (const BlkOp *op = v->def->next; op; op = op->next)
 		for (int i = 0; i < op->noperands; i++) {
@@ -64,7 +62,7 @@ static bool rows_reduced(const BlkValue *v, int depth)
 static bool row_scaled(const BlkValue *v, int depth)
 {
 	const BlkOp *d = v->def;
-	if (depth > ROW_DEPTH || !d || !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+	if (depth > BLK_LOWER_CHAIN_DEPTH || !d || !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
 		return false;
 	for (int i = 0; i < d->noperands; i++) {
 		const BlkOp *b = d->operands[i]->def;

@@ -106,3 +106,25 @@ int32_t blk_lower_float_to_i32(double f)
 		return INT32_MIN;
 	return (int32_t)f;
 }
+
+static BlkOp *dot_behind(const BlkValue *v, const BlkRegion *r, int depth)
+{
+	BlkOp *d = v->def;
+	if (!d || depth > BLK_LOWER_CHAIN_DEPTH || (r && d->parent != r))
+		return NULL;
+	if (d->kind == BLK_OP_DOT)
+		return d;
+	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return NULL;
+	for (int i = 0; i < d->noperands; i++) {
+		BlkOp *dot = d->operands[i]->type.rank == v->type.rank ? dot_behind(d->operands[i], r, depth + 1) : NULL;
+		if (dot)
+			return dot;
+	}
+	return NULL;
+}
+
+BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r)
+{
+	return dot_behind(v, r, 0);
+}

@@ -102,6 +102,10 @@ bool blk_lower_dot_mma(const BlkOp *dot);
 int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
+enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of values */
+/* The dot v comes from through elementwise ops of v's rank (all in region
+ * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */
+BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 /* A float attr on an integer constant or fill: truncated, NaN as 0, out of
  * the i32 range saturated, as the interpreter converts (a C cast of inf or

@@ -92,21 +92,12 @@ static bool invariant(const Pipe *P, const BlkValue *v)
  * loop body, the result of another such dot with as many rows: its mma
  * registers are A's fragments as they are (attention's P), no shared
  * memory needed. */
-static bool from_rows_dot(const Pipe *P, const BlkValue *v, int depth)
+static bool from_rows_dot(const Pipe *P, const BlkValue *v)
 {
-	const BlkOp *d = v->def;
-	if (depth > 6 || !d || d->parent != P->L.body || v->type.rank != 2 ||
-	    blk_op_int(P->s->dot, "warps_n", 0) != 1)
-		return false;
-	if (d->kind == BLK_OP_DOT)
-		return blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1 &&
-		       blk_sym_equal(d->results[0]->type.dims[0], P->s->dot->results[0]->type.dims[0]);
-	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
-		return false;
-	for (int i = 0; i < d->noperands; i++)
-		if (d->operands[i]->type.rank == 2 && from_rows_dot(P, d->operands[i], depth + 1))
-			return true;
-	return false;
+	const BlkOp *d = v->type.rank == 2 ? blk_lower_dot_behind(v, P->L.body) : NULL;
+	return d && blk_op_int(P->s->dot, "warps_n", 0) == 1 && blk_lower_dot_mma(d) &&
+	       blk_op_int(d, "warps_n", 0) == 1 &&
+	       blk_sym_equal(d->results[0]->type.dims[0], P->s->dot->results[0]->type.dims[0]);
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -117,7 +108,7 @@ static bool stageable(Pipe *P, int o)
 	Operand *x = &P->s->x[o];
 	BlkValue *v = P->s->dot->operands[o];
 	BlkOp *d = v->def;
-	if (o == 0 && from_rows_dot(P, v, 0)) {
+	if (o == 0 && from_rows_dot(P, v)) {
 		x->regs = true;
 		return true;
 	}

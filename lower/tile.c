@@ -9,7 +9,7 @@
  *        each thread's 4x4 blocks directly), else take the default
  *        layout and convert the others;
  *      - loop carries take their init's layout, except a constant init
- *        whose loop yields a dot result: then the dot layout, so the
+ *        whose loop yields a dot result (through elementwise ops): the dot layout, so the
  *        accumulator never moves; or a constant vector init whose loop
  *        yields a row reduction of a dot's result: the rows of the dot
  *        layout (a softmax's running max and sum);
@@ -29,7 +29,6 @@
 
 #include <string.h>
 
-enum { CHAIN_DEPTH = 6 }; /* ops followed back from a value */
 
 /* A scalar is held by every thread: rank-0 types carry no layout. */
 static const BlkLayout *layout_of(LowerCtx *c, const BlkValue *v)
@@ -220,7 +219,7 @@ static bool can_remat(LowerCtx *c, const BlkValue *v, const BlkLayout *l, int de
 	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
 		return true;
 	const BlkOp *d = v->def;
-	if (!d || depth > CHAIN_DEPTH || d->nresults != 1 || d->nregions || !remat_kind(c, d))
+	if (!d || depth > BLK_LOWER_CHAIN_DEPTH || d->nresults != 1 || d->nregions || !remat_kind(c, d))
 		return false;
 	for (int i = 0; i < d->noperands && d->kind != BLK_OP_LOAD; i++) {
 		const BlkLayout *m = operand_layout(c, d, i, l);
@@ -319,34 +318,16 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	op->noperands = 4;
 }
 
-/* A dot v comes from through elementwise ops, or NULL. */
-static BlkOp *dot_behind(BlkValue *v, int depth)
-{
-	BlkOp *d = v->def;
-	if (!d || depth > CHAIN_DEPTH)
-		return NULL;
-	if (d->kind == BLK_OP_DOT)
-		return d;
-	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
-		return NULL;
-	for (int i = 0; i < d->noperands; i++) {
-		BlkOp *r = d->operands[i]->type.rank == v->type.rank ? dot_behind(d->operands[i], depth + 1) : NULL;
-		if (r)
-			return r;
-	}
-	return NULL;
-}
-
 /* The layout of the rows of the dot whose row reduction v comes from
  * (through elementwise ops), or NULL: a softmax's running max and sum. */
 static const BlkLayout *row_layout_behind(LowerCtx *c, BlkValue *v, int depth)
 {
 	BlkOp *d = v->def;
-	if (!d || depth > CHAIN_DEPTH || v->type.rank != 1)
+	if (!d || depth > BLK_LOWER_CHAIN_DEPTH || v->type.rank != 1)
 		return NULL;
 	if ((d->kind == BLK_OP_REDUCE_SUM || d->kind == BLK_OP_REDUCE_MAX || d->kind == BLK_OP_REDUCE_MIN) &&
 	    blk_op_int(d, "axis", 0) == 1) {
-		BlkOp *dot = dot_behind(d->operands[0], 0);
+		BlkOp *dot = blk_lower_dot_behind(d->operands[0], NULL);
 		if (!dot)
 			return NULL;
 		BlkLayout *l = BLK_NEW(c->a, BlkLayout);
@@ -369,11 +350,7 @@ static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 	BlkValue *init = loop->operands[3 + i];
 	BlkOp *y = loop->regions[0]->last;
 	if (is_splat(init) && y && y->kind == BLK_OP_YIELD && i < y->noperands) {
-		BlkOp *d = y->operands[i]->def, *dot = d && d->kind == BLK_OP_DOT ? d : NULL;
-		for (int j = 0; d && !dot && (blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE) &&
-		                j < d->noperands; j++)
-			if (d->operands[j]->def && d->operands[j]->def->kind == BLK_OP_DOT)
-				dot = d->operands[j]->def;
+		BlkOp *dot = blk_lower_dot_behind(y->operands[i], NULL);
 		if (dot && init->type.rank == 2)
 			return dot_layout(c, &init->type, dot);
 		const BlkLayout *rows = row_layout_behind(c, y->operands[i], 0);
