@@ -9,8 +9,8 @@
  *        each thread's 4x4 blocks directly), else take the default
  *        layout and convert the others;
  *      - loop carries take their init's layout, except a constant init
- *        whose loop yields a dot result (through elementwise ops): the dot layout, so the
- *        accumulator never moves; or a constant vector init whose loop
+ *        whose loop yields a dot result (through elementwise ops): the
+ *        dot layout, so the accumulator never moves; or a constant vector init whose loop
  *        yields a row reduction of a dot's result: the rows of the dot
  *        layout (a softmax's running max and sum);
  *      - everything else gets the default (coalesced, vectorized) layout;
