@@ -408,7 +408,7 @@ static void load_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64
 		if (dt_float(r->dtype))
 			BLK_ITF(a->t)[ti + i] = inb ? mem_getf(r->dtype, ELEM(r, off + i * st)) : a->fillf;
 		else if (r->dtype == BLK_BOOL)
-			BLK_ITB(a->t)[ti + i] = (uint8_t)(inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli);
+			BLK_ITB(a->t)[ti + i] = (uint8_t)(inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli != 0);
 		else
 			BLK_ITI(a->t)[ti + i] = inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli;
 	}
@@ -501,10 +501,7 @@ static void fill_of(const BlkOp *op, Access *a)
 	a->filli = 0;
 	if (f && f->kind == BLK_ATTR_FLOAT) {
 		a->fillf = (float)f->f;
-		/* A float fill (often -inf) only matters for float arrays; converting
-		 * one outside i32's range (or NaN) to int is UB, so leave 0 there. */
-		if (f->f >= INT32_MIN && f->f <= INT32_MAX)
-			a->filli = (int32_t)f->f;
+		a->filli = blk_fill_to_i32(f->f);
 	} else if (f && f->kind == BLK_ATTR_INT) {
 		a->fillf = (float)f->i;
 		a->filli = (int32_t)f->i;

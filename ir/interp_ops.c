@@ -116,17 +116,6 @@ void blk_iop_unary(BlkOpKind k, const BlkITile *a, BlkITile *r)
 	}
 }
 
-/* float -> i32: truncate toward zero, saturate, NaN -> 0. */
-static int32_t float_to_i32(float x)
-{
-	if (isnan(x))
-		return 0;
-	if (x >= 2147483648.0f)
-		return INT32_MAX;
-	if (x <= -2147483648.0f)
-		return INT32_MIN;
-	return (int32_t)x;
-}
 
 void blk_iop_cast(const BlkITile *a, BlkITile *r)
 {
@@ -139,7 +128,7 @@ void blk_iop_cast(const BlkITile *a, BlkITile *r)
 			else if (r->dtype == BLK_BOOL)
 				BLK_ITB(r)[i] = x != 0.0f;
 			else
-				BLK_ITI(r)[i] = float_to_i32(x);
+				BLK_ITI(r)[i] = blk_f32_to_i32(x);
 		} else {
 			int32_t x = get_int(a, i * sa);
 			if (is_float(r->dtype))
@@ -311,7 +300,7 @@ void blk_iop_splat(BlkITile *r, bool isf, int64_t iv, double fv)
 		else if (r->dtype == BLK_BOOL)
 			BLK_ITB(r)[i] = isf ? fv != 0.0 : iv != 0;
 		else
-			BLK_ITI(r)[i] = isf ? float_to_i32((float)fv) : (int32_t)(uint32_t)iv;
+			BLK_ITI(r)[i] = isf ? blk_f32_to_i32((float)fv) : (int32_t)(uint32_t)iv;
 	}
 }
 

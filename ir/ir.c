@@ -86,6 +86,22 @@ float blk_f16_to_f32(uint16_t h)
 	return f32_from_bits(sign | (e + 112) << 23 | m << 13);
 }
 
+int32_t blk_f32_to_i32(float x)
+{
+	if (isnan(x))
+		return 0;
+	if (x >= 2147483648.0f)
+		return INT32_MAX;
+	if (x <= -2147483648.0f)
+		return INT32_MIN;
+	return (int32_t)x;
+}
+
+int32_t blk_fill_to_i32(double f)
+{
+	return f >= INT32_MIN && f <= INT32_MAX ? (int32_t)f : 0;
+}
+
 uint16_t blk_f32_to_f16(float f)
 {
 	uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;

@@ -46,6 +46,14 @@ int blk_dtype_size(BlkDType t);
 bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
 
+/* f32 -> i32 as astype converts, and as a float constant of an integer
+ * tile is taken: toward zero, saturated, NaN as 0 (cvt.rzi.s32.f32).  The
+ * interpreter and the GPU lowering both use these, so they agree. */
+int32_t blk_f32_to_i32(float x);
+/* A load's float fill for an integer array: truncated where it is in i32's
+ * range, else 0 (a -inf fill is meant for float arrays). */
+int32_t blk_fill_to_i32(double f);
+
 /* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
 float blk_f16_to_f32(uint16_t h);
 uint16_t blk_f32_to_f16(float f);

@@ -29,10 +29,10 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	double f = !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), f);
-	int64_t i = !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : blk_lower_float_to_i32(a->f);
-	if (dt == BLK_BOOL)
-		return LLVMConstInt(E->i1, i != 0, false);
-	return emit_i32(E, i);
+	bool fl = a && a->kind == BLK_ATTR_FLOAT;
+	if (dt == BLK_BOOL) /* as the interpreter: any nonzero value is true */
+		return LLVMConstInt(E->i1, fl ? f != 0 : a && a->i != 0, false);
+	return emit_i32(E, !a ? 0 : fl ? blk_f32_to_i32((float)a->f) : a->i);
 }
 
 static LLVMValueRef program_id(Emit *E, const BlkOp *op)

@@ -230,7 +230,10 @@ static LLVMValueRef fill_of(Emit *E, const BlkOp *op, BlkDType dt)
 	double v = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), v);
-	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)blk_lower_float_to_i32(v), true);
+	int32_t i = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? blk_fill_to_i32(f->f) : (int32_t)f->i;
+	if (dt == BLK_BOOL) /* as the interpreter: any nonzero fill is true */
+		return LLVMConstInt(E->i1, i != 0, false);
+	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)(int64_t)i, true);
 }
 
 static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *t)

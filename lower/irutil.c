@@ -96,16 +96,6 @@ const BlkLayout *blk_lower_scalar_layout(LowerCtx *c)
 	return &c->scalar;
 }
 
-int32_t blk_lower_float_to_i32(double f)
-{
-	if (f != f)
-		return 0;
-	if (f >= 2147483647.0)
-		return INT32_MAX;
-	if (f <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)f;
-}
 
 static BlkOp *dot_behind(const BlkValue *v, const BlkRegion *r, int depth)
 {

@@ -107,10 +107,6 @@ enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of value
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */
 BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
-/* A float attr on an integer constant or fill: truncated, NaN as 0, out of
- * the i32 range saturated, as the interpreter converts (a C cast of inf or
- * 1e39 is undefined). */
-int32_t blk_lower_float_to_i32(double f);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
 /* Moves op from its region to the end of region r. */

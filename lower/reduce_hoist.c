@@ -60,7 +60,7 @@ static double splat_value(const BlkValue *v)
 static int64_t splat_int(const BlkValue *v)
 {
 	const BlkAttr *a = blk_op_attr(v->def, "value");
-	return !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : blk_lower_float_to_i32(a->f);
+	return !a ? 0 : a->kind == BLK_ATTR_INT ? a->i : blk_f32_to_i32((float)a->f);
 }
 
 /* Carry i of loop L: x2 beside it, acc passed through, the reduction after. */
