@@ -321,36 +321,60 @@ static void check_for(Verifier *V, const BlkOp *op)
 	}
 }
 
+static void check_no_operands(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands || op->nresults || op->nregions)
+		fail(V, "takes no operands and gives nothing");
+	else if (op->kind == BLK_OP_ASYNC_WAIT && blk_op_int(op, "pending", -1) < 0)
+		fail(V, "attr pending must be a count of groups (0 or more)");
+}
+
+static bool one_in_one_out(Verifier *V, const BlkOp *op, const char *what)
+{
+	if (op->noperands == 1 && op->nresults == 1)
+		return true;
+	fail(V, "takes one %s and gives one", what);
+	return false;
+}
+
+/* The lowered ops' own rules (rule 4). */
+static void check_lowered(Verifier *V, const BlkOp *op)
+{
+	switch (op->kind) {
+	case BLK_OP_CONVERT_LAYOUT:
+		if (one_in_one_out(V, op, "tile"))
+			check_convert(V, op);
+		break;
+	case BLK_OP_TRANS_VIEW:
+		if (one_in_one_out(V, op, "shared Ref"))
+			check_trans_view(V, op);
+		break;
+	case BLK_OP_BLOCK_REF: check_block_ref(V, op); break;
+	case BLK_OP_LOCAL_ALLOC: check_local_alloc(V, op); break;
+	case BLK_OP_BARRIER:
+	case BLK_OP_ASYNC_COMMIT:
+	case BLK_OP_ASYNC_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_ASYNC_COPY: check_async_copy(V, op); break;
+	case BLK_OP_VIEW:
+		if (op->noperands >= 1 && shared_ref(op->operands[0]) && op->nresults == 1)
+			check_shared_view(V, op);
+		break;
+	case BLK_OP_DOT: /* before tile.c, on the pipeliner's shared operands */
+		if (op->noperands >= 2 && shared_ref(op->operands[1]) && !op->results[0]->type.layout)
+			check_dot_shared(V, op);
+		break;
+	default:
+		break;
+	}
+}
+
 void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
 {
 	if (op->kind == BLK_OP_FOR) {
 		check_for(V, op);
 		return;
 	}
-	if (op->kind == BLK_OP_CONVERT_LAYOUT && op->noperands == 1 && op->nresults == 1)
-		check_convert(V, op);
-	else if (op->kind == BLK_OP_CONVERT_LAYOUT)
-		fail(V, "takes one tile and gives one");
-	if (op->kind == BLK_OP_BLOCK_REF)
-		check_block_ref(V, op);
-	if (op->kind == BLK_OP_LOCAL_ALLOC)
-		check_local_alloc(V, op);
-	if ((op->kind == BLK_OP_BARRIER || op->kind == BLK_OP_ASYNC_COMMIT || op->kind == BLK_OP_ASYNC_WAIT) &&
-	    (op->noperands || op->nresults || op->nregions))
-		fail(V, "takes no operands and gives nothing");
-	if (op->kind == BLK_OP_ASYNC_WAIT && blk_op_int(op, "pending", -1) < 0)
-		fail(V, "attr pending must be a count of groups (0 or more)");
-	if (op->kind == BLK_OP_TRANS_VIEW && op->noperands == 1 && op->nresults == 1)
-		check_trans_view(V, op);
-	else if (op->kind == BLK_OP_TRANS_VIEW)
-		fail(V, "takes one shared Ref and gives one");
-	if (op->kind == BLK_OP_ASYNC_COPY)
-		check_async_copy(V, op);
-	if (op->kind == BLK_OP_VIEW && op->noperands >= 1 && shared_ref(op->operands[0]) && op->nresults == 1)
-		check_shared_view(V, op);
-	if (op->kind == BLK_OP_DOT && op->noperands >= 2 && shared_ref(op->operands[1]) &&
-	    !op->results[0]->type.layout)
-		check_dot_shared(V, op);
+	check_lowered(V, op);
 	if (op->nresults == 1 && op->results[0]->type.kind == BLK_TYPE_TILE && op->results[0]->type.layout &&
 	    op->noperands > 0 && layout(op, 0))
 		check_layouts(V, op);
