@@ -454,26 +454,37 @@ static void tile_region(LowerCtx *c, BlkRegion *r)
 		tile_op(c, op);
 }
 
-/* Erases pure ops, and loads of arrays nothing writes, that nothing uses
- * (what rematerialization left behind); true if it erased any. */
-static bool erase_dead(LowerCtx *c, BlkRegion *r)
+/* How many op operands read each value (erase_dead). */
+static void count_uses(LowerCtx *c, const BlkRegion *r, BlkPtrMap *n)
 {
-	bool any = false;
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->noperands; i++)
+			blk_pmap_put(c->a, n, op->operands[i], (void *)((uintptr_t)blk_pmap_get(n, op->operands[i]) + 1));
+		for (int i = 0; i < op->nregions; i++)
+			count_uses(c, op->regions[i], n);
+	}
+}
+
+/* Erases pure ops, and loads of arrays nothing writes, that nothing uses
+ * (what rematerialization left behind), in one backward sweep: an erased
+ * op's operands lose their use before the ops defining them are seen. */
+static void erase_dead(LowerCtx *c, BlkRegion *r, BlkPtrMap *n)
+{
 	for (BlkOp *op = r->last, *prev; op; op = prev) {
 		prev = op->prev;
 		for (int i = 0; i < op->nregions; i++)
-			any |= erase_dead(c, op->regions[i]);
+			erase_dead(c, op->regions[i], n);
 		bool used = false;
 		for (int i = 0; i < op->nresults && !used; i++)
-			used = blk_lower_uses(r, op->results[i]) > 0;
+			used = blk_pmap_get(n, op->results[i]) != NULL;
 		bool pure = (blk_op_flags(op->kind) & BLK_OPF_PURE) ||
 		            (op->kind == BLK_OP_LOAD && blk_loop_read_only(c, op->operands[0]));
-		if (!used && pure && !op->nregions && op->nresults) {
-			blk_op_erase(op);
-			any = true;
-		}
+		if (used || !pure || op->nregions || !op->nresults)
+			continue;
+		for (int i = 0; i < op->noperands; i++)
+			blk_pmap_put(c->a, n, op->operands[i], (void *)((uintptr_t)blk_pmap_get(n, op->operands[i]) - 1));
+		blk_op_erase(op);
 	}
-	return any;
 }
 
 /* The transit region's size: the largest tile an op that moves elements
@@ -508,8 +519,9 @@ bool blk_lower_tile(LowerCtx *c)
 	tile_region(c, k->body);
 	if (blk_diag_error_count(c->d) > errors)
 		return false;
-	while (erase_dead(c, k->body))
-		;
+	BlkPtrMap uses = { 0 };
+	count_uses(c, k->body, &uses);
+	erase_dead(c, k->body, &uses);
 	transit_scan(c, k->body);
 	if (c->transit_bytes) {
 		BlkBuilder b;
