@@ -157,6 +157,30 @@ BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn)
 	return l;
 }
 
+bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn)
+{
+	int warps = nthreads / 32;
+	if (nthreads % 32 || warps < 1 || wn < 1 || warps % wn || shape[0] < 1 || shape[1] < 1)
+		return false;
+	if (frag == BLK_FRAG_A)
+		return shape[0] % (16 * (warps / wn)) == 0 && shape[1] % 16 == 0;
+	return frag == BLK_FRAG_B && shape[0] % 16 == 0 && shape[1] % (16 * wn) == 0;
+}
+
+BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn)
+{
+	BlkLayout l;
+	layout_init(&l, 2, shape, nthreads);
+	l.frag = frag;
+	l.thr[0] = 8 * (nthreads / 32 / wn), l.thr[1] = 4 * wn;
+	return l;
+}
+
+int blk_layout_warps_n(const BlkLayout *l)
+{
+	return l->thr[1] / 4;
+}
+
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
@@ -257,6 +281,10 @@ int blk_layout_regs_along(const BlkLayout *l, int d)
 
 int blk_layout_nregs(const BlkLayout *l)
 {
+	if (l->frag == BLK_FRAG_A)
+		return l->shape[0] / (2 * l->thr[0]) * (l->shape[1] / 16) * 4;
+	if (l->frag == BLK_FRAG_B)
+		return l->shape[0] / 16 * (l->shape[1] / (2 * l->thr[1])) * 2;
 	int n = 1;
 	for (int d = 0; d < l->rank; d++)
 		n *= blk_layout_regs_along(l, d);
@@ -309,7 +337,7 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 				return false;
 		return true;
 	}
-	if (a->rank != b->rank || a->nthreads != b->nthreads)
+	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag)
 		return false;
 	for (int d = 0; d < a->rank; d++)
 		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
@@ -351,9 +379,9 @@ void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 		strncat(buf, ">", n - strlen(buf) - 1);
 		return;
 	}
-	if (l->mma) {
+	if (l->mma || l->frag) {
 		int w[2] = { l->thr[0] / 8, l->thr[1] / 4 };
-		snprintf(buf, n, "mma<");
+		snprintf(buf, n, "%s<", l->frag == BLK_FRAG_A ? "mma_a" : l->frag == BLK_FRAG_B ? "mma_b" : "mma");
 		put_list(buf, n, "warps", w, 2);
 		strncat(buf, ">", n - strlen(buf) - 1);
 		return;
@@ -454,9 +482,20 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		*out = blk_layout_mma_grid(shape, nthreads, w[1]);
 		return NULL;
 	}
+	int frag = strcmp(t->kind, "mma_a") == 0 ? BLK_FRAG_A : strcmp(t->kind, "mma_b") == 0 ? BLK_FRAG_B : 0;
+	if (frag) {
+		const int *w = text_list(t, "warps", 2);
+		if (rank != 2 || !w || t->nkeys != 1)
+			return "mma_a<warps=[wm,wn]> and mma_b<...> are for rank-2 tiles";
+		if (w[0] < 1 || w[1] < 1 || w[0] * w[1] * 32 != nthreads ||
+		    !blk_layout_mma_operand_fits(frag, shape, nthreads, w[1]))
+			return "these warps are not an mma operand layout of this tile and kernel";
+		*out = blk_layout_mma_operand(frag, shape, nthreads, w[1]);
+		return NULL;
+	}
 	bool slice = strcmp(t->kind, "slice") == 0;
 	if (!slice && strcmp(t->kind, "blocked") != 0 && strcmp(t->kind, "dot") != 0)
-		return "unknown layout kind (blocked, dot, slice, mma, shared)";
+		return "unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, shared)";
 	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
 	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
 	const int *lb = slice ? text_list(t, "lbits", rank) : NULL, *hs = slice ? text_list(t, "hsh", rank) : NULL;

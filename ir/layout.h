@@ -44,6 +44,10 @@ typedef struct BlkLayout {
 	int tsh[BLK_MAX_RANK]; /* lowest thread-id bit of the index along d */
 	bool dot; /* made for a dot accumulator (printed as "dot<...>") */
 	bool mma; /* the mma.sync C fragment (printed as "mma<...>"), see blk_layout_mma */
+	/* An mma.sync operand fragment (BLK_FRAG_A "mma_a<...>", BLK_FRAG_B
+	 * "mma_b<...>"): see blk_layout_mma_operand.  thr holds the warp grid
+	 * as the accumulator's does ([8wm, 4wn]); spt and tsh are unused. */
+	int frag;
 	/* A *split* dim (lbits[d] > 0, mma layouts only): its thread index is
 	 * lbits[d] bits at tsh[d] (low part) and the rest at hsh[d] (high
 	 * part).  Reductions, broadcasts and transposes convert such a value
@@ -86,6 +90,20 @@ BlkLayout blk_layout_mma(const int *shape, int nthreads);
  * broadcasts stay inside the warp). */
 BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn);
 bool blk_layout_mma_grid_fits(int M, int N, int nthreads, int wn);
+/* The operand fragments of mma.sync m16n8k16 for a dot over a wm x wn warp
+ * grid, as ldmatrix loads them: registers are i32, each two 16-bit
+ * elements, k16 step major.  A [M, K]: per k16 step ks and m16 instance mi
+ * (rows 2mi and 2mi+1 of the accumulator's row reps), the four registers
+ * a0..a3 of mma.sync, register (ks * M/(16wm) + mi) * 4 + q; every warp
+ * column holds its warp row's copy.  B [K, N]: per ks and n8 block j
+ * (columns j*8wn + 8 wn-index + [0, 8)), the registers b0, b1, register
+ * (ks * N/(8wn) + j) * 2 + q.  Such a tile is made by local_load,
+ * convert_layout (from an accumulator over one warp column) and
+ * extract_slice (whole k16 steps), and used only by a dot (docs/ir.md). */
+enum { BLK_FRAG_A = 1, BLK_FRAG_B = 2 };
+BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn);
+bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn);
+int blk_layout_warps_n(const BlkLayout *l); /* an mma or fragment layout's wn */
 bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
 int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
 /* l without dim axis: what a reduction over axis leaves, in place. */

@@ -14,7 +14,11 @@
  *      block_ref names a param and takes one i32 start per array dim,
  *      local_alloc gives a shared Ref of constant shape at a 16-byte
  *      aligned offset, barrier takes and gives nothing; at the GPU level a
- *      dot takes its accumulator and its staging buffer (a local_alloc).
+ *      dot takes its accumulator and its staging buffer (a local_alloc),
+ *      or shared operands, or mma_a/mma_b fragments (one k16 step or
+ *      more of mma.sync: local_load makes them from shared memory,
+ *      convert_layout from an accumulator over one warp column,
+ *      extract_slice cuts whole k16 steps; nothing else reads them).
  * Scalars (rank 0) are held by every thread and carry no layout.
  */
 #include "layout.h"
@@ -188,9 +192,35 @@ static void check_dot_shared(Verifier *V, const BlkOp *op)
 		fail(V, "has %d regions, expected at most one", op->nregions);
 }
 
-/* A GPU-level dot: a, b, the accumulator, the staging buffer. */
+static bool frag_of(const BlkValue *v, int frag)
+{
+	return v->type.kind == BLK_TYPE_TILE && v->type.layout && v->type.layout->frag == frag;
+}
+
+/* A dot on mma.sync fragments: a in mma_a, b in mma_b, both over the
+ * result's warp grid, and the accumulator. */
+static void check_dot_frags(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands != 3 || op->nregions || !frag_of(op->operands[0], BLK_FRAG_A) ||
+	    !frag_of(op->operands[1], BLK_FRAG_B)) {
+		fail(V, "a dot on fragments takes a in mma_a<>, b in mma_b<> and its accumulator");
+		return;
+	}
+	const BlkLayout *r = op->results[0]->type.layout;
+	for (int i = 0; i < 2; i++)
+		if (!r->mma || layout(op, i)->thr[0] != r->thr[0] || layout(op, i)->thr[1] != r->thr[1])
+			fail(V, "operand %d is in %s, not over the warps of the result's %s", i,
+			     lstr(V, layout(op, i)), lstr(V, r));
+}
+
+/* A GPU-level dot: a, b, the accumulator, and on the SIMT path its
+ * staging buffer. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
+	if (layout(op, 0) && layout(op, 0)->frag) {
+		check_dot_frags(V, op);
+		return;
+	}
 	if (shared_ref(op->operands[0]) || shared_ref(op->operands[1])) {
 		check_dot_shared(V, op);
 		return;
@@ -199,8 +229,14 @@ static void check_dot_operands(Verifier *V, const BlkOp *op)
 		fail(V, "a dot on tiles has no region");
 		return;
 	}
+	if (op->results[0]->type.layout->mma) { /* staged by mma_steps.c */
+		if (op->noperands != 3)
+			fail(V, "has %d operands; a tensor-core dot on tiles takes a, b and its accumulator",
+			     op->noperands);
+		return;
+	}
 	if (op->noperands != 4) {
-		fail(V, "has %d operands; at the GPU level a dot takes a, b, its accumulator and its "
+		fail(V, "has %d operands; at the GPU level a SIMT dot takes a, b, its accumulator and its "
 		     "staging buffer", op->noperands);
 		return;
 	}
@@ -273,6 +309,62 @@ static void check_shared_view(Verifier *V, const BlkOp *op)
 	}
 }
 
+static bool is16(BlkDType dt)
+{
+	return dt == BLK_F16 || dt == BLK_BF16;
+}
+
+/* local_load: the fragments of a rank-2 shared Ref; A is read along k
+ * (its rows' stride 1), B either way (ldmatrix with or without .trans). */
+static void check_local_load(Verifier *V, const BlkOp *op)
+{
+	const BlkType *s = &op->operands[0]->type, *r = &op->results[0]->type;
+	if (!shared_ref(op->operands[0]) || !s->layout || s->rank != 2 || r->kind != BLK_TYPE_TILE ||
+	    !r->layout || !r->layout->frag) {
+		fail(V, "takes a rank-2 shared Ref with a shared<> layout and gives a tile in mma_a<> or mma_b<>");
+		return;
+	}
+	BlkType plain = *r;
+	plain.layout = NULL;
+	if (!is16(s->dtype) || plain.rank != 2 || plain.dtype != s->dtype ||
+	    !blk_sym_equal(plain.dims[0], s->dims[0]) || !blk_sym_equal(plain.dims[1], s->dims[1]))
+		fail(V, "result %s is not the f16/bf16 tile of %s", ty(V, r), ty(V, s));
+	else if (s->layout->sstride[1] != 1 && (r->layout->frag == BLK_FRAG_A || s->layout->sstride[0] != 1))
+		fail(V, "ldmatrix reads rows of 8 contiguous elements: %s has none along %s", lstr(V, s->layout),
+		     r->layout->frag == BLK_FRAG_A ? "k" : "k or n");
+}
+
+/* extract_slice: whole k16 steps of a fragment tile, so its registers are
+ * a run of the operand's. */
+static void check_extract_slice(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = &op->operands[0]->type, *r = &op->results[0]->type;
+	const BlkLayout *la = a->layout, *lr = r->layout;
+	if (!la || !la->frag || !lr || lr->frag != la->frag || la->thr[0] != lr->thr[0] ||
+	    la->thr[1] != lr->thr[1] || a->dtype != r->dtype) {
+		fail(V, "takes a tile in mma_a<> or mma_b<> and gives a slice in the same kind over the same warps");
+		return;
+	}
+	int kdim = la->frag == BLK_FRAG_A ? 1 : 0;
+	int64_t axis = blk_op_int(op, "axis", -1), start = blk_op_int(op, "start", -1);
+	if (axis != kdim || start < 0 || start % 16 || lr->shape[kdim] % 16 ||
+	    start + lr->shape[kdim] > la->shape[kdim] || lr->shape[1 - kdim] != la->shape[1 - kdim])
+		fail(V, "slices [%lld, +%d) of axis %lld: a fragment slice is whole k16 steps along k "
+		     "(axis %d) inside extent %d", (long long)start, lr->shape[kdim], (long long)axis,
+		     kdim, la->shape[kdim]);
+}
+
+/* A fragment made from an accumulator: the same warps, one warp column,
+ * so each warp's rows are its own (registers only). */
+static void check_convert_frag(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *a = layout(op, 0), *r = op->results[0]->type.layout;
+	if (r->frag != BLK_FRAG_A || !a || !a->mma || a->thr[1] != 4 || r->thr[0] != a->thr[0] ||
+	    r->thr[1] != 4 || !is16(op->results[0]->type.dtype))
+		fail(V, "converts %s to %s: only an f16/bf16 accumulator over one warp column becomes the "
+		     "mma_a<> fragments of the same warps", lstr(V, a), lstr(V, r));
+}
+
 /* Rule 3, for ops whose result has a layout. */
 static void check_layouts(Verifier *V, const BlkOp *op)
 {
@@ -342,8 +434,19 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 {
 	switch (op->kind) {
 	case BLK_OP_CONVERT_LAYOUT:
-		if (one_in_one_out(V, op, "tile"))
+		if (one_in_one_out(V, op, "tile")) {
 			check_convert(V, op);
+			if (V->ok && op->results[0]->type.layout && op->results[0]->type.layout->frag)
+				check_convert_frag(V, op);
+		}
+		break;
+	case BLK_OP_LOCAL_LOAD:
+		if (one_in_one_out(V, op, "shared Ref"))
+			check_local_load(V, op);
+		break;
+	case BLK_OP_EXTRACT_SLICE:
+		if (one_in_one_out(V, op, "tile"))
+			check_extract_slice(V, op);
 		break;
 	case BLK_OP_TRANS_VIEW:
 		if (one_in_one_out(V, op, "shared Ref"))
@@ -368,8 +471,31 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	}
 }
 
+/* Fragment tiles hold packed registers in mma.sync's order: only the ops
+ * that know it make or read them. */
+static void check_frag_use(Verifier *V, const BlkOp *op)
+{
+	for (int i = 0; i < op->noperands; i++)
+		if (layout(op, i) && layout(op, i)->frag && op->kind != BLK_OP_DOT &&
+		    op->kind != BLK_OP_EXTRACT_SLICE) {
+			fail(V, "operand %d is in %s: only a dot or extract_slice reads fragments", i,
+			     lstr(V, layout(op, i)));
+			return;
+		}
+	for (int i = 0; i < op->nresults; i++) {
+		const BlkLayout *l = op->results[i]->type.layout;
+		if (op->results[i]->type.kind == BLK_TYPE_TILE && l && l->frag && op->kind != BLK_OP_LOCAL_LOAD &&
+		    op->kind != BLK_OP_CONVERT_LAYOUT && op->kind != BLK_OP_EXTRACT_SLICE) {
+			fail(V, "result %d is in %s: only local_load, convert_layout and extract_slice make fragments",
+			     i, lstr(V, l));
+			return;
+		}
+	}
+}
+
 void blk_verify_gpu_op(Verifier *V, const BlkOp *op)
 {
+	check_frag_use(V, op);
 	if (op->kind == BLK_OP_FOR) {
 		check_for(V, op);
 		return;

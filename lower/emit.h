@@ -56,7 +56,6 @@ typedef struct Emit {
 	 * atomic_add, swap), so its accesses are bracketed by barriers
 	 * (emit_memory.c); computed on the first access. */
 	bool *sync_param;
-	BlkPtrMap mma_phase;  /* tensor-core dot -> its i32 phase alloca (emit_mma.c) */
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 } Emit;
 
@@ -101,9 +100,11 @@ void emit_block_ref(Emit *E, const BlkOp *op);
 void emit_transit(Emit *E, const BlkOp *op);
 void emit_reduce(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
-void emit_mma(Emit *E, const BlkOp *op); /* emit_mma.c: tensor cores */
-/* The dot's phase alloca (the staging slot of its next execution). */
-LLVMValueRef emit_mma_phase(Emit *E, const BlkOp *dot);
+/* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
+void emit_mma(Emit *E, const BlkOp *op);
+void emit_local_load(Emit *E, const BlkOp *op);
+void emit_frag_convert(Emit *E, const BlkOp *op);
+void emit_extract_slice(Emit *E, const BlkOp *op);
 /* emit_memory.c: the async copies of pipeliner.c, and trans_view */
 void emit_async_copy(Emit *E, const BlkOp *op);
 void emit_async_commit(Emit *E);

@@ -233,6 +233,8 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_ASYNC_COPY: emit_async_copy(E, op); return;
 	case BLK_OP_ASYNC_COMMIT: emit_async_commit(E); return;
 	case BLK_OP_ASYNC_WAIT: emit_async_wait(E, op); return;
+	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
+	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
 	case BLK_OP_ATOMIC_ADD:
 		emit_memory(E, op);
@@ -240,8 +242,14 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
 		emit_reduce(E, op);
 		return;
-	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 	case BLK_OP_CONVERT_LAYOUT:
+		if (op->results[0]->type.layout && op->results[0]->type.layout->frag) {
+			emit_frag_convert(E, op);
+			return;
+		}
+		emit_transit(E, op);
+		return;
+	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 		emit_transit(E, op);
 		return;
 	case BLK_OP_DOT: emit_dot(E, op); return;

@@ -10,9 +10,9 @@
  * Masks come from the `mask` attributes of blockspec.c: only '1' dims are
  * checked, plus padding lanes of non-power-of-two tiles.  A masked load
  * reads a safe address and selects the fill; a masked store branches.
- * Shared Refs (scratch) are bracketed by barriers, since another thread of
- * the CTA may own the elements on the other side; so are the accesses to
- * an array that one program both reads and writes (an inout), or writes in
+ * Accesses to shared Refs are ordered by the IR's barrier ops (tile.c
+ * brackets a program's own, mma_steps.c stages with one barrier); the
+ * accesses to an array that one program both reads and writes (an inout), or writes in
  * two ways (a store, then atomic adds): the language promises that a
  * program sees its own writes.  A swap also waits between its load and its
  * store, whose layouts may differ.
@@ -343,7 +343,7 @@ static void find_sync_params(Emit *E)
 static bool needs_sync(Emit *E, const ERef *r)
 {
 	if (r->space == BLK_SPACE_SHARED)
-		return true;
+		return false; /* the IR's barrier ops order them (tile.c) */
 	if (!E->sync_param)
 		find_sync_params(E);
 	return r->pindex >= 0 && E->sync_param[r->pindex];

@@ -118,3 +118,16 @@ BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r)
 {
 	return dot_behind(v, r, 0);
 }
+
+BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot)
+{
+	BlkOp *site = dot;
+	for (BlkOp *op = dot; op->parent && op->parent != c->k->body;) {
+		op = op->parent->parent;
+		if (!op)
+			break;
+		if (op->kind == BLK_OP_FOR)
+			site = op;
+	}
+	return site;
+}

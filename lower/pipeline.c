@@ -1,7 +1,7 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> pipeline
- *         -> prefetch -> tile -> smem-plan -> emit-llvm -> ptx
+ *         -> prefetch -> tile -> mma-steps -> smem-plan -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before the
@@ -35,6 +35,7 @@ static const struct {
 	{ "pipeline", blk_lower_pipeline, NEEDS_CONST | NEEDS_ENGINE },
 	{ "prefetch", blk_lower_prefetch, NEEDS_CONST | NEEDS_ENGINE },
 	{ "tile", blk_lower_tile, NEEDS_CONST | NEEDS_ENGINE },
+	{ "mma-steps", blk_lower_mma_steps, NEEDS_CONST },
 	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };
 enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };

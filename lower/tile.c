@@ -101,21 +101,6 @@ static void alloc_scratch(LowerCtx *c, BlkRegion *r, BlkValue *arg, BlkLoc loc)
 	blk_replace_uses(r, arg, op->results[0]);
 }
 
-/* Where a dot's staging buffer lives: before the outermost `for` around
- * the dot (every execution alternates between its slots), else before it. */
-static BlkOp *stage_site(LowerCtx *c, BlkOp *dot)
-{
-	BlkOp *site = dot;
-	for (BlkOp *op = dot; op->parent && op->parent != c->k->body;) {
-		op = op->parent->parent;
-		if (!op)
-			break;
-		if (op->kind == BLK_OP_FOR)
-			site = op;
-	}
-	return site;
-}
-
 /* Staging for dot(a[M,K], b[K,N]): A as f32 [K][pad(M)+4] (K-major, the
  * +4 staggers the transposing stores across banks), B as f32 [K][pad(N)]
  * ([K][pad(N)+4] when b comes as [N, K], b_trans); two of each. */
@@ -127,17 +112,6 @@ size_t blk_lower_dot_stage_bytes(const BlkOp *dot)
 	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(r->dims[1]));
 	size_t ldb = N + (blk_op_int(dot, "b_trans", 0) ? 4 : 0);
 	return (K * (M + 4) + K * ldb) * 4;
-}
-
-/* Staging for a tensor-core dot (emit_mma.c): A row-major [M][K+8] and B
- * row-major [K][N+8] in the operands' 16-bit type; the 8-element pad makes
- * the 8 row addresses of each ldmatrix hit distinct 16-byte bank groups. */
-size_t blk_lower_mma_stage_bytes(const BlkOp *dot)
-{
-	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	size_t M = (size_t)blk_lower_dim(a->dims[0]), K = (size_t)blk_lower_dim(a->dims[1]);
-	size_t N = (size_t)blk_lower_dim(b->dims[1]);
-	return (M * (K + 8) + K * (N + 8)) * 2;
 }
 
 static void need_transit(LowerCtx *c, const BlkValue *v)
@@ -308,13 +282,12 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 		op->noperands = 3;
 		return;
 	}
-	int64_t slots = 2;
-	blk_builder_before(&b, c->a, stage_site(c, op));
-	if (l->mma)
-		ops[3] = local_alloc(c, &b, op->loc, op->operands[0]->type.dtype, slots,
-		                     (int64_t)blk_lower_mma_stage_bytes(op) / 2);
-	else
-		ops[3] = local_alloc(c, &b, op->loc, BLK_F32, slots, (int64_t)blk_lower_dot_stage_bytes(op) / 4);
+	if (l->mma) { /* mma_steps.c stages the operands, as IR ops */
+		op->noperands = 3;
+		return;
+	}
+	blk_builder_before(&b, c->a, blk_lower_stage_site(c, op));
+	ops[3] = local_alloc(c, &b, op->loc, BLK_F32, 2, (int64_t)blk_lower_dot_stage_bytes(op) / 4);
 	op->noperands = 4;
 }
 
@@ -508,6 +481,35 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 	}
 }
 
+static bool shared_access(const BlkOp *op)
+{
+	return (op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP ||
+	        op->kind == BLK_OP_ATOMIC_ADD) &&
+	       op->operands[0]->type.space == BLK_SPACE_SHARED;
+}
+
+/* Step 4: a program's accesses to its shared Refs (scratch, scoped, a
+ * tile the pipeliner stores once) touch elements other threads own: a
+ * barrier before and after each (one between two in a row). */
+static void bracket_shared(LowerCtx *c, BlkRegion *r)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			bracket_shared(c, op->regions[i]);
+		if (!shared_access(op))
+			continue;
+		BlkBuilder b;
+		blk_builder_before(&b, c->a, op);
+		if (!op->prev || op->prev->kind != BLK_OP_BARRIER)
+			blk_build(&b, BLK_OP_BARRIER, op->loc, 0, NULL, 0, NULL, 0);
+		if (op->next)
+			blk_builder_before(&b, c->a, op->next);
+		else
+			blk_builder_at_end(&b, c->a, r);
+		op = blk_build(&b, BLK_OP_BARRIER, op->loc, 0, NULL, 0, NULL, 0);
+	}
+}
+
 bool blk_lower_tile(LowerCtx *c)
 {
 	BlkKernel *k = c->k;
@@ -523,6 +525,7 @@ bool blk_lower_tile(LowerCtx *c)
 	count_uses(c, k->body, &uses);
 	erase_dead(c, k->body, &uses);
 	transit_scan(c, k->body);
+	bracket_shared(c, k->body);
 	if (c->transit_bytes) {
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, k->body->first);

@@ -45,7 +45,7 @@ static const char usage_text[] =
 "  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
 "                     with --pass=NAME, runs that IR pass alone on it and\n"
 "                     prints the result; without, verifies and prints it\n"
-"  --pass=NAME        with --from-ir: specialize, blockspec, prefetch, tile\n"
+"  --pass=NAME        with --from-ir: one IR pass of the list above\n"
 "\n"
 "Running (blkc run):\n"
 "  --interpret        run in the CPU interpreter (no GPU needed); without it\n"
