@@ -14,8 +14,8 @@
  *      block_ref names a param and takes one i32 start per array dim,
  *      local_alloc gives a shared Ref of constant shape at a 16-byte
  *      aligned offset, barrier takes and gives nothing; at the GPU level a
- *      dot takes its accumulator and its staging buffer (a local_alloc),
- *      or shared operands, or mma_a/mma_b fragments (one k16 step or
+ *      dot takes its accumulator, and tiles, shared operands, or
+ *      mma_a/mma_b fragments (one k16 step or
  *      more of mma.sync: local_load makes them from shared memory,
  *      convert_layout from an accumulator over one warp column,
  *      extract_slice cuts whole k16 steps; nothing else reads them).
@@ -213,8 +213,8 @@ static void check_dot_frags(Verifier *V, const BlkOp *op)
 			     lstr(V, layout(op, i)), lstr(V, r));
 }
 
-/* A GPU-level dot: a, b, the accumulator, and on the SIMT path its
- * staging buffer. */
+/* A GPU-level dot: a, b (tiles until dot_stage.c stores them, or shared
+ * Refs, or fragments), the accumulator. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
 	if (layout(op, 0) && layout(op, 0)->frag) {
@@ -229,21 +229,8 @@ static void check_dot_operands(Verifier *V, const BlkOp *op)
 		fail(V, "a dot on tiles has no region");
 		return;
 	}
-	if (op->results[0]->type.layout->mma) { /* staged by mma_steps.c */
-		if (op->noperands != 3)
-			fail(V, "has %d operands; a tensor-core dot on tiles takes a, b and its accumulator",
-			     op->noperands);
-		return;
-	}
-	if (op->noperands != 4) {
-		fail(V, "has %d operands; at the GPU level a SIMT dot takes a, b, its accumulator and its "
-		     "staging buffer", op->noperands);
-		return;
-	}
-	const BlkValue *st = op->operands[3];
-	if (st->type.kind != BLK_TYPE_REF || st->type.space != BLK_SPACE_SHARED || !st->def ||
-	    st->def->kind != BLK_OP_LOCAL_ALLOC)
-		fail(V, "operand 3 is the staging buffer, a local_alloc's shared Ref, not %s", ty(V, &st->type));
+	if (op->noperands != 3)
+		fail(V, "has %d operands; at the GPU level a dot takes a, b and its accumulator", op->noperands);
 }
 
 static void check_trans_view(Verifier *V, const BlkOp *op)

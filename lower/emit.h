@@ -21,6 +21,7 @@ typedef struct ERef {
 	BlkDType dt;
 	int pindex;          /* global: the param; -1 for shared */
 	LLVMValueRef base;   /* ptr addrspace(1) or (3): element 0 of the array/buffer */
+	int64_t sbase;       /* shared: base is smem + sbase bytes */
 	LLVMValueRef off;    /* i64 elements, from dims fixed by scalars */
 	LLVMValueRef alive;  /* i1: a fixed dim in bounds; NULL: true */
 	int rank;
@@ -77,6 +78,9 @@ void emit_barrier(Emit *E);
 /* A per-kernel nvvm.annotations entry (reqntidx, minctasm, ...). */
 void emit_annotation(Emit *E, const char *key, int value);
 LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
+/* A shared Ref's element 0 as an i32 byte offset into shared memory, and
+ * in *cbytes a constant part (indices that are constants) to add. */
+LLVMValueRef emit_shared_offset(Emit *E, const ERef *r, int64_t *cbytes);
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
 /* Element coordinate of register-dim index rd along d: thread part + const. */

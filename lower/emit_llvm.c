@@ -361,6 +361,7 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	r->dt = buf->type.dtype;
 	r->pindex = -1;
 	r->base = emit_smem_ptr(E, emit_i32(E, off));
+	r->sbase = off;
 	r->off = emit_i64(E, 0);
 	r->offalign = (int64_t)1 << 30;
 	r->rank = buf->type.rank;

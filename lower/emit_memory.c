@@ -349,6 +349,23 @@ static bool needs_sync(Emit *E, const ERef *r)
 	return r->pindex >= 0 && E->sync_param[r->pindex];
 }
 
+/* A shared Ref's element 0 as a byte offset into shared memory: a run-time
+ * part and the constant part (a view at constant indices: the k16 steps),
+ * which folds into ldmatrix's immediate offset. */
+LLVMValueRef emit_shared_offset(Emit *E, const ERef *r, int64_t *cbytes)
+{
+	int64_t k = 0, es = blk_dtype_size(r->dt);
+	LLVMValueRef off = LLVMBuildTrunc(E->b, r->off, E->i32, "");
+	for (int d = 0; d < r->rank; d++) {
+		if (LLVMIsAConstantInt(r->g[d]))
+			k += LLVMConstIntGetSExtValue(r->g[d]) * r->stride[d];
+		else
+			off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, r->g[d], emit_i32(E, r->stride[d]), ""), "");
+	}
+	*cbytes = k * es;
+	return LLVMBuildAdd(E->b, LLVMBuildMul(E->b, off, emit_i32(E, es), ""), emit_i32(E, r->sbase), "");
+}
+
 /* ---- async copies into shared memory (pipeliner.c) ------------------------------ */
 
 void emit_async_commit(Emit *E)

@@ -66,28 +66,6 @@ static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
 	return LLVMBuildBitCast(E->b, v, E->i32, "");
 }
 
-/* A shared Ref's element 0 as a byte offset into shared memory: a run-time
- * part and the constant part (a view at constant indices: the k16 steps),
- * which folds into ldmatrix's immediate offset. */
-static LLVMValueRef ref_offset(Emit *E, const ERef *r, int64_t *cbytes)
-{
-	LLVMValueRef off = r->off;
-	int64_t k = 0;
-	for (int d = 0; d < r->rank; d++) {
-		if (LLVMIsAConstantInt(r->g[d]))
-			k += LLVMConstIntGetSExtValue(r->g[d]) * r->stride[d];
-		else
-			off = LLVMBuildAdd(E->b, off,
-			                   LLVMBuildMul(E->b, LLVMBuildSExt(E->b, r->g[d], E->i64, ""),
-			                                emit_i64(E, r->stride[d]), ""), "");
-	}
-	*cbytes = k * blk_dtype_size(r->dt);
-	LLVMValueRef p = LLVMBuildGEP2(E->b, emit_mem_type(E, r->dt), r->base, &off, 1, "");
-	LLVMValueRef base = LLVMBuildPtrToInt(E->b, E->smem, E->i64, "");
-	return LLVMBuildTrunc(E->b, LLVMBuildSub(E->b, LLVMBuildPtrToInt(E->b, p, E->i64, ""), base, ""),
-	                      E->i32, "");
-}
-
 /* The lane's ldmatrix row: lane L = 8q + i, q = 2 q1 + q0; w: the warp's
  * index along M (wm) or N (wn) of the grid. */
 typedef struct Lane {
@@ -123,7 +101,7 @@ void emit_local_load(Emit *E, const BlkOp *op)
 	ev->t = emit_new_tile(E, l);
 	LLVMValueRef *out = ev->t.r;
 	int64_t kb;
-	LLVMValueRef t, base = ref_offset(E, r, &kb);
+	LLVMValueRef t, base = emit_shared_offset(E, r, &kb);
 	if (l->frag == BLK_FRAG_A) { /* [M, K], rows of k */
 		int64_t ld = r->stride[0], mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / 16;
 		/* row 8 wm-index + i + q0 * 8wm (rep 2mi or 2mi+1), column q1 * 8 */

@@ -57,6 +57,7 @@ bool blk_lower_dot_engine(LowerCtx *c);
 bool blk_lower_pipeline(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
+bool blk_lower_dot_stage(LowerCtx *c);
 bool blk_lower_mma_steps(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
@@ -93,8 +94,6 @@ void blk_loop_erase_dead(BlkLoop *L, BlkPtrMap *in);
 int blk_lower_uses(const BlkRegion *r, const BlkValue *v);
 BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
 
-/* Bytes of one staging buffer pair (A and B) of a SIMT dot (tile.c). */
-size_t blk_lower_dot_stage_bytes(const BlkOp *dot);
 /* Where a dot's staging buffers live: before the outermost `for` around
  * the dot (every execution alternates between their slots), else before
  * the dot. */

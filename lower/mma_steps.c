@@ -2,7 +2,7 @@
  * and one mma dot per step, each an op of the IR.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
- * (pipeliner.c) or with A from registers.  Produces, for
+ * (pipeliner.c, dot_stage.c) or with A from registers.  Produces, for
  *   d = dot a, b, acc { overlap ops }          -- a [M, K], b [K, N]
  * with n = K / 16 steps:
  *   fa = convert_layout a : mma_a<..>          -- A in registers only
@@ -18,19 +18,7 @@
  * out, spread over the steps: with r ops, op j < r - 1 after step
  * j * n / (r - 1), the last after the last step.  The values, and the
  * order in which the tensor core accumulates them, are unchanged.
- *
- * A dot whose operands are both tiles (computed, not loaded by the
- * pipeliner) first stores them into shared memory:
- *   stage_a = local_alloc T[2, M, K]  (rows of K + 8), stage_b [2, K, N]
- *                                     -- before the outermost loop around
- *   store stage_a[p], a;  store stage_b[p], b;  barrier;  d = dot ..[p]..
- * Two slots, used alternately: p is a carry of every loop around the dot
- * (0 first, 1 - p after each execution), so the next execution writes the
- * other slot and this execution's barrier orders it after the last
- * reads of that slot -- one barrier an execution.  A dot outside any
- * loop has one slot.  Where an `if` lies between the dot and its loops,
- * the carry cannot flow out of it: one slot, and a barrier before the
- * stores too.
+
  */
 #include "lower_int.h"
 
@@ -89,108 +77,6 @@ static void load_step(Steps *S, BlkBuilder *bl, int ks, BlkValue **fa, BlkValue 
 	}
 	BlkValue *v = view_k(c, bl, loc, S->b, 0, 16 * ks);
 	*fb = blk_build1(bl, BLK_OP_LOCAL_LOAD, loc, frag_type(c, dt, BLK_FRAG_B, 16, S->N, S->wn), 1, &v);
-}
-
-enum { PAD = 8 };        /* elements added to each staged row (ldmatrix banks) */
-enum { MAX_CHAIN = 16 }; /* loops between a staged dot and its buffers */
-
-/* local_alloc T[slots, R, C] with rows of C + PAD, before `site`. */
-static BlkValue *stage_buffer(LowerCtx *c, BlkOp *site, BlkLoc loc, BlkDType dt, int slots, int64_t R,
-                              int64_t C, const char *name)
-{
-	int shape[3] = { slots, (int)R, (int)C };
-	const BlkSym *dims[3] = { blk_sym_const(c->a, slots), blk_sym_const(c->a, R), blk_sym_const(c->a, C) };
-	BlkType t = blk_type_ref(dt, 3, dims, BLK_SPACE_SHARED);
-	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_shared(3, shape, PAD);
-	t.layout = l;
-	BlkBuilder b;
-	blk_builder_before(&b, c->a, site);
-	BlkValue *v = blk_build(&b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
-	v->name = name;
-	return v;
-}
-
-/* buf[p] stored from tile x; returns the slot's Ref. */
-static BlkValue *stage_into(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *buf, BlkValue *p, BlkValue *x)
-{
-	const BlkType *bt = &buf->type;
-	BlkType t = blk_type_ref(bt->dtype, 2, bt->dims + 1, BLK_SPACE_SHARED);
-	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	int shape[2] = { bt->layout->shape[1], bt->layout->shape[2] };
-	*l = blk_layout_shared(2, shape, PAD);
-	t.layout = l;
-	BlkValue *ops[2] = { buf, p };
-	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, t, 2, ops);
-	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL }, { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
-	blk_op_set_index(c->a, v->def, "idx", 3, idx);
-	BlkValue *st[2] = { v, x };
-	BlkOp *s = blk_build(b, BLK_OP_STORE, loc, 2, st, 0, NULL, 0);
-	blk_op_set_index(c->a, s, "idx", 2, idx + 1);
-	return v;
-}
-
-/* The `for`s from the dot up to `site`, innermost first; false where an
- * `if` or a scoped region lies between (nothing flows out of those). */
-static bool loop_chain(BlkOp *dot, BlkOp *site, BlkOp **chain, int *m)
-{
-	*m = 0;
-	for (BlkOp *op = dot; op != site;) {
-		op = op->parent->parent;
-		if (op->kind != BLK_OP_FOR || *m == MAX_CHAIN)
-			return false;
-		chain[(*m)++] = op;
-	}
-	return true;
-}
-
-/* The slot of this execution: a carry of each loop of the chain, 0 before
- * the outermost, 1 - slot yielded after the dot. */
-static BlkValue *slot_carry(LowerCtx *c, BlkOp *dot, BlkOp **chain, int m)
-{
-	BlkBuilder b;
-	blk_builder_before(&b, c->a, chain[m - 1]);
-	BlkValue *p = blk_lower_i32(&b, dot->loc, 0);
-	for (int k = m - 1; k >= 0; k--) { /* outermost first */
-		BlkLoop L = { .c = c, .loop = chain[k], .body = chain[k]->regions[0] };
-		p = blk_loop_add_carry(&L, p, p); /* the yielded value is set below */
-		p->name = "slot";
-	}
-	blk_builder_before(&b, c->a, dot->next);
-	BlkValue *ops[2] = { blk_lower_i32(&b, dot->loc, 1), p };
-	BlkValue *next = blk_build1(&b, BLK_OP_SUB, dot->loc, p->type, 2, ops);
-	for (int k = 0; k < m; k++) { /* innermost first: yield the next slot */
-		BlkOp *y = chain[k]->regions[0]->last;
-		y->operands[y->noperands - 1] = next;
-		next = chain[k]->results[chain[k]->nresults - 1];
-	}
-	return p;
-}
-
-/* Both operands are tiles: store them into a slot, then a barrier.  A
- * dot outside any loop has one slot; so has one under an `if` of its
- * loop, with a barrier before the stores too. */
-static void stage(LowerCtx *c, BlkOp *dot)
-{
-	BlkValue *a = dot->operands[0], *b = dot->operands[1];
-	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
-	int64_t N = blk_lower_dim(b->type.dims[1]);
-	BlkOp *site = blk_lower_stage_site(c, dot), *chain[MAX_CHAIN];
-	int m;
-	bool carried = loop_chain(dot, site, chain, &m) && m > 0;
-	BlkValue *ba = stage_buffer(c, site, dot->loc, a->type.dtype, carried ? 2 : 1, M, K, "stage_a");
-	BlkValue *bb = stage_buffer(c, site, dot->loc, b->type.dtype, carried ? 2 : 1, K, N, "stage_b");
-	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
-	BlkBuilder bl;
-	blk_builder_before(&bl, c->a, dot);
-	if (!p) {
-		p = blk_lower_i32(&bl, dot->loc, 0);
-		if (site != dot)
-			blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
-	}
-	dot->operands[0] = stage_into(c, &bl, dot->loc, ba, p, a);
-	dot->operands[1] = stage_into(c, &bl, dot->loc, bb, p, b);
-	blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 }
 
 /* Unlinks op and inserts it after `pos`. */
@@ -262,10 +148,8 @@ static void visit(void *ctx, BlkOp *op)
 {
 	LowerCtx *c = ctx;
 	if (op->kind != BLK_OP_DOT || !blk_lower_dot_mma(op) || op->noperands != 3 ||
-	    !op->results[0]->type.layout || (op->operands[0]->type.layout && op->operands[0]->type.layout->frag))
+	    op->operands[1]->type.kind != BLK_TYPE_REF || !op->results[0]->type.layout)
 		return;
-	if (op->operands[1]->type.kind == BLK_TYPE_TILE)
-		stage(c, op);
 	split(c, op);
 }
 

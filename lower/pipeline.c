@@ -1,7 +1,8 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> pipeline
- *         -> prefetch -> tile -> mma-steps -> smem-plan -> emit-llvm -> ptx
+ *         -> prefetch -> tile -> dot-stage -> mma-steps
+ *         -> smem-plan -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before the
@@ -35,6 +36,7 @@ static const struct {
 	{ "pipeline", blk_lower_pipeline, NEEDS_CONST | NEEDS_ENGINE },
 	{ "prefetch", blk_lower_prefetch, NEEDS_CONST | NEEDS_ENGINE },
 	{ "tile", blk_lower_tile, NEEDS_CONST | NEEDS_ENGINE },
+	{ "dot-stage", blk_lower_dot_stage, NEEDS_CONST | NEEDS_ENGINE },
 	{ "mma-steps", blk_lower_mma_steps, NEEDS_CONST },
 	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };

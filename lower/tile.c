@@ -16,14 +16,13 @@
  *      - everything else gets the default (coalesced, vectorized) layout;
  *   2. `convert_layout` ops where a consumer needs another layout (a
  *      constant splat is rebuilt in place instead: it has no data);
- *   3. every shared buffer a `local_alloc` op (smem_plan.c gives them
- *      their bytes): scratch params and scoped Refs (their uses move to
- *      the alloc), each dot's staging buffer (its operand 3, with the
- *      accumulator made explicit as operand 2; two slots, or num_stages
- *      when prefetch.c stages it by cp.async; hoisted before the outermost
- *      loop around the dot), and the transit region that every conversion,
- *      broadcast, transpose and cross-warp reduction shares (role
- *      "transit"; each such op brackets its use with barriers).
+ *   3. every dot's accumulator explicit (operand 2: a zero splat where it
+ *      had none); its staging is dot_stage.c's;
+ *   4. a `local_alloc` op for scratch params and scoped Refs (their uses
+ *      move to the alloc; smem_plan.c gives every buffer its bytes) and
+ *      for the transit region that every conversion, broadcast, transpose
+ *      and cross-warp reduction shares (role "transit"; each such op
+ *      brackets its use with barriers);
  */
 #include "lower_int.h"
 
@@ -99,19 +98,6 @@ static void alloc_scratch(LowerCtx *c, BlkRegion *r, BlkValue *arg, BlkLoc loc)
 	BlkOp *op = blk_build(&b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &arg->type, 0);
 	op->results[0]->name = arg->name;
 	blk_replace_uses(r, arg, op->results[0]);
-}
-
-/* Staging for dot(a[M,K], b[K,N]): A as f32 [K][pad(M)+4] (K-major, the
- * +4 staggers the transposing stores across banks), B as f32 [K][pad(N)]
- * ([K][pad(N)+4] when b comes as [N, K], b_trans); two of each. */
-size_t blk_lower_dot_stage_bytes(const BlkOp *dot)
-{
-	const BlkType *a = &dot->operands[0]->type, *r = &dot->results[0]->type;
-	size_t M = (size_t)blk_pow2ceil((int)blk_lower_dim(a->dims[0]));
-	size_t K = (size_t)blk_lower_dim(a->dims[1]);
-	size_t N = (size_t)blk_pow2ceil((int)blk_lower_dim(r->dims[1]));
-	size_t ldb = N + (blk_op_int(dot, "b_trans", 0) ? 4 : 0);
-	return (K * (M + 4) + K * ldb) * 4;
 }
 
 static void need_transit(LowerCtx *c, const BlkValue *v)
@@ -256,9 +242,7 @@ static void tile_elementwise(LowerCtx *c, BlkOp *op)
 	set_layout(c, op->results[0], want);
 }
 
-/* The dot takes an accumulator (a zero splat when it had none) and, unless
- * the pipeliner put its operands in shared memory, its staging buffer: two
- * slots of A and B as blk_lower_*_stage_bytes lay them out. */
+/* The dot takes an accumulator (a zero splat when it had none). */
 static void tile_dot(LowerCtx *c, BlkOp *op)
 {
 	const BlkLayout *l = dot_layout(c, &op->results[0]->type, op);
@@ -271,24 +255,15 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	set_layout(c, ops[2], l);
 	set_layout(c, op->results[0], l);
 	op->operands = ops;
-	if (ops[1]->type.kind == BLK_TYPE_REF) { /* in shared memory already (pipeliner.c) */
-		if (ops[0]->type.kind == BLK_TYPE_TILE) { /* A from registers: its mma fragments */
-			int shape[2];
-			static_shape(&ops[0]->type, shape);
-			BlkLayout *al = BLK_NEW(c->a, BlkLayout);
-			*al = blk_layout_mma_grid(shape, c->nthreads, 1);
-			ops[0] = relayout(c, op, ops[0], al);
-		}
-		op->noperands = 3;
-		return;
+	op->noperands = 3; /* dot_stage.c stores tile operands into shared memory */
+	if (ops[1]->type.kind == BLK_TYPE_REF && ops[0]->type.kind == BLK_TYPE_TILE) {
+		/* B in shared memory (pipeliner.c), A from registers: its mma fragments */
+		int shape[2];
+		static_shape(&ops[0]->type, shape);
+		BlkLayout *al = BLK_NEW(c->a, BlkLayout);
+		*al = blk_layout_mma_grid(shape, c->nthreads, 1);
+		ops[0] = relayout(c, op, ops[0], al);
 	}
-	if (l->mma) { /* mma_steps.c stages the operands, as IR ops */
-		op->noperands = 3;
-		return;
-	}
-	blk_builder_before(&b, c->a, blk_lower_stage_site(c, op));
-	ops[3] = local_alloc(c, &b, op->loc, BLK_F32, 2, (int64_t)blk_lower_dot_stage_bytes(op) / 4);
-	op->noperands = 4;
 }
 
 /* The layout of the rows of the dot whose row reduction v comes from
@@ -488,7 +463,7 @@ static bool shared_access(const BlkOp *op)
 	       op->operands[0]->type.space == BLK_SPACE_SHARED;
 }
 
-/* Step 4: a program's accesses to its shared Refs (scratch, scoped, a
+/* Step 5: a program's accesses to its shared Refs (scratch, scoped, a
  * tile the pipeliner stores once) touch elements other threads own: a
  * barrier before and after each (one between two in a row). */
 static void bracket_shared(LowerCtx *c, BlkRegion *r)
