@@ -78,9 +78,11 @@ void emit_barrier(Emit *E);
 /* A per-kernel nvvm.annotations entry (reqntidx, minctasm, ...). */
 void emit_annotation(Emit *E, const char *key, int value);
 LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
-/* A shared Ref's element 0 as an i32 byte offset into shared memory, and
- * in *cbytes a constant part (indices that are constants) to add. */
-LLVMValueRef emit_shared_offset(Emit *E, const ERef *r, int64_t *cbytes);
+/* A thread's pointer into shared Ref r: its buffer's start plus the
+ * per-thread byte offset tbytes (loop-invariant, so LICM hoists it), plus
+ * the run-time part of r's offset (a slot); in *cbytes the constant part
+ * (indices that are constants), for the caller to fold into immediates. */
+LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes);
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
 /* Element coordinate of register-dim index rd along d: thread part + const. */

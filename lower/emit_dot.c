@@ -24,8 +24,7 @@ typedef struct DotCtx {
 static LLVMValueRef thread_ptr(Emit *E, const ERef *r, LLVMValueRef t)
 {
 	int64_t cb;
-	LLVMValueRef off = emit_shared_offset(E, r, &cb);
-	LLVMValueRef p = emit_smem_ptr(E, LLVMBuildAdd(E->b, t, off, ""));
+	LLVMValueRef p = emit_shared_ptr(E, r, t, &cb);
 	LLVMValueRef o = emit_i32(E, cb);
 	return cb ? LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "") : p;
 }

@@ -352,18 +352,22 @@ static bool needs_sync(Emit *E, const ERef *r)
 /* A shared Ref's element 0 as a byte offset into shared memory: a run-time
  * part and the constant part (a view at constant indices: the k16 steps),
  * which folds into ldmatrix's immediate offset. */
-LLVMValueRef emit_shared_offset(Emit *E, const ERef *r, int64_t *cbytes)
+LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes)
 {
 	int64_t k = 0, es = blk_dtype_size(r->dt);
-	LLVMValueRef off = LLVMBuildTrunc(E->b, r->off, E->i32, "");
+	LLVMValueRef dyn = LLVMBuildTrunc(E->b, r->off, E->i32, "");
 	for (int d = 0; d < r->rank; d++) {
 		if (LLVMIsAConstantInt(r->g[d]))
 			k += LLVMConstIntGetSExtValue(r->g[d]) * r->stride[d];
 		else
-			off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, r->g[d], emit_i32(E, r->stride[d]), ""), "");
+			dyn = LLVMBuildAdd(E->b, dyn, LLVMBuildMul(E->b, r->g[d], emit_i32(E, r->stride[d]), ""), "");
 	}
 	*cbytes = k * es;
-	return LLVMBuildAdd(E->b, LLVMBuildMul(E->b, off, emit_i32(E, es), ""), emit_i32(E, r->sbase), "");
+	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, tbytes, emit_i32(E, r->sbase), ""));
+	if (LLVMIsAConstantInt(dyn) && LLVMConstIntGetSExtValue(dyn) == 0)
+		return inv;
+	LLVMValueRef o = LLVMBuildMul(E->b, dyn, emit_i32(E, es), "");
+	return LLVMBuildGEP2(E->b, E->i8, inv, &o, 1, "");
 }
 
 /* ---- async copies into shared memory (pipeliner.c) ------------------------------ */

@@ -101,14 +101,14 @@ void emit_local_load(Emit *E, const BlkOp *op)
 	ev->t = emit_new_tile(E, l);
 	LLVMValueRef *out = ev->t.r;
 	int64_t kb;
-	LLVMValueRef t, base = emit_shared_offset(E, r, &kb);
+	LLVMValueRef t;
 	if (l->frag == BLK_FRAG_A) { /* [M, K], rows of k */
 		int64_t ld = r->stride[0], mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / 16;
 		/* row 8 wm-index + i + q0 * 8wm (rep 2mi or 2mi+1), column q1 * 8 */
 		LLVMValueRef row = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, mul(E, L.wm, 8), L.i8, ""),
 		                                mul(E, L.q0, 8 * wm), "");
 		t = LLVMBuildAdd(E->b, mul(E, row, ld), mul(E, L.q1, 8), "");
-		LLVMValueRef p = emit_smem_ptr(E, LLVMBuildAdd(E->b, mul(E, t, 2), base, ""));
+		LLVMValueRef p = emit_shared_ptr(E, r, mul(E, t, 2), &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int mi = 0; mi < mi_n; mi++)
 				ldmatrix(E, gep(E, p, kb + mi * 16 * wm * ld * 2 + ks * 32), false,
@@ -129,7 +129,7 @@ void emit_local_load(Emit *E, const BlkOp *op)
 			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, k8, L.i8, ""), ld), n0, "");
 			ks_b = 16 * ld * 2, jp_b = 16 * wn * 2;
 		}
-		LLVMValueRef p = emit_smem_ptr(E, LLVMBuildAdd(E->b, mul(E, t, 2), base, ""));
+		LLVMValueRef p = emit_shared_ptr(E, r, mul(E, t, 2), &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int jp = 0; jp < nj / 2; jp++)
 				ldmatrix(E, gep(E, p, kb + ks * ks_b + jp * jp_b), !kmajor, &out[(ks * nj + jp * 2) * 2]);
