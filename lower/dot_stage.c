@@ -152,14 +152,12 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	int m;
 	bool carried = loop_chain(dot, site, chain, &m) && m > 0;
 	int S = carried ? 2 : 1;
-	BlkValue *ba, *bb;
-	if (mma) {
-		ba = stage_buffer(c, site, dot->loc, a->type.dtype, S, M, K, K + 8, "stage_a");
-		bb = stage_buffer(c, site, dot->loc, b->type.dtype, S, K, N, N + 8, "stage_b");
-	} else {
-		ba = stage_buffer(c, site, dot->loc, BLK_F32, S, K, M, PM + 4, "stage_a");
-		bb = stage_buffer(c, site, dot->loc, BLK_F32, S, K, N, bt ? PN + 4 : PN, "stage_b");
-	}
+	/* A's and B's rows: [R][ld] */
+	BlkDType dt = mma ? a->type.dtype : BLK_F32;
+	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + 8 : PM + 4;
+	int64_t bld = mma ? N + 8 : bt ? PN + 4 : PN;
+	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
+	BlkValue *bb = stage_buffer(c, site, dot->loc, dt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);

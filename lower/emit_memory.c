@@ -170,7 +170,10 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 	w->v = v;
 	w->l = l;
 	w->vec = vec_width(w);
-	LLVMValueRef off = v->off;
+	/* shared: the thread's part first (loop-invariant, hoisted), then the
+	 * Ref's run-time offset (a slot), one add a slot for every pointer */
+	bool sh = v->space == BLK_SPACE_SHARED;
+	LLVMValueRef off = sh ? emit_i64(E, 0) : v->off;
 	for (int d = 0; d < v->rank; d++) {
 		w->tc[d] = LLVMBuildMul(E->b, emit_thread_coord(E, l, d), emit_i32(E, l->spt[d]), "");
 		off = LLVMBuildAdd(E->b, off, mul64(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
@@ -178,6 +181,8 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 	}
 	LLVMTypeRef et = emit_mem_type(E, v->dt);
 	w->tbase = LLVMBuildGEP2(E->b, et, v->base, &off, 1, "");
+	if (sh)
+		w->tbase = LLVMBuildGEP2(E->b, et, w->tbase, (LLVMValueRef *)&v->off, 1, "");
 	w->owner = emit_owner(E, l);
 }
 
