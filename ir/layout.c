@@ -279,6 +279,13 @@ int blk_layout_regs_along(const BlkLayout *l, int d)
 	return l->pad[d] / l->thr[d];
 }
 
+int blk_layout_axis_warps(const BlkLayout *l, int axis)
+{
+	int lo = l->tsh[axis] > 5 ? l->tsh[axis] : 5;
+	int hi = l->tsh[axis] + blk_layout_log2(l->thr[axis]);
+	return hi > lo ? 1 << (hi - lo) : 1;
+}
+
 int blk_layout_nregs(const BlkLayout *l)
 {
 	if (l->frag == BLK_FRAG_A)

@@ -117,6 +117,9 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
  * out alike, the broadcast ones (extent 1) have one thread and register;
  * src's dims align with dst's last ones (numpy), dst's leading dims are new. */
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst);
+/* The warps dim `axis` spans (1: its threads are lanes of one warp), so
+ * the partials a reduction along it combines through shared memory. */
+int blk_layout_axis_warps(const BlkLayout *l, int axis);
 /* Thread-id bits that index some dim (the rest select replicas). */
 int blk_layout_used_bits(const BlkLayout *l);
 bool blk_layout_split(const BlkLayout *l); /* some dim's thread bits are split */

@@ -171,10 +171,9 @@ void emit_reduce(Emit *E, const BlkOp *op)
 			rd[d] = d == R.axis ? 0 : rs[o++];
 		ev->t.r[r] = warp_reduce(E, &R, thread_partial(E, &R, rd));
 	}
-	int lo = l->tsh[R.axis] > 5 ? l->tsh[R.axis] : 5;
-	int hi = l->tsh[R.axis] + blk_layout_log2(l->thr[R.axis]);
-	if (hi > lo)
-		cross_warp(E, &R, &ev->t, lo, 1 << (hi - lo));
+	int nw = blk_layout_axis_warps(l, R.axis);
+	if (nw > 1)
+		cross_warp(E, &R, &ev->t, l->tsh[R.axis] > 5 ? l->tsh[R.axis] : 5, nw);
 	for (int r = 0; r < n; r++)
 		ev->t.r[r] = narrow(E, op, R.fl, ev->t.r[r]);
 	emit_bind(E, op->results[0], ev);

@@ -100,13 +100,25 @@ static void alloc_scratch(LowerCtx *c, BlkRegion *r, BlkValue *arg, BlkLoc loc)
 	blk_replace_uses(r, arg, op->results[0]);
 }
 
-static void need_transit(LowerCtx *c, const BlkValue *v)
+/* The transit region holds n 4-byte slots at least. */
+static void need_transit_n(LowerCtx *c, size_t n)
+{
+	if (n * 4 > c->transit_bytes)
+		c->transit_bytes = n * 4;
+}
+
+/* Elements of v's padded shape (what emit_transit.c writes). */
+static size_t result_elems(const BlkValue *v)
 {
 	size_t n = 1;
 	for (int d = 0; d < v->type.rank; d++)
 		n *= (size_t)blk_pow2ceil((int)blk_lower_dim(v->type.dims[d]));
-	if (n * 4 > c->transit_bytes)
-		c->transit_bytes = n * 4;
+	return n;
+}
+
+static void need_transit(LowerCtx *c, const BlkValue *v)
+{
+	need_transit_n(c, result_elems(v));
 }
 
 /* ---- layouts ------------------------------------------------------------------- */
@@ -449,8 +461,13 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 		int axis = (int)blk_op_int(op, "axis", 0);
 		bool moves = op->kind == BLK_OP_CONVERT_LAYOUT || op->kind == BLK_OP_TRANSPOSE ||
 		             (op->kind == BLK_OP_BROADCAST && !blk_layout_bcast_local(src, layout_of(c, op->results[0])));
-		if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN)
-			moves = src->tsh[axis] + blk_layout_log2(src->thr[axis]) > 5;
+		if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) {
+			/* one partial per warp of the axis for each result element */
+			int nw = blk_layout_axis_warps(src, axis);
+			if (nw > 1)
+				need_transit_n(c, (size_t)nw * result_elems(op->results[0]));
+			continue;
+		}
 		if (moves)
 			need_transit(c, v);
 	}
