@@ -18,7 +18,6 @@
  * out, spread over the steps: with r ops, op j < r - 1 after step
  * j * n / (r - 1), the last after the last step.  The values, and the
  * order in which the tensor core accumulates them, are unchanged.
-
  */
 #include "lower_int.h"
 
