@@ -213,6 +213,23 @@ static void check_dot_frags(Verifier *V, const BlkOp *op)
 			     lstr(V, layout(op, i)), lstr(V, r));
 }
 
+/* A tensor-core dot's shape is whole mma.sync tiles: K a multiple of 16,
+ * M and N whole operand fragments over its warps. */
+static void check_mma_shape(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = &op->operands[0]->type;
+	const BlkLayout *r = op->results[0]->type.layout;
+	int64_t K;
+	if (a->rank != 2 || !blk_sym_is_const(a->dims[1], &K))
+		return; /* the tile-level rules name it */
+	int shape[2] = { r->shape[0], (int)K }, wn = blk_layout_warps_n(r);
+	if (K <= 0 || K % 16 || !blk_layout_mma_operand_fits(BLK_FRAG_A, shape, r->nthreads, wn) ||
+	    !blk_layout_mma_operand_fits(BLK_FRAG_B, (int[2]){ (int)K, r->shape[1] }, r->nthreads, wn))
+		fail(V, "a tensor-core dot of [%d, %lld] x [%lld, %d] over %s: K must be a multiple of 16 "
+		     "and M, N whole m16 / n16 tiles of its warps",
+		     r->shape[0], (long long)K, (long long)K, r->shape[1], lstr(V, r));
+}
+
 /* A GPU-level dot: a, b (tiles until dot_stage.c stores them, or shared
  * Refs, or fragments), the accumulator. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
@@ -368,7 +385,9 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 		else if (e && r->mma != mma)
 			fail(V, "result is in %s, but engine \"%s\" puts it in %s", lstr(V, r),
 			     mma ? "mma" : "fma", mma ? "mma<>" : "dot<>");
-		else
+		else if (r->mma)
+			check_mma_shape(V, op);
+		if (V->ok)
 			check_dot_operands(V, op);
 		if (V->ok && op->noperands > 2)
 			same_as_result(V, op, 2, "the accumulator stays where the dot puts its result");
