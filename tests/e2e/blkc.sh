@@ -85,6 +85,10 @@ expect 1 'pass pipeline needs every dot.s engine: run --pass=dot-engine on it fi
 	"$BLKC" --from-ir --pass=pipeline "$T/spec.ir"
 expect 1 'pass tile needs constant shapes: run --pass=specialize on it first' \
 	"$BLKC" --from-ir --pass=tile "$T/matmul.ir"
+for p in dot-stage mma-steps; do
+	expect 1 "pass $p needs every dot.s engine: run --pass=dot-engine on it first" \
+		"$BLKC" --from-ir --pass=$p "$T/spec.ir"
+done
 expect 2 'needs --from-ir' "$BLKC" --pass=tile "$EX/softmax.blk"
 expect 2 'from-ir takes only' "$BLKC" --from-ir --emit=ptx "$T/softmax.ir"
 expect 1 "softmax.blk:1:1: error: unexpected character '/'" "$BLKC" --from-ir "$EX/softmax.blk"
