@@ -53,10 +53,6 @@ typedef struct Emit {
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, f16, bf16, v, p0, p1, p3;
 	bool failed;
 	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
-	/* Per param: accessed by more than one kind of access (load, store,
-	 * atomic_add, swap), so its accesses are bracketed by barriers
-	 * (emit_memory.c); computed on the first access. */
-	bool *sync_param;
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 } Emit;
 

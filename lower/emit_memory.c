@@ -10,11 +10,9 @@
  * Masks come from the `mask` attributes of blockspec.c: only '1' dims are
  * checked, plus padding lanes of non-power-of-two tiles.  A masked load
  * reads a safe address and selects the fill; a masked store branches.
- * Accesses to shared Refs are ordered by the IR's barrier ops (tile.c
- * brackets a program's own, mma_steps.c stages with one barrier); the
- * accesses to an array that one program both reads and writes (an inout), or writes in
- * two ways (a store, then atomic adds): the language promises that a
- * program sees its own writes.  A swap also waits between its load and its
+ * Accesses are ordered by the IR's barrier ops (tile.c brackets those to
+ * shared Refs and to arrays a program accesses in two ways; dot_stage.c
+ * stages with one barrier).  A swap also waits between its load and its
  * store, whose layouts may differ.
  */
 #include "emit.h"
@@ -311,48 +309,6 @@ static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, bool atomi
 		store_group(E, w, r, t, atomic);
 }
 
-/* The param a global Ref comes from (through views), or -1. */
-static int ref_param(const BlkValue *v)
-{
-	while (v->def && v->def->kind == BLK_OP_VIEW)
-		v = v->def->operands[0];
-	return v->def && v->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(v->def, "param", -1) : -1;
-}
-
-typedef struct AccessKinds {
-	unsigned *kinds; /* per param: a bit per access op kind */
-} AccessKinds;
-
-static void note_access(void *ctx, BlkOp *op)
-{
-	AccessKinds *ak = ctx;
-	if (op->kind != BLK_OP_LOAD && op->kind != BLK_OP_STORE && op->kind != BLK_OP_SWAP &&
-	    op->kind != BLK_OP_ATOMIC_ADD)
-		return;
-	int p = ref_param(op->operands[0]);
-	if (p >= 0)
-		ak->kinds[p] |= 1u << (op->kind - BLK_OP_LOAD);
-}
-
-/* Fills E->sync_param: params with two or more kinds of access. */
-static void find_sync_params(Emit *E)
-{
-	const BlkKernel *k = E->c->k;
-	AccessKinds ak = { BLK_NEW_N(E->c->a, unsigned, k->nparams + 1) };
-	blk_lower_walk(k->body, note_access, &ak);
-	E->sync_param = BLK_NEW_N(E->c->a, bool, k->nparams + 1);
-	for (int p = 0; p < k->nparams; p++)
-		E->sync_param[p] = (ak.kinds[p] & (ak.kinds[p] - 1)) != 0;
-}
-
-static bool needs_sync(Emit *E, const ERef *r)
-{
-	if (r->space == BLK_SPACE_SHARED)
-		return false; /* the IR's barrier ops order them (tile.c) */
-	if (!E->sync_param)
-		find_sync_params(E);
-	return r->pindex >= 0 && E->sync_param[r->pindex];
-}
 
 /* A shared Ref's element 0 as a byte offset into shared memory: a run-time
  * part and the constant part (a view at constant indices: the k16 steps),
@@ -496,9 +452,6 @@ void emit_memory(Emit *E, const BlkOp *op)
 		emit_bind(E, op->results[0], ev);
 		return;
 	}
-	bool sync = needs_sync(E, in);
-	if (sync)
-		emit_barrier(E);
 	if (op->kind == BLK_OP_LOAD || op->kind == BLK_OP_SWAP) {
 		Walk lw = w;
 		ev->t = do_load(E, op, &ev->ref, emit_layout(E, op->results[0]), &lw);
@@ -510,6 +463,4 @@ void emit_memory(Emit *E, const BlkOp *op)
 		const ETile *t = emit_tile(E, op->operands[op->noperands - 1]);
 		do_store(E, &ev->ref, t, &w, op->kind == BLK_OP_ATOMIC_ADD);
 	}
-	if (sync)
-		emit_barrier(E);
 }

@@ -473,22 +473,47 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 	}
 }
 
-static bool shared_access(const BlkOp *op)
+static bool is_access(const BlkOp *op)
 {
-	return (op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP ||
-	        op->kind == BLK_OP_ATOMIC_ADD) &&
-	       op->operands[0]->type.space == BLK_SPACE_SHARED;
+	return op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP ||
+	       op->kind == BLK_OP_ATOMIC_ADD;
 }
 
-/* Step 5: a program's accesses to its shared Refs (scratch, scoped, a
- * tile the pipeliner stores once) touch elements other threads own: a
- * barrier before and after each (one between two in a row). */
-static void bracket_shared(LowerCtx *c, BlkRegion *r)
+/* The param a global Ref comes from (through views), or -1. */
+static int ref_param(const BlkValue *v)
+{
+	while (v->def && v->def->kind == BLK_OP_VIEW)
+		v = v->def->operands[0];
+	return v->def && v->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(v->def, "param", -1) : -1;
+}
+
+/* kinds[p]: a bit per kind of access op to param p. */
+static void note_kinds(LowerCtx *c, BlkRegion *r, unsigned *kinds)
 {
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
-			bracket_shared(c, op->regions[i]);
-		if (!shared_access(op))
+			note_kinds(c, op->regions[i], kinds);
+		int p = is_access(op) ? ref_param(op->operands[0]) : -1;
+		if (p >= 0 && p < c->k->nparams)
+			kinds[p] |= 1u << (op->kind - BLK_OP_LOAD);
+	}
+}
+
+/* Step 5: accesses whose elements other threads of the program touch too
+ * -- a shared Ref (scratch, scoped, a tile the pipeliner stores once), or
+ * an array the program accesses in two ways (an inout read and written, a
+ * store then atomic adds: the language promises a program sees its own
+ * writes) -- get a barrier before and after (one between two in a row). */
+static void bracket(LowerCtx *c, BlkRegion *r, const unsigned *kinds)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			bracket(c, op->regions[i], kinds);
+		if (!is_access(op))
+			continue;
+		int p = ref_param(op->operands[0]);
+		bool multi = p >= 0 && p < c->k->nparams && (kinds[p] & (kinds[p] - 1)) != 0;
+		if (op->operands[0]->type.space != BLK_SPACE_SHARED && !multi)
 			continue;
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, op);
@@ -517,7 +542,9 @@ bool blk_lower_tile(LowerCtx *c)
 	count_uses(c, k->body, &uses);
 	erase_dead(c, k->body, &uses);
 	transit_scan(c, k->body);
-	bracket_shared(c, k->body);
+	unsigned *kinds = BLK_NEW_N(c->a, unsigned, (size_t)k->nparams + 1);
+	note_kinds(c, k->body, kinds);
+	bracket(c, k->body, kinds);
 	if (c->transit_bytes) {
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, k->body->first);
