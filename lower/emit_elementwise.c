@@ -4,10 +4,12 @@
  * layout (tile.c made sure).  f16/bf16 compute in f32 and round after each
  * op (cvt.rn), as docs/language.md asks.  Accuracy of the math on f32:
  * sqrt and div are IEEE (sqrt.rn, div.rn); rsqrt is 1/sqrt with both
- * correctly rounded (<= 1 ulp); exp is ex2.approx(x * log2 e) (about 2 ulp
- * plus |x| ulp from the scaling); log is lg2.approx(x) * ln 2 (about 2
+ * correctly rounded (<= 1 ulp); exp is ex2.approx.ftz(x * log2 e) (about 2
+ * ulp plus |x| ulp from the scaling; results below 2^-126 flush to 0: the
+ * non-ftz form costs three more instructions an element, which softmax
+ * and attention pay per score); log is lg2.approx(x) * ln 2 (about 2
  * ulp, absolute 2^-22 near 1); tanh is 1 - 2 / (exp(2|x|) + 1) with the
- * sign restored, the division div.approx (2 ulp; the IEEE division's
+ * sign restored, the division div.approx.ftz (2 ulp; the IEEE division's
  * slow path cost a gelu epilogue a third of its matmul's time): absolute
  * error about 1e-7, relative larger near 0.
  */
@@ -90,7 +92,7 @@ static LLVMValueRef call1_nvvm(Emit *E, const char *name, LLVMValueRef x)
 static LLVMValueRef exp_f32(Emit *E, LLVMValueRef x)
 {
 	LLVMValueRef t = LLVMBuildFMul(E->b, x, fconst(E, 1.4426950408889634), "");
-	return call1_nvvm(E, "llvm.nvvm.ex2.approx.f", t);
+	return call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", t);
 }
 
 static LLVMValueRef tanh_f32(Emit *E, LLVMValueRef x)
@@ -98,7 +100,7 @@ static LLVMValueRef tanh_f32(Emit *E, LLVMValueRef x)
 	LLVMValueRef ax = call1(E, "llvm.fabs", x);
 	LLVMValueRef e = exp_f32(E, LLVMBuildFMul(E->b, ax, fconst(E, 2.0), ""));
 	LLVMValueRef dv[2] = { fconst(E, 2.0), LLVMBuildFAdd(E->b, e, fconst(E, 1.0), "") };
-	LLVMValueRef q = emit_intrinsic(E, "llvm.nvvm.div.approx.f", NULL, 0, dv, 2);
+	LLVMValueRef q = emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
 	LLVMValueRef t = LLVMBuildFSub(E->b, fconst(E, 1.0), q, "");
 	LLVMTypeRef ty = E->f32;
 	LLVMValueRef args[2] = { t, x };
