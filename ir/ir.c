@@ -449,6 +449,16 @@ const BlkAttr *blk_op_attr(const BlkOp *op, const char *name)
 	return NULL;
 }
 
+void blk_op_remove_attr(BlkOp *op, const char *name)
+{
+	const BlkAttr *at = blk_op_attr(op, name);
+	if (!at)
+		return;
+	size_t i = (size_t)(at - op->attrs);
+	memmove(&op->attrs[i], &op->attrs[i + 1], sizeof *op->attrs * ((size_t)op->nattrs - i - 1));
+	op->nattrs--;
+}
+
 int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt)
 {
 	const BlkAttr *at = blk_op_attr(op, name);

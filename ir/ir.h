@@ -286,6 +286,7 @@ void blk_op_set_string(BlkArena *a, BlkOp *op, const char *name, const char *s);
 void blk_op_set_dtype(BlkArena *a, BlkOp *op, const char *name, BlkDType t);
 void blk_op_set_index(BlkArena *a, BlkOp *op, const char *name, int n, const BlkIndex *idx);
 const BlkAttr *blk_op_attr(const BlkOp *op, const char *name); /* NULL if absent */
+void blk_op_remove_attr(BlkOp *op, const char *name); /* nothing if absent */
 int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt);
 
 /* Unlinks op from its region (its results must be unused). */

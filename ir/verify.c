@@ -384,8 +384,6 @@ static void check_dot(Verifier *V, const BlkOp *op)
 	BlkType want = blk_type_tile(BLK_F32, 2, mn);
 	if (op->noperands >= 3 && !want_type(V, operand(op, 2), &want, "operand", 2))
 		return;
-	if (op->noperands == 4 && operand(op, 3)->kind != BLK_TYPE_REF) /* GPU level: staging */
-		fail(V, "operand 3 has type %s, expected the staging buffer's Ref", ty(V, operand(op, 3)));
 	want_type(V, &op->results[0]->type, &want, "result", 0);
 }
 
@@ -573,7 +571,7 @@ static const signed char arity[][4] = {
 	A(SELECT, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
-	A(DOT, 2, 4, 1, -1),
+	A(DOT, 2, 3, 1, -1),
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
 	A(ATOMIC_ADD, 2, -1, 0, 0),
 	A(FOR, 3, -1, -1, 1), A(IF, 1, 1, 0, 2), A(SCOPED, 0, 0, 0, 1), A(YIELD, 0, -1, 0, 0),

@@ -336,6 +336,9 @@ static void check_local_load(Verifier *V, const BlkOp *op)
 	else if (s->layout->sstride[1] != 1 && (r->layout->frag == BLK_FRAG_A || s->layout->sstride[0] != 1))
 		fail(V, "ldmatrix reads rows of 8 contiguous elements: %s has none along %s", lstr(V, s->layout),
 		     r->layout->frag == BLK_FRAG_A ? "k" : "k or n");
+	else if (s->layout->sstride[s->layout->sstride[1] == 1 ? 0 : 1] % 8)
+		fail(V, "ldmatrix reads 16-byte rows: the row stride of %s is not a multiple of 8 elements",
+		     lstr(V, s->layout));
 }
 
 /* extract_slice: whole k16 steps of a fragment tile, so its registers are

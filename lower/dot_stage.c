@@ -32,8 +32,6 @@
  */
 #include "lower_int.h"
 
-#include <string.h>
-
 enum { MAX_CHAIN = 16 }; /* loops between a staged dot and its buffers */
 
 /* local_alloc dt[slots, R, C] with rows of ld elements, before `site`. */
@@ -131,16 +129,6 @@ static BlkValue *slot_carry(LowerCtx *c, BlkOp *dot, BlkOp **chain, int m)
 	return p;
 }
 
-static void drop_attr(BlkOp *op, const char *name)
-{
-	for (int i = 0; i < op->nattrs; i++)
-		if (strcmp(op->attrs[i].name, name) == 0) {
-			memmove(&op->attrs[i], &op->attrs[i + 1], sizeof *op->attrs * (size_t)(op->nattrs - i - 1));
-			op->nattrs--;
-			return;
-		}
-}
-
 static void stage(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1];
@@ -176,7 +164,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	dot->operands[0] = sa;
 	dot->operands[1] = sb;
 	dot->noperands = 3;
-	drop_attr(dot, "b_trans");
+	blk_op_remove_attr(dot, "b_trans");
 }
 
 static void visit(void *ctx, BlkOp *op)

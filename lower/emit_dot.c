@@ -114,11 +114,8 @@ void emit_dot(Emit *E, const BlkOp *op)
 	D.K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
 	D.N = (int)blk_lower_dim(op->results[0]->type.dims[1]);
 	D.lda = ra->stride[1], D.ldb = rb->stride[0];
-	if (ra->stride[0] != 1 || rb->stride[1] != 1) { /* dot_stage.c lays them out so */
-		blk_error(E->c->d, op->loc, "lower: emit: a SIMT dot reads A k-major and B row-major from shared memory");
-		E->failed = true;
-		return;
-	}
+	if (ra->stride[0] != 1 || rb->stride[1] != 1) /* dot_stage.c lays them out so */
+		blk_die("lower: emit: a SIMT dot reads A k-major and B row-major from shared memory");
 	int nacc = blk_layout_nregs(D.l);
 	if (blk_layout_regs_along(D.l, 0) > 64 || blk_layout_regs_along(D.l, 1) > 64) {
 		blk_error(E->c->d, op->loc, "dot of %dx%d is too large for %d threads", D.M, D.N,

@@ -171,6 +171,8 @@ void emit_extract_slice(Emit *E, const BlkOp *op)
 /* dot on fragments: per k16 step, mma.sync for each (m16, n8) pair. */
 void emit_mma(Emit *E, const BlkOp *op)
 {
+	if (!emit_layout(E, op->operands[0])->frag) /* mma_steps.c splits every one */
+		blk_die("lower: emit: a tensor-core dot not split into k16 steps");
 	const ETile *fa = emit_tile(E, op->operands[0]), *fb = emit_tile(E, op->operands[1]);
 	const BlkLayout *l = emit_layout(E, op->results[0]);
 	const char *mma = op->operands[0]->type.dtype == BLK_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"

@@ -78,6 +78,13 @@ static void load_step(Steps *S, BlkBuilder *bl, int ks, BlkValue **fa, BlkValue 
 	*fb = blk_build1(bl, BLK_OP_LOCAL_LOAD, loc, frag_type(c, dt, BLK_FRAG_B, 16, S->N, S->wn), 1, &v);
 }
 
+/* Of r overlap ops spread over n steps, op j goes after step j * n /
+ * (r - 1), the last after the last step. */
+static int overlap_step(int j, int r, int n)
+{
+	return j == r - 1 ? n - 1 : (int)((int64_t)j * n / (r - 1));
+}
+
 /* Unlinks op and inserts it after `pos`. */
 static void move_after(BlkOp *op, BlkOp *pos)
 {
@@ -132,7 +139,7 @@ static void split(LowerCtx *c, BlkOp *dot)
 			dot->operands[1] = fb[ks % 2];
 			dot->operands[2] = acc;
 		}
-		for (; j < r && (j == r - 1 ? ks == n - 1 : (int)((int64_t)j * n / (r - 1)) == ks); j++) {
+		for (; j < r && overlap_step(j, r, n) == ks; j++) {
 			if (ks + 1 < n) {
 				move_after(ovl[j], bl.before->prev); /* after this step's dot */
 			} else {

@@ -44,17 +44,18 @@ static int64_t pos_of(const Plan *p, const BlkOp *op)
 	return (int64_t)(uintptr_t)blk_pmap_get(&p->pos, op) - 1;
 }
 
-/* The bytes a buffer spans: its last element's offset + 1, through the
- * strides of its shared<> layout where it has one (padded rows). */
+/* The bytes a buffer spans: with a shared<> layout (rows padded), whole
+ * rows -- its first dim's extent times its stride, as a local_alloc is
+ * row-major -- since a SIMT dot reads the padding columns of its staged
+ * rows (emit_dot.c: threads cover the padded extent); else dense. */
 static int64_t buffer_bytes(const BlkType *t)
 {
-	int64_t last = 0, n = 1;
-	for (int d = 0; d < t->rank; d++) {
-		int64_t e = blk_lower_dim(t->dims[d]);
-		last += (e - 1) * (t->layout ? t->layout->sstride[d] : 0);
-		n *= e;
-	}
-	return (t->layout ? last + 1 : n) * blk_dtype_size(t->dtype);
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= blk_lower_dim(t->dims[d]);
+	if (t->layout && t->rank > 0)
+		n = blk_lower_dim(t->dims[0]) * t->layout->sstride[0];
+	return n * blk_dtype_size(t->dtype);
 }
 
 /* Step 1, and the buffers and views in order. */

@@ -22,7 +22,10 @@
  *      move to the alloc; smem_plan.c gives every buffer its bytes) and
  *      for the transit region that every conversion, broadcast, transpose
  *      and cross-warp reduction shares (role "transit"; each such op
- *      brackets its use with barriers);
+ *      brackets its use with barriers), sized by what crosses it;
+ *   5. a `barrier` before and after each load, store, swap or atomic_add
+ *      of a shared Ref or of an array the program accesses in two ways
+ *      (one between two in a row): its elements are other threads' too.
  */
 #include "lower_int.h"
 

@@ -568,7 +568,7 @@ static void test_tuner_compile(void **state)
 	                     "compile-time parameter named `NOPE`");
 	assert_contains(log, "  [2] BM=512,BN=512,BK=32: skipped, does not compile: compiling "
 	                     "'matmul' for sm_90a: ");
-	assert_contains(log, "error: kernel matmul needs 263152 bytes of shared memory at this "
+	assert_contains(log, "error: kernel matmul needs 263168 bytes of shared memory at this "
 	                     "launch; the most a CTA can have is 232448\n");
 	assert_contains(log, "error: num_warps must be 1, 2, 4, 8 or 16\n  [");
 	assert_null(strstr(log, "^"));
