@@ -10,16 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Diagnostics written to a memory stream, so that compile and binding
- * errors become the runtime's error string. */
-typedef struct Capture {
-	FILE *f;
-	char *text;
-	size_t len;
-	BlkDiag *d;
-} Capture;
-
-static bool capture_open(BlkRuntime *rt, Capture *c, BlkArena *a)
+bool blk_rt_capture_open(BlkRuntime *rt, BlkCapture *c, BlkArena *a)
 {
 	memset(c, 0, sizeof *c);
 	c->f = open_memstream(&c->text, &c->len);
@@ -29,9 +20,7 @@ static bool capture_open(BlkRuntime *rt, Capture *c, BlkArena *a)
 	return true;
 }
 
-/* Closes the stream; when failing, the captured text becomes the error,
- * after "what: " unless what is NULL (messages that name their subject). */
-static void capture_close(BlkRuntime *rt, Capture *c, bool failed, const char *what)
+void blk_rt_capture_close(BlkRuntime *rt, BlkCapture *c, bool failed, const char *what)
 {
 	fclose(c->f);
 	if (failed) {
@@ -104,8 +93,8 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	p->rt = rt;
 	p->arena = blk_arena_create();
 	BlkDefine *defs = BLK_NEW_N(p->arena, BlkDefine, ndefines > 0 ? ndefines : 1);
-	Capture c;
-	if (!parse_defines(rt, p->arena, defines, ndefines, defs) || !capture_open(rt, &c, p->arena)) {
+	BlkCapture c;
+	if (!parse_defines(rt, p->arena, defines, ndefines, defs) || !blk_rt_capture_open(rt, &c, p->arena)) {
 		blk_program_destroy(p);
 		return NULL;
 	}
@@ -114,7 +103,7 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	if (src)
 		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
 	bool ok = p->module && blk_diag_error_count(c.d) == 0;
-	capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
+	blk_rt_capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
 	if (!ok || !make_funcs(p)) {
 		blk_program_destroy(p);
 		return NULL;
@@ -248,9 +237,7 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 	return true;
 }
 
-/* Array descriptors and bound sizes for a launch of f on t[n]; errors
- * (from blk_bind_sizes among others) become the runtime's error. */
-static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
+bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
 {
 	BlkRuntime *rt = f->prog->rt;
 	const BlkKernel *k = f->kernel;
@@ -262,12 +249,12 @@ static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, in
 		if (!tensor_to_array(rt, k, i, &t[i], &arrays[i]))
 			return false;
 	BlkArena *a = blk_arena_create();
-	Capture c;
-	bool ok = capture_open(rt, &c, a);
+	BlkCapture c;
+	bool ok = blk_rt_capture_open(rt, &c, a);
 	if (ok) {
 		/* blk_bind_sizes's messages start "launch of KERNEL: ". */
 		ok = blk_bind_sizes(k, arrays, n, sizes, c.d) && !blk_diag_error_count(c.d);
-		capture_close(rt, &c, !ok, NULL);
+		blk_rt_capture_close(rt, &c, !ok, NULL);
 	}
 	blk_arena_destroy(a);
 	return ok;
@@ -298,7 +285,7 @@ bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
 	LaunchArgs la;
 	bool ok = args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
-	          bind(f, tensors, ntensors, la.arrays, la.sizes);
+	          blk_rt_bind(f, tensors, ntensors, la.arrays, la.sizes);
 	args_free(&la);
 	return ok;
 }
@@ -309,8 +296,8 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 {
 	BlkRuntime *rt = f->prog->rt;
 	BlkArena *a = blk_arena_create();
-	Capture c;
-	if (!capture_open(rt, &c, a)) {
+	BlkCapture c;
+	if (!blk_rt_capture_open(rt, &c, a)) {
 		blk_arena_destroy(a);
 		free(key);
 		return NULL;
@@ -322,7 +309,7 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 	          !blk_diag_error_count(c.d) && out.ptx && out.entry;
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
-	capture_close(rt, &c, !ok, what);
+	blk_rt_capture_close(rt, &c, !ok, what);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
 	if (!e) {
 		if (ok)
@@ -339,7 +326,7 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 	BlkRuntime *rt = f->prog->rt;
 	LaunchArgs la;
 	BlkCacheEntry *e = NULL;
-	if (args_alloc(rt, f->kernel, n, &la) && bind(f, t, n, la.arrays, la.sizes)) {
+	if (args_alloc(rt, f->kernel, n, &la) && blk_rt_bind(f, t, n, la.arrays, la.sizes)) {
 		char *key = blk_cache_key(f->kernel->name, rt->arch, la.arrays, n);
 		e = key ? blk_cache_find(&f->cache, key) : NULL;
 		*cached = e != NULL;

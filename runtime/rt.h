@@ -3,6 +3,7 @@
 #define BLK_RT_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "blk.h"
 #include "driver.h"
@@ -62,6 +63,26 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what);
 /* Makes rt's context current on this thread; false (with an error) when the
  * runtime is offline.  Every call into the driver goes through it. */
 bool blk_rt_enter(BlkRuntime *rt, const char *what);
+
+/* ---- program.c --------------------------------------------------------- */
+
+/* Diagnostics written to a memory stream, so that compile, binding and
+ * interpreter errors become the runtime's error string. */
+typedef struct BlkCapture {
+	FILE *f;
+	char *text;
+	size_t len;
+	BlkDiag *d;
+} BlkCapture;
+
+/* Opens a capture whose diagnostics live in a. */
+bool blk_rt_capture_open(BlkRuntime *rt, BlkCapture *c, BlkArena *a);
+/* Closes the stream; when failing, the captured text becomes the error,
+ * after "what: " unless what is NULL (messages that name their subject). */
+void blk_rt_capture_close(BlkRuntime *rt, BlkCapture *c, bool failed, const char *what);
+/* Array descriptors and bound sizes (k->nsizes) for a launch of f on t[n];
+ * errors (from blk_bind_sizes among others) become the runtime's error. */
+bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes);
 
 /* ---- cache.c ----------------------------------------------------------- */
 

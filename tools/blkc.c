@@ -57,6 +57,7 @@ static const char usage_text[] =
 "  --iters=N          GPU: timed repetitions, median reported (default 20)\n"
 "\n"
 "  -h, --help         this text\n"
+"  --version          blkc's version\n"
 "\n"
 "Exit status: 0 success, 1 an error in the input or at run time, 2 bad usage.\n";
 
@@ -115,7 +116,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_DUMP, OPT_REPORT, OPT_INTERP, OPT_SEED,
-       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS };
+       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS, OPT_VERSION };
 
 static const struct option long_opts[] = {
 	{ "emit", required_argument, 0, OPT_EMIT },
@@ -131,6 +132,7 @@ static const struct option long_opts[] = {
 	{ "from-ir", no_argument, 0, OPT_FROM_IR },
 	{ "pass", required_argument, 0, OPT_PASS },
 	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
 	{ 0, 0, 0, 0 },
 };
 
@@ -168,6 +170,7 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 		o->iters = (int)v;
 		return -1;
 	case 'h': usage(stdout); return BLKC_OK;
+	case OPT_VERSION: printf("blkc %s\n", blk_version()); return BLKC_OK;
 	default: return bad_usage("%s", "unknown option");
 	}
 }

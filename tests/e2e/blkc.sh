@@ -36,6 +36,7 @@ expect 0 'usage: blkc' "$BLKC" --help
 for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed --out-dir --no-check --iters --from-ir --pass; do
 	expect 0 "$opt" "$BLKC" --help
 done
+expect 0 '^blkc [0-9]+\.[0-9]+\.[0-9]+$' "$BLKC" --version
 expect 2 'no input file' "$BLKC"
 expect 2 'unknown or incomplete option' "$BLKC" --bogus "$EX/add.blk"
 expect 2 "unknown --emit stage 'x'" "$BLKC" --emit=x "$EX/add.blk"
