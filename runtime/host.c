@@ -37,6 +37,26 @@ bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 	return true;
 }
 
+int blk_func_num_sizes(const BlkFunc *f)
+{
+	return f->kernel->nsizes;
+}
+
+const char *blk_func_size_name(const BlkFunc *f, int i)
+{
+	return i >= 0 && i < f->kernel->nsizes ? f->kernel->sizes[i] : NULL;
+}
+
+bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values)
+{
+	BlkArrayDesc *arrays = calloc((size_t)(ntensors > 0 ? ntensors : 1), sizeof *arrays);
+	bool ok = arrays && blk_rt_bind(f, tensors, ntensors, arrays, values);
+	if (!arrays)
+		blk_rt_error(f->prog->rt, "out of memory");
+	free(arrays);
+	return ok;
+}
+
 /* ---- shapes of the tensors not given ------------------------------------ */
 
 /* Binds the sizes that given tensors' dims name directly (a dim M); a size

@@ -197,6 +197,13 @@ BLK_API bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out);
  * false, with an error naming the size, when a size is bound by no given
  * tensor or two given tensors disagree. */
 BLK_API bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors);
+/* The kernel's launch sizes (M, N, K, in order of first appearance): how
+ * many, and the name of size i (NULL when out of range). */
+BLK_API int blk_func_num_sizes(const BlkFunc *f);
+BLK_API const char *blk_func_size_name(const BlkFunc *f, int i);
+/* Checks the tensors as blk_launch does and binds the sizes from their
+ * shapes: values gets blk_func_num_sizes(f) values.  No compile, no device. */
+BLK_API bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values);
 /* Runs f in the CPU interpreter: tensors are in host memory (data a host
  * pointer; f16/bf16 as 16-bit patterns, bool as one byte), checked as for
  * blk_launch, strides respected.  No GPU and no compile: works on an

@@ -76,6 +76,11 @@ static void test_params(void **state)
 	assert_false(blk_func_param(fx->f, 3, &pi));
 	assert_contains(blk_runtime_last_error(fx->rt), "kernel rowsum has 3 tensor params; there is no param 3");
 	assert_false(blk_func_param(fx->f, -1, &pi));
+	assert_int_equal(blk_func_num_sizes(fx->f), 2);
+	assert_string_equal(blk_func_size_name(fx->f, 0), "R");
+	assert_string_equal(blk_func_size_name(fx->f, 1), "C");
+	assert_null(blk_func_size_name(fx->f, 2));
+	assert_null(blk_func_size_name(fx->f, -1));
 }
 
 static void test_infer(void **state)
@@ -134,6 +139,13 @@ static void test_interpret(void **state)
 	t[0].dtype = BLK_DTYPE_F32;
 	assert_false(blk_interpret(fx->f, t, 3));
 	assert_contains(blk_runtime_last_error(fx->rt), "launch of rowsum");
+	int64_t v[2];
+	assert_false(blk_func_bind(fx->f, t, 3, v));
+	assert_contains(blk_runtime_last_error(fx->rt), "launch of rowsum");
+	t[0].dtype = BLK_DTYPE_BF16;
+	assert_true(blk_func_bind(fx->f, t, 3, v));
+	assert_int_equal(v[0], 3);
+	assert_int_equal(v[1], 5);
 	assert_false(blk_interpret(fx->f, t, 1));
 	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 1");
 }
