@@ -100,8 +100,13 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	}
 	const BlkSource *src = path ? blk_source_read(p->arena, c.d, path)
 	                            : blk_source_from_string(p->arena, name, source, strlen(source));
-	if (src)
+	if (src) {
 		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
+		p->source = src->text;
+		p->source_len = src->len;
+		p->defines = defs;
+		p->ndefines = ndefines;
+	}
 	bool ok = p->module && blk_diag_error_count(c.d) == 0;
 	blk_rt_capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
 	if (!ok || !make_funcs(p)) {
@@ -146,6 +151,14 @@ void blk_program_destroy(BlkProgram *p)
 	}
 	blk_arena_destroy(p->arena);
 	free(p);
+}
+
+unsigned blk_program_disk_hits(const BlkProgram *p)
+{
+	unsigned n = 0;
+	for (const BlkFunc *f = p->funcs; f; f = f->next)
+		n += f->cache.disk_hits;
+	return n;
 }
 
 void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
@@ -292,6 +305,30 @@ bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 
 /* ---- specialization ---------------------------------------------------- */
 
+/* The specialization from the disk cache, else compiled (and stored). */
+static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, BlkArena *a,
+                          BlkDiag *d, BlkCompiled *out)
+{
+	BlkRuntime *rt = f->prog->rt;
+	size_t klen = 0;
+	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, key, &klen) : NULL;
+	if (dkey && blk_disk_load(rt, dkey, klen, a, out)) {
+		f->cache.disk_hits++;
+		free(dkey);
+		return true;
+	}
+	BlkLowerOptions opt = {.arch = rt->arch};
+	memset(out, 0, sizeof *out);
+	bool ok = blk_lower_kernel(a, d, f->kernel, la->sizes, la->arrays, &opt, out) &&
+	          !blk_diag_error_count(d) && out->ptx && out->entry;
+	if (ok)
+		f->cache.compiles++;
+	if (ok && dkey)
+		blk_disk_store(rt, dkey, klen, out);
+	free(dkey);
+	return ok;
+}
+
 static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 {
 	BlkRuntime *rt = f->prog->rt;
@@ -302,11 +339,8 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 		free(key);
 		return NULL;
 	}
-	BlkLowerOptions opt = {.arch = rt->arch};
 	BlkCompiled out;
-	memset(&out, 0, sizeof out);
-	bool ok = blk_lower_kernel(a, c.d, f->kernel, la->sizes, la->arrays, &opt, &out) &&
-	          !blk_diag_error_count(c.d) && out.ptx && out.entry;
+	bool ok = lower_or_load(f, la, key, a, c.d, &out);
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
 	blk_rt_capture_close(rt, &c, !ok, what);

@@ -20,6 +20,7 @@ struct BlkRuntime {
 	char arch[16];
 	char name[320];
 	char *err;           /* malloc'ed; "" when none */
+	char *cache_dir;     /* the disk cache (diskcache.c); NULL: none */
 };
 
 /* One compiled specialization of a kernel (cache.c). */
@@ -39,6 +40,7 @@ typedef struct BlkCacheEntry {
 typedef struct BlkCache {
 	BlkCacheEntry *first;
 	unsigned compiles, hits;
+	unsigned disk_hits;  /* specializations read from the disk cache */
 } BlkCache;
 
 struct BlkFunc {
@@ -54,6 +56,10 @@ struct BlkProgram {
 	BlkArena *arena;     /* the IR module */
 	BlkModule *module;
 	BlkFunc *funcs;
+	const char *source;  /* the text and defines it was compiled from, */
+	size_t source_len;   /* for the disk cache's key (in arena) */
+	const BlkDefine *defines;
+	int ndefines;
 };
 
 /* Error reporting: replaces rt->err; always returns false. */
@@ -97,6 +103,24 @@ BlkCacheEntry *blk_cache_insert(BlkCache *c, char *key, BlkArena *arena,
                                 const BlkCompiled *compiled);
 /* Frees every entry; unloads modules through drv when given. */
 void blk_cache_clear(BlkCache *c, const BlkDriver *drv);
+
+/* ---- diskcache.c ------------------------------------------------------- */
+
+/* rt->cache_dir from the environment (BLK_CACHE, BLK_CACHE_DIR, ...). */
+void blk_disk_init(BlkRuntime *rt);
+/* The disk key of a specialization of a kernel of p whose in-memory key is
+ * mem_key: version, arch, mem_key, defines, source.  malloc'ed; *len bytes. */
+char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_key, size_t *len);
+/* A checked entry for key into out (strings in a); false on a miss. */
+bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
+                   BlkCompiled *out);
+/* Writes the entry atomically, then trims the directory; best effort. */
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c);
+/* Removes the oldest entries of dir until they take at most 3/4 of
+ * max_bytes, if they take more than max_bytes. */
+void blk_disk_trim(const char *dir, uint64_t max_bytes);
+/* $BLK_CACHE_MAX_MB in bytes, default 512 MB. */
+uint64_t blk_disk_max_bytes(void);
 
 /* ---- tuner.c ----------------------------------------------------------- */
 

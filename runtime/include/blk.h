@@ -91,6 +91,14 @@ BLK_API BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size
 /* Releases the primary context.  Programs must be destroyed first. */
 BLK_API void blk_runtime_destroy(BlkRuntime *rt);
 
+/* The directory of the disk cache of compiled kernels, shared by every
+ * process of the user: $BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk, else
+ * ~/.cache/blk; none when BLK_CACHE=0 (docs/runtime.md).  NULL: none. */
+BLK_API const char *blk_runtime_cache_dir(const BlkRuntime *rt);
+/* Moves the disk cache to dir (created on first write); NULL or "" turns
+ * it off for rt. */
+BLK_API bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir);
+
 /* The message of the last failed call on rt (or anything made from it); ""
  * if none.  Valid until the next call on rt. */
 BLK_API const char *blk_runtime_last_error(const BlkRuntime *rt);
@@ -141,8 +149,12 @@ BLK_API BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, co
                                     const char *const *defines, int ndefines);
 /* Unloads its modules and frees its kernels. */
 BLK_API void blk_program_destroy(BlkProgram *p);
-/* Compilations done and launches served from the cache, over all kernels. */
+/* Compilations done and launches served from the in-memory cache, over
+ * all kernels (a specialization read from the disk cache is neither). */
 BLK_API void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits);
+
+/* Specializations read from the disk cache instead of compiled. */
+BLK_API unsigned blk_program_disk_hits(const BlkProgram *p);
 
 /* The kernel named name (NULL: the program's only kernel); owned by p.
  * NULL, with an error naming the kernels there are, if there is none. */

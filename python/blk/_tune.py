@@ -1,0 +1,5 @@
+"""placeholder"""
+def autotune(*a, **k):
+    raise NotImplementedError
+class Autotuned: pass
+def cache_dir(): pass
