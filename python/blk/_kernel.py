@@ -279,6 +279,18 @@ class Kernel:
                 raise loaded.rt.error()
         return dict(zip(self.sizes, values))
 
+    def cache_stats(self, device=0):
+        """What the kernel's program on `device` (HOST = -1: the interpreter's
+        and compile()'s offline runtime) did: {"compiles", "hits" (in
+        memory), "disk_hits"}."""
+        loaded = self._loaded.get(device)
+        if loaded is None:
+            return {"compiles": 0, "hits": 0, "disk_hits": 0}
+        c, h = ctypes.c_uint(), ctypes.c_uint()
+        _lib.lib.blk_program_cache_stats(loaded.prog, ctypes.byref(c), ctypes.byref(h))
+        return {"compiles": c.value, "hits": h.value,
+                "disk_hits": _lib.lib.blk_program_disk_hits(loaded.prog)}
+
     def _interpret(self, slots):
         """The interpreter on host copies: NumPy arrays are used in place,
         others (torch tensors, on any device) are copied to the host and the
