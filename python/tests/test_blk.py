@@ -19,7 +19,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# BLK_TEST_INSTALLED=1: test the blk that `pip install .` installed, not python/.
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 EX = os.path.join(ROOT, "examples")
 # Each test process gets a cache directory of its own.
 os.environ.setdefault("BLK_CACHE_DIR", tempfile.mkdtemp(prefix="blk-pytest-cache-"))
@@ -265,8 +267,9 @@ def test_kernel_info_compile_bind():
 # ---- the disk cache across processes ----------------------------------------------
 
 CHILD = r"""
-import sys, time
-sys.path.insert(0, sys.argv[1])
+import os, sys, time
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, sys.argv[1])
 import numpy as np, blk
 t0 = time.perf_counter()
 k = blk.kernel(sys.argv[2] + "/matmul.blk", BM=32, BN=32)
@@ -364,8 +367,9 @@ def fake_mm():
 
 
 TUNE_CHILD = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
+import os, sys
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, sys.argv[1])
 import numpy as np, blk
 sys.path.insert(0, sys.argv[3])
 import test_blk as t
@@ -422,7 +426,8 @@ def test_fake_gpu_autotune():
 
 
 def test_import_is_fast():
-    code = ("import time, sys; t = time.perf_counter(); sys.path.insert(0, sys.argv[1]); "
+    code = ("import os, time, sys; t = time.perf_counter(); "
+            "os.environ.get('BLK_TEST_INSTALLED') == '1' or sys.path.insert(0, sys.argv[1]); "
             "import blk; print((time.perf_counter() - t) * 1e3)")
     ms = float(subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python")],
                               capture_output=True, text=True, check=True).stdout)
@@ -430,6 +435,13 @@ def test_import_is_fast():
     assert ms < 1000
     for mod in ("torch", "jax", "cupy"):
         assert mod not in sys.modules or mod in os.environ.get("BLK_TEST_ALLOW", "")
+
+
+def test_which_blk():
+    where = os.path.dirname(blk.__file__)
+    print(f"  blk {blk.__version__} from {where}")
+    if os.environ.get("BLK_TEST_INSTALLED") == "1":
+        assert not where.startswith(os.path.join(ROOT, "python"))
 
 
 def main():
