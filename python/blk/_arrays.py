@@ -41,15 +41,12 @@ def _module(obj):
 
 
 def _make(ptr, dtype, shape, strides):
-    if len(shape) > _lib.MAX_RANK:
-        raise BlkError(f"an array of rank {len(shape)}: blk takes rank 0..{_lib.MAX_RANK}")
-    t = _lib.Tensor()
-    t.data = ptr or None
-    t.dtype = dtype
-    t.rank = len(shape)
-    for i, (n, s) in enumerate(zip(shape, strides)):
-        t.shape[i] = n
-        t.strides[i] = s
+    n = len(shape)
+    if n > _lib.MAX_RANK:
+        raise BlkError(f"an array of rank {n}: blk takes rank 0..{_lib.MAX_RANK}")
+    t = _lib.Tensor(ptr or None, dtype, n)
+    t.shape[:n] = shape
+    t.strides[:n] = strides
     return t
 
 
@@ -172,11 +169,32 @@ def _from_numpy(x):
 
 def from_array(x):
     """The Arg of an array from any of the frameworks blk knows."""
-    mod = _module(x)
+    cls = type(x)
+    conv = _by_type.get(cls)
+    if conv is None:
+        conv = _by_type[cls] = _converter(cls)
+    return conv(x)
+
+
+_by_type = {}  # array type -> its converter, found once per type
+
+
+def _converter(cls):
+    mod = cls.__module__.split(".")[0]
     if mod == "numpy":
-        return _from_numpy(x)
-    if mod == "torch" and hasattr(x, "data_ptr"):
-        return _from_torch(x)
+        return _from_numpy
+    if mod == "torch" and hasattr(cls, "data_ptr"):
+        return _from_torch
+    # Looked up on the type: a property is not evaluated twice per call.
+    if hasattr(cls, "__cuda_array_interface__"):
+        return _from_cai
+    if hasattr(cls, "__dlpack__"):
+        return _from_dlpack
+    return _probe
+
+
+def _probe(x):
+    """An array whose type says nothing: the interfaces may be on the object."""
     if hasattr(x, "__cuda_array_interface__"):
         return _from_cai(x)
     if hasattr(x, "__dlpack__"):

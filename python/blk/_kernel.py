@@ -133,6 +133,7 @@ class Kernel:
         self.sizes = [_lib.text(_lib.lib.blk_func_size_name(f, i))
                       for i in range(_lib.lib.blk_func_num_sizes(f))]
         self._index = {p.name: i for i, p in enumerate(self.tensor_params)}
+        self._out_index = [i for i, p in enumerate(self.tensor_params) if p.access == "out"]
 
     def __repr__(self):
         where = self.path or "<string>"
@@ -156,6 +157,8 @@ class Kernel:
     def _match(self, arrays, named):
         """One array (or None) per tensor param, from positions and names."""
         n = len(self.tensor_params)
+        if not named and len(arrays) == n:
+            return arrays
         if len(arrays) > n:
             raise BlkError(f"kernel {self.name} takes {n} arrays "
                            f"({', '.join(p.name for p in self.tensor_params)}), got {len(arrays)}")
@@ -173,40 +176,48 @@ class Kernel:
                 raise BlkError(f"kernel {self.name}: missing array for {p.access} param {p.name!r}")
         return slots
 
-    def _args(self, slots, func, rt):
-        """Args for the given arrays, outputs allocated for the others."""
-        args = [from_array(a) if a is not None else None for a in slots]
-        given = [a for a in args if a is not None]
-        if not given:
-            raise BlkError(f"kernel {self.name}: no array given to take sizes from")
+    def _args(self, slots, func, rt, args=None):
+        """Args for the given arrays (converted already when args is
+        given), outputs allocated for the others."""
+        if args is None:
+            args = [from_array(a) if a is not None else None for a in slots]
         n = len(args)
         ts = (_lib.Tensor * n)()
+        missing = False
         for i, a in enumerate(args):
             if a is None:
                 ts[i].rank = -1
+                missing = True
             else:
                 ts[i] = a.tensor
-                self._fix_bits16(i, a, ts)
-        if any(a is None for a in args):
-            with rt.lock:
-                if not _lib.lib.blk_func_infer_shapes(func, ts, n):
-                    raise rt.error()
-            for i, a in enumerate(args):
-                if a is None:
-                    shape = tuple(ts[i].shape[d] for d in range(ts[i].rank))
-                    args[i] = from_array(empty(given[0], ts[i].dtype, shape))
-                    ts[i] = args[i].tensor
+                if a.framework == "numpy":
+                    self._fix_bits16(i, a, ts)
+        if missing:
+            self._allocate(func, rt, args, ts)
         return args, ts
+
+    def _allocate(self, func, rt, args, ts):
+        given = next((a for a in args if a is not None), None)
+        if given is None:
+            raise BlkError(f"kernel {self.name}: no array given to take sizes from")
+        with rt.lock:
+            if not _lib.lib.blk_func_infer_shapes(func, ts, len(args)):
+                raise rt.error()
+        for i, a in enumerate(args):
+            if a is None:
+                shape = tuple(ts[i].shape[d] for d in range(ts[i].rank))
+                args[i] = from_array(empty(given, ts[i].dtype, shape))
+                ts[i] = args[i].tensor
 
     def _fix_bits16(self, i, a, ts):
         # NumPy uint16 stands for the 16-bit float the param wants.
-        if a.framework == "numpy" and a.obj.dtype.name == "uint16":
+        if a.obj.dtype.name == "uint16":
             want = _lib.DTYPE_NAMES.index(self.tensor_params[i].dtype)
             if want in (_lib.F16, _lib.BF16):
                 ts[i].dtype = want
 
     def _outputs(self, args):
-        outs = [a.obj for a, p in zip(args, self.tensor_params) if p.access == "out"]
+        outs = [args[i].obj for i in self._out_index]
         return outs[0] if len(outs) == 1 else tuple(outs) if outs else None
 
     # ---- calls ----------------------------------------------------------------
@@ -228,27 +239,32 @@ class Kernel:
         return self._launch(slots, stream)
 
     def _launch(self, slots, stream):
-        first = next(a for a in slots if a is not None)
-        device = from_array(first).device
+        given = [from_array(a) if a is not None else None for a in slots]
+        device = next(a for a in given if a is not None).device
         if device == HOST:
             raise BlkError(f"kernel {self.name}: the arrays are in host memory; pass GPU "
                            "arrays, or interpret=True to run in the interpreter")
-        loaded = self._load(device)
+        loaded = self._loaded.get(device) or self._load(device)
         rt = loaded.rt
-        args, ts = self._args(slots, loaded.func, rt)
-        for p, a in zip(self.tensor_params, args):
+        args, ts = self._args(slots, loaded.func, rt, given)
+        for a in args:
             if a.device != device:
-                raise BlkError(f"kernel {self.name}: {p.name} is on "
-                               f"{'the host' if a.device == HOST else 'GPU %d' % a.device}, "
-                               f"the first array on GPU {device}")
+                self._wrong_device(args, device)
         s = _stream_of(stream, args, device)
         with rt.lock:
             ok = _lib.lib.blk_launch(loaded.func, ts, len(args), s)
-            if ok and _needs_sync(args, stream):
+            if ok and stream is None and args[0].framework == "jax":
                 ok = _lib.lib.blk_stream_synchronize(rt.ptr, s)
             if not ok:
                 raise rt.error()
         return self._outputs(args)
+
+    def _wrong_device(self, args, device):
+        for p, a in zip(self.tensor_params, args):
+            if a.device != device:
+                where = "the host" if a.device == HOST else "GPU %d" % a.device
+                raise BlkError(f"kernel {self.name}: {p.name} is on {where}, "
+                               f"the first array on GPU {device}")
 
     def compile(self, *arrays, **named):
         """Compiles for these arrays without launching (works without a GPU
@@ -326,18 +342,14 @@ def _stream_of(stream, args, device):
             if hasattr(stream, attr):
                 return getattr(stream, attr)
         return int(stream)
-    fws = {a.framework for a in args}
-    if "torch" in fws:
+    fw = args[0].framework
+    if fw == "torch":
         return sys.modules["torch"].cuda.current_stream(device).cuda_stream
-    if "cupy" in fws:
+    if fw == "cupy":
         return sys.modules["cupy"].cuda.get_current_stream().ptr
+    # Anything else (JAX: it orders its work on streams unseen here) goes on
+    # the default stream, and a JAX launch is waited for (_launch).
     return None
-
-
-def _needs_sync(args, stream):
-    # JAX orders its work on its own streams, unseen here: make the launch
-    # complete before JAX reads the outputs.
-    return stream is None and any(a.framework == "jax" for a in args)
 
 
 def _to_host(x):
