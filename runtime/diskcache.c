@@ -1,6 +1,8 @@
-/* diskcache.c - compiled kernels kept on disk across processes.
+/* diskcache.c - compiled kernels and tuner results kept on disk across
+ * processes.
  *
- * A specialization's PTX and launch shape are written to one file in the
+ * A specialization's PTX and launch shape (NAME.blkc), or a tuner's choice
+ * for one signature (NAME.blkt, tuner.c), are written to one file in the
  * cache directory ($BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk, else
  * ~/.cache/blk; BLK_CACHE=0 turns it off).  The key is everything that
  * decides the output: blk's version, the arch, the in-memory cache key
@@ -13,8 +15,9 @@
  *     blk-cache 1\n
  *     sum HHHHHHHHHHHHHHHH\n     FNV-1a 64 of every byte after this line
  *     key N\n<N bytes>\n
+ *     the payload, to the end of the file; a compiled kernel's is
  *     entry NAME\n threads N\n smem N\n gridx N\n gridy N\n gridz N\n
- *     ptx N\n<N bytes>            the file ends there
+ *     ptx N\n<N bytes>
  *
  * Reads check all of it: a truncated, altered or foreign file is a miss,
  * and the recompiled entry replaces it.  Writes go to a temporary file in
@@ -122,10 +125,11 @@ char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_ke
 	return text;
 }
 
-static void entry_path(const BlkRuntime *rt, const char *key, size_t len, char *path, size_t n)
+static void entry_path(const BlkRuntime *rt, const char *kind, const char *key, size_t len,
+                       char *path, size_t n)
 {
-	snprintf(path, n, "%s/%016llx.blkc", rt->cache_dir,
-	         (unsigned long long)fnv(FNV_START, key, len));
+	snprintf(path, n, "%s/%016llx.%s", rt->cache_dir,
+	         (unsigned long long)fnv(FNV_START, key, len), kind);
 }
 
 /* ---- reading -------------------------------------------------------------- */
@@ -152,14 +156,8 @@ static char *read_all(const char *path, size_t *len)
 	return buf;
 }
 
-/* A cursor over an entry's text. */
-typedef struct Reader {
-	const char *p, *end;
-	bool bad;
-} Reader;
-
 /* "WORD N\n": the number after the expected word. */
-static unsigned long long take_num(Reader *r, const char *word)
+unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word)
 {
 	size_t wl = strlen(word);
 	char *end;
@@ -177,7 +175,7 @@ static unsigned long long take_num(Reader *r, const char *word)
 }
 
 /* n raw bytes, then a newline unless it is the end. */
-static const char *take_bytes(Reader *r, size_t n, bool newline)
+static const char *take_bytes(BlkDiskReader *r, size_t n, bool newline)
 {
 	const char *s = r->p;
 	if (r->bad || (size_t)(r->end - r->p) < n + newline || (newline && s[n] != '\n')) {
@@ -189,7 +187,7 @@ static const char *take_bytes(Reader *r, size_t n, bool newline)
 }
 
 /* "entry NAME\n": the name, arena-copied. */
-static const char *take_name(Reader *r, BlkArena *a)
+static const char *take_name(BlkDiskReader *r, BlkArena *a)
 {
 	const char *nl = r->bad ? NULL : memchr(r->p, '\n', (size_t)(r->end - r->p));
 	if (!nl || strncmp(r->p, "entry ", 6) != 0 || nl == r->p + 6) {
@@ -202,7 +200,7 @@ static const char *take_name(Reader *r, BlkArena *a)
 }
 
 /* Checks the header and the sum; r is left after the sum line. */
-static bool check_sum(Reader *r)
+static bool check_sum(BlkDiskReader *r)
 {
 	static const char magic[] = "blk-cache 1\nsum ";
 	size_t ml = sizeof magic - 1;
@@ -217,21 +215,45 @@ static bool check_sum(Reader *r)
 	return *end == '\0' && sum == fnv(FNV_START, r->p, (size_t)(r->end - r->p));
 }
 
-static bool parse_entry(Reader *r, const char *key, size_t klen, BlkArena *a, BlkCompiled *out)
+/* The header, the sum and the key; r is left at the payload. */
+static bool check_entry(BlkDiskReader *r, const char *key, size_t klen)
 {
 	if (!check_sum(r))
 		return false;
-	size_t n = (size_t)take_num(r, "key");
+	size_t n = (size_t)blk_disk_take_num(r, "key");
 	const char *k = take_bytes(r, n, true);
-	if (r->bad || n != klen || memcmp(k, key, klen) != 0)
-		return false;
+	return !r->bad && n == klen && memcmp(k, key, klen) == 0;
+}
+
+char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    BlkDiskReader *payload)
+{
+	char path[4352];
+	size_t len = 0;
+	if (!rt->cache_dir)
+		return NULL;
+	entry_path(rt, kind, key, klen, path, sizeof path);
+	char *buf = read_all(path, &len);
+	if (!buf)
+		return NULL;
+	*payload = (BlkDiskReader){.p = buf, .end = buf + len};
+	if (!check_entry(payload, key, klen)) {
+		free(buf);
+		return NULL;
+	}
+	utimensat(AT_FDCWD, path, NULL, 0); /* recently used: evicted last */
+	return buf;
+}
+
+static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
+{
 	out->entry = take_name(r, a);
-	out->threads = (unsigned)take_num(r, "threads");
-	out->smem_bytes = (size_t)take_num(r, "smem");
-	out->grid[0] = (unsigned)take_num(r, "gridx");
-	out->grid[1] = (unsigned)take_num(r, "gridy");
-	out->grid[2] = (unsigned)take_num(r, "gridz");
-	n = (size_t)take_num(r, "ptx");
+	out->threads = (unsigned)blk_disk_take_num(r, "threads");
+	out->smem_bytes = (size_t)blk_disk_take_num(r, "smem");
+	out->grid[0] = (unsigned)blk_disk_take_num(r, "gridx");
+	out->grid[1] = (unsigned)blk_disk_take_num(r, "gridy");
+	out->grid[2] = (unsigned)blk_disk_take_num(r, "gridz");
+	size_t n = (size_t)blk_disk_take_num(r, "ptx");
 	const char *ptx = take_bytes(r, n, false);
 	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
 		return false;
@@ -242,26 +264,18 @@ static bool parse_entry(Reader *r, const char *key, size_t klen, BlkArena *a, Bl
 bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
                    BlkCompiled *out)
 {
-	char path[4352];
-	size_t len = 0;
-	if (!rt->cache_dir)
-		return false;
-	entry_path(rt, key, klen, path, sizeof path);
-	char *buf = read_all(path, &len);
-	if (!buf)
-		return false;
-	Reader r = {.p = buf, .end = buf + len};
+	BlkDiskReader r;
+	char *buf = blk_disk_read(rt, "blkc", key, klen, &r);
 	memset(out, 0, sizeof *out);
-	bool ok = parse_entry(&r, key, klen, a, out);
+	bool ok = buf && parse_compiled(&r, a, out);
 	free(buf);
-	if (ok)
-		utimensat(AT_FDCWD, path, NULL, 0); /* recently used: evicted last */
 	return ok;
 }
 
 /* ---- writing -------------------------------------------------------------- */
 
-static char *format_entry(const char *key, size_t klen, const BlkCompiled *c, size_t *len)
+static char *format_entry(const char *key, size_t klen, const char *payload, size_t plen,
+                          size_t *len)
 {
 	char *body = NULL, *all = NULL;
 	size_t blen = 0, alen = 0;
@@ -270,8 +284,8 @@ static char *format_entry(const char *key, size_t klen, const BlkCompiled *c, si
 		return NULL;
 	fprintf(f, "key %zu\n", klen);
 	fwrite(key, 1, klen, f);
-	fprintf(f, "\nentry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\nptx %zu\n%s", c->entry,
-	        c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2], strlen(c->ptx), c->ptx);
+	fputc('\n', f);
+	fwrite(payload, 1, plen, f);
 	if (fclose(f) != 0 || !(f = open_memstream(&all, &alen))) {
 		free(body);
 		return NULL;
@@ -305,19 +319,35 @@ static bool write_atomic(const char *path, const char *data, size_t len)
 	return ok;
 }
 
-void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c)
+void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    const char *payload, size_t plen)
 {
 	char path[4352], dir[4096];
 	size_t len = 0;
 	if (!rt->cache_dir)
 		return;
 	snprintf(dir, sizeof dir, "%s", rt->cache_dir);
-	char *data = make_dirs(dir) ? format_entry(key, klen, c, &len) : NULL;
-	entry_path(rt, key, klen, path, sizeof path);
+	char *data = make_dirs(dir) ? format_entry(key, klen, payload, plen, &len) : NULL;
+	entry_path(rt, kind, key, klen, path, sizeof path);
 	/* Best effort: a cache that cannot be written only costs a compile. */
 	if (data && write_atomic(path, data, len))
 		blk_disk_trim(rt->cache_dir, blk_disk_max_bytes());
 	free(data);
+}
+
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c)
+{
+	char *payload = NULL;
+	size_t plen = 0;
+	FILE *f = open_memstream(&payload, &plen);
+	if (!f)
+		return;
+	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\nptx %zu\n%s",
+	        c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2],
+	        strlen(c->ptx), c->ptx);
+	if (fclose(f) == 0)
+		blk_disk_write(rt, "blkc", key, klen, payload, plen);
+	free(payload);
 }
 
 /* ---- the bound -------------------------------------------------------------- */
@@ -356,7 +386,7 @@ static Item *list_entries(const char *dir, int *n, uint64_t *total)
 		char path[4352];
 		struct stat st;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		bool entry = strstr(e->d_name, ".blkc") != NULL;
+		bool entry = strstr(e->d_name, ".blkc") || strstr(e->d_name, ".blkt");
 		if (!entry || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
 		if (strstr(e->d_name, ".tmp.")) {

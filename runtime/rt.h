@@ -114,7 +114,21 @@ char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_ke
 /* A checked entry for key into out (strings in a); false on a miss. */
 bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
                    BlkCompiled *out);
-/* Writes the entry atomically, then trims the directory; best effort. */
+/* A cursor over an entry's payload (bad: it did not parse). */
+typedef struct BlkDiskReader {
+	const char *p, *end;
+	bool bad;
+} BlkDiskReader;
+/* The whole entry of this kind ("blkc", "blkt") and key, checked (sum,
+ * key); *payload reads what follows the key.  malloc'ed, or NULL. */
+char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    BlkDiskReader *payload);
+/* "WORD N\n" from r: N (r->bad set when not there). */
+unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word);
+/* Writes an entry of this kind atomically, then trims; best effort. */
+void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    const char *payload, size_t plen);
+/* A compiled kernel's entry (blk_disk_write of kind "blkc"). */
 void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c);
 /* Removes the oldest entries of dir until they take at most 3/4 of
  * max_bytes, if they take more than max_bytes. */

@@ -4,6 +4,7 @@
  * the size bound, the switches, and two processes filling one directory at
  * once.  Each test has a directory of its own under $TMPDIR. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -348,6 +349,78 @@ static void test_two_processes(void **state)
 		assert_hit(compile_once("sm_90a", add_src, NULL, 100 + i));
 }
 
+/* ---- the tuner's choices ------------------------------------------------ */
+
+#ifndef BLK_FAKE_CUDA
+#define BLK_FAKE_CUDA "libfakecuda.so"
+#endif
+
+/* Launches so far under the stand-in driver. */
+static int (*fake_launches)(void);
+
+/* A tuner over two block sizes of add, on the stand-in driver (launches
+ * take 1 + 64/CTAs ms: B=32 wins); how many launches its first call made. */
+static int tune_once(BlkRuntime *rt, const char *configs, int reps, BlkTunerResult *r)
+{
+	BlkTuner *t = blk_tuner_create(rt, NULL, add_src, NULL, NULL, 0);
+	assert_non_null(t);
+	char copy[128];
+	snprintf(copy, sizeof copy, "%s", configs);
+	for (char *c = strtok(copy, ";"); c; c = strtok(NULL, ";"))
+		assert_true(blk_tuner_add_config_text(t, c));
+	blk_tuner_set_timing(t, 1, reps);
+	int64_t n = 4096;
+	void *x, *z;
+	assert_true(blk_mem_alloc(rt, 4 * 4096, &x) && blk_mem_alloc(rt, 4 * 4096, &z));
+	BlkTensor ts[2] = {blk_tensor_make(x, BLK_DTYPE_F32, 1, &n), blk_tensor_make(z, BLK_DTYPE_F32, 1, &n)};
+	int before = fake_launches();
+	if (!blk_tuner_launch(t, ts, 2, NULL))
+		fail_msg("%s\n%s", blk_runtime_last_error(rt), blk_tuner_log(t));
+	int made = fake_launches() - before;
+	assert_true(blk_tuner_best(t, ts, 2, r));
+	blk_mem_free(rt, x);
+	blk_mem_free(rt, z);
+	blk_tuner_destroy(t);
+	return made;
+}
+
+static void test_tuner_results(void **state)
+{
+	(void)state;
+	const char *fake = getenv("BLK_FAKE_CUDA") ? getenv("BLK_FAKE_CUDA") : BLK_FAKE_CUDA;
+	void *lib = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(lib);
+	*(void **)&fake_launches = dlsym(lib, "fake_cuda_launches");
+	setenv("BLK_LIBCUDA", fake, 1);
+	BlkRuntime *rt = blk_runtime_create(0, NULL, 0);
+	unsetenv("BLK_LIBCUDA");
+	assert_non_null(rt);
+	assert_true(blk_runtime_set_cache_dir(rt, dir));
+	BlkTunerResult r;
+	/* Two candidates x (1 warm-up + 2 timed), then the winner. */
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 7);
+	assert_int_equal(r.config, 1);
+	assert_int_equal(count_files(".blkt"), 1);
+	/* Another tuner takes the choice from disk: only the winner runs. */
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 1);
+	assert_int_equal(r.config, 1);
+	assert_int_equal(r.timed, 2);
+	assert_float_equal(r.ms, 1.0 + 64.0 / 128, 1e-4);
+	/* Other candidates or other timing settings are another question. */
+	assert_int_equal(tune_once(rt, "B=32;B=128", 2, &r), 7);
+	assert_int_equal(r.config, 0);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 3, &r), 9);
+	assert_int_equal(count_files(".blkt"), 3);
+	/* A damaged choice is tuned again and replaced. */
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "for f in '%s'/*.blkt; do truncate -s 40 \"$f\"; done", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 7);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 1);
+	blk_runtime_destroy(rt);
+	dlclose(lib);
+}
+
 /* Not a test of speed (that is docs/python.md's measurement), but the
  * number is printed: source to a ready specialization, warm. */
 static void test_warm_time(void **state)
@@ -372,6 +445,7 @@ int main(void)
 		T(test_miss_then_hit), T(test_key_covers), T(test_altered), T(test_truncated),
 		T(test_empty), T(test_foreign), T(test_extra), T(test_other_key), T(test_trim),
 		T(test_switches), T(test_unwritable), T(test_two_processes), T(test_warm_time),
+		T(test_tuner_results),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
