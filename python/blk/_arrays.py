@@ -98,14 +98,18 @@ def _dlpack_device(x):
 
 
 def _from_cai(x):
+    fw = _module(x)
+    if fw in ("jax", "jaxlib"):
+        x.block_until_ready()  # its pointer is read now; JAX may still be writing it
     cai = x.__cuda_array_interface__
     dt = _TYPESTR.get(cai["typestr"])
+    if dt is None and hasattr(x, "__dlpack__"):
+        return _from_dlpack(x)  # bf16 (JAX) has no typestr; DLPack has it
     if dt is None:
         raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 bool; "
                        "bf16 through DLPack or torch)")
     shape = tuple(cai["shape"])
     strides = _byte_strides(cai.get("strides"), _lib.ITEMSIZE[dt], shape)
-    fw = _module(x)
     fw = fw if fw in ("cupy", "jax", "jaxlib") else "cai"
     return Arg(x, _make(cai["data"][0], dt, shape, strides), _dlpack_device(x),
                "jax" if fw == "jaxlib" else fw)
@@ -132,6 +136,8 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def _from_dlpack(x):
+    if _module(x) in ("jax", "jaxlib"):
+        x.block_until_ready()
     capsule = x.__dlpack__()
     # Not consumed (the name stays "dltensor"): the capsule's destructor
     # releases the producer's reference when `keep` goes.

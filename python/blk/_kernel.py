@@ -240,10 +240,18 @@ class Kernel:
 
     def _launch(self, slots, stream):
         given = [from_array(a) if a is not None else None for a in slots]
-        device = next(a for a in given if a is not None).device
+        first = next(a for a in given if a is not None)
+        device = first.device
         if device == HOST:
             raise BlkError(f"kernel {self.name}: the arrays are in host memory; pass GPU "
                            "arrays, or interpret=True to run in the interpreter")
+        guard = _device_guard(first.framework, device)
+        if guard is None:
+            return self._launch_on(slots, stream, given, device)
+        with guard:
+            return self._launch_on(slots, stream, given, device)
+
+    def _launch_on(self, slots, stream, given, device):
         loaded = self._loaded.get(device) or self._load(device)
         rt = loaded.rt
         args, ts = self._args(slots, loaded.func, rt, given)
@@ -332,6 +340,21 @@ class _Obj:
 
     def __init__(self, obj):
         self.obj = obj
+
+
+def _device_guard(framework, device):
+    """The framework's own "current device" scope for a launch on another
+    GPU than its current one, or None.  libblk makes the device's primary
+    context current; torch (and CuPy) take their current device from the
+    current context, so without the scope a launch on GPU 1 would move the
+    caller's next allocations there.  The scope restores theirs after."""
+    if framework == "torch":
+        cuda = sys.modules["torch"].cuda
+        return cuda.device(device) if cuda.current_device() != device else None
+    if framework == "cupy":
+        cupy = sys.modules["cupy"]
+        return cupy.cuda.Device(device) if cupy.cuda.runtime.getDevice() != device else None
+    return None
 
 
 def _stream_of(stream, args, device):

@@ -27,7 +27,7 @@ import tempfile
 
 from . import _lib
 from ._arrays import HOST, BlkError, from_array
-from ._kernel import Kernel, _stream_of, interpret_default, runtime
+from ._kernel import Kernel, _device_guard, _stream_of, interpret_default, runtime
 
 
 def cache_dir():
@@ -146,7 +146,14 @@ class Autotuned:
         key = self.key_of(*slots)
         r = self.results.get(key)
         if r is None:
-            r = self.results[key] = self._tune(slots, stream)
+            first = from_array(slots[0])
+            guard = _device_guard(first.framework, first.device)
+            if guard is None:
+                r = self._tune(slots, stream)
+            else:
+                with guard:
+                    r = self._tune(slots, stream)
+            self.results[key] = r
             self._write()
         self.kernel(r["config"])(*slots, stream=stream)
         outs = [a for a, p in zip(slots, self.base.tensor_params) if p.access == "out"]

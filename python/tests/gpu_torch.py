@@ -163,8 +163,12 @@ def test_second_gpu():
     d1 = torch.device("cuda", 1)
     x, y = randn(5000, dev=d1), randn(5000, dev=d1)
     add = blk.kernel(f"{EX}/add.blk")
+    assert torch.cuda.current_device() == 0
     z = add(x, y)
     assert z.device == d1
+    # blk switched contexts for the launch; torch's current device is as it was.
+    assert torch.cuda.current_device() == 0
+    assert torch.empty(1, device="cuda").device.index == 0
     check("add on GPU 1", z, x + y, 0)
     try:
         add(x, randn(5000))
