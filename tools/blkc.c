@@ -31,7 +31,10 @@ static const char usage_text[] =
 "\n"
 "Compiling:\n"
 "  --emit=STAGE       print a stage: tokens, ast, ir (need no sizes),\n"
-"                     llvm, ptx (need the sizes)\n"
+"                     llvm, ptx (need the sizes); c: the kernel compiled\n"
+"                     ahead of time as C (PTX for each arch of --arch=A,B,\n"
+"                     a typed launch function needing only the CUDA\n"
+"                     driver; -o NAME.c also writes NAME.h)\n"
 "  -D NAME=VALUE      override a compile-time parameter (repeatable), e.g.\n"
 "                     -D BM=128 -D T=bf16\n"
 "  -k, --kernel=NAME  the kernel to compile or run (default: the only one)\n"
@@ -82,7 +85,7 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static bool parse_emit(const char *s, BlkcEmit *out)
 {
-	static const char *names[] = { "none", "tokens", "ast", "ir", "llvm", "ptx" };
+	static const char *names[] = { "none", "tokens", "ast", "ir", "llvm", "ptx", "c" };
 	for (int i = 0; i < (int)(sizeof names / sizeof *names); i++) {
 		if (strcmp(s, names[i]) == 0) {
 			*out = (BlkcEmit)i;
@@ -142,7 +145,7 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	uint64_t v;
 	switch (c) {
 	case OPT_EMIT:
-		return parse_emit(arg, &o->emit) ? -1 : bad_usage("unknown --emit stage '%s' (tokens, ast, ir, llvm, ptx)", arg);
+		return parse_emit(arg, &o->emit) ? -1 : bad_usage("unknown --emit stage '%s' (tokens, ast, ir, llvm, ptx, c)", arg);
 	case 'D':
 		if (o->ndefines == BLKC_MAX_ARGS)
 			return bad_usage("too many -D options%s", "");
@@ -222,6 +225,8 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 		return bad_usage("no input file%s", "");
 	if (o->interpret && !o->run)
 		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
+	if (o->arch && strchr(o->arch, ',') && o->emit != EMIT_C)
+		return bad_usage("--arch=%s: a list of arches is for --emit=c", o->arch);
 	if (o->pass && !o->from_ir)
 		return bad_usage("--pass=%s needs --from-ir (a single pass runs on IR text)", o->pass);
 	if (o->from_ir && (o->run || o->ndefines || (o->emit != EMIT_NONE && o->emit != EMIT_IR) ||
@@ -345,7 +350,8 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 /* Whether compile mode goes down to LLVM and PTX (and needs sizes). */
 static bool blkc_lowers(const BlkcOptions *o)
 {
-	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->dump_after || o->report;
+	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_C || o->dump_after ||
+	       o->report;
 }
 
 /* The target when --arch is not given: the GPU's own if this machine has
@@ -363,12 +369,11 @@ static const char *default_arch(char *buf, size_t len)
 	return buf;
 }
 
-/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx, --dump-after, --report). */
-static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
-                           BlkCompiled *out)
+/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after, --report). */
+bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                         const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
+                         BlkCompiled *out)
 {
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
 	if (k->nsizes > 64 || k->nparams > 64)
 		blk_die("kernel too large for blkc");
 	if (!blkc_sizes_from_bindings(k, o, sizes, d))
@@ -379,10 +384,10 @@ static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const 
 			return false;
 		}
 	}
-	int n = blkc_array_descs(k, sizes, arrays, d);
-	if (n < 0 || !blk_bind_sizes(k, arrays, n, sizes, d))
+	*n = blkc_array_descs(k, sizes, arrays, d);
+	if (*n < 0 || !blk_bind_sizes(k, arrays, *n, sizes, d))
 		return false;
-	BlkLowerOptions lo = { .arch = o->arch, .dump_after = o->dump_after, .dump_out = stderr,
+	BlkLowerOptions lo = { .arch = arch, .dump_after = o->dump_after, .dump_out = stderr,
 	                       .want_llvm = o->emit == EMIT_LLVM };
 	return blk_lower_kernel(a, d, k, sizes, arrays, &lo, out);
 }
@@ -461,8 +466,13 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 		return blkc_close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
 	}
 	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	if (k && o->emit == EMIT_C)
+		return blkc_emit_c(o, a, d, k);
 	BlkCompiled c;
-	if (!k || !lower_at_sizes(o, a, d, k, &c))
+	int64_t sizes[64];
+	BlkArrayDesc arrays[64];
+	int n;
+	if (!k || !blkc_lower_at_sizes(o, a, d, k, o->arch, sizes, arrays, &n, &c))
 		return BLKC_ERROR;
 	if (o->report) {
 		printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",

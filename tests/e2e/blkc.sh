@@ -38,6 +38,12 @@ for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed
 done
 expect 0 '^blkc [0-9]+\.[0-9]+\.[0-9]+$' "$BLKC" --version
 expect 2 'no input file' "$BLKC"
+expect 2 'a list of arches is for --emit=c' "$BLKC" --emit=ptx --arch=sm_90a,sm_80 "$EX/add.blk" N=10
+expect 1 'needs its launch sizes' "$BLKC" --emit=c "$EX/add.blk"
+expect 0 'int blk_aot_add\(void \*stream, void \*x, void \*y, void \*z, int64_t N\)' "$BLKC" --emit=c "$EX/add.blk" N=10
+expect 0 '' "$BLKC" --emit=c --arch=sm_80,sm_90a -o "$T/k.c" "$EX/add.blk" N=10
+expect 0 'BLK_AOT_BAD_SIZES' cat "$T/k.h"
+expect 1 'cannot write' "$BLKC" --emit=c -o /nonexistent/dir/k.c "$EX/add.blk" N=10
 expect 2 'unknown or incomplete option' "$BLKC" --bogus "$EX/add.blk"
 expect 2 "unknown --emit stage 'x'" "$BLKC" --emit=x "$EX/add.blk"
 expect 2 '-D wants NAME=VALUE' "$BLKC" -D BM "$EX/add.blk"
