@@ -318,9 +318,13 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 		return true;
 	}
 	BlkLowerOptions opt = {.arch = rt->arch};
+	BlkDump dump;
+	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
 	memset(out, 0, sizeof *out);
 	bool ok = blk_lower_kernel(a, d, f->kernel, la->sizes, la->arrays, &opt, out) &&
 	          !blk_diag_error_count(d) && out->ptx && out->entry;
+	if (dumping)
+		blk_dump_end(&dump, out, ok);
 	if (ok)
 		f->cache.compiles++;
 	if (ok && dkey)

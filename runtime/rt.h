@@ -136,6 +136,20 @@ void blk_disk_trim(const char *dir, uint64_t max_bytes);
 /* $BLK_CACHE_MAX_MB in bytes, default 512 MB. */
 uint64_t blk_disk_max_bytes(void);
 
+/* ---- dump.c ------------------------------------------------------------ */
+
+/* One compile's dumps ($BLK_DUMP_DIR). */
+typedef struct BlkDump {
+	FILE *ir;            /* the passes' IR, while compiling */
+	char base[4096];     /* DIR/KERNEL-HASH; "" when not dumping */
+} BlkDump;
+
+/* With $BLK_DUMP_DIR set: writes the key, points opt's dumps at the .ir
+ * file and asks for the LLVM IR; false (nothing to end) otherwise. */
+bool blk_dump_begin(BlkDump *dm, const char *kernel, const char *key, BlkLowerOptions *opt);
+/* Closes the .ir file and, when the compile succeeded, writes .ll and .ptx. */
+void blk_dump_end(BlkDump *dm, const BlkCompiled *c, bool ok);
+
 /* ---- tuner.c ----------------------------------------------------------- */
 
 /* A tuner's signature for a launch: blk_cache_key of the tensors' dtypes,

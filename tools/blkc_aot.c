@@ -5,7 +5,8 @@
  * function: device pointers and the launch sizes as arguments, the sizes
  * checked against the ones compiled for.  It needs only the CUDA driver,
  * opened with dlopen at the first launch — no LLVM, no libblk — so an
- * application ships compiled kernels.  At the first launch in a context it
+ * application ships compiled kernels (cuda.h is needed to build it, for
+ * the driver's types).  At the first launch in a context it
  * picks the first arch the device runs (sm_XYa: exactly X.Y; sm_XY: X.Y or
  * newer), loads that PTX (the driver JITs it) and keeps the function.
  *
@@ -117,27 +118,30 @@ static void put_header_body(FILE *f, const BlkKernel *k, const BlkArrayDesc *arr
 
 /* The driver's entry points, as the generated file declares them. */
 static const char driver_part[] =
-	"/* The CUDA driver, opened once; entry points through cuGetProcAddress_v2. */\n"
-	"typedef int (*GetProcFn)(const char *, void **, int, unsigned long long, int *);\n"
+	"/* The CUDA driver, opened once; entry points through cuGetProcAddress_v2,\n"
+	" * with cuda.h's types (a call through another type is undefined). */\n"
 	"static struct {\n"
 	"\tint tried, error;\n"
-	"\tint (*cuInit)(unsigned);\n"
-	"\tint (*cuCtxGetCurrent)(void **);\n"
-	"\tint (*cuCtxGetDevice)(int *);\n"
-	"\tint (*cuDeviceGetAttribute)(int *, int, int);\n"
-	"\tint (*cuModuleLoadData)(void **, const void *);\n"
-	"\tint (*cuModuleGetFunction)(void **, void *, const char *);\n"
-	"\tint (*cuFuncSetAttribute)(void *, int, int);\n"
-	"\tint (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
-	"\t                      unsigned, unsigned, void *, void **, void **);\n"
-	"\tint (*cuGetErrorName)(int, const char **);\n"
+	"\tCUresult (*cuInit)(unsigned);\n"
+	"\tCUresult (*cuCtxGetCurrent)(CUcontext *);\n"
+	"\tCUresult (*cuCtxGetDevice)(CUdevice *);\n"
+	"\tCUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);\n"
+	"\tCUresult (*cuModuleLoadData)(CUmodule *, const void *);\n"
+	"\tCUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);\n"
+	"\tCUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);\n"
+	"\tCUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
+	"\t                           unsigned, unsigned, CUstream, void **, void **);\n"
+	"\tCUresult (*cuGetErrorName)(CUresult, const char **);\n"
 	"} drv;\n\n"
+	"typedef CUresult (*GetProcFn)(const char *, void **, int, cuuint64_t,\n"
+	"                              CUdriverProcAddressQueryResult *);\n\n"
 	"static int resolve(GetProcFn gpa, const char *name, int version, void **fn)\n"
 	"{\n"
-	"\tint status = 0;\n"
-	"\treturn gpa(name, fn, version, 0, &status) == 0 && status == 0 && *fn;\n"
+	"\tCUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;\n"
+	"\treturn gpa(name, fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS &&\n"
+	"\t       status == CU_GET_PROC_ADDRESS_SUCCESS && *fn;\n"
 	"}\n\n"
-	"static int open_driver(void)\n"
+"static int open_driver(void)\n"
 	"{\n"
 	"\tif (drv.tried)\n"
 	"\t\treturn drv.error;\n"
@@ -157,7 +161,7 @@ static const char driver_part[] =
 	"\t    !resolve(gpa, \"cuFuncSetAttribute\", 9000, (void **)&drv.cuFuncSetAttribute) ||\n"
 	"\t    !resolve(gpa, \"cuLaunchKernel\", 4000, (void **)&drv.cuLaunchKernel) ||\n"
 	"\t    !resolve(gpa, \"cuGetErrorName\", 6000, (void **)&drv.cuGetErrorName) ||\n"
-	"\t    drv.cuInit(0) != 0)\n"
+	"\t    drv.cuInit(0) != CUDA_SUCCESS)\n"
 	"\t\treturn drv.error;\n"
 	"\treturn drv.error = 0;\n"
 	"}\n\n"
@@ -190,19 +194,24 @@ static void put_variants(FILE *f, const Variant *v, int n)
 static const char load_part[] =
 	"/* The function for the current context: the first variant the device\n"
 	" * runs, loaded once per context. */\n"
-	"static void *loaded_ctx, *fn;\n"
+	"static CUcontext loaded_ctx;\n"
+	"static CUfunction fn;\n"
 	"static int variant;\n\n"
 	"static int load_function(void)\n"
 	"{\n"
-	"\tvoid *ctx = NULL, *mod = NULL;\n"
-	"\tint dev = 0, major = 0, minor = 0, r = drv.cuCtxGetCurrent(&ctx);\n"
+	"\tCUcontext ctx = NULL;\n"
+	"\tCUmodule mod = NULL;\n"
+	"\tCUdevice dev = 0;\n"
+	"\tint major = 0, minor = 0;\n"
+	"\tCUresult r = drv.cuCtxGetCurrent(&ctx);\n"
 	"\tif (r || !ctx)\n"
-	"\t\treturn r ? r : BLK_AOT_NO_CONTEXT;\n"
+	"\t\treturn r ? (int)r : BLK_AOT_NO_CONTEXT;\n"
 	"\tif (ctx == loaded_ctx)\n"
 	"\t\treturn 0;\n"
-	"\tif ((r = drv.cuCtxGetDevice(&dev)) || (r = drv.cuDeviceGetAttribute(&major, 75, dev)) ||\n"
-	"\t    (r = drv.cuDeviceGetAttribute(&minor, 76, dev)))\n"
-	"\t\treturn r;\n"
+	"\tif ((r = drv.cuCtxGetDevice(&dev)) ||\n"
+	"\t    (r = drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) ||\n"
+	"\t    (r = drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))\n"
+	"\t\treturn (int)r;\n"
 	"\tfor (variant = 0; variant < (int)(sizeof variants / sizeof variants[0]); variant++)\n"
 	"\t\tif (arch_fits(variants[variant].arch, major, minor))\n"
 	"\t\t\tbreak;\n"
@@ -210,11 +219,11 @@ static const char load_part[] =
 	"\t\treturn BLK_AOT_NO_ARCH;\n"
 	"\tif ((r = drv.cuModuleLoadData(&mod, variants[variant].ptx)) ||\n"
 	"\t    (r = drv.cuModuleGetFunction(&fn, mod, variants[variant].entry)))\n"
-	"\t\treturn r;\n"
-	"\t/* 8: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, past 48 KB */\n"
+	"\t\treturn (int)r;\n"
 	"\tif (variants[variant].smem > 48 * 1024 &&\n"
-	"\t    (r = drv.cuFuncSetAttribute(fn, 8, (int)variants[variant].smem)))\n"
-	"\t\treturn r;\n"
+	"\t    (r = drv.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,\n"
+	"\t                                (int)variants[variant].smem)))\n"
+	"\t\treturn (int)r;\n"
 	"\tloaded_ctx = ctx;\n"
 	"\treturn 0;\n"
 	"}\n\n";
@@ -237,15 +246,16 @@ static void put_launch(FILE *f, const BlkKernel *k, const int64_t *sizes, int nt
 	        ntensors > 0 ? ntensors : 1, ntensors);
 	fputs("\tconst unsigned *g = variants[variant].grid;\n"
 	      "\tif (!g[0] || !g[1] || !g[2])\n\t\treturn 0; /* an empty grid: nothing to do */\n"
-	      "\treturn drv.cuLaunchKernel(fn, g[0], g[1], g[2], variants[variant].threads, 1, 1,\n"
-	      "\t                          variants[variant].smem, stream, args, NULL);\n}\n\n", f);
+	      "\treturn (int)drv.cuLaunchKernel(fn, g[0], g[1], g[2], variants[variant].threads, 1, 1,\n"
+	      "\t                               variants[variant].smem, (CUstream)stream, args, NULL);\n"
+	      "}\n\n", f);
 	fprintf(f, "const char *%s_error(int code)\n{\n\tconst char *name = NULL;\n"
 	        "\tswitch (code) {\n\tcase 0: return \"ok\";\n"
 	        "\tcase BLK_AOT_BAD_SIZES: return \"%s: sizes other than the compiled ones\";\n"
 	        "\tcase BLK_AOT_NO_DRIVER: return \"%s: no usable CUDA driver (libcuda.so.1)\";\n"
 	        "\tcase BLK_AOT_NO_ARCH: return \"%s: no PTX in this file runs on the device\";\n"
 	        "\tcase BLK_AOT_NO_CONTEXT: return \"%s: no current CUDA context\";\n\t}\n"
-	        "\tif (drv.cuGetErrorName && drv.cuGetErrorName(code, &name) == 0 && name)\n"
+	        "\tif (drv.cuGetErrorName && drv.cuGetErrorName((CUresult)code, &name) == CUDA_SUCCESS && name)\n"
 	        "\t\treturn name;\n\treturn \"%s: a CUDA driver error\";\n}\n", fn, fn, fn, fn, fn, fn);
 }
 
@@ -295,10 +305,11 @@ static void put_source(FILE *f, const BlkcOptions *o, const BlkKernel *k, const 
 	fprintf(f, ", PTX for");
 	for (int i = 0; i < nv; i++)
 		fprintf(f, "%s %s", i ? "," : "", v[i].arch);
-	fprintf(f, ".\n * Needs only the CUDA driver (libcuda.so.1, or $BLK_LIBCUDA, opened at the\n"
-	        " * first launch): cc -c this file; link with -ldl.  Launch from one thread at\n"
-	        " * a time. */\n#include <dlfcn.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-	        "#include <string.h>\n\n");
+	fprintf(f, ".\n * Needs only the CUDA driver at run time (libcuda.so.1, or $BLK_LIBCUDA,\n"
+	        " * opened at the first launch); building takes cuda.h (the types):\n"
+	        " * cc -I/usr/local/cuda/include -c this file; link with -ldl.  Launch from\n"
+	        " * one thread at a time. */\n#include <cuda.h>\n#include <dlfcn.h>\n"
+	        "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
 	if (header) {
 		const char *base = strrchr(header, '/');
 		fprintf(f, "#include \"%s\"\n\n", base ? base + 1 : header);

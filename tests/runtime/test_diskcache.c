@@ -370,7 +370,7 @@ static int tune_once(BlkRuntime *rt, const char *configs, int reps, BlkTunerResu
 		assert_true(blk_tuner_add_config_text(t, c));
 	blk_tuner_set_timing(t, 1, reps);
 	int64_t n = 4096;
-	void *x, *z;
+	void *x = NULL, *z = NULL;
 	assert_true(blk_mem_alloc(rt, 4 * 4096, &x) && blk_mem_alloc(rt, 4 * 4096, &z));
 	BlkTensor ts[2] = {blk_tensor_make(x, BLK_DTYPE_F32, 1, &n), blk_tensor_make(z, BLK_DTYPE_F32, 1, &n)};
 	int before = fake_launches();
@@ -421,6 +421,34 @@ static void test_tuner_results(void **state)
 	dlclose(lib);
 }
 
+/* $BLK_DUMP_DIR: a compile leaves the key, the passes' IR, LLVM IR and
+ * PTX; a disk-cache hit compiles nothing and dumps nothing. */
+static void test_dump_dir(void **state)
+{
+	(void)state;
+	char dumps[300];
+	snprintf(dumps, sizeof dumps, "%s/dumps", dir);
+	setenv("BLK_DUMP_DIR", dumps, 1);
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 300));
+	char pattern[400], cmd[2000];
+	snprintf(pattern, sizeof pattern, "%s/add-*", dumps);
+	const char *exts[] = {"key", "ir", "ll", "ptx"};
+	for (int i = 0; i < 4; i++) {
+		snprintf(cmd, sizeof cmd, "test -s %s.%s", pattern, exts[i]);
+		if (system(cmd) != 0)
+			fail_msg("no %s.%s", pattern, exts[i]);
+	}
+	snprintf(cmd, sizeof cmd, "grep -q 'add@sm_90a(f32\\[300:1\\]' %s.key && "
+	         "grep -q '.entry' %s.ptx && grep -q 'define' %s.ll && grep -q 'after' %s.ir",
+	         pattern, pattern, pattern, pattern);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", dumps);
+	assert_int_equal(system(cmd), 0);
+	assert_hit(compile_once("sm_90a", add_src, NULL, 300));
+	assert_int_equal(access(dumps, F_OK), -1);
+	unsetenv("BLK_DUMP_DIR");
+}
+
 /* Not a test of speed (that is docs/python.md's measurement), but the
  * number is printed: source to a ready specialization, warm. */
 static void test_warm_time(void **state)
@@ -445,7 +473,7 @@ int main(void)
 		T(test_miss_then_hit), T(test_key_covers), T(test_altered), T(test_truncated),
 		T(test_empty), T(test_foreign), T(test_extra), T(test_other_key), T(test_trim),
 		T(test_switches), T(test_unwritable), T(test_two_processes), T(test_warm_time),
-		T(test_tuner_results),
+		T(test_tuner_results), T(test_dump_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
