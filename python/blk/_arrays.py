@@ -69,19 +69,25 @@ def _byte_strides(strides, itemsize, shape):
 
 # ---- torch ---------------------------------------------------------------
 
-_TORCH_DTYPES = {"torch.float32": _lib.F32, "torch.float16": _lib.F16,
-                 "torch.bfloat16": _lib.BF16, "torch.int32": _lib.I32,
-                 "torch.bool": _lib.BOOL}
+_TORCH_NAMES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
+                "int32": _lib.I32, "bool": _lib.BOOL}
+_torch_dtypes = {}  # torch dtype object -> blk dtype, filled on first use
+
+
+def _torch_dtype(dt):
+    if not _torch_dtypes:
+        torch = sys.modules["torch"]
+        _torch_dtypes.update({getattr(torch, n): v for n, v in _TORCH_NAMES.items()})
+    v = _torch_dtypes.get(dt)
+    if v is None:
+        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 bool)")
+    return v
 
 
 def _from_torch(x):
-    dt = _TORCH_DTYPES.get(str(x.dtype))
-    if dt is None:
-        raise BlkError(f"torch dtype {x.dtype} has no blk dtype (f32 f16 bf16 i32 bool)")
-    dev = x.device.index if x.device.type == "cuda" else HOST
-    if dev is None:
-        dev = sys.modules["torch"].cuda.current_device()
-    return Arg(x, _make(x.data_ptr(), dt, tuple(x.shape), tuple(x.stride())), dev, "torch")
+    dev = x.get_device()  # the CUDA ordinal, -1 on the CPU
+    return Arg(x, _make(x.data_ptr(), _torch_dtype(x.dtype), x.shape, x.stride()),
+               dev if dev >= 0 else HOST, "torch")
 
 
 # ---- __cuda_array_interface__ ----------------------------------------------

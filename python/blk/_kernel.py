@@ -349,12 +349,20 @@ def _device_guard(framework, device):
     current context, so without the scope a launch on GPU 1 would move the
     caller's next allocations there.  The scope restores theirs after."""
     if framework == "torch":
-        cuda = sys.modules["torch"].cuda
-        return cuda.device(device) if cuda.current_device() != device else None
+        torch = sys.modules["torch"]
+        return torch.cuda.device(device) if torch.cuda.current_device() != device else None
     if framework == "cupy":
         cupy = sys.modules["cupy"]
         return cupy.cuda.Device(device) if cupy.cuda.runtime.getDevice() != device else None
     return None
+
+
+def _torch_stream(device):
+    """torch's current stream on device as a CUstream.  The raw query (what
+    Triton's launcher uses) skips making a Stream object per launch."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
 
 
 def _stream_of(stream, args, device):
@@ -367,7 +375,7 @@ def _stream_of(stream, args, device):
         return int(stream)
     fw = args[0].framework
     if fw == "torch":
-        return sys.modules["torch"].cuda.current_stream(device).cuda_stream
+        return _torch_stream(device)
     if fw == "cupy":
         return sys.modules["cupy"].cuda.get_current_stream().ptr
     # Anything else (JAX: it orders its work on streams unseen here) goes on

@@ -356,6 +356,78 @@ def test_fake_gpu_launch():
     assert "has no blk dtype" in str(e)
 
 
+class _FakeTorchDevice:
+    def __init__(self, index):
+        self.index, self.type = index, "cuda"
+
+
+def fake_torch_module():
+    """Just enough of torch for blk's torch path: dtypes, tensors whose
+    memory is host memory (as the stand-in driver's device memory is),
+    torch.empty, the current device and stream."""
+    import contextlib
+    import types
+    torch = types.ModuleType("torch")
+    names = {"float32": np.float32, "float16": np.float16, "int32": np.int32}
+    for n in names:
+        setattr(torch, n, "torch." + n)
+    torch.bfloat16, torch.bool = "torch.bfloat16", "torch.bool"
+
+    class Tensor:
+        def __init__(self, a, dtype):
+            self.a, self.dtype = a, dtype
+
+        shape = property(lambda self: self.a.shape)
+        device = property(lambda self: _FakeTorchDevice(0))
+
+        def data_ptr(self):
+            return self.a.ctypes.data
+
+        def stride(self):
+            return tuple(s // self.a.itemsize for s in self.a.strides)
+
+        def get_device(self):
+            return 0
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    torch.empty = lambda shape, dtype, device: Tensor(
+        np.zeros(shape, names[dtype.split(".")[1]]), dtype)
+    torch.streams = []
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 0,
+                                       device=lambda d: contextlib.nullcontext())
+    torch._C = types.SimpleNamespace(
+        _cuda_getCurrentRawStream=lambda d: torch.streams.append(d) or 0)
+    return torch
+
+
+def test_fake_torch_launch():
+    """The torch path (no torch here): dtypes, outputs made with
+    torch.empty, torch's current stream asked for the arrays' device."""
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    torch = fake_torch_module()
+    sys.modules["torch"] = torch
+    _arrays._by_type.clear()
+    _arrays._torch_dtypes.clear()
+    try:
+        x = torch.Tensor(np.zeros((64, 32), np.float32), torch.float32)
+        y = torch.Tensor(np.zeros((32, 48), np.float32)[:, ::2], torch.float32)
+        c = blk.kernel(f"{EX}/matmul.blk")(x, y)
+        assert isinstance(c, torch.Tensor) and c.shape == (64, 24) and c.dtype == torch.float32
+        assert torch.streams == [0]
+        h = torch.Tensor(np.zeros((64, 32), np.float16), torch.float16)
+        e = raises(blk.BlkError, blk.kernel(f"{EX}/matmul.blk"), h, y)
+        assert "launch of matmul" in str(e)
+        odd = torch.Tensor(np.zeros(3, np.int8), "torch.int8")
+        e = raises(blk.BlkError, blk.kernel(f"{EX}/add.blk"), odd, odd)
+        assert "torch dtype torch.int8 has no blk dtype" in str(e)
+    finally:
+        del sys.modules["torch"]
+        _arrays._by_type.clear()
+        _arrays._torch_dtypes.clear()
+
+
 CONFIGS = [dict(BM=64, BN=64, BK=32, num_warps=4),     # 4 CTAs at 128^2: slow
            dict(BM=16, BN=16, BK=16, num_warps=1),     # 64 CTAs: the fastest
            dict(BM=256, BN=256, BK=32, num_warps=8),   # refused: over 128 threads
