@@ -43,8 +43,11 @@ static const char usage_text[] =
 "                     (default: the GPU's own if there is one, else sm_90a)\n"
 "  --dump-after=PASS  print the IR after a lowering pass (or `all`) to stderr;\n"
 "                     the passes are: %s\n"
-"  --report           per kernel: threads per program, shared memory and,\n"
-"                     where ptxas is installed, registers and spills\n"
+"  --report           per kernel: threads per program, shared memory, grid;\n"
+"                     registers and spills (where ptxas is installed);\n"
+"                     occupancy (programs per SM and what limits it) and\n"
+"                     waves; compulsory traffic and the memory roofline\n"
+"                     on H100/H200\n"
 "  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
 "                     with --pass=NAME, runs that IR pass alone on it and\n"
 "                     prints the result; without, verifies and prints it\n"
@@ -418,36 +421,6 @@ bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
 	return ok;
 }
 
-/* Runs ptxas -v on the PTX (if ptxas exists) and prints its register and
- * spill lines.  Best effort: a missing ptxas is reported, not an error. */
-static void report_ptxas(const char *ptx, const char *arch)
-{
-	const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : "ptxas";
-	char path[] = "/tmp/blkc-report-XXXXXX";
-	int fd = mkstemp(path);
-	if (fd < 0)
-		return;
-	FILE *f = fdopen(fd, "w");
-	fputs(ptx, f);
-	fclose(f);
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s 2>&1", ptxas, arch, path);
-	FILE *p = popen(cmd, "r");
-	char line[512];
-	bool any = false;
-	while (p && fgets(line, sizeof line, p)) {
-		if (strstr(line, "registers") || strstr(line, "spill") || strstr(line, "error")) {
-			printf("  ptxas: %s", line + (strncmp(line, "ptxas info    : ", 16) == 0 ? 16 : 0));
-			any = true;
-		}
-	}
-	if (p)
-		pclose(p);
-	if (!any)
-		printf("  ptxas: not available (registers and spills unknown)\n");
-	unlink(path);
-}
-
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
 	if (!blkc_lowers(o)) {
@@ -474,11 +447,8 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	int n;
 	if (!k || !blkc_lower_at_sizes(o, a, d, k, o->arch, sizes, arrays, &n, &c))
 		return BLKC_ERROR;
-	if (o->report) {
-		printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
-		       k->name, c.threads, c.smem_bytes, c.grid[0], c.grid[1], c.grid[2]);
-		report_ptxas(c.ptx, o->arch);
-	}
+	if (o->report)
+		blkc_report(k, &c, arrays, o->arch);
 	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
 		return BLKC_OK;
 	FILE *f = blkc_open_output(o, d);

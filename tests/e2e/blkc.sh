@@ -100,6 +100,11 @@ expect 0 'slice<spt=\[1\], thr=\[4\], tsh=\[5\]>' "$BLKC" --from-ir --pass=tile 
 "$BLKC" --from-ir --pass=tile "$T/bs.ir" -o "$T/tiled.ir" >/dev/null 2>&1
 expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/tiled.ir"
 expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'occupancy on H100/H200 \(sm_90\): [0-9]+ programs? per SM, limited by' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'waves: 16 programs over 132 SMs' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'traffic: at least 0.786 MB' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'memory roofline: 0.23 us on H100' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'occupancy on A100 \(sm_80\)' "$BLKC" --report --arch=sm_80 "$EX/add.blk" N=4096
 expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
 
 # run in the interpreter, .npy out and back in
