@@ -447,15 +447,17 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	int n;
 	if (!k || !blkc_lower_at_sizes(o, a, d, k, o->arch, sizes, arrays, &n, &c))
 		return BLKC_ERROR;
-	if (o->report)
-		blkc_report(k, &c, arrays, o->arch);
-	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
-		return BLKC_OK;
-	FILE *f = blkc_open_output(o, d);
-	if (!f)
-		return BLKC_ERROR;
-	fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
-	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
+		FILE *f = blkc_open_output(o, d);
+		if (!f)
+			return BLKC_ERROR;
+		fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
+		if (!blkc_close_output(f, o, d))
+			return BLKC_ERROR;
+	}
+	if (o->report) /* last: it specializes k in place */
+		blkc_report(o, a, d, m, k, &c, sizes, arrays);
+	return BLKC_OK;
 }
 
 /* tokens and ast need only the parser; everything else the whole frontend. */

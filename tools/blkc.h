@@ -66,9 +66,10 @@ int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource 
 /* blkc_aot.c: --emit=c, the kernel ahead of time for each arch of --arch */
 int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k);
 
-/* blkc_report.c: --report for kernel k compiled at these arrays */
-void blkc_report(const BlkKernel *k, const BlkCompiled *c, const BlkArrayDesc *arrays,
-                 const char *arch);
+/* blkc_report.c: --report for kernel k of m compiled (c) at these sizes and
+ * arrays; k is specialized in place (to count FLOPs), so it is the last use. */
+void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,
+                 const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays);
 
 /* blkc_run.c */
 int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);

@@ -6,8 +6,11 @@
  * which of them limits it — and the waves of the grid over the SMs; the
  * compulsory traffic (every input read once, every output written once) and
  * the time that traffic takes at the H100's and H200's memory bandwidth:
- * the memory roofline, a floor no schedule beats.  FLOPs are not counted
- * yet (they need the loop trip counts of the lowered IR).
+ * the memory roofline, a floor no schedule beats; the FLOPs of its dots
+ * (counted on the kernel specialized at these sizes: 2·M·N·K per dot, times
+ * the trip counts of the loops around it, times the programs of the grid),
+ * the arithmetic intensity and the compute roofline at the H100/H200's
+ * peak and at cuBLAS's measured rate.  Elementwise work is not counted.
  */
 #include "blkc.h"
 
@@ -111,6 +114,108 @@ static double compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays)
 	return bytes;
 }
 
+/* ---- FLOPs of the dots --------------------------------------------------- */
+
+typedef struct Flops {
+	bool any;            /* a dot was seen */
+	BlkDType dtype;      /* its operands' */
+	bool guessed;        /* a loop with a non-constant bound (not counted) or an if */
+} Flops;
+
+static bool const_int(const BlkValue *v, int64_t *out)
+{
+	const BlkAttr *at = v->def && v->def->kind == BLK_OP_CONST ? blk_op_attr(v->def, "value") : NULL;
+	if (!at || at->kind != BLK_ATTR_INT)
+		return false;
+	*out = at->i;
+	return true;
+}
+
+static double extent(const BlkType *t, int d)
+{
+	int64_t v = 0;
+	return d >= 0 && d < t->rank && blk_sym_is_const(t->dims[d], &v) ? (double)v : 0;
+}
+
+static double region_flops(const BlkRegion *r, Flops *f);
+
+/* One op's dot FLOPs, its regions' included. */
+static double op_flops(const BlkOp *op, Flops *f)
+{
+	if (op->kind == BLK_OP_DOT) {
+		const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
+		f->any = true;
+		f->dtype = a->dtype;
+		return 2 * extent(a, a->rank - 2) * extent(a, a->rank - 1) * extent(b, b->rank - 1);
+	}
+	if (op->kind == BLK_OP_FOR) {
+		int64_t lo, hi, step;
+		double body = region_flops(op->regions[0], f);
+		if (const_int(op->operands[0], &lo) && const_int(op->operands[1], &hi) &&
+		    const_int(op->operands[2], &step) && step > 0)
+			return hi > lo ? body * (double)((hi - lo + step - 1) / step) : 0;
+		f->guessed = f->guessed || body > 0;
+		return 0;
+	}
+	double most = 0, sum = 0;
+	for (int i = 0; i < op->nregions; i++) {
+		double x = region_flops(op->regions[i], f);
+		most = x > most ? x : most;
+		sum += x;
+	}
+	if (op->kind == BLK_OP_IF && most > 0)
+		f->guessed = true; /* the larger branch, as if always taken */
+	return op->kind == BLK_OP_IF ? most : sum;
+}
+
+static double region_flops(const BlkRegion *r, Flops *f)
+{
+	double sum = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next)
+		sum += op_flops(op, f);
+	return sum;
+}
+
+/* The kernel's dot FLOPs over its whole grid; k must be specialized. */
+static double kernel_flops(const BlkKernel *k, Flops *f)
+{
+	double programs = 1;
+	for (int i = 0; i < k->grid_rank; i++) {
+		int64_t v = 0;
+		if (blk_sym_is_const(k->grid[i], &v))
+			programs *= (double)v;
+	}
+	return region_flops(k->body, f) * programs;
+}
+
+static void report_compute(BlkKernel *k, double flops, const Flops *f, double bytes)
+{
+	if (!f->any) {
+		printf("  FLOPs: no dot (elementwise work is not counted): memory-bound\n");
+		return;
+	}
+	if (flops <= 0) {
+		printf("  dot FLOPs: unknown (the loops around the dots run a number of times that "
+		       "depends on the program)\n");
+		return;
+	}
+	bool tc = f->dtype == BLK_BF16 || f->dtype == BLK_F16;
+	/* Spec dense peaks (tensor cores for f16/bf16, FP32 FMA for f32) and
+	 * cuBLAS's measured rates on the H200 (DESIGN.md section 6). */
+	double peak = tc ? 989e12 : 67e12, measured = tc ? 737e12 : 50e12;
+	printf("  dot FLOPs: %.4g G%s; arithmetic intensity %.1f FLOP/byte\n", flops / 1e9,
+	       f->guessed ? " (an estimate: an if taken, or a loop of unknown length left out)" : "",
+	       flops / bytes);
+	printf("  compute roofline: %.2f us at %.0f TFLOP/s (%s peak, H100/H200), %.2f us at %.0f "
+	       "(cuBLAS %s, measured on H200)\n", flops / peak * 1e6, peak / 1e12,
+	       tc ? "tensor-core" : "FP32", flops / measured * 1e6, measured / 1e12,
+	       tc ? "bf16" : "SGEMM");
+	double mem = bytes / 3.35e12;
+	printf("  bound on H100: %s (%.2f us)\n", flops / peak > mem ? "compute" : "memory",
+	       (flops / peak > mem ? flops / peak : mem) * 1e6);
+	(void)k;
+}
+
 static void report_traffic(const BlkKernel *k, const BlkArrayDesc *arrays)
 {
 	double bytes = compulsory_bytes(k, arrays);
@@ -122,12 +227,20 @@ static void report_traffic(const BlkKernel *k, const BlkArrayDesc *arrays)
 	       bytes / 4.19e6);
 }
 
-void blkc_report(const BlkKernel *k, const BlkCompiled *c, const BlkArrayDesc *arrays,
-                 const char *arch)
+void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,
+                 const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays)
 {
+	const char *arch = o->arch;
 	printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
 	       k->name, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2]);
 	int regs = report_ptxas(c->ptx, arch);
 	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, c, regs);
 	report_traffic(k, arrays);
+	/* The kernel itself, specialized in place: nothing uses it after. */
+	BlkLowerOptions lo = {.arch = arch};
+	Flops f = {0};
+	if (blk_lower_run_pass(a, d, m, k, "specialize", sizes, arrays, &lo))
+		report_compute(k, kernel_flops(k, &f), &f, compulsory_bytes(k, arrays));
+	else
+		printf("  FLOPs: not counted (the kernel did not specialize)\n");
 }

@@ -105,6 +105,11 @@ expect 0 'waves: 16 programs over 132 SMs' "$BLKC" --report "$EX/matmul.blk" M=2
 expect 0 'traffic: at least 0.786 MB' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
 expect 0 'memory roofline: 0.23 us on H100' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
 expect 0 'occupancy on A100 \(sm_80\)' "$BLKC" --report --arch=sm_80 "$EX/add.blk" N=4096
+expect 0 'no dot' "$BLKC" --report "$EX/add.blk" N=4096
+expect 0 'dot FLOPs: 137.4 G; arithmetic intensity 1365.3 FLOP/byte' "$BLKC" --report -D T=bf16 "$EX/matmul.blk" M=4096 N=4096 K=4096
+expect 0 'bound on H100: compute' "$BLKC" --report -D T=bf16 "$EX/matmul.blk" M=4096 N=4096 K=4096
+expect 0 'dot FLOPs: 0.03355 G' "$BLKC" --report "$EX/matmul_acc.blk" M=256 N=256 K=256
+expect 0 'dot FLOPs: unknown' "$BLKC" --report -D CAUSAL=true "$EX/attention.blk" BH=2 S=256
 expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
 
 # run in the interpreter, .npy out and back in
