@@ -497,6 +497,40 @@ def test_fake_gpu_autotune():
         os.environ.pop("BLK_LIBCUDA", None)
 
 
+BENCH_SAMPLE = """device: NVIDIA H200 (sm_90a, driver 13.0)
+
+| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| matmul | bf16 | 4096³ | 3.435 | 40.0 | 0.179 | 767.2 | 0.05 |
+
+| op | size | ms | GB/s | of copy |
+| --- | --- | --- | --- | --- |
+| add | 2^28 f32 | 0.744 | 4327 | 102% |
+"""
+
+
+def test_bench_json():
+    """tools/bench_json.py: blk-bench's tables as JSON."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_json
+    data = bench_json.parse(BENCH_SAMPLE)
+    assert data["device"] == "NVIDIA H200 (sm_90a, driver 13.0)"
+    mm, bw = data["tables"]
+    assert mm == [{"op": "matmul", "type": "bf16", "size": 4096.0, "blk ms": 3.435,
+                   "blk TFLOP/s": 40.0, "cuBLAS ms": 0.179, "cuBLAS TFLOP/s": 767.2,
+                   "blk/cuBLAS": 0.05}]
+    assert bw[0]["size"] == "2^28 f32" and bw[0]["of copy"] == 102.0
+    d = tempfile.mkdtemp()
+    with open(os.path.join(d, "bench.txt"), "w") as f:
+        f.write(BENCH_SAMPLE)
+    assert bench_json.main([os.path.join(d, "bench.txt"), "-o", os.path.join(d, "b.json")]) == 0
+    with open(os.path.join(d, "b.json")) as f:
+        assert json.load(f) == data
+    with open(os.path.join(d, "empty.txt"), "w") as f:
+        f.write("no tables\n")
+    assert bench_json.main([os.path.join(d, "empty.txt"), "-o", os.path.join(d, "c.json")]) == 1
+
+
 def test_import_is_fast():
     code = ("import os, time, sys; t = time.perf_counter(); "
             "os.environ.get('BLK_TEST_INSTALLED') == '1' or sys.path.insert(0, sys.argv[1]); "
