@@ -15,7 +15,7 @@ import threading
 from . import _lib
 from ._arrays import HOST, BlkError, CompileError, empty, from_array
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _runtimes = {}  # device ordinal (HOST: offline) -> _Runtime
 
 
@@ -149,7 +149,11 @@ class Kernel:
     def _load(self, device):
         loaded = self._loaded.get(device)
         if loaded is None:
-            loaded = self._loaded[device] = _Loaded(runtime(device), self)
+            rt = runtime(device)
+            with _lock:  # one program per device, whichever thread gets here first
+                loaded = self._loaded.get(device)
+                if loaded is None:
+                    loaded = self._loaded[device] = _Loaded(rt, self)
         return loaded
 
     # ---- matching arrays to params ------------------------------------------

@@ -242,6 +242,28 @@ def test_call_errors():
     assert "launch of matmul" in str(e)
 
 
+def test_threads():
+    """One kernel called from four threads at once (libblk's runtime is used
+    by one thread at a time: the package's locks see to it)."""
+    import threading
+    add = blk.kernel(f"{EX}/add.blk", B=64)
+    errors = []
+
+    def work(seed):
+        try:
+            x = np.full(777, seed, np.float32)
+            for _ in range(20):
+                close(add(x, x, interpret=True), 2 * x, 0)
+        except Exception as e:  # collected, re-raised below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def test_interpret_env():
     add = blk.kernel(f"{EX}/add.blk")
     x = rand(8)
