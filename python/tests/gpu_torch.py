@@ -9,7 +9,8 @@ bf16 at ragged sizes; strided (transposed, sliced) inputs; outputs passed
 and allocated; a launch on a non-default torch stream (and stream=); a
 second GPU when there is one; a CPU tensor refused; the interpreter on torch
 tensors against the GPU; the autotuner with its results on disk; JAX and
-CuPy arrays where installed; then the figures: a launch's host time from
+CuPy arrays where installed; then kernels compiled ahead of time (carry/build/tests/aot/aot-test); then
+the figures: a launch's host time from
 Python beside the same launch from C (carry/build/tools/launch-cost), and a
 new process's source-to-module time compiled vs read from the disk cache.
 Ends with "N passed, N failed".
@@ -252,6 +253,23 @@ def test_jax_cupy():
 
 
 @case
+def test_aot():
+    """Kernels compiled ahead of time (blkc --emit=c, built into aot-test on
+    the CPU machine): launched here with only the driver, against the
+    interpreter."""
+    tool = os.path.join(ROOT, "carry", "build", "tests", "aot", "aot-test")
+    if not os.path.exists(tool):
+        print("skip: no carry/build/tests/aot/aot-test (tools/pack-gpu.sh)")
+        return
+    out = subprocess.run([tool], capture_output=True, text=True,
+                         env={**os.environ, "BLK_EXAMPLES_DIR": EX})
+    print("  " + out.stdout.strip().replace("\n", "\n  "))
+    ok = out.returncode == 0 and "skip" not in out.stdout
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} AOT add and matmul on the GPU {out.stderr[-300:]}")
+
+
+@case
 def test_figures():
     add = blk.kernel(f"{EX}/add.blk")
     x, y, z = randn(1 << 20), randn(1 << 20), torch.empty(1 << 20, device=DEV)
@@ -299,7 +317,8 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     for t in (test_examples, test_strides_and_outputs, test_stream, test_second_gpu,
-              test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy, test_figures):
+              test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy, test_aot,
+              test_figures):
         print(f"== {t.__name__}")
         t()
     failed = results.count(False)
