@@ -186,16 +186,19 @@ class Kernel:
         if args is None:
             args = [from_array(a) if a is not None else None for a in slots]
         n = len(args)
-        ts = (_lib.Tensor * n)()
-        missing = False
+        if None not in args:  # the common case, in one call
+            ts = (_lib.Tensor * n)(*[a.tensor for a in args])
+            missing = False
+        else:
+            ts = (_lib.Tensor * n)()
+            missing = True
         for i, a in enumerate(args):
             if a is None:
                 ts[i].rank = -1
-                missing = True
-            else:
+            elif missing:
                 ts[i] = a.tensor
-                if a.framework == "numpy":
-                    self._fix_bits16(i, a, ts)
+            if a is not None and a.framework == "numpy":
+                self._fix_bits16(i, a, ts)
         if missing:
             self._allocate(func, rt, args, ts)
         return args, ts
