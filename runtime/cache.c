@@ -105,7 +105,6 @@ BlkCacheEntry *blk_cache_insert(BlkCache *c, char *key, BlkArena *arena,
 	e->compiled = *compiled;
 	e->next = c->first;
 	c->first = e;
-	c->compiles++;
 	return e;
 }
 

@@ -10,16 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Diagnostics written to a memory stream, so that compile and binding
- * errors become the runtime's error string. */
-typedef struct Capture {
-	FILE *f;
-	char *text;
-	size_t len;
-	BlkDiag *d;
-} Capture;
-
-static bool capture_open(BlkRuntime *rt, Capture *c, BlkArena *a)
+bool blk_rt_capture_open(BlkRuntime *rt, BlkCapture *c, BlkArena *a)
 {
 	memset(c, 0, sizeof *c);
 	c->f = open_memstream(&c->text, &c->len);
@@ -29,9 +20,7 @@ static bool capture_open(BlkRuntime *rt, Capture *c, BlkArena *a)
 	return true;
 }
 
-/* Closes the stream; when failing, the captured text becomes the error,
- * after "what: " unless what is NULL (messages that name their subject). */
-static void capture_close(BlkRuntime *rt, Capture *c, bool failed, const char *what)
+void blk_rt_capture_close(BlkRuntime *rt, BlkCapture *c, bool failed, const char *what)
 {
 	fclose(c->f);
 	if (failed) {
@@ -104,17 +93,22 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	p->rt = rt;
 	p->arena = blk_arena_create();
 	BlkDefine *defs = BLK_NEW_N(p->arena, BlkDefine, ndefines > 0 ? ndefines : 1);
-	Capture c;
-	if (!parse_defines(rt, p->arena, defines, ndefines, defs) || !capture_open(rt, &c, p->arena)) {
+	BlkCapture c;
+	if (!parse_defines(rt, p->arena, defines, ndefines, defs) || !blk_rt_capture_open(rt, &c, p->arena)) {
 		blk_program_destroy(p);
 		return NULL;
 	}
 	const BlkSource *src = path ? blk_source_read(p->arena, c.d, path)
 	                            : blk_source_from_string(p->arena, name, source, strlen(source));
-	if (src)
+	if (src) {
 		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
+		p->source = src->text;
+		p->source_len = src->len;
+		p->defines = defs;
+		p->ndefines = ndefines;
+	}
 	bool ok = p->module && blk_diag_error_count(c.d) == 0;
-	capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
+	blk_rt_capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
 	if (!ok || !make_funcs(p)) {
 		blk_program_destroy(p);
 		return NULL;
@@ -157,6 +151,14 @@ void blk_program_destroy(BlkProgram *p)
 	}
 	blk_arena_destroy(p->arena);
 	free(p);
+}
+
+unsigned blk_program_disk_hits(const BlkProgram *p)
+{
+	unsigned n = 0;
+	for (const BlkFunc *f = p->funcs; f; f = f->next)
+		n += f->cache.disk_hits;
+	return n;
 }
 
 void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
@@ -248,9 +250,7 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 	return true;
 }
 
-/* Array descriptors and bound sizes for a launch of f on t[n]; errors
- * (from blk_bind_sizes among others) become the runtime's error. */
-static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
+bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
 {
 	BlkRuntime *rt = f->prog->rt;
 	const BlkKernel *k = f->kernel;
@@ -262,12 +262,12 @@ static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, in
 		if (!tensor_to_array(rt, k, i, &t[i], &arrays[i]))
 			return false;
 	BlkArena *a = blk_arena_create();
-	Capture c;
-	bool ok = capture_open(rt, &c, a);
+	BlkCapture c;
+	bool ok = blk_rt_capture_open(rt, &c, a);
 	if (ok) {
 		/* blk_bind_sizes's messages start "launch of KERNEL: ". */
 		ok = blk_bind_sizes(k, arrays, n, sizes, c.d) && !blk_diag_error_count(c.d);
-		capture_close(rt, &c, !ok, NULL);
+		blk_rt_capture_close(rt, &c, !ok, NULL);
 	}
 	blk_arena_destroy(a);
 	return ok;
@@ -298,31 +298,56 @@ bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
 	LaunchArgs la;
 	bool ok = args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
-	          bind(f, tensors, ntensors, la.arrays, la.sizes);
+	          blk_rt_bind(f, tensors, ntensors, la.arrays, la.sizes);
 	args_free(&la);
 	return ok;
 }
 
 /* ---- specialization ---------------------------------------------------- */
 
+/* The specialization from the disk cache, else compiled (and stored). */
+static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, BlkArena *a,
+                          BlkDiag *d, BlkCompiled *out)
+{
+	BlkRuntime *rt = f->prog->rt;
+	size_t klen = 0;
+	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, key, &klen) : NULL;
+	if (dkey && blk_disk_load(rt, dkey, klen, a, out)) {
+		f->cache.disk_hits++;
+		free(dkey);
+		return true;
+	}
+	BlkLowerOptions opt = {.arch = rt->arch};
+	BlkDump dump;
+	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
+	memset(out, 0, sizeof *out);
+	bool ok = blk_lower_kernel(a, d, f->kernel, la->sizes, la->arrays, &opt, out) &&
+	          !blk_diag_error_count(d) && out->ptx && out->entry;
+	if (dumping)
+		blk_dump_end(&dump, out, ok);
+	if (ok)
+		f->cache.compiles++;
+	if (ok && dkey)
+		blk_disk_store(rt, dkey, klen, out);
+	free(dkey);
+	return ok;
+}
+
 static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 {
 	BlkRuntime *rt = f->prog->rt;
 	BlkArena *a = blk_arena_create();
-	Capture c;
-	if (!capture_open(rt, &c, a)) {
+	BlkCapture c;
+	if (!blk_rt_capture_open(rt, &c, a)) {
 		blk_arena_destroy(a);
 		free(key);
 		return NULL;
 	}
-	BlkLowerOptions opt = {.arch = rt->arch};
 	BlkCompiled out;
-	memset(&out, 0, sizeof out);
-	bool ok = blk_lower_kernel(a, c.d, f->kernel, la->sizes, la->arrays, &opt, &out) &&
-	          !blk_diag_error_count(c.d) && out.ptx && out.entry;
+	bool ok = lower_or_load(f, la, key, a, c.d, &out);
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
-	capture_close(rt, &c, !ok, what);
+	blk_rt_capture_close(rt, &c, !ok, what);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
 	if (!e) {
 		if (ok)
@@ -339,7 +364,7 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 	BlkRuntime *rt = f->prog->rt;
 	LaunchArgs la;
 	BlkCacheEntry *e = NULL;
-	if (args_alloc(rt, f->kernel, n, &la) && bind(f, t, n, la.arrays, la.sizes)) {
+	if (args_alloc(rt, f->kernel, n, &la) && blk_rt_bind(f, t, n, la.arrays, la.sizes)) {
 		char *key = blk_cache_key(f->kernel->name, rt->arch, la.arrays, n);
 		e = key ? blk_cache_find(&f->cache, key) : NULL;
 		*cached = e != NULL;

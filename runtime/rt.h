@@ -3,6 +3,7 @@
 #define BLK_RT_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "blk.h"
 #include "driver.h"
@@ -19,6 +20,7 @@ struct BlkRuntime {
 	char arch[16];
 	char name[320];
 	char *err;           /* malloc'ed; "" when none */
+	char *cache_dir;     /* the disk cache (diskcache.c); NULL: none */
 };
 
 /* One compiled specialization of a kernel (cache.c). */
@@ -38,6 +40,7 @@ typedef struct BlkCacheEntry {
 typedef struct BlkCache {
 	BlkCacheEntry *first;
 	unsigned compiles, hits;
+	unsigned disk_hits;  /* specializations read from the disk cache */
 } BlkCache;
 
 struct BlkFunc {
@@ -53,6 +56,10 @@ struct BlkProgram {
 	BlkArena *arena;     /* the IR module */
 	BlkModule *module;
 	BlkFunc *funcs;
+	const char *source;  /* the text and defines it was compiled from, */
+	size_t source_len;   /* for the disk cache's key (in arena) */
+	const BlkDefine *defines;
+	int ndefines;
 };
 
 /* Error reporting: replaces rt->err; always returns false. */
@@ -62,6 +69,26 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what);
 /* Makes rt's context current on this thread; false (with an error) when the
  * runtime is offline.  Every call into the driver goes through it. */
 bool blk_rt_enter(BlkRuntime *rt, const char *what);
+
+/* ---- program.c --------------------------------------------------------- */
+
+/* Diagnostics written to a memory stream, so that compile, binding and
+ * interpreter errors become the runtime's error string. */
+typedef struct BlkCapture {
+	FILE *f;
+	char *text;
+	size_t len;
+	BlkDiag *d;
+} BlkCapture;
+
+/* Opens a capture whose diagnostics live in a. */
+bool blk_rt_capture_open(BlkRuntime *rt, BlkCapture *c, BlkArena *a);
+/* Closes the stream; when failing, the captured text becomes the error,
+ * after "what: " unless what is NULL (messages that name their subject). */
+void blk_rt_capture_close(BlkRuntime *rt, BlkCapture *c, bool failed, const char *what);
+/* Array descriptors and bound sizes (k->nsizes) for a launch of f on t[n];
+ * errors (from blk_bind_sizes among others) become the runtime's error. */
+bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes);
 
 /* ---- cache.c ----------------------------------------------------------- */
 
@@ -76,6 +103,52 @@ BlkCacheEntry *blk_cache_insert(BlkCache *c, char *key, BlkArena *arena,
                                 const BlkCompiled *compiled);
 /* Frees every entry; unloads modules through drv when given. */
 void blk_cache_clear(BlkCache *c, const BlkDriver *drv);
+
+/* ---- diskcache.c ------------------------------------------------------- */
+
+/* rt->cache_dir from the environment (BLK_CACHE, BLK_CACHE_DIR, ...). */
+void blk_disk_init(BlkRuntime *rt);
+/* The disk key of a specialization of a kernel of p whose in-memory key is
+ * mem_key: version, arch, mem_key, defines, source.  malloc'ed; *len bytes. */
+char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_key, size_t *len);
+/* A checked entry for key into out (strings in a); false on a miss. */
+bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
+                   BlkCompiled *out);
+/* A cursor over an entry's payload (bad: it did not parse). */
+typedef struct BlkDiskReader {
+	const char *p, *end;
+	bool bad;
+} BlkDiskReader;
+/* The whole entry of this kind ("blkc", "blkt") and key, checked (sum,
+ * key); *payload reads what follows the key.  malloc'ed, or NULL. */
+char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    BlkDiskReader *payload);
+/* "WORD N\n" from r: N (r->bad set when not there). */
+unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word);
+/* Writes an entry of this kind atomically, then trims; best effort. */
+void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    const char *payload, size_t plen);
+/* A compiled kernel's entry (blk_disk_write of kind "blkc"). */
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c);
+/* Removes the oldest entries of dir until they take at most 3/4 of
+ * max_bytes, if they take more than max_bytes. */
+void blk_disk_trim(const char *dir, uint64_t max_bytes);
+/* $BLK_CACHE_MAX_MB in bytes, default 512 MB. */
+uint64_t blk_disk_max_bytes(void);
+
+/* ---- dump.c ------------------------------------------------------------ */
+
+/* One compile's dumps ($BLK_DUMP_DIR). */
+typedef struct BlkDump {
+	FILE *ir;            /* the passes' IR, while compiling */
+	char base[4096];     /* DIR/KERNEL-HASH; "" when not dumping */
+} BlkDump;
+
+/* With $BLK_DUMP_DIR set: writes the key, points opt's dumps at the .ir
+ * file and asks for the LLVM IR; false (nothing to end) otherwise. */
+bool blk_dump_begin(BlkDump *dm, const char *kernel, const char *key, BlkLowerOptions *opt);
+/* Closes the .ir file and, when the compile succeeded, writes .ll and .ptx. */
+void blk_dump_end(BlkDump *dm, const BlkCompiled *c, bool ok);
 
 /* ---- tuner.c ----------------------------------------------------------- */
 

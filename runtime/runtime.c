@@ -113,7 +113,10 @@ static BlkRuntime *runtime_new(void)
 	BlkRuntime *rt = calloc(1, sizeof *rt);
 	if (rt)
 		rt->err = calloc(1, 1);
+	if (rt)
+		blk_disk_init(rt);
 	if (rt && !rt->err) {
+		free(rt->cache_dir);
 		free(rt);
 		rt = NULL;
 	}
@@ -203,6 +206,7 @@ void blk_runtime_destroy(BlkRuntime *rt)
 	if (rt->drv && rt->ctx)
 		rt->drv->cuDevicePrimaryCtxRelease(rt->dev);
 	blk_driver_close(rt->drv);
+	free(rt->cache_dir);
 	free(rt->err);
 	free(rt);
 }

@@ -16,6 +16,10 @@
  *      the driver refuses (resources) skips the candidate with a note;
  *   4. keep the smallest median and launch the winner once more, so the
  *      outputs hold its result.
+ * The choice is also written to the disk cache (diskcache.c, kind "blkt"),
+ * keyed by the signature, the source, the base defines, the candidates and
+ * the timing settings: a later tuner (in this process or another) with the
+ * same of all of them takes the winner from there and times nothing.
  */
 #include "rt.h"
 
@@ -45,6 +49,8 @@ struct BlkTuner {
 	BlkRuntime *rt;
 	BlkArena *arena;            /* every string and the candidate array */
 	const char *path, *source;  /* exactly one is set */
+	const char *text;           /* the source text (either way), for the */
+	size_t text_len;            /* disk cache's key */
 	const char *kernel;         /* resolved at create */
 	const char **base;
 	int nbase;
@@ -102,8 +108,11 @@ static bool check_base(BlkTuner *t, const char *kernel)
 {
 	BlkProgram *p = load_program(t, t->base, t->nbase);
 	BlkFunc *f = p ? blk_program_kernel(p, kernel) : NULL;
-	if (f)
+	if (f) {
 		t->kernel = blk_arena_strdup(t->arena, blk_func_name(f));
+		t->text = blk_arena_strndup(t->arena, p->source, p->source_len);
+		t->text_len = p->source_len;
+	}
 	blk_program_destroy(p);
 	return f != NULL;
 }
@@ -507,8 +516,8 @@ static bool time_all(BlkTuner *t, Timing *tm, const bool *ok, BlkTunerResult *r)
 	return true;
 }
 
-/* Tunes a new signature, then launches the winner. */
-static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
+/* Steps 1-4 for a new signature: r gets the winner. */
+static bool timed_tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s, BlkTunerResult *out)
 {
 	bool *ok = alloc_flags(t);
 	Timing tm = {.stream = s, .ts = ts, .n = n};
@@ -526,6 +535,86 @@ static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
 	blk_timer_destroy(tm.timer);
 	free(tm.ms);
 	free(ok);
+	*out = r;
+	return done;
+}
+
+/* ---- results on disk ----------------------------------------------------- */
+
+/* What decides a choice besides the tensors' signature sig. */
+static char *disk_key(const BlkTuner *t, const char *sig, size_t *len)
+{
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	if (!f)
+		return NULL;
+	fprintf(f, "blk-tune %s\nsignature %s\ntiming %d %d\nbase %d\n", BLK_VERSION, sig,
+	        t->warmup, t->reps, t->nbase);
+	for (int i = 0; i < t->nbase; i++)
+		fprintf(f, "%s\n", t->base[i]);
+	fprintf(f, "candidates %d\n", t->ncands);
+	for (int i = 0; i < t->ncands; i++)
+		fprintf(f, "%s\n", t->cands[i].text);
+	fprintf(f, "source %zu\n", t->text_len);
+	fwrite(t->text, 1, t->text_len, f);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* A choice stored for these tensors whose winner loads and accepts them. */
+static bool from_disk(BlkTuner *t, const char *sig, const BlkTensor *ts, int n, BlkTunerResult *r)
+{
+	size_t klen = 0;
+	char *key = disk_key(t, sig, &klen);
+	BlkDiskReader rd;
+	char *buf = key ? blk_disk_read(t->rt, "blkt", key, klen, &rd) : NULL;
+	free(key);
+	if (!buf)
+		return false;
+	r->config = (int)blk_disk_take_num(&rd, "config");
+	r->ms = (float)((double)blk_disk_take_num(&rd, "ns") / 1e6);
+	r->candidates = (int)blk_disk_take_num(&rd, "candidates");
+	r->timed = (int)blk_disk_take_num(&rd, "timed");
+	bool ok = !rd.bad && rd.p == rd.end && r->config >= 0 && r->config < t->ncands &&
+	          r->candidates == t->ncands &&
+	          load_candidate(t, r->config) && blk_func_check(t->cands[r->config].f, ts, n);
+	free(buf);
+	if (ok)
+		note(t, "%s: [%d] %s, %.4f ms, from the disk cache\n", sig, r->config,
+		     label(&t->cands[r->config]), (double)r->ms);
+	return ok;
+}
+
+static void to_disk(const BlkTuner *t, const char *sig, const BlkTunerResult *r)
+{
+	char payload[160];
+	size_t klen = 0;
+	char *key = t->rt->cache_dir ? disk_key(t, sig, &klen) : NULL;
+	int plen = snprintf(payload, sizeof payload, "config %d\nns %llu\ncandidates %d\ntimed %d\n",
+	                    r->config, (unsigned long long)((double)r->ms * 1e6 + 0.5), r->candidates,
+	                    r->timed);
+	if (key)
+		blk_disk_write(t->rt, "blkt", key, klen, payload, (size_t)plen);
+	free(key);
+}
+
+/* ---- a new signature ---------------------------------------------------- */
+
+/* Tunes a new signature, or takes its choice from the disk cache, then
+ * launches the winner. */
+static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
+{
+	char *sig = ensure_candidates(t) ? blk_tuner_key(t->kernel, t->rt->arch, ts, n) : NULL;
+	BlkTunerResult r = {.config = -1};
+	if (sig && t->rt->cache_dir && from_disk(t, sig, ts, n, &r))
+		return add_signature(t, sig, &r) && blk_launch(t->cands[r.config].f, ts, n, s);
+	bool done = timed_tune(t, ts, n, s, &r);
+	if (done && sig)
+		to_disk(t, sig, &r);
+	free(sig);
 	return done && blk_launch(t->cands[r.config].f, ts, n, s);
 }
 

@@ -31,7 +31,10 @@ static const char usage_text[] =
 "\n"
 "Compiling:\n"
 "  --emit=STAGE       print a stage: tokens, ast, ir (need no sizes),\n"
-"                     llvm, ptx (need the sizes)\n"
+"                     llvm, ptx (need the sizes); c: the kernel compiled\n"
+"                     ahead of time as C (PTX for each arch of --arch=A,B,\n"
+"                     a typed launch function needing only the CUDA\n"
+"                     driver; -o NAME.c also writes NAME.h)\n"
 "  -D NAME=VALUE      override a compile-time parameter (repeatable), e.g.\n"
 "                     -D BM=128 -D T=bf16\n"
 "  -k, --kernel=NAME  the kernel to compile or run (default: the only one)\n"
@@ -40,8 +43,12 @@ static const char usage_text[] =
 "                     (default: the GPU's own if there is one, else sm_90a)\n"
 "  --dump-after=PASS  print the IR after a lowering pass (or `all`) to stderr;\n"
 "                     the passes are: %s\n"
-"  --report           per kernel: threads per program, shared memory and,\n"
-"                     where ptxas is installed, registers and spills\n"
+"  --report           per kernel: threads per program, shared memory, grid;\n"
+"                     registers and spills (where ptxas is installed);\n"
+"                     occupancy (programs per SM and what limits it) and\n"
+"                     waves; compulsory traffic, the dots' FLOPs, arithmetic\n"
+"                     intensity and the memory and compute rooflines on\n"
+"                     H100/H200 (docs/backend.md)\n"
 "  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
 "                     with --pass=NAME, runs that IR pass alone on it and\n"
 "                     prints the result; without, verifies and prints it\n"
@@ -57,6 +64,7 @@ static const char usage_text[] =
 "  --iters=N          GPU: timed repetitions, median reported (default 20)\n"
 "\n"
 "  -h, --help         this text\n"
+"  --version          blkc's version\n"
 "\n"
 "Exit status: 0 success, 1 an error in the input or at run time, 2 bad usage.\n";
 
@@ -81,7 +89,7 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static bool parse_emit(const char *s, BlkcEmit *out)
 {
-	static const char *names[] = { "none", "tokens", "ast", "ir", "llvm", "ptx" };
+	static const char *names[] = { "none", "tokens", "ast", "ir", "llvm", "ptx", "c" };
 	for (int i = 0; i < (int)(sizeof names / sizeof *names); i++) {
 		if (strcmp(s, names[i]) == 0) {
 			*out = (BlkcEmit)i;
@@ -115,7 +123,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_DUMP, OPT_REPORT, OPT_INTERP, OPT_SEED,
-       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS };
+       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS, OPT_VERSION };
 
 static const struct option long_opts[] = {
 	{ "emit", required_argument, 0, OPT_EMIT },
@@ -131,6 +139,7 @@ static const struct option long_opts[] = {
 	{ "from-ir", no_argument, 0, OPT_FROM_IR },
 	{ "pass", required_argument, 0, OPT_PASS },
 	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
 	{ 0, 0, 0, 0 },
 };
 
@@ -140,7 +149,7 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	uint64_t v;
 	switch (c) {
 	case OPT_EMIT:
-		return parse_emit(arg, &o->emit) ? -1 : bad_usage("unknown --emit stage '%s' (tokens, ast, ir, llvm, ptx)", arg);
+		return parse_emit(arg, &o->emit) ? -1 : bad_usage("unknown --emit stage '%s' (tokens, ast, ir, llvm, ptx, c)", arg);
 	case 'D':
 		if (o->ndefines == BLKC_MAX_ARGS)
 			return bad_usage("too many -D options%s", "");
@@ -168,6 +177,7 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 		o->iters = (int)v;
 		return -1;
 	case 'h': usage(stdout); return BLKC_OK;
+	case OPT_VERSION: printf("blkc %s\n", blk_version()); return BLKC_OK;
 	default: return bad_usage("%s", "unknown option");
 	}
 }
@@ -219,6 +229,8 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 		return bad_usage("no input file%s", "");
 	if (o->interpret && !o->run)
 		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
+	if (o->arch && strchr(o->arch, ',') && o->emit != EMIT_C)
+		return bad_usage("--arch=%s: a list of arches is for --emit=c", o->arch);
 	if (o->pass && !o->from_ir)
 		return bad_usage("--pass=%s needs --from-ir (a single pass runs on IR text)", o->pass);
 	if (o->from_ir && (o->run || o->ndefines || (o->emit != EMIT_NONE && o->emit != EMIT_IR) ||
@@ -342,7 +354,8 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 /* Whether compile mode goes down to LLVM and PTX (and needs sizes). */
 static bool blkc_lowers(const BlkcOptions *o)
 {
-	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->dump_after || o->report;
+	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_C || o->dump_after ||
+	       o->report;
 }
 
 /* The target when --arch is not given: the GPU's own if this machine has
@@ -360,12 +373,11 @@ static const char *default_arch(char *buf, size_t len)
 	return buf;
 }
 
-/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx, --dump-after, --report). */
-static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
-                           BlkCompiled *out)
+/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after, --report). */
+bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                         const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
+                         BlkCompiled *out)
 {
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
 	if (k->nsizes > 64 || k->nparams > 64)
 		blk_die("kernel too large for blkc");
 	if (!blkc_sizes_from_bindings(k, o, sizes, d))
@@ -376,10 +388,10 @@ static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const 
 			return false;
 		}
 	}
-	int n = blkc_array_descs(k, sizes, arrays, d);
-	if (n < 0 || !blk_bind_sizes(k, arrays, n, sizes, d))
+	*n = blkc_array_descs(k, sizes, arrays, d);
+	if (*n < 0 || !blk_bind_sizes(k, arrays, *n, sizes, d))
 		return false;
-	BlkLowerOptions lo = { .arch = o->arch, .dump_after = o->dump_after, .dump_out = stderr,
+	BlkLowerOptions lo = { .arch = arch, .dump_after = o->dump_after, .dump_out = stderr,
 	                       .want_llvm = o->emit == EMIT_LLVM };
 	return blk_lower_kernel(a, d, k, sizes, arrays, &lo, out);
 }
@@ -410,36 +422,6 @@ bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
 	return ok;
 }
 
-/* Runs ptxas -v on the PTX (if ptxas exists) and prints its register and
- * spill lines.  Best effort: a missing ptxas is reported, not an error. */
-static void report_ptxas(const char *ptx, const char *arch)
-{
-	const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : "ptxas";
-	char path[] = "/tmp/blkc-report-XXXXXX";
-	int fd = mkstemp(path);
-	if (fd < 0)
-		return;
-	FILE *f = fdopen(fd, "w");
-	fputs(ptx, f);
-	fclose(f);
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s 2>&1", ptxas, arch, path);
-	FILE *p = popen(cmd, "r");
-	char line[512];
-	bool any = false;
-	while (p && fgets(line, sizeof line, p)) {
-		if (strstr(line, "registers") || strstr(line, "spill") || strstr(line, "error")) {
-			printf("  ptxas: %s", line + (strncmp(line, "ptxas info    : ", 16) == 0 ? 16 : 0));
-			any = true;
-		}
-	}
-	if (p)
-		pclose(p);
-	if (!any)
-		printf("  ptxas: not available (registers and spills unknown)\n");
-	unlink(path);
-}
-
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
 	if (!blkc_lowers(o)) {
@@ -458,21 +440,25 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 		return blkc_close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
 	}
 	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	if (k && o->emit == EMIT_C)
+		return blkc_emit_c(o, a, d, k);
 	BlkCompiled c;
-	if (!k || !lower_at_sizes(o, a, d, k, &c))
+	int64_t sizes[64];
+	BlkArrayDesc arrays[64];
+	int n;
+	if (!k || !blkc_lower_at_sizes(o, a, d, k, o->arch, sizes, arrays, &n, &c))
 		return BLKC_ERROR;
-	if (o->report) {
-		printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
-		       k->name, c.threads, c.smem_bytes, c.grid[0], c.grid[1], c.grid[2]);
-		report_ptxas(c.ptx, o->arch);
+	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
+		FILE *f = blkc_open_output(o, d);
+		if (!f)
+			return BLKC_ERROR;
+		fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
+		if (!blkc_close_output(f, o, d))
+			return BLKC_ERROR;
 	}
-	if (o->emit != EMIT_LLVM && o->emit != EMIT_PTX)
-		return BLKC_OK;
-	FILE *f = blkc_open_output(o, d);
-	if (!f)
-		return BLKC_ERROR;
-	fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
-	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+	if (o->report) /* last: it specializes k in place */
+		blkc_report(o, a, d, m, k, &c, sizes, arrays);
+	return BLKC_OK;
 }
 
 /* tokens and ast need only the parser; everything else the whole frontend. */

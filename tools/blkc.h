@@ -6,11 +6,12 @@
 #include <stdint.h>
 
 #include "frontend/frontend.h"
+#include "lower/lower.h"
 
 enum { BLKC_OK = 0, BLKC_ERROR = 1, BLKC_USAGE = 2 };
 enum { BLKC_MAX_ARGS = 64 };
 
-typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX } BlkcEmit;
+typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_C } BlkcEmit;
 
 /* A NAME=VALUE argument after the file: a launch size or an input .npy. */
 typedef struct BlkcBinding {
@@ -49,12 +50,26 @@ bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t 
 /* Contiguous array descriptors for every non-scratch param at these sizes. */
 int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arrays, BlkDiag *d);
 
+/* Lowers k for arch at the sizes bound on the command line: sizes
+ * (k->nsizes), arrays (*n, contiguous) and the compilation. */
+bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                         const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
+                         BlkCompiled *out);
+
 /* -o FILE or stdout; closing reports write errors. */
 FILE *blkc_open_output(const BlkcOptions *o, BlkDiag *d);
 bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d);
 
 /* blkc_ir.c: --from-ir [--pass=NAME] */
 int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource *src);
+
+/* blkc_aot.c: --emit=c, the kernel ahead of time for each arch of --arch */
+int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k);
+
+/* blkc_report.c: --report for kernel k of m compiled (c) at these sizes and
+ * arrays; k is specialized in place (to count FLOPs), so it is the last use. */
+void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,
+                 const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays);
 
 /* blkc_run.c */
 int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);

@@ -7,7 +7,8 @@ set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 for p in build-essential meson ninja-build re2c pkg-config libcmocka-dev \
-	llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev zlib1g-dev libzstd-dev; do
+	llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev zlib1g-dev libzstd-dev \
+	python3-numpy python3-venv python3-pip; do
 	have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

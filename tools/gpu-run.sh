@@ -6,7 +6,8 @@
 #   tools/gpu-run.sh [blk-bench args...]
 #
 # Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt, gpu-features.txt,
-# matmul-host.txt, bench.txt, bench-torch.txt; the bench tables (blk-bench's,
+# matmul-host.txt, bench.txt (and bench.json, bench.png: tools/bench_json.py),
+# bench-torch.txt; the bench tables (blk-bench's,
 # then tools/bench_torch.py's torch reference rows) are printed last.
 set -u
 B=${BLK_BUILD:-build}
@@ -57,6 +58,9 @@ timeout 330 "$B/tools/blk-bench" "$@" > "$LOG/bench.txt" 2> "$LOG/bench.err"
 r=$?; [ $r -ne 0 ] && rc=1
 tail -n 20 "$LOG/bench.err"
 cat "$LOG/bench.txt"; echo "blk-bench exit $r"
+# The same tables as JSON, and the matmul rows drawn (where matplotlib is).
+python3 tools/bench_json.py "$LOG/bench.txt" -o "$LOG/bench.json" --png "$LOG/bench.png" &&
+	echo "bench.json$( [ -f "$LOG/bench.png" ] && echo ', bench.png') in $LOG"
 
 # torch's ops at the shapes of blk-bench's attention and norm rows.
 echo "== bench_torch.py"

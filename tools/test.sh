@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # test.sh - builds blk and runs every test: the suite, the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded fuzz run of the
-# frontend.  This is README's test command and what CI runs.
+# frontend, and the Python package installed by pip.  This is README's test
+# command and what CI runs.
 #   tools/test.sh            everything
 #   BLK_FUZZ_SECONDS=N       fuzz for N seconds (default 120; 0 skips)
 #   BLK_SKIP_SANITIZE=1      skip the sanitizer build
+#   BLK_SKIP_PIP=1           skip `pip install .` and the Python tests against it
+# (The Python tests against the build tree run in the suite: `meson test`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -24,6 +27,17 @@ if [ "${BLK_SKIP_SANITIZE:-0}" != 1 ]; then
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-sanitize --num-processes "$jobs" --print-errorlogs \
 		--timeout-multiplier 4
+fi
+
+if [ "${BLK_SKIP_PIP:-0}" != 1 ]; then
+	step "pip install . into a venv, the Python tests against the installed package"
+	rm -rf build-venv
+	/usr/bin/python3 -m venv --system-site-packages build-venv 2>/dev/null ||
+		python3 -m venv --system-site-packages build-venv
+	build-venv/bin/pip install -q .
+	(cd build-venv && env -u BLK_LIBRARY BLK_TEST_INSTALLED=1 \
+		BLK_FAKE_CUDA="$PWD/../build/tests/runtime/libfakecuda.so" \
+		bin/python ../python/tests/test_blk.py)
 fi
 
 secs=${BLK_FUZZ_SECONDS:-120}

@@ -27,6 +27,16 @@
 extern "C" {
 #endif
 
+/* Marks the public API: libblk.so exports these and nothing else (its
+ * version script, runtime/libblk.map, lists the same names; a test keeps
+ * the two in step). */
+#ifndef BLK_API
+#define BLK_API __attribute__((visibility("default")))
+#endif
+
+/* blk's version, "0.1.0" (the soname's major is its first number). */
+BLK_API const char *blk_version(void);
+
 /* ORDER DTYPE: the same values as ir/ir.h's BlkDType. */
 enum {
 	BLK_DTYPE_F32 = 0,
@@ -56,90 +66,102 @@ typedef struct BlkTensor {
 } BlkTensor;
 
 /* A row-major contiguous tensor over data. */
-BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape);
+BLK_API BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape);
 /* Bytes of one element of dtype; 0 for an unknown dtype. */
-size_t blk_tensor_elem_size(int dtype);
+BLK_API size_t blk_tensor_elem_size(int dtype);
 /* Elements of a tensor (the product of its shape). */
-int64_t blk_tensor_numel(const BlkTensor *t);
+BLK_API int64_t blk_tensor_numel(const BlkTensor *t);
 
 /* ---- runtime ----------------------------------------------------------- */
 
 /* Number of GPUs the CUDA driver sees.  0 when there is no driver or no
  * device (err says which), -1 when the driver is there but failed (err says
  * how).  Tests use it to tell "skip: no GPU" from a real failure. */
-int blk_device_count(char *err, size_t errlen);
+BLK_API int blk_device_count(char *err, size_t errlen);
 
 /* A runtime on GPU `device`: loads the driver, retains the device's primary
  * context and makes it current.  Kernels are compiled for the device's own
  * architecture (sm_90a on compute capability 9.0, sm_80 on 8.x, ...).
  * NULL on failure with the reason in err (which may be NULL). */
-BlkRuntime *blk_runtime_create(int device, char *err, size_t errlen);
+BLK_API BlkRuntime *blk_runtime_create(int device, char *err, size_t errlen);
 /* A runtime with no device, compiling for arch ("sm_90a", "sm_80"; NULL:
  * sm_90a): programs load, launches are checked and compiled (blk_func_compile
  * gives the PTX), but memory, streams and launches fail with an error. */
-BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errlen);
+BLK_API BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errlen);
 /* Releases the primary context.  Programs must be destroyed first. */
-void blk_runtime_destroy(BlkRuntime *rt);
+BLK_API void blk_runtime_destroy(BlkRuntime *rt);
+
+/* The directory of the disk cache of compiled kernels, shared by every
+ * process of the user: $BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk, else
+ * ~/.cache/blk; none when BLK_CACHE=0 (docs/runtime.md).  NULL: none. */
+BLK_API const char *blk_runtime_cache_dir(const BlkRuntime *rt);
+/* Moves the disk cache to dir (created on first write); NULL or "" turns
+ * it off for rt. */
+BLK_API bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir);
 
 /* The message of the last failed call on rt (or anything made from it); ""
  * if none.  Valid until the next call on rt. */
-const char *blk_runtime_last_error(const BlkRuntime *rt);
+BLK_API const char *blk_runtime_last_error(const BlkRuntime *rt);
 /* The architecture kernels are compiled for, e.g. "sm_90a". */
-const char *blk_runtime_arch(const BlkRuntime *rt);
+BLK_API const char *blk_runtime_arch(const BlkRuntime *rt);
 /* "NVIDIA H100 80GB HBM3 (sm_90a, driver 13.0)", or "offline (sm_90a)". */
-const char *blk_runtime_device_name(const BlkRuntime *rt);
+BLK_API const char *blk_runtime_device_name(const BlkRuntime *rt);
 
 /* ---- device memory ----------------------------------------------------- */
 
 /* bytes of device memory in *dptr; a zero-byte request gives NULL. */
-bool blk_mem_alloc(BlkRuntime *rt, size_t bytes, void **dptr);
-void blk_mem_free(BlkRuntime *rt, void *dptr);
+BLK_API bool blk_mem_alloc(BlkRuntime *rt, size_t bytes, void **dptr);
+BLK_API void blk_mem_free(BlkRuntime *rt, void *dptr);
 /* Synchronous copies. */
-bool blk_memcpy_htod(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
-bool blk_memcpy_dtoh(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
+BLK_API bool blk_memcpy_htod(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
+BLK_API bool blk_memcpy_dtoh(BlkRuntime *rt, void *dst, const void *src, size_t bytes);
 /* Asynchronous device-to-device copy on stream. */
-bool blk_memcpy_dtod(BlkRuntime *rt, void *dst, const void *src, size_t bytes, BlkStream stream);
+BLK_API bool blk_memcpy_dtod(BlkRuntime *rt, void *dst, const void *src, size_t bytes, BlkStream stream);
 /* Sets bytes bytes of dst to value (synchronous). */
-bool blk_memset(BlkRuntime *rt, void *dst, uint8_t value, size_t bytes);
+BLK_API bool blk_memset(BlkRuntime *rt, void *dst, uint8_t value, size_t bytes);
 
 /* ---- streams, synchronization, timing --------------------------------- */
 
-bool blk_stream_create(BlkRuntime *rt, BlkStream *out);
-void blk_stream_destroy(BlkRuntime *rt, BlkStream s);
+BLK_API bool blk_stream_create(BlkRuntime *rt, BlkStream *out);
+BLK_API void blk_stream_destroy(BlkRuntime *rt, BlkStream s);
 /* Waits for the work queued on s; reports errors of kernels that ran. */
-bool blk_stream_synchronize(BlkRuntime *rt, BlkStream s);
+BLK_API bool blk_stream_synchronize(BlkRuntime *rt, BlkStream s);
 /* Waits for all work on the runtime's context. */
-bool blk_synchronize(BlkRuntime *rt);
+BLK_API bool blk_synchronize(BlkRuntime *rt);
 
 /* A pair of CUDA events for timing device work on a stream:
  * start, enqueue work, stop, then elapsed (which waits for stop). */
-BlkTimer *blk_timer_create(BlkRuntime *rt);
-void blk_timer_destroy(BlkTimer *t);
-bool blk_timer_start(BlkTimer *t, BlkStream s);
-bool blk_timer_stop(BlkTimer *t, BlkStream s);
-bool blk_timer_elapsed_ms(BlkTimer *t, float *ms);
+BLK_API BlkTimer *blk_timer_create(BlkRuntime *rt);
+BLK_API void blk_timer_destroy(BlkTimer *t);
+BLK_API bool blk_timer_start(BlkTimer *t, BlkStream s);
+BLK_API bool blk_timer_stop(BlkTimer *t, BlkStream s);
+BLK_API bool blk_timer_elapsed_ms(BlkTimer *t, float *ms);
 
 /* ---- programs and kernels ---------------------------------------------- */
 
 /* Compiles a .blk file.  defines: ndefines strings "NAME=VALUE" overriding
  * compile-time parameters ("T=bf16", "BM=128"), as blkc -D does.  NULL on a
  * read or compile error (the diagnostics are in the last error). */
-BlkProgram *blk_program_load(BlkRuntime *rt, const char *path,
+BLK_API BlkProgram *blk_program_load(BlkRuntime *rt, const char *path,
                              const char *const *defines, int ndefines);
 /* The same from source text; name is used in messages. */
-BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
+BLK_API BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
                                     const char *const *defines, int ndefines);
 /* Unloads its modules and frees its kernels. */
-void blk_program_destroy(BlkProgram *p);
-/* Compilations done and launches served from the cache, over all kernels. */
-void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits);
+BLK_API void blk_program_destroy(BlkProgram *p);
+/* Compilations done and launches served from the in-memory cache, over
+ * all kernels (a specialization read from the disk cache is neither). */
+BLK_API void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits);
+
+/* Specializations read from the disk cache instead of compiled. */
+BLK_API unsigned blk_program_disk_hits(const BlkProgram *p);
 
 /* The kernel named name (NULL: the program's only kernel); owned by p.
  * NULL, with an error naming the kernels there are, if there is none. */
-BlkFunc *blk_program_kernel(BlkProgram *p, const char *name);
-const char *blk_func_name(const BlkFunc *f);
+BLK_API BlkFunc *blk_program_kernel(BlkProgram *p, const char *name);
+BLK_API const char *blk_func_name(const BlkFunc *f);
 /* How many tensors a launch passes: the kernel's non-scratch params. */
-int blk_func_num_tensors(const BlkFunc *f);
+BLK_API int blk_func_num_tensors(const BlkFunc *f);
 
 /* What one specialization compiled to.  Pointers stay valid as long as the
  * program. */
@@ -156,14 +178,50 @@ typedef struct BlkCompiledInfo {
 
 /* Checks tensors against f's params (count, dtype, rank, shape) without
  * compiling or touching the device. */
-bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors);
+BLK_API bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors);
 /* Checks and compiles (or finds in the cache) the specialization for these
  * tensors; works offline.  info may be NULL. */
-bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info);
+BLK_API bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info);
 /* Checks, compiles if needed, loads, and enqueues f on stream.  Nothing
  * reaches the GPU if the tensors do not match the kernel.  Asynchronous:
  * errors while the kernel runs surface at the next synchronization. */
-bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream);
+BLK_API bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream);
+
+/* ---- parameters, shapes and the interpreter ----------------------------- */
+
+/* ORDER ACCESS: the same values as ir/ir.h's BlkAccess. */
+enum { BLK_PARAM_IN = 0, BLK_PARAM_OUT = 1, BLK_PARAM_INOUT = 2 };
+
+/* One tensor parameter of a kernel, as a launch passes it. */
+typedef struct BlkParamInfo {
+	const char *name;  /* owned by the program */
+	int access;        /* BLK_PARAM_* */
+	int dtype;         /* BLK_DTYPE_*, compile-time parameters applied */
+	int rank;
+} BlkParamInfo;
+
+/* Tensor parameter i (0 .. blk_func_num_tensors - 1); false (with an
+ * error) when i is out of range. */
+BLK_API bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out);
+/* Fills in the tensors a caller has not made yet: those with rank < 0 get
+ * their param's dtype and rank, the shape its symbolic sizes take once the
+ * other tensors' shapes bind them, and row-major strides (data untouched).
+ * false, with an error naming the size, when a size is bound by no given
+ * tensor or two given tensors disagree. */
+BLK_API bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors);
+/* The kernel's launch sizes (M, N, K, in order of first appearance): how
+ * many, and the name of size i (NULL when out of range). */
+BLK_API int blk_func_num_sizes(const BlkFunc *f);
+BLK_API const char *blk_func_size_name(const BlkFunc *f, int i);
+/* Checks the tensors as blk_launch does and binds the sizes from their
+ * shapes: values gets blk_func_num_sizes(f) values.  No compile, no device. */
+BLK_API bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values);
+/* Runs f in the CPU interpreter: tensors are in host memory (data a host
+ * pointer; f16/bf16 as 16-bit patterns, bool as one byte), checked as for
+ * blk_launch, strides respected.  No GPU and no compile: works on an
+ * offline runtime.  Debug prints go to stdout.  false with the error (a
+ * binding error, or a failed check at run time) in the last error. */
+BLK_API bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors);
 
 /* ---- autotuner --------------------------------------------------------- */
 
@@ -203,34 +261,34 @@ typedef struct BlkTuner BlkTuner;
  * defines ("T=bf16") apply to every candidate.  The program is loaded once
  * with the base defines to check the source and the kernel name; NULL with
  * the error on failure.  Works offline (blk_tuner_compile). */
-BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
+BLK_API BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
                            const char *kernel, const char *const *base_defines, int nbase);
 /* Frees the tuner and its candidates' programs; accepts NULL. */
-void blk_tuner_destroy(BlkTuner *t);
+BLK_API void blk_tuner_destroy(BlkTuner *t);
 
 /* Adds a candidate: n strings "NAME=VALUE".  false if one is malformed or a
  * name repeats (nothing is added).  With no candidate added, a tuner has one:
  * the base defines alone.  Candidates are numbered from 0 in order added. */
-bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n);
+BLK_API bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n);
 /* The same from text: "BM=64,BN=128,BK=16,num_warps=4" (commas or spaces). */
-bool blk_tuner_add_config_text(BlkTuner *t, const char *text);
-int blk_tuner_num_configs(const BlkTuner *t);
+BLK_API bool blk_tuner_add_config_text(BlkTuner *t, const char *text);
+BLK_API int blk_tuner_num_configs(const BlkTuner *t);
 /* Candidate i's own defines as text, "BM=64,BN=128,BK=16,num_warps=4" ("" for
  * none); NULL when i is out of range. */
-const char *blk_tuner_config(const BlkTuner *t, int i);
+BLK_API const char *blk_tuner_config(const BlkTuner *t, int i);
 
 /* Warm-up launches and timed launches per candidate (defaults 2 and 10;
  * reps at least 1, warmup at least 0). */
-void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps);
+BLK_API void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps);
 
 /* Launches the best candidate for these tensors, tuning first when their
  * signature is new (see above). */
-bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream);
+BLK_API bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream);
 /* Steps 1 and 2 alone, without a device: checks the tensors and compiles
  * every candidate for their signature (filling the compile cache the
  * tuning run will use).  Returns how many compiled; -1 on an error (the
  * tensors fit no candidate). */
-int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors);
+BLK_API int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors);
 
 /* The outcome of tuning one signature. */
 typedef struct BlkTunerResult {
@@ -242,12 +300,12 @@ typedef struct BlkTunerResult {
 
 /* The winner for the signature of these tensors.  false (with an error) if
  * that signature has not been tuned. */
-bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors,
+BLK_API bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors,
                     BlkTunerResult *out);
 /* Everything the tuner noted so far: per signature, each candidate's median
  * or why it was skipped, and the winner.  Valid until the next call on t.
  * With BLK_TUNE_LOG=1 in the environment the notes also go to stderr. */
-const char *blk_tuner_log(BlkTuner *t);
+BLK_API const char *blk_tuner_log(BlkTuner *t);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,14 @@ expect 0 'usage: blkc' "$BLKC" --help
 for opt in --emit -D --kernel -o --arch --dump-after --report --interpret --seed --out-dir --no-check --iters --from-ir --pass; do
 	expect 0 "$opt" "$BLKC" --help
 done
+expect 0 '^blkc [0-9]+\.[0-9]+\.[0-9]+$' "$BLKC" --version
 expect 2 'no input file' "$BLKC"
+expect 2 'a list of arches is for --emit=c' "$BLKC" --emit=ptx --arch=sm_90a,sm_80 "$EX/add.blk" N=10
+expect 1 'needs its launch sizes' "$BLKC" --emit=c "$EX/add.blk"
+expect 0 'int blk_aot_add\(void \*stream, void \*x, void \*y, void \*z, int64_t N\)' "$BLKC" --emit=c "$EX/add.blk" N=10
+expect 0 '' "$BLKC" --emit=c --arch=sm_80,sm_90a -o "$T/k.c" "$EX/add.blk" N=10
+expect 0 'BLK_AOT_BAD_SIZES' cat "$T/k.h"
+expect 1 'cannot write' "$BLKC" --emit=c -o /nonexistent/dir/k.c "$EX/add.blk" N=10
 expect 2 'unknown or incomplete option' "$BLKC" --bogus "$EX/add.blk"
 expect 2 "unknown --emit stage 'x'" "$BLKC" --emit=x "$EX/add.blk"
 expect 2 '-D wants NAME=VALUE' "$BLKC" -D BM "$EX/add.blk"
@@ -97,6 +104,16 @@ expect 0 'slice<spt=\[1\], thr=\[4\], tsh=\[5\]>' "$BLKC" --from-ir --pass=tile 
 "$BLKC" --from-ir --pass=tile "$T/bs.ir" -o "$T/tiled.ir" >/dev/null 2>&1
 expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/tiled.ir"
 expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'occupancy on H100/H200 \(sm_90\): [0-9]+ programs? per SM, limited by' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'waves: 16 programs over 132 SMs' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'traffic: at least 0.786 MB' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'memory roofline: 0.23 us on H100' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+expect 0 'occupancy on A100 \(sm_80\)' "$BLKC" --report --arch=sm_80 "$EX/add.blk" N=4096
+expect 0 'no dot' "$BLKC" --report "$EX/add.blk" N=4096
+expect 0 'dot FLOPs: 137.4 G; arithmetic intensity 1365.3 FLOP/byte' "$BLKC" --report -D T=bf16 "$EX/matmul.blk" M=4096 N=4096 K=4096
+expect 0 'bound on H100: compute' "$BLKC" --report -D T=bf16 "$EX/matmul.blk" M=4096 N=4096 K=4096
+expect 0 'dot FLOPs: 0.03355 G' "$BLKC" --report "$EX/matmul_acc.blk" M=256 N=256 K=256
+expect 0 'dot FLOPs: unknown' "$BLKC" --report -D CAUSAL=true "$EX/attention.blk" BH=2 S=256
 expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
 
 # run in the interpreter, .npy out and back in

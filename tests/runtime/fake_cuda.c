@@ -122,6 +122,24 @@ static CUresult module_load_data_ex(CUmodule *m, const void *image, unsigned n, 
 	return CUDA_SUCCESS;
 }
 
+/* For code that runs in the caller's context (blkc --emit=c): device 0. */
+static CUresult ctx_get_current(CUcontext *c)
+{
+	*c = (CUcontext)(void *)&ctx_dummy;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_get_device(CUdevice *d)
+{
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_load_data(CUmodule *m, const void *image)
+{
+	return module_load_data_ex(m, image, 0, NULL, NULL);
+}
+
 static CUresult module_unload(CUmodule m)
 {
 	(void)m;
@@ -263,7 +281,8 @@ static const Entry entries[] = {
 	E("cuStreamDestroy", stream_op), E("cuStreamSynchronize", stream_op),
 	E("cuEventCreate", event_create), E("cuEventDestroy", event_destroy),
 	E("cuEventRecord", event_record), E("cuEventSynchronize", event_synchronize),
-	E("cuEventElapsedTime", event_elapsed_time),
+	E("cuEventElapsedTime", event_elapsed_time), E("cuCtxGetCurrent", ctx_get_current),
+	E("cuCtxGetDevice", ctx_get_device), E("cuModuleLoadData", module_load_data),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,

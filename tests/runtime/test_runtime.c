@@ -199,7 +199,7 @@ static void test_cache_find(void **state)
 	assert_ptr_equal(blk_cache_find(&c, "add@sm_90a(f32[1000:1])"), e);
 	assert_ptr_equal(blk_cache_find(&c, "add@sm_90a(f32[1001:1])"), e2);
 	assert_null(blk_cache_find(&c, "add@sm_80(f32[1000:1])"));
-	assert_int_equal(c.compiles, 2);
+	assert_int_equal(c.compiles, 0); /* counted where a kernel is compiled, not here */
 	blk_cache_clear(&c, NULL);
 	assert_null(c.first);
 }

@@ -1,0 +1,257 @@
+"""Arrays from the frameworks, seen as blk tensors.
+
+Each array becomes an `Arg`: a `_lib.Tensor` (pointer, dtype, shape, strides
+in elements) plus where it lives.  Nothing here imports torch, CuPy or JAX:
+an array is recognised by what it offers (torch's own attributes, then
+`__cuda_array_interface__`, then DLPack), and a framework's module is only
+reached through `sys.modules` once one of its arrays has been passed in.
+"""
+import ctypes
+import sys
+
+from . import _lib
+
+HOST = -1  # Arg.device of an array in host memory
+
+
+class BlkError(RuntimeError):
+    """An error from blk: the message is blk's own (file:line:col and a caret
+    for errors in a .blk source)."""
+
+
+class CompileError(BlkError):
+    """A .blk source that does not compile, or not for these arrays."""
+
+
+class Arg:
+    """One array passed to a kernel."""
+
+    __slots__ = ("obj", "tensor", "device", "framework", "keep")
+
+    def __init__(self, obj, tensor, device, framework, keep=None):
+        self.obj = obj
+        self.tensor = tensor
+        self.device = device        # CUDA ordinal, or HOST
+        self.framework = framework  # "torch", "cupy", "jax", "numpy", "cai", "dlpack"
+        self.keep = keep            # what must live as long as the pointer is used
+
+
+def _module(obj):
+    return type(obj).__module__.split(".")[0]
+
+
+def _make(ptr, dtype, shape, strides):
+    n = len(shape)
+    if n > _lib.MAX_RANK:
+        raise BlkError(f"an array of rank {n}: blk takes rank 0..{_lib.MAX_RANK}")
+    t = _lib.Tensor(ptr or None, dtype, n)
+    t.shape[:n] = shape
+    t.strides[:n] = strides
+    return t
+
+
+def _contiguous(shape):
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _byte_strides(strides, itemsize, shape):
+    if strides is None:
+        return _contiguous(shape)
+    if any(s % itemsize for s in strides):
+        raise BlkError(f"strides {tuple(strides)} (bytes) are not a whole number of "
+                       f"{itemsize}-byte elements")
+    return tuple(s // itemsize for s in strides)
+
+
+# ---- torch ---------------------------------------------------------------
+
+_TORCH_NAMES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
+                "int32": _lib.I32, "bool": _lib.BOOL}
+_torch_dtypes = {}  # torch dtype object -> blk dtype, filled on first use
+
+
+def _torch_dtype(dt):
+    if not _torch_dtypes:
+        torch = sys.modules["torch"]
+        _torch_dtypes.update({getattr(torch, n): v for n, v in _TORCH_NAMES.items()})
+    v = _torch_dtypes.get(dt)
+    if v is None:
+        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 bool)")
+    return v
+
+
+def _from_torch(x):
+    dev = x.get_device()  # the CUDA ordinal, -1 on the CPU
+    return Arg(x, _make(x.data_ptr(), _torch_dtype(x.dtype), x.shape, x.stride()),
+               dev if dev >= 0 else HOST, "torch")
+
+
+# ---- __cuda_array_interface__ ----------------------------------------------
+
+_TYPESTR = {"<f4": _lib.F32, "<f2": _lib.F16, "<i4": _lib.I32, "|b1": _lib.BOOL}
+
+
+def _dlpack_device(x):
+    try:
+        kind, ordinal = x.__dlpack_device__()
+    except Exception:  # not offered: the current device is the best guess
+        return 0
+    return int(ordinal)
+
+
+def _from_cai(x):
+    fw = _module(x)
+    if fw in ("jax", "jaxlib"):
+        x.block_until_ready()  # its pointer is read now; JAX may still be writing it
+    cai = x.__cuda_array_interface__
+    dt = _TYPESTR.get(cai["typestr"])
+    if dt is None and hasattr(x, "__dlpack__"):
+        return _from_dlpack(x)  # bf16 (JAX) has no typestr; DLPack has it
+    if dt is None:
+        raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 bool; "
+                       "bf16 through DLPack or torch)")
+    shape = tuple(cai["shape"])
+    strides = _byte_strides(cai.get("strides"), _lib.ITEMSIZE[dt], shape)
+    fw = fw if fw in ("cupy", "jax", "jaxlib") else "cai"
+    return Arg(x, _make(cai["data"][0], dt, shape, strides), _dlpack_device(x),
+               "jax" if fw == "jaxlib" else fw)
+
+
+# ---- DLPack ------------------------------------------------------------------
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CPU, _DL_CUDA = 1, 2
+# (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
+_DL_DTYPES = {(2, 32): _lib.F32, (2, 16): _lib.F16, (4, 16): _lib.BF16, (0, 32): _lib.I32,
+              (6, 8): _lib.BOOL, (1, 8): _lib.BOOL}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _from_dlpack(x):
+    if _module(x) in ("jax", "jaxlib"):
+        x.block_until_ready()
+    capsule = x.__dlpack__()
+    # Not consumed (the name stays "dltensor"): the capsule's destructor
+    # releases the producer's reference when `keep` goes.
+    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    dt = _DL_DTYPES.get((t.code, t.bits))
+    if dt is None or t.lanes != 1:
+        raise BlkError(f"DLPack dtype (code {t.code}, {t.bits} bits) has no blk dtype")
+    if t.device_type not in (_DL_CPU, _DL_CUDA):
+        raise BlkError(f"DLPack device type {t.device_type}: blk takes CUDA (or host) arrays")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = (tuple(t.strides[i] for i in range(t.ndim)) if t.strides
+               else _contiguous(shape))
+    dev = t.device_id if t.device_type == _DL_CUDA else HOST
+    fw = _module(x)
+    return Arg(x, _make(t.data + t.byte_offset, dt, shape, strides), dev,
+               "jax" if fw in ("jax", "jaxlib") else "dlpack", keep=capsule)
+
+
+# ---- NumPy -------------------------------------------------------------------
+
+_NUMPY_DTYPES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
+                 "int32": _lib.I32, "bool": _lib.BOOL}
+
+
+def _from_numpy(x):
+    dt = _NUMPY_DTYPES.get(x.dtype.name)
+    if dt is None and x.dtype.name == "uint16":
+        dt = _lib.BF16  # 16-bit patterns: the param's dtype (f16 or bf16) decides
+    if dt is None:
+        raise BlkError(f"NumPy dtype {x.dtype} has no blk dtype (float32 float16 int32 bool; "
+                       "bf16 as ml_dtypes.bfloat16 or uint16 bits)")
+    strides = _byte_strides(x.strides, x.itemsize, x.shape)
+    return Arg(x, _make(x.ctypes.data, dt, x.shape, strides), HOST, "numpy")
+
+
+def from_array(x):
+    """The Arg of an array from any of the frameworks blk knows."""
+    cls = type(x)
+    conv = _by_type.get(cls)
+    if conv is None:
+        conv = _by_type[cls] = _converter(cls)
+    return conv(x)
+
+
+_by_type = {}  # array type -> its converter, found once per type
+
+
+def _converter(cls):
+    mod = cls.__module__.split(".")[0]
+    if mod == "numpy":
+        return _from_numpy
+    if mod == "torch" and hasattr(cls, "data_ptr"):
+        return _from_torch
+    # Looked up on the type: a property is not evaluated twice per call.
+    if hasattr(cls, "__cuda_array_interface__"):
+        return _from_cai
+    if hasattr(cls, "__dlpack__"):
+        return _from_dlpack
+    return _probe
+
+
+def _probe(x):
+    """An array whose type says nothing: the interfaces may be on the object."""
+    if hasattr(x, "__cuda_array_interface__"):
+        return _from_cai(x)
+    if hasattr(x, "__dlpack__"):
+        return _from_dlpack(x)
+    raise BlkError(f"a {type(x).__name__} is not an array blk can use: pass a torch tensor, "
+                   "an array with __cuda_array_interface__ or __dlpack__ (CuPy, JAX), "
+                   "or a NumPy array (interpret mode)")
+
+
+# ---- allocation of outputs -----------------------------------------------------
+
+_NP_NAMES = ("float32", "float16", None, "int32", "bool")
+
+
+def numpy_dtype(dt):
+    import numpy as np
+    if dt == _lib.BF16:
+        try:
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            return np.dtype(np.uint16)  # bf16 bit patterns
+    return np.dtype(_NP_NAMES[dt])
+
+
+def empty(like, dtype, shape):
+    """A new array of the framework and device of `like`."""
+    fw = like.framework
+    if fw == "numpy" or like.device == HOST and fw != "torch":
+        import numpy as np
+        return np.empty(shape, numpy_dtype(dtype))
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool")[dtype])
+        return torch.empty(shape, dtype=tdt, device=like.obj.device)
+    if fw == "cupy":
+        cupy = sys.modules["cupy"]
+        if dtype == _lib.BF16:
+            raise BlkError("CuPy has no bfloat16: pass the bf16 output array")
+        with cupy.cuda.Device(like.device):
+            return cupy.empty(shape, _NP_NAMES[dtype])
+    if fw == "jax":
+        jax = sys.modules["jax"]
+        jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_")[dtype])
+        dev = [d for d in jax.devices() if d.id == like.device or len(jax.devices()) == 1][0]
+        # A fresh buffer no JAX computation refers to; blk writes it once.
+        return jax.device_put(jax.numpy.zeros(shape, jdt), dev).block_until_ready()
+    raise BlkError(f"cannot allocate an output like a {type(like.obj).__name__}: pass it")

@@ -1,0 +1,441 @@
+"""blk.kernel: a .blk kernel called on arrays.
+
+A Kernel is a source (a .blk path or text), the kernel's name and its
+compile-time parameters.  A call matches arrays to the kernel's tensor
+params (positionally, or by name), allocates the outputs not passed,
+and either launches on the arrays' GPU (the C runtime binds the sizes,
+specializes, compiles or finds the kernel in its caches, and launches) or,
+in interpret mode, runs the CPU interpreter on host copies.
+"""
+import ctypes
+import os
+import sys
+import threading
+
+from . import _lib
+from ._arrays import HOST, BlkError, CompileError, empty, from_array
+
+_lock = threading.RLock()
+_runtimes = {}  # device ordinal (HOST: offline) -> _Runtime
+
+
+class _Runtime:
+    """One BlkRuntime (a GPU's primary context, or offline) and a lock:
+    libblk's runtime is not to be used from two threads at once."""
+
+    def __init__(self, device):
+        err = ctypes.create_string_buffer(512)
+        if device == HOST:
+            arch = os.environ.get("BLK_ARCH") or None
+            self.ptr = _lib.lib.blk_runtime_create_offline(arch and arch.encode(), err, 512)
+        else:
+            self.ptr = _lib.lib.blk_runtime_create(device, err, 512)
+        if not self.ptr:
+            raise BlkError(_lib.text(err.value))
+        self.device = device
+        self.lock = threading.RLock()
+
+    def error(self, cls=BlkError):
+        return cls(_lib.text(_lib.lib.blk_runtime_last_error(self.ptr)))
+
+    @property
+    def arch(self):
+        return _lib.text(_lib.lib.blk_runtime_arch(self.ptr))
+
+
+def runtime(device):
+    with _lock:
+        rt = _runtimes.get(device)
+        if rt is None:
+            rt = _runtimes[device] = _Runtime(device)
+        return rt
+
+
+def interpret_default():
+    return os.environ.get("BLK_INTERPRET", "") not in ("", "0")
+
+
+def _is_path(src):
+    return "\n" not in src and (src.endswith(".blk") or os.path.exists(src))
+
+
+class Param:
+    """One tensor parameter: name, access ("in", "out", "inout"), dtype, rank."""
+
+    __slots__ = ("name", "access", "dtype", "rank")
+
+    def __init__(self, info):
+        self.name = _lib.text(info.name)
+        self.access = ("in", "out", "inout")[info.access]
+        self.dtype = _lib.DTYPE_NAMES[info.dtype]
+        self.rank = info.rank
+
+    def __repr__(self):
+        return f"Param({self.name}: {self.access} {self.dtype}, rank {self.rank})"
+
+
+class _Loaded:
+    """A program loaded in one runtime, and its kernel."""
+
+    __slots__ = ("rt", "prog", "func")
+
+    def __init__(self, rt, kernel):
+        self.rt = rt
+        defs, n = _lib.defines(kernel.params)
+        with rt.lock:
+            if kernel.path:
+                self.prog = _lib.lib.blk_program_load(rt.ptr, kernel.path.encode(), defs, n)
+            else:
+                self.prog = _lib.lib.blk_program_load_source(
+                    rt.ptr, kernel.source_name.encode(), kernel.source.encode(), defs, n)
+            if not self.prog:
+                raise rt.error(CompileError)
+            self.func = _lib.lib.blk_program_kernel(
+                self.prog, kernel.name.encode() if kernel.name else None)
+            if not self.func:
+                err = rt.error(CompileError)
+                _lib.lib.blk_program_destroy(self.prog)
+                self.prog = None
+                raise err
+
+    def __del__(self):
+        if getattr(self, "prog", None) and _lib is not None and _lib.lib is not None:
+            with self.rt.lock:
+                _lib.lib.blk_program_destroy(self.prog)
+
+
+class Kernel:
+    """A kernel of a .blk source with its compile-time parameters.
+
+    `blk.kernel(src, name=None, interpret=None, **params)` makes one; calling
+    it launches it (see `__call__`)."""
+
+    def __init__(self, src, name=None, interpret=None, **params):
+        if not isinstance(src, str):
+            src = os.fspath(src)
+        self.path = src if _is_path(src) else None
+        self.source = None if self.path else src
+        self.source_name = "<string>"
+        self.name = name
+        self.params = dict(params)
+        self.interpret = interpret
+        self._loaded = {}
+        # Loading offline checks the source now, so errors surface here.
+        info = self._load(HOST)
+        f = info.func
+        self.name = _lib.text(_lib.lib.blk_func_name(f))
+        n = _lib.lib.blk_func_num_tensors(f)
+        self.tensor_params = []
+        for i in range(n):
+            pi = _lib.ParamInfo()
+            _lib.lib.blk_func_param(f, i, ctypes.byref(pi))
+            self.tensor_params.append(Param(pi))
+        self.sizes = [_lib.text(_lib.lib.blk_func_size_name(f, i))
+                      for i in range(_lib.lib.blk_func_num_sizes(f))]
+        self._index = {p.name: i for i, p in enumerate(self.tensor_params)}
+        self._out_index = [i for i, p in enumerate(self.tensor_params) if p.access == "out"]
+
+    def __repr__(self):
+        where = self.path or "<string>"
+        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"blk.kernel({where!r}, name={self.name!r}{', ' + ps if ps else ''})"
+
+    def with_params(self, **params):
+        """The same kernel with more (or other) compile-time parameters."""
+        k = Kernel(self.path or self.source, name=self.name, interpret=self.interpret,
+                   **{**self.params, **params})
+        return k
+
+    def _load(self, device):
+        loaded = self._loaded.get(device)
+        if loaded is None:
+            rt = runtime(device)
+            with _lock:  # one program per device, whichever thread gets here first
+                loaded = self._loaded.get(device)
+                if loaded is None:
+                    loaded = self._loaded[device] = _Loaded(rt, self)
+        return loaded
+
+    # ---- matching arrays to params ------------------------------------------
+
+    def _match(self, arrays, named):
+        """One array (or None) per tensor param, from positions and names."""
+        n = len(self.tensor_params)
+        if not named and len(arrays) == n:
+            return arrays
+        if len(arrays) > n:
+            raise BlkError(f"kernel {self.name} takes {n} arrays "
+                           f"({', '.join(p.name for p in self.tensor_params)}), got {len(arrays)}")
+        slots = list(arrays) + [None] * (n - len(arrays))
+        for key, value in named.items():
+            i = self._index.get(key)
+            if i is None:
+                raise BlkError(f"kernel {self.name} has no array param {key!r} (it has "
+                               f"{', '.join(p.name for p in self.tensor_params)})")
+            if slots[i] is not None:
+                raise BlkError(f"array {key!r} of kernel {self.name} given twice")
+            slots[i] = value
+        for p, a in zip(self.tensor_params, slots):
+            if a is None and p.access != "out":
+                raise BlkError(f"kernel {self.name}: missing array for {p.access} param {p.name!r}")
+        return slots
+
+    def _args(self, slots, func, rt, args=None):
+        """Args for the given arrays (converted already when args is
+        given), outputs allocated for the others."""
+        if args is None:
+            args = [from_array(a) if a is not None else None for a in slots]
+        n = len(args)
+        if None not in args:  # the common case, in one call
+            ts = (_lib.Tensor * n)(*[a.tensor for a in args])
+            missing = False
+        else:
+            ts = (_lib.Tensor * n)()
+            missing = True
+        for i, a in enumerate(args):
+            if a is None:
+                ts[i].rank = -1
+            elif missing:
+                ts[i] = a.tensor
+            if a is not None and a.framework == "numpy":
+                self._fix_bits16(i, a, ts)
+        if missing:
+            self._allocate(func, rt, args, ts)
+        return args, ts
+
+    def _allocate(self, func, rt, args, ts):
+        given = next((a for a in args if a is not None), None)
+        if given is None:
+            raise BlkError(f"kernel {self.name}: no array given to take sizes from")
+        with rt.lock:
+            if not _lib.lib.blk_func_infer_shapes(func, ts, len(args)):
+                raise rt.error()
+        for i, a in enumerate(args):
+            if a is None:
+                shape = tuple(ts[i].shape[d] for d in range(ts[i].rank))
+                args[i] = from_array(empty(given, ts[i].dtype, shape))
+                ts[i] = args[i].tensor
+
+    def _fix_bits16(self, i, a, ts):
+        # NumPy uint16 stands for the 16-bit float the param wants.
+        if a.obj.dtype.name == "uint16":
+            want = _lib.DTYPE_NAMES.index(self.tensor_params[i].dtype)
+            if want in (_lib.F16, _lib.BF16):
+                ts[i].dtype = want
+
+    def _outputs(self, args):
+        outs = [args[i].obj for i in self._out_index]
+        return outs[0] if len(outs) == 1 else tuple(outs) if outs else None
+
+    # ---- calls ----------------------------------------------------------------
+
+    def __call__(self, *arrays, stream=None, interpret=None, **named):
+        """Runs the kernel.  Arrays go to the tensor params in order, or by
+        name; outputs (`out` params) not given are allocated like the first
+        array given and returned (one array, or a tuple).  On a GPU the
+        launch is asynchronous, on `stream` (a torch/CuPy stream or a
+        CUstream as int) or else the arrays' current stream.  interpret=True
+        (or BLK_INTERPRET=1) runs the CPU interpreter instead."""
+        if interpret is None:
+            interpret = self.interpret
+        if interpret is None:
+            interpret = interpret_default()
+        slots = self._match(arrays, named)
+        if interpret:
+            return self._interpret(slots)
+        return self._launch(slots, stream)
+
+    def _launch(self, slots, stream):
+        given = [from_array(a) if a is not None else None for a in slots]
+        first = next(a for a in given if a is not None)
+        device = first.device
+        if device == HOST:
+            raise BlkError(f"kernel {self.name}: the arrays are in host memory; pass GPU "
+                           "arrays, or interpret=True to run in the interpreter")
+        guard = _device_guard(first.framework, device)
+        if guard is None:
+            return self._launch_on(slots, stream, given, device)
+        with guard:
+            return self._launch_on(slots, stream, given, device)
+
+    def _launch_on(self, slots, stream, given, device):
+        loaded = self._loaded.get(device) or self._load(device)
+        rt = loaded.rt
+        args, ts = self._args(slots, loaded.func, rt, given)
+        for a in args:
+            if a.device != device:
+                self._wrong_device(args, device)
+        s = _stream_of(stream, args, device)
+        with rt.lock:
+            ok = _lib.lib.blk_launch(loaded.func, ts, len(args), s)
+            if ok and stream is None and args[0].framework == "jax":
+                ok = _lib.lib.blk_stream_synchronize(rt.ptr, s)
+            if not ok:
+                raise rt.error()
+        return self._outputs(args)
+
+    def _wrong_device(self, args, device):
+        for p, a in zip(self.tensor_params, args):
+            if a.device != device:
+                where = "the host" if a.device == HOST else "GPU %d" % a.device
+                raise BlkError(f"kernel {self.name}: {p.name} is on {where}, "
+                               f"the first array on GPU {device}")
+
+    def compile(self, *arrays, **named):
+        """Compiles for these arrays without launching (works without a GPU
+        on host arrays: the arch is $BLK_ARCH, else sm_90a) and returns what
+        it compiled to: a dict with ptx, entry, arch, threads, smem_bytes,
+        grid and cached."""
+        slots = self._match(arrays, named)
+        first = from_array(next(a for a in slots if a is not None))
+        loaded = self._load(first.device)
+        args, ts = self._args(slots, loaded.func, loaded.rt)
+        info = _lib.CompiledInfo()
+        with loaded.rt.lock:
+            if not _lib.lib.blk_func_compile(loaded.func, ts, len(args), ctypes.byref(info)):
+                raise loaded.rt.error(CompileError)
+        return {"ptx": _lib.text(info.ptx), "entry": _lib.text(info.entry),
+                "arch": _lib.text(info.arch), "threads": info.threads,
+                "smem_bytes": info.smem_bytes, "grid": tuple(info.grid), "cached": info.cached}
+
+    def bind(self, *arrays, **named):
+        """The launch sizes these arrays bind, as a dict {"M": 128, ...}
+        (checked as a launch checks them)."""
+        slots = self._match(arrays, named)
+        loaded = self._load(HOST)
+        args, ts = self._args(slots, loaded.func, loaded.rt)
+        values = (ctypes.c_int64 * max(len(self.sizes), 1))()
+        with loaded.rt.lock:
+            if not _lib.lib.blk_func_bind(loaded.func, ts, len(args), values):
+                raise loaded.rt.error()
+        return dict(zip(self.sizes, values))
+
+    def cache_stats(self, device=0):
+        """What the kernel's program on `device` (HOST = -1: the interpreter's
+        and compile()'s offline runtime) did: {"compiles", "hits" (in
+        memory), "disk_hits"}."""
+        loaded = self._loaded.get(device)
+        if loaded is None:
+            return {"compiles": 0, "hits": 0, "disk_hits": 0}
+        c, h = ctypes.c_uint(), ctypes.c_uint()
+        _lib.lib.blk_program_cache_stats(loaded.prog, ctypes.byref(c), ctypes.byref(h))
+        return {"compiles": c.value, "hits": h.value,
+                "disk_hits": _lib.lib.blk_program_disk_hits(loaded.prog)}
+
+    def _interpret(self, slots):
+        """The interpreter on host copies: NumPy arrays are used in place,
+        others (torch tensors, on any device) are copied to the host and the
+        results copied back into the outputs."""
+        host = [_to_host(a) for a in slots]
+        loaded = self._load(HOST)
+        rt = loaded.rt
+        args, ts = self._args(host, loaded.func, rt)
+        with rt.lock:
+            sys.stdout.flush()
+            if not _lib.lib.blk_interpret(loaded.func, ts, len(args)):
+                raise rt.error()
+        outs = []
+        for orig, a, p in zip(slots, args, self.tensor_params):
+            if orig is not None and a.obj is not orig and p.access != "in":
+                _copy_back(orig, a.obj)
+            outs.append(orig if orig is not None else _like_first(a.obj, slots))
+        return self._outputs([_Obj(o) for o in outs])
+
+
+class _Obj:
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _device_guard(framework, device):
+    """The framework's own "current device" scope for a launch on another
+    GPU than its current one, or None.  libblk makes the device's primary
+    context current; torch (and CuPy) take their current device from the
+    current context, so without the scope a launch on GPU 1 would move the
+    caller's next allocations there.  The scope restores theirs after."""
+    if framework == "torch":
+        torch = sys.modules["torch"]
+        return torch.cuda.device(device) if torch.cuda.current_device() != device else None
+    if framework == "cupy":
+        cupy = sys.modules["cupy"]
+        return cupy.cuda.Device(device) if cupy.cuda.runtime.getDevice() != device else None
+    return None
+
+
+def _torch_stream(device):
+    """torch's current stream on device as a CUstream.  The raw query (what
+    Triton's launcher uses) skips making a Stream object per launch."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
+
+
+def _stream_of(stream, args, device):
+    """The CUstream of a launch: the one given, else torch's or CuPy's
+    current stream for their arrays, else the default stream."""
+    if stream is not None:
+        for attr in ("cuda_stream", "ptr"):
+            if hasattr(stream, attr):
+                return getattr(stream, attr)
+        return int(stream)
+    fw = args[0].framework
+    if fw == "torch":
+        return _torch_stream(device)
+    if fw == "cupy":
+        return sys.modules["cupy"].cuda.get_current_stream().ptr
+    # Anything else (JAX: it orders its work on streams unseen here) goes on
+    # the default stream, and a JAX launch is waited for (_launch).
+    return None
+
+
+def _to_host(x):
+    if x is None or _module_name(x) == "numpy":
+        return x
+    if _module_name(x) == "torch":
+        t = x.detach()
+        if str(t.dtype) == "torch.bfloat16":
+            torch = sys.modules["torch"]
+            return t.view(torch.int16).cpu().numpy().view("uint16")
+        return t.cpu().numpy()
+    if hasattr(x, "get"):  # CuPy
+        return x.get()
+    import numpy as np
+    return np.asarray(x)
+
+
+def _copy_back(dst, host):
+    if _module_name(dst) == "torch":
+        torch = sys.modules["torch"]
+        bits = host.dtype.name in ("uint16", "bfloat16")
+        src = torch.from_numpy(host.view("int16") if bits else host)
+        if str(dst.dtype) == "torch.bfloat16":
+            dst.view(torch.int16).copy_(src)
+        else:
+            dst.copy_(src)
+    else:
+        raise BlkError(f"interpret mode cannot write back into a {type(dst).__name__}: "
+                       "pass NumPy arrays or torch tensors")
+
+
+def _like_first(host_out, slots):
+    """An interpreted output for a caller who passed torch tensors is a
+    torch tensor on their device; for NumPy callers, the NumPy array."""
+    first = next(a for a in slots if a is not None)
+    if _module_name(first) != "torch":
+        return host_out
+    torch = sys.modules["torch"]
+    if host_out.dtype.name in ("uint16", "bfloat16"):
+        return torch.from_numpy(host_out.view("int16")).view(torch.bfloat16).to(first.device)
+    return torch.from_numpy(host_out).to(first.device)
+
+
+def _module_name(x):
+    return type(x).__module__.split(".")[0]
+
+
+def kernel(src, name=None, interpret=None, **params):
+    """A kernel of a .blk file (a path) or source text, with compile-time
+    parameters: `blk.kernel("examples/matmul.blk", T="bf16", BM=128)`."""
+    return Kernel(src, name=name, interpret=interpret, **params)

@@ -1,0 +1,206 @@
+"""blk.autotune: the fastest of candidate configurations, per key, kept on disk.
+
+    mm = blk.autotune("examples/matmul.blk",
+                      configs=[dict(BM=64, BN=64, BK=32, num_warps=4),
+                               dict(BM=128, BN=128, BK=32, num_warps=8)],
+                      key=["M", "N", "K"], T="bf16")
+    c = mm(a, b)
+
+The first call with a new key (the values of the named sizes, the arrays'
+dtypes, the GPU's arch) times every candidate on the call's own arrays,
+on its stream, with CUDA events (`warmup` launches, then the median of
+`reps`), keeps the fastest, and writes the result to the cache directory
+(`tune/` under blk's disk cache): a later process with the same kernel,
+configs and key launches the winner at once.  Candidates that do not
+compile or that the GPU refuses are skipped with the reason in `results`.
+Every candidate writes the outputs while timed, so a kernel that reads its
+outputs (inout) should be tuned on scratch copies.
+
+In interpret mode nothing is timed: the first candidate runs.
+"""
+import ctypes
+import hashlib
+import json
+import os
+import statistics
+import tempfile
+
+from . import _lib
+from ._arrays import HOST, BlkError, from_array
+from ._kernel import Kernel, _device_guard, _stream_of, interpret_default, runtime
+
+
+def cache_dir():
+    """blk's disk cache directory ($BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk,
+    else ~/.cache/blk), or None when BLK_CACHE=0: the rule of libblk's
+    blk_runtime_cache_dir, read from the environment at each call."""
+    env = os.environ
+    if env.get("BLK_CACHE") == "0":
+        return None
+    if env.get("BLK_CACHE_DIR"):
+        return env["BLK_CACHE_DIR"]
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "blk")
+    return os.path.join(env["HOME"], ".cache", "blk") if env.get("HOME") else None
+
+
+class Autotuned:
+    """A kernel with candidate configurations; call it like a Kernel."""
+
+    def __init__(self, src, configs, key=None, name=None, warmup=2, reps=10, **params):
+        if not configs:
+            raise BlkError("autotune needs at least one configuration")
+        self.configs = [dict(c) for c in configs]
+        self.base = Kernel(src, name=name, **params)
+        self.kernels = [None] * len(self.configs)
+        unknown = [k for k in (key or []) if k not in self.base.sizes]
+        if unknown:
+            raise BlkError(f"autotune key {unknown} names no size of kernel {self.base.name} "
+                           f"(its sizes: {', '.join(self.base.sizes) or 'none'})")
+        self.key = list(key) if key is not None else list(self.base.sizes)
+        self.warmup, self.reps = warmup, reps
+        self.results = {}  # key string -> {"config": i, "params": {...}, "ms": ..., "timings": [...]}
+        self._file = self._results_file()
+        self._read()
+
+    # ---- identity and persistence ------------------------------------------------
+
+    def _results_file(self):
+        d = cache_dir()
+        if not d:
+            return None
+        b = self.base
+        text = b.source if b.path is None else open(b.path, encoding="utf-8",
+                                                       errors="replace").read()
+        ident = json.dumps([_lib.text(_lib.lib.blk_version()), text, b.name,
+                            sorted(b.params.items(), key=str),
+                            [sorted(c.items(), key=str) for c in self.configs],
+                            self.key, self.warmup, self.reps], default=str)
+        return os.path.join(d, "tune", hashlib.sha256(ident.encode()).hexdigest() + ".json")
+
+    def _read(self):
+        if not self._file:
+            return
+        try:
+            with open(self._file, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return  # none yet, or damaged: tuned again and rewritten
+        if isinstance(data, dict):
+            for k, v in data.items():
+                if isinstance(v, dict) and isinstance(v.get("config"), int) \
+                        and 0 <= v["config"] < len(self.configs):
+                    self.results.setdefault(k, v)
+
+    def _write(self):
+        if not self._file:
+            return
+        d = os.path.dirname(self._file)
+        try:
+            os.makedirs(d, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=".tune.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.results, f, indent=1, sort_keys=True)
+            os.replace(tmp, self._file)  # whole or not at all, for every reader
+        except OSError:
+            pass  # a cache that cannot be written only costs a tuning run
+
+    # ---- calls -----------------------------------------------------------------
+
+    def kernel(self, i):
+        """Candidate i as a Kernel."""
+        if self.kernels[i] is None:
+            self.kernels[i] = self.base.with_params(**self.configs[i])
+        return self.kernels[i]
+
+    def key_of(self, *arrays, **named):
+        """The tuning key of a call: the key sizes, the dtypes, the arch."""
+        slots = self.base._match(arrays, named)
+        if None in slots:
+            slots = self._with_outputs(slots)
+        sizes = self.base.bind(*slots)
+        dev = from_array(slots[0]).device
+        arch = runtime(dev).arch if dev != HOST else "host"
+        dts = ",".join(p.dtype for p in self.base.tensor_params)
+        return ",".join(f"{k}={sizes[k]}" for k in self.key) + f";{dts};{arch}"
+
+    def _with_outputs(self, slots):
+        """The arrays with the outputs not given allocated."""
+        b = self.base
+        loaded = b._load(from_array(next(a for a in slots if a is not None)).device)
+        args, _ = b._args(slots, loaded.func, loaded.rt)
+        return [a.obj for a in args]
+
+    def best(self, *arrays, **named):
+        """The winning configuration for these arrays' key, or None if that
+        key has not been tuned."""
+        r = self.results.get(self.key_of(*arrays, **named))
+        return dict(self.configs[r["config"]]) if r else None
+
+    def __call__(self, *arrays, stream=None, interpret=None, **named):
+        if interpret is None:
+            interpret = interpret_default()
+        if interpret:
+            return self.kernel(0)(*arrays, interpret=True, **named)
+        slots = self._with_outputs(self.base._match(arrays, named))
+        key = self.key_of(*slots)
+        r = self.results.get(key)
+        if r is None:
+            first = from_array(slots[0])
+            guard = _device_guard(first.framework, first.device)
+            if guard is None:
+                r = self._tune(slots, stream)
+            else:
+                with guard:
+                    r = self._tune(slots, stream)
+            self.results[key] = r
+            self._write()
+        self.kernel(r["config"])(*slots, stream=stream)
+        outs = [a for a, p in zip(slots, self.base.tensor_params) if p.access == "out"]
+        return outs[0] if len(outs) == 1 else tuple(outs) if outs else None
+
+    def _tune(self, slots, stream):
+        timings, notes = [None] * len(self.configs), {}
+        for i in range(len(self.configs)):
+            try:
+                timings[i] = self._time(self.kernel(i), slots, stream)
+            except BlkError as e:  # CompileError included
+                notes[str(i)] = str(e).splitlines()[0]
+        timed = [i for i, t in enumerate(timings) if t is not None]
+        if not timed:
+            raise BlkError("autotune: no candidate ran:\n" + "\n".join(
+                f"  [{i}] {self.configs[int(i)]}: {n}" for i, n in notes.items()))
+        best = min(timed, key=lambda i: timings[i])
+        return {"config": best, "params": self.configs[best], "ms": timings[best],
+                "timings": timings, "skipped": notes}
+
+    def _time(self, k, slots, stream):
+        for _ in range(self.warmup):
+            k(*slots, stream=stream)
+        dev = from_array(slots[0]).device
+        rt = runtime(dev)
+        s = _stream_of(stream, [from_array(a) for a in slots], dev)
+        timer = _lib.lib.blk_timer_create(rt.ptr)
+        if not timer:
+            raise rt.error()
+        try:
+            ms, out = [], ctypes.c_float()
+            for _ in range(self.reps):
+                with rt.lock:
+                    if not _lib.lib.blk_timer_start(timer, s):
+                        raise rt.error()
+                k(*slots, stream=stream)
+                with rt.lock:
+                    if not (_lib.lib.blk_timer_stop(timer, s)
+                            and _lib.lib.blk_timer_elapsed_ms(timer, ctypes.byref(out))):
+                        raise rt.error()
+                ms.append(out.value)
+        finally:
+            _lib.lib.blk_timer_destroy(timer)
+        return statistics.median(ms)
+
+
+def autotune(src, configs, key=None, name=None, warmup=2, reps=10, **params):
+    """A kernel tuned over `configs` (dicts of compile-time parameters) per
+    `key` (names of launch sizes; default all of them).  See the module doc."""
+    return Autotuned(src, configs, key=key, name=name, warmup=warmup, reps=reps, **params)

@@ -1,0 +1,330 @@
+"""GPU tests of the blk Python package inside a torch program, run on the
+device machine from the repository root, with the build carried in carry/
+(tools/pack-gpu.sh):
+
+    BLK_LIBRARY=carry/build/libblk-private.so PYTHONPATH=python python3 python/tests/gpu_torch.py
+
+Every example through the package against torch's own ops in f32, f16 and
+bf16 at ragged sizes; strided (transposed, sliced) inputs; outputs passed
+and allocated; a launch on a non-default torch stream (and stream=); a
+second GPU when there is one; a CPU tensor refused; the interpreter on torch
+tensors against the GPU; the autotuner with its results on disk; JAX and
+CuPy arrays where installed; then kernels compiled ahead of time (carry/build/tests/aot/aot-test); then
+the figures: a launch's host time from
+Python beside the same launch from C (carry/build/tools/launch-cost), and a
+new process's source-to-module time compiled vs read from the disk cache.
+Ends with "N passed, N failed".
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+EX = os.path.join(ROOT, "examples")
+os.environ.setdefault("BLK_CACHE_DIR", tempfile.mkdtemp(prefix="blk-gpu-cache-"))
+# JAX, where tried, must not take most of the GPU's memory from torch.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import blk  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+DEV = torch.device("cuda", 0)
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"f32": 2e-4, "f16": 2e-2, "bf16": 5e-2}
+results = []
+
+
+def check(name, got, want, tol):
+    got, want = got.double(), want.double()
+    err = ((got - want).abs() / (1 + want.abs())).max().item() if want.numel() else 0.0
+    ok = err <= tol and torch.isfinite(got).all().item()
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} {name}: max rel err {err:.2e} (tol {tol:.0e})")
+
+
+def case(fn):
+    """A test: its exceptions count as a failure, reported by name."""
+    def run():
+        try:
+            fn()
+        except Exception as e:  # report and go on to the next test
+            import traceback
+            traceback.print_exc()
+            results.append(False)
+            print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
+    run.__name__ = fn.__name__
+    return run
+
+
+def randn(*shape, t="f32", dev=DEV):
+    return torch.randn(*shape, device=dev, dtype=DTYPES[t])
+
+
+def f(x):
+    return x.float()
+
+
+@case
+def test_examples():
+    for t in ("f32", "f16", "bf16"):
+        tol = TOL[t]
+        x, y = randn(100003, t=t), randn(100003, t=t)
+        check(f"add {t}", blk.kernel(f"{EX}/add.blk", T=t)(x, y), f(x) + f(y), tol)
+        x = randn(1000, 1003, t=t)
+        check(f"softmax {t}", blk.kernel(f"{EX}/softmax.blk", T=t)(x),
+              torch.softmax(f(x), 1), tol)
+        a, b = randn(515, 300, t=t), randn(300, 259, t=t)
+        ref = f(a) @ f(b)
+        for name in ("matmul", "matmul_acc"):
+            check(f"{name} {t}", blk.kernel(f"{EX}/{name}.blk", T=t)(a, b), ref, tol)
+        w = randn(259, 300, t=t)
+        check(f"matmul_nt {t}", blk.kernel(f"{EX}/matmul_nt.blk", T=t)(a, w), f(a) @ f(w).T, tol)
+        bias = randn(259, t=t)
+        check(f"matmul_epilogue {t}", blk.kernel(f"{EX}/matmul_epilogue.blk", T=t)(a, b, bias),
+              F.gelu(ref + f(bias), approximate="tanh"), tol)
+        c = torch.zeros(515, 259, device=DEV)
+        blk.kernel(f"{EX}/matmul_splitk.blk", T=t)(a, b, c)
+        check(f"matmul_splitk {t}", c, ref, tol)
+        ba, bb = randn(3, 130, 70, t=t), randn(3, 70, 90, t=t)
+        check(f"bmm {t}", blk.kernel(f"{EX}/bmm.blk", T=t)(ba, bb), f(ba) @ f(bb), tol)
+        x, w_, b_ = randn(257, 1024, t=t), randn(1024, t=t), randn(1024, t=t)
+        check(f"layernorm {t}", blk.kernel(f"{EX}/layernorm.blk", T=t)(x, w_, b_),
+              F.layer_norm(f(x), (1024,), f(w_), f(b_), 1e-5), tol)
+        ms = (f(x) * f(x)).mean(1, keepdim=True)
+        check(f"rmsnorm {t}", blk.kernel(f"{EX}/rmsnorm.blk", T=t)(x, w_),
+              f(x) * torch.rsqrt(ms + 1e-6) * f(w_), tol)
+        check(f"colsum {t}", blk.kernel(f"{EX}/colsum.blk", T=t)(x), f(x).sum(0), tol * 10)
+        q, k, v = (randn(4, 300, 64, t=t) for _ in range(3))
+        for causal in (False, True):
+            att = blk.kernel(f"{EX}/attention.blk", T=t, CAUSAL=causal)
+            check(f"attention {t} causal={causal}", att(q, k, v),
+                  F.scaled_dot_product_attention(f(q), f(k), f(v), is_causal=causal), tol)
+
+
+@case
+def test_strides_and_outputs():
+    mm = blk.kernel(f"{EX}/matmul.blk")
+    big = randn(600, 400)
+    a = big[3:518, 10:310]          # a sliced view
+    b = randn(259, 300).T           # column-major
+    assert not a.is_contiguous() and not b.is_contiguous()
+    check("matmul strided", mm(a, b), a @ b, TOL["f32"])
+    c = torch.empty(515, 259, device=DEV)
+    assert mm(a, b, c) is c
+    check("matmul into c", c, a @ b, TOL["f32"])
+    c2 = torch.empty(515, 518, device=DEV)[:, ::2]  # a strided output
+    mm(a=a, b=b, c=c2)
+    check("matmul into a strided c", c2, a @ b, TOL["f32"])
+
+
+@case
+def test_stream():
+    mm = blk.kernel(f"{EX}/matmul.blk", T="bf16")
+    seen = []
+    launch = blk._lib.lib.blk_launch
+
+    def spy(func, ts, n, stream):
+        seen.append(stream)
+        return launch(func, ts, n, stream)
+    blk._lib.lib.blk_launch = spy
+    try:
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            # Produced, used and consumed on s, with no synchronization in
+            # between: right only if blk launched on s.
+            a = randn(2048, 2048, t="bf16")
+            for _ in range(4):
+                a = (a @ a.T) / 64
+            b = randn(2048, 512, t="bf16")
+            c = mm(a, b)
+            d = c.float().sum()
+        s.synchronize()
+        assert seen[-1] == s.cuda_stream, (seen, s.cuda_stream)
+        check("matmul on a non-default stream", d, (f(a) @ f(b)).sum(), 5e-2)
+        s2 = torch.cuda.Stream()
+        s2.wait_stream(torch.cuda.current_stream())
+        c3 = mm(a, b, stream=s2)
+        assert seen[-1] == s2.cuda_stream
+        s2.synchronize()
+        check("matmul with stream=", c3, f(a) @ f(b), TOL["bf16"])
+    finally:
+        blk._lib.lib.blk_launch = launch
+
+
+@case
+def test_second_gpu():
+    if torch.cuda.device_count() < 2:
+        print("skip: one GPU")
+        return
+    d1 = torch.device("cuda", 1)
+    x, y = randn(5000, dev=d1), randn(5000, dev=d1)
+    add = blk.kernel(f"{EX}/add.blk")
+    assert torch.cuda.current_device() == 0
+    z = add(x, y)
+    assert z.device == d1
+    # blk switched contexts for the launch; torch's current device is as it was.
+    assert torch.cuda.current_device() == 0
+    assert torch.empty(1, device="cuda").device.index == 0
+    check("add on GPU 1", z, x + y, 0)
+    try:
+        add(x, randn(5000))
+        raise AssertionError("mixed devices not refused")
+    except blk.BlkError as e:
+        assert "GPU 0" in str(e) and "GPU 1" in str(e), e
+
+
+@case
+def test_errors():
+    add = blk.kernel(f"{EX}/add.blk")
+    for bad, want in (((randn(10), randn(10, t="f16")), "launch of add"),
+                      ((randn(10), torch.randn(10)), "is on the host"),
+                      ((randn(10), randn(11)), "launch of add")):
+        try:
+            add(*bad)
+            raise AssertionError(f"{want}: not refused")
+        except blk.BlkError as e:
+            assert want in str(e), e
+    results.append(True)
+    print("PASS errors")
+
+
+@case
+def test_interpret_on_torch():
+    sm = blk.kernel(f"{EX}/softmax.blk", T="bf16")
+    x = randn(37, 300, t="bf16")
+    check("softmax bf16 interpreter vs GPU", sm(x, interpret=True), sm(x), 1e-2)
+
+
+@case
+def test_autotune():
+    d = tempfile.mkdtemp(prefix="blk-tune-")
+    os.environ["BLK_CACHE_DIR"] = d
+    configs = [dict(BM=64, BN=64, BK=32, num_warps=4), dict(BM=128, BN=128, BK=32, num_warps=8),
+               dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)]
+    mm = blk.autotune(f"{EX}/matmul.blk", configs=configs, key=["M", "N", "K"], T="bf16")
+    a, b = randn(2048, 2048, t="bf16"), randn(2048, 2048, t="bf16")
+    c = mm(a, b)
+    check("autotuned matmul", c, f(a) @ f(b), TOL["bf16"])
+    (r,) = mm.results.values()
+    print(f"  tuned: {r['params']} {r['ms']:.4f} ms; timings {r['timings']}")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import blk, torch\n"
+            "mm = blk.autotune(sys.argv[2], configs=eval(sys.argv[3]), key=['M','N','K'], T='bf16')\n"
+            "mm._tune = None\n"  # would fail if called
+            "a = torch.randn(2048, 2048, device='cuda', dtype=torch.bfloat16)\n"
+            "mm(a, a); print(mm.best(a, a))")
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python"),
+                          f"{EX}/matmul.blk", repr(configs)], capture_output=True, text=True)
+    ok = out.returncode == 0 and out.stdout.strip() == str(r["params"])
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} a second process takes the tuned config from disk "
+          f"{out.stdout.strip()} {out.stderr[-300:]}")
+
+
+@case
+def test_jax_cupy():
+    try:
+        import jax
+        import jax.numpy as jnp
+        if jax.devices()[0].platform != "gpu":
+            raise ImportError("JAX without a GPU")
+        x = jnp.arange(1000, dtype=jnp.float32)
+        z = blk.kernel(f"{EX}/add.blk")(x, x)
+        ok = bool(jnp.allclose(z, 2 * x))
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} add on JAX arrays ({type(z).__name__})")
+    except ImportError:
+        print("skip: no JAX")
+    try:
+        import cupy
+        x = cupy.arange(1000, dtype=cupy.float32)
+        z = blk.kernel(f"{EX}/add.blk")(x, x)
+        ok = bool(cupy.allclose(z, 2 * x))
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} add on CuPy arrays")
+    except ImportError:
+        print("skip: no CuPy")
+
+
+@case
+def test_aot():
+    """Kernels compiled ahead of time (blkc --emit=c, built into aot-test on
+    the CPU machine): launched here with only the driver, against the
+    interpreter."""
+    tool = os.path.join(ROOT, "carry", "build", "tests", "aot", "aot-test")
+    if not os.path.exists(tool):
+        print("skip: no carry/build/tests/aot/aot-test (tools/pack-gpu.sh)")
+        return
+    out = subprocess.run([tool], capture_output=True, text=True,
+                         env={**os.environ, "BLK_EXAMPLES_DIR": EX})
+    print("  " + out.stdout.strip().replace("\n", "\n  "))
+    ok = out.returncode == 0 and "skip" not in out.stdout
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} AOT add and matmul on the GPU {out.stderr[-300:]}")
+
+
+@case
+def test_figures():
+    add = blk.kernel(f"{EX}/add.blk")
+    x, y, z = randn(1 << 20), randn(1 << 20), torch.empty(1 << 20, device=DEV)
+    add(x, y, z)
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(5000):
+            add(x, y, z)
+        per.append((time.perf_counter() - t0) / 5000 * 1e6)
+        torch.cuda.synchronize()
+    print(f"  Python launch host time (torch tensors, cached kernel): "
+          f"median {sorted(per)[2]:.2f} us per launch")
+    tool = os.path.join(ROOT, "carry", "build", "tools", "launch-cost")
+    if os.path.exists(tool):
+        d = tempfile.mkdtemp(prefix="blk-cost-")
+        for run in ("first process", "second process"):
+            out = subprocess.run([tool, EX], capture_output=True, text=True,
+                                 env={**os.environ, "BLK_CACHE_DIR": d})
+            print(f"  launch-cost, {run}:\n    " + out.stdout.strip().replace("\n", "\n    "))
+    # Source to PTX in a new process: the frontend (twice: the kernel's
+    # offline check and the device's program), binding, then the compiler
+    # or the disk cache; the runtime (CUDA context) is made before timing.
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); t0 = time.perf_counter()\n"
+            "import blk; t1 = time.perf_counter(); import torch\n"
+            "a = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16)\n"
+            "blk._kernel.runtime(0)\n"
+            "t2 = time.perf_counter()\n"
+            "mm = blk.kernel(sys.argv[2], T='bf16', BM=128, BN=128, BK=32, num_warps=8)\n"
+            "mm.compile(a, a); t3 = time.perf_counter()\n"
+            "print('%.3f ms source to PTX %s; import blk %.1f ms' % ((t3 - t2) * 1e3, "
+            "mm.cache_stats(0), (t1 - t0) * 1e3))")
+    d = tempfile.mkdtemp(prefix="blk-disk-")
+    for run in ("cold", "warm"):
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python"),
+                              f"{EX}/matmul.blk"], capture_output=True, text=True,
+                             env={**os.environ, "BLK_CACHE_DIR": d})
+        print(f"  new process, matmul bf16 4096^3, {run} disk cache: {out.stdout.strip()} "
+              f"{out.stderr[-300:]}")
+    results.append(True)
+
+
+def main():
+    print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
+          f"{torch.cuda.device_count()} GPU(s)")
+    for t in (test_examples, test_strides_and_outputs, test_stream, test_second_gpu,
+              test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy, test_aot,
+              test_figures):
+        print(f"== {t.__name__}")
+        t()
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,593 @@
+"""Tests of the blk Python package without a GPU: interpret mode on NumPy
+arrays (every example against a NumPy reference), arrays and their strides
+and dtypes, errors, compile(), the disk cache across processes, and, under
+the stand-in driver of tests/runtime (BLK_FAKE_CUDA: device memory is host
+memory, launches compute nothing but take a made-up time), the GPU launch
+path and the autotuner with its results on disk.
+
+Runs under pytest, or alone: `python3 python/tests/test_blk.py` (prints
+"N passed, N failed").  Needs BLK_LIBRARY (or an installed blk) and NumPy.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+# BLK_TEST_INSTALLED=1: test the blk that `pip install .` installed, not python/.
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+EX = os.path.join(ROOT, "examples")
+# Each test process gets a cache directory of its own.
+os.environ.setdefault("BLK_CACHE_DIR", tempfile.mkdtemp(prefix="blk-pytest-cache-"))
+os.environ.pop("BLK_CACHE", None)
+os.environ.pop("BLK_INTERPRET", None)
+
+import blk  # noqa: E402
+from blk import _arrays  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def raises(exc, fn, *args, **kw):
+    """The exception fn raised (failing if none, or another kind)."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e
+    raise AssertionError(f"{fn} did not raise {exc.__name__}")
+
+
+def close(got, want, tol=1e-4):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    err = np.max(np.abs(got - want) / (1 + np.abs(want))) if want.size else 0.0
+    assert err <= tol, f"max relative error {err} > {tol}"
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bit patterns (round to nearest even) as uint16."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_value(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+# ---- every example in the interpreter against NumPy ----------------------------
+
+def gelu(h):
+    return 0.5 * h * (1 + np.tanh(0.7978845608028654 * (h + 0.044715 * h ** 3)))
+
+
+def attention_ref(q, k, v, causal):
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def layernorm_ref(x, w, b):
+    m = x.mean(1, keepdims=True)
+    return (x - m) / np.sqrt(((x - m) ** 2).mean(1, keepdims=True) + 1e-5) * w + b
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+MM = dict(BM=16, BN=16, BK=16)
+
+
+def test_add():
+    x, y = rand(1000), rand(1000)
+    close(blk.kernel(f"{EX}/add.blk")(x, y, interpret=True), x + y, 0)
+
+
+def test_softmax():
+    x = rand(13, 77)
+    close(blk.kernel(f"{EX}/softmax.blk")(x, interpret=True), softmax_ref(x), 1e-5)
+
+
+def test_matmuls():
+    a, b = rand(33, 20), rand(20, 18)
+    for name in ("matmul", "matmul_acc"):
+        close(blk.kernel(f"{EX}/{name}.blk", **MM)(a, b, interpret=True), a @ b)
+    bt = np.ascontiguousarray(b.T)
+    close(blk.kernel(f"{EX}/matmul_nt.blk", **MM)(a, bt, interpret=True), a @ b)
+    bias = rand(18)
+    close(blk.kernel(f"{EX}/matmul_epilogue.blk", **MM)(a, b, bias, interpret=True),
+          gelu(a @ b + bias))
+    c = np.zeros((33, 18), np.float32)
+    blk.kernel(f"{EX}/matmul_splitk.blk", S=3, **MM)(a, b, c, interpret=True)
+    close(c, a @ b)
+
+
+def test_bmm():
+    a, b = rand(3, 17, 9), rand(3, 9, 20)
+    close(blk.kernel(f"{EX}/bmm.blk", **MM)(a, b, interpret=True), a @ b)
+
+
+def test_norms_and_colsum():
+    x, w, b = rand(5, 40), rand(40), rand(40)
+    close(blk.kernel(f"{EX}/layernorm.blk")(x, w, b, interpret=True), layernorm_ref(x, w, b))
+    close(blk.kernel(f"{EX}/rmsnorm.blk")(x, w, interpret=True),
+          x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w)
+    close(blk.kernel(f"{EX}/colsum.blk", BR=2, BC=8)(x, interpret=True), x.sum(0))
+
+
+def test_attention():
+    q, k, v = rand(2, 40, 16), rand(2, 40, 16), rand(2, 40, 16)
+    for causal in (False, True):
+        att = blk.kernel(f"{EX}/attention.blk", BQ=16, BK=16, D=16, CAUSAL=causal)
+        close(att(q, k, v, interpret=True), attention_ref(q, k, v, causal), 1e-4)
+
+
+# ---- arrays -------------------------------------------------------------------
+
+def test_outputs_given_named_and_returned():
+    add = blk.kernel(f"{EX}/add.blk")
+    x, y, z = rand(10), rand(10), np.zeros(10, np.float32)
+    assert add(x, y, z, interpret=True) is z
+    close(z, x + y, 0)
+    z2 = np.zeros(10, np.float32)
+    assert add(y=y, x=x, z=z2, interpret=True) is z2
+    close(z2, x + y, 0)
+    out = add(x, y=y, interpret=True)
+    assert out.shape == (10,) and out.dtype == np.float32
+
+
+def test_strides_respected():
+    mm = blk.kernel(f"{EX}/matmul.blk", **MM)
+    big = rand(40, 30)
+    a = big[1:34:1, ::2]      # a strided view, not copied
+    b = rand(20, 15).T        # column-major
+    assert not a.flags.c_contiguous and not b.flags.c_contiguous
+    close(mm(a, b, interpret=True), a @ b)
+    x = rand(50)
+    close(blk.kernel(f"{EX}/add.blk")(x[::5], x[1::5], interpret=True), x[::5] + x[1::5], 0)
+
+
+def test_dtypes():
+    add16 = blk.kernel(f"{EX}/add.blk", T="f16")
+    x, y = rand(64, dtype=np.float16), rand(64, dtype=np.float16)
+    close(add16(x, y, interpret=True), x.astype(np.float32) + y, 1e-3)
+    addbf = blk.kernel(f"{EX}/add.blk", T="bf16")
+    xf, yf = rand(64), rand(64)
+    z = addbf(bf16_bits(xf), bf16_bits(yf), interpret=True)
+    assert z.dtype.itemsize == 2
+    close(bf16_value(z.view(np.uint16)), bf16_value(bf16_bits(xf)) + bf16_value(bf16_bits(yf)),
+          1e-2)
+    addi = blk.kernel(f"{EX}/add.blk", T="i32")
+    xi = np.arange(10, dtype=np.int32)
+    assert (addi(xi, xi, interpret=True) == 2 * xi).all()
+    e = raises(blk.BlkError, blk.kernel(f"{EX}/add.blk"), xi, xi, interpret=True)
+    assert "launch of add" in str(e) and "i32" in str(e), e
+    e = raises(blk.BlkError, blk.kernel(f"{EX}/add.blk"), np.zeros(3), np.zeros(3),
+               interpret=True)
+    assert "NumPy dtype float64 has no blk dtype" in str(e)
+
+
+def test_dlpack_and_cai_adapters():
+    x = rand(6, 8)[:, ::2]
+
+    class OnlyDLPack:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+    arg = _arrays.from_array(OnlyDLPack(x))
+    assert arg.device == _arrays.HOST and arg.framework == "dlpack"
+    assert arg.tensor.data == x.ctypes.data
+    assert list(arg.tensor.shape[:2]) == [6, 4] and list(arg.tensor.strides[:2]) == [8, 2]
+    cai = _arrays.from_array(FakeCuda(x))
+    assert cai.device == 0 and list(cai.tensor.strides[:2]) == [8, 2]
+    e = raises(blk.BlkError, _arrays.from_array, object())
+    assert "not an array blk can use" in str(e)
+    e = raises(blk.BlkError, _arrays.from_array, np.zeros((1,) * 5, np.float32))
+    assert "rank 5" in str(e)
+
+
+# ---- errors -------------------------------------------------------------------
+
+def test_compile_error_has_location_and_caret():
+    e = raises(blk.CompileError, blk.kernel, "kernel k(x: in f32[N]) {\n    x[...] = ;\n}\n")
+    msg = str(e)
+    assert "<string>:2:14: error:" in msg, msg
+    assert msg.splitlines()[-1].strip() == "^", msg
+    with tempfile.NamedTemporaryFile("w", suffix=".blk", delete=False) as f:
+        f.write("kernel k(x: in f32[N]) {\n    x[...] = nope;\n}\n")
+    e = raises(blk.CompileError, blk.kernel, f.name)
+    assert f"{f.name}:2:14: error:" in str(e), str(e)
+    os.unlink(f.name)
+    e = raises(blk.CompileError, blk.kernel, f"{EX}/add.blk", NOPE=3)
+    assert "NOPE" in str(e)
+    e = raises(blk.CompileError, blk.kernel, f"{EX}/add.blk", name="sub")
+    assert "no kernel named 'sub'" in str(e)
+    e = raises(blk.CompileError, blk.kernel, "/nonexistent/x.blk")
+    assert "/nonexistent/x.blk" in str(e)
+
+
+def test_call_errors():
+    add = blk.kernel(f"{EX}/add.blk")
+    x = rand(8)
+    e = raises(blk.BlkError, add, x, interpret=True)
+    assert "missing array for in param 'y'" in str(e)
+    e = raises(blk.BlkError, add, x, x, x, x, interpret=True)
+    assert "takes 3 arrays (x, y, z), got 4" in str(e)
+    e = raises(blk.BlkError, add, x, x, w=x, interpret=True)
+    assert "no array param 'w'" in str(e)
+    e = raises(blk.BlkError, add, x, x, x=x, interpret=True)
+    assert "'x' of kernel add given twice" in str(e)
+    e = raises(blk.BlkError, add, x, rand(9), interpret=True)
+    assert "launch of add" in str(e)
+    e = raises(blk.BlkError, add, x, x)
+    assert "interpret=True" in str(e)
+    mm = blk.kernel(f"{EX}/matmul.blk")
+    e = raises(blk.BlkError, mm, rand(4, 5), rand(6, 7), interpret=True)
+    assert "launch of matmul" in str(e)
+
+
+def test_threads():
+    """One kernel called from four threads at once (libblk's runtime is used
+    by one thread at a time: the package's locks see to it)."""
+    import threading
+    add = blk.kernel(f"{EX}/add.blk", B=64)
+    errors = []
+
+    def work(seed):
+        try:
+            x = np.full(777, seed, np.float32)
+            for _ in range(20):
+                close(add(x, x, interpret=True), 2 * x, 0)
+        except Exception as e:  # collected, re-raised below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_interpret_env():
+    add = blk.kernel(f"{EX}/add.blk")
+    x = rand(8)
+    os.environ["BLK_INTERPRET"] = "1"
+    try:
+        close(add(x, x), 2 * x, 0)
+    finally:
+        del os.environ["BLK_INTERPRET"]
+
+
+def test_kernel_info_compile_bind():
+    mm = blk.kernel(f"{EX}/matmul.blk", T="bf16", BM=32)
+    assert [(p.name, p.access, p.dtype, p.rank) for p in mm.tensor_params] == \
+        [("a", "in", "bf16", 2), ("b", "in", "bf16", 2), ("c", "out", "bf16", 2)]
+    assert mm.sizes == ["M", "K", "N"]
+    a, b = np.zeros((64, 32), np.uint16), np.zeros((32, 48), np.uint16)
+    assert mm.bind(a, b) == {"M": 64, "K": 32, "N": 48}
+    info = mm.compile(a, b)
+    assert info["arch"] == "sm_90a" and ".entry" in info["ptx"] and info["grid"] == (2, 1, 1)
+    assert "matmul" in repr(mm) and "BM=32" in repr(mm)
+
+
+# ---- the disk cache across processes ----------------------------------------------
+
+CHILD = r"""
+import os, sys, time
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, sys.argv[1])
+import numpy as np, blk
+t0 = time.perf_counter()
+k = blk.kernel(sys.argv[2] + "/matmul.blk", BM=32, BN=32)
+k.compile(np.zeros((256, 128), np.float32), np.zeros((128, 256), np.float32))
+ms = (time.perf_counter() - t0) * 1e3
+s = k.cache_stats(-1)
+print(s["compiles"], s["disk_hits"], "%.3f" % ms)
+"""
+
+
+def child(env=None):
+    out = subprocess.run([sys.executable, "-c", CHILD, os.path.join(ROOT, "python"), EX],
+                         capture_output=True, text=True, env={**os.environ, **(env or {})},
+                         check=True).stdout.split()
+    return int(out[0]), int(out[1]), float(out[2])
+
+
+def test_disk_cache_second_process_skips_compiler():
+    d = tempfile.mkdtemp(prefix="blk-cache-")
+    cold = child({"BLK_CACHE_DIR": d})
+    warm = child({"BLK_CACHE_DIR": d})
+    assert cold[:2] == (1, 0) and warm[:2] == (0, 1), (cold, warm)
+    print(f"  source -> PTX in a new process: compiled {cold[2]:.1f} ms, "
+          f"from the disk cache {warm[2]:.2f} ms")
+    off = child({"BLK_CACHE_DIR": d, "BLK_CACHE": "0"})
+    assert off[:2] == (1, 0)
+
+
+def test_disk_cache_two_processes_at_once():
+    d = tempfile.mkdtemp(prefix="blk-cache-")
+    env = {**os.environ, "BLK_CACHE_DIR": d}
+    args = [sys.executable, "-c", CHILD, os.path.join(ROOT, "python"), EX]
+    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE) for _ in range(2)]
+    assert all(p.wait() == 0 for p in procs)
+    assert [f for f in os.listdir(d) if ".tmp" in f] == []
+    assert child({"BLK_CACHE_DIR": d})[:2] == (0, 1)
+
+
+# ---- the GPU path under the stand-in driver ---------------------------------------
+
+class FakeCuda:
+    """A NumPy array posing as device memory (__cuda_array_interface__):
+    under the stand-in driver device pointers are host pointers."""
+
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.a.shape, "typestr": self.a.dtype.str,
+                "data": (self.a.ctypes.data, False), "version": 3,
+                "strides": None if self.a.flags.c_contiguous else self.a.strides}
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def fake_driver():
+    path = os.environ.get("BLK_FAKE_CUDA")
+    if not path or not os.path.exists(path):
+        return False
+    os.environ["BLK_LIBCUDA"] = path
+    return True
+
+
+def test_fake_gpu_launch():
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    add = blk.kernel(f"{EX}/add.blk")
+    x, y, z = (FakeCuda(np.zeros(1000, np.float32)) for _ in range(3))
+    assert add(x, y, z) is z
+    assert add(x, y, z, stream=0) is z
+
+    class Stream:
+        cuda_stream = 0
+    add(x, y, z, stream=Stream())
+    assert add.cache_stats(0)["compiles"] == 1 and add.cache_stats(0)["hits"] == 2
+    e = raises(blk.BlkError, add, x, y)  # a FakeCuda output cannot be allocated
+    assert "cannot allocate an output" in str(e)
+    e = raises(blk.BlkError, add, x, np.zeros(1000, np.float32), z)
+    assert "y is on the host" in str(e)
+    e = raises(blk.BlkError, add, x, FakeCuda(np.zeros(1000, np.float64)), z)
+    assert "has no blk dtype" in str(e)
+
+
+class _FakeTorchDevice:
+    def __init__(self, index):
+        self.index, self.type = index, "cuda"
+
+
+def fake_torch_module():
+    """Just enough of torch for blk's torch path: dtypes, tensors whose
+    memory is host memory (as the stand-in driver's device memory is),
+    torch.empty, the current device and stream."""
+    import contextlib
+    import types
+    torch = types.ModuleType("torch")
+    names = {"float32": np.float32, "float16": np.float16, "int32": np.int32}
+    for n in names:
+        setattr(torch, n, "torch." + n)
+    torch.bfloat16, torch.bool = "torch.bfloat16", "torch.bool"
+
+    class Tensor:
+        def __init__(self, a, dtype):
+            self.a, self.dtype = a, dtype
+
+        shape = property(lambda self: self.a.shape)
+        device = property(lambda self: _FakeTorchDevice(0))
+
+        def data_ptr(self):
+            return self.a.ctypes.data
+
+        def stride(self):
+            return tuple(s // self.a.itemsize for s in self.a.strides)
+
+        def get_device(self):
+            return 0
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    torch.empty = lambda shape, dtype, device: Tensor(
+        np.zeros(shape, names[dtype.split(".")[1]]), dtype)
+    torch.streams = []
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 0,
+                                       device=lambda d: contextlib.nullcontext())
+    torch._C = types.SimpleNamespace(
+        _cuda_getCurrentRawStream=lambda d: torch.streams.append(d) or 0)
+    return torch
+
+
+def test_fake_torch_launch():
+    """The torch path (no torch here): dtypes, outputs made with
+    torch.empty, torch's current stream asked for the arrays' device."""
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    torch = fake_torch_module()
+    sys.modules["torch"] = torch
+    _arrays._by_type.clear()
+    _arrays._torch_dtypes.clear()
+    try:
+        x = torch.Tensor(np.zeros((64, 32), np.float32), torch.float32)
+        y = torch.Tensor(np.zeros((32, 48), np.float32)[:, ::2], torch.float32)
+        c = blk.kernel(f"{EX}/matmul.blk")(x, y)
+        assert isinstance(c, torch.Tensor) and c.shape == (64, 24) and c.dtype == torch.float32
+        assert torch.streams == [0]
+        h = torch.Tensor(np.zeros((64, 32), np.float16), torch.float16)
+        e = raises(blk.BlkError, blk.kernel(f"{EX}/matmul.blk"), h, y)
+        assert "launch of matmul" in str(e)
+        odd = torch.Tensor(np.zeros(3, np.int8), "torch.int8")
+        e = raises(blk.BlkError, blk.kernel(f"{EX}/add.blk"), odd, odd)
+        assert "torch dtype torch.int8 has no blk dtype" in str(e)
+    finally:
+        del sys.modules["torch"]
+        _arrays._by_type.clear()
+        _arrays._torch_dtypes.clear()
+
+
+CONFIGS = [dict(BM=64, BN=64, BK=32, num_warps=4),     # 4 CTAs at 128^2: slow
+           dict(BM=16, BN=16, BK=16, num_warps=1),     # 64 CTAs: the fastest
+           dict(BM=256, BN=256, BK=32, num_warps=8),   # refused: over 128 threads
+           dict(BM=32, BN=32, BK=16, NOPE=1)]          # does not compile
+
+
+def fake_mm():
+    return [FakeCuda(np.zeros(s, np.float32)) for s in ((128, 64), (64, 128), (128, 128))]
+
+
+TUNE_CHILD = r"""
+import os, sys
+if os.environ.get("BLK_TEST_INSTALLED") != "1":
+    sys.path.insert(0, sys.argv[1])
+import numpy as np, blk
+sys.path.insert(0, sys.argv[3])
+import test_blk as t
+tuned = blk.autotune(sys.argv[2] + "/matmul.blk", configs=t.CONFIGS, key=["M", "N"], reps=3)
+def no_tuning(*a):
+    raise SystemExit("tuned again")
+tuned._tune = no_tuning
+a, b, c = t.fake_mm()
+tuned(a, b, c)
+print(tuned.best(a, b, c))
+"""
+
+
+def test_fake_gpu_autotune():
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    d = tempfile.mkdtemp(prefix="blk-tune-")
+    os.environ["BLK_CACHE_DIR"] = d
+    try:
+        tuned = blk.autotune(f"{EX}/matmul.blk", configs=CONFIGS, key=["M", "N"], reps=3)
+        a, b, c = fake_mm()
+        assert tuned.best(a, b, c) is None
+        assert tuned(a, b, c) is c
+        assert tuned.best(a, b, c) == CONFIGS[1]
+        (r,) = tuned.results.values()
+        assert r["timings"][1] < r["timings"][0] and r["timings"][2] is None
+        assert "OUT_OF_RESOURCES" in r["skipped"]["2"] and "NOPE" in r["skipped"]["3"]
+        files = os.listdir(os.path.join(d, "tune"))
+        assert len(files) == 1 and files[0].endswith(".json")
+        # Another process reads the result instead of tuning.
+        out = subprocess.run([sys.executable, "-c", TUNE_CHILD, os.path.join(ROOT, "python"),
+                              EX, HERE], capture_output=True, text=True, check=True,
+                             env={**os.environ})
+        assert out.stdout.strip() == str(CONFIGS[1]), out
+        # A damaged results file is tuned again and rewritten.
+        path = os.path.join(d, "tune", files[0])
+        with open(path, "w") as f:
+            f.write("{ truncated")
+        again = blk.autotune(f"{EX}/matmul.blk", configs=CONFIGS, key=["M", "N"], reps=3)
+        assert again.results == {}
+        again(a, b, c)
+        with open(path) as f:
+            assert len(json.load(f)) == 1
+        e = raises(blk.BlkError, blk.autotune, f"{EX}/matmul.blk", configs=CONFIGS, key=["Q"])
+        assert "names no size" in str(e)
+        e = raises(blk.BlkError, blk.autotune(f"{EX}/matmul.blk", configs=CONFIGS[2:]), a, b, c)
+        assert "no candidate ran" in str(e)
+        # interpret mode runs the first candidate, untimed
+        an, bn = rand(20, 10), rand(10, 12)
+        close(tuned(an, bn, interpret=True), an @ bn)
+    finally:
+        os.environ.pop("BLK_LIBCUDA", None)
+
+
+BENCH_SAMPLE = """device: NVIDIA H200 (sm_90a, driver 13.0)
+
+| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| matmul | bf16 | 4096³ | 3.435 | 40.0 | 0.179 | 767.2 | 0.05 |
+
+| op | size | ms | GB/s | of copy |
+| --- | --- | --- | --- | --- |
+| add | 2^28 f32 | 0.744 | 4327 | 102% |
+"""
+
+
+def test_bench_json():
+    """tools/bench_json.py: blk-bench's tables as JSON."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_json
+    data = bench_json.parse(BENCH_SAMPLE)
+    assert data["device"] == "NVIDIA H200 (sm_90a, driver 13.0)"
+    mm, bw = data["tables"]
+    assert mm == [{"op": "matmul", "type": "bf16", "size": 4096.0, "blk ms": 3.435,
+                   "blk TFLOP/s": 40.0, "cuBLAS ms": 0.179, "cuBLAS TFLOP/s": 767.2,
+                   "blk/cuBLAS": 0.05}]
+    assert bw[0]["size"] == "2^28 f32" and bw[0]["of copy"] == 102.0
+    d = tempfile.mkdtemp()
+    with open(os.path.join(d, "bench.txt"), "w") as f:
+        f.write(BENCH_SAMPLE)
+    assert bench_json.main([os.path.join(d, "bench.txt"), "-o", os.path.join(d, "b.json")]) == 0
+    with open(os.path.join(d, "b.json")) as f:
+        assert json.load(f) == data
+    with open(os.path.join(d, "empty.txt"), "w") as f:
+        f.write("no tables\n")
+    assert bench_json.main([os.path.join(d, "empty.txt"), "-o", os.path.join(d, "c.json")]) == 1
+
+
+def test_import_is_fast():
+    code = ("import os, time, sys; t = time.perf_counter(); "
+            "os.environ.get('BLK_TEST_INSTALLED') == '1' or sys.path.insert(0, sys.argv[1]); "
+            "import blk; print((time.perf_counter() - t) * 1e3)")
+    ms = float(subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python")],
+                              capture_output=True, text=True, check=True).stdout)
+    print(f"  import blk: {ms:.1f} ms")
+    assert ms < 1000
+    for mod in ("torch", "jax", "cupy"):
+        assert mod not in sys.modules or mod in os.environ.get("BLK_TEST_ALLOW", "")
+
+
+def test_which_blk():
+    where = os.path.dirname(blk.__file__)
+    print(f"  blk {blk.__version__} from {where}")
+    if os.environ.get("BLK_TEST_INSTALLED") == "1":
+        assert not where.startswith(os.path.join(ROOT, "python"))
+
+
+def main():
+    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
+    failed = 0
+    for name, fn in tests:
+        t0 = time.perf_counter()
+        try:
+            fn()
+            print(f"PASS {name} ({(time.perf_counter() - t0) * 1e3:.0f} ms)")
+        except Exception as e:  # report every failure, then the count
+            failed += 1
+            import traceback
+            traceback.print_exc()
+            print(f"FAIL {name}: {e}")
+    print(f"{len(tests) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

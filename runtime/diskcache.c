@@ -1,0 +1,427 @@
+/* diskcache.c - compiled kernels and tuner results kept on disk across
+ * processes.
+ *
+ * A specialization's PTX and launch shape (NAME.blkc), or a tuner's choice
+ * for one signature (NAME.blkt, tuner.c), are written to one file in the
+ * cache directory ($BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk, else
+ * ~/.cache/blk; BLK_CACHE=0 turns it off).  The key is everything that
+ * decides the output: blk's version, the arch, the in-memory cache key
+ * (kernel, dtypes, shapes, strides), the defines and the source text.  The
+ * file is named by a hash of the key and holds the key itself, so a hash
+ * collision is a miss, never a wrong kernel.
+ *
+ * An entry:
+ *
+ *     blk-cache 1\n
+ *     sum HHHHHHHHHHHHHHHH\n     FNV-1a 64 of every byte after this line
+ *     key N\n<N bytes>\n
+ *     the payload, to the end of the file; a compiled kernel's is
+ *     entry NAME\n threads N\n smem N\n gridx N\n gridy N\n gridz N\n
+ *     ptx N\n<N bytes>
+ *
+ * Reads check all of it: a truncated, altered or foreign file is a miss,
+ * and the recompiled entry replaces it.  Writes go to a temporary file in
+ * the same directory, renamed over the entry: a reader sees the old file
+ * or the new one, never a part, and two processes compiling the same
+ * kernel at once each rename a whole entry.  After a write the directory
+ * is trimmed, oldest first (hits refresh an entry's time), to 3/4 of its
+ * bound ($BLK_CACHE_MAX_MB, default 512).
+ */
+#include "rt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_ENTRY_BYTES = 64 << 20, DEFAULT_MAX_MB = 512 };
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static const uint64_t FNV_START = 1469598103934665603ull;
+
+/* ---- the directory ------------------------------------------------------ */
+
+/* mkdir -p; true if dir exists afterwards. */
+static bool make_dirs(char *dir)
+{
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(dir, 0755);
+		*p = '/';
+	}
+	return mkdir(dir, 0755) == 0 || errno == EEXIST;
+}
+
+static char *default_dir(void)
+{
+	const char *env = getenv("BLK_CACHE");
+	if (env && strcmp(env, "0") == 0)
+		return NULL;
+	const char *dir = getenv("BLK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char buf[4096];
+	if (dir && *dir)
+		snprintf(buf, sizeof buf, "%s", dir);
+	else if (xdg && *xdg)
+		snprintf(buf, sizeof buf, "%s/blk", xdg);
+	else if (home && *home)
+		snprintf(buf, sizeof buf, "%s/.cache/blk", home);
+	else
+		return NULL;
+	return strdup(buf);
+}
+
+void blk_disk_init(BlkRuntime *rt)
+{
+	rt->cache_dir = default_dir();
+}
+
+bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir)
+{
+	char *copy = dir && *dir ? strdup(dir) : NULL;
+	if (dir && *dir && !copy)
+		return blk_rt_error(rt, "out of memory");
+	free(rt->cache_dir);
+	rt->cache_dir = copy;
+	return true;
+}
+
+const char *blk_runtime_cache_dir(const BlkRuntime *rt)
+{
+	return rt->cache_dir;
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_key, size_t *len)
+{
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	if (!f)
+		return NULL;
+	fprintf(f, "blk %s\narch %s\nkernel %s\ndefines %d\n", BLK_VERSION, rt->arch, mem_key,
+	        p->ndefines);
+	for (int i = 0; i < p->ndefines; i++)
+		fprintf(f, "%s=%s\n", p->defines[i].name, p->defines[i].value);
+	fprintf(f, "source %zu\n", p->source_len);
+	fwrite(p->source, 1, p->source_len, f);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static void entry_path(const BlkRuntime *rt, const char *kind, const char *key, size_t len,
+                       char *path, size_t n)
+{
+	snprintf(path, n, "%s/%016llx.%s", rt->cache_dir,
+	         (unsigned long long)fnv(FNV_START, key, len), kind);
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= MAX_ENTRY_BYTES &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		ssize_t got = read(fd, buf, (size_t)st.st_size);
+		if (got != st.st_size) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[got] = '\0';
+			*len = (size_t)got;
+		}
+	}
+	close(fd);
+	return buf;
+}
+
+/* "WORD N\n": the number after the expected word. */
+unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word)
+{
+	size_t wl = strlen(word);
+	char *end;
+	if (r->bad || (size_t)(r->end - r->p) < wl + 2 || memcmp(r->p, word, wl) != 0 ||
+	    r->p[wl] != ' ') {
+		r->bad = true;
+		return 0;
+	}
+	errno = 0;
+	unsigned long long v = strtoull(r->p + wl + 1, &end, 10);
+	if (errno || end >= r->end || *end != '\n' || end == r->p + wl + 1)
+		r->bad = true;
+	r->p = end + 1;
+	return v;
+}
+
+/* n raw bytes, then a newline unless it is the end. */
+static const char *take_bytes(BlkDiskReader *r, size_t n, bool newline)
+{
+	const char *s = r->p;
+	if (r->bad || (size_t)(r->end - r->p) < n + newline || (newline && s[n] != '\n')) {
+		r->bad = true;
+		return NULL;
+	}
+	r->p += n + newline;
+	return s;
+}
+
+/* "entry NAME\n": the name, arena-copied. */
+static const char *take_name(BlkDiskReader *r, BlkArena *a)
+{
+	const char *nl = r->bad ? NULL : memchr(r->p, '\n', (size_t)(r->end - r->p));
+	if (!nl || strncmp(r->p, "entry ", 6) != 0 || nl == r->p + 6) {
+		r->bad = true;
+		return NULL;
+	}
+	const char *name = blk_arena_strndup(a, r->p + 6, (size_t)(nl - r->p - 6));
+	r->p = nl + 1;
+	return name;
+}
+
+/* Checks the header and the sum; r is left after the sum line. */
+static bool check_sum(BlkDiskReader *r)
+{
+	static const char magic[] = "blk-cache 1\nsum ";
+	size_t ml = sizeof magic - 1;
+	if ((size_t)(r->end - r->p) < ml + 17 || memcmp(r->p, magic, ml) != 0 || r->p[ml + 16] != '\n')
+		return false;
+	char hex[17];
+	memcpy(hex, r->p + ml, 16);
+	hex[16] = '\0';
+	char *end;
+	unsigned long long sum = strtoull(hex, &end, 16);
+	r->p += ml + 17;
+	return *end == '\0' && sum == fnv(FNV_START, r->p, (size_t)(r->end - r->p));
+}
+
+/* The header, the sum and the key; r is left at the payload. */
+static bool check_entry(BlkDiskReader *r, const char *key, size_t klen)
+{
+	if (!check_sum(r))
+		return false;
+	size_t n = (size_t)blk_disk_take_num(r, "key");
+	const char *k = take_bytes(r, n, true);
+	return !r->bad && n == klen && memcmp(k, key, klen) == 0;
+}
+
+char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    BlkDiskReader *payload)
+{
+	char path[4352];
+	size_t len = 0;
+	if (!rt->cache_dir)
+		return NULL;
+	entry_path(rt, kind, key, klen, path, sizeof path);
+	char *buf = read_all(path, &len);
+	if (!buf)
+		return NULL;
+	*payload = (BlkDiskReader){.p = buf, .end = buf + len};
+	if (!check_entry(payload, key, klen)) {
+		free(buf);
+		return NULL;
+	}
+	utimensat(AT_FDCWD, path, NULL, 0); /* recently used: evicted last */
+	return buf;
+}
+
+static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
+{
+	out->entry = take_name(r, a);
+	out->threads = (unsigned)blk_disk_take_num(r, "threads");
+	out->smem_bytes = (size_t)blk_disk_take_num(r, "smem");
+	out->grid[0] = (unsigned)blk_disk_take_num(r, "gridx");
+	out->grid[1] = (unsigned)blk_disk_take_num(r, "gridy");
+	out->grid[2] = (unsigned)blk_disk_take_num(r, "gridz");
+	size_t n = (size_t)blk_disk_take_num(r, "ptx");
+	const char *ptx = take_bytes(r, n, false);
+	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
+		return false;
+	out->ptx = blk_arena_strndup(a, ptx, n);
+	return true;
+}
+
+bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
+                   BlkCompiled *out)
+{
+	BlkDiskReader r;
+	char *buf = blk_disk_read(rt, "blkc", key, klen, &r);
+	memset(out, 0, sizeof *out);
+	bool ok = buf && parse_compiled(&r, a, out);
+	free(buf);
+	return ok;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static char *format_entry(const char *key, size_t klen, const char *payload, size_t plen,
+                          size_t *len)
+{
+	char *body = NULL, *all = NULL;
+	size_t blen = 0, alen = 0;
+	FILE *f = open_memstream(&body, &blen);
+	if (!f)
+		return NULL;
+	fprintf(f, "key %zu\n", klen);
+	fwrite(key, 1, klen, f);
+	fputc('\n', f);
+	fwrite(payload, 1, plen, f);
+	if (fclose(f) != 0 || !(f = open_memstream(&all, &alen))) {
+		free(body);
+		return NULL;
+	}
+	fprintf(f, "blk-cache 1\nsum %016llx\n", (unsigned long long)fnv(FNV_START, body, blen));
+	fwrite(body, 1, blen, f);
+	bool ok = fclose(f) == 0;
+	free(body);
+	*len = alen;
+	if (!ok) {
+		free(all);
+		return NULL;
+	}
+	return all;
+}
+
+/* Writes data to path through a temporary file and a rename. */
+static bool write_atomic(const char *path, const char *data, size_t len)
+{
+	static unsigned counter;
+	char tmp[4400];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, data, len) == (ssize_t)len;
+	ok = close(fd) == 0 && ok;
+	ok = ok && rename(tmp, path) == 0;
+	if (!ok)
+		unlink(tmp);
+	return ok;
+}
+
+void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
+                    const char *payload, size_t plen)
+{
+	char path[4352], dir[4096];
+	size_t len = 0;
+	if (!rt->cache_dir)
+		return;
+	snprintf(dir, sizeof dir, "%s", rt->cache_dir);
+	char *data = make_dirs(dir) ? format_entry(key, klen, payload, plen, &len) : NULL;
+	entry_path(rt, kind, key, klen, path, sizeof path);
+	/* Best effort: a cache that cannot be written only costs a compile. */
+	if (data && write_atomic(path, data, len))
+		blk_disk_trim(rt->cache_dir, blk_disk_max_bytes());
+	free(data);
+}
+
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c)
+{
+	char *payload = NULL;
+	size_t plen = 0;
+	FILE *f = open_memstream(&payload, &plen);
+	if (!f)
+		return;
+	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\nptx %zu\n%s",
+	        c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2],
+	        strlen(c->ptx), c->ptx);
+	if (fclose(f) == 0)
+		blk_disk_write(rt, "blkc", key, klen, payload, plen);
+	free(payload);
+}
+
+/* ---- the bound -------------------------------------------------------------- */
+
+uint64_t blk_disk_max_bytes(void)
+{
+	const char *env = getenv("BLK_CACHE_MAX_MB");
+	char *end;
+	unsigned long long mb = env ? strtoull(env, &end, 10) : 0;
+	if (!env || *end || mb == 0)
+		mb = DEFAULT_MAX_MB;
+	return (uint64_t)mb << 20;
+}
+
+typedef struct Item {
+	char *path;
+	uint64_t bytes;
+	time_t mtime;
+} Item;
+
+static int older_first(const void *x, const void *y)
+{
+	const Item *a = x, *b = y;
+	return (a->mtime > b->mtime) - (a->mtime < b->mtime);
+}
+
+/* The entries of dir (and stale temporaries, removed on the way). */
+static Item *list_entries(const char *dir, int *n, uint64_t *total)
+{
+	DIR *d = opendir(dir);
+	Item *items = NULL;
+	int cap = 0;
+	*n = 0;
+	*total = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char path[4352];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		bool entry = strstr(e->d_name, ".blkc") || strstr(e->d_name, ".blkt");
+		if (!entry || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (strstr(e->d_name, ".tmp.")) {
+			if (st.st_mtime < time(NULL) - 3600) /* a writer that died */
+				unlink(path);
+			continue;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			Item *grown = realloc(items, sizeof *items * (size_t)cap);
+			if (!grown)
+				break;
+			items = grown;
+		}
+		items[*n] = (Item){strdup(path), (uint64_t)st.st_size, st.st_mtime};
+		*total += (uint64_t)st.st_size;
+		(*n)++;
+	}
+	if (d)
+		closedir(d);
+	return items;
+}
+
+void blk_disk_trim(const char *dir, uint64_t max_bytes)
+{
+	int n;
+	uint64_t total;
+	Item *items = list_entries(dir, &n, &total);
+	if (total > max_bytes) {
+		qsort(items, (size_t)n, sizeof *items, older_first);
+		for (int i = 0; i < n && total > max_bytes / 4 * 3; i++)
+			if (items[i].path && unlink(items[i].path) == 0)
+				total -= items[i].bytes;
+	}
+	for (int i = 0; i < n; i++)
+		free(items[i].path);
+	free(items);
+}

@@ -1,0 +1,154 @@
+/* host.c - what a host language needs besides launching: the version, a
+ * kernel's tensor parameters, the shapes of outputs it has not made yet,
+ * and the CPU interpreter on host arrays (the Python package's
+ * interpret=True, and the public face of `blkc run --interpret`). */
+#include "rt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(BLK_PARAM_IN == (int)BLK_ACCESS_IN && BLK_PARAM_OUT == (int)BLK_ACCESS_OUT &&
+               BLK_PARAM_INOUT == (int)BLK_ACCESS_INOUT, "ORDER ACCESS: blk.h and ir.h disagree");
+
+const char *blk_version(void)
+{
+	return BLK_VERSION;
+}
+
+/* The kernel's param that tensor i is passed for, or NULL. */
+static const BlkParam *tensor_param(const BlkKernel *k, int i)
+{
+	for (int p = 0; p < k->nparams; p++)
+		if (k->params[p].access != BLK_ACCESS_SCRATCH && i-- == 0)
+			return &k->params[p];
+	return NULL;
+}
+
+bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
+{
+	const BlkParam *p = i >= 0 ? tensor_param(f->kernel, i) : NULL;
+	if (!p)
+		return blk_rt_error(f->prog->rt, "kernel %s has %d tensor params; there is no param %d",
+		                    f->kernel->name, f->ntensors, i);
+	out->name = p->name;
+	out->access = (int)p->access;
+	out->dtype = (int)p->dtype;
+	out->rank = p->rank;
+	return true;
+}
+
+int blk_func_num_sizes(const BlkFunc *f)
+{
+	return f->kernel->nsizes;
+}
+
+const char *blk_func_size_name(const BlkFunc *f, int i)
+{
+	return i >= 0 && i < f->kernel->nsizes ? f->kernel->sizes[i] : NULL;
+}
+
+bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values)
+{
+	BlkArrayDesc *arrays = calloc((size_t)(ntensors > 0 ? ntensors : 1), sizeof *arrays);
+	bool ok = arrays && blk_rt_bind(f, tensors, ntensors, arrays, values);
+	if (!arrays)
+		blk_rt_error(f->prog->rt, "out of memory");
+	free(arrays);
+	return ok;
+}
+
+/* ---- shapes of the tensors not given ------------------------------------ */
+
+/* Binds the sizes that given tensors' dims name directly (a dim M); a size
+ * bound twice to different values is an error. */
+static bool bind_direct(BlkFunc *f, const BlkTensor *t, int n, int64_t *values)
+{
+	const BlkKernel *k = f->kernel;
+	for (int i = 0; i < n; i++) {
+		const BlkParam *p = tensor_param(k, i);
+		for (int d = 0; t[i].rank == p->rank && d < p->rank; d++) {
+			const BlkSym *s = p->shape[d];
+			for (int z = 0; s->kind == BLK_SYM_VAR && z < k->nsizes; z++) {
+				if (strcmp(k->sizes[z], s->name) != 0)
+					continue;
+				if (values[z] >= 0 && values[z] != t[i].shape[d])
+					return blk_rt_error(f->prog->rt, "launch of %s: size %s is %lld from an earlier "
+					                    "array but %lld from %s (dim %d)", k->name, s->name,
+					                    (long long)values[z], (long long)t[i].shape[d], p->name, d);
+				values[z] = t[i].shape[d];
+			}
+		}
+	}
+	return true;
+}
+
+/* Gives tensor i (not given) its param's dtype, rank, shape and strides. */
+static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymEnv *env)
+{
+	memset(t->shape, 0, sizeof t->shape);
+	for (int d = 0; d < p->rank; d++) {
+		if (!blk_sym_eval(p->shape[d], env, &t->shape[d]) || t->shape[d] < 0) {
+			BlkArena *a = blk_arena_create();
+			blk_rt_error(f->prog->rt, "launch of %s: the shape of %s (dim %d: %s) is not fixed by "
+			             "the arrays given; pass %s", f->kernel->name, p->name, d,
+			             blk_sym_str(a, p->shape[d]), p->name);
+			blk_arena_destroy(a);
+			return false;
+		}
+	}
+	*t = blk_tensor_make(t->data, (int)p->dtype, p->rank, t->shape);
+	return true;
+}
+
+bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
+{
+	const BlkKernel *k = f->kernel;
+	if (ntensors != f->ntensors)
+		return blk_rt_error(f->prog->rt, "launch of %s: expected %d arrays, got %d", k->name,
+		                    f->ntensors, ntensors);
+	int64_t *values = malloc(sizeof *values * (size_t)(k->nsizes + 1));
+	if (!values)
+		return blk_rt_error(f->prog->rt, "out of memory");
+	for (int z = 0; z < k->nsizes; z++)
+		values[z] = -1;
+	bool ok = bind_direct(f, tensors, ntensors, values);
+	BlkSymEnv env = {.n = k->nsizes, .names = k->sizes, .values = values};
+	for (int i = 0; ok && i < ntensors; i++)
+		if (tensors[i].rank < 0)
+			ok = infer_one(f, &tensors[i], tensor_param(k, i), &env);
+	free(values);
+	return ok;
+}
+
+/* ---- the interpreter ---------------------------------------------------- */
+
+bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+{
+	BlkRuntime *rt = f->prog->rt;
+	const BlkKernel *k = f->kernel;
+	int n = ntensors > 0 ? ntensors : 1;
+	BlkArrayDesc *arrays = calloc((size_t)n, sizeof *arrays);
+	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);
+	void **data = calloc((size_t)n, sizeof *data);
+	bool ok = arrays && sizes && data;
+	if (!ok)
+		blk_rt_error(rt, "out of memory");
+	ok = ok && blk_rt_bind(f, tensors, ntensors, arrays, sizes);
+	for (int i = 0; ok && i < ntensors; i++)
+		data[i] = tensors[i].data;
+	BlkArena *a = ok ? blk_arena_create() : NULL;
+	BlkCapture c;
+	if (a && blk_rt_capture_open(rt, &c, a)) {
+		fflush(stdout);
+		ok = blk_interp_run(k, arrays, data, ntensors, stdout, c.d) && !blk_diag_error_count(c.d);
+		fflush(stdout);
+		blk_rt_capture_close(rt, &c, !ok, NULL);
+	} else {
+		ok = false;
+	}
+	blk_arena_destroy(a);
+	free(arrays);
+	free(sizes);
+	free(data);
+	return ok;
+}

@@ -1,0 +1,479 @@
+/* test_diskcache.c - the disk cache of compiled kernels (runtime/diskcache.c)
+ * without a GPU: offline runtimes compile, so misses, hits, what the key
+ * covers, damaged entries (altered, truncated, foreign, another key's),
+ * the size bound, the switches, and two processes filling one directory at
+ * once.  Each test has a directory of its own under $TMPDIR. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "blk.h"
+#include "runtime/rt.h"
+
+static const char add_src[] =
+	"kernel add[B = 128](\n"
+	"    x: in  f32[N] block (B) index (i) -> (i),\n"
+	"    z: out f32[N] block (B) index (i) -> (i),\n"
+	") grid (cdiv(N, B)) {\n"
+	"    z[...] = x[...] * 2.0;\n"
+	"}\n";
+
+static char dir[256];
+
+static int make_dir(void **state)
+{
+	(void)state;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/blk-diskcache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* What one fresh program did for one launch shape. */
+typedef struct Outcome {
+	bool ok;
+	unsigned compiles, disk_hits;
+	char ptx_head[64];
+} Outcome;
+
+/* A new runtime and program (empty in-memory caches) compiling add for n. */
+static Outcome compile_once(const char *arch, const char *src, const char *def, int64_t n)
+{
+	Outcome o = {0};
+	BlkRuntime *rt = blk_runtime_create_offline(arch, NULL, 0);
+	assert_non_null(rt);
+	assert_true(blk_runtime_set_cache_dir(rt, dir));
+	BlkProgram *p = blk_program_load_source(rt, "add.blk", src, def ? &def : NULL, def ? 1 : 0);
+	assert_non_null(p);
+	BlkFunc *f = blk_program_kernel(p, NULL);
+	static float buf[1];
+	BlkTensor t[2] = {blk_tensor_make(buf, BLK_DTYPE_F32, 1, &n),
+	                  blk_tensor_make(buf, BLK_DTYPE_F32, 1, &n)};
+	BlkCompiledInfo info;
+	o.ok = blk_func_compile(f, t, 2, &info);
+	if (o.ok)
+		snprintf(o.ptx_head, sizeof o.ptx_head, "%s", info.ptx);
+	blk_program_cache_stats(p, &o.compiles, NULL);
+	o.disk_hits = blk_program_disk_hits(p);
+	blk_program_destroy(p);
+	blk_runtime_destroy(rt);
+	return o;
+}
+
+static int count_files(const char *suffix)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t l = strlen(e->d_name), s = strlen(suffix);
+		n += l > s && strcmp(e->d_name + l - s, suffix) == 0;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The path of the only entry in dir. */
+static void only_entry(char *path, size_t len)
+{
+	DIR *d = opendir(dir);
+	path[0] = '\0';
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (strstr(e->d_name, ".blkc"))
+			snprintf(path, len, "%s/%s", dir, e->d_name);
+	closedir(d);
+	assert_true(path[0] != '\0');
+}
+
+static void assert_compiled(Outcome o)
+{
+	assert_true(o.ok);
+	assert_int_equal(o.compiles, 1);
+	assert_int_equal(o.disk_hits, 0);
+}
+
+static void assert_hit(Outcome o)
+{
+	assert_true(o.ok);
+	assert_int_equal(o.compiles, 0);
+	assert_int_equal(o.disk_hits, 1);
+}
+
+static void test_miss_then_hit(void **state)
+{
+	(void)state;
+	Outcome a = compile_once("sm_90a", add_src, NULL, 1000);
+	assert_compiled(a);
+	assert_int_equal(count_files(".blkc"), 1);
+	Outcome b = compile_once("sm_90a", add_src, NULL, 1000);
+	assert_hit(b);
+	assert_string_equal(a.ptx_head, b.ptx_head);
+	assert_int_equal(count_files(".blkc"), 1);
+	assert_int_equal(count_files(".tmp"), 0);
+}
+
+/* Shape, define, arch and source text each make another entry. */
+static void test_key_covers(void **state)
+{
+	(void)state;
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 1000));
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 1001));
+	assert_compiled(compile_once("sm_90a", add_src, "B=256", 1000));
+	assert_compiled(compile_once("sm_80", add_src, NULL, 1000));
+	char other[sizeof add_src + 16];
+	snprintf(other, sizeof other, "// v2\n%s", add_src);
+	assert_compiled(compile_once("sm_90a", other, NULL, 1000));
+	assert_int_equal(count_files(".blkc"), 5);
+	assert_hit(compile_once("sm_90a", add_src, "B=256", 1000));
+}
+
+static void rewrite(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	static char buf[1 << 20];
+	*len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	return buf;
+}
+
+/* A damaged entry is recompiled and replaced by a good one. */
+static void damage_and_check(void (*damage)(const char *path))
+{
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 777));
+	char path[512];
+	only_entry(path, sizeof path);
+	damage(path);
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 777));
+	assert_hit(compile_once("sm_90a", add_src, NULL, 777));
+}
+
+static void flip_ptx_byte(const char *path)
+{
+	size_t len;
+	char *data = slurp(path, &len);
+	data[len - 10] ^= 0x20; /* inside the PTX: only the sum notices */
+	rewrite(path, data, len);
+}
+
+static void truncate_half(const char *path)
+{
+	assert_int_equal(truncate(path, 100), 0);
+}
+
+static void empty_file(const char *path)
+{
+	rewrite(path, "", 0);
+}
+
+static void foreign_file(const char *path)
+{
+	rewrite(path, "not a blk cache entry\n", 22);
+}
+
+static void extra_bytes(const char *path)
+{
+	size_t len;
+	char *data = slurp(path, &len);
+	data[len] = 'x';
+	rewrite(path, data, len + 1);
+}
+
+static void test_altered(void **state) { (void)state; damage_and_check(flip_ptx_byte); }
+static void test_truncated(void **state) { (void)state; damage_and_check(truncate_half); }
+static void test_empty(void **state) { (void)state; damage_and_check(empty_file); }
+static void test_foreign(void **state) { (void)state; damage_and_check(foreign_file); }
+static void test_extra(void **state) { (void)state; damage_and_check(extra_bytes); }
+
+/* A whole, valid entry of another key under this key's name (a hash
+ * collision, or a file copied by hand) is a miss, not that kernel. */
+static void test_other_key(void **state)
+{
+	(void)state;
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 64));
+	char first[512], second[512], cmd[1200];
+	only_entry(first, sizeof first);
+	snprintf(cmd, sizeof cmd, "mv '%s' '%s.keep'", first, first);
+	assert_int_equal(system(cmd), 0);
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 65));
+	only_entry(second, sizeof second);
+	snprintf(cmd, sizeof cmd, "mv '%s.keep' '%s'", first, second);
+	assert_int_equal(system(cmd), 0);
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 65));
+}
+
+static void set_age(const char *name, time_t age)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	for (int i = 0; i < 1000; i++)
+		fputc('x', f);
+	fclose(f);
+	struct timespec ts[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static bool exists(const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* Over the bound, the oldest go first, down to 3/4 of it; stale
+ * temporaries of dead writers go too, fresh ones stay. */
+static void test_trim(void **state)
+{
+	(void)state;
+	set_age("a.blkc", 400);
+	set_age("b.blkc", 300);
+	set_age("c.blkc", 200);
+	set_age("d.blkc", 100);
+	set_age("e.blkc.tmp.1.0", 7200);
+	set_age("f.blkc.tmp.1.0", 10);
+	blk_disk_trim(dir, 4000); /* 4000 bytes: nothing over */
+	assert_true(exists("a.blkc"));
+	assert_false(exists("e.blkc.tmp.1.0"));
+	assert_true(exists("f.blkc.tmp.1.0"));
+	blk_disk_trim(dir, 3500); /* down to 2625: two go */
+	assert_false(exists("a.blkc"));
+	assert_false(exists("b.blkc"));
+	assert_true(exists("c.blkc"));
+	assert_true(exists("d.blkc"));
+	setenv("BLK_CACHE_MAX_MB", "3", 1);
+	assert_int_equal(blk_disk_max_bytes(), 3u << 20);
+	setenv("BLK_CACHE_MAX_MB", "lots", 1);
+	assert_int_equal(blk_disk_max_bytes(), 512u << 20);
+	unsetenv("BLK_CACHE_MAX_MB");
+}
+
+static void test_switches(void **state)
+{
+	(void)state;
+	setenv("BLK_CACHE_DIR", dir, 1);
+	unsetenv("BLK_CACHE");
+	BlkRuntime *rt = blk_runtime_create_offline(NULL, NULL, 0);
+	assert_string_equal(blk_runtime_cache_dir(rt), dir);
+	assert_true(blk_runtime_set_cache_dir(rt, NULL));
+	assert_null(blk_runtime_cache_dir(rt));
+	assert_true(blk_runtime_set_cache_dir(rt, ""));
+	assert_null(blk_runtime_cache_dir(rt));
+	blk_runtime_destroy(rt);
+	setenv("BLK_CACHE", "0", 1);
+	rt = blk_runtime_create_offline(NULL, NULL, 0);
+	assert_null(blk_runtime_cache_dir(rt));
+	blk_runtime_destroy(rt);
+	unsetenv("BLK_CACHE");
+	unsetenv("BLK_CACHE_DIR");
+	setenv("HOME", "/home/someone", 1);
+	unsetenv("XDG_CACHE_HOME");
+	rt = blk_runtime_create_offline(NULL, NULL, 0);
+	assert_string_equal(blk_runtime_cache_dir(rt), "/home/someone/.cache/blk");
+	blk_runtime_destroy(rt);
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	rt = blk_runtime_create_offline(NULL, NULL, 0);
+	assert_string_equal(blk_runtime_cache_dir(rt), "/xdg/blk");
+	blk_runtime_destroy(rt);
+	setenv("BLK_CACHE", "0", 1);
+}
+
+/* A directory that cannot be made costs the cache, not the compile. */
+static void test_unwritable(void **state)
+{
+	(void)state;
+	char saved[256];
+	snprintf(saved, sizeof saved, "%s", dir);
+	snprintf(dir, sizeof dir, "/proc/blk-no-such/cache");
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 1000));
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 1000));
+	snprintf(dir, sizeof dir, "%s", saved);
+}
+
+/* Two processes compile the same 12 shapes at once, in opposite orders:
+ * afterwards every entry is whole (a fresh program hits each one) and no
+ * temporary is left. */
+static void test_two_processes(void **state)
+{
+	(void)state;
+	pid_t kids[2];
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			for (int i = 0; i < 12; i++) {
+				Outcome o = compile_once("sm_90a", add_src, NULL, 100 + (k ? i : 11 - i));
+				if (!o.ok)
+					_exit(1);
+			}
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		int status;
+		assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	assert_int_equal(count_files(".blkc"), 12);
+	assert_int_equal(count_files(".tmp"), 0);
+	for (int i = 0; i < 12; i++)
+		assert_hit(compile_once("sm_90a", add_src, NULL, 100 + i));
+}
+
+/* ---- the tuner's choices ------------------------------------------------ */
+
+#ifndef BLK_FAKE_CUDA
+#define BLK_FAKE_CUDA "libfakecuda.so"
+#endif
+
+/* Launches so far under the stand-in driver. */
+static int (*fake_launches)(void);
+
+/* A tuner over two block sizes of add, on the stand-in driver (launches
+ * take 1 + 64/CTAs ms: B=32 wins); how many launches its first call made. */
+static int tune_once(BlkRuntime *rt, const char *configs, int reps, BlkTunerResult *r)
+{
+	BlkTuner *t = blk_tuner_create(rt, NULL, add_src, NULL, NULL, 0);
+	assert_non_null(t);
+	char copy[128];
+	snprintf(copy, sizeof copy, "%s", configs);
+	for (char *c = strtok(copy, ";"); c; c = strtok(NULL, ";"))
+		assert_true(blk_tuner_add_config_text(t, c));
+	blk_tuner_set_timing(t, 1, reps);
+	int64_t n = 4096;
+	void *x = NULL, *z = NULL;
+	assert_true(blk_mem_alloc(rt, 4 * 4096, &x) && blk_mem_alloc(rt, 4 * 4096, &z));
+	BlkTensor ts[2] = {blk_tensor_make(x, BLK_DTYPE_F32, 1, &n), blk_tensor_make(z, BLK_DTYPE_F32, 1, &n)};
+	int before = fake_launches();
+	if (!blk_tuner_launch(t, ts, 2, NULL))
+		fail_msg("%s\n%s", blk_runtime_last_error(rt), blk_tuner_log(t));
+	int made = fake_launches() - before;
+	assert_true(blk_tuner_best(t, ts, 2, r));
+	blk_mem_free(rt, x);
+	blk_mem_free(rt, z);
+	blk_tuner_destroy(t);
+	return made;
+}
+
+static void test_tuner_results(void **state)
+{
+	(void)state;
+	const char *fake = getenv("BLK_FAKE_CUDA") ? getenv("BLK_FAKE_CUDA") : BLK_FAKE_CUDA;
+	void *lib = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(lib);
+	*(void **)&fake_launches = dlsym(lib, "fake_cuda_launches");
+	setenv("BLK_LIBCUDA", fake, 1);
+	BlkRuntime *rt = blk_runtime_create(0, NULL, 0);
+	unsetenv("BLK_LIBCUDA");
+	assert_non_null(rt);
+	assert_true(blk_runtime_set_cache_dir(rt, dir));
+	BlkTunerResult r;
+	/* Two candidates x (1 warm-up + 2 timed), then the winner. */
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 7);
+	assert_int_equal(r.config, 1);
+	assert_int_equal(count_files(".blkt"), 1);
+	/* Another tuner takes the choice from disk: only the winner runs. */
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 1);
+	assert_int_equal(r.config, 1);
+	assert_int_equal(r.timed, 2);
+	assert_float_equal(r.ms, 1.0 + 64.0 / 128, 1e-4);
+	/* Other candidates or other timing settings are another question. */
+	assert_int_equal(tune_once(rt, "B=32;B=128", 2, &r), 7);
+	assert_int_equal(r.config, 0);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 3, &r), 9);
+	assert_int_equal(count_files(".blkt"), 3);
+	/* A damaged choice is tuned again and replaced. */
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "for f in '%s'/*.blkt; do truncate -s 40 \"$f\"; done", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 7);
+	assert_int_equal(tune_once(rt, "B=128;B=32", 2, &r), 1);
+	blk_runtime_destroy(rt);
+	dlclose(lib);
+}
+
+/* $BLK_DUMP_DIR: a compile leaves the key, the passes' IR, LLVM IR and
+ * PTX; a disk-cache hit compiles nothing and dumps nothing. */
+static void test_dump_dir(void **state)
+{
+	(void)state;
+	char dumps[300];
+	snprintf(dumps, sizeof dumps, "%s/dumps", dir);
+	setenv("BLK_DUMP_DIR", dumps, 1);
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 300));
+	char pattern[400], cmd[2000];
+	snprintf(pattern, sizeof pattern, "%s/add-*", dumps);
+	const char *exts[] = {"key", "ir", "ll", "ptx"};
+	for (int i = 0; i < 4; i++) {
+		snprintf(cmd, sizeof cmd, "test -s %s.%s", pattern, exts[i]);
+		if (system(cmd) != 0)
+			fail_msg("no %s.%s", pattern, exts[i]);
+	}
+	snprintf(cmd, sizeof cmd, "grep -q 'add@sm_90a(f32\\[300:1\\]' %s.key && "
+	         "grep -q '.entry' %s.ptx && grep -q 'define' %s.ll && grep -q 'after' %s.ir",
+	         pattern, pattern, pattern, pattern);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", dumps);
+	assert_int_equal(system(cmd), 0);
+	assert_hit(compile_once("sm_90a", add_src, NULL, 300));
+	assert_int_equal(access(dumps, F_OK), -1);
+	unsetenv("BLK_DUMP_DIR");
+}
+
+/* Not a test of speed (that is docs/python.md's measurement), but the
+ * number is printed: source to a ready specialization, warm. */
+static void test_warm_time(void **state)
+{
+	(void)state;
+	assert_compiled(compile_once("sm_90a", add_src, NULL, 4096));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 20; i++)
+		assert_hit(compile_once("sm_90a", add_src, NULL, 4096));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / 20;
+	printf("warm disk hit, source to PTX (runtime, program, kernel, compile): %.3f ms\n", ms);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, make_dir, remove_dir)
+
+int main(void)
+{
+	setenv("BLK_CACHE", "0", 1); /* runtimes get a directory only from the tests */
+	const struct CMUnitTest tests[] = {
+		T(test_miss_then_hit), T(test_key_covers), T(test_altered), T(test_truncated),
+		T(test_empty), T(test_foreign), T(test_extra), T(test_other_key), T(test_trim),
+		T(test_switches), T(test_unwritable), T(test_two_processes), T(test_warm_time),
+		T(test_tuner_results), T(test_dump_dir),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,246 @@
+/* blkc_report.c - `blkc --report`: what a kernel costs at given sizes.
+ *
+ * Per kernel: threads, shared memory and grid (from the compile); registers
+ * and spills (ptxas -v, where ptxas is installed); occupancy — programs per
+ * SM from registers, shared memory, threads and the per-SM program cap, and
+ * which of them limits it — and the waves of the grid over the SMs; the
+ * compulsory traffic (every input read once, every output written once) and
+ * the time that traffic takes at the H100's and H200's memory bandwidth:
+ * the memory roofline, a floor no schedule beats; the FLOPs of its dots
+ * (counted on the kernel specialized at these sizes: 2·M·N·K per dot, times
+ * the trip counts of the loops around it, times the programs of the grid),
+ * the arithmetic intensity and the compute roofline at the H100/H200's
+ * peak and at cuBLAS's measured rate.  Elementwise work is not counted.
+ */
+#include "blkc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One SM's limits for an arch family (CUDA's occupancy rules). */
+typedef struct SmLimits {
+	const char *name;
+	int sms;               /* of the GPU named */
+	int regs;              /* 32-bit registers per SM */
+	int threads;           /* resident threads per SM */
+	int programs;          /* resident CTAs per SM */
+	int smem;              /* shared memory per SM, bytes */
+	int smem_reserved;     /* the driver's per-CTA reservation */
+} SmLimits;
+
+static const SmLimits hopper = {"H100/H200 (sm_90)", 132, 65536, 2048, 32, 233472, 1024};
+static const SmLimits ampere = {"A100 (sm_80)", 108, 65536, 2048, 32, 167936, 1024};
+
+/* Runs ptxas -v on the PTX (if ptxas exists), prints its register and
+ * spill lines, and returns the registers per thread (-1: unknown). */
+static int report_ptxas(const char *ptx, const char *arch)
+{
+	const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : "ptxas";
+	char path[] = "/tmp/blkc-report-XXXXXX";
+	int fd = mkstemp(path), regs = -1;
+	if (fd < 0)
+		return -1;
+	FILE *f = fdopen(fd, "w");
+	fputs(ptx, f);
+	fclose(f);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s 2>&1", ptxas, arch, path);
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	while (p && fgets(line, sizeof line, p)) {
+		const char *used = strstr(line, "Used ");
+		if (used && strstr(line, "registers"))
+			regs = atoi(used + 5);
+		if (strstr(line, "registers") || strstr(line, "spill") || strstr(line, "error"))
+			printf("  ptxas: %s", line + (strncmp(line, "ptxas info    : ", 16) == 0 ? 16 : 0));
+	}
+	if (p)
+		pclose(p);
+	if (regs < 0)
+		printf("  ptxas: not available (registers and spills unknown)\n");
+	unlink(path);
+	return regs;
+}
+
+/* Programs per SM and what limits them; regs < 0 leaves registers out. */
+static void report_occupancy(const SmLimits *sm, const BlkCompiled *c, int regs)
+{
+	int warps = (int)(c->threads + 31) / 32;
+	int by_threads = sm->threads / (warps * 32);
+	int by_smem = c->smem_bytes ? sm->smem / ((int)c->smem_bytes + sm->smem_reserved) : sm->programs;
+	int by_regs = sm->programs;
+	if (regs > 0) {
+		int per_warp = (regs * 32 + 255) / 256 * 256; /* allocated per warp, 256 at a time */
+		by_regs = sm->regs / per_warp / warps;
+	}
+	struct { const char *what; int n; } lim[] = {
+		{"threads", by_threads}, {"shared memory", by_smem}, {"registers", by_regs},
+		{"the per-SM program cap", sm->programs},
+	};
+	int best = 0;
+	for (int i = 1; i < 4; i++)
+		if (lim[i].n < lim[best].n)
+			best = i;
+	int per_sm = lim[best].n;
+	printf("  occupancy on %s: %d program%s per SM, limited by %s (threads allow %d, shared memory %d, "
+	       "registers %s%d)\n", sm->name, per_sm, per_sm == 1 ? "" : "s", lim[best].what, by_threads,
+	       by_smem, regs > 0 ? "" : "unknown: ", by_regs);
+	if (per_sm == 0) {
+		printf("  occupancy: the program does not fit on one SM\n");
+		return;
+	}
+	double programs = (double)c->grid[0] * c->grid[1] * c->grid[2];
+	printf("  waves: %.0f programs over %d SMs x %d = %.3g\n", programs, sm->sms, per_sm,
+	       programs / (sm->sms * per_sm));
+}
+
+/* Every input read once, every output written once (inout both). */
+static double compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays)
+{
+	double bytes = 0;
+	int n = 0;
+	for (int p = 0; p < k->nparams; p++) {
+		const BlkParam *pa = &k->params[p];
+		if (pa->access == BLK_ACCESS_SCRATCH)
+			continue;
+		const BlkArrayDesc *a = &arrays[n++];
+		double elems = 1;
+		for (int d = 0; d < a->rank; d++)
+			elems *= (double)a->shape[d];
+		bytes += elems * blk_dtype_size(a->dtype) * (pa->access == BLK_ACCESS_INOUT ? 2 : 1);
+	}
+	return bytes;
+}
+
+/* ---- FLOPs of the dots --------------------------------------------------- */
+
+typedef struct Flops {
+	bool any;            /* a dot was seen */
+	BlkDType dtype;      /* its operands' */
+	bool guessed;        /* a loop with a non-constant bound (not counted) or an if */
+} Flops;
+
+static bool const_int(const BlkValue *v, int64_t *out)
+{
+	const BlkAttr *at = v->def && v->def->kind == BLK_OP_CONST ? blk_op_attr(v->def, "value") : NULL;
+	if (!at || at->kind != BLK_ATTR_INT)
+		return false;
+	*out = at->i;
+	return true;
+}
+
+static double extent(const BlkType *t, int d)
+{
+	int64_t v = 0;
+	return d >= 0 && d < t->rank && blk_sym_is_const(t->dims[d], &v) ? (double)v : 0;
+}
+
+static double region_flops(const BlkRegion *r, Flops *f);
+
+/* One op's dot FLOPs, its regions' included. */
+static double op_flops(const BlkOp *op, Flops *f)
+{
+	if (op->kind == BLK_OP_DOT) {
+		const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
+		f->any = true;
+		f->dtype = a->dtype;
+		return 2 * extent(a, a->rank - 2) * extent(a, a->rank - 1) * extent(b, b->rank - 1);
+	}
+	if (op->kind == BLK_OP_FOR) {
+		int64_t lo, hi, step;
+		double body = region_flops(op->regions[0], f);
+		if (const_int(op->operands[0], &lo) && const_int(op->operands[1], &hi) &&
+		    const_int(op->operands[2], &step) && step > 0)
+			return hi > lo ? body * (double)((hi - lo + step - 1) / step) : 0;
+		f->guessed = f->guessed || body > 0;
+		return 0;
+	}
+	double most = 0, sum = 0;
+	for (int i = 0; i < op->nregions; i++) {
+		double x = region_flops(op->regions[i], f);
+		most = x > most ? x : most;
+		sum += x;
+	}
+	if (op->kind == BLK_OP_IF && most > 0)
+		f->guessed = true; /* the larger branch, as if always taken */
+	return op->kind == BLK_OP_IF ? most : sum;
+}
+
+static double region_flops(const BlkRegion *r, Flops *f)
+{
+	double sum = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next)
+		sum += op_flops(op, f);
+	return sum;
+}
+
+/* The kernel's dot FLOPs over its whole grid; k must be specialized. */
+static double kernel_flops(const BlkKernel *k, Flops *f)
+{
+	double programs = 1;
+	for (int i = 0; i < k->grid_rank; i++) {
+		int64_t v = 0;
+		if (blk_sym_is_const(k->grid[i], &v))
+			programs *= (double)v;
+	}
+	return region_flops(k->body, f) * programs;
+}
+
+static void report_compute(BlkKernel *k, double flops, const Flops *f, double bytes)
+{
+	if (!f->any) {
+		printf("  FLOPs: no dot (elementwise work is not counted): memory-bound\n");
+		return;
+	}
+	if (flops <= 0) {
+		printf("  dot FLOPs: unknown (the loops around the dots run a number of times that "
+		       "depends on the program)\n");
+		return;
+	}
+	bool tc = f->dtype == BLK_BF16 || f->dtype == BLK_F16;
+	/* Spec dense peaks (tensor cores for f16/bf16, FP32 FMA for f32) and
+	 * cuBLAS's measured rates on the H200 (DESIGN.md section 6). */
+	double peak = tc ? 989e12 : 67e12, measured = tc ? 737e12 : 50e12;
+	printf("  dot FLOPs: %.4g G%s; arithmetic intensity %.1f FLOP/byte\n", flops / 1e9,
+	       f->guessed ? " (an estimate: an if taken, or a loop of unknown length left out)" : "",
+	       flops / bytes);
+	printf("  compute roofline: %.2f us at %.0f TFLOP/s (%s peak, H100/H200), %.2f us at %.0f "
+	       "(cuBLAS %s, measured on H200)\n", flops / peak * 1e6, peak / 1e12,
+	       tc ? "tensor-core" : "FP32", flops / measured * 1e6, measured / 1e12,
+	       tc ? "bf16" : "SGEMM");
+	double mem = bytes / 3.35e12;
+	printf("  bound on H100: %s (%.2f us)\n", flops / peak > mem ? "compute" : "memory",
+	       (flops / peak > mem ? flops / peak : mem) * 1e6);
+	(void)k;
+}
+
+static void report_traffic(const BlkKernel *k, const BlkArrayDesc *arrays)
+{
+	double bytes = compulsory_bytes(k, arrays);
+	printf("  traffic: at least %.3f MB (inputs read once, outputs written once)\n", bytes / 1e6);
+	/* Spec HBM bandwidth; the H200's device-to-device copy measured 4.19 TB/s
+	 * (docs/gpu-notes.md), the practical ceiling. */
+	printf("  memory roofline: %.2f us on H100 (3.35 TB/s), %.2f us on H200 (4.8 TB/s; "
+	       "%.2f us at its measured copy rate, 4.19 TB/s)\n", bytes / 3.35e6, bytes / 4.8e6,
+	       bytes / 4.19e6);
+}
+
+void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,
+                 const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays)
+{
+	const char *arch = o->arch;
+	printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
+	       k->name, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2]);
+	int regs = report_ptxas(c->ptx, arch);
+	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, c, regs);
+	report_traffic(k, arrays);
+	/* The kernel itself, specialized in place: nothing uses it after. */
+	BlkLowerOptions lo = {.arch = arch};
+	Flops f = {0};
+	if (blk_lower_run_pass(a, d, m, k, "specialize", sizes, arrays, &lo))
+		report_compute(k, kernel_flops(k, &f), &f, compulsory_bytes(k, arrays));
+	else
+		printf("  FLOPs: not counted (the kernel did not specialize)\n");
+}
