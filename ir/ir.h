@@ -309,12 +309,16 @@ bool blk_ir_verify(const BlkModule *m, BlkDiag *d, const char *stage);
 /* ---- launch-time binding ----------------------------------------------- */
 
 /* What a launch passes for one array param: element type, shape, and
- * strides in elements (row-major contiguous is the common case). */
+ * strides in elements (row-major contiguous is the common case), and what
+ * the data pointer is known aligned to, in bytes (a power of two; 0 means
+ * 16, what cudaMalloc and torch give an allocation's start -- a slice can
+ * start anywhere, and the generated code vectorizes only as far as this). */
 typedef struct BlkArrayDesc {
 	BlkDType dtype;
 	int rank;
 	int64_t shape[BLK_MAX_RANK];
 	int64_t strides[BLK_MAX_RANK];
+	int align;
 } BlkArrayDesc;
 
 /* Binds the kernel's launch sizes from the arrays (one per non-scratch param,

@@ -5,7 +5,8 @@
  * so the constant folds into the instruction's offset.  Along the last dim
  * consecutive registers of a thread are consecutive elements: when the
  * stride is 1 and alignment is provable (block starts and ds starts are
- * multiples, other strides too; arrays are 16-byte aligned by the ABI)
+ * multiples, other strides too; the data pointer's alignment is the
+ * launch's, BlkArrayDesc.align: 16 bytes unless a slice starts elsewhere)
  * they move as one vector of up to 16 bytes (ld.global.v4.f32).
  * Masks come from the `mask` attributes of blockspec.c: only '1' dims are
  * checked, plus padding lanes of non-power-of-two tiles.  A masked load
@@ -65,7 +66,10 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	r->pindex = pi;
 	r->base = E->params[pi];
 	r->off = emit_i64(E, 0);
-	r->offalign = (int64_t)1 << 30;
+	/* the base's alignment bounds every vector access: fold it into what
+	 * is known of the offset (elements; 16 bytes at most is ever used) */
+	int ab = ad->align > 0 && ad->align < 16 ? ad->align : 16, es = blk_dtype_size(p->dtype);
+	r->offalign = ab >= es ? ab / es : 1;
 	for (int d = 0; d < p->rank; d++) {
 		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0];
 		if (p->squeezed[d]) {

@@ -52,7 +52,8 @@ static const char *dtype_name(BlkDType t)
 	return (unsigned)t < BLK_NUM_DTYPES ? names[t] : "?";
 }
 
-/* "matmul@sm_90a(f32[256,64:64,1], ...)": dtype, shape, then strides. */
+/* "matmul@sm_90a(f32[256,64:64,1], ...)": dtype, shape, then strides (and
+ * "@8" for data aligned to fewer than 16 bytes). */
 char *blk_cache_key(const char *kernel, const char *arch, const BlkArrayDesc *arrays, int n)
 {
 	KeyBuf b = {0};
@@ -65,6 +66,8 @@ char *blk_cache_key(const char *kernel, const char *arch, const BlkArrayDesc *ar
 		key_add(&b, ":");
 		for (int d = 0; d < a->rank; d++)
 			key_add(&b, "%s%lld", d ? "," : "", (long long)a->strides[d]);
+		if (a->align > 0 && a->align < 16) /* data not 16-byte aligned */
+			key_add(&b, "@%d", a->align);
 		key_add(&b, "]");
 	}
 	key_add(&b, ")");

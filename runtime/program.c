@@ -247,6 +247,12 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 	}
 	if (!t->data && blk_tensor_numel(t) > 0)
 		return blk_rt_error(rt, "launch of %s: tensor %d (%s): data is NULL", k->name, i, pn);
+	/* a slice may start anywhere: what the pointer is aligned to, up to the
+	 * 16 bytes the code would use, is compiled in (a kernel per alignment) */
+	uintptr_t addr = (uintptr_t)t->data;
+	a->align = 16;
+	while (a->align > 1 && addr % (uintptr_t)a->align)
+		a->align /= 2;
 	return true;
 }
 

@@ -174,12 +174,15 @@ static void test_cache_key(void **state)
 	a[0].shape[0] = 255;
 	char *shape = blk_cache_key("matmul", "sm_90a", a, 3);
 	char *kernel = blk_cache_key("matmul_acc", "sm_90a", a, 3);
-	const char *all[] = {k1, arch, stride, dtype, shape, kernel};
-	for (int i = 0; i < 6; i++)
-		for (int j = i + 1; j < 6; j++)
+	a[1].align = 8; /* data not 16-byte aligned: a kernel of its own */
+	char *align = blk_cache_key("matmul_acc", "sm_90a", a, 3);
+	assert_non_null(strstr(align, "f32[64,128:128,1@8]"));
+	const char *all[] = {k1, arch, stride, dtype, shape, kernel, align};
+	for (int i = 0; i < 7; i++)
+		for (int j = i + 1; j < 7; j++)
 			assert_string_not_equal(all[i], all[j]);
 	free(same);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		free((char *)all[i]);
 }
 
@@ -333,6 +336,8 @@ static void test_compile_cache(void **state)
 	}
 	assert_false(info.cached);
 	assert_non_null(strstr(info.ptx, info.entry));
+	int v4 = count_of(info.ptx, "ld.global.nc.v4.f32");
+	assert_true(v4 > 0);
 	t[0].data = (void *)0x9000; /* other buffers, same layout */
 	assert_true(blk_func_compile(fx->f, t, 3, &info));
 	assert_true(info.cached);
@@ -342,6 +347,14 @@ static void test_compile_cache(void **state)
 	blk_program_cache_stats(fx->prog, &compiles, &hits);
 	assert_int_equal(compiles, 1);
 	assert_int_equal(hits, 2);
+	/* a slice starting 4 bytes past 16: its own kernel, no 16-byte loads
+	 * of that array (a torch view such as big[3:, 1:]) */
+	t[0].data = (void *)0x9004;
+	assert_true(blk_func_compile(fx->f, t, 3, &info));
+	assert_false(info.cached);
+	assert_true(count_of(info.ptx, "ld.global.nc.v4.f32") < v4);
+	blk_program_cache_stats(fx->prog, &compiles, &hits);
+	assert_int_equal(compiles, 2);
 }
 
 /* An arch the offline runtime takes (sm_*) but the backend does not know
