@@ -699,6 +699,12 @@ static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 	BlkParam *P = &c->k->params[pi];
 	const BlkSym *dims[BLK_MAX_RANK];
 	int r = 0;
+	BlkCkBind *old = ck_lookup(c, p->name);
+	if (old && old->kind != CK_BIND_PARAM) {
+		blk_error(c->d, p->loc, "parameter `%s` has the name of a %s", p->name,
+		          old->kind == CK_BIND_SIZE ? "launch size" : "compile-time parameter");
+		ck_declared_here(c, old);
+	}
 	BlkCkBind *b = ck_bind(c, CK_BIND_PARAM, p->name, p->loc, ck_poison());
 	b->param = pi;
 	c->k->pbinds[pi] = b;
@@ -713,6 +719,12 @@ static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 static void check_params(Ck *c, const BlkAstKernel *ak)
 {
 	CkKernel *k = c->k;
+	if (ak->nparams > BLK_MAX_PARAMS) {
+		blk_error(c->d, ak->params[BLK_MAX_PARAMS].loc,
+		          "kernel `%s` has %d parameters; the limit is %d", ak->name, ak->nparams,
+		          BLK_MAX_PARAMS);
+		return;
+	}
 	int n = k->nparams = ak->nparams;
 	bool *ok = BLK_NEW_N(c->a, bool, n + 1);
 	k->params = BLK_NEW_N(c->a, BlkParam, n + 1);

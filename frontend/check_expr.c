@@ -198,6 +198,10 @@ static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 		return blk_sym_const(c->a, b->type.i); /* an int cparam or constant let */
 	if (b && b->type.kind == CK_POISON)
 		return NULL;
+	if (!b && c->new_sizes && c->k->nsizes == BLK_MAX_SIZES) {
+		blk_error(c->d, e->loc, "too many launch sizes; the limit is %d", BLK_MAX_SIZES);
+		return NULL;
+	}
 	if (!b && c->new_sizes) {
 		b = ck_bind(c, CK_BIND_SIZE, e->name, e->loc, ck_value(BLK_I32, 0, NULL));
 		c->k->sizes = blk_arena_grow(c->a, c->k->sizes, (size_t)c->k->nsizes,

@@ -360,14 +360,23 @@ static const char *default_arch(char *buf, size_t len)
 	return buf;
 }
 
+bool blkc_kernel_fits(const BlkKernel *k, BlkDiag *d)
+{
+	if (k->nsizes <= BLK_MAX_SIZES && k->nparams <= BLK_MAX_PARAMS)
+		return true;
+	blk_error(d, k->loc, "kernel `%s` has %d parameters and %d launch sizes; the limit is %d of each",
+	          k->name, k->nparams, k->nsizes, BLK_MAX_PARAMS);
+	return false;
+}
+
 /* Lowers kernel k at the bound sizes (for --emit=llvm|ptx, --dump-after, --report). */
 static bool lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
                            BlkCompiled *out)
 {
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
-	if (k->nsizes > 64 || k->nparams > 64)
-		blk_die("kernel too large for blkc");
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
+	if (!blkc_kernel_fits(k, d))
+		return false;
 	if (!blkc_sizes_from_bindings(k, o, sizes, d))
 		return false;
 	for (int i = 0; i < k->nsizes; i++) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "frontend/frontend.h"
+#include "ir/limits.h"
 
 enum { BLKC_OK = 0, BLKC_ERROR = 1, BLKC_USAGE = 2 };
 enum { BLKC_MAX_ARGS = 64 };
@@ -58,5 +59,9 @@ int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource 
 
 /* blkc_run.c */
 int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);
+
+/* The frontend keeps kernels within BLK_MAX_PARAMS and BLK_MAX_SIZES; a kernel
+ * from IR text may not be: false with an error then. */
+bool blkc_kernel_fits(const BlkKernel *k, BlkDiag *d);
 
 #endif

@@ -1,0 +1,36 @@
+/* limits.h - every size limit of blk, in one place.
+ *
+ * Each limit turns an input that would exhaust the stack, the memory or the
+ * patience of a later stage (ptxas takes minutes on a kernel that spills
+ * kilobytes) into a user error that names the construct and the number it
+ * exceeded.  docs/language.md ("Limits") lists them for users; each has a
+ * test in tests/frontend/bad/limit-*.blk or tests/runtime.
+ */
+#ifndef BLK_LIMITS_H
+#define BLK_LIMITS_H
+
+enum {
+	/* Bytes of one source file (a .blk or IR text): 16 MiB. */
+	BLK_MAX_SOURCE_BYTES = 16 << 20,
+	/* Tokens of one source file: bounds the lexer's array before parsing. */
+	BLK_MAX_TOKENS = 1 << 20,
+	/* Nesting of parentheses, unary operators and blocks while parsing. */
+	BLK_MAX_NESTING = 200,
+	/* Height of an expression tree, any shape (`a + b + ... + z` counts
+	 * one level per operator), including the blocks of loop bodies: the
+	 * checker and the lowering recurse over it. */
+	BLK_MAX_EXPR_DEPTH = 1000,
+	/* Parameters of one kernel (scratch included), and its launch sizes. */
+	BLK_MAX_PARAMS = 64,
+	BLK_MAX_SIZES = 64,
+	/* Elements of one tile value, block or scratch buffer (2^20). */
+	BLK_MAX_TILE_ELEMS = 1 << 20,
+	/* Iterations of one `unroll = true` loop, and IR ops it may create. */
+	BLK_MAX_UNROLL = 1024,
+	/* Registers per thread a kernel's live tiles may need on the GPU: a
+	 * thread has 255; past this, ptxas spills to local memory and takes
+	 * minutes on kernels that spill kilobytes. */
+	BLK_MAX_REGS_PER_THREAD = 1024,
+};
+
+#endif
