@@ -54,6 +54,10 @@ expect 1 'error' "$BLKC" "$T/junk.blk"
 expect 1 "compile-time parameter named .NOPE" "$BLKC" -D NOPE=3 "$EX/add.blk"
 expect 1 "no kernel named 'nope'" "$BLKC" --kernel=nope "$EX/add.blk" --emit=ir
 
+# integer division by zero is defined (0), so LLVM may not drop the stores
+printf 'kernel k(x: in i32[N] block (8) index (i) -> (cdiv(i, N - 20)), y: out i32[N] block (8) index (i) -> (i %% (N - 20))) grid (cdiv(N, 8)) {\n    y[...] = x[...] ~/ (N - 20) + program_id(0) %% 0;\n}\n' >"$T/div0.blk"
+expect 0 "st.global" "$BLKC" --emit=ptx "$T/div0.blk" N=20
+
 # stages
 expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"
 expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"

@@ -268,6 +268,25 @@ static const Case cases[] = {
 	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
 	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
 
+	/* division by 0 and by -1 (INT32_MIN ~/ -1 wraps): defined, as in
+	 * docs/language.md; LLVM's sdiv would have let the stores go */
+	CASE("arith_i32_div_zero", false,
+	     "kernel arith_i32_div_zero[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    z: in i32[N] block (B) index (i) -> (i),\n"
+	     "    q: out i32[N] block (B) index (i) -> (i),\n"
+	     "    r: out i32[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = where(iota(B) == 5, -2147483647 - 1, x[...]);\n"
+	     "    let d = z[...] % 3 - 1;\n"
+	     "    q[...] = a ~/ d;\n"
+	     "    r[...] = a % d;\n"
+	     "    y[...] = program_id(0) ~/ (N - N) + a % 0 + cdiv(program_id(0) - 3, N - N) + (N - 1001) % (N - 1001);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+
 	CASE("compare_to_bool", true,
 	     "kernel compare_to_bool[T = f32, B = 128](\n"
 	     "    x: in T[N] block (B) index (i) -> (i),\n"
