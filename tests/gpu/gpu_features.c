@@ -76,6 +76,7 @@ typedef struct Case {
 #define A1(r, t, n) {.role = r, .dtype = t, .rank = 1, .shape = {n}}
 #define A2(r, t, m, n) {.role = r, .dtype = t, .rank = 2, .shape = {m, n}}
 #define A3(r, t, l, m, n) {.role = r, .dtype = t, .rank = 3, .shape = {l, m, n}}
+#define A4(r, t, k, l, m, n) {.role = r, .dtype = t, .rank = 4, .shape = {k, l, m, n}}
 #define NARGS(...) (int)(sizeof((ArraySpec[]){__VA_ARGS__}) / sizeof(ArraySpec))
 #define CASE(nm, ty, text, ...) \
 	{.name = nm, .typed = ty, .src = text, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
@@ -287,6 +288,20 @@ static const Case cases[] = {
 	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
 	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
 
+	/* inf, nan and constants past f32's range, into floats and i32 */
+	CASE("inf_nan_constants", true,
+	     "kernel inf_nan_constants[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    z: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    y[...] = max(v, -inf) + min(v, 1e39) + where(v > 100.0, nan, v * 0.0);\n"
+	     "    z[...] = full((B,), 1e39, f32).astype(i32) + full((B,), -inf, f32).astype(i32)\n"
+	     "        + full((B,), nan, f32).astype(i32) + load(x, other = -inf).astype(i32);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('o', DT_T, 1001), A1('o', BLK_I32, 1001)),
+
 	CASE("compare_to_bool", true,
 	     "kernel compare_to_bool[T = f32, B = 128](\n"
 	     "    x: in T[N] block (B) index (i) -> (i),\n"
@@ -437,6 +452,19 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I32, 13, 77), A1('o', BLK_I32, 13), A1('o', BLK_I32, 13),
 	     A1('o', BLK_I32, 13)),
+
+	/* rank 4: keepdims reductions broadcast back (wrote past an int[4]) */
+	CASE("keepdims_rank4", false,
+	     "kernel keepdims_rank4(\n"
+	     "    x: in f32[A, B, C, D] block (2, 2, 2, 4) index (i) -> (i, 0, 0, 0),\n"
+	     "    y: out f32[A, B, C, D] block (2, 2, 2, 4) index (i) -> (i, 0, 0, 0),\n"
+	     ") grid (cdiv(A, 2)) {\n"
+	     "    let v = x[...];\n"
+	     "    let e = expand_dims(sum(v, axis = 3), 3);\n"
+	     "    y[...] = v - max(v, axis = 0, keepdims = true) + e\n"
+	     "        + min(v, axis = 1, keepdims = true) + sum(v, axis = 2, keepdims = true);\n"
+	     "}\n",
+	     A4('i', BLK_F32, 3, 2, 2, 4), A4('o', BLK_F32, 3, 2, 2, 4)),
 
 	CASE("keepdims_broadcast", true,
 	     "kernel keepdims_broadcast[T = f32, BR = 8](\n"
