@@ -628,6 +628,34 @@ static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int ra
 	return false;
 }
 
+/* A constant index or ds window [lo, lo + n) on a ref dim of constant extent
+ * must touch it, and a window must fit in it.  A window that sticks partly
+ * out is masked (a shifted read with a fill, `load(x.at[ds(1, B)], other=0)`,
+ * is a stencil's idiom); one the checker sees entirely outside, or larger
+ * than the dim, is a mistake. */
+static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const BlkSym *size,
+                           const CkType *ref, int d)
+{
+	int64_t ext, n = 1, lo = t->i;
+	const char *name = ref->root ? ref->root->name : "the Ref";
+	if (!blk_sym_is_const(ref->t.dims[d], &ext) || (size && !blk_sym_is_const(size, &n)))
+		return true;
+	if (size && n > ext) {
+		blk_error(c->d, ix->loc, "ds(..., %lld) is larger than dim %d of `%s`, whose extent is %lld",
+		          (long long)n, d, name, (long long)ext);
+		return false;
+	}
+	if (t->kind != CK_VALUE || !t->konst || t->t.rank || (lo + n > 0 && lo < ext))
+		return true;
+	if (size)
+		blk_error(c->d, ix->loc, "ds(%lld, %lld) lies outside dim %d of `%s`, whose extent is %lld",
+		          (long long)lo, (long long)n, d, name, (long long)ext);
+	else
+		blk_error(c->d, ix->loc, "index %lld is out of range for dim %d of `%s`, whose extent is %lld",
+		          (long long)lo, d, name, (long long)ext);
+	return false;
+}
+
 /* One AST index on ref dim d; returns the next ref dim. */
 static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *acc,
                       const CkType *ref, int *rank, const BlkSym **dims, bool *ok)
@@ -648,11 +676,13 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		acc->idx[d].size = ck_sym(c, ix->b);
 		acc->src[d] = ix;
 		*ok &= acc->idx[d].size != NULL;
+		*ok &= index_in_range(c, ix, &t, acc->idx[d].size, ref, d);
 		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
 		return d + 1;
 	default:
 		t = ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "an index");
+		*ok &= index_in_range(c, ix, &t, NULL, ref, d);
 		acc->idx[d].kind = BLK_INDEX_SCALAR;
 		acc->src[d] = ix;
 		return d + 1;
