@@ -146,6 +146,8 @@ static void check_let(Ck *c, const BlkAstStmt *s)
 
 bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 {
+	if (r->root && r->root->kind == CK_BIND_PARAM)
+		c->k->written[r->root->param] = true;
 	if (r->access != BLK_ACCESS_IN)
 		return true;
 	blk_error(c->d, loc, "cannot write to `%s`: it is an `in` parameter", r->root->name);
@@ -730,6 +732,7 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 	k->params = BLK_NEW_N(c->a, BlkParam, n + 1);
 	k->pbinds = BLK_NEW_N(c->a, BlkCkBind *, n + 1);
 	k->mapbinds = BLK_NEW_N(c->a, BlkCkBind **, n + 1);
+	k->written = BLK_NEW_N(c->a, bool, n + 1);
 	for (int i = 0; i < n; i++) {
 		const BlkAstParam *p = &ak->params[i];
 		k->params[i].name = p->name;
@@ -761,7 +764,14 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 	k->ast = ak;
 	check_cparams(c, ak, defs, ndefs, used);
 	check_params(c, ak);
+	if (!k->params) /* too many */
+		return;
 	ck_block(c, ak->body);
+	for (int i = 0; i < k->nparams; i++)
+		if (k->params[i].access == BLK_ACCESS_OUT && !k->written[i])
+			blk_error(c->d, k->params[i].loc,
+			          "`%s` is an `out` parameter but the kernel never writes it",
+			          k->params[i].name);
 }
 
 static void check_kernel_names(Ck *c, const BlkAstFile *f)

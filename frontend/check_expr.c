@@ -1113,6 +1113,13 @@ static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
 	}
 	if (!ck_writable(c, e->loc, &r))
 		return ck_poison();
+	if (r.access == BLK_ACCESS_OUT) { /* it adds to what is there: a read */
+		blk_error(c->d, e->loc, "atomic_add adds into `%s`, which is an `out` parameter",
+		          r.root->name);
+		ck_declared_here(c, r.root);
+		blk_note(c->d, r.root->loc, "declare it `inout` and pass it zeroed (or as the sum's start)");
+		return ck_poison();
+	}
 	if (r.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
 		return ck_poison();
