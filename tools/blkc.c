@@ -183,6 +183,17 @@ static int check_dump_after(const BlkcOptions *o)
 	return bad_usage("--dump-after: no pass named '%s' (see --help for the passes)", o->dump_after);
 }
 
+/* The index of a name given twice among n (name, value) pairs, or -1:
+ * `M=4 M=8` or `-D BM=64 -D BM=128` is a typo, not an override. */
+static int twice(const BlkDefine *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (strcmp(v[i].name, v[j].name) == 0)
+				return i;
+	return -1;
+}
+
 static int parse_args(BlkcOptions *o, int argc, char **argv)
 {
 	o->seed = 1;
@@ -217,6 +228,11 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 	}
 	if (!o->file)
 		return bad_usage("no input file%s", "");
+	int i = twice(o->bindings, o->nbindings);
+	if (i >= 0)
+		return bad_usage("%s is given twice", o->bindings[i].name);
+	if ((i = twice(o->defines, o->ndefines)) >= 0)
+		return bad_usage("-D %s is given twice", o->defines[i].name);
 	if (o->interpret && !o->run)
 		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
 	if (o->pass && !o->from_ir)

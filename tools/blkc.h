@@ -14,10 +14,7 @@ enum { BLKC_MAX_ARGS = 64 };
 typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX } BlkcEmit;
 
 /* A NAME=VALUE argument after the file: a launch size or an input .npy. */
-typedef struct BlkcBinding {
-	const char *name;
-	const char *value;
-} BlkcBinding;
+typedef BlkDefine BlkcBinding; /* the same pair as a -D */
 
 typedef struct BlkcOptions {
 	bool run;              /* `blkc run` */

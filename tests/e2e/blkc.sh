@@ -44,6 +44,9 @@ expect 2 'unexpected argument' "$BLKC" "$EX/add.blk" other.blk
 expect 2 '--interpret only' "$BLKC" --interpret "$EX/add.blk"
 expect 2 '--seed wants' "$BLKC" run --interpret --seed=-3 "$EX/add.blk" N=10
 expect 2 '--iters wants' "$BLKC" run --iters=0 "$EX/add.blk" N=10
+expect 2 'N is given twice' "$BLKC" --emit=ptx "$EX/add.blk" N=4 N=8
+expect 2 '-D B is given twice' "$BLKC" -D B=64 -D B=128 "$EX/add.blk"
+expect 2 "--dump-after: no pass named 'nosuchpass'" "$BLKC" --dump-after=nosuchpass "$EX/add.blk" N=4
 
 # input errors
 expect 1 'cannot open .*missing.blk' "$BLKC" "$T/missing.blk"
