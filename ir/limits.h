@@ -27,10 +27,10 @@ enum {
 	BLK_MAX_TILE_ELEMS = 1 << 20,
 	/* Iterations of one `unroll = true` loop, and IR ops it may create. */
 	BLK_MAX_UNROLL = 1024,
-	/* Registers per thread a kernel's live tiles may need on the GPU: a
-	 * thread has 255; past this, ptxas spills to local memory and takes
-	 * minutes on kernels that spill kilobytes. */
-	BLK_MAX_REGS_PER_THREAD = 1024,
+	/* Elements per thread of the largest tile on the GPU (its registers):
+	 * a thread has 255 registers; past this ptxas spills kilobytes and
+	 * takes seconds to minutes (lower/pipeline.c, check_registers). */
+	BLK_MAX_TILE_REGS = 512,
 };
 
 #endif

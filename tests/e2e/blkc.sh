@@ -61,6 +61,10 @@ expect 1 "no kernel named 'nope'" "$BLKC" --kernel=nope "$EX/add.blk" --emit=ir
 printf 'kernel k(x: in i32[N] block (8) index (i) -> (cdiv(i, N - 20)), y: out i32[N] block (8) index (i) -> (i %% (N - 20))) grid (cdiv(N, 8)) {\n    y[...] = x[...] ~/ (N - 20) + program_id(0) %% 0;\n}\n' >"$T/div0.blk"
 expect 0 "st.global" "$BLKC" --emit=ptx "$T/div0.blk" N=20
 
+# limits: a tile too large for registers is refused before LLVM and ptxas
+expect 1 'softmax.blk:9:14: error: kernel softmax: a tile of f32\[4, 100000\] needs 4096 registers per thread over 128 threads; the limit is 512: use smaller blocks' \
+	"$BLKC" --emit=ptx "$EX/softmax.blk" R=1024 C=100000
+
 # stages
 expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"
 expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"
