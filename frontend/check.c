@@ -434,6 +434,27 @@ static CkType fori_type(Ck *c, const Fori *f)
 	return t;
 }
 
+/* An unrolled loop of n iterations multiplies the copies of its body,
+ * nested ones too: more than BLK_MAX_UNROLL copies is an error. */
+static bool unroll_ok(Ck *c, const BlkAstExpr *e, int64_t n)
+{
+	int64_t outer = c->copies ? c->copies : 1;
+	if (n <= 0)
+		return true;
+	if (n <= BLK_MAX_UNROLL && outer * n <= BLK_MAX_UNROLL) {
+		c->copies = outer * n;
+		return true;
+	}
+	if (outer > 1)
+		blk_error(c->d, e->loc, "unrolling %lld iterations inside %lld unrolled copies makes "
+		          "%lld copies of the body; the limit is %d", (long long)n, (long long)outer,
+		          (long long)(n * outer), BLK_MAX_UNROLL);
+	else
+		blk_error(c->d, e->loc, "unroll=true over %lld iterations; the limit is %d "
+		          "(use a loop without unroll)", (long long)n, BLK_MAX_UNROLL);
+	return false;
+}
+
 CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Fori f;
@@ -451,6 +472,9 @@ CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		ok &= fori_inits(c, &f);
 		ok = fori_pattern(c, e, &f) && ok;
 	}
+	int64_t copies = c->copies;
+	if (ok && in->unroll && !unroll_ok(c, e, in->hi - in->lo))
+		ok = false, in->unroll = false;
 	BlkCkBind *saved = c->scope;
 	in->ivar = ck_bind(c, CK_BIND_VALUE, e->ivar, e->ivar_loc, ck_value(BLK_I32, 0, NULL));
 	in->nbinds = e->carry == BLK_AST_CARRY_NONE ? 0 : e->ncarries;
@@ -464,6 +488,7 @@ CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	else if (e->body->result)
 		ck_expr(c, e->body->result);
 	c->scope = saved;
+	c->copies = copies;
 	return ok ? fori_type(c, &f) : ck_poison();
 }
 

@@ -20,6 +20,7 @@ typedef struct Ck {
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
+	int64_t copies;    /* copies of the current statement that unrolling makes */
 } Ck;
 
 /* check.c */
