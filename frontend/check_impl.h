@@ -9,8 +9,8 @@
 
 /* Limits beyond which a size is surely a mistake (and would overflow the
  * backend's 32-bit index arithmetic or any GPU's memory per program). */
-#define CK_MAX_DIM (1LL << 24)
-#define CK_MAX_TILE (1LL << 22)
+#define CK_MAX_DIM ((int64_t)BLK_MAX_DIM)
+#define CK_MAX_TILE ((int64_t)BLK_MAX_TILE_ELEMS)
 
 typedef struct Ck {
 	BlkArena *a;

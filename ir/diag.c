@@ -1,5 +1,6 @@
 /* diag.c - diagnostics with the source line and a caret. */
 #include "diag.h"
+#include "limits.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -119,7 +120,8 @@ BlkSource *blk_source_read(BlkArena *a, BlkDiag *d, const char *path)
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
 	size_t n;
-	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+	/* one byte past the limit is enough to know (/dev/zero never ends) */
+	while (buf && len <= BLK_MAX_SOURCE_BYTES && (n = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += n;
 		if (len == cap)
 			buf = realloc(buf, cap *= 2);

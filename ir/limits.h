@@ -13,7 +13,7 @@ enum {
 	/* Bytes of one source file (a .blk or IR text): 16 MiB. */
 	BLK_MAX_SOURCE_BYTES = 16 << 20,
 	/* Tokens of one source file: bounds the lexer's array before parsing. */
-	BLK_MAX_TOKENS = 1 << 20,
+	BLK_MAX_TOKENS = 1 << 18,
 	/* Nesting of parentheses, unary operators and blocks while parsing. */
 	BLK_MAX_NESTING = 200,
 	/* Height of an expression tree, any shape (`a + b + ... + z` counts
@@ -23,8 +23,12 @@ enum {
 	/* Parameters of one kernel (scratch included), and its launch sizes. */
 	BLK_MAX_PARAMS = 64,
 	BLK_MAX_SIZES = 64,
-	/* Elements of one tile value, block or scratch buffer (2^20). */
-	BLK_MAX_TILE_ELEMS = 1 << 20,
+	/* A constant dim, and the elements of a tile of constant shape, as the
+	 * checker sees them (frontend/check_expr.c, ck_dims_ok); on the GPU
+	 * BLK_MAX_TILE_REGS below is the tighter bound, in the interpreter
+	 * BLK_INTERP_MAX_ELEMS (its memory). */
+	BLK_MAX_DIM = 1 << 24,
+	BLK_MAX_TILE_ELEMS = 1 << 22,
 	/* Iterations of one `unroll = true` loop, and IR ops it may create. */
 	BLK_MAX_UNROLL = 1024,
 	/* Elements per thread of the largest tile on the GPU (its registers):

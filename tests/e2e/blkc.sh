@@ -54,6 +54,7 @@ printf 'kernel k(x: in f32[N]) {\n    let y = x[...] +;\n}\n' >"$T/syntax.blk"
 expect 1 'syntax.blk:2:21: error: ' "$BLKC" "$T/syntax.blk"
 printf '\x00\xff\x80junk' >"$T/junk.blk"
 expect 1 'error' "$BLKC" "$T/junk.blk"
+expect 1 '/dev/zero is larger than 16777216 bytes, the limit of a source' "$BLKC" /dev/zero
 expect 1 "compile-time parameter named .NOPE" "$BLKC" -D NOPE=3 "$EX/add.blk"
 expect 1 "no kernel named 'nope'" "$BLKC" --kernel=nope "$EX/add.blk" --emit=ir
 

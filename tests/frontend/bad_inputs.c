@@ -24,6 +24,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
+#include "ir/limits.h"
 
 static const char *bad_dir, *examples_dir;
 
@@ -240,6 +241,23 @@ static void test_deep_tree_under_limit(void **state)
 	free(g.s);
 }
 
+/* A source past BLK_MAX_SOURCE_BYTES is refused before lexing; one with
+ * more than BLK_MAX_TOKENS tokens stops at the limit. */
+static void test_source_limits(void **state)
+{
+	(void)state;
+	size_t n = (size_t)BLK_MAX_SOURCE_BYTES + 1;
+	char *s = malloc(n);
+	memset(s, ' ', n);
+	expect_error(s, n, 1, 1, "gen.blk is larger than 16777216 bytes, the limit of a source");
+	n = 2 * (size_t)BLK_MAX_TOKENS + 16;
+	for (size_t i = 0; i < n; i += 2)
+		s[i] = ';';
+	memcpy(s, "kernel ", 7);
+	expect_error(s, n, 1, 2 * BLK_MAX_TOKENS + 5, "more than 262144 tokens; the limit of a source");
+	free(s);
+}
+
 /* Bytes 0x00 0xff 0x80 and other junk: a located error, no crash. */
 static void test_binary_junk(void **state)
 {
@@ -314,6 +332,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_deep_blocks_and_unary),
 		cmocka_unit_test(test_deep_trees),
 		cmocka_unit_test(test_deep_tree_under_limit),
+		cmocka_unit_test(test_source_limits),
 		cmocka_unit_test(test_binary_junk),
 		cmocka_unit_test(test_truncated_examples),
 	};
