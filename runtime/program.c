@@ -88,6 +88,27 @@ static bool make_funcs(BlkProgram *p)
 	return true;
 }
 
+/* The compiler's work for a load, run under blk_guard. */
+typedef struct LoadJob {
+	BlkProgram *p;
+	BlkDiag *d;
+	const char *path, *name, *source;
+	const BlkDefine *defs;
+	int ndefs;
+} LoadJob;
+
+static bool load_job(void *arg)
+{
+	LoadJob *j = arg;
+	BlkProgram *p = j->p;
+	const BlkSource *src = j->path ? blk_source_read(p->arena, j->d, j->path)
+	                               : blk_source_from_string(p->arena, j->name, j->source,
+	                                                        strlen(j->source));
+	if (src)
+		p->module = blk_compile_source(p->arena, j->d, src, j->defs, j->ndefs);
+	return p->module != NULL;
+}
+
 /* Reads (path) or wraps (source) the text, then runs the frontend. */
 static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
                         const char *const *defines, int ndefines)
@@ -109,12 +130,12 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 		blk_program_destroy(p);
 		return NULL;
 	}
-	const BlkSource *src = path ? blk_source_read(p->arena, c.d, path)
-	                            : blk_source_from_string(p->arena, name, source, strlen(source));
-	if (src)
-		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
-	bool ok = p->module && blk_diag_error_count(c.d) == 0;
+	LoadJob j = { p, c.d, path, name, source, defs, ndefines };
+	char bug[600];
+	bool ok = blk_guard(load_job, &j, bug, sizeof bug) && blk_diag_error_count(c.d) == 0;
 	capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
+	if (bug[0])
+		blk_rt_error(rt, "loading %s: %s", path ? path : name, bug);
 	if (!ok || !make_funcs(p)) {
 		blk_program_destroy(p);
 		return NULL;
@@ -248,6 +269,20 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 	return true;
 }
 
+typedef struct BindJob {
+	const BlkKernel *k;
+	const BlkArrayDesc *arrays;
+	int n;
+	int64_t *sizes;
+	BlkDiag *d;
+} BindJob;
+
+static bool bind_job(void *arg)
+{
+	BindJob *j = arg;
+	return blk_bind_sizes(j->k, j->arrays, j->n, j->sizes, j->d);
+}
+
 /* Array descriptors and bound sizes for a launch of f on t[n]; errors
  * (from blk_bind_sizes among others) become the runtime's error. */
 static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
@@ -266,8 +301,12 @@ static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, in
 	bool ok = capture_open(rt, &c, a);
 	if (ok) {
 		/* blk_bind_sizes's messages start "launch of KERNEL: ". */
-		ok = blk_bind_sizes(k, arrays, n, sizes, c.d) && !blk_diag_error_count(c.d);
+		BindJob j = { k, arrays, n, sizes, c.d };
+		char bug[600];
+		ok = blk_guard(bind_job, &j, bug, sizeof bug) && !blk_diag_error_count(c.d);
 		capture_close(rt, &c, !ok, NULL);
+		if (bug[0])
+			blk_rt_error(rt, "launch of %s: %s", k->name, bug);
 	}
 	blk_arena_destroy(a);
 	return ok;
@@ -305,6 +344,21 @@ bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 
 /* ---- specialization ---------------------------------------------------- */
 
+typedef struct LowerJob {
+	BlkArena *a;
+	BlkDiag *d;
+	const BlkKernel *k;
+	const LaunchArgs *la;
+	const BlkLowerOptions *opt;
+	BlkCompiled *out;
+} LowerJob;
+
+static bool lower_job(void *arg)
+{
+	LowerJob *j = arg;
+	return blk_lower_kernel(j->a, j->d, j->k, j->la->sizes, j->la->arrays, j->opt, j->out);
+}
+
 static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 {
 	BlkRuntime *rt = f->prog->rt;
@@ -318,11 +372,15 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 	BlkLowerOptions opt = {.arch = rt->arch};
 	BlkCompiled out;
 	memset(&out, 0, sizeof out);
-	bool ok = blk_lower_kernel(a, c.d, f->kernel, la->sizes, la->arrays, &opt, &out) &&
-	          !blk_diag_error_count(c.d) && out.ptx && out.entry;
+	LowerJob j = { a, c.d, f->kernel, la, &opt, &out };
+	char bug[600];
+	bool ok = blk_guard(lower_job, &j, bug, sizeof bug) && !blk_diag_error_count(c.d) &&
+	          out.ptx && out.entry;
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
 	capture_close(rt, &c, !ok, what);
+	if (bug[0])
+		blk_rt_error(rt, "%s: %s", what, bug);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
 	if (!e) {
 		if (ok)
