@@ -113,6 +113,10 @@ static bool load_job(void *arg)
 static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
                         const char *const *defines, int ndefines)
 {
+	if (!rt) {
+		blk_rt_error(NULL, "blk_program_load: the runtime is NULL");
+		return NULL;
+	}
 	if (ndefines < 0 || (ndefines > 0 && !defines)) {
 		blk_rt_error(rt, "blk_program_load: %d defines at %p", ndefines, (const void *)defines);
 		return NULL;
@@ -183,7 +187,7 @@ void blk_program_destroy(BlkProgram *p)
 void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
 {
 	unsigned c = 0, h = 0;
-	for (const BlkFunc *f = p->funcs; f; f = f->next) {
+	for (const BlkFunc *f = p ? p->funcs : NULL; f; f = f->next) {
 		c += f->cache.compiles;
 		h += f->cache.hits;
 	}
@@ -207,6 +211,10 @@ static void list_kernels(const BlkProgram *p, char *buf, size_t len)
 
 BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 {
+	if (!p) {
+		blk_rt_error(NULL, "blk_program_kernel: the program is NULL");
+		return NULL;
+	}
 	BlkFunc *only = p->funcs && !p->funcs->next ? p->funcs : NULL;
 	if (!name && only)
 		return only;
@@ -225,12 +233,18 @@ BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 
 const char *blk_func_name(const BlkFunc *f)
 {
-	return f->kernel->name;
+	return f ? f->kernel->name : "";
 }
 
 int blk_func_num_tensors(const BlkFunc *f)
 {
-	return f->ntensors;
+	return f ? f->ntensors : -1;
+}
+
+/* Every entry point taking a BlkFunc starts here. */
+static bool func_ok(const BlkFunc *f, const char *what)
+{
+	return f ? true : blk_rt_error(NULL, "%s: the kernel is NULL", what);
 }
 
 /* ---- checking ---------------------------------------------------------- */
@@ -307,6 +321,7 @@ static bool bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, in
 		capture_close(rt, &c, !ok, NULL);
 		if (bug[0])
 			blk_rt_error(rt, "launch of %s: %s", k->name, bug);
+		ok = ok && blk_rt_check_memory(rt, k, t, n);
 	}
 	blk_arena_destroy(a);
 	return ok;
@@ -335,8 +350,8 @@ static void args_free(LaunchArgs *la)
 
 bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
-	LaunchArgs la;
-	bool ok = args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
+	LaunchArgs la = { 0 };
+	bool ok = func_ok(f, "blk_func_check") && args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
 	          bind(f, tensors, ntensors, la.arrays, la.sizes);
 	args_free(&la);
 	return ok;
@@ -431,6 +446,8 @@ static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached,
 bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)
 {
 	bool cached = false;
+	if (!func_ok(f, "blk_func_compile"))
+		return false;
 	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
 	if (e)
 		fill_info(f->prog->rt, e, cached, info);
@@ -529,6 +546,8 @@ static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, 
 
 bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
+	if (!func_ok(f, "blk_launch"))
+		return false;
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
 	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);

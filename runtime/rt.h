@@ -62,6 +62,11 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what);
 /* Makes rt's context current on this thread; false (with an error) when the
  * runtime is offline.  Every call into the driver goes through it. */
 bool blk_rt_enter(BlkRuntime *rt, const char *what);
+/* What the compiled code assumes of the n tensors of a launch of k (bound
+ * already): 16-byte aligned data, no memory shared between two parameters
+ * when one is written, no two elements of a written tensor at one address
+ * (memcheck.c); false with the error otherwise. */
+bool blk_rt_check_memory(BlkRuntime *rt, const BlkKernel *k, const BlkTensor *t, int n);
 
 /* ---- cache.c ----------------------------------------------------------- */
 

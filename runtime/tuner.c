@@ -111,6 +111,10 @@ static bool check_base(BlkTuner *t, const char *kernel)
 BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
                            const char *kernel, const char *const *base_defines, int nbase)
 {
+	if (!rt) {
+		blk_rt_error(NULL, "blk_tuner_create: the runtime is NULL");
+		return NULL;
+	}
 	if (!path == !source) {
 		blk_rt_error(rt, "blk_tuner_create: give a path or a source, not %s",
 		             path ? "both" : "neither");
@@ -236,9 +240,27 @@ static void merge(BlkTuner *t, Candidate *c, const char *const *defs, int n)
 		c->defines[c->ndefines++] = blk_arena_strdup(t->arena, defs[j]);
 }
 
+/* Every entry point taking a tuner starts here. */
+static bool tuner_ok(const BlkTuner *t, const char *what)
+{
+	return t ? true : blk_rt_error(NULL, "%s: the tuner is NULL", what);
+}
+
+/* ... and those taking tensors here. */
+static bool tuner_tensors_ok(const BlkTuner *t, const BlkTensor *ts, int n, const char *what)
+{
+	if (!tuner_ok(t, what))
+		return false;
+	if (n > 0 && !ts)
+		return blk_rt_error(t->rt, "%s: tensors is NULL", what);
+	if (n < 0)
+		return blk_rt_error(t->rt, "%s: %d tensors", what, n);
+	return true;
+}
+
 bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
 {
-	if (!check_config(t, defines, n))
+	if (!tuner_ok(t, "blk_tuner_add_config") || !check_config(t, defines, n))
 		return false;
 	if (t->ncands == t->cap) {
 		int cap = t->cap ? 2 * t->cap : 8;
@@ -259,6 +281,8 @@ enum { MAX_TEXT_DEFINES = 64 };
 
 bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
 {
+	if (!tuner_ok(t, "blk_tuner_add_config_text"))
+		return false;
 	if (!text)
 		return blk_rt_error(t->rt, "blk_tuner_add_config_text: text is NULL");
 	char *copy = blk_arena_strdup(t->arena, text), *save = NULL;
@@ -275,16 +299,18 @@ bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
 
 int blk_tuner_num_configs(const BlkTuner *t)
 {
-	return t->ncands;
+	return t ? t->ncands : 0;
 }
 
 const char *blk_tuner_config(const BlkTuner *t, int i)
 {
-	return i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
+	return t && i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
 }
 
 void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps)
 {
+	if (!t)
+		return;
 	t->warmup = warmup > 0 ? warmup : 0;
 	t->reps = reps > 1 ? reps : 1;
 }
@@ -435,6 +461,8 @@ static bool *alloc_flags(BlkTuner *t)
 
 int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_compile"))
+		return -1;
 	bool *ok = alloc_flags(t);
 	int good = ok ? prepare(t, tensors, ntensors, ok, false) : -1;
 	free(ok);
@@ -568,6 +596,8 @@ static Signature *lookup(BlkTuner *t, const BlkTensor *ts, int n)
 
 bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_launch"))
+		return false;
 	Signature *sig = lookup(t, tensors, ntensors);
 	if (sig)
 		return blk_launch(t->cands[sig->result.config].f, tensors, ntensors, stream);
@@ -576,6 +606,8 @@ bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkSt
 
 bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkTunerResult *out)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_best"))
+		return false;
 	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
 	Signature *sig = key ? find_signature(t, key) : NULL;
 	if (!sig)
@@ -588,7 +620,7 @@ bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, B
 
 const char *blk_tuner_log(BlkTuner *t)
 {
-	if (!t->log || fflush(t->log) != 0 || !t->logtext)
+	if (!t || !t->log || fflush(t->log) != 0 || !t->logtext)
 		return "";
 	return t->logtext;
 }

@@ -82,7 +82,9 @@ BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errle
 void blk_runtime_destroy(BlkRuntime *rt);
 
 /* The message of the last failed call on rt (or anything made from it); ""
- * if none.  Valid until the next call on rt. */
+ * if none.  Valid until the next call on rt.  A call given a NULL handle
+ * (runtime, program, kernel, tuner, timer) fails without touching memory;
+ * its message is blk_runtime_last_error(NULL), kept per thread. */
 const char *blk_runtime_last_error(const BlkRuntime *rt);
 /* The architecture kernels are compiled for, e.g. "sm_90a". */
 const char *blk_runtime_arch(const BlkRuntime *rt);
