@@ -453,6 +453,19 @@ static const Case cases[] = {
 	     A2('i', BLK_I32, 13, 77), A1('o', BLK_I32, 13), A1('o', BLK_I32, 13),
 	     A1('o', BLK_I32, 13)),
 
+	/* kernel-fuzz seed 1125: a keepdims reduction over a dim of extent 1
+	 * broadcast back (the tile pass chose a layout the verifier refused) */
+	CASE("keepdims_extent1", true,
+	     "kernel keepdims_extent1[T = f32, BN = 16](\n"
+	     "    x: in T[M, N] block (1, BN) index (i, j) -> (i, j),\n"
+	     "    y: out T[M, N] block (1, BN) index (i, j) -> (i, j),\n"
+	     ") grid (M, cdiv(N, BN)) {\n"
+	     "    let a = x[...].astype(f32);\n"
+	     "    y[...] = (a + min(a, axis = 0, keepdims = true)\n"
+	     "        + max(a, axis = 1, keepdims = true)).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 3, 40), A2('o', DT_T, 3, 40)),
+
 	/* rank 4: keepdims reductions broadcast back (wrote past an int[4]) */
 	CASE("keepdims_rank4", false,
 	     "kernel keepdims_rank4(\n"
