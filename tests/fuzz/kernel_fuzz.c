@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "blk.h"
+#include "gpu_test.h"
 #include "frontend/frontend.h"
 #include "ir/hostdata.h"
 
@@ -340,14 +341,6 @@ static bool interpret(Round *r)
 	return ok;
 }
 
-static const char *ptxas_path(void)
-{
-	const char *p = getenv("BLK_PTXAS");
-	if (p && *p)
-		return p;
-	p = "/usr/local/cuda/bin/ptxas";
-	return access(p, X_OK) == 0 ? p : NULL;
-}
 
 static bool ptxas_ok(Round *r, const char *ptxas, const char *ptx, const char *arch)
 {
@@ -523,7 +516,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kernel-fuzz: %s\n", err);
 		return o.gpu ? 77 : 1;
 	}
-	const char *ptxas = o.ptxas ? ptxas_path() : NULL;
+	const char *ptxas = o.ptxas ? gpu_test_ptxas() : NULL;
 	double t0 = now();
 	long done = 0, findings = 0;
 	static Round r;

@@ -982,15 +982,6 @@ static bool gpu_run(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, char *
 	return ok;
 }
 
-/* $BLK_PTXAS, else the CUDA toolkit's; NULL if neither is there. */
-static const char *ptxas_path(void)
-{
-	const char *p = getenv("BLK_PTXAS");
-	if (p && *p)
-		return p;
-	p = "/usr/local/cuda/bin/ptxas";
-	return access(p, X_OK) == 0 ? p : NULL;
-}
 
 static bool write_file(const char *path, const char *text)
 {
@@ -1067,7 +1058,7 @@ static bool lower_offline(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, 
 		set_err(err, "lower: ", blk_runtime_last_error(rt));
 	if (ok)
 		ok = save_ptx(c, t, info.ptx, err);
-	const char *ptxas = ptxas_path();
+	const char *ptxas = gpu_test_ptxas();
 	if (ok && ptxas) {
 		ok = ptxas_run(ptxas, info.ptx, blk_runtime_arch(rt), err);
 		*assembled = ok;
@@ -1277,7 +1268,7 @@ static int main_offline(void)
 		fprintf(stderr, "gpu-features: %s\n", err);
 		return 1;
 	}
-	const char *ptxas = ptxas_path();
+	const char *ptxas = gpu_test_ptxas();
 	printf("offline: %s; ptxas: %s\n", blk_runtime_device_name(rt), ptxas ? ptxas : "(none)");
 	printf("stages: fe = frontend, in = interpreter, ptx = lowered, as = assembled\n\n");
 	header("stages");
