@@ -5,7 +5,8 @@
  * is a random tree of elementwise math, comparisons and `where`, casts
  * across dtypes, reductions with keepdims broadcast back, `fori_loop`
  * carries, i32 floor division and modulo by divisors that are sometimes 0
- * or -1, `when`, `dot` (square blocks), `atomic_add` into an inout f32
+ * or -1, `when`, `dot` and `.T` (square blocks), shifted `load(x.at[ds(1,
+ * B)], other=)` windows past the block, `atomic_add` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
  *      only writes well-typed kernels);
@@ -75,8 +76,27 @@ static void fexpr(Gen *g, int depth);
 static void iexpr(Gen *g, int depth);
 
 /* An f32 tile of the block's shape. */
+/* Reads beyond a plain x[...]: a shifted window that sticks out of the
+ * block (masked, the fill where it does), and a transpose of a square one. */
+static bool fleaf_read(Gen *g)
+{
+	int last = g->rank == 2 ? g->b1 : g->b0;
+	if (last >= 2 && pick(2)) {
+		out(g, "load(%s.at[%sds(1, %s)], other = %d.5).astype(f32)", pick(2) ? "x" : "y",
+		    g->rank == 2 ? ":, " : "", g->rank == 2 ? "B1" : "B0", pick(3) - 1);
+		return true;
+	}
+	if (g->rank == 2 && g->b0 == g->b1) {
+		out(g, "%s[...].T.astype(f32)", pick(2) ? "x" : "y");
+		return true;
+	}
+	return false;
+}
+
 static void fleaf(Gen *g)
 {
+	if (pick(6) == 0 && fleaf_read(g))
+		return;
 	switch (pick(g->loops ? 7 : 6)) {
 	case 0: out(g, "a"); break;
 	case 1: out(g, "b"); break;
@@ -215,6 +235,8 @@ static void generate(Gen *g, int *t, bool *atomics)
 	g->rank = 1 + pick(2);
 	g->b0 = blocks[pick(g->rank == 2 ? 7 : 8)];
 	g->b1 = g->rank == 2 ? blocks[pick(7)] : 1;
+	if (g->rank == 2 && pick(3) == 0) /* square: dot and .T */
+		g->b0 = g->b1 = blocks[4 + pick(3)];
 	*t = pick(3);
 	*atomics = g->rank == 2 && pick(3) == 0;
 	bool dot = g->rank == 2 && g->b0 == g->b1 && g->b0 >= 16 && pick(2);
