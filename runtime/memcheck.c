@@ -90,7 +90,7 @@ static bool check_one(BlkRuntime *rt, const BlkKernel *k, int i, const BlkTensor
 		return blk_rt_error(rt, "launch of %s: tensor %d (%s): data %p is not %d-byte aligned, "
 		                    "as the compiled code assumes", k->name, i, p->name, t->data,
 		                    BASE_ALIGN);
-	if (p->access != BLK_ACCESS_IN && (d = overlapping_dim(t)) >= 0)
+	if (p->access != BLK_ACCESS_IN && blk_tensor_numel(t) > 0 && (d = overlapping_dim(t)) >= 0)
 		return blk_rt_error(rt, "launch of %s: tensor %d (%s) is written but its stride %" PRId64
 		                    " in dim %d makes elements share memory", k->name, i, p->name,
 		                    t->strides[d], d);

@@ -147,6 +147,31 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 	return p;
 }
 
+/* load() under a guard: an arena out of memory before the compiler's own
+ * guard fails the call instead of aborting. */
+typedef struct LoadCall {
+	BlkRuntime *rt;
+	const char *path, *name, *source;
+	const char *const *defines;
+	int ndefines;
+	BlkProgram *p;
+} LoadCall;
+
+static bool load_call(void *arg)
+{
+	LoadCall *l = arg;
+	l->p = load(l->rt, l->path, l->name, l->source, l->defines, l->ndefines);
+	return l->p != NULL;
+}
+
+static BlkProgram *load_guarded(BlkRuntime *rt, const char *path, const char *name,
+                                const char *source, const char *const *defines, int ndefines)
+{
+	LoadCall l = { rt, path, name, source, defines, ndefines, NULL };
+	blk_rt_guard(rt, "blk_program_load", load_call, &l);
+	return l.p;
+}
+
 BlkProgram *blk_program_load(BlkRuntime *rt, const char *path, const char *const *defines,
                              int ndefines)
 {
@@ -154,7 +179,7 @@ BlkProgram *blk_program_load(BlkRuntime *rt, const char *path, const char *const
 		blk_rt_error(rt, "blk_program_load: path is NULL");
 		return NULL;
 	}
-	return load(rt, path, NULL, NULL, defines, ndefines);
+	return load_guarded(rt, path, NULL, NULL, defines, ndefines);
 }
 
 BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
@@ -164,7 +189,7 @@ BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char
 		blk_rt_error(rt, "blk_program_load_source: source is NULL");
 		return NULL;
 	}
-	return load(rt, NULL, name ? name : "<string>", source, defines, ndefines);
+	return load_guarded(rt, NULL, name ? name : "<string>", source, defines, ndefines);
 }
 
 void blk_program_destroy(BlkProgram *p)
@@ -348,13 +373,27 @@ static void args_free(LaunchArgs *la)
 	free(la->sizes);
 }
 
-bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+typedef struct CheckCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+} CheckCall;
+
+static bool check_call(void *arg)
 {
+	CheckCall *c = arg;
 	LaunchArgs la = { 0 };
-	bool ok = func_ok(f, "blk_func_check") && args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
-	          bind(f, tensors, ntensors, la.arrays, la.sizes);
+	bool ok = args_alloc(c->f->prog->rt, c->f->kernel, c->n, &la) &&
+	          bind(c->f, c->t, c->n, la.arrays, la.sizes);
 	args_free(&la);
 	return ok;
+}
+
+bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+{
+	CheckCall c = { f, tensors, ntensors };
+	return func_ok(f, "blk_func_check") &&
+	       blk_rt_guard(f->prog->rt, f->kernel->name, check_call, &c);
 }
 
 /* ---- specialization ---------------------------------------------------- */
@@ -429,6 +468,30 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 	return e;
 }
 
+/* specialize() under a guard (see load_guarded). */
+typedef struct SpecCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+	bool cached;
+	BlkCacheEntry *e;
+} SpecCall;
+
+static bool spec_call(void *arg)
+{
+	SpecCall *s = arg;
+	s->e = specialize(s->f, s->t, s->n, &s->cached);
+	return s->e != NULL;
+}
+
+static BlkCacheEntry *specialize_guarded(BlkFunc *f, const BlkTensor *t, int n, bool *cached)
+{
+	SpecCall s = { f, t, n, false, NULL };
+	blk_rt_guard(f->prog->rt, f->kernel->name, spec_call, &s);
+	*cached = s.cached;
+	return s.e;
+}
+
 static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached, BlkCompiledInfo *info)
 {
 	if (!info)
@@ -448,7 +511,7 @@ bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCom
 	bool cached = false;
 	if (!func_ok(f, "blk_func_compile"))
 		return false;
-	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (e)
 		fill_info(f->prog->rt, e, cached, info);
 	return e != NULL;
@@ -550,7 +613,7 @@ bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream st
 		return false;
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
-	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_grid(rt, &e->compiled) ||
 	    !load_entry(rt, e))
 		return false;

@@ -65,6 +65,15 @@ bool blk_rt_enter(BlkRuntime *rt, const char *what)
 	return blk_rt_check(rt, rt->drv->cuCtxSetCurrent(rt->ctx), "cuCtxSetCurrent");
 }
 
+bool blk_rt_guard(BlkRuntime *rt, const char *what, bool (*fn)(void *arg), void *arg)
+{
+	char bug[600];
+	bool ok = blk_guard(fn, arg, bug, sizeof bug);
+	if (bug[0])
+		blk_rt_error(rt, "%s: %s", what, bug);
+	return ok;
+}
+
 const char *blk_runtime_last_error(const BlkRuntime *rt)
 {
 	return !rt ? orphan_err : rt->err ? rt->err : "";

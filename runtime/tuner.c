@@ -108,8 +108,35 @@ static bool check_base(BlkTuner *t, const char *kernel)
 	return f != NULL;
 }
 
+static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
+                        const char *kernel, const char *const *base_defines, int nbase);
+
+/* The tuner's arena work under a guard: out of memory fails the call. */
+typedef struct CreateCall {
+	BlkRuntime *rt;
+	const char *path, *source, *kernel;
+	const char *const *base;
+	int nbase;
+	BlkTuner *t;
+} CreateCall;
+
+static bool create_call(void *arg)
+{
+	CreateCall *c = arg;
+	c->t = create(c->rt, c->path, c->source, c->kernel, c->base, c->nbase);
+	return c->t != NULL;
+}
+
 BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
                            const char *kernel, const char *const *base_defines, int nbase)
+{
+	CreateCall c = { rt, path, source, kernel, base_defines, nbase, NULL };
+	blk_rt_guard(rt, "blk_tuner_create", create_call, &c);
+	return c.t;
+}
+
+static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
+                        const char *kernel, const char *const *base_defines, int nbase)
 {
 	if (!rt) {
 		blk_rt_error(NULL, "blk_tuner_create: the runtime is NULL");
@@ -258,9 +285,30 @@ static bool tuner_tensors_ok(const BlkTuner *t, const BlkTensor *ts, int n, cons
 	return true;
 }
 
+static bool add_config(BlkTuner *t, const char *const *defines, int n);
+
+typedef struct AddCall {
+	BlkTuner *t;
+	const char *const *defines;
+	int n;
+} AddCall;
+
+static bool add_call(void *arg)
+{
+	AddCall *a = arg;
+	return add_config(a->t, a->defines, a->n);
+}
+
 bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
 {
-	if (!tuner_ok(t, "blk_tuner_add_config") || !check_config(t, defines, n))
+	AddCall a = { t, defines, n };
+	return tuner_ok(t, "blk_tuner_add_config") &&
+	       blk_rt_guard(t->rt, "blk_tuner_add_config", add_call, &a);
+}
+
+static bool add_config(BlkTuner *t, const char *const *defines, int n)
+{
+	if (!check_config(t, defines, n))
 		return false;
 	if (t->ncands == t->cap) {
 		int cap = t->cap ? 2 * t->cap : 8;
@@ -279,10 +327,11 @@ bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
 
 enum { MAX_TEXT_DEFINES = 64 };
 
-bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
+static bool add_text(void *arg)
 {
-	if (!tuner_ok(t, "blk_tuner_add_config_text"))
-		return false;
+	const AddCall *a = arg;
+	BlkTuner *t = a->t;
+	const char *text = a->defines[0];
 	if (!text)
 		return blk_rt_error(t->rt, "blk_tuner_add_config_text: text is NULL");
 	char *copy = blk_arena_strdup(t->arena, text), *save = NULL;
@@ -294,7 +343,15 @@ bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
 			                    MAX_TEXT_DEFINES, text);
 		defs[n++] = tok;
 	}
-	return blk_tuner_add_config(t, defs, n);
+	return add_config(t, defs, n);
+}
+
+bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
+{
+	const char *one[1] = { text };
+	AddCall a = { t, one, 1 };
+	return tuner_ok(t, "blk_tuner_add_config_text") &&
+	       blk_rt_guard(t->rt, "blk_tuner_add_config_text", add_text, &a);
 }
 
 int blk_tuner_num_configs(const BlkTuner *t)
