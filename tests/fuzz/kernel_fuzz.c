@@ -5,7 +5,8 @@
  * is a random tree of elementwise math, comparisons and `where`, casts
  * across dtypes, reductions with keepdims broadcast back, `fori_loop`
  * carries, i32 floor division and modulo by divisors that are sometimes 0
- * or -1, `when`, `dot` and `.T` (square blocks), shifted `load(x.at[ds(1,
+ * or -1, i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and
+ * `.T` (square blocks), shifted `load(x.at[ds(1,
  * B)], other=)` windows past the block, `atomic_add` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
@@ -138,6 +139,8 @@ static void fexpr(Gen *g, int depth)
 		fexpr(g, depth - 1);
 		out(g, " %s ", pick(2) ? ">" : "<=");
 		fexpr(g, depth - 1);
+		if (pick(3) == 0) /* bool logic on exact inputs */
+			out(g, " %s (k > %d)", pick(2) ? "&&" : "||", pick(5) - 2);
 		out(g, ", ");
 		fexpr(g, depth - 1);
 		out(g, ", ");
@@ -188,7 +191,13 @@ static void iexpr(Gen *g, int depth)
 		}
 		return;
 	}
-	int c = pick(6);
+	int c = pick(7);
+	if (c == 6) { /* i32 reductions are exact: broadcast back */
+		out(g, "(k * 0 + %s(", pick(2) ? "sum" : "max");
+		iexpr(g, depth - 1);
+		out(g, ", axis = %d, keepdims = true))", g->rank == 2 ? pick(2) : 0);
+		return;
+	}
 	if (c <= 1) {
 		static const char *ops[] = { "+", "-", "*", "~/", "%" };
 		int o = pick(5);
@@ -250,7 +259,12 @@ static void generate(Gen *g, int *t, bool *atomics)
 	out(g, "    o: out T%s,\n    q: out i32%s,\n", dims, dims);
 	if (*atomics)
 		out(g, "    s: inout f32[M] block (B0) index (i, j) -> (i),\n");
-	out(g, ") grid (%s) {\n", g->rank == 2 ? "cdiv(M, B0), cdiv(N, B1)" : "cdiv(N, B0)");
+	/* a seq axis runs its programs in order inside one CTA: same results */
+	const char *seq = pick(4) == 0 ? "seq " : "";
+	if (g->rank == 2)
+		out(g, ") grid (cdiv(M, B0), %scdiv(N, B1)) {\n", seq);
+	else
+		out(g, ") grid (%scdiv(N, B0)) {\n", seq);
 	out(g, "    let a = x[...].astype(f32);\n    let b = y[...].astype(f32);\n");
 	out(g, "    let k = n[...];\n");
 	int depth = 1 + pick(3);
