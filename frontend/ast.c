@@ -56,6 +56,7 @@ BlkAstExpr *blk_ast_expr_new(BlkArena *a, BlkAstExprKind k, BlkLoc loc)
 	BlkAstExpr *e = BLK_NEW(a, BlkAstExpr);
 	e->kind = k;
 	e->loc = loc;
+	e->height = 1;
 	return e;
 }
 

@@ -117,6 +117,7 @@ typedef struct BlkAstBlock {
 	BlkAstStmt **stmts;
 	int nstmts;
 	BlkAstExpr *result;
+	int height; /* its deepest statement's expression + 1 (parse.c) */
 } BlkAstBlock;
 
 struct BlkAstExpr {
@@ -135,6 +136,7 @@ struct BlkAstExpr {
 	int nelems;
 	BlkAstIndex *idx; /* INDEX, AT */
 	int nidx;
+	int height;       /* 1 for a leaf, else 1 + the tallest child (parse.c) */
 	/* FORI */
 	const char *ivar;     /* the induction variable */
 	BlkLoc ivar_loc;

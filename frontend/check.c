@@ -146,6 +146,8 @@ static void check_let(Ck *c, const BlkAstStmt *s)
 
 bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 {
+	if (r->root && r->root->kind == CK_BIND_PARAM)
+		c->k->written[r->root->param] = true;
 	if (r->access != BLK_ACCESS_IN)
 		return true;
 	blk_error(c->d, loc, "cannot write to `%s`: it is an `in` parameter", r->root->name);
@@ -432,6 +434,27 @@ static CkType fori_type(Ck *c, const Fori *f)
 	return t;
 }
 
+/* An unrolled loop of n iterations multiplies the copies of its body,
+ * nested ones too: more than BLK_MAX_UNROLL copies is an error. */
+static bool unroll_ok(Ck *c, const BlkAstExpr *e, int64_t n)
+{
+	int64_t outer = c->copies ? c->copies : 1;
+	if (n <= 0)
+		return true;
+	if (n <= BLK_MAX_UNROLL && outer * n <= BLK_MAX_UNROLL) {
+		c->copies = outer * n;
+		return true;
+	}
+	if (outer > 1)
+		blk_error(c->d, e->loc, "unrolling %lld iterations inside %lld unrolled copies makes "
+		          "%lld copies of the body; the limit is %d", (long long)n, (long long)outer,
+		          (long long)(n * outer), BLK_MAX_UNROLL);
+	else
+		blk_error(c->d, e->loc, "unroll=true over %lld iterations; the limit is %d "
+		          "(use a loop without unroll)", (long long)n, BLK_MAX_UNROLL);
+	return false;
+}
+
 CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Fori f;
@@ -449,6 +472,9 @@ CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		ok &= fori_inits(c, &f);
 		ok = fori_pattern(c, e, &f) && ok;
 	}
+	int64_t copies = c->copies;
+	if (ok && in->unroll && !unroll_ok(c, e, in->hi - in->lo))
+		ok = false, in->unroll = false;
 	BlkCkBind *saved = c->scope;
 	in->ivar = ck_bind(c, CK_BIND_VALUE, e->ivar, e->ivar_loc, ck_value(BLK_I32, 0, NULL));
 	in->nbinds = e->carry == BLK_AST_CARRY_NONE ? 0 : e->ncarries;
@@ -462,6 +488,7 @@ CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	else if (e->body->result)
 		ck_expr(c, e->body->result);
 	c->scope = saved;
+	c->copies = copies;
 	return ok ? fori_type(c, &f) : ck_poison();
 }
 
@@ -699,6 +726,12 @@ static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 	BlkParam *P = &c->k->params[pi];
 	const BlkSym *dims[BLK_MAX_RANK];
 	int r = 0;
+	BlkCkBind *old = ck_lookup(c, p->name);
+	if (old && old->kind != CK_BIND_PARAM) {
+		blk_error(c->d, p->loc, "parameter `%s` has the name of a %s", p->name,
+		          old->kind == CK_BIND_SIZE ? "launch size" : "compile-time parameter");
+		ck_declared_here(c, old);
+	}
 	BlkCkBind *b = ck_bind(c, CK_BIND_PARAM, p->name, p->loc, ck_poison());
 	b->param = pi;
 	c->k->pbinds[pi] = b;
@@ -713,11 +746,18 @@ static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 static void check_params(Ck *c, const BlkAstKernel *ak)
 {
 	CkKernel *k = c->k;
+	if (ak->nparams > BLK_MAX_PARAMS) {
+		blk_error(c->d, ak->params[BLK_MAX_PARAMS].loc,
+		          "kernel `%s` has %d parameters; the limit is %d", ak->name, ak->nparams,
+		          BLK_MAX_PARAMS);
+		return;
+	}
 	int n = k->nparams = ak->nparams;
 	bool *ok = BLK_NEW_N(c->a, bool, n + 1);
 	k->params = BLK_NEW_N(c->a, BlkParam, n + 1);
 	k->pbinds = BLK_NEW_N(c->a, BlkCkBind *, n + 1);
 	k->mapbinds = BLK_NEW_N(c->a, BlkCkBind **, n + 1);
+	k->written = BLK_NEW_N(c->a, bool, n + 1);
 	for (int i = 0; i < n; i++) {
 		const BlkAstParam *p = &ak->params[i];
 		k->params[i].name = p->name;
@@ -749,7 +789,14 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 	k->ast = ak;
 	check_cparams(c, ak, defs, ndefs, used);
 	check_params(c, ak);
+	if (!k->params) /* too many */
+		return;
 	ck_block(c, ak->body);
+	for (int i = 0; i < k->nparams; i++)
+		if (k->params[i].access == BLK_ACCESS_OUT && !k->written[i])
+			blk_error(c->d, k->params[i].loc,
+			          "`%s` is an `out` parameter but the kernel never writes it",
+			          k->params[i].name);
 }
 
 static void check_kernel_names(Ck *c, const BlkAstFile *f)

@@ -117,6 +117,7 @@ typedef struct CkKernel {
 	BlkParam *params;     /* index_map left NULL: lowering builds it */
 	BlkCkBind **pbinds;   /* per param: its binding */
 	BlkCkBind ***mapbinds; /* per param: its index map's param bindings */
+	bool *written;        /* per param: a store or atomic_add names it */
 	int nsizes;
 	const char **sizes;
 	int grid_rank;

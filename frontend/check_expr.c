@@ -198,6 +198,10 @@ static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 		return blk_sym_const(c->a, b->type.i); /* an int cparam or constant let */
 	if (b && b->type.kind == CK_POISON)
 		return NULL;
+	if (!b && c->new_sizes && c->k->nsizes == BLK_MAX_SIZES) {
+		blk_error(c->d, e->loc, "too many launch sizes; the limit is %d", BLK_MAX_SIZES);
+		return NULL;
+	}
 	if (!b && c->new_sizes) {
 		b = ck_bind(c, CK_BIND_SIZE, e->name, e->loc, ck_value(BLK_I32, 0, NULL));
 		c->k->sizes = blk_arena_grow(c->a, c->k->sizes, (size_t)c->k->nsizes,
@@ -624,6 +628,34 @@ static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int ra
 	return false;
 }
 
+/* A constant index or ds window [lo, lo + n) on a ref dim of constant extent
+ * must touch it, and a window must fit in it.  A window that sticks partly
+ * out is masked (a shifted read with a fill, `load(x.at[ds(1, B)], other=0)`,
+ * is a stencil's idiom); one the checker sees entirely outside, or larger
+ * than the dim, is a mistake. */
+static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const BlkSym *size,
+                           const CkType *ref, int d)
+{
+	int64_t ext, n = 1, lo = t->i;
+	const char *name = ref->root ? ref->root->name : "the Ref";
+	if (!blk_sym_is_const(ref->t.dims[d], &ext) || (size && !blk_sym_is_const(size, &n)))
+		return true;
+	if (size && n > ext) {
+		blk_error(c->d, ix->loc, "ds(..., %lld) is larger than dim %d of `%s`, whose extent is %lld",
+		          (long long)n, d, name, (long long)ext);
+		return false;
+	}
+	if (t->kind != CK_VALUE || !t->konst || t->t.rank || (lo + n > 0 && lo < ext))
+		return true;
+	if (size)
+		blk_error(c->d, ix->loc, "ds(%lld, %lld) lies outside dim %d of `%s`, whose extent is %lld",
+		          (long long)lo, (long long)n, d, name, (long long)ext);
+	else
+		blk_error(c->d, ix->loc, "index %lld is out of range for dim %d of `%s`, whose extent is %lld",
+		          (long long)lo, d, name, (long long)ext);
+	return false;
+}
+
 /* One AST index on ref dim d; returns the next ref dim. */
 static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *acc,
                       const CkType *ref, int *rank, const BlkSym **dims, bool *ok)
@@ -644,11 +676,13 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		acc->idx[d].size = ck_sym(c, ix->b);
 		acc->src[d] = ix;
 		*ok &= acc->idx[d].size != NULL;
+		*ok &= index_in_range(c, ix, &t, acc->idx[d].size, ref, d);
 		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
 		return d + 1;
 	default:
 		t = ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "an index");
+		*ok &= index_in_range(c, ix, &t, NULL, ref, d);
 		acc->idx[d].kind = BLK_INDEX_SCALAR;
 		acc->src[d] = ix;
 		return d + 1;
@@ -1079,6 +1113,13 @@ static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
 	}
 	if (!ck_writable(c, e->loc, &r))
 		return ck_poison();
+	if (r.access == BLK_ACCESS_OUT) { /* it adds to what is there: a read */
+		blk_error(c->d, e->loc, "atomic_add adds into `%s`, which is an `out` parameter",
+		          r.root->name);
+		ck_declared_here(c, r.root);
+		blk_note(c->d, r.root->loc, "declare it `inout` and pass it zeroed (or as the sum's start)");
+		return ck_poison();
+	}
 	if (r.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
 		return ck_poison();

@@ -5,11 +5,12 @@
 #define BLK_CHECK_IMPL_H
 
 #include "frontend/check.h"
+#include "ir/limits.h"
 
 /* Limits beyond which a size is surely a mistake (and would overflow the
  * backend's 32-bit index arithmetic or any GPU's memory per program). */
-#define CK_MAX_DIM (1LL << 24)
-#define CK_MAX_TILE (1LL << 22)
+#define CK_MAX_DIM ((int64_t)BLK_MAX_DIM)
+#define CK_MAX_TILE ((int64_t)BLK_MAX_TILE_ELEMS)
 
 typedef struct Ck {
 	BlkArena *a;
@@ -19,6 +20,7 @@ typedef struct Ck {
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
+	int64_t copies;    /* copies of the current statement that unrolling makes */
 } Ck;
 
 /* check.c */

@@ -21,6 +21,7 @@
 
 #include "frontend/frontend.h"
 #include "frontend/lex.h"
+#include "ir/limits.h"
 
 typedef struct Lexer {
 	BlkArena *a;
@@ -265,10 +266,19 @@ BlkToken *blk_lex(BlkArena *a, BlkDiag *d, const BlkSource *src, int *ntok)
 	lx.base = lx.cur = lx.lpos = lx.lstart = (const unsigned char *)src->text;
 	lx.lim = lx.base + src->len;
 	lx.line = 1;
+	if (src->len > BLK_MAX_SOURCE_BYTES) {
+		blk_error(d, loc_at(&lx, lx.base), "%s is larger than %d bytes, the limit of a source",
+		          src->name, BLK_MAX_SOURCE_BYTES);
+		lx.cur = lx.lim;
+	}
 	/* A saturated diag means the input is hopeless (e.g. binary junk):
 	 * stop early rather than lex megabytes of it. */
-	while (lex_one(&lx) && !blk_diag_saturated(d))
-		;
+	while (lx.cur < lx.lim && lex_one(&lx) && !blk_diag_saturated(d))
+		if (lx.n == BLK_MAX_TOKENS) {
+			blk_error(d, lx.toks[lx.n - 1].loc, "more than %d tokens; the limit of a source",
+			          BLK_MAX_TOKENS);
+			break;
+		}
 	push(&lx, BLK_TOK_EOF, lx.lim, lx.lim);
 	*ntok = lx.n;
 	return lx.toks;

@@ -15,6 +15,13 @@
  * stops at EOF; nesting deeper than MAX_DEPTH (parens, unary operators,
  * blocks) reports "nesting too deep" and abandons the file, as does a
  * saturated diag, so neither the stack nor the error output can blow up.
+ *
+ * The parser's own recursion is bounded by MAX_DEPTH, but the trees it
+ * builds are not: `a + b + ... + z` loops in the parser and nests in the
+ * tree, which the checker and the lowering then recurse over.  So every
+ * node records its height (leaves 1; a block counts its statements' deepest
+ * expression plus its own level), and a node taller than
+ * BLK_MAX_EXPR_DEPTH is an error, whatever the shape of the tree.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -22,8 +29,9 @@
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
 #include "frontend/lex.h"
+#include "ir/limits.h"
 
-enum { MAX_DEPTH = 200 };
+enum { MAX_DEPTH = BLK_MAX_NESTING };
 
 typedef struct Parser {
 	BlkArena *a;
@@ -32,6 +40,7 @@ typedef struct Parser {
 	BlkToken *t;
 	int n, pos;
 	int depth;
+	int hmax;   /* the tallest node built in the current block */
 	bool panic; /* an error was reported; silent until resynchronized */
 	int errors; /* syntax errors reported */
 } Parser;
@@ -154,6 +163,45 @@ static bool enter(Parser *p)
 
 static void leave(Parser *p) { p->depth--; }
 
+static int height(const BlkAstExpr *e) { return e ? e->height : 0; }
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Records that a node of height h was built at loc; too tall abandons. */
+static bool tall(Parser *p, int h, BlkLoc loc)
+{
+	p->hmax = imax(p->hmax, h);
+	if (h <= BLK_MAX_EXPR_DEPTH)
+		return false;
+	error_at(p, loc, "expression nested too deeply (more than %d levels)",
+	         BLK_MAX_EXPR_DEPTH);
+	abandon(p);
+	return true;
+}
+
+/* e's height is one more than its tallest child's (h). */
+static BlkAstExpr *grown(Parser *p, BlkAstExpr *e, int h)
+{
+	e->height = h + 1;
+	tall(p, e->height, e->loc);
+	return e;
+}
+
+static int args_height(const BlkAstArg *args, int n)
+{
+	int h = 0;
+	for (int i = 0; i < n; i++)
+		h = imax(h, height(args[i].value));
+	return h;
+}
+
+static int idx_height(const BlkAstIndex *idx, int n)
+{
+	int h = 0;
+	for (int i = 0; i < n; i++)
+		h = imax(h, imax(height(idx[i].a), height(idx[i].b)));
+	return h;
+}
+
 static BlkAstExpr *error_expr(Parser *p, BlkLoc loc)
 {
 	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_NAME, loc);
@@ -216,6 +264,7 @@ static void parse_args(Parser *p, BlkAstExpr *e)
 	expect(p, BLK_TOK_RPAREN);
 	e->args = v.data;
 	e->nargs = v.n;
+	grown(p, e, args_height(e->args, e->nargs));
 }
 
 /* index = ":" | "..." | "ds" "(" expr "," expr ")" | expr ; */
@@ -282,7 +331,7 @@ static BlkAstExpr *parse_fori(Parser *p)
 		parse_lpattern(p, e);
 	expect(p, BLK_TOK_PIPE);
 	e->body = parse_block(p, true);
-	return e;
+	return grown(p, e, imax(height(e), e->body->height));
 }
 
 /* "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" */
@@ -302,7 +351,10 @@ static BlkAstExpr *parse_paren(Parser *p)
 	expect(p, BLK_TOK_RPAREN);
 	e->elems = v.data;
 	e->nelems = v.n;
-	return e;
+	int h = 0;
+	for (int i = 0; i < v.n; i++)
+		h = imax(h, height(e->elems[i]));
+	return grown(p, e, h);
 }
 
 static BlkAstExpr *leaf(Parser *p, BlkAstExprKind k)
@@ -374,7 +426,8 @@ static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 		e->name = word;
 	}
 	e->lhs = lhs;
-	return e;
+	int h = imax(height(lhs), imax(height(e->rhs), idx_height(e->idx, e->nidx)));
+	return grown(p, e, h);
 }
 
 /* postfix = primary { "[" indices "]" | "." "at" "[" indices "]"
@@ -387,7 +440,7 @@ static BlkAstExpr *parse_postfix(Parser *p)
 			BlkAstExpr *x = blk_ast_expr_new(p->a, BLK_AST_INDEX, next(p)->loc);
 			x->lhs = e;
 			parse_indices(p, &x->idx, &x->nidx);
-			e = x;
+			e = grown(p, x, imax(height(e), idx_height(x->idx, x->nidx)));
 		} else if (at(p, BLK_TOK_DOT)) {
 			e = parse_dot_suffix(p, e);
 		} else {
@@ -407,6 +460,7 @@ static BlkAstExpr *parse_unary(Parser *p)
 		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
 		e->op = next(p)->kind == BLK_TOK_MINUS ? BLK_AST_OP_NEG : BLK_AST_OP_NOT;
 		e->lhs = parse_unary(p);
+		grown(p, e, height(e->lhs));
 	} else {
 		e = parse_postfix(p);
 	}
@@ -431,7 +485,7 @@ static BlkAstExpr *binary(Parser *p, BlkAstOp op, BlkAstExpr *lhs, BlkAstExpr *(
 	e->op = op;
 	e->lhs = lhs;
 	e->rhs = rhs(p);
-	return e;
+	return grown(p, e, imax(height(lhs), height(e->rhs)));
 }
 
 /* mul = unary { ( "*" | "/" | "~/" | "%" ) unary } ; */
@@ -654,7 +708,10 @@ static BlkAstBlock *parse_block(Parser *p, bool is_body)
 {
 	BlkAstBlock *b = BLK_NEW(p->a, BlkAstBlock);
 	b->loc = here(p);
+	int outer = p->hmax;
+	p->hmax = 0;
 	if (!enter(p) || !expect(p, BLK_TOK_LBRACE)) {
+		p->hmax = outer;
 		leave(p);
 		return b;
 	}
@@ -672,6 +729,9 @@ static BlkAstBlock *parse_block(Parser *p, bool is_body)
 	expect(p, BLK_TOK_RBRACE);
 	b->stmts = v.data;
 	b->nstmts = v.n;
+	b->height = p->hmax + 2; /* the statement and the block */
+	p->hmax = outer;
+	tall(p, b->height, b->loc);
 	leave(p);
 	return b;
 }

@@ -7,6 +7,12 @@
  * expression ([2 * N]) is evaluated and must match.  Sizes may be 0 (an empty
  * array; grids over it are empty and run nothing) but must fit in i32,
  * since the body sees each size as an i32 scalar.
+ *
+ * Last, what the sizes imply must be valid, the same for the interpreter,
+ * the GPU lowering and the runtime (all three bind here): every grid
+ * extent is >= 0 (0 runs no program), every block dim and scratch dim is
+ * >= 1 (a block of `K` with K = 0 is an error: an empty block has no
+ * layout on the GPU), all within i32.
  */
 #include "ir.h"
 
@@ -155,6 +161,51 @@ static bool check_count(const BlkKernel *k, int narrays, BlkDiag *d)
 	return false;
 }
 
+/* Evaluates s; false with an error naming it (what) unless it is within
+ * [lo, INT32_MAX]. */
+static bool launch_dim(const BlkKernel *k, const BlkSymEnv *env, const BlkSym *s, int64_t lo,
+                       BlkLoc loc, const char *what, BlkDiag *d)
+{
+	int64_t v = 0;
+	bool known = blk_sym_eval(s, env, &v);
+	if (known && v >= lo && v <= INT32_MAX)
+		return true;
+	BlkArena *a = blk_arena_create();
+	if (known)
+		blk_error(d, loc, "launch of %s: %s is %" PRId64 " (%s) at these sizes; it must be %s",
+		          k->name, what, v, blk_sym_str(a, s),
+		          v > INT32_MAX ? "below 2^31" : lo ? "at least 1" : "at least 0");
+	else
+		blk_error(d, loc, "launch of %s: %s (%s) cannot be evaluated", k->name, what,
+		          blk_sym_str(a, s));
+	blk_arena_destroy(a);
+	return false;
+}
+
+bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d)
+{
+	BlkSymEnv env = { k->nsizes, k->sizes, (int64_t *)values };
+	char what[160];
+	bool ok = true;
+	for (int a = 0; a < k->grid_rank; a++) {
+		snprintf(what, sizeof what, "grid axis %d", a);
+		ok &= launch_dim(k, &env, k->grid[a], 0, k->loc, what, d);
+	}
+	for (int pi = 0; pi < k->nparams; pi++) {
+		const BlkParam *p = &k->params[pi];
+		bool scratch = p->access == BLK_ACCESS_SCRATCH;
+		for (int i = 0; i < p->rank; i++) {
+			if (p->squeezed[i])
+				continue;
+			snprintf(what, sizeof what, "%s dim %d of %s", scratch ? "scratch" : "block", i,
+			         p->name);
+			ok &= launch_dim(k, &env, scratch || !p->block[i] ? p->shape[i] : p->block[i], 1,
+			                 p->loc, what, d);
+		}
+	}
+	return ok;
+}
+
 bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
                     int64_t *values, BlkDiag *d)
 {
@@ -186,5 +237,5 @@ bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
 		if (p->access != BLK_ACCESS_SCRATCH)
 			ok &= check_dims(&b, p, &arrays[ai++]);
 	}
-	return ok;
+	return ok && blk_check_launch_dims(k, values, d);
 }

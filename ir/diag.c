@@ -1,7 +1,9 @@
 /* diag.c - diagnostics with the source line and a caret. */
 #include "diag.h"
+#include "limits.h"
 
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +121,8 @@ BlkSource *blk_source_read(BlkArena *a, BlkDiag *d, const char *path)
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
 	size_t n;
-	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+	/* one byte past the limit is enough to know (/dev/zero never ends) */
+	while (buf && len <= BLK_MAX_SOURCE_BYTES && (n = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += n;
 		if (len == cap)
 			buf = realloc(buf, cap *= 2);
@@ -136,10 +139,41 @@ BlkSource *blk_source_read(BlkArena *a, BlkDiag *d, const char *path)
 	return s;
 }
 
+/* A blk_guard's recovery point; the innermost one of the thread is top. */
+typedef struct Trap {
+	jmp_buf jb;
+	char msg[512];
+	struct Trap *prev;
+} Trap;
+
+static _Thread_local Trap *trap_top;
+
+bool blk_guard(bool (*fn)(void *arg), void *arg, char *msg, size_t len)
+{
+	Trap t = { .prev = trap_top };
+	volatile bool ok = false;
+	if (len)
+		msg[0] = '\0';
+	trap_top = &t;
+	if (setjmp(t.jb) == 0)
+		ok = fn(arg);
+	else if (len)
+		snprintf(msg, len, "internal error: %s", t.msg);
+	trap_top = t.prev;
+	return ok;
+}
+
 void blk_die(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	if (trap_top) {
+		Trap *t = trap_top;
+		vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+		va_end(ap);
+		trap_top = t->prev;
+		longjmp(t->jb, 1);
+	}
 	fputs("blk: internal error: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);

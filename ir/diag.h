@@ -5,7 +5,10 @@
  *         the source line
  *              ^
  * and compilation goes on where that is sensible, so one run shows several
- * errors.  Internal bugs take the other path, blk_die, which aborts.
+ * errors.  Internal bugs take the other path, blk_die: in a tool it aborts;
+ * under blk_guard (what libblk's entry points run the compiler in) it
+ * unwinds to the guard, which returns the message, so the library never
+ * takes its host down.
  */
 #ifndef BLK_DIAG_H
 #define BLK_DIAG_H
@@ -55,8 +58,14 @@ BlkSource *blk_source_read(BlkArena *a, BlkDiag *d, const char *path);
 BlkSource *blk_source_from_string(BlkArena *a, const char *name,
                                   const char *text, size_t len);
 
-/* Internal compiler errors: print "blk: internal error: ..." and abort(). */
+/* Internal compiler errors: under a blk_guard of this thread, unwind to it
+ * with the message; else print "blk: internal error: ..." and abort(). */
 _Noreturn void blk_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs fn(arg) so that a blk_die inside it returns here: fn's result, or
+ * false with "internal error: ..." in msg (msg is "" when fn returned).
+ * Guards nest.  What the unwound work allocated outside its arenas leaks,
+ * and an LLVM context it held: the price of not aborting on a bug. */
+bool blk_guard(bool (*fn)(void *arg), void *arg, char *msg, size_t len);
 #define BLK_ASSERT(c) ((c) ? (void)0 : blk_die("%s:%d: assertion failed: %s", __FILE__, __LINE__, #c))
 
 #endif

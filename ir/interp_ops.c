@@ -177,24 +177,6 @@ static float binary_float(BlkOpKind k, float x, float y)
 	}
 }
 
-static int32_t floordiv_i32(int32_t x, int32_t y)
-{
-	if (y == 0)
-		return 0;
-	if (x == INT32_MIN && y == -1)
-		return INT32_MIN; /* wraps, as 0x80000000 * -1 does */
-	int32_t q = x / y;
-	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
-}
-
-static int32_t mod_i32(int32_t x, int32_t y)
-{
-	if (y == 0 || y == -1)
-		return 0;
-	int32_t m = x % y;
-	return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
-}
-
 static int32_t binary_int(BlkOpKind k, int32_t x, int32_t y)
 {
 	uint32_t ux = (uint32_t)x, uy = (uint32_t)y;
@@ -203,8 +185,8 @@ static int32_t binary_int(BlkOpKind k, int32_t x, int32_t y)
 	case BLK_OP_SUB: return (int32_t)(ux - uy);
 	case BLK_OP_MUL: return (int32_t)(ux * uy);
 	case BLK_OP_DIV:
-	case BLK_OP_FLOORDIV: return floordiv_i32(x, y);
-	case BLK_OP_MOD: return mod_i32(x, y);
+	case BLK_OP_FLOORDIV: return blk_i32_floordiv(x, y);
+	case BLK_OP_MOD: return blk_i32_mod(x, y);
 	case BLK_OP_MAX: return x > y ? x : y;
 	case BLK_OP_MIN: return x < y ? x : y;
 	case BLK_OP_AND: return x & y;

@@ -97,6 +97,24 @@ int32_t blk_f32_to_i32(float x)
 	return (int32_t)x;
 }
 
+int32_t blk_i32_floordiv(int32_t x, int32_t y)
+{
+	if (y == 0)
+		return 0;
+	if (y == -1) /* -x, wrapping at INT32_MIN as the GPU's negation does */
+		return (int32_t)(0u - (uint32_t)x);
+	int32_t q = x / y;
+	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+
+int32_t blk_i32_mod(int32_t x, int32_t y)
+{
+	if (y == 0 || y == -1)
+		return 0;
+	int32_t m = x % y;
+	return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+}
+
 int32_t blk_fill_to_i32(double f)
 {
 	return f >= INT32_MIN && f <= INT32_MAX ? (int32_t)f : 0;

@@ -53,6 +53,12 @@ int32_t blk_f32_to_i32(float x);
 /* A load's float fill for an integer array: truncated where it is in i32's
  * range, else 0 (a -inf fill is meant for float arrays). */
 int32_t blk_fill_to_i32(double f);
+/* i32 `x ~/ y` and `x % y` (floor, as Python), defined for every input:
+ * x ~/ 0 == 0 and x % 0 == 0; INT32_MIN ~/ -1 wraps to INT32_MIN.  The
+ * interpreter and constant folding call these; lower/emit_elementwise.c
+ * emits the same function. */
+int32_t blk_i32_floordiv(int32_t x, int32_t y);
+int32_t blk_i32_mod(int32_t x, int32_t y);
 
 /* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
 float blk_f16_to_f32(uint16_t h);
@@ -326,6 +332,9 @@ typedef struct BlkArrayDesc {
  * room for k->nsizes.  Errors name the param and the mismatch; false if any. */
 bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
                     int64_t *values, BlkDiag *d);
+/* What bound sizes imply (blk_bind_sizes calls it last): every grid extent
+ * >= 0, every block and scratch dim >= 1, all below 2^31. */
+bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d);
 
 /* ---- the interpreter (the oracle for GPU results) ---------------------- */
 

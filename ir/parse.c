@@ -13,6 +13,7 @@
  */
 #include "ir.h"
 #include "layout.h"
+#include "limits.h"
 #include "strmap.h"
 
 #include <ctype.h>
@@ -44,6 +45,8 @@ typedef struct Parser {
 	Tok tok, next;  /* current token and one of lookahead */
 	BlkStrMap values; /* name -> BlkValue* in the current scope */
 	BlkKernel *k;
+	int regions;    /* regions open around the current op */
+	int sym_nodes;  /* operators and parentheses of the current size expression */
 	jmp_buf fail;
 } Parser;
 
@@ -236,9 +239,19 @@ static bool on_line(const Parser *P);
 
 static const BlkSym *parse_sym(Parser *P);
 
+/* One more operator or parenthesis in a size expression: its size bounds
+ * its height, which the parser, the printer and blk_sym_eval recurse over. */
+static void sym_node(Parser *P)
+{
+	if (++P->sym_nodes > BLK_MAX_EXPR_DEPTH)
+		fail(P, P->tok.loc, "size expression too large (more than %d operators)",
+		     BLK_MAX_EXPR_DEPTH);
+}
+
 /* sym_call = ("cdiv" | "min" | "max") "(" sym "," sym ")" */
 static const BlkSym *parse_sym_call(Parser *P, BlkSymKind k)
 {
+	sym_node(P);
 	expect(P, "(");
 	const BlkSym *x = parse_sym(P);
 	expect(P, ",");
@@ -253,6 +266,7 @@ static const BlkSym *parse_sym_atom(Parser *P)
 	if (P->tok.kind == T_INT || (is(&P->tok, "-") && P->next.kind == T_INT))
 		return blk_sym_const(P->a, expect_int(P));
 	if (accept(P, "(")) {
+		sym_node(P);
 		const BlkSym *s = parse_sym(P);
 		expect(P, ")");
 		return s;
@@ -284,6 +298,7 @@ static const BlkSym *parse_sym_mul(Parser *P)
 			k = BLK_SYM_MOD;
 		else
 			return s;
+		sym_node(P);
 		s = blk_sym_binary(P->a, k, s, parse_sym_atom(P));
 	}
 }
@@ -300,8 +315,16 @@ static const BlkSym *parse_sym(Parser *P)
 			k = BLK_SYM_SUB;
 		else
 			return s;
+		sym_node(P);
 		s = blk_sym_binary(P->a, k, s, parse_sym_mul(P));
 	}
+}
+
+/* A whole size expression (sym) where one is expected. */
+static const BlkSym *parse_size(Parser *P)
+{
+	P->sym_nodes = 0;
+	return parse_sym(P);
 }
 
 /* syms = [ sym { "," sym } ]   (up to BLK_MAX_RANK, before `close`) */
@@ -311,7 +334,7 @@ static int parse_syms(Parser *P, const char *close, const BlkSym **out)
 	while (!is(&P->tok, close)) {
 		if (n == BLK_MAX_RANK)
 			fail(P, P->tok.loc, "more than %d dims", BLK_MAX_RANK);
-		out[n++] = parse_sym(P);
+		out[n++] = parse_size(P);
 		if (!accept(P, ","))
 			break;
 	}
@@ -476,7 +499,7 @@ static BlkIndex parse_index(Parser *P)
 		fail(P, P->tok.loc, "expected ':', 'i' or 'ds(SIZE)', found %s", tok_text(P, &P->tok));
 	expect(P, "(");
 	ix.kind = BLK_INDEX_DS;
-	ix.size = parse_sym(P);
+	ix.size = parse_size(P);
 	expect(P, ")");
 	return ix;
 }
@@ -554,6 +577,9 @@ static void parse_region_body(Parser *P, BlkRegion *r);
  * arg    = VALUE ":" type */
 static BlkRegion *parse_region(Parser *P)
 {
+	if (P->regions == BLK_MAX_NESTING)
+		fail(P, P->tok.loc, "regions nested too deeply (more than %d levels)", BLK_MAX_NESTING);
+	P->regions++;
 	BlkRegion *r = blk_region_create(P->a);
 	expect(P, "{");
 	if (accept(P, "^")) {
@@ -571,6 +597,7 @@ static BlkRegion *parse_region(Parser *P)
 	}
 	parse_region_body(P, r);
 	expect(P, "}");
+	P->regions--;
 	return r;
 }
 
@@ -773,7 +800,7 @@ static void parse_grid(Parser *P, BlkKernel *k)
 		k->grid_seq[k->grid_rank] = is(&P->tok, "seq") && !ends_sym(&P->next);
 		if (k->grid_seq[k->grid_rank])
 			next(P);
-		k->grid[k->grid_rank++] = parse_sym(P);
+		k->grid[k->grid_rank++] = parse_size(P);
 		if (!accept(P, ","))
 			break;
 	}
@@ -796,7 +823,7 @@ static void parse_block(Parser *P, BlkParam *pa)
 	expect(P, "[");
 	while (!is(&P->tok, "]") && n < BLK_MAX_RANK) {
 		pa->squeezed[n] = accept(P, "None");
-		pa->block[n] = pa->squeezed[n] ? blk_sym_const(P->a, 1) : parse_sym(P);
+		pa->block[n] = pa->squeezed[n] ? blk_sym_const(P->a, 1) : parse_size(P);
 		n++;
 		if (!accept(P, ","))
 			break;

@@ -137,16 +137,24 @@ static LLVMValueRef unary_int(Emit *E, BlkOpKind k, LLVMValueRef x)
 	}
 }
 
-/* Python's floor division and modulo from C's truncating ones. */
+/* Python's floor division and modulo from C's truncating ones, defined
+ * everywhere as blk_i32_floordiv/blk_i32_mod (ir/ir.c): LLVM's sdiv by 0
+ * or of INT32_MIN by -1 is undefined and let it delete the kernel's
+ * stores, so the divisor is 1 there and the result selected after. */
 static LLVMValueRef floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
 {
-	LLVMValueRef q = LLVMBuildSDiv(E->b, x, y, ""), r = LLVMBuildSRem(E->b, x, y, "");
+	LLVMValueRef y0 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, 0), "");
+	LLVMValueRef ym1 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, -1), "");
+	LLVMValueRef d = LLVMBuildSelect(E->b, LLVMBuildOr(E->b, y0, ym1, ""), emit_i32(E, 1), y, "");
+	LLVMValueRef q = LLVMBuildSDiv(E->b, x, d, ""), r = LLVMBuildSRem(E->b, x, d, "");
 	LLVMValueRef nz = LLVMBuildICmp(E->b, LLVMIntNE, r, emit_i32(E, 0), "");
-	LLVMValueRef sg = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, y, ""), emit_i32(E, 0), "");
+	LLVMValueRef sg = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, d, ""), emit_i32(E, 0), "");
 	LLVMValueRef fix = LLVMBuildAnd(E->b, nz, sg, "");
-	if (mod)
-		return LLVMBuildSelect(E->b, fix, LLVMBuildAdd(E->b, r, y, ""), r, "");
-	return LLVMBuildSelect(E->b, fix, LLVMBuildSub(E->b, q, emit_i32(E, 1), ""), q, "");
+	if (mod) /* d == 1 gives r == 0: x % 0 == x % -1 == 0 */
+		return LLVMBuildSelect(E->b, fix, LLVMBuildAdd(E->b, r, d, ""), r, "");
+	q = LLVMBuildSelect(E->b, fix, LLVMBuildSub(E->b, q, emit_i32(E, 1), ""), q, "");
+	q = LLVMBuildSelect(E->b, y0, emit_i32(E, 0), q, "");
+	return LLVMBuildSelect(E->b, ym1, LLVMBuildSub(E->b, emit_i32(E, 0), x, ""), q, "");
 }
 
 static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)

@@ -89,8 +89,11 @@ static void source_coords(const BlkOp *op, const BlkLayout *src, LLVMValueRef *r
 static bool emit_local(const BlkOp *op, const ETile *src, ETile *dst)
 {
 	const BlkLayout *l = dst->l;
-	BlkLayout x = blk_layout_expand(src->l, (int)blk_op_int(op, "axis", 0));
-	bool expand = op->kind == BLK_OP_EXPAND_DIMS && blk_layout_equal(&x, l);
+	bool expand = false;
+	if (op->kind == BLK_OP_EXPAND_DIMS) { /* (a rank-4 broadcast has no expansion) */
+		BlkLayout x = blk_layout_expand(src->l, (int)blk_op_int(op, "axis", 0));
+		expand = blk_layout_equal(&x, l);
+	}
 	if (!expand && !(op->kind == BLK_OP_BROADCAST && blk_layout_bcast_local(src->l, l)))
 		return false;
 	int n = blk_layout_nregs(l), rd[BLK_MAX_RANK];

@@ -14,6 +14,8 @@
 #include <llvm-c/Core.h>
 #include <string.h>
 
+#include "ir/limits.h"
+
 /* The IR -> IR passes, in pipeline order: one table runs the pipeline,
  * names --dump-after's choices and drives a single pass from text. */
 typedef bool PassFn(LowerCtx *c);
@@ -87,6 +89,44 @@ static bool check_launch(LowerCtx *c, const BlkKernel *k)
 	return blk_lower_check_arch(c->d, c->arch);
 }
 
+/* The op whose tile result needs the most registers per thread (its
+ * layout's elements per thread), at or below r. */
+static const BlkOp *largest_tile(const BlkRegion *r, int *most)
+{
+	const BlkOp *best = NULL;
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nresults; i++) {
+			const BlkType *t = &op->results[i]->type;
+			int n = t->kind == BLK_TYPE_TILE && t->layout ? blk_layout_nregs(t->layout) : 0;
+			if (n > *most)
+				*most = n, best = op;
+		}
+		for (int i = 0; i < op->nregions; i++) {
+			const BlkOp *b = largest_tile(op->regions[i], most);
+			best = b ? b : best;
+		}
+	}
+	return best;
+}
+
+/* Refuses a kernel with a tile too large for registers before LLVM and
+ * ptxas see it: past a few hundred elements per thread ptxas spills
+ * kilobytes and takes minutes (softmax with C = 100000 in blocks of 4 rows:
+ * 3125 per thread, 116 s).  An estimate from the largest tile alone. */
+static bool check_registers(LowerCtx *c)
+{
+	int most = 0;
+	const BlkOp *op = largest_tile(c->k->body, &most);
+	if (most <= BLK_MAX_TILE_REGS)
+		return true;
+	BlkType t = op->results[0]->type;
+	t.layout = NULL;
+	blk_error(c->d, op->loc, "kernel %s: a tile of %s needs %d registers per thread over %d "
+	          "threads; the limit is %d: use smaller blocks (or more num_warps)",
+	          c->k->name, blk_type_str(c->a, &t), most, c->nthreads, BLK_MAX_TILE_REGS);
+	return false;
+}
+
 static bool run_backend(LowerCtx *c)
 {
 	LLVMModuleRef mod;
@@ -122,7 +162,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	bool ok = checked(&c, true, "clone");
 	for (int i = 0; ok && i < NPASSES; i++)
 		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
-	ok = ok && run_backend(&c);
+	ok = ok && check_registers(&c) && run_backend(&c);
 	if (!ok)
 		return false;
 	out->entry = c.entry;

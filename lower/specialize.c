@@ -72,12 +72,6 @@ static void subst_kernel(LowerCtx *c, bool *ok)
 
 /* ---- folding -------------------------------------------------------------- */
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 /* The value of a foldable op, or false. */
 static bool fold_value(LowerCtx *c, BlkOp *op, int64_t *out)
 {
@@ -109,8 +103,8 @@ static bool fold_value(LowerCtx *c, BlkOp *op, int64_t *out)
 	case BLK_OP_ADD: *out = (int32_t)(x + y); return true;
 	case BLK_OP_SUB: *out = (int32_t)(x - y); return true;
 	case BLK_OP_MUL: *out = (int32_t)(x * y); return true;
-	case BLK_OP_FLOORDIV: return y != 0 && (*out = floordiv(x, y), true);
-	case BLK_OP_MOD: return y != 0 && (*out = x - y * floordiv(x, y), true);
+	case BLK_OP_FLOORDIV: *out = blk_i32_floordiv((int32_t)x, (int32_t)y); return true;
+	case BLK_OP_MOD: *out = blk_i32_mod((int32_t)x, (int32_t)y); return true;
 	case BLK_OP_MIN: *out = x < y ? x : y; return true;
 	case BLK_OP_MAX: *out = x > y ? x : y; return true;
 	default: return false;

@@ -152,7 +152,8 @@ static const BlkLayout *operand_layout(LowerCtx *c, const BlkOp *op, int i, cons
 		if (l->thr[axis] != 1 || l->spt[axis] != 1)
 			return NULL;
 		*m = blk_layout_slice(l, axis);
-		return m;
+		BlkLayout back = blk_layout_expand(m, axis); /* the verifier's rule */
+		return blk_layout_equal(&back, l) ? m : NULL;
 	}
 	if (op->kind == BLK_OP_BROADCAST) { /* dims align right; the leading ones are new */
 		int lead = r->rank - t->rank;

@@ -10,6 +10,8 @@ static CUdeviceptr dptr(const void *p)
 
 bool blk_mem_alloc(BlkRuntime *rt, size_t bytes, void **out)
 {
+	if (!out)
+		return blk_rt_error(rt, "blk_mem_alloc: out is NULL");
 	*out = NULL;
 	if (bytes == 0)
 		return true;
@@ -27,28 +29,36 @@ void blk_mem_free(BlkRuntime *rt, void *p)
 		blk_rt_check(rt, rt->drv->cuMemFree(dptr(p)), "cuMemFree");
 }
 
+/* A copy of bytes > 0 needs both ends. */
+static bool ends(BlkRuntime *rt, const char *what, const void *dst, const void *src, size_t bytes)
+{
+	if (bytes && (!dst || !src))
+		return blk_rt_error(rt, "%s: %s is NULL", what, dst ? "src" : "dst");
+	return true;
+}
+
 bool blk_memcpy_htod(BlkRuntime *rt, void *dst, const void *src, size_t bytes)
 {
-	return blk_rt_enter(rt, "blk_memcpy_htod") &&
+	return ends(rt, "blk_memcpy_htod", dst, src, bytes) && blk_rt_enter(rt, "blk_memcpy_htod") &&
 	       blk_rt_check(rt, rt->drv->cuMemcpyHtoD(dptr(dst), src, bytes), "cuMemcpyHtoD");
 }
 
 bool blk_memcpy_dtoh(BlkRuntime *rt, void *dst, const void *src, size_t bytes)
 {
-	return blk_rt_enter(rt, "blk_memcpy_dtoh") &&
+	return ends(rt, "blk_memcpy_dtoh", dst, src, bytes) && blk_rt_enter(rt, "blk_memcpy_dtoh") &&
 	       blk_rt_check(rt, rt->drv->cuMemcpyDtoH(dst, dptr(src), bytes), "cuMemcpyDtoH");
 }
 
 bool blk_memcpy_dtod(BlkRuntime *rt, void *dst, const void *src, size_t bytes, BlkStream s)
 {
-	return blk_rt_enter(rt, "blk_memcpy_dtod") &&
+	return ends(rt, "blk_memcpy_dtod", dst, src, bytes) && blk_rt_enter(rt, "blk_memcpy_dtod") &&
 	       blk_rt_check(rt, rt->drv->cuMemcpyDtoDAsync(dptr(dst), dptr(src), bytes, (CUstream)s),
 	                    "cuMemcpyDtoDAsync");
 }
 
 bool blk_memset(BlkRuntime *rt, void *dst, uint8_t value, size_t bytes)
 {
-	return blk_rt_enter(rt, "blk_memset") &&
+	return ends(rt, "blk_memset", dst, &value, bytes) && blk_rt_enter(rt, "blk_memset") &&
 	       blk_rt_check(rt, rt->drv->cuMemsetD8(dptr(dst), value, bytes), "cuMemsetD8");
 }
 
@@ -57,6 +67,8 @@ bool blk_memset(BlkRuntime *rt, void *dst, uint8_t value, size_t bytes)
 bool blk_stream_create(BlkRuntime *rt, BlkStream *out)
 {
 	CUstream s = NULL;
+	if (!out)
+		return blk_rt_error(rt, "blk_stream_create: out is NULL");
 	*out = NULL;
 	if (!blk_rt_enter(rt, "blk_stream_create") ||
 	    !blk_rt_check(rt, rt->drv->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
@@ -124,18 +136,25 @@ void blk_timer_destroy(BlkTimer *t)
 
 bool blk_timer_start(BlkTimer *t, BlkStream s)
 {
+	if (!t)
+		return blk_rt_error(NULL, "blk_timer_start: the timer is NULL");
 	return blk_rt_enter(t->rt, "blk_timer_start") &&
 	       blk_rt_check(t->rt, t->rt->drv->cuEventRecord(t->start, (CUstream)s), "cuEventRecord");
 }
 
 bool blk_timer_stop(BlkTimer *t, BlkStream s)
 {
+	if (!t)
+		return blk_rt_error(NULL, "blk_timer_stop: the timer is NULL");
 	return blk_rt_enter(t->rt, "blk_timer_stop") &&
 	       blk_rt_check(t->rt, t->rt->drv->cuEventRecord(t->stop, (CUstream)s), "cuEventRecord");
 }
 
 bool blk_timer_elapsed_ms(BlkTimer *t, float *ms)
 {
+	if (!t || !ms)
+		return blk_rt_error(t ? t->rt : NULL, "blk_timer_elapsed_ms: %s is NULL",
+		                    t ? "ms" : "the timer");
 	BlkRuntime *rt = t->rt;
 	return blk_rt_enter(rt, "blk_timer_elapsed_ms") &&
 	       blk_rt_check(rt, rt->drv->cuEventSynchronize(t->stop), "cuEventSynchronize") &&

@@ -77,10 +77,37 @@ static bool make_funcs(BlkProgram *p)
 	return true;
 }
 
+/* The compiler's work for a load, run under blk_guard. */
+typedef struct LoadJob {
+	BlkProgram *p;
+	BlkDiag *d;
+	const char *path, *name, *source;
+	const BlkDefine *defs;
+	int ndefs;
+	const BlkSource *src; /* out */
+} LoadJob;
+
+static bool load_job(void *arg)
+{
+	LoadJob *j = arg;
+	BlkProgram *p = j->p;
+	const BlkSource *src = j->path ? blk_source_read(p->arena, j->d, j->path)
+	                               : blk_source_from_string(p->arena, j->name, j->source,
+	                                                        strlen(j->source));
+	j->src = src;
+	if (src)
+		p->module = blk_compile_source(p->arena, j->d, src, j->defs, j->ndefs);
+	return p->module != NULL;
+}
+
 /* Reads (path) or wraps (source) the text, then runs the frontend. */
 static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
                         const char *const *defines, int ndefines)
 {
+	if (!rt) {
+		blk_rt_error(NULL, "blk_program_load: the runtime is NULL");
+		return NULL;
+	}
 	if (ndefines < 0 || (ndefines > 0 && !defines)) {
 		blk_rt_error(rt, "blk_program_load: %d defines at %p", ndefines, (const void *)defines);
 		return NULL;
@@ -98,22 +125,48 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 		blk_program_destroy(p);
 		return NULL;
 	}
-	const BlkSource *src = path ? blk_source_read(p->arena, c.d, path)
-	                            : blk_source_from_string(p->arena, name, source, strlen(source));
-	if (src) {
-		p->module = blk_compile_source(p->arena, c.d, src, defs, ndefines);
-		p->source = src->text;
-		p->source_len = src->len;
+	LoadJob j = { p, c.d, path, name, source, defs, ndefines, NULL };
+	char bug[600];
+	bool ok = blk_guard(load_job, &j, bug, sizeof bug) && blk_diag_error_count(c.d) == 0;
+	if (ok) { /* the disk cache's key covers the source and the defines */
+		p->source = j.src->text;
+		p->source_len = j.src->len;
 		p->defines = defs;
 		p->ndefines = ndefines;
 	}
-	bool ok = p->module && blk_diag_error_count(c.d) == 0;
 	blk_rt_capture_close(rt, &c, !ok, NULL); /* diagnostics carry file:line:col */
+	if (bug[0])
+		blk_rt_error(rt, "loading %s: %s", path ? path : name, bug);
 	if (!ok || !make_funcs(p)) {
 		blk_program_destroy(p);
 		return NULL;
 	}
 	return p;
+}
+
+/* load() under a guard: an arena out of memory before the compiler's own
+ * guard fails the call instead of aborting. */
+typedef struct LoadCall {
+	BlkRuntime *rt;
+	const char *path, *name, *source;
+	const char *const *defines;
+	int ndefines;
+	BlkProgram *p;
+} LoadCall;
+
+static bool load_call(void *arg)
+{
+	LoadCall *l = arg;
+	l->p = load(l->rt, l->path, l->name, l->source, l->defines, l->ndefines);
+	return l->p != NULL;
+}
+
+static BlkProgram *load_guarded(BlkRuntime *rt, const char *path, const char *name,
+                                const char *source, const char *const *defines, int ndefines)
+{
+	LoadCall l = { rt, path, name, source, defines, ndefines, NULL };
+	blk_rt_guard(rt, "blk_program_load", load_call, &l);
+	return l.p;
 }
 
 BlkProgram *blk_program_load(BlkRuntime *rt, const char *path, const char *const *defines,
@@ -123,7 +176,7 @@ BlkProgram *blk_program_load(BlkRuntime *rt, const char *path, const char *const
 		blk_rt_error(rt, "blk_program_load: path is NULL");
 		return NULL;
 	}
-	return load(rt, path, NULL, NULL, defines, ndefines);
+	return load_guarded(rt, path, NULL, NULL, defines, ndefines);
 }
 
 BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char *source,
@@ -133,7 +186,7 @@ BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char
 		blk_rt_error(rt, "blk_program_load_source: source is NULL");
 		return NULL;
 	}
-	return load(rt, NULL, name ? name : "<string>", source, defines, ndefines);
+	return load_guarded(rt, NULL, name ? name : "<string>", source, defines, ndefines);
 }
 
 void blk_program_destroy(BlkProgram *p)
@@ -164,7 +217,7 @@ unsigned blk_program_disk_hits(const BlkProgram *p)
 void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
 {
 	unsigned c = 0, h = 0;
-	for (const BlkFunc *f = p->funcs; f; f = f->next) {
+	for (const BlkFunc *f = p ? p->funcs : NULL; f; f = f->next) {
 		c += f->cache.compiles;
 		h += f->cache.hits;
 	}
@@ -188,6 +241,10 @@ static void list_kernels(const BlkProgram *p, char *buf, size_t len)
 
 BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 {
+	if (!p) {
+		blk_rt_error(NULL, "blk_program_kernel: the program is NULL");
+		return NULL;
+	}
 	BlkFunc *only = p->funcs && !p->funcs->next ? p->funcs : NULL;
 	if (!name && only)
 		return only;
@@ -206,12 +263,18 @@ BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 
 const char *blk_func_name(const BlkFunc *f)
 {
-	return f->kernel->name;
+	return f ? f->kernel->name : "";
 }
 
 int blk_func_num_tensors(const BlkFunc *f)
 {
-	return f->ntensors;
+	return f ? f->ntensors : -1;
+}
+
+/* Every entry point taking a BlkFunc starts here. */
+static bool func_ok(const BlkFunc *f, const char *what)
+{
+	return f ? true : blk_rt_error(NULL, "%s: the kernel is NULL", what);
 }
 
 /* ---- checking ---------------------------------------------------------- */
@@ -256,6 +319,22 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 	return true;
 }
 
+typedef struct BindJob {
+	const BlkKernel *k;
+	const BlkArrayDesc *arrays;
+	int n;
+	int64_t *sizes;
+	BlkDiag *d;
+} BindJob;
+
+static bool bind_job(void *arg)
+{
+	BindJob *j = arg;
+	return blk_bind_sizes(j->k, j->arrays, j->n, j->sizes, j->d);
+}
+
+/* Array descriptors and bound sizes for a launch of f on t[n]; errors
+ * (from blk_bind_sizes among others) become the runtime's error. */
 bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes)
 {
 	BlkRuntime *rt = f->prog->rt;
@@ -272,8 +351,13 @@ bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, in
 	bool ok = blk_rt_capture_open(rt, &c, a);
 	if (ok) {
 		/* blk_bind_sizes's messages start "launch of KERNEL: ". */
-		ok = blk_bind_sizes(k, arrays, n, sizes, c.d) && !blk_diag_error_count(c.d);
+		BindJob j = { k, arrays, n, sizes, c.d };
+		char bug[600];
+		ok = blk_guard(bind_job, &j, bug, sizeof bug) && !blk_diag_error_count(c.d);
 		blk_rt_capture_close(rt, &c, !ok, NULL);
+		if (bug[0])
+			blk_rt_error(rt, "launch of %s: %s", k->name, bug);
+		ok = ok && blk_rt_check_memory(rt, k, t, n);
 	}
 	blk_arena_destroy(a);
 	return ok;
@@ -300,20 +384,50 @@ static void args_free(LaunchArgs *la)
 	free(la->sizes);
 }
 
-bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+typedef struct CheckCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+} CheckCall;
+
+static bool check_call(void *arg)
 {
-	LaunchArgs la;
-	bool ok = args_alloc(f->prog->rt, f->kernel, ntensors, &la) &&
-	          blk_rt_bind(f, tensors, ntensors, la.arrays, la.sizes);
+	CheckCall *c = arg;
+	LaunchArgs la = { 0 };
+	bool ok = args_alloc(c->f->prog->rt, c->f->kernel, c->n, &la) &&
+	          blk_rt_bind(c->f, c->t, c->n, la.arrays, la.sizes);
 	args_free(&la);
 	return ok;
 }
 
+bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+{
+	CheckCall c = { f, tensors, ntensors };
+	return func_ok(f, "blk_func_check") &&
+	       blk_rt_guard(f->prog->rt, f->kernel->name, check_call, &c);
+}
+
 /* ---- specialization ---------------------------------------------------- */
 
-/* The specialization from the disk cache, else compiled (and stored). */
+typedef struct LowerJob {
+	BlkArena *a;
+	BlkDiag *d;
+	const BlkKernel *k;
+	const LaunchArgs *la;
+	const BlkLowerOptions *opt;
+	BlkCompiled *out;
+} LowerJob;
+
+static bool lower_job(void *arg)
+{
+	LowerJob *j = arg;
+	return blk_lower_kernel(j->a, j->d, j->k, j->la->sizes, j->la->arrays, j->opt, j->out);
+}
+
+/* The specialization from the disk cache, else compiled (under blk_guard:
+ * a compiler bug is the runtime's error, in *bug) and stored. */
 static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, BlkArena *a,
-                          BlkDiag *d, BlkCompiled *out)
+                          BlkDiag *d, BlkCompiled *out, char *bug, size_t buglen)
 {
 	BlkRuntime *rt = f->prog->rt;
 	size_t klen = 0;
@@ -327,8 +441,9 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 	BlkDump dump;
 	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
 	memset(out, 0, sizeof *out);
-	bool ok = blk_lower_kernel(a, d, f->kernel, la->sizes, la->arrays, &opt, out) &&
-	          !blk_diag_error_count(d) && out->ptx && out->entry;
+	LowerJob j = { a, d, f->kernel, la, &opt, out };
+	bool ok = blk_guard(lower_job, &j, bug, buglen) && !blk_diag_error_count(d) && out->ptx &&
+	          out->entry;
 	if (dumping)
 		blk_dump_end(&dump, out, ok);
 	if (ok)
@@ -350,10 +465,13 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 		return NULL;
 	}
 	BlkCompiled out;
-	bool ok = lower_or_load(f, la, key, a, c.d, &out);
+	char bug[600] = "";
+	bool ok = lower_or_load(f, la, key, a, c.d, &out, bug, sizeof bug);
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
 	blk_rt_capture_close(rt, &c, !ok, what);
+	if (bug[0])
+		blk_rt_error(rt, "%s: %s", what, bug);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
 	if (!e) {
 		if (ok)
@@ -387,6 +505,30 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 	return e;
 }
 
+/* specialize() under a guard (see load_guarded). */
+typedef struct SpecCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+	bool cached;
+	BlkCacheEntry *e;
+} SpecCall;
+
+static bool spec_call(void *arg)
+{
+	SpecCall *s = arg;
+	s->e = specialize(s->f, s->t, s->n, &s->cached);
+	return s->e != NULL;
+}
+
+static BlkCacheEntry *specialize_guarded(BlkFunc *f, const BlkTensor *t, int n, bool *cached)
+{
+	SpecCall s = { f, t, n, false, NULL };
+	blk_rt_guard(f->prog->rt, f->kernel->name, spec_call, &s);
+	*cached = s.cached;
+	return s.e;
+}
+
 static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached, BlkCompiledInfo *info)
 {
 	if (!info)
@@ -404,7 +546,9 @@ static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached,
 bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)
 {
 	bool cached = false;
-	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	if (!func_ok(f, "blk_func_compile"))
+		return false;
+	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (e)
 		fill_info(f->prog->rt, e, cached, info);
 	return e != NULL;
@@ -502,9 +646,11 @@ static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, 
 
 bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
+	if (!func_ok(f, "blk_launch"))
+		return false;
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
-	BlkCacheEntry *e = specialize(f, tensors, ntensors, &cached);
+	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_grid(rt, &e->compiled) ||
 	    !load_entry(rt, e))
 		return false;

@@ -69,6 +69,14 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what);
 /* Makes rt's context current on this thread; false (with an error) when the
  * runtime is offline.  Every call into the driver goes through it. */
 bool blk_rt_enter(BlkRuntime *rt, const char *what);
+/* Runs fn(arg) under blk_guard: a blk_die inside it (a bug, or an arena out
+ * of memory) becomes rt's error "what: internal error: ..." and false. */
+bool blk_rt_guard(BlkRuntime *rt, const char *what, bool (*fn)(void *arg), void *arg);
+/* What the compiled code assumes of the n tensors of a launch of k (bound
+ * already): 16-byte aligned data, no memory shared between two parameters
+ * when one is written, no two elements of a written tensor at one address
+ * (memcheck.c); false with the error otherwise. */
+bool blk_rt_check_memory(BlkRuntime *rt, const BlkKernel *k, const BlkTensor *t, int n);
 
 /* ---- program.c --------------------------------------------------------- */
 

@@ -14,8 +14,16 @@ _Static_assert(BLK_TENSOR_MAX_RANK == BLK_MAX_RANK, "blk.h and ir.h ranks disagr
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* The error of a call that had no runtime to keep it (a NULL handle):
+ * blk_runtime_last_error(NULL) returns it. */
+static _Thread_local char orphan_err[512];
+
 static bool set_error_va(BlkRuntime *rt, const char *fmt, va_list ap)
 {
+	if (!rt) {
+		vsnprintf(orphan_err, sizeof orphan_err, fmt, ap);
+		return false;
+	}
 	va_list ap2;
 	va_copy(ap2, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap);
@@ -49,15 +57,26 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what)
 
 bool blk_rt_enter(BlkRuntime *rt, const char *what)
 {
+	if (!rt)
+		return blk_rt_error(NULL, "%s: the runtime is NULL", what);
 	if (!rt->drv)
 		return blk_rt_error(rt, "%s: this runtime is offline (no device); create it with "
 		                    "blk_runtime_create to use a GPU", what);
 	return blk_rt_check(rt, rt->drv->cuCtxSetCurrent(rt->ctx), "cuCtxSetCurrent");
 }
 
+bool blk_rt_guard(BlkRuntime *rt, const char *what, bool (*fn)(void *arg), void *arg)
+{
+	char bug[600];
+	bool ok = blk_guard(fn, arg, bug, sizeof bug);
+	if (bug[0])
+		blk_rt_error(rt, "%s: %s", what, bug);
+	return ok;
+}
+
 const char *blk_runtime_last_error(const BlkRuntime *rt)
 {
-	return rt && rt->err ? rt->err : "";
+	return !rt ? orphan_err : rt->err ? rt->err : "";
 }
 
 /* ---- creation ---------------------------------------------------------- */
@@ -213,12 +232,12 @@ void blk_runtime_destroy(BlkRuntime *rt)
 
 const char *blk_runtime_arch(const BlkRuntime *rt)
 {
-	return rt->arch;
+	return rt ? rt->arch : "";
 }
 
 const char *blk_runtime_device_name(const BlkRuntime *rt)
 {
-	return rt->name;
+	return rt ? rt->name : "";
 }
 
 /* ---- tensors ----------------------------------------------------------- */
@@ -237,7 +256,7 @@ BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape)
 {
 	BlkTensor t = {.data = data, .dtype = dtype, .rank = rank};
 	int64_t stride = 1;
-	for (int i = rank - 1; i >= 0 && i < BLK_TENSOR_MAX_RANK; i--) {
+	for (int i = rank - 1; shape && i >= 0 && i < BLK_TENSOR_MAX_RANK; i--) {
 		t.shape[i] = shape[i];
 		t.strides[i] = stride;
 		stride *= shape[i];
@@ -247,8 +266,8 @@ BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape)
 
 int64_t blk_tensor_numel(const BlkTensor *t)
 {
-	int64_t n = 1;
-	for (int i = 0; i < t->rank && i < BLK_TENSOR_MAX_RANK; i++)
+	int64_t n = t ? 1 : 0;
+	for (int i = 0; t && i < t->rank && i < BLK_TENSOR_MAX_RANK; i++)
 		n *= t->shape[i];
 	return n;
 }

@@ -117,9 +117,40 @@ static bool check_base(BlkTuner *t, const char *kernel)
 	return f != NULL;
 }
 
+static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
+                        const char *kernel, const char *const *base_defines, int nbase);
+
+/* The tuner's arena work under a guard: out of memory fails the call. */
+typedef struct CreateCall {
+	BlkRuntime *rt;
+	const char *path, *source, *kernel;
+	const char *const *base;
+	int nbase;
+	BlkTuner *t;
+} CreateCall;
+
+static bool create_call(void *arg)
+{
+	CreateCall *c = arg;
+	c->t = create(c->rt, c->path, c->source, c->kernel, c->base, c->nbase);
+	return c->t != NULL;
+}
+
 BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
                            const char *kernel, const char *const *base_defines, int nbase)
 {
+	CreateCall c = { rt, path, source, kernel, base_defines, nbase, NULL };
+	blk_rt_guard(rt, "blk_tuner_create", create_call, &c);
+	return c.t;
+}
+
+static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
+                        const char *kernel, const char *const *base_defines, int nbase)
+{
+	if (!rt) {
+		blk_rt_error(NULL, "blk_tuner_create: the runtime is NULL");
+		return NULL;
+	}
 	if (!path == !source) {
 		blk_rt_error(rt, "blk_tuner_create: give a path or a source, not %s",
 		             path ? "both" : "neither");
@@ -245,7 +276,46 @@ static void merge(BlkTuner *t, Candidate *c, const char *const *defs, int n)
 		c->defines[c->ndefines++] = blk_arena_strdup(t->arena, defs[j]);
 }
 
+/* Every entry point taking a tuner starts here. */
+static bool tuner_ok(const BlkTuner *t, const char *what)
+{
+	return t ? true : blk_rt_error(NULL, "%s: the tuner is NULL", what);
+}
+
+/* ... and those taking tensors here. */
+static bool tuner_tensors_ok(const BlkTuner *t, const BlkTensor *ts, int n, const char *what)
+{
+	if (!tuner_ok(t, what))
+		return false;
+	if (n > 0 && !ts)
+		return blk_rt_error(t->rt, "%s: tensors is NULL", what);
+	if (n < 0)
+		return blk_rt_error(t->rt, "%s: %d tensors", what, n);
+	return true;
+}
+
+static bool add_config(BlkTuner *t, const char *const *defines, int n);
+
+typedef struct AddCall {
+	BlkTuner *t;
+	const char *const *defines;
+	int n;
+} AddCall;
+
+static bool add_call(void *arg)
+{
+	AddCall *a = arg;
+	return add_config(a->t, a->defines, a->n);
+}
+
 bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
+{
+	AddCall a = { t, defines, n };
+	return tuner_ok(t, "blk_tuner_add_config") &&
+	       blk_rt_guard(t->rt, "blk_tuner_add_config", add_call, &a);
+}
+
+static bool add_config(BlkTuner *t, const char *const *defines, int n)
 {
 	if (!check_config(t, defines, n))
 		return false;
@@ -266,8 +336,11 @@ bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n)
 
 enum { MAX_TEXT_DEFINES = 64 };
 
-bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
+static bool add_text(void *arg)
 {
+	const AddCall *a = arg;
+	BlkTuner *t = a->t;
+	const char *text = a->defines[0];
 	if (!text)
 		return blk_rt_error(t->rt, "blk_tuner_add_config_text: text is NULL");
 	char *copy = blk_arena_strdup(t->arena, text), *save = NULL;
@@ -279,21 +352,31 @@ bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
 			                    MAX_TEXT_DEFINES, text);
 		defs[n++] = tok;
 	}
-	return blk_tuner_add_config(t, defs, n);
+	return add_config(t, defs, n);
+}
+
+bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
+{
+	const char *one[1] = { text };
+	AddCall a = { t, one, 1 };
+	return tuner_ok(t, "blk_tuner_add_config_text") &&
+	       blk_rt_guard(t->rt, "blk_tuner_add_config_text", add_text, &a);
 }
 
 int blk_tuner_num_configs(const BlkTuner *t)
 {
-	return t->ncands;
+	return t ? t->ncands : 0;
 }
 
 const char *blk_tuner_config(const BlkTuner *t, int i)
 {
-	return i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
+	return t && i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
 }
 
 void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps)
 {
+	if (!t)
+		return;
 	t->warmup = warmup > 0 ? warmup : 0;
 	t->reps = reps > 1 ? reps : 1;
 }
@@ -444,6 +527,8 @@ static bool *alloc_flags(BlkTuner *t)
 
 int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_compile"))
+		return -1;
 	bool *ok = alloc_flags(t);
 	int good = ok ? prepare(t, tensors, ntensors, ok, false) : -1;
 	free(ok);
@@ -657,6 +742,8 @@ static Signature *lookup(BlkTuner *t, const BlkTensor *ts, int n)
 
 bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_launch"))
+		return false;
 	Signature *sig = lookup(t, tensors, ntensors);
 	if (sig)
 		return blk_launch(t->cands[sig->result.config].f, tensors, ntensors, stream);
@@ -665,6 +752,8 @@ bool blk_tuner_launch(BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkSt
 
 bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, BlkTunerResult *out)
 {
+	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_best"))
+		return false;
 	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
 	Signature *sig = key ? find_signature(t, key) : NULL;
 	if (!sig)
@@ -677,7 +766,7 @@ bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, B
 
 const char *blk_tuner_log(BlkTuner *t)
 {
-	if (!t->log || fflush(t->log) != 0 || !t->logtext)
+	if (!t || !t->log || fflush(t->log) != 0 || !t->logtext)
 		return "";
 	return t->logtext;
 }

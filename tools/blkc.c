@@ -193,6 +193,17 @@ static int check_dump_after(const BlkcOptions *o)
 	return bad_usage("--dump-after: no pass named '%s' (see --help for the passes)", o->dump_after);
 }
 
+/* The index of a name given twice among n (name, value) pairs, or -1:
+ * `M=4 M=8` or `-D BM=64 -D BM=128` is a typo, not an override. */
+static int twice(const BlkDefine *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (strcmp(v[i].name, v[j].name) == 0)
+				return i;
+	return -1;
+}
+
 static int parse_args(BlkcOptions *o, int argc, char **argv)
 {
 	o->seed = 1;
@@ -227,6 +238,11 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 	}
 	if (!o->file)
 		return bad_usage("no input file%s", "");
+	int i = twice(o->bindings, o->nbindings);
+	if (i >= 0)
+		return bad_usage("%s is given twice", o->bindings[i].name);
+	if ((i = twice(o->defines, o->ndefines)) >= 0)
+		return bad_usage("-D %s is given twice", o->defines[i].name);
 	if (o->interpret && !o->run)
 		return bad_usage("--interpret only makes sense with `blkc run`%s", "");
 	if (o->arch && strchr(o->arch, ',') && o->emit != EMIT_C)
@@ -338,6 +354,7 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 		if (pa->access == BLK_ACCESS_SCRATCH)
 			continue;
 		BlkArrayDesc *ad = &arrays[n++];
+		memset(ad, 0, sizeof *ad); /* align 0: the ABI's 16 bytes */
 		ad->dtype = pa->dtype;
 		ad->rank = pa->rank;
 		for (int i = pa->rank - 1; i >= 0; i--) {
@@ -373,13 +390,23 @@ static const char *default_arch(char *buf, size_t len)
 	return buf;
 }
 
-/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after, --report). */
+bool blkc_kernel_fits(const BlkKernel *k, BlkDiag *d)
+{
+	if (k->nsizes <= BLK_MAX_SIZES && k->nparams <= BLK_MAX_PARAMS)
+		return true;
+	blk_error(d, k->loc, "kernel `%s` has %d parameters and %d launch sizes; the limit is %d of each",
+	          k->name, k->nparams, k->nsizes, BLK_MAX_PARAMS);
+	return false;
+}
+
+/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after,
+ * --report); sizes and arrays hold BLK_MAX_SIZES and BLK_MAX_PARAMS. */
 bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
                          const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
                          BlkCompiled *out)
 {
-	if (k->nsizes > 64 || k->nparams > 64)
-		blk_die("kernel too large for blkc");
+	if (!blkc_kernel_fits(k, d))
+		return false;
 	if (!blkc_sizes_from_bindings(k, o, sizes, d))
 		return false;
 	for (int i = 0; i < k->nsizes; i++) {
@@ -443,8 +470,8 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 	if (k && o->emit == EMIT_C)
 		return blkc_emit_c(o, a, d, k);
 	BlkCompiled c;
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
 	int n;
 	if (!k || !blkc_lower_at_sizes(o, a, d, k, o->arch, sizes, arrays, &n, &c))
 		return BLKC_ERROR;

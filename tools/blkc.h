@@ -7,6 +7,7 @@
 
 #include "frontend/frontend.h"
 #include "lower/lower.h"
+#include "ir/limits.h"
 
 enum { BLKC_OK = 0, BLKC_ERROR = 1, BLKC_USAGE = 2 };
 enum { BLKC_MAX_ARGS = 64 };
@@ -14,10 +15,7 @@ enum { BLKC_MAX_ARGS = 64 };
 typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_C } BlkcEmit;
 
 /* A NAME=VALUE argument after the file: a launch size or an input .npy. */
-typedef struct BlkcBinding {
-	const char *name;
-	const char *value;
-} BlkcBinding;
+typedef BlkDefine BlkcBinding; /* the same pair as a -D */
 
 typedef struct BlkcOptions {
 	bool run;              /* `blkc run` */
@@ -73,5 +71,9 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 
 /* blkc_run.c */
 int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m);
+
+/* The frontend keeps kernels within BLK_MAX_PARAMS and BLK_MAX_SIZES; a kernel
+ * from IR text may not be: false with an error then. */
+bool blkc_kernel_fits(const BlkKernel *k, BlkDiag *d);
 
 #endif

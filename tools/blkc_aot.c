@@ -327,8 +327,8 @@ int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *
 {
 	const char *arches[MAX_ARCHES];
 	Variant v[MAX_ARCHES];
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
 	int nv = split_arches(a, o->arch, arches), n = 0;
 	for (int i = 0; i < nv; i++) {
 		v[i].arch = arches[i];

@@ -13,7 +13,7 @@ typedef struct GpuRun {
 	BlkRuntime *rt;
 	BlkProgram *prog;
 	BlkTimer *timer;
-	BlkTensor tensors[64];
+	BlkTensor tensors[BLK_MAX_PARAMS];
 	int n;
 } GpuRun;
 
@@ -99,7 +99,7 @@ static bool copy_all(BlkHostArray **host, BlkHostArray **ref, int n, BlkDiag *d)
 static bool interpret(const BlkKernel *k, const BlkArrayDesc *descs, BlkHostArray **ref, int n,
                       BlkDiag *d)
 {
-	void *data[64];
+	void *data[BLK_MAX_PARAMS];
 	for (int i = 0; i < n; i++)
 		data[i] = ref[i]->data;
 	return blk_interp_run(k, descs, data, n, stdout, d);
@@ -158,7 +158,7 @@ static bool launch_and_check(const BlkcOptions *o, const BlkKernel *k, GpuRun *g
 	if (!(g->prog = blk_program_load(g->rt, o->file, defs, o->ndefines)) ||
 	    !(f = blk_program_kernel(g->prog, k->name)))
 		return fail(g, d, "cannot load the program");
-	BlkHostArray *ref[64] = { 0 };
+	BlkHostArray *ref[BLK_MAX_PARAMS] = { 0 };
 	bool ok = (!o->check || copy_all(host, ref, n, d)) && upload(g, host, n, d) && (blk_func_compile(f, g->tensors, n, &info) || fail(g, d, "cannot compile")) &&
 	          (blk_launch(f, g->tensors, n, NULL) || fail(g, d, "launch failed")) &&
 	          (blk_synchronize(g->rt) || fail(g, d, "the kernel failed")) && download(g, host, n, d);

@@ -16,11 +16,8 @@ static bool bind(const BlkcOptions *o, const BlkKernel *k, int64_t *sizes, BlkAr
 	*given = o->nbindings > 0;
 	if (!*given)
 		return true;
-	if (k->nsizes > 64 || k->nparams > 64) {
-		BlkLoc none = { 0 };
-		blk_error(d, none, "kernel %s has more sizes or params than blkc takes (64)", k->name);
+	if (!blkc_kernel_fits(k, d))
 		return false;
-	}
 	if (!blkc_sizes_from_bindings(k, o, sizes, d))
 		return false;
 	int n = blkc_array_descs(k, sizes, arrays, d);
@@ -35,8 +32,8 @@ int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource 
 	BlkKernel *k = blkc_pick_kernel(m, o, d);
 	if (!k)
 		return BLKC_ERROR;
-	int64_t sizes[64];
-	BlkArrayDesc arrays[64];
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
 	bool given;
 	if (!bind(o, k, sizes, arrays, &given, d))
 		return BLKC_ERROR;

@@ -158,11 +158,11 @@ int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 	BlkKernel *k = blkc_pick_kernel(m, o, d);
 	if (!k)
 		return BLKC_ERROR;
-	int64_t sizes[64];
-	BlkArrayDesc descs[64];
-	BlkHostArray *host[64] = { 0 };
-	if (k->nsizes > 64 || k->nparams > 64)
-		blk_die("kernel too large for blkc");
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc descs[BLK_MAX_PARAMS];
+	BlkHostArray *host[BLK_MAX_PARAMS] = { 0 };
+	if (!blkc_kernel_fits(k, d))
+		return BLKC_ERROR;
 	int r = BLKC_ERROR, n = 0;
 	if (!blkc_sizes_from_bindings(k, o, sizes, d) || !read_inputs(o, k, host, sizes, d) ||
 	    !sizes_complete(k, sizes, d) || (n = blkc_array_descs(k, sizes, descs, d)) < 0 ||
@@ -170,7 +170,7 @@ int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 		goto out;
 	describe_inputs(o, k, host);
 	if (o->interpret) {
-		void *data[64];
+		void *data[BLK_MAX_PARAMS];
 		for (int i = 0; i < n; i++)
 			data[i] = host[i]->data;
 		double t0 = now_ms();
@@ -182,7 +182,7 @@ int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 	}
 	r = write_outputs(o, k, host, d) ? BLKC_OK : BLKC_ERROR;
 out:
-	for (int i = 0; i < k->nparams && i < 64; i++)
+	for (int i = 0; i < k->nparams && i < BLK_MAX_PARAMS; i++)
 		blk_host_free(host[i]);
 	return r;
 }

@@ -6,8 +6,8 @@
 #   tools/gpu-run.sh [blk-bench args...]
 #
 # Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt, gpu-features.txt,
-# matmul-host.txt, bench.txt (and bench.json, bench.png: tools/bench_json.py),
-# bench-torch.txt; the bench tables (blk-bench's,
+# test-runtime.txt, kernel-fuzz.txt, matmul-host.txt, bench.txt (and bench.json,
+# bench.png: tools/bench_json.py), bench-torch.txt; the bench tables (blk-bench's,
 # then tools/bench_torch.py's torch reference rows) are printed last.
 set -u
 B=${BLK_BUILD:-build}
@@ -45,6 +45,17 @@ timeout 120 env BLK_FAKE_CUDA="$PWD/$B/tests/runtime/libfakecuda.so" "$B/tests/r
 	> "$LOG/test-runtime.txt" 2>&1
 r=$?; [ $r -ne 0 ] && rc=1
 grep -E 'PASSED|FAILED|SKIPPED' "$LOG/test-runtime.txt"; echo "test_runtime exit $r"
+
+echo "== kernel-fuzz (random kernels, the GPU against the interpreter)"
+# ${BLK_KFUZZ_SECONDS:-60} s of kernels from a seed that changes per run; a
+# finding prints the kernel and the seed that reproduces it
+if [ -x "$B/tests/fuzz/kernel-fuzz" ]; then
+	timeout 180 "$B/tests/fuzz/kernel-fuzz" --gpu --no-ptxas --seed "${BLK_KFUZZ_SEED:-$(date +%s)}" \
+		--seconds "${BLK_KFUZZ_SECONDS:-60}" > "$LOG/kernel-fuzz.txt" 2>&1
+	r=$?; [ $r -ne 0 ] && rc=1
+	grep -A 30 'FINDING' "$LOG/kernel-fuzz.txt" | head -n 60; tail -n 1 "$LOG/kernel-fuzz.txt"
+	echo "kernel-fuzz exit $r"
+fi
 
 echo "== matmul-host"
 host="$B/examples/host/matmul-host"

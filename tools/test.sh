@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh - builds blk and runs every test: the suite, the suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded fuzz run of the
-# frontend, and the Python package installed by pip.  This is README's test
-# command and what CI runs.
+# AddressSanitizer + UndefinedBehaviorSanitizer, a bounded fuzz run of the
+# frontend and one of the differential kernel fuzzer (tests/fuzz/kernel_fuzz.c),
+# and the Python package installed by pip.  This is README's test command and
+# what CI runs.
 #   tools/test.sh            everything
 #   BLK_FUZZ_SECONDS=N       fuzz for N seconds (default 120; 0 skips)
 #   BLK_SKIP_SANITIZE=1      skip the sanitizer build
@@ -44,5 +45,14 @@ secs=${BLK_FUZZ_SECONDS:-120}
 if [ "$secs" -gt 0 ]; then
 	step "fuzz the frontend for ${secs}s"
 	BLK_FUZZ_FULL=1 tests/fuzz/run.sh "$secs"
+	step "differential fuzz of well-typed kernels for ${secs}s (build-sanitize/)"
+	# random kernels through the frontend, the interpreter, the lowering and
+	# ptxas, under ASan + UBSan; the seed changes per run, and a finding
+	# prints the kernel and the seed that reproduces it
+	seed=${BLK_KFUZZ_SEED:-$(date +%s)}
+	bin=build-sanitize/tests/fuzz/kernel-fuzz
+	[ -x "$bin" ] || bin=build/tests/fuzz/kernel-fuzz
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		"$bin" --seed "$seed" --seconds "$secs"
 fi
 step "all tests passed"

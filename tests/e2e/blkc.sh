@@ -51,6 +51,9 @@ expect 2 'unexpected argument' "$BLKC" "$EX/add.blk" other.blk
 expect 2 '--interpret only' "$BLKC" --interpret "$EX/add.blk"
 expect 2 '--seed wants' "$BLKC" run --interpret --seed=-3 "$EX/add.blk" N=10
 expect 2 '--iters wants' "$BLKC" run --iters=0 "$EX/add.blk" N=10
+expect 2 'N is given twice' "$BLKC" --emit=ptx "$EX/add.blk" N=4 N=8
+expect 2 '-D B is given twice' "$BLKC" -D B=64 -D B=128 "$EX/add.blk"
+expect 2 "--dump-after: no pass named 'nosuchpass'" "$BLKC" --dump-after=nosuchpass "$EX/add.blk" N=4
 
 # input errors
 expect 1 'cannot open .*missing.blk' "$BLKC" "$T/missing.blk"
@@ -58,8 +61,17 @@ printf 'kernel k(x: in f32[N]) {\n    let y = x[...] +;\n}\n' >"$T/syntax.blk"
 expect 1 'syntax.blk:2:21: error: ' "$BLKC" "$T/syntax.blk"
 printf '\x00\xff\x80junk' >"$T/junk.blk"
 expect 1 'error' "$BLKC" "$T/junk.blk"
+expect 1 '/dev/zero is larger than 16777216 bytes, the limit of a source' "$BLKC" /dev/zero
 expect 1 "compile-time parameter named .NOPE" "$BLKC" -D NOPE=3 "$EX/add.blk"
 expect 1 "no kernel named 'nope'" "$BLKC" --kernel=nope "$EX/add.blk" --emit=ir
+
+# integer division by zero is defined (0), so LLVM may not drop the stores
+printf 'kernel k(x: in i32[N] block (8) index (i) -> (cdiv(i, N - 20)), y: out i32[N] block (8) index (i) -> (i %% (N - 20))) grid (cdiv(N, 8)) {\n    y[...] = x[...] ~/ (N - 20) + program_id(0) %% 0;\n}\n' >"$T/div0.blk"
+expect 0 "st.global" "$BLKC" --emit=ptx "$T/div0.blk" N=20
+
+# limits: a tile too large for registers is refused before LLVM and ptxas
+expect 1 'softmax.blk:9:14: error: kernel softmax: a tile of f32\[4, 100000\] needs 4096 registers per thread over 128 threads; the limit is 512: use smaller blocks' \
+	"$BLKC" --emit=ptx "$EX/softmax.blk" R=1024 C=100000
 
 # stages
 expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"

@@ -24,6 +24,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
+#include "ir/limits.h"
 
 static const char *bad_dir, *examples_dir;
 
@@ -167,6 +168,96 @@ static void test_deep_blocks_and_unary(void **state)
 	free(s);
 }
 
+/* A growable string for generated sources. */
+typedef struct Gen {
+	char *s;
+	size_t n, cap;
+} Gen;
+
+static void gen(Gen *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (g->n + (size_t)k + 1 > g->cap) {
+		g->cap = (g->n + (size_t)k + 1) * 2;
+		g->s = realloc(g->s, g->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(g->s + g->n, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	g->n += (size_t)k;
+}
+
+/* Trees that are deep without nesting in the parser: a left-associative
+ * chain, a postfix chain, and chains spread over nested loop bodies all
+ * stop at the expression depth limit, at the node that exceeds it. */
+static void test_deep_trees(void **state)
+{
+	(void)state;
+	Gen g = {0};
+	gen(&g, "kernel k(x: out f32[1]) {\nx[0] = 1");
+	for (int i = 0; i < 5000; i++)
+		gen(&g, " + 1");
+	gen(&g, ";\n}\n");
+	/* the 1000th `+` builds the node of height 1001 */
+	expect_error(g.s, g.n, 2, 4 * 1000 + 6, "expression nested too deeply (more than 1000 levels)");
+	g.n = 0;
+	gen(&g, "kernel k(x: in f32[1], y: out f32[1]) {\ny[0] = x");
+	for (int i = 0; i < 5000; i++)
+		gen(&g, ".T");
+	expect_error(g.s, g.n, 2, 2 * 1000 + 7, "expression nested too deeply");
+	g.n = 0;
+	gen(&g, "kernel k(x: out f32[1]) {\nlet a = 1.0;\nx[0] = ");
+	for (int i = 0; i < 8; i++)
+		gen(&g, "fori_loop(0, 2, a) |i, a| {\n");
+	gen(&g, "a\n");
+	for (int i = 0; i < 8; i++) {
+		gen(&g, "}");
+		for (int j = 0; j < 150; j++)
+			gen(&g, " + a");
+		gen(&g, "\n");
+	}
+	gen(&g, ";\n}\n");
+	/* each body adds its chain: the 7th chain's 79th `+` is too deep */
+	expect_error(g.s, g.n, 18, 4 * 79 + 3, "expression nested too deeply");
+	free(g.s);
+}
+
+/* Just under the limit, the whole frontend runs (and the checker's
+ * recursion fits in the stack). */
+static void test_deep_tree_under_limit(void **state)
+{
+	(void)state;
+	Gen g = {0};
+	gen(&g, "kernel k(x: out f32[1]) {\nx[0] = 1.0");
+	for (int i = 0; i < 990; i++)
+		gen(&g, " + 1.0");
+	gen(&g, ";\n}\n");
+	bool ok;
+	free(run_stage(stage_check, "gen.blk", g.s, g.n, &ok));
+	assert_true(ok);
+	free(g.s);
+}
+
+/* A source past BLK_MAX_SOURCE_BYTES is refused before lexing; one with
+ * more than BLK_MAX_TOKENS tokens stops at the limit. */
+static void test_source_limits(void **state)
+{
+	(void)state;
+	size_t n = (size_t)BLK_MAX_SOURCE_BYTES + 1;
+	char *s = malloc(n);
+	memset(s, ' ', n);
+	expect_error(s, n, 1, 1, "gen.blk is larger than 16777216 bytes, the limit of a source");
+	n = 2 * (size_t)BLK_MAX_TOKENS + 16;
+	for (size_t i = 0; i < n; i += 2)
+		s[i] = ';';
+	memcpy(s, "kernel ", 7);
+	expect_error(s, n, 1, 2 * BLK_MAX_TOKENS + 5, "more than 262144 tokens; the limit of a source");
+	free(s);
+}
+
 /* Bytes 0x00 0xff 0x80 and other junk: a located error, no crash. */
 static void test_binary_junk(void **state)
 {
@@ -239,6 +330,9 @@ int main(int argc, char **argv)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_deep_parens),
 		cmocka_unit_test(test_deep_blocks_and_unary),
+		cmocka_unit_test(test_deep_trees),
+		cmocka_unit_test(test_deep_tree_under_limit),
+		cmocka_unit_test(test_source_limits),
 		cmocka_unit_test(test_binary_junk),
 		cmocka_unit_test(test_truncated_examples),
 	};

@@ -221,7 +221,7 @@ static bool offline_compile(BlkRuntime *rt, const Case *c, BlkDType dt, Arrays *
 	BlkTensor t[MAX_ARRAYS];
 	for (int i = 0; i < host->n; i++) {
 		BlkHostArray *h = host->h[i];
-		void *fake = (void *)(uintptr_t)(0x100000 * (i + 1));
+		void *fake = (void *)((uintptr_t)0x40000000 * (uintptr_t)(i + 1)); /* 1 GiB apart: no overlap */
 		t[i] = blk_tensor_make(fake, (int)h->desc.dtype, h->desc.rank, h->desc.shape);
 	}
 	bool ok = f && blk_func_compile(f, t, host->n, NULL);

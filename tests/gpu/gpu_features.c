@@ -76,6 +76,7 @@ typedef struct Case {
 #define A1(r, t, n) {.role = r, .dtype = t, .rank = 1, .shape = {n}}
 #define A2(r, t, m, n) {.role = r, .dtype = t, .rank = 2, .shape = {m, n}}
 #define A3(r, t, l, m, n) {.role = r, .dtype = t, .rank = 3, .shape = {l, m, n}}
+#define A4(r, t, k, l, m, n) {.role = r, .dtype = t, .rank = 4, .shape = {k, l, m, n}}
 #define NARGS(...) (int)(sizeof((ArraySpec[]){__VA_ARGS__}) / sizeof(ArraySpec))
 #define CASE(nm, ty, text, ...) \
 	{.name = nm, .typed = ty, .src = text, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
@@ -268,6 +269,39 @@ static const Case cases[] = {
 	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
 	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
 
+	/* division by 0 and by -1 (INT32_MIN ~/ -1 wraps): defined, as in
+	 * docs/language.md; LLVM's sdiv would have let the stores go */
+	CASE("arith_i32_div_zero", false,
+	     "kernel arith_i32_div_zero[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    z: in i32[N] block (B) index (i) -> (i),\n"
+	     "    q: out i32[N] block (B) index (i) -> (i),\n"
+	     "    r: out i32[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let a = where(iota(B) == 5, -2147483647 - 1, x[...]);\n"
+	     "    let d = z[...] % 3 - 1;\n"
+	     "    q[...] = a ~/ d;\n"
+	     "    r[...] = a % d;\n"
+	     "    y[...] = program_id(0) ~/ (N - N) + a % 0 + cdiv(program_id(0) - 3, N - N) + (N - 1001) % (N - 1001);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+
+	/* inf, nan and constants past f32's range, into floats and i32 */
+	CASE("inf_nan_constants", true,
+	     "kernel inf_nan_constants[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    z: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    y[...] = max(v, -inf) + min(v, 1e39) + where(v > 100.0, nan, v * 0.0);\n"
+	     "    z[...] = full((B,), 1e39, f32).astype(i32) + full((B,), -inf, f32).astype(i32)\n"
+	     "        + full((B,), nan, f32).astype(i32) + load(x, other = -inf).astype(i32);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('o', DT_T, 1001), A1('o', BLK_I32, 1001)),
+
 	CASE("compare_to_bool", true,
 	     "kernel compare_to_bool[T = f32, B = 128](\n"
 	     "    x: in T[N] block (B) index (i) -> (i),\n"
@@ -418,6 +452,32 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I32, 13, 77), A1('o', BLK_I32, 13), A1('o', BLK_I32, 13),
 	     A1('o', BLK_I32, 13)),
+
+	/* kernel-fuzz seed 1125: a keepdims reduction over a dim of extent 1
+	 * broadcast back (the tile pass chose a layout the verifier refused) */
+	CASE("keepdims_extent1", true,
+	     "kernel keepdims_extent1[T = f32, BN = 16](\n"
+	     "    x: in T[M, N] block (1, BN) index (i, j) -> (i, j),\n"
+	     "    y: out T[M, N] block (1, BN) index (i, j) -> (i, j),\n"
+	     ") grid (M, cdiv(N, BN)) {\n"
+	     "    let a = x[...].astype(f32);\n"
+	     "    y[...] = (a + min(a, axis = 0, keepdims = true)\n"
+	     "        + max(a, axis = 1, keepdims = true)).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 3, 40), A2('o', DT_T, 3, 40)),
+
+	/* rank 4: keepdims reductions broadcast back (wrote past an int[4]) */
+	CASE("keepdims_rank4", false,
+	     "kernel keepdims_rank4(\n"
+	     "    x: in f32[A, B, C, D] block (2, 2, 2, 4) index (i) -> (i, 0, 0, 0),\n"
+	     "    y: out f32[A, B, C, D] block (2, 2, 2, 4) index (i) -> (i, 0, 0, 0),\n"
+	     ") grid (cdiv(A, 2)) {\n"
+	     "    let v = x[...];\n"
+	     "    let e = expand_dims(sum(v, axis = 3), 3);\n"
+	     "    y[...] = v - max(v, axis = 0, keepdims = true) + e\n"
+	     "        + min(v, axis = 1, keepdims = true) + sum(v, axis = 2, keepdims = true);\n"
+	     "}\n",
+	     A4('i', BLK_F32, 3, 2, 2, 4), A4('o', BLK_F32, 3, 2, 2, 4)),
 
 	CASE("keepdims_broadcast", true,
 	     "kernel keepdims_broadcast[T = f32, BR = 8](\n"
@@ -922,15 +982,6 @@ static bool gpu_run(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, char *
 	return ok;
 }
 
-/* $BLK_PTXAS, else the CUDA toolkit's; NULL if neither is there. */
-static const char *ptxas_path(void)
-{
-	const char *p = getenv("BLK_PTXAS");
-	if (p && *p)
-		return p;
-	p = "/usr/local/cuda/bin/ptxas";
-	return access(p, X_OK) == 0 ? p : NULL;
-}
 
 static bool write_file(const char *path, const char *text)
 {
@@ -1007,7 +1058,7 @@ static bool lower_offline(BlkRuntime *rt, const Case *c, BlkDType t, Arrays *h, 
 		set_err(err, "lower: ", blk_runtime_last_error(rt));
 	if (ok)
 		ok = save_ptx(c, t, info.ptx, err);
-	const char *ptxas = ptxas_path();
+	const char *ptxas = gpu_test_ptxas();
 	if (ok && ptxas) {
 		ok = ptxas_run(ptxas, info.ptx, blk_runtime_arch(rt), err);
 		*assembled = ok;
@@ -1217,7 +1268,7 @@ static int main_offline(void)
 		fprintf(stderr, "gpu-features: %s\n", err);
 		return 1;
 	}
-	const char *ptxas = ptxas_path();
+	const char *ptxas = gpu_test_ptxas();
 	printf("offline: %s; ptxas: %s\n", blk_runtime_device_name(rt), ptxas ? ptxas : "(none)");
 	printf("stages: fe = frontend, in = interpreter, ptx = lowered, as = assembled\n\n");
 	header("stages");

@@ -4,8 +4,20 @@
 #define BLK_GPU_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "blk.h"
+
+/* $BLK_PTXAS, else the CUDA toolkit's; NULL if neither is there. */
+static inline const char *gpu_test_ptxas(void)
+{
+	const char *p = getenv("BLK_PTXAS");
+	if (p && *p)
+		return p;
+	p = "/usr/local/cuda/bin/ptxas";
+	return access(p, X_OK) == 0 ? p : NULL;
+}
 
 /* A runtime on GPU 0; NULL with *status set to 77 (no GPU: says so) or 1
  * (a driver failure: says which, naming the test). */

@@ -107,7 +107,8 @@ static void test_bind_errors(void **state)
 	expect_error(no_change, 4, "launch of matmul: expected 5 arrays, got 4");
 }
 
-/* Zero sizes are allowed: an empty array. */
+/* Zero sizes bind (an empty array), but a block must have an element:
+ * here the blocks are the whole arrays.  A grid extent must be >= 0. */
 static void test_bind_empty(void **state)
 {
 	(void)state;
@@ -118,8 +119,15 @@ static void test_bind_empty(void **state)
 	good(ad);
 	ad[0].shape[0] = 0;
 	ad[2].shape[0] = 0;
-	assert_string_equal(bind(&t, ad, 5, v), "");
+	assert_string_equal(bind(&t, ad, 5, v),
+	                    "launch of matmul: block dim 0 of c is 0 (M) at these sizes; it must be at least 1");
 	assert_int_equal(v[0], 0);
+	good(ad);
+	t.k->grid_rank = 2;
+	t.k->grid[0] = kb_v(&t, "M");
+	t.k->grid[1] = blk_sym_binary(t.a, BLK_SYM_SUB, kb_v(&t, "K"), kb_c(&t, 35));
+	assert_string_equal(bind(&t, ad, 5, v),
+	                    "launch of matmul: grid axis 1 is -1 (K - 35) at these sizes; it must be at least 0");
 	kb_free(&t);
 }
 

@@ -599,6 +599,37 @@ static void test_parse_errors(void **state)
 	}
 }
 
+/* Text deep enough to overflow a recursive parser stops at the limits:
+ * a size expression of more than 1000 operators, regions nested more than
+ * 200 deep. */
+static void test_parse_limits(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	const char *head = "kernel @k {\n cparams []\n sizes (N)\n grid (N";
+	char *s = malloc(strlen(head) + 8 * N + 64);
+	strcpy(s, head);
+	for (int i = 0; i < N; i++)
+		strcat(s + strlen(s) - 4, " + 1");
+	strcat(s, ")\n warps 4 stages 1\n body {\n }\n}\n");
+	T t;
+	t_init(&t);
+	BlkSource *src = blk_source_from_string(t.a, "t.ir", s, strlen(s));
+	assert_null(blk_ir_parse(t.a, t.d, src));
+	assert_string_equal(blk_diag_last_error(t.d),
+	                    "size expression too large (more than 1000 operators)");
+	t_free(&t);
+	strcpy(s, HEAD "  %c = const {value = 1} : bool\n");
+	for (int i = 0; i < 300; i++)
+		strcat(s + strlen(s) - 16, "  if %c {\n");
+	t_init(&t);
+	src = blk_source_from_string(t.a, "t.ir", s, strlen(s));
+	assert_null(blk_ir_parse(t.a, t.d, src));
+	assert_string_equal(blk_diag_last_error(t.d), "regions nested too deeply (more than 200 levels)");
+	t_free(&t);
+	free(s);
+}
+
 /* ---- verifier errors --------------------------------------------------- */
 
 #define VHEAD "kernel @k {\n cparams []\n sizes (N)\n grid (N)\n warps 4 stages 1\n" \
@@ -724,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_matmul_acc),
 		cmocka_unit_test(test_roundtrip_text),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_verify_errors),
 		cmocka_unit_test(test_verify_kernel),
 	};

@@ -150,6 +150,44 @@ static const char *str(BlkArena *a, const BlkSym *s)
 	return blk_sym_str(a, s);
 }
 
+static bool dies(void *arg)
+{
+	blk_die("boom %d", *(int *)arg);
+}
+
+static bool returns(void *arg)
+{
+	return *(int *)arg > 0;
+}
+
+/* An inner guard catches; the outer one then sees its fn return. */
+static bool nests(void *arg)
+{
+	char msg[64];
+	int seven = 7;
+	bool ok = blk_guard(dies, &seven, msg, sizeof msg);
+	return !ok && strcmp(msg, "internal error: boom 7") == 0 && returns(arg);
+}
+
+/* blk_die under blk_guard returns to the guard with the message, however
+ * deep, instead of aborting the process. */
+static void test_guard(void **state)
+{
+	(void)state;
+	char msg[64];
+	int one = 1, zero = 0;
+	assert_false(blk_guard(dies, &one, msg, sizeof msg));
+	assert_string_equal(msg, "internal error: boom 1");
+	assert_true(blk_guard(returns, &one, msg, sizeof msg));
+	assert_string_equal(msg, "");
+	assert_false(blk_guard(returns, &zero, msg, sizeof msg));
+	assert_string_equal(msg, "");
+	assert_true(blk_guard(nests, &one, msg, sizeof msg));
+	assert_string_equal(msg, "");
+	assert_false(blk_guard(dies, &zero, msg, sizeof msg)); /* the outer trap was restored */
+	assert_string_equal(msg, "internal error: boom 0");
+}
+
 static void test_sym_fold(void **state)
 {
 	(void)state;
@@ -215,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_diag_format),
 		cmocka_unit_test(test_diag_limit),
 		cmocka_unit_test(test_source_read),
+		cmocka_unit_test(test_guard),
 		cmocka_unit_test(test_sym_fold),
 		cmocka_unit_test(test_sym_eval_print),
 	};

@@ -80,6 +80,7 @@ static void make_arrays(const Args *a, const BlkKernel *k, BlkArrayDesc *arr, in
 		if (pa->access == BLK_ACCESS_SCRATCH)
 			continue;
 		BlkArrayDesc *d = &arr[n++];
+		memset(d, 0, sizeof *d);
 		d->dtype = pa->dtype;
 		d->rank = pa->rank;
 		int64_t st = 1;

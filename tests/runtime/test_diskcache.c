@@ -66,11 +66,13 @@ static Outcome compile_once(const char *arch, const char *src, const char *def, 
 	BlkProgram *p = blk_program_load_source(rt, "add.blk", src, def ? &def : NULL, def ? 1 : 0);
 	assert_non_null(p);
 	BlkFunc *f = blk_program_kernel(p, NULL);
-	static float buf[1];
-	BlkTensor t[2] = {blk_tensor_make(buf, BLK_DTYPE_F32, 1, &n),
-	                  blk_tensor_make(buf, BLK_DTYPE_F32, 1, &n)};
+	/* never touched (compile only); 1 GiB apart, so they share no memory */
+	BlkTensor t[2] = {blk_tensor_make((void *)0x10000000, BLK_DTYPE_F32, 1, &n),
+	                  blk_tensor_make((void *)0x50000000, BLK_DTYPE_F32, 1, &n)};
 	BlkCompiledInfo info;
 	o.ok = blk_func_compile(f, t, 2, &info);
+	if (!o.ok)
+		print_message("%s\n", blk_runtime_last_error(rt));
 	if (o.ok)
 		snprintf(o.ptx_head, sizeof o.ptx_head, "%s", info.ptx);
 	blk_program_cache_stats(p, &o.compiles, NULL);

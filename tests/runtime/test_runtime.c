@@ -311,6 +311,90 @@ static void test_launch_shape(void **state)
 	expect_refused(fx, t, 3, "tensor 0 (a): data is NULL");
 }
 
+/* What the compiled code assumes of memory: data aligned to its elements
+ * (less than 16 bytes is compiled in, test_compile_cache), no
+ * sharing between parameters when one is written, no element of a written
+ * tensor at another's address.  Read-only tensors may alias and broadcast. */
+static void test_launch_memory(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[1].data = (void *)0x2002;
+	expect_refused(fx, t, 3, "launch of matmul: tensor 1 (b): data 0x2002 is not aligned to its "
+	                         "4-byte elements");
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[2].data = (void *)0x1800; /* c over the second half of a */
+	expect_refused(fx, t, 3, "launch of matmul: tensors 0 (a) and 2 (c) share memory, and c is "
+	                         "written: the compiled code assumes they do not");
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[2].strides[0] = 0; /* every row of c at one address */
+	expect_refused(fx, t, 3, "launch of matmul: tensor 2 (c) is written but its stride 0 in dim 0 "
+	                         "makes elements share memory");
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[2].strides[0] = 16; /* rows of 32 overlapping */
+	expect_refused(fx, t, 3, "tensor 2 (c) is written but its stride 16 in dim 0");
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[2].strides[1] = (int64_t)1 << 60;
+	expect_refused(fx, t, 3, "tensor 2 (c): stride 1152921504606846976 in dim 1 is out of range");
+	/* reads may share and broadcast: a and b over one buffer, b's rows stride 0 */
+	matmul_tensors(t, BLK_DTYPE_F32);
+	t[1].data = t[0].data;
+	t[1].strides[0] = 0;
+	assert_true(blk_func_check(fx->f, t, 3));
+}
+
+/* A NULL handle or pointer is an error return, never a crash; with no
+ * runtime to hold it, the message is blk_runtime_last_error(NULL). */
+static void test_null_handles(void **state)
+{
+	Fixture *fx = need_program(state);
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	assert_false(blk_launch(NULL, t, 3, NULL));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_launch: the kernel is NULL");
+	assert_false(blk_func_check(NULL, t, 3));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_func_check: the kernel is NULL");
+	assert_false(blk_func_compile(NULL, t, 3, NULL));
+	assert_null(blk_program_kernel(NULL, "matmul"));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_program_kernel: the program is NULL");
+	assert_null(blk_program_load(NULL, matmul_path(), NULL, 0));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_program_load: the runtime is NULL");
+	assert_null(blk_program_load_source(fx->rt, "x", NULL, NULL, 0));
+	assert_contains(blk_runtime_last_error(fx->rt), "source is NULL");
+	void *p = NULL;
+	assert_false(blk_mem_alloc(NULL, 64, &p));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_mem_alloc: the runtime is NULL");
+	assert_false(blk_mem_alloc(fx->rt, 64, NULL));
+	assert_false(blk_memcpy_htod(fx->rt, NULL, &p, 8));
+	assert_string_equal(blk_runtime_last_error(fx->rt), "blk_memcpy_htod: dst is NULL");
+	assert_false(blk_synchronize(NULL));
+	assert_null(blk_timer_create(NULL));
+	assert_false(blk_timer_start(NULL, NULL));
+	float ms;
+	assert_false(blk_timer_elapsed_ms(NULL, &ms));
+	assert_null(blk_tuner_create(NULL, matmul_path(), NULL, NULL, NULL, 0));
+	assert_false(blk_tuner_launch(NULL, t, 3, NULL));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_tuner_launch: the tuner is NULL");
+	assert_false(blk_tuner_add_config_text(NULL, "BM=64"));
+	assert_int_equal(blk_tuner_compile(NULL, t, 3), -1);
+	assert_false(blk_tuner_best(NULL, t, 3, NULL));
+	assert_int_equal(blk_tuner_num_configs(NULL), 0);
+	assert_null(blk_tuner_config(NULL, 0));
+	blk_tuner_set_timing(NULL, 1, 1);
+	assert_string_equal(blk_tuner_log(NULL), "");
+	assert_string_equal(blk_func_name(NULL), "");
+	assert_int_equal(blk_func_num_tensors(NULL), -1);
+	assert_int_equal(blk_tensor_numel(NULL), 0);
+	assert_string_equal(blk_runtime_arch(NULL), "");
+	assert_string_equal(blk_runtime_device_name(NULL), "");
+	unsigned c = 7;
+	blk_program_cache_stats(NULL, &c, NULL);
+	assert_int_equal(c, 0);
+	assert_false(blk_launch(fx->f, t, -1, NULL));
+	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got -1");
+}
+
 static void test_kernel_lookup(void **state)
 {
 	Fixture *fx = need_program(state);
@@ -779,8 +863,15 @@ static void test_tuner_fake_driver(void **state)
 
 	/* Tuned: one launch of the winner, other buffers of the same layout too. */
 	size_t loglen = strlen(blk_tuner_log(t));
-	g.t[2].data = g.da;
+	void *c2 = NULL;
+	assert_true(blk_mem_alloc(rt, (size_t)(g.m * g.n) * 4, &c2));
+	g.t[2].data = c2;
 	assert_true(blk_tuner_launch(t, g.t, 3, NULL));
+	g.t[2].data = g.da; /* C over A: refused, they would alias */
+	assert_false(blk_tuner_launch(t, g.t, 3, NULL));
+	assert_contains(blk_runtime_last_error(rt), "tensors 0 (a) and 2 (c) share memory");
+	g.t[2].data = g.dc;
+	blk_mem_free(rt, c2);
 	assert_int_equal(launches() - before, 16);
 	assert_int_equal(strlen(blk_tuner_log(t)), loglen);
 	/* A changed shape is a new signature: checked before anything runs. */
@@ -821,6 +912,8 @@ int main(void)
 		cmocka_unit_test(test_launch_dtype),
 		cmocka_unit_test(test_launch_rank),
 		cmocka_unit_test(test_launch_shape),
+		cmocka_unit_test(test_launch_memory),
+		cmocka_unit_test(test_null_handles),
 		cmocka_unit_test(test_kernel_lookup),
 		cmocka_unit_test(test_bad_define),
 		cmocka_unit_test(test_unknown_arch),
