@@ -24,8 +24,9 @@
  *      and cross-warp reduction shares (role "transit"; each such op
  *      brackets its use with barriers), sized by what crosses it;
  *   5. a `barrier` before and after each load, store, swap or atomic_add
- *      of a shared Ref or of an array the program accesses in two ways
- *      (one between two in a row): its elements are other threads' too.
+ *      of a shared Ref or of an array the program accesses twice, once or
+ *      more to write (one between two in a row): its elements are other
+ *      threads' too.
  */
 #include "lower_int.h"
 
@@ -491,32 +492,50 @@ static int ref_param(const BlkValue *v)
 	return v->def && v->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(v->def, "param", -1) : -1;
 }
 
-/* kinds[p]: a bit per kind of access op to param p. */
-static void note_kinds(LowerCtx *c, BlkRegion *r, unsigned *kinds)
+/* acc[p]: how param p is accessed -- a bit per kind of access op, and
+ * whether more than one op writes it or reads it. */
+typedef struct Access {
+	unsigned kinds;
+	int ops;
+} Access;
+
+static void note_access(LowerCtx *c, BlkRegion *r, Access *acc)
 {
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
-			note_kinds(c, op->regions[i], kinds);
+			note_access(c, op->regions[i], acc);
 		int p = is_access(op) ? ref_param(op->operands[0]) : -1;
-		if (p >= 0 && p < c->k->nparams)
-			kinds[p] |= 1u << (op->kind - BLK_OP_LOAD);
+		if (p >= 0 && p < c->k->nparams) {
+			acc[p].kinds |= 1u << (op->kind - BLK_OP_LOAD);
+			acc[p].ops++;
+		}
 	}
+}
+
+/* Another thread may touch the same elements of p between two of its
+ * accesses: two kinds of access, or two accesses one of which writes (a
+ * store in one layout, then another store in another). */
+static bool shared_param(const Access *a)
+{
+	unsigned writes = a->kinds & ~(1u << (BLK_OP_LOAD - BLK_OP_LOAD));
+	return (a->kinds & (a->kinds - 1)) != 0 || (a->ops > 1 && writes);
 }
 
 /* Step 5: accesses whose elements other threads of the program touch too
  * -- a shared Ref (scratch, scoped, a tile the pipeliner stores once), or
- * an array the program accesses in two ways (an inout read and written, a
- * store then atomic adds: the language promises a program sees its own
- * writes) -- get a barrier before and after (one between two in a row). */
-static void bracket(LowerCtx *c, BlkRegion *r, const unsigned *kinds)
+ * an array the program accesses twice where one access writes (an inout
+ * read and written, a store then atomic adds, two stores: the language
+ * promises a program sees its own writes in order) -- get a barrier before
+ * and after (one between two in a row). */
+static void bracket(LowerCtx *c, BlkRegion *r, const Access *acc)
 {
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
-			bracket(c, op->regions[i], kinds);
+			bracket(c, op->regions[i], acc);
 		if (!is_access(op))
 			continue;
 		int p = ref_param(op->operands[0]);
-		bool multi = p >= 0 && p < c->k->nparams && (kinds[p] & (kinds[p] - 1)) != 0;
+		bool multi = p >= 0 && p < c->k->nparams && shared_param(&acc[p]);
 		if (op->operands[0]->type.space != BLK_SPACE_SHARED && !multi)
 			continue;
 		BlkBuilder b;
@@ -546,9 +565,9 @@ bool blk_lower_tile(LowerCtx *c)
 	count_uses(c, k->body, &uses);
 	erase_dead(c, k->body, &uses);
 	transit_scan(c, k->body);
-	unsigned *kinds = BLK_NEW_N(c->a, unsigned, (size_t)k->nparams + 1);
-	note_kinds(c, k->body, kinds);
-	bracket(c, k->body, kinds);
+	Access *acc = BLK_NEW_N(c->a, Access, (size_t)k->nparams + 1);
+	note_access(c, k->body, acc);
+	bracket(c, k->body, acc);
 	if (c->transit_bytes) {
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, k->body->first);
