@@ -200,6 +200,7 @@ void blk_program_destroy(BlkProgram *p)
 	for (BlkFunc *f = p->funcs; f; f = next) {
 		next = f->next;
 		blk_cache_clear(&f->cache, drv);
+		free(f->last_arrays);
 		free(f);
 	}
 	blk_arena_destroy(p->arena);
@@ -288,6 +289,15 @@ static const char *tensor_param_name(const BlkKernel *k, int i)
 	return "(extra)";
 }
 
+/* What tensor t's data pointer is aligned to, up to 16 bytes. */
+static int data_align(const BlkTensor *t)
+{
+	int a = 16;
+	while (a > 1 && (uintptr_t)t->data % (uintptr_t)a)
+		a /= 2;
+	return a;
+}
+
 static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const BlkTensor *t,
                             BlkArrayDesc *a)
 {
@@ -312,10 +322,7 @@ static bool tensor_to_array(BlkRuntime *rt, const BlkKernel *k, int i, const Blk
 		return blk_rt_error(rt, "launch of %s: tensor %d (%s): data is NULL", k->name, i, pn);
 	/* a slice may start anywhere: what the pointer is aligned to, up to the
 	 * 16 bytes the code would use, is compiled in (a kernel per alignment) */
-	uintptr_t addr = (uintptr_t)t->data;
-	a->align = 16;
-	while (a->align > 1 && addr % (uintptr_t)a->align)
-		a->align /= 2;
+	a->align = data_align(t);
 	return true;
 }
 
@@ -644,13 +651,58 @@ static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, 
 	return ok;
 }
 
+/* f's last specialization, if t[n] have its tensors' layouts (and pass
+ * the per-launch checks: pointers change from launch to launch). */
+static BlkCacheEntry *same_as_last(BlkFunc *f, const BlkTensor *t, int n)
+{
+	if (!f->last || n != f->ntensors || (n > 0 && !t))
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		const BlkArrayDesc *a = &f->last_arrays[i];
+		if ((int)a->dtype != t[i].dtype || a->rank != t[i].rank || a->align != data_align(&t[i]) ||
+		    (!t[i].data && blk_tensor_numel(&t[i]) > 0))
+			return NULL;
+		for (int d = 0; d < a->rank; d++)
+			if (a->shape[d] != t[i].shape[d] || a->strides[d] != t[i].strides[d])
+				return NULL;
+	}
+	return blk_rt_check_memory(f->prog->rt, f->kernel, t, n) ? f->last : NULL;
+}
+
+static void remember(BlkFunc *f, BlkCacheEntry *e, const BlkTensor *t, int n)
+{
+	if (!f->last_arrays)
+		f->last_arrays = calloc((size_t)(n > 0 ? n : 1), sizeof *f->last_arrays);
+	if (!f->last_arrays || n != f->ntensors) {
+		f->last = NULL;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		BlkArrayDesc *a = &f->last_arrays[i];
+		memset(a, 0, sizeof *a);
+		a->dtype = (BlkDType)t[i].dtype;
+		a->rank = t[i].rank;
+		for (int d = 0; d < t[i].rank && d < BLK_MAX_RANK; d++)
+			a->shape[d] = t[i].shape[d], a->strides[d] = t[i].strides[d];
+		a->align = data_align(&t[i]);
+	}
+	f->last = e;
+}
+
 bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
 	if (!func_ok(f, "blk_launch"))
 		return false;
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
-	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
+	BlkCacheEntry *e = same_as_last(f, tensors, ntensors);
+	if (e)
+		f->cache.hits++;
+	else {
+		e = specialize_guarded(f, tensors, ntensors, &cached);
+		if (e)
+			remember(f, e, tensors, ntensors);
+	}
 	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_grid(rt, &e->compiled) ||
 	    !load_entry(rt, e))
 		return false;

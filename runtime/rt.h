@@ -48,6 +48,11 @@ struct BlkFunc {
 	const BlkKernel *kernel;
 	int ntensors;
 	BlkCache cache;
+	/* The last launch's specialization and its tensors' layouts: a launch
+	 * whose tensors have the same dtypes, shapes, strides and alignment
+	 * takes it without binding sizes or building its key again. */
+	BlkCacheEntry *last;
+	BlkArrayDesc *last_arrays;
 	BlkFunc *next;
 };
 

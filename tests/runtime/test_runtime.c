@@ -806,6 +806,54 @@ static void test_tuner_gpu(void **state)
 	blk_runtime_destroy(rt);
 }
 
+/* ---- launches under the fake driver (tests/runtime/fake_cuda.c) -------- */
+
+/* A launch on tensors of the last launch's layout reuses its kernel
+ * without binding or keying again (a hit); new pointers are still checked;
+ * a slice's alignment makes a kernel of its own; the first layout is then
+ * found in the cache again. */
+static void test_launch_fast_path(void **state)
+{
+	need_program(state);
+	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
+	setenv("BLK_LIBCUDA", fake_path, 1);
+	setenv("BLK_ARCH", "sm_90a", 1);
+	setenv("BLK_CACHE", "0", 1); /* compiles counted here, not read from disk */
+	char err[256] = "";
+	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
+	unsetenv("BLK_LIBCUDA");
+	unsetenv("BLK_ARCH");
+	if (!rt)
+		fail_msg("the fake driver did not load: %s", err);
+	BlkProgram *p = blk_program_load(rt, matmul_path(), NULL, 0);
+	assert_non_null(p);
+	BlkFunc *f = blk_program_kernel(p, NULL);
+	GpuMatmul g;
+	assert_true(gpu_matmul_make(rt, &g, 64, 32, 16));
+	unsigned compiles, hits;
+	for (int i = 0; i < 3; i++)
+		assert_true(blk_launch(f, g.t, 3, NULL));
+	blk_program_cache_stats(p, &compiles, &hits);
+	assert_int_equal(compiles, 1);
+	assert_int_equal(hits, 2);
+	BlkTensor bad[3] = {g.t[0], g.t[1], g.t[2]}; /* c over a: refused at the fast path too */
+	bad[2].data = g.da;
+	assert_false(blk_launch(f, bad, 3, NULL));
+	assert_contains(blk_runtime_last_error(rt), "share memory");
+	g.t[1].shape[0] = 15, g.t[0].shape[1] = 15; /* K = 15, 4-byte aligned b */
+	g.t[1].data = (char *)g.db + 4;
+	assert_true(blk_launch(f, g.t, 3, NULL));
+	g.t[1].shape[0] = 16, g.t[0].shape[1] = 16;
+	g.t[1].data = g.db;
+	assert_true(blk_launch(f, g.t, 3, NULL));
+	blk_program_cache_stats(p, &compiles, &hits);
+	assert_int_equal(compiles, 2);
+	assert_int_equal(hits, 3);
+	gpu_matmul_free(rt, &g);
+	blk_program_destroy(p);
+	blk_runtime_destroy(rt);
+}
+
 /* ---- tuner under the fake driver (tests/runtime/fake_cuda.c) ----------- */
 
 /* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 128 threads
@@ -926,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_default_candidate),
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
+		cmocka_unit_test(test_launch_fast_path),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("launch", launch_tests, setup_matmul, teardown_matmul);
