@@ -466,6 +466,22 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', DT_T, 3, 40), A2('o', DT_T, 3, 40)),
 
+	/* an out stored twice in two layouts (bf16-derived, then i32), the second
+	 * under `when`: the stores were unordered between threads (kernel-fuzz
+	 * --gpu, seeds 1795453677 and 1795454024) */
+	CASE("store_twice", false,
+	     "kernel store_twice[B0 = 16, B1 = 32, num_warps = 8](\n"
+	     "    x: in bf16[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    n: in i32[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    q: out i32[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, B0), cdiv(N, B1)) {\n"
+	     "    q[...] = (x[...].astype(f32) * 8.0).astype(i32);\n"
+	     "    when program_id(0) % 2 == 1 {\n"
+	     "        q[...] = n[...];\n"
+	     "    }\n"
+	     "}\n",
+	     A2('i', BLK_BF16, 34, 35), A2('i', BLK_I32, 34, 35), A2('o', BLK_I32, 34, 35)),
+
 	/* rank 4: keepdims reductions broadcast back (wrote past an int[4]) */
 	CASE("keepdims_rank4", false,
 	     "kernel keepdims_rank4(\n"
