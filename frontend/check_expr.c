@@ -581,6 +581,7 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 
 static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
+	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add",
 };

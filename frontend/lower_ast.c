@@ -276,6 +276,8 @@ static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	static const BlkOpKind k[CK_NUM_BUILTINS] = {
 		[CK_B_EXP] = BLK_OP_EXP, [CK_B_LOG] = BLK_OP_LOG, [CK_B_SQRT] = BLK_OP_SQRT,
 		[CK_B_RSQRT] = BLK_OP_RSQRT, [CK_B_TANH] = BLK_OP_TANH, [CK_B_ABS] = BLK_OP_ABS,
+		[CK_B_SIGMOID] = BLK_OP_SIGMOID, [CK_B_ERF] = BLK_OP_ERF, [CK_B_LOG1P] = BLK_OP_LOG1P,
+		[CK_B_EXPM1] = BLK_OP_EXPM1, [CK_B_FLOOR] = BLK_OP_FLOOR, [CK_B_CEIL] = BLK_OP_CEIL,
 		[CK_B_TRANSPOSE] = BLK_OP_TRANSPOSE,
 	};
 	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);

@@ -756,6 +756,8 @@ static void exec_instr(Interp *I, const Instr *in)
 		break;
 	case BLK_OP_NEG: case BLK_OP_NOT: case BLK_OP_EXP: case BLK_OP_LOG:
 	case BLK_OP_SQRT: case BLK_OP_RSQRT: case BLK_OP_TANH: case BLK_OP_ABS:
+	case BLK_OP_SIGMOID: case BLK_OP_ERF: case BLK_OP_LOG1P: case BLK_OP_EXPM1:
+	case BLK_OP_FLOOR: case BLK_OP_CEIL:
 	case BLK_OP_CAST: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_DIV: case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_MAX:
 	case BLK_OP_MIN: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_EQ:

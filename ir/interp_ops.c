@@ -90,6 +90,12 @@ static float unary_float(BlkOpKind k, float x)
 	case BLK_OP_RSQRT: return 1.0f / sqrtf(x);
 	case BLK_OP_TANH: return tanhf(x);
 	case BLK_OP_ABS: return fabsf(x);
+	case BLK_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case BLK_OP_ERF: return erff(x);
+	case BLK_OP_LOG1P: return log1pf(x);
+	case BLK_OP_EXPM1: return expm1f(x);
+	case BLK_OP_FLOOR: return floorf(x);
+	case BLK_OP_CEIL: return ceilf(x);
 	default: blk_die("interp: %s is not a float op", blk_op_name(k));
 	}
 }

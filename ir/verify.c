@@ -192,7 +192,8 @@ static int op_class(BlkOpKind k)
 	switch (k) {
 	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: return BOOLEAN;
 	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
-	case BLK_OP_TANH: case BLK_OP_DIV: return FLOAT;
+	case BLK_OP_TANH: case BLK_OP_DIV: case BLK_OP_SIGMOID: case BLK_OP_ERF:
+	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL: return FLOAT;
 	case BLK_OP_FLOORDIV: case BLK_OP_MOD: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
@@ -539,7 +540,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_PROGRAM_ID] = check_program, [BLK_OP_NUM_PROGRAMS] = check_program,
 	[BLK_OP_IOTA] = check_iota,
 	UNARY(NEG), UNARY(NOT), UNARY(EXP), UNARY(LOG), UNARY(SQRT), UNARY(RSQRT),
-	UNARY(TANH), UNARY(ABS), UNARY(CAST),
+	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
+	UNARY(FLOOR), UNARY(CEIL), UNARY(CAST),
 	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
 	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
@@ -563,6 +565,8 @@ static const signed char arity[][4] = {
 	A(NUM_PROGRAMS, 0, 0, 1, 0), A(IOTA, 0, 0, 1, 0),
 	A(NEG, 1, 1, 1, 0), A(NOT, 1, 1, 1, 0), A(EXP, 1, 1, 1, 0), A(LOG, 1, 1, 1, 0),
 	A(SQRT, 1, 1, 1, 0), A(RSQRT, 1, 1, 1, 0), A(TANH, 1, 1, 1, 0), A(ABS, 1, 1, 1, 0),
+	A(SIGMOID, 1, 1, 1, 0), A(ERF, 1, 1, 1, 0), A(LOG1P, 1, 1, 1, 0), A(EXPM1, 1, 1, 1, 0),
+	A(FLOOR, 1, 1, 1, 0), A(CEIL, 1, 1, 1, 0),
 	A(CAST, 1, 1, 1, 0),
 	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
 	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),

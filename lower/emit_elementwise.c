@@ -105,18 +105,104 @@ static LLVMValueRef tanh_f32(Emit *E, LLVMValueRef x)
 	return LLVMBuildFSub(E->b, fconst(E, 1.0), q, "");
 }
 
+static LLVMValueRef log_f32(Emit *E, LLVMValueRef x)
+{
+	return LLVMBuildFMul(E->b, call1_nvvm(E, "llvm.nvvm.lg2.approx.f", x), fconst(E, 0.6931471805599453), "");
+}
+
+static LLVMValueRef fma_f32(Emit *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+	LLVMValueRef args[3] = { a, b, c };
+	LLVMTypeRef t = E->f32;
+	return emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+}
+
+/* c[0] + y*(c[1] + y*(... + y*c[n-1])), by fma. */
+static LLVMValueRef poly(Emit *E, LLVMValueRef y, const double *c, int n)
+{
+	LLVMValueRef r = fconst(E, c[n - 1]);
+	for (int i = n - 2; i >= 0; i--)
+		r = fma_f32(E, r, y, fconst(E, c[i]));
+	return r;
+}
+
+static LLVMValueRef sel_small(Emit *E, LLVMValueRef x, double bound, LLVMValueRef small, LLVMValueRef big)
+{
+	LLVMValueRef in = LLVMBuildFCmp(E->b, LLVMRealOLT, call1(E, "llvm.fabs", x), fconst(E, bound), "");
+	return LLVMBuildSelect(E->b, in, small, big, "");
+}
+
+/* exp(x) - 1: below |x| = 0.5 its Taylor series to x^9 (no cancellation),
+ * above it exp(x) - 1 (at most 2 ulp of exp lost). */
+static LLVMValueRef expm1_f32(Emit *E, LLVMValueRef x)
+{
+	static const double c[9] = { 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720,
+	                             1.0 / 5040, 1.0 / 40320, 1.0 / 362880 };
+	LLVMValueRef small = LLVMBuildFMul(E->b, x, poly(E, x, c, 9), "");
+	LLVMValueRef big = LLVMBuildFSub(E->b, exp_f32(E, x), fconst(E, 1.0), "");
+	return sel_small(E, x, 0.5, small, big);
+}
+
+/* log(1 + x): below |x| = 0.5 as 2 atanh(s), s = x / (2 + x), by its odd
+ * series to s^11 (|s| <= 0.2); above it log(1 + x). */
+static LLVMValueRef log1p_f32(Emit *E, LLVMValueRef x)
+{
+	static const double c[6] = { 1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11 };
+	LLVMValueRef sv = LLVMBuildFDiv(E->b, x, LLVMBuildFAdd(E->b, x, fconst(E, 2.0), ""), "");
+	LLVMValueRef s2 = LLVMBuildFMul(E->b, sv, sv, "");
+	LLVMValueRef small = LLVMBuildFMul(E->b, LLVMBuildFMul(E->b, sv, fconst(E, 2.0), ""), poly(E, s2, c, 6), "");
+	LLVMValueRef big = log_f32(E, LLVMBuildFAdd(E->b, x, fconst(E, 1.0), ""));
+	return sel_small(E, x, 0.5, small, big);
+}
+
+/* erf: below |x| = 0.5 its Taylor series to x^11 (relative accuracy near
+ * 0); above it the Abramowitz-Stegun 7.1.26 rational form, 1 - P(t)
+ * e^(-x^2) with t = 1 / (1 + 0.3275911 |x|) (1.5e-7 absolute), the sign
+ * restored. */
+static LLVMValueRef erf_f32(Emit *E, LLVMValueRef x)
+{
+	static const double ts[6] = { 1.1283791670955126, -0.37612638903183754, 0.11283791670955126,
+	                              -0.026866170645131252, 0.005223977625442188, -0.0008548327023450852 };
+	static const double as[6] = { 0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027,
+	                              1.061405429 };
+	LLVMValueRef x2 = LLVMBuildFMul(E->b, x, x, "");
+	LLVMValueRef small = LLVMBuildFMul(E->b, x, poly(E, x2, ts, 6), "");
+	LLVMValueRef ax = call1(E, "llvm.fabs", x);
+	LLVMValueRef dv[2] = { fconst(E, 1.0), fma_f32(E, ax, fconst(E, 0.3275911), fconst(E, 1.0)) };
+	LLVMValueRef t = emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
+	LLVMValueRef p = poly(E, t, as, 6); /* a1 t + ... + a5 t^5 */
+	LLVMValueRef e = exp_f32(E, LLVMBuildFNeg(E->b, x2, ""));
+	LLVMValueRef big = LLVMBuildFSub(E->b, fconst(E, 1.0), LLVMBuildFMul(E->b, p, e, ""), "");
+	LLVMTypeRef ty = E->f32;
+	LLVMValueRef args[2] = { big, x };
+	big = emit_intrinsic(E, "llvm.copysign", &ty, 1, args, 2);
+	return sel_small(E, x, 0.5, small, big);
+}
+
+/* 1 / (1 + e^-x): e^-x overflows to inf (0) or flushes to 0 (1). */
+static LLVMValueRef sigmoid_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMValueRef dv[2] = { fconst(E, 1.0),
+	                       LLVMBuildFAdd(E->b, exp_f32(E, LLVMBuildFNeg(E->b, x, "")), fconst(E, 1.0), "") };
+	return emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
+}
+
 static LLVMValueRef unary_f32(Emit *E, BlkOpKind k, LLVMValueRef x)
 {
 	switch (k) {
 	case BLK_OP_NEG: return LLVMBuildFNeg(E->b, x, "");
 	case BLK_OP_EXP: return exp_f32(E, x);
-	case BLK_OP_LOG:
-		return LLVMBuildFMul(E->b, call1_nvvm(E, "llvm.nvvm.lg2.approx.f", x),
-		                     fconst(E, 0.6931471805599453), "");
+	case BLK_OP_LOG: return log_f32(E, x);
 	case BLK_OP_SQRT: return call1(E, "llvm.sqrt", x);
 	case BLK_OP_RSQRT: return LLVMBuildFDiv(E->b, fconst(E, 1.0), call1(E, "llvm.sqrt", x), "");
 	case BLK_OP_TANH: return tanh_f32(E, x);
 	case BLK_OP_ABS: return call1(E, "llvm.fabs", x);
+	case BLK_OP_SIGMOID: return sigmoid_f32(E, x);
+	case BLK_OP_ERF: return erf_f32(E, x);
+	case BLK_OP_LOG1P: return log1p_f32(E, x);
+	case BLK_OP_EXPM1: return expm1_f32(E, x);
+	case BLK_OP_FLOOR: return call1(E, "llvm.floor", x);
+	case BLK_OP_CEIL: return call1(E, "llvm.ceil", x);
 	default: blk_die("lower: emit: unary op %s on floats", blk_op_name(k));
 	}
 }

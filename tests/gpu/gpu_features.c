@@ -238,6 +238,14 @@ static const Case cases[] = {
 	UNARY("unary_sqrt", "sqrt(abs(v))"),
 	UNARY("unary_rsqrt", "rsqrt(abs(v) + 0.25)"),
 	UNARY("unary_abs_neg", "abs(v) - -v"),
+	UNARY("unary_sigmoid", "sigmoid(v * 8.0)"),
+	UNARY("unary_erf", "erf(v * 3.0)"),
+	UNARY("unary_erf_small", "erf(v * 0.001)"),
+	UNARY("unary_log1p", "log1p(v * 0.95)"),
+	UNARY("unary_log1p_small", "log1p(v * 0.0001)"),
+	UNARY("unary_expm1", "expm1(v * 4.0)"),
+	UNARY("unary_expm1_small", "expm1(v * 0.0001)"),
+	UNARY("unary_floor_ceil", "floor(v * 5.0) + ceil(v * 3.0) * 0.5"),
 
 	CASE("arith_float", true,
 	     "kernel arith_float[T = f32, B = 128](\n"
