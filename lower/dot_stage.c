@@ -51,33 +51,6 @@ static BlkValue *stage_buffer(LowerCtx *c, BlkOp *site, BlkLoc loc, BlkDType dt,
 	return v;
 }
 
-/* buf[p] as a [R, C] Ref. */
-static BlkValue *slot(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *buf, BlkValue *p)
-{
-	const BlkType *bt = &buf->type;
-	BlkType t = blk_type_ref(bt->dtype, 2, bt->dims + 1, BLK_SPACE_SHARED);
-	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	int shape[2] = { bt->layout->shape[1], bt->layout->shape[2] };
-	*l = blk_layout_shared(2, shape, bt->layout->sstride[1] - shape[1]);
-	t.layout = l;
-	BlkValue *ops[2] = { buf, p };
-	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, t, 2, ops);
-	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL }, { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
-	blk_op_set_index(c->a, v->def, "idx", 3, idx);
-	return v;
-}
-
-static BlkValue *trans_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref)
-{
-	const BlkType *rt = &ref->type;
-	const BlkSym *dims[2] = { rt->dims[1], rt->dims[0] };
-	BlkType t = blk_type_ref(rt->dtype, 2, dims, BLK_SPACE_SHARED);
-	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_shared_swap(rt->layout, 0, 1);
-	t.layout = l;
-	return blk_build1(b, BLK_OP_TRANS_VIEW, loc, t, 1, &ref);
-}
-
 /* store ref, x (whole); x cast to the Ref's dtype first where it differs. */
 static void store_all(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, BlkValue *x)
 {
@@ -154,12 +127,12 @@ static void stage(LowerCtx *c, BlkOp *dot)
 		if (site != dot)
 			blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	}
-	BlkValue *sa = slot(c, &bl, dot->loc, ba, p);
+	BlkValue *sa = blk_lower_slot_view(c, &bl, dot->loc, ba, p);
 	if (!mma) /* k-major: the dot reads A [M, K] through a trans_view */
-		sa = trans_view(c, &bl, dot->loc, sa);
+		sa = blk_lower_trans_view(c, &bl, dot->loc, sa);
 	store_all(c, &bl, dot->loc, sa, a);
-	BlkValue *sb = slot(c, &bl, dot->loc, bb, p);
-	store_all(c, &bl, dot->loc, bt ? trans_view(c, &bl, dot->loc, sb) : sb, b);
+	BlkValue *sb = blk_lower_slot_view(c, &bl, dot->loc, bb, p);
+	store_all(c, &bl, dot->loc, bt ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb, b);
 	blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	dot->operands[0] = sa;
 	dot->operands[1] = sb;

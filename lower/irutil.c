@@ -131,3 +131,57 @@ BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot)
 	}
 	return site;
 }
+
+void blk_lower_move_after(BlkOp *op, BlkOp *pos)
+{
+	BlkRegion *r = pos->parent;
+	blk_op_erase(op); /* only unlinks: the results keep their uses */
+	op->parent = r;
+	op->prev = pos;
+	op->next = pos->next;
+	if (pos->next)
+		pos->next->prev = op;
+	else
+		r->last = op;
+	pos->next = op;
+}
+
+int blk_lower_ref_param(const BlkValue *ref)
+{
+	while (ref->def && ref->def->kind == BLK_OP_VIEW)
+		ref = ref->def->operands[0];
+	return ref->def && ref->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(ref->def, "param", -1) : -1;
+}
+
+BlkValue *blk_lower_slot_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *buf, BlkValue *slot)
+{
+	const BlkType *bt = &buf->type;
+	BlkType t = blk_type_ref(bt->dtype, bt->rank - 1, bt->dims + 1, BLK_SPACE_SHARED);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = *bt->layout;
+	l->rank = bt->rank - 1;
+	for (int d = 0; d < l->rank; d++) {
+		l->shape[d] = l->shape[d + 1];
+		l->pad[d] = l->pad[d + 1];
+		l->sstride[d] = l->sstride[d + 1];
+	}
+	t.layout = l;
+	BlkValue *ops[2] = { buf, slot };
+	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, t, 2, ops);
+	BlkIndex idx[BLK_MAX_RANK] = { { BLK_INDEX_SCALAR, NULL } };
+	for (int d = 1; d < bt->rank; d++)
+		idx[d] = (BlkIndex){ BLK_INDEX_FULL, NULL };
+	blk_op_set_index(c->a, v->def, "idx", bt->rank, idx);
+	return v;
+}
+
+BlkValue *blk_lower_trans_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref)
+{
+	const BlkType *rt = &ref->type;
+	const BlkSym *dims[2] = { rt->dims[1], rt->dims[0] };
+	BlkType t = blk_type_ref(rt->dtype, 2, dims, BLK_SPACE_SHARED);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_shared_swap(rt->layout, 0, 1);
+	t.layout = l;
+	return blk_build1(b, BLK_OP_TRANS_VIEW, loc, t, 1, &ref);
+}

@@ -7,11 +7,7 @@
 
 bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref)
 {
-	while (ref->def && ref->def->kind == BLK_OP_VIEW)
-		ref = ref->def->operands[0];
-	if (!ref->def || ref->def->kind != BLK_OP_BLOCK_REF)
-		return false;
-	int pi = (int)blk_op_int(ref->def, "param", -1);
+	int pi = blk_lower_ref_param(ref);
 	return pi >= 0 && pi < c->k->nparams && c->k->params[pi].access == BLK_ACCESS_IN;
 }
 

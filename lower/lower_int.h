@@ -112,8 +112,16 @@ BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
-/* Moves op from its region to the end of region r. */
+/* Moves op from its region to the end of region r; or to just after pos. */
 void blk_lower_move_op(BlkOp *op, BlkRegion *r);
+void blk_lower_move_after(BlkOp *op, BlkOp *pos);
+/* The param a global Ref comes from (through views of its block_ref), or -1. */
+int blk_lower_ref_param(const BlkValue *ref);
+/* buf[slot]: a view of a shared buffer without its first dim, keeping the
+ * other dims' strides. */
+BlkValue *blk_lower_slot_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *buf, BlkValue *slot);
+/* A rank-2 shared Ref with its dims swapped (its strides swapped). */
+BlkValue *blk_lower_trans_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref);
 /* Calls f on every op of r and its nested regions, in order (f may not
  * erase ops other than the one it is given). */
 void blk_lower_walk(BlkRegion *r, void (*f)(void *ctx, BlkOp *op), void *ctx);

@@ -85,21 +85,6 @@ static int overlap_step(int j, int r, int n)
 	return j == r - 1 ? n - 1 : (int)((int64_t)j * n / (r - 1));
 }
 
-/* Unlinks op and inserts it after `pos`. */
-static void move_after(BlkOp *op, BlkOp *pos)
-{
-	BlkRegion *r = pos->parent;
-	blk_op_erase(op);
-	op->parent = r;
-	op->prev = pos;
-	op->next = pos->next;
-	if (pos->next)
-		pos->next->prev = op;
-	else
-		r->last = op;
-	pos->next = op;
-}
-
 static void split(LowerCtx *c, BlkOp *dot)
 {
 	Steps S = { .c = c, .dot = dot, .a = dot->operands[0], .b = dot->operands[1] };
@@ -141,9 +126,9 @@ static void split(LowerCtx *c, BlkOp *dot)
 		}
 		for (; j < r && overlap_step(j, r, n) == ks; j++) {
 			if (ks + 1 < n) {
-				move_after(ovl[j], bl.before->prev); /* after this step's dot */
+				blk_lower_move_after(ovl[j], bl.before->prev); /* after this step's dot */
 			} else {
-				move_after(ovl[j], last);
+				blk_lower_move_after(ovl[j], last);
 				last = ovl[j];
 			}
 		}

@@ -180,37 +180,14 @@ static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 /* bufX[slot] as a [R, C] shared Ref (a stored tile's buffer is that). */
 static BlkValue *slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
 {
-	LowerCtx *c = P->L.c;
-	if (x->fixed)
-		return x->buf;
-	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = *x->buf->type.layout;
-	l->rank = 2;
-	for (int d = 0; d < 2; d++) {
-		l->shape[d] = l->shape[d + 1];
-		l->pad[d] = l->pad[d + 1];
-		l->sstride[d] = l->sstride[d + 1];
-	}
-	int64_t shape[2] = { x->R, x->C };
-	BlkType t = shared_type(c, x->buf->type.dtype, 2, shape, l);
-	BlkValue *ops[2] = { x->buf, slot };
-	BlkValue *v = blk_build1(b, BLK_OP_VIEW, x->load->loc, t, 2, ops);
-	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL }, { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
-	blk_op_set_index(c->a, v->def, "idx", 3, idx);
-	return v;
+	return x->fixed ? x->buf : blk_lower_slot_view(P->L.c, b, x->load->loc, x->buf, slot);
 }
 
 /* The dot's operand from a slot view: B through a trans_view where the
  * source had a transpose. */
 static BlkValue *operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
 {
-	if (!x->trans)
-		return view;
-	BlkLayout *l = BLK_NEW(P->L.c->a, BlkLayout);
-	*l = blk_layout_shared_swap(view->type.layout, 0, 1);
-	int64_t shape[2] = { x->C, x->R };
-	BlkType t = shared_type(P->L.c, view->type.dtype, 2, shape, l);
-	return blk_build1(b, BLK_OP_TRANS_VIEW, x->trans->loc, t, 1, &view);
+	return x->trans ? blk_lower_trans_view(P->L.c, b, x->trans->loc, view) : view;
 }
 
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an

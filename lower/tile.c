@@ -484,14 +484,6 @@ static bool is_access(const BlkOp *op)
 	       op->kind == BLK_OP_ATOMIC_ADD;
 }
 
-/* The param a global Ref comes from (through views), or -1. */
-static int ref_param(const BlkValue *v)
-{
-	while (v->def && v->def->kind == BLK_OP_VIEW)
-		v = v->def->operands[0];
-	return v->def && v->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(v->def, "param", -1) : -1;
-}
-
 /* acc[p]: how param p is accessed -- a bit per kind of access op, and
  * whether more than one op writes it or reads it. */
 typedef struct Access {
@@ -504,7 +496,7 @@ static void note_access(LowerCtx *c, BlkRegion *r, Access *acc)
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
 			note_access(c, op->regions[i], acc);
-		int p = is_access(op) ? ref_param(op->operands[0]) : -1;
+		int p = is_access(op) ? blk_lower_ref_param(op->operands[0]) : -1;
 		if (p >= 0 && p < c->k->nparams) {
 			acc[p].kinds |= 1u << (op->kind - BLK_OP_LOAD);
 			acc[p].ops++;
@@ -517,7 +509,7 @@ static void note_access(LowerCtx *c, BlkRegion *r, Access *acc)
  * store in one layout, then another store in another). */
 static bool shared_param(const Access *a)
 {
-	unsigned writes = a->kinds & ~(1u << (BLK_OP_LOAD - BLK_OP_LOAD));
+	bool writes = (a->kinds & ~1u) != 0; /* bit 0 is load (note_access) */
 	return (a->kinds & (a->kinds - 1)) != 0 || (a->ops > 1 && writes);
 }
 
@@ -534,7 +526,7 @@ static void bracket(LowerCtx *c, BlkRegion *r, const Access *acc)
 			bracket(c, op->regions[i], acc);
 		if (!is_access(op))
 			continue;
-		int p = ref_param(op->operands[0]);
+		int p = blk_lower_ref_param(op->operands[0]);
 		bool multi = p >= 0 && p < c->k->nparams && shared_param(&acc[p]);
 		if (op->operands[0]->type.space != BLK_SPACE_SHARED && !multi)
 			continue;

@@ -808,6 +808,21 @@ static void test_tuner_gpu(void **state)
 
 /* ---- launches under the fake driver (tests/runtime/fake_cuda.c) -------- */
 
+/* A runtime on the fake driver (sm_90a). */
+static BlkRuntime *fake_runtime(void)
+{
+	setenv("BLK_LIBCUDA", env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA), 1);
+	setenv("BLK_ARCH", "sm_90a", 1);
+	char err[256] = "";
+	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
+	unsetenv("BLK_LIBCUDA");
+	unsetenv("BLK_ARCH");
+	if (!rt)
+		fail_msg("the fake driver did not load: %s", err);
+	return rt;
+}
+
+
 /* A launch on tensors of the last launch's layout reuses its kernel
  * without binding or keying again (a hit); new pointers are still checked;
  * a slice's alignment makes a kernel of its own; the first layout is then
@@ -815,16 +830,8 @@ static void test_tuner_gpu(void **state)
 static void test_launch_fast_path(void **state)
 {
 	need_program(state);
-	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
-	setenv("BLK_LIBCUDA", fake_path, 1);
-	setenv("BLK_ARCH", "sm_90a", 1);
 	setenv("BLK_CACHE", "0", 1); /* compiles counted here, not read from disk */
-	char err[256] = "";
-	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
-	unsetenv("BLK_LIBCUDA");
-	unsetenv("BLK_ARCH");
-	if (!rt)
-		fail_msg("the fake driver did not load: %s", err);
+	BlkRuntime *rt = fake_runtime();
 	BlkProgram *p = blk_program_load(rt, matmul_path(), NULL, 0);
 	assert_non_null(p);
 	BlkFunc *f = blk_program_kernel(p, NULL);
@@ -863,14 +870,7 @@ static void test_tuner_fake_driver(void **state)
 {
 	need_program(state);
 	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
-	setenv("BLK_LIBCUDA", fake_path, 1);
-	setenv("BLK_ARCH", "sm_90a", 1);
-	char err[256] = "";
-	BlkRuntime *rt = blk_runtime_create(0, err, sizeof err);
-	unsetenv("BLK_LIBCUDA");
-	unsetenv("BLK_ARCH");
-	if (!rt)
-		fail_msg("the fake driver did not load: %s", err);
+	BlkRuntime *rt = fake_runtime();
 	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
 	assert_non_null(fake);
 	int (*launches)(void);
