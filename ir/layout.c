@@ -157,6 +157,23 @@ BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn)
 	return l;
 }
 
+bool blk_layout_wgmma_fits(int M, int N, int nthreads)
+{
+	int warps = nthreads / 32;
+	return nthreads % 128 == 0 && M > 0 && M % (16 * warps) == 0 && M == blk_pow2ceil(M) &&
+	       N >= 16 && N <= 256 && N == blk_pow2ceil(N) && M / (8 * warps) * (N / 4) <= 256;
+}
+
+BlkLayout blk_layout_wgmma(const int *shape, int nthreads)
+{
+	BlkLayout l;
+	layout_init(&l, 2, shape, nthreads);
+	l.dot = l.wg = true;
+	l.spt[0] = 2, l.thr[0] = 8 * (nthreads / 32), l.tsh[0] = 2, l.tlo[0] = 3;
+	l.spt[1] = 2, l.thr[1] = 4, l.tsh[1] = 0;
+	return l;
+}
+
 bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn)
 {
 	int warps = nthreads / 32;
@@ -185,7 +202,7 @@ BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank - 1;
-	s.dot = s.mma = false;
+	s.dot = s.mma = s.wg = false;
 	for (int d = axis; d < s.rank; d++) {
 		s.shape[d] = l->shape[d + 1];
 		s.pad[d] = l->pad[d + 1];
@@ -194,18 +211,19 @@ BlkLayout blk_layout_slice(const BlkLayout *l, int axis)
 		s.tsh[d] = l->tsh[d + 1];
 		s.lbits[d] = l->lbits[d + 1];
 		s.hsh[d] = l->hsh[d + 1];
+		s.tlo[d] = l->tlo[d + 1];
 	}
-	s.lbits[s.rank] = s.hsh[s.rank] = 0;
+	s.lbits[s.rank] = s.hsh[s.rank] = s.tlo[s.rank] = 0;
 	return s;
 }
 
 BlkLayout blk_layout_collapse(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
-	s.dot = s.mma = false;
+	s.dot = s.mma = s.wg = false;
 	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
 	s.tsh[axis] = 0;
-	s.lbits[axis] = s.hsh[axis] = 0;
+	s.lbits[axis] = s.hsh[axis] = s.tlo[axis] = 0;
 	return s;
 }
 
@@ -213,7 +231,7 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.rank = l->rank + 1;
-	s.dot = s.mma = false;
+	s.dot = s.mma = s.wg = false;
 	for (int d = s.rank - 1; d > axis; d--) {
 		s.shape[d] = l->shape[d - 1];
 		s.pad[d] = l->pad[d - 1];
@@ -222,10 +240,11 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 		s.tsh[d] = l->tsh[d - 1];
 		s.lbits[d] = l->lbits[d - 1];
 		s.hsh[d] = l->hsh[d - 1];
+		s.tlo[d] = l->tlo[d - 1];
 	}
 	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
 	s.tsh[axis] = 0;
-	s.lbits[axis] = s.hsh[axis] = 0;
+	s.lbits[axis] = s.hsh[axis] = s.tlo[axis] = 0;
 	return s;
 }
 
@@ -239,7 +258,7 @@ bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst)
 				return false;
 		} else if (src->shape[s] != dst->shape[d] || src->spt[s] != dst->spt[d] ||
 		           src->thr[s] != dst->thr[d] || src->tsh[s] != dst->tsh[d] ||
-		           src->lbits[s] != dst->lbits[d] || (src->lbits[s] && src->hsh[s] != dst->hsh[d])) {
+		           src->tlo[s] != dst->tlo[d] || src->lbits[s] != dst->lbits[d] || (src->lbits[s] && src->hsh[s] != dst->hsh[d])) {
 			return false;
 		}
 	}
@@ -300,7 +319,8 @@ int blk_layout_nregs(const BlkLayout *l)
 
 int blk_layout_coord(const BlkLayout *l, int d, int rd, int td)
 {
-	return (rd / l->spt[d]) * l->spt[d] * l->thr[d] + td * l->spt[d] + rd % l->spt[d];
+	int lo = l->tlo[d], s = l->spt[d];
+	return (rd / s) * s * l->thr[d] + (td >> lo) * (s << lo) + ((rd % s) << lo) + (td & ((1 << lo) - 1));
 }
 
 void blk_layout_reg_split(const BlkLayout *l, int r, int *rd)
@@ -325,6 +345,36 @@ BlkLayout blk_layout_shared(int rank, const int *shape, int pad)
 	return l;
 }
 
+BlkLayout blk_layout_shared_swizzled(int rank, const int *shape, int esize)
+{
+	int C = shape[rank - 1], bytes = C * esize, swz = 128;
+	while (swz >= 32 && bytes % swz)
+		swz /= 2;
+	if (swz < 32 || rank < 2)
+		return blk_layout_shared(rank, shape, 0);
+	BlkLayout l;
+	layout_init(&l, rank, shape, 0);
+	l.shared = true;
+	l.swz = swz;
+	int bw = swz / esize, R = shape[rank - 2];
+	l.sstride[rank - 1] = 1;
+	l.sstride[rank - 2] = bw;
+	l.sblk = C > bw ? R * bw : 0;
+	int st = R * C;
+	for (int d = rank - 3; d >= 0; d--) {
+		l.sstride[d] = st;
+		st *= shape[d];
+	}
+	return l;
+}
+
+long long blk_layout_swizzle(const BlkLayout *l, long long o)
+{
+	if (!l->swz)
+		return o;
+	return o ^ (((o >> 7) & (l->swz / 16 - 1)) << 4);
+}
+
 BlkLayout blk_layout_shared_swap(const BlkLayout *l, int a, int b)
 {
 	BlkLayout s = *l;
@@ -342,13 +392,13 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 		for (int d = 0; d < a->rank; d++)
 			if (a->shape[d] != b->shape[d] || a->sstride[d] != b->sstride[d])
 				return false;
-		return true;
+		return a->swz == b->swz && a->sblk == b->sblk;
 	}
-	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag)
+	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag || a->wg != b->wg)
 		return false;
 	for (int d = 0; d < a->rank; d++)
 		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
-		    a->tsh[d] != b->tsh[d] || a->lbits[d] != b->lbits[d] ||
+		    a->tsh[d] != b->tsh[d] || a->tlo[d] != b->tlo[d] || a->lbits[d] != b->lbits[d] ||
 		    (a->lbits[d] && a->hsh[d] != b->hsh[d]))
 			return false;
 	return true;
@@ -376,13 +426,27 @@ static bool packed(const BlkLayout *l)
  *   blocked<spt=[1,4], thr=[4,32]>       thread bits packed last-fastest
  *   dot<spt=[4,4], thr=[16,16]>          the same, made for a SIMT dot
  *   slice<spt=[4], thr=[16], tsh=[4]>    thread bits where they were
- *   mma<warps=[2,4]>                     layout.h's blk_layout_mma */
+ *   mma<warps=[2,4]>                     layout.h's blk_layout_mma
+ *   wgmma<warps=[8,1]>                   layout.h's blk_layout_wgmma
+ *   shared<strides=[64,1], swizzle=128>  a swizzled buffer (cblock: sblk) */
 void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 {
 	buf[0] = 0;
 	if (l->shared) {
 		snprintf(buf, n, "shared<");
 		put_list(buf, n, "strides", l->sstride, l->rank);
+		if (l->swz) {
+			put_list(buf, n, "swizzle", &l->swz, 1);
+			if (l->sblk)
+				put_list(buf, n, "cblock", &l->sblk, 1);
+		}
+		strncat(buf, ">", n - strlen(buf) - 1);
+		return;
+	}
+	if (l->wg) {
+		int w[2] = { l->thr[0] / 8, 1 };
+		snprintf(buf, n, "wgmma<");
+		put_list(buf, n, "warps", w, 2);
 		strncat(buf, ">", n - strlen(buf) - 1);
 		return;
 	}
@@ -403,6 +467,11 @@ void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 		put_list(buf, n, "lbits", l->lbits, l->rank);
 		put_list(buf, n, "hsh", l->hsh, l->rank);
 	}
+	for (int d = 0; d < l->rank; d++)
+		if (l->tlo[d]) { /* a slice of a wgmma accumulator */
+			put_list(buf, n, "tlo", l->tlo, l->rank);
+			break;
+		}
 	strncat(buf, ">", n - strlen(buf) - 1);
 }
 
@@ -466,11 +535,21 @@ static const char *check_strides(const BlkLayout *l)
 static const char *shared_from_text(const BlkLayoutText *t, BlkLayout *out)
 {
 	const int *st = text_list(t, "strides", out->rank);
-	if (!st || t->nkeys != 1)
-		return "shared<> takes strides, one entry per dim";
+	const int *sw = text_list(t, "swizzle", 1), *cb = text_list(t, "cblock", 1);
+	if (!st || t->nkeys != 1 + !!sw + !!cb || (cb && !sw))
+		return "shared<> takes strides, one entry per dim (and swizzle, cblock)";
 	out->shared = true;
 	for (int d = 0; d < out->rank; d++)
 		out->sstride[d] = st[d];
+	if (sw) { /* column blocks interleave the strides: checked where used */
+		out->swz = sw[0];
+		out->sblk = cb ? cb[0] : 0;
+		if (out->swz != 32 && out->swz != 64 && out->swz != 128)
+			return "swizzle is 32, 64 or 128 (bytes)";
+		if (out->sblk < 0)
+			return "cblock must be 0 or more";
+		return NULL;
+	}
 	return check_strides(out);
 }
 
@@ -489,6 +568,15 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		*out = blk_layout_mma_grid(shape, nthreads, w[1]);
 		return NULL;
 	}
+	if (strcmp(t->kind, "wgmma") == 0) {
+		const int *w = text_list(t, "warps", 2);
+		if (rank != 2 || !w || t->nkeys != 1)
+			return "wgmma<warps=[w,1]> is for rank-2 tiles";
+		if (w[1] != 1 || w[0] * 32 != nthreads || !blk_layout_wgmma_fits(shape[0], shape[1], nthreads))
+			return "these warps are not a wgmma layout of this tile and kernel";
+		*out = blk_layout_wgmma(shape, nthreads);
+		return NULL;
+	}
 	int frag = strcmp(t->kind, "mma_a") == 0 ? BLK_FRAG_A : strcmp(t->kind, "mma_b") == 0 ? BLK_FRAG_B : 0;
 	if (frag) {
 		const int *w = text_list(t, "warps", 2);
@@ -502,13 +590,19 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 	}
 	bool slice = strcmp(t->kind, "slice") == 0;
 	if (!slice && strcmp(t->kind, "blocked") != 0 && strcmp(t->kind, "dot") != 0)
-		return "unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, shared)";
+		return "unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, shared)";
 	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
 	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
 	const int *lb = slice ? text_list(t, "lbits", rank) : NULL, *hs = slice ? text_list(t, "hsh", rank) : NULL;
-	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 + 2 * (lb && hs) : 2))
-		return slice ? "slice<> takes spt, thr and tsh (and lbits, hsh), one entry per dim"
+	const int *lo = slice ? text_list(t, "tlo", rank) : NULL;
+	if (!spt || !thr || (slice && !tsh) || t->nkeys != (slice ? 3 + 2 * (lb && hs) + !!lo : 2))
+		return slice ? "slice<> takes spt, thr and tsh (and lbits, hsh; tlo), one entry per dim"
 		             : "blocked<> and dot<> take spt and thr, one entry per dim";
+	for (int d = 0; lo && d < rank; d++) {
+		if (lo[d] < 0 || (1 << lo[d]) > thr[d])
+			return "tlo out of range";
+		out->tlo[d] = lo[d];
+	}
 	for (int d = 0; lb && hs && d < rank; d++) {
 		if (lb[d] < 0 || (1 << lb[d]) > thr[d] || hs[d] < 0 || hs[d] > 10)
 			return "lbits and hsh out of range";

@@ -54,6 +54,15 @@ typedef struct BlkLayout {
 	 * to the default layout first (tile.c). */
 	int lbits[BLK_MAX_RANK];
 	int hsh[BLK_MAX_RANK];
+	/* The low tlo[d] bits of the thread index along d come below the spt
+	 * registers in the coordinate (0 elsewhere): the coordinate is
+	 * (r / spt) * spt*thr + (t >> tlo) * (spt << tlo) + (r % spt) << tlo
+	 * + t % 2^tlo.  The wgmma accumulator's rows (g + 8h + 16w: lane group
+	 * g, register half h, warp w) are that with spt = 2, tlo = 3. */
+	int tlo[BLK_MAX_RANK];
+	/* The wgmma accumulator (printed "wgmma<warps=[w,1]>"), see
+	 * blk_layout_wgmma. */
+	bool wg;
 	/* A shared-memory layout (the layout of a shared Ref, not of a tile):
 	 * element i sits sum(i[d] * sstride[d]) elements from the Ref's start.
 	 * Padding (a row longer than its extent, so ldmatrix's 8 row addresses
@@ -61,11 +70,29 @@ typedef struct BlkLayout {
 	 * a buffer keeps the buffer's strides for the dims it keeps. */
 	bool shared;
 	int sstride[BLK_MAX_RANK];
+	/* Swizzled shared memory (the layout wgmma reads, docs/ir.md):
+	 * swz = 32, 64 or 128 bytes (0: none).  The contiguous dim (stride 1)
+	 * is cut into column blocks of swz bytes, sblk elements apart (0: one
+	 * block); within a block rows are swz bytes apart.  The byte offset o
+	 * of an element from the buffer's start (aligned to 8 * swz) is
+	 * o ^ (((o >> 7) & (swz/16 - 1)) << 4): 16-byte chunk j of a row
+	 * lands at chunk j ^ (row % 8) for 128 bytes. */
+	int swz;
+	int sblk;
 } BlkLayout;
 
 /* The layout of a rank-dim shared buffer, row-major, each row of the last
  * dim padded by pad elements: strides [.., shape[last] + pad, 1]. */
 BlkLayout blk_layout_shared(int rank, const int *shape, int pad);
+/* The swizzled layout of a rank-dim buffer of esize-byte elements whose
+ * last dim is its contiguous one: the widest swizzle (128, 64 or 32
+ * bytes) whose block divides the last extent's bytes; the buffer is
+ * [..., column block, row, element of the block].  swz = 0 where the rows
+ * are narrower than 32 bytes or not a multiple of a block. */
+BlkLayout blk_layout_shared_swizzled(int rank, const int *shape, int esize);
+/* The byte offset of element offset `elems` (the strides' sum, column
+ * blocks included) after the swizzle. */
+long long blk_layout_swizzle(const BlkLayout *l, long long bytes);
 /* A shared layout with dims a and b swapped (a transposed view). */
 BlkLayout blk_layout_shared_swap(const BlkLayout *l, int a, int b);
 
@@ -106,6 +133,18 @@ bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int w
 int blk_layout_warps_n(const BlkLayout *l); /* an mma or fragment layout's wn */
 bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
 int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
+/* The accumulator of wgmma.mma_async m64nNk16 over W = nthreads / 32
+ * warps, W / 4 warpgroups along M: warpgroup g owns rows 64g + [0, 64)
+ * of each 64W/4-row block (register bit 1 of dim 0 upward walks those
+ * blocks), its warp w rows 16w + [0, 16) of that, each warp as one
+ * mma.sync C fragment per n8 block: lane l = 4i + t, registers (h, c)
+ * -> row 8h + i, column 2t + c.  spt = [2, 2], thr = [8W, 4], tlo =
+ * [3, 0].  Register order is the layout's (row half major), not wgmma's
+ * d-index order (n8 block major, emit_wgmma.c maps them).  Fits when M
+ * is a multiple of 16W (whole m64 blocks per warpgroup), N a power of
+ * two from 16 to 256, W a multiple of 4. */
+BlkLayout blk_layout_wgmma(const int *shape, int nthreads);
+bool blk_layout_wgmma_fits(int M, int N, int nthreads);
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 /* l with dim axis shrunk to extent 1 held by one thread and register (the
@@ -138,12 +177,13 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b);
 void blk_layout_format(char *buf, size_t n, const BlkLayout *l);
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l);
 /* A layout's text as the IR parser read it: KIND<key=[ints], ...>. */
+enum { BLK_LAYOUT_MAX_KEYS = 8 };
 typedef struct BlkLayoutText {
 	const char *kind;
 	int nkeys;
-	const char *keys[4];
-	int lens[4];
-	int vals[4][BLK_MAX_RANK];
+	const char *keys[BLK_LAYOUT_MAX_KEYS];
+	int lens[BLK_LAYOUT_MAX_KEYS];
+	int vals[BLK_LAYOUT_MAX_KEYS][BLK_MAX_RANK];
 } BlkLayoutText;
 /* Rebuilds the layout of a tile of this shape in a kernel of nthreads
  * threads; NULL, or what is wrong with the text. */

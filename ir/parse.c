@@ -380,7 +380,7 @@ static const BlkLayout *parse_layout(Parser *P, const BlkType *t)
 	BlkLayoutText lt = { .kind = expect_ident(P, "a layout kind") };
 	expect(P, "<");
 	while (!accept(P, ">")) {
-		if (lt.nkeys == 4)
+		if (lt.nkeys == BLK_LAYOUT_MAX_KEYS)
 			fail(P, P->tok.loc, "too many layout fields");
 		if (lt.nkeys)
 			expect(P, ",");

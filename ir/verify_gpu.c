@@ -230,10 +230,52 @@ static void check_mma_shape(Verifier *V, const BlkOp *op)
 		     r->shape[0], (long long)K, (long long)K, r->shape[1], lstr(V, r));
 }
 
+static bool is16(BlkDType dt)
+{
+	return dt == BLK_F16 || dt == BLK_BF16;
+}
+
+/* A wgmma operand: a rank-2 shared Ref of f16/bf16, swizzled, one dim
+ * contiguous and the other's rows one swizzle span apart (what a matrix
+ * descriptor can say, emit_wgmma.c). */
+static bool wgmma_operand(const BlkValue *v)
+{
+	const BlkLayout *l = v->type.layout;
+	if (!shared_ref(v) || !l || v->type.rank != 2 || !l->swz || !is16(v->type.dtype))
+		return false;
+	int c = l->sstride[1] == 1 ? 1 : l->sstride[0] == 1 ? 0 : -1;
+	return c >= 0 && l->sstride[1 - c] == l->swz / 2;
+}
+
+/* A wgmma dot: a and b swizzled shared Refs (a k16 step or more), the
+ * accumulator; M whole m64 blocks of its warpgroups, N a power of two
+ * from 16 to 256. */
+static void check_wgmma(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *r = op->results[0]->type.layout;
+	if (op->noperands != 3 || !wgmma_operand(op->operands[0]) || !wgmma_operand(op->operands[1])) {
+		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 shared Refs (shared<..., swizzle=..>, "
+		     "rows one swizzle span apart) and its accumulator");
+		return;
+	}
+	int64_t K;
+	if (!blk_sym_is_const(op->operands[0]->type.dims[1], &K) || K <= 0 || K % 16 ||
+	    !blk_layout_wgmma_fits(r->shape[0], r->shape[1], r->nthreads))
+		fail(V, "a wgmma dot of [%d, %lld] x [%lld, %d] over %d warps: K must be a multiple of 16, "
+		     "M whole m64 blocks of each warpgroup, N a power of two from 16 to 256",
+		     r->shape[0], (long long)K, (long long)K, r->shape[1], r->nthreads / 32);
+	if (op->nregions > 1)
+		fail(V, "has %d regions, expected at most one", op->nregions);
+}
+
 /* A GPU-level dot: a, b (tiles until dot_stage.c stores them, or shared
  * Refs, or fragments), the accumulator. */
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
+	if (op->results[0]->type.layout->wg && shared_ref(op->operands[1])) {
+		check_wgmma(V, op);
+		return;
+	}
 	if (layout(op, 0) && layout(op, 0)->frag) {
 		check_dot_frags(V, op);
 		return;
@@ -304,18 +346,13 @@ static void check_shared_view(Verifier *V, const BlkOp *op)
 	for (int d = 0; d < a->rank && d < idx->index.n; d++) {
 		if (idx->index.v[d].kind == BLK_INDEX_SCALAR)
 			continue;
-		if (k >= r->rank || r->sstride[k] != a->sstride[d]) {
+		if (k >= r->rank || r->sstride[k] != a->sstride[d] || r->swz != a->swz || r->sblk != a->sblk) {
 			fail(V, "result is in %s; a view keeps the strides of %s for the dims it keeps",
 			     lstr(V, r), lstr(V, a));
 			return;
 		}
 		k++;
 	}
-}
-
-static bool is16(BlkDType dt)
-{
-	return dt == BLK_F16 || dt == BLK_BF16;
 }
 
 /* local_load: the fragments of a rank-2 shared Ref; A is read along k
@@ -383,11 +420,12 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 	} else if (op->kind == BLK_OP_DOT) {
 		const BlkAttr *e = blk_op_attr(op, "engine");
 		bool mma = e && e->kind == BLK_ATTR_STRING && strcmp(e->s, "mma") == 0;
+		bool wg = e && e->kind == BLK_ATTR_STRING && strcmp(e->s, "wgmma") == 0;
 		if (!r->dot && !r->mma)
-			fail(V, "result is in %s; a dot's result is in a dot<> or mma<> layout", lstr(V, r));
-		else if (e && r->mma != mma)
+			fail(V, "result is in %s; a dot's result is in a dot<>, mma<> or wgmma<> layout", lstr(V, r));
+		else if (e && (r->mma != mma || r->wg != wg))
 			fail(V, "result is in %s, but engine \"%s\" puts it in %s", lstr(V, r),
-			     mma ? "mma" : "fma", mma ? "mma<>" : "dot<>");
+			     mma ? "mma" : wg ? "wgmma" : "fma", mma ? "mma<>" : wg ? "wgmma<>" : "dot<>");
 		else if (r->mma)
 			check_mma_shape(V, op);
 		if (V->ok)
@@ -438,6 +476,20 @@ static bool one_in_one_out(Verifier *V, const BlkOp *op, const char *what)
 	return false;
 }
 
+/* wgmma_wait: the accumulator of a wgmma dot, given back as it is. */
+static void check_wgmma_wait(Verifier *V, const BlkOp *op)
+{
+	const BlkValue *a = op->operands[0];
+	const BlkAttr *e = a->def && a->def->kind == BLK_OP_DOT ? blk_op_attr(a->def, "engine") : NULL;
+	if (!e || e->kind != BLK_ATTR_STRING || strcmp(e->s, "wgmma") != 0)
+		fail(V, "waits for the result of a wgmma dot, not of %s",
+		     a->def ? blk_op_name(a->def->kind) : "a region argument");
+	else if (!blk_type_equal(&a->type, &op->results[0]->type))
+		fail(V, "result %s is not its operand's type %s", ty(V, &op->results[0]->type), ty(V, &a->type));
+	else if (blk_op_int(op, "pending", -1) < 0)
+		fail(V, "attr pending must be a count of groups (0 or more)");
+}
+
 /* The lowered ops' own rules (rule 4). */
 static void check_lowered(Verifier *V, const BlkOp *op)
 {
@@ -465,7 +517,13 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_LOCAL_ALLOC: check_local_alloc(V, op); break;
 	case BLK_OP_BARRIER:
 	case BLK_OP_ASYNC_COMMIT:
+	case BLK_OP_FENCE_ASYNC:
+	case BLK_OP_WGMMA_COMMIT:
 	case BLK_OP_ASYNC_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_WGMMA_WAIT:
+		if (one_in_one_out(V, op, "accumulator"))
+			check_wgmma_wait(V, op);
+		break;
 	case BLK_OP_ASYNC_COPY: check_async_copy(V, op); break;
 	case BLK_OP_VIEW:
 		if (op->noperands >= 1 && shared_ref(op->operands[0]) && op->nresults == 1)

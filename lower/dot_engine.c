@@ -5,6 +5,12 @@
  *   "mma"  tensor cores (mma.sync m16n8k16, emit_mma.c): both operands f16
  *          or both bf16, and the [M, N] tile and K fit the mma tiling over
  *          the kernel's warps (ir/layout.h, blk_layout_mma_fits);
+ *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
+ *          only, emit_wgmma.c): as "mma", when the [M, N] tile is whole m64
+ *          blocks of the kernel's warpgroups and N a power of two from 16
+ *          to 256 (blk_layout_wgmma_fits), and no dot of the kernel takes
+ *          its A from another dot's result (attention's P: those keep
+ *          mma.sync, whose accumulator registers are A's fragments);
  *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
  *          to the interpreter -- f32 operands, or shapes mma cannot tile;
  *          a b that is transpose(w) becomes w with attr b_trans (staged
@@ -22,15 +28,51 @@
 #include <string.h>
 
 /* NULL when dot can run on tensor cores, else why not. */
+static bool tc_dtypes(const BlkOp *dot)
+{
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	return a->dtype == b->dtype && (a->dtype == BLK_F16 || a->dtype == BLK_BF16);
+}
+
 static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	if (a->dtype != b->dtype || (a->dtype != BLK_F16 && a->dtype != BLK_BF16))
+	if (!tc_dtypes(dot))
 		return "its operands are not both f16 or both bf16";
 	if (!blk_layout_mma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]),
 	                         (int)blk_lower_dim(a->dims[1]), c->nthreads))
 		return "its shape does not fit the mma.sync tiling over the kernel's warps";
 	return NULL;
+}
+
+/* NULL when dot can run on wgmma, else why not; chained: some dot of
+ * the kernel takes A from a dot's result. */
+static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot, bool chained)
+{
+	if (!tc_dtypes(dot))
+		return "its operands are not both f16 or both bf16";
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	if (strcmp(c->arch, "sm_90a") != 0)
+		return "wgmma needs --arch=sm_90a";
+	if ((int)blk_lower_dim(a->dims[1]) % 16 ||
+	    !blk_layout_wgmma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]), c->nthreads))
+		return "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "
+		       "from 16 to 256 and K a multiple of 16";
+	if (chained)
+		return "a dot of this kernel takes its A from another dot's result (mma.sync keeps that "
+		       "in registers)";
+	return NULL;
+}
+
+typedef struct Chain {
+	bool found;
+} Chain;
+
+static void find_chain(void *ctx, BlkOp *op)
+{
+	Chain *ch = ctx;
+	if (op->kind == BLK_OP_DOT && op->noperands > 0 && blk_lower_dot_behind(op->operands[0], NULL))
+		ch->found = true;
 }
 
 static bool is_reduce(BlkOpKind k)
@@ -102,6 +144,7 @@ static void take_transpose(LowerCtx *c, BlkOp *dot)
 typedef struct Pick {
 	LowerCtx *c;
 	bool ok;
+	bool chained; /* some dot takes A from a dot's result */
 } Pick;
 
 static void pick(void *ctx, BlkOp *op)
@@ -112,17 +155,26 @@ static void pick(void *ctx, BlkOp *op)
 	const BlkAttr *e = blk_op_attr(op, "engine");
 	const char *why = mma_refusal(p->c, op);
 	if (!e) {
-		blk_op_set_string(p->c->a, op, "engine", why ? "fma" : "mma");
-		if (!why)
+		bool wg = !wgmma_refusal(p->c, op, p->chained);
+		blk_op_set_string(p->c->a, op, "engine", wg ? "wgmma" : why ? "fma" : "mma");
+		if (!why && !wg)
 			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
-		else
+		else if (why)
 			take_transpose(p->c, op);
 		return;
 	}
 	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "fma") == 0)
 		return;
+	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "wgmma") == 0) {
+		why = wgmma_refusal(p->c, op, p->chained);
+		if (why) {
+			blk_error(p->c->d, op->loc, "dot: engine \"wgmma\" cannot run this dot: %s", why);
+			p->ok = false;
+		}
+		return;
+	}
 	if (e->kind != BLK_ATTR_STRING || strcmp(e->s, "mma") != 0) {
-		blk_error(p->c->d, op->loc, "dot: engine must be \"mma\" or \"fma\"");
+		blk_error(p->c->d, op->loc, "dot: engine must be \"wgmma\", \"mma\" or \"fma\"");
 		p->ok = false;
 	} else if (why) {
 		blk_error(p->c->d, op->loc, "dot: engine \"mma\" cannot run this dot: %s", why);
@@ -134,17 +186,34 @@ static void pick(void *ctx, BlkOp *op)
 
 bool blk_lower_dot_engine(LowerCtx *c)
 {
-	Pick p = { c, true };
+	Chain ch = { false };
+	blk_lower_walk(c->k->body, find_chain, &ch);
+	Pick p = { c, true, ch.found };
 	blk_lower_walk(c->k->body, pick, &p);
 	return p.ok;
 }
 
-bool blk_lower_dot_mma(const BlkOp *dot)
+static const char *engine_of(const BlkOp *dot)
 {
 	const BlkAttr *e = blk_op_attr(dot, "engine");
 	if (!e || e->kind != BLK_ATTR_STRING)
 		blk_die("lower: a dot has no engine (dot-engine has not run)");
-	return strcmp(e->s, "mma") == 0;
+	return e->s;
+}
+
+bool blk_lower_dot_mma(const BlkOp *dot)
+{
+	return strcmp(engine_of(dot), "mma") == 0;
+}
+
+bool blk_lower_dot_wgmma(const BlkOp *dot)
+{
+	return strcmp(engine_of(dot), "wgmma") == 0;
+}
+
+bool blk_lower_dot_tc(const BlkOp *dot)
+{
+	return blk_lower_dot_mma(dot) || blk_lower_dot_wgmma(dot);
 }
 
 int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot)

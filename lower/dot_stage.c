@@ -15,6 +15,8 @@
  * tensor cores: A [M, K] in rows of K + 8 and B [K, N] in rows of N + 8 of
  *   the operands' 16-bit type (the pad puts the 8 rows an ldmatrix phase
  *   reads on distinct bank groups); mma_steps.c then loads fragments;
+ *   wgmma: the same shapes swizzled (ir/layout.h), a fence_async before
+ *   the barrier (wgmma reads through the async proxy);
  * SIMT (exact f32): both as f32 (a cast first), A k-major -- [K][pad(M)+4],
  *   stored through a trans_view, so a thread's rows of A at one k are
  *   consecutive floats (the +4 staggers the transposing stores over the
@@ -42,7 +44,10 @@ static BlkValue *stage_buffer(LowerCtx *c, BlkOp *site, BlkLoc loc, BlkDType dt,
 	const BlkSym *dims[3] = { blk_sym_const(c->a, slots), blk_sym_const(c->a, R), blk_sym_const(c->a, C) };
 	BlkType t = blk_type_ref(dt, 3, dims, BLK_SPACE_SHARED);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_shared(3, shape, (int)(ld - C));
+	if (ld == 0) /* wgmma's swizzled rows */
+		*l = blk_layout_shared_swizzled(3, shape, blk_dtype_size(dt));
+	else
+		*l = blk_layout_shared(3, shape, (int)(ld - C));
 	t.layout = l;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, site);
@@ -105,7 +110,8 @@ static BlkValue *slot_carry(LowerCtx *c, BlkOp *dot, BlkOp **chain, int m)
 static void stage(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1];
-	bool mma = blk_lower_dot_mma(dot), bt = !mma && blk_op_int(dot, "b_trans", 0);
+	bool mma = blk_lower_dot_tc(dot), wg = blk_lower_dot_wgmma(dot);
+	bool bt = !mma && blk_op_int(dot, "b_trans", 0);
 	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
 	int64_t N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	int64_t PM = blk_pow2ceil((int)M), PN = blk_pow2ceil((int)N);
@@ -117,6 +123,8 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkDType dt = mma ? a->type.dtype : BLK_F32;
 	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + 8 : PM + 4;
 	int64_t bld = mma ? N + 8 : bt ? PN + 4 : PN;
+	if (wg)
+		ald = bld = 0;
 	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
 	BlkValue *bb = stage_buffer(c, site, dot->loc, dt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
@@ -133,6 +141,8 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	store_all(c, &bl, dot->loc, sa, a);
 	BlkValue *sb = blk_lower_slot_view(c, &bl, dot->loc, bb, p);
 	store_all(c, &bl, dot->loc, bt ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb, b);
+	if (wg) /* the stores, to wgmma's proxy */
+		blk_build(&bl, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	dot->operands[0] = sa;
 	dot->operands[1] = sb;

@@ -31,6 +31,8 @@ typedef struct ERef {
 	int64_t lalign[BLK_MAX_RANK]; /* a known divisor of l */
 	int64_t offalign;             /* a known divisor of off */
 	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK], ext[BLK_MAX_RANK];
+	int swz;       /* shared, swizzled (layout.h): swz bytes, column blocks */
+	int64_t sblk;  /* sblk elements apart along the dim of stride 1 (0: one) */
 } ERef;
 
 typedef struct EVal {
@@ -79,8 +81,17 @@ LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
  * the run-time part of r's offset (a slot); in *cbytes the constant part
  * (indices that are constants), for the caller to fold into immediates. */
 LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes);
+/* Swizzled shared Ref r (r->swz): the pointer to the element at index
+ * c[d] (i32, relative to r's element 0) after the swizzle; and the i32
+ * shared-window address of element 0 before it (a wgmma descriptor's
+ * start: the hardware swizzles what it reads by address bits). */
+LLVMValueRef emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c);
+LLVMValueRef emit_swizzled_origin(Emit *E, const ERef *r);
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
+/* The thread's part of the element coordinate along d (emit_coord's
+ * run-time term). */
+LLVMValueRef emit_thread_part(Emit *E, const BlkLayout *l, int d);
 /* Element coordinate of register-dim index rd along d: thread part + const. */
 LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd);
 /* i1: this thread owns (is not a replica of) layout l's elements; NULL: all do. */
@@ -104,6 +115,11 @@ void emit_reduce(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
 /* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
 void emit_mma(Emit *E, const BlkOp *op);
+/* emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */
+void emit_wgmma(Emit *E, const BlkOp *op);
+void emit_wgmma_commit(Emit *E);
+void emit_wgmma_wait(Emit *E, const BlkOp *op);
+void emit_fence_async(Emit *E);
 void emit_local_load(Emit *E, const BlkOp *op);
 void emit_frag_convert(Emit *E, const BlkOp *op);
 void emit_extract_slice(Emit *E, const BlkOp *op);

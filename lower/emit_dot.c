@@ -109,6 +109,10 @@ void emit_dot(Emit *E, const BlkOp *op)
 		emit_mma(E, op);
 		return;
 	}
+	if (D.l->wg) {
+		emit_wgmma(E, op);
+		return;
+	}
 	const ERef *ra = &emit_val(E, op->operands[0])->ref, *rb = &emit_val(E, op->operands[1])->ref;
 	D.M = (int)blk_lower_dim(op->operands[0]->type.dims[0]);
 	D.K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);

@@ -134,10 +134,22 @@ LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d)
 	return LLVMBuildAnd(E->b, t, emit_i32(E, l->thr[d] - 1), "");
 }
 
-LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
+LLVMValueRef emit_thread_part(Emit *E, const BlkLayout *l, int d)
 {
 	LLVMValueRef t = emit_thread_coord(E, l, d);
-	t = LLVMBuildMul(E->b, t, emit_i32(E, l->spt[d]), "");
+	int lo = l->tlo[d];
+	if (!lo)
+		return LLVMBuildMul(E->b, t, emit_i32(E, l->spt[d]), "");
+	/* the low tlo bits stay, the rest step over the spt registers */
+	LLVMValueRef low = LLVMBuildAnd(E->b, t, emit_i32(E, (1 << lo) - 1), "");
+	LLVMValueRef high = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, t, emit_i32(E, lo), ""),
+	                                 emit_i32(E, l->spt[d] << lo), "");
+	return LLVMBuildOr(E->b, high, low, "");
+}
+
+LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
+{
+	LLVMValueRef t = emit_thread_part(E, l, d);
 	int k = blk_layout_coord(l, d, rd, 0);
 	return k ? LLVMBuildAdd(E->b, t, emit_i32(E, k), "") : t;
 }
@@ -233,6 +245,9 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_ASYNC_COPY: emit_async_copy(E, op); return;
 	case BLK_OP_ASYNC_COMMIT: emit_async_commit(E); return;
 	case BLK_OP_ASYNC_WAIT: emit_async_wait(E, op); return;
+	case BLK_OP_FENCE_ASYNC: emit_fence_async(E); return;
+	case BLK_OP_WGMMA_COMMIT: emit_wgmma_commit(E); return;
+	case BLK_OP_WGMMA_WAIT: emit_wgmma_wait(E, op); return;
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
@@ -334,7 +349,7 @@ static void make_smem(Emit *E)
 	LLVMTypeRef t = LLVMArrayType2(E->i8, 0);
 	E->smem = LLVMAddGlobalInAddressSpace(E->mod, t, "blk_smem", 3);
 	LLVMSetLinkage(E->smem, LLVMExternalLinkage);
-	LLVMSetAlignment(E->smem, 16);
+	LLVMSetAlignment(E->smem, 1024); /* swizzled buffers repeat every 1024 bytes */
 }
 
 int64_t emit_alloc_offset(const BlkValue *buf)
@@ -372,6 +387,10 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(buf->type.dims[d]);
 		r->stride[d] = buf->type.layout ? buf->type.layout->sstride[d] : st; /* padded rows */
 		st *= r->ext[d];
+	}
+	if (buf->type.layout) {
+		r->swz = buf->type.layout->swz;
+		r->sblk = buf->type.layout->sblk;
 	}
 	emit_bind(E, buf, ev);
 }

@@ -152,6 +152,8 @@ static int vec_width(const Walk *w)
 	int esz = blk_dtype_size(v->dt), V = w->l->spt[last];
 	while (V * esz > 16)
 		V /= 2;
+	if (w->l->tlo[last])
+		return 1;
 	for (; V > 1; V /= 2) {
 		bool ok = v->galign[last] % V == 0 && v->offalign % V == 0;
 		for (int d = 0; d < last; d++)
@@ -177,7 +179,7 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 	bool sh = v->space == BLK_SPACE_SHARED;
 	LLVMValueRef off = sh ? emit_i64(E, 0) : v->off;
 	for (int d = 0; d < v->rank; d++) {
-		w->tc[d] = LLVMBuildMul(E->b, emit_thread_coord(E, l, d), emit_i32(E, l->spt[d]), "");
+		w->tc[d] = emit_thread_part(E, l, d);
 		off = LLVMBuildAdd(E->b, off, mul64(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
 		                                    v->stride[d]), "");
 	}
@@ -209,6 +211,12 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 		}
 	}
 	*mask = m;
+	if (v->swz) {
+		LLVMValueRef c[BLK_MAX_RANK];
+		for (int d = 0; d < v->rank; d++)
+			c[d] = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, blk_layout_coord(w->l, d, rd[d], 0)), "");
+		return emit_swizzled_ptr(E, v, c);
+	}
 	LLVMValueRef o = emit_i64(E, coff);
 	return LLVMBuildGEP2(E->b, emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
 }
@@ -317,8 +325,57 @@ static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, bool atomi
 /* A shared Ref's element 0 as a byte offset into shared memory: a run-time
  * part and the constant part (a view at constant indices: the k16 steps),
  * which folds into ldmatrix's immediate offset. */
+/* The contiguous dim of a swizzled Ref (stride 1). */
+static int contiguous_dim(const ERef *r)
+{
+	for (int d = 0; d < r->rank; d++)
+		if (r->stride[d] == 1)
+			return d;
+	return -1;
+}
+
+/* Element offset (i32) of index c[d] + r->g[d] from the buffer's start,
+ * column blocks included, before the swizzle. */
+static LLVMValueRef swizzled_elems(Emit *E, const ERef *r, LLVMValueRef *c)
+{
+	int cd = contiguous_dim(r);
+	int64_t bw = r->swz / blk_dtype_size(r->dt);
+	LLVMValueRef o = LLVMBuildTrunc(E->b, r->off, E->i32, "");
+	for (int d = 0; d < r->rank; d++) {
+		LLVMValueRef x = c ? LLVMBuildAdd(E->b, r->g[d], c[d], "") : r->g[d];
+		if (d == cd && r->sblk) { /* (x / bw) * sblk + x % bw */
+			LLVMValueRef blk = LLVMBuildMul(E->b, LLVMBuildUDiv(E->b, x, emit_i32(E, bw), ""),
+			                                emit_i32(E, r->sblk), "");
+			x = LLVMBuildAdd(E->b, blk, LLVMBuildURem(E->b, x, emit_i32(E, bw), ""), "");
+		} else if (r->stride[d] != 1) {
+			x = LLVMBuildMul(E->b, x, emit_i32(E, r->stride[d]), "");
+		}
+		o = LLVMBuildAdd(E->b, o, x, "");
+	}
+	return o;
+}
+
+LLVMValueRef emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c)
+{
+	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, c), emit_i32(E, blk_dtype_size(r->dt)), "");
+	/* bits 4.. of the byte offset ^= its 128-byte row within the atom */
+	LLVMValueRef row = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, b, emit_i32(E, 7), ""),
+	                                emit_i32(E, r->swz / 16 - 1), "");
+	b = LLVMBuildXor(E->b, b, LLVMBuildShl(E->b, row, emit_i32(E, 4), ""), "");
+	return LLVMBuildGEP2(E->b, E->i8, r->base, &b, 1, "");
+}
+
+LLVMValueRef emit_swizzled_origin(Emit *E, const ERef *r)
+{
+	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, NULL), emit_i32(E, blk_dtype_size(r->dt)), "");
+	LLVMValueRef p = LLVMBuildGEP2(E->b, E->i8, r->base, &b, 1, "");
+	return LLVMBuildPtrToInt(E->b, p, E->i32, "");
+}
+
 LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes)
 {
+	if (r->swz)
+		blk_die("lower: emit: a swizzled shared Ref read by element address");
 	int64_t k = 0, es = blk_dtype_size(r->dt);
 	LLVMValueRef dyn = LLVMBuildTrunc(E->b, r->off, E->i32, "");
 	for (int d = 0; d < r->rank; d++) {
@@ -436,10 +493,16 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 				pad = emit_and(E, pad, in_range(E, LLVMBuildAdd(E->b, w.tc[d], emit_i32(E, d ? c1 : c0), ""),
 				                                l->shape[d]));
 		LLVMBasicBlockRef pc = emit_begin_if(E, pad);
-		LLVMValueRef m, src = walk_elem(E, &w, r, &m);
-		LLVMValueRef o = emit_i64(E, (int64_t)c0 * dst->stride[0] + (int64_t)c1 * dst->stride[1]);
-		copy_piece(E, LLVMBuildGEP2(E->b, et, tdst, &o, 1, ""), src, m, v.base,
-		           w.vec * blk_dtype_size(t->dtype));
+		LLVMValueRef m, src = walk_elem(E, &w, r, &m), to;
+		if (dst->swz) {
+			LLVMValueRef c[2] = { LLVMBuildAdd(E->b, w.tc[0], emit_i32(E, c0), ""),
+			                      LLVMBuildAdd(E->b, w.tc[1], emit_i32(E, c1), "") };
+			to = emit_swizzled_ptr(E, dst, c);
+		} else {
+			LLVMValueRef o = emit_i64(E, (int64_t)c0 * dst->stride[0] + (int64_t)c1 * dst->stride[1]);
+			to = LLVMBuildGEP2(E->b, et, tdst, &o, 1, "");
+		}
+		copy_piece(E, to, src, m, v.base, w.vec * blk_dtype_size(t->dtype));
 		emit_end_if(E, pc);
 	}
 	emit_end_if(E, cont);

@@ -98,8 +98,12 @@ BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
  * the dot (every execution alternates between their slots), else before
  * the dot. */
 BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot);
-/* The dot's engine attr (dot_engine.c) is "mma": tensor cores. */
+/* The dot's engine attr (dot_engine.c) is "mma": mma.sync tensor cores. */
 bool blk_lower_dot_mma(const BlkOp *dot);
+/* ... is "wgmma": Hopper's warpgroup tensor cores. */
+bool blk_lower_dot_wgmma(const BlkOp *dot);
+/* ... is either: a tensor-core dot on 16-bit operands. */
+bool blk_lower_dot_tc(const BlkOp *dot);
 /* An mma dot's warp grid width: its warps_n attr where that fits the tile
  * (dot_engine.c), else the default grid's. */
 int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);

@@ -1,5 +1,7 @@
 /* mma_steps.c - a tensor-core dot becomes its k16 steps: fragment loads
- * and one mma dot per step, each an op of the IR.
+ * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
+ * below) becomes one dot per step on k16 views of its shared operands,
+ * then wgmma_commit and wgmma_wait.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
  * (pipeliner.c, dot_stage.c) or with A from registers.  Produces, for
@@ -135,13 +137,77 @@ static void split(LowerCtx *c, BlkOp *dot)
 	}
 }
 
+/* A wgmma dot: one dot on k16 views of its shared operands per step
+ * (each a wgmma.mma_async of its warpgroups, issued without waiting), the
+ * overlap ops between them, then wgmma_commit and wgmma_wait, whose
+ * result replaces the dot's for every later use. */
+static void split_wgmma(LowerCtx *c, BlkOp *dot)
+{
+	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
+	int n = (int)(blk_lower_dim(a->type.dims[1]) / 16), r = 0;
+	BlkOp *first = dot->nregions ? dot->regions[0]->first : NULL;
+	for (BlkOp *o = first; o; o = o->next)
+		r++;
+	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, r + 1);
+	r = 0;
+	for (BlkOp *o = first; o; o = o->next)
+		ovl[r++] = o;
+	dot->nregions = 0;
+	BlkBuilder bl;
+	blk_builder_before(&bl, c->a, dot);
+	BlkOp *last = dot;
+	for (int ks = 0, j = 0; ks < n; ks++) {
+		BlkValue *va = view_k(c, &bl, dot->loc, a, 1, 16 * ks), *vb = view_k(c, &bl, dot->loc, b, 0, 16 * ks);
+		if (ks + 1 < n) {
+			BlkValue *ops[3] = { va, vb, acc };
+			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
+			blk_op_set_string(c->a, d, "engine", "wgmma");
+			acc = d->results[0];
+		} else {
+			dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = acc;
+		}
+		for (; j < r && overlap_step(j, r, n) == ks; j++) {
+			BlkOp *after = ks + 1 < n ? bl.before->prev : last;
+			blk_lower_move_after(ovl[j], after);
+			if (ks + 1 == n)
+				last = ovl[j];
+		}
+	}
+	BlkBuilder end;
+	blk_builder_before(&end, c->a, last->next);
+	blk_build(&end, BLK_OP_WGMMA_COMMIT, dot->loc, 0, NULL, 0, NULL, 0);
+	BlkValue *d = dot->results[0];
+	BlkValue *w = blk_build1(&end, BLK_OP_WGMMA_WAIT, dot->loc, d->type, 1, &d);
+	blk_op_set_int(c->a, w->def, "pending", 0);
+	blk_replace_uses(dot->parent, d, w);
+	w->def->operands[0] = d;
+}
+
+/* The wgmma dot is a step already: a wait or the next step takes its
+ * result. */
+static bool issued(const BlkOp *dot)
+{
+	for (const BlkOp *o = dot->next; o; o = o->next)
+		for (int i = 0; i < o->noperands; i++)
+			if (o->operands[i] == dot->results[0] &&
+			    (o->kind == BLK_OP_WGMMA_WAIT || (o->kind == BLK_OP_DOT && i == 2)))
+				return true;
+	return false;
+}
+
 static void visit(void *ctx, BlkOp *op)
 {
 	LowerCtx *c = ctx;
-	if (op->kind != BLK_OP_DOT || !blk_lower_dot_mma(op) || op->noperands != 3 ||
-	    op->operands[1]->type.kind != BLK_TYPE_REF || !op->results[0]->type.layout)
+	if (op->kind != BLK_OP_DOT || op->noperands != 3 || op->operands[1]->type.kind != BLK_TYPE_REF ||
+	    !op->results[0]->type.layout)
 		return;
-	split(c, op);
+	if (blk_lower_dot_wgmma(op)) {
+		if (op->operands[0]->type.kind == BLK_TYPE_REF && !issued(op))
+			split_wgmma(c, op);
+		return;
+	}
+	if (blk_lower_dot_mma(op))
+		split(c, op);
 }
 
 bool blk_lower_mma_steps(LowerCtx *c)

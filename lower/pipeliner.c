@@ -4,7 +4,7 @@
  * Requires: block refs lowered (blockspec.c: masks set), shapes constant,
  * dot engines chosen (dot_engine.c).  Applies to a `for` with a constant
  * step > 0 and any bounds (constants, or values of the program such as
- * program ids and sizes), and to each dot with engine "mma" directly in its
+ * program ids and sizes), and to each dot with engine "mma" or "wgmma" directly in its
  * body whose two operands are 2-D 16-bit slabs loaded in that body from
  * `in` arrays (zero fill), B also through a transpose (`x @ w.T`), at
  * indices that depend only on the iv and values from outside the loop --
@@ -15,7 +15,9 @@
  * fragments (emit_mma.c), so A stays in registers.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 8] (the +8 spreads ldmatrix's row reads
- * over the banks) and:
+ * over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
+ * fence_async before the barrier: cp.async writes through the generic
+ * proxy, wgmma reads through the async one) and:
  *
  *   for s in 0 .. S-2:                       -- before the loop
  *     if lo + s*step < hi { async_copy bufX[s] <- X(lo + s*step) }
@@ -163,8 +165,11 @@ static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	int64_t shape64[3] = { P->S, x->R, x->C };
 	int rank = x->fixed ? 2 : 3;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_layout_shared(rank, shape + 3 - rank, PAD);
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
+	if (blk_lower_dot_wgmma(P->s->dot)) /* wgmma reads swizzled rows, no pad */
+		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
+	else
+		*l = blk_layout_shared(rank, shape + 3 - rank, PAD);
 	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
 	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
@@ -280,6 +285,8 @@ static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 	blk_builder_before(&b, c->a, dot);
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_op_set_int(c->a, w, "pending", P->S - 2);
+	if (blk_lower_dot_wgmma(dot)) /* the slab, written by this thread, to wgmma's proxy */
+		blk_build(&b, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&b, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	*kn = binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
 	            blk_lower_i32(&b, dot->loc, (P->S - 1) * P->step));
@@ -379,7 +386,7 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 		return;
 	for (BlkOp *op = P.L.body->first, *next; op; op = next) {
 		next = op->next;
-		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_mma(op) ||
+		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_tc(op) ||
 		    op->operands[0]->type.kind != BLK_TYPE_TILE)
 			continue;
 		P.s = &P.all[P.n];

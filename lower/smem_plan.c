@@ -10,7 +10,8 @@
  *      a use inside a loop that does not hold the alloc keeps it alive to
  *      that loop's end (the next iteration uses it again); the transit
  *      region lives throughout;
- *   3. first fit, 16-byte aligned, in order of first use, the transit
+ *   3. first fit, 16-byte aligned (a swizzled buffer: 8 of its swizzle
+ *      spans, 1024 bytes for 128), in order of first use, the transit
  *      region last: the lowest offset whose bytes no buffer alive at the
  *      same time holds.  Bytes reused from a dead buffer get a barrier
  *      before the new buffer (one for a run of allocs), so its first
@@ -25,7 +26,7 @@ enum { MAX_SMEM = 232448 }; /* the most a CTA can opt into on sm_90 */
 
 typedef struct Buf {
 	BlkOp *op;
-	int64_t start, end, off, bytes;
+	int64_t start, end, off, bytes, align;
 	bool transit;
 } Buf;
 
@@ -53,7 +54,7 @@ static int64_t buffer_bytes(const BlkType *t)
 	int64_t n = 1;
 	for (int d = 0; d < t->rank; d++)
 		n *= blk_lower_dim(t->dims[d]);
-	if (t->layout && t->rank > 0)
+	if (t->layout && t->rank > 0 && !t->layout->swz) /* swizzled: dense */
 		n = blk_lower_dim(t->dims[0]) * t->layout->sstride[0];
 	return n * blk_dtype_size(t->dtype);
 }
@@ -73,6 +74,9 @@ static void number(Plan *p, BlkRegion *r)
 			*b = (Buf){ .op = op, .start = p->n - 1, .end = p->n - 1 };
 			b->transit = role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0;
 			b->bytes = buffer_bytes(&op->results[0]->type);
+			/* a swizzle repeats every 8 rows of it, from an aligned start */
+			const BlkLayout *l = op->results[0]->type.layout;
+			b->align = l && l->swz ? 8 * l->swz : 16;
 			blk_pmap_put(p->c->a, &p->root, op->results[0], (void *)(uintptr_t)p->nbufs);
 		} else if (op->kind == BLK_OP_VIEW || op->kind == BLK_OP_TRANS_VIEW) {
 			void *rb = blk_pmap_get(&p->root, op->operands[0]);
@@ -131,7 +135,7 @@ static void place(Plan *p, Buf *b, int placed)
 			const Buf *o = &p->bufs[i];
 			if (overlap(o->start, o->end, b->start, b->end) &&
 			    overlap(o->off, o->off + o->bytes - 1, off, off + b->bytes - 1)) {
-				off = (o->off + o->bytes + 15) & ~(int64_t)15;
+				off = (o->off + o->bytes + b->align - 1) & ~(b->align - 1);
 				moved = true;
 			}
 		}

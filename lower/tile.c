@@ -67,8 +67,12 @@ static const BlkLayout *dot_layout(LowerCtx *c, const BlkType *t, const BlkOp *d
 	int shape[BLK_MAX_RANK];
 	static_shape(t, shape);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
-	*l = blk_lower_dot_mma(dot) ? blk_layout_mma_grid(shape, c->nthreads, blk_lower_dot_warps_n(c, dot))
-	                            : blk_layout_dot(shape, c->nthreads);
+	if (blk_lower_dot_wgmma(dot))
+		*l = blk_layout_wgmma(shape, c->nthreads);
+	else if (blk_lower_dot_mma(dot))
+		*l = blk_layout_mma_grid(shape, c->nthreads, blk_lower_dot_warps_n(c, dot));
+	else
+		*l = blk_layout_dot(shape, c->nthreads);
 	return l;
 }
 

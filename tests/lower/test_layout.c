@@ -104,6 +104,72 @@ static void mma_128x128(void **state)
 	assert_int_equal(m.thr[1], 8);
 }
 
+/* The wgmma accumulator [256, 128] over 8 warps (two warpgroups, two m64
+ * blocks each): every thread's (row, col) is wgmma's D fragment -- warp w
+ * of warpgroup g rows 64g + 16w + 8h + lane/4 of m64 block i (128 rows
+ * apart), columns 8j + 2(lane%4) + c -- and its row slice keeps them. */
+static void wgmma_256x128(void **state)
+{
+	(void)state;
+	int shape[2] = { 256, 128 };
+	assert_true(blk_layout_wgmma_fits(256, 128, 256));
+	assert_false(blk_layout_wgmma_fits(96, 128, 256));  /* not whole m64 blocks */
+	assert_false(blk_layout_wgmma_fits(128, 512, 256)); /* wider than one wgmma */
+	assert_false(blk_layout_wgmma_fits(128, 128, 96));  /* not whole warpgroups */
+	BlkLayout l = blk_layout_wgmma(shape, 256);
+	assert_true(l.wg && l.dot && !l.mma);
+	assert_int_equal(blk_layout_nregs(&l), 128);
+	assert_int_equal(blk_layout_used_bits(&l), 255);
+	for (int tid = 0; tid < 256; tid++) {
+		int w = (tid / 32) % 4, g = tid / 128, lane = tid % 32;
+		for (int r = 0; r < 128; r++) {
+			int rd[2];
+			blk_layout_reg_split(&l, r, rd);
+			int row = blk_layout_coord(&l, 0, rd[0], thread_index(&l, 0, tid));
+			int col = blk_layout_coord(&l, 1, rd[1], thread_index(&l, 1, tid));
+			assert_int_equal(row, (rd[0] / 2) * 128 + 64 * g + 16 * w + 8 * (rd[0] % 2) + lane / 4);
+			assert_int_equal(col, (rd[1] / 2) * 8 + 2 * (lane % 4) + rd[1] % 2);
+		}
+	}
+	BlkLayout s = blk_layout_slice(&l, 1), e = blk_layout_expand(&s, 1);
+	assert_int_equal(s.tlo[0], 3);
+	assert_true(blk_layout_bcast_local(&e, &l)); /* a row vector broadcasts in place */
+	char buf[128];
+	blk_layout_format(buf, sizeof buf, &l);
+	assert_string_equal(buf, "wgmma<warps=[8,1]>");
+	blk_layout_format(buf, sizeof buf, &s);
+	assert_string_equal(buf, "slice<spt=[2], thr=[64], tsh=[2], tlo=[3]>");
+}
+
+/* Swizzled shared buffers: 128-byte rows in column blocks, the chunk of
+ * row r at chunk ^ (r % 8); narrower rows a narrower swizzle. */
+static void shared_swizzled(void **state)
+{
+	(void)state;
+	int b[3] = { 3, 64, 256 }, a[3] = { 2, 128, 32 }, n[2] = { 16, 8 };
+	BlkLayout lb = blk_layout_shared_swizzled(3, b, 2);
+	assert_int_equal(lb.swz, 128);
+	assert_int_equal(lb.sblk, 64 * 64);
+	assert_int_equal(lb.sstride[0], 64 * 256);
+	assert_int_equal(lb.sstride[1], 64);
+	assert_int_equal(lb.sstride[2], 1);
+	BlkLayout la = blk_layout_shared_swizzled(3, a, 2);
+	assert_int_equal(la.swz, 64);
+	assert_int_equal(la.sblk, 0);
+	assert_int_equal(la.sstride[1], 32);
+	BlkLayout ln = blk_layout_shared_swizzled(2, n, 2); /* 16-byte rows: none */
+	assert_int_equal(ln.swz, 0);
+	for (int r = 0; r < 16; r++)
+		for (int j = 0; j < 8; j++) {
+			assert_int_equal(blk_layout_swizzle(&lb, 128 * r + 16 * j + 2), 128 * r + 16 * (j ^ (r % 8)) + 2);
+			if (j < 4) /* 64 bytes: two rows share a 128-byte line */
+				assert_int_equal(blk_layout_swizzle(&la, 64 * r + 16 * j), 64 * r + 16 * (j ^ ((r / 2) % 4)));
+		}
+	char buf[128];
+	blk_layout_format(buf, sizeof buf, &lb);
+	assert_string_equal(buf, "shared<strides=[16384,64,1], swizzle=[128], cblock=[4096]>");
+}
+
 /* Softmax rows [4, 1024] over 4 warps: a row per warp (lanes capped at
  * 32 on the last dim), so a row reduction needs shuffles only; its slice
  * keeps the rows on the warp bits and the reduced lanes become replicas. */
@@ -137,6 +203,8 @@ int main(void)
 		cmocka_unit_test(dot_128x128),
 		cmocka_unit_test(mma_128x128),
 		cmocka_unit_test(row_per_warp_and_slice),
+		cmocka_unit_test(wgmma_256x128),
+		cmocka_unit_test(shared_swizzled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

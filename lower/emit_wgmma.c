@@ -1,0 +1,159 @@
+/* emit_wgmma.c - Hopper's warpgroup tensor-core ops (sm_90a; mma_steps.c
+ * makes them), as inline PTX: LLVM 19 has no intrinsics for them.
+ *
+ *   dot (engine "wgmma") on swizzled shared Refs a [M, K], b [K, N]: per
+ *     k16 step and per m64 block of its warpgroup (warpgroup g of G owns
+ *     rows 64g + 64G i, layout.h's blk_layout_wgmma), one
+ *     wgmma.mma_async.m64nNk16 on two matrix descriptors, the
+ *     accumulator registers tied in and out.  A descriptor (64 bits):
+ *     the start address >> 4 (before the swizzle: the hardware swizzles
+ *     by address bits), the leading-dimension byte offset >> 4 at bit 16,
+ *     the stride byte offset >> 4 at bit 32, the swizzle mode at bit 62
+ *     (1: 128 B, 2: 64 B, 3: 32 B).  Rows are one swizzle span apart, so
+ *     8-row groups are 8 spans apart (the stride offset, either major);
+ *     for an operand whose M or N is contiguous (transposed: imm-trans 1)
+ *     the leading offset is the distance between its column blocks.  The
+ *     first step of a chain -- an accumulator not made by a wgmma dot --
+ *     starts with wgmma.fence, as its registers were written by others.
+ *   wgmma_commit: wgmma.commit_group.
+ *   wgmma_wait: wgmma.wait_group N taking and giving the accumulator, so
+ *     no read of it moves above the wait.
+ *   fence_async: fence.proxy.async.shared::cta.
+ * wgmma's register order per m64 block is d[4j + 2h + c] for n8 block j,
+ * row half h, column c; the layout's is row half major (emit maps).
+ */
+#include "emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A call of inline PTX `text` with constraints `cons`, returning `ret`
+ * (void: LLVMVoidType), side effects always. */
+static LLVMValueRef ptx_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text,
+                            const char *cons)
+{
+	LLVMTypeRef pt[8];
+	for (int i = 0; i < n; i++)
+		pt[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, false);
+	LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), true, false,
+	                                  LLVMInlineAsmDialectATT, false);
+	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)n, "");
+}
+
+void emit_fence_async(Emit *E)
+{
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "fence.proxy.async.shared::cta;", "~{memory}");
+}
+
+void emit_wgmma_commit(Emit *E)
+{
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.commit_group.sync.aligned;", "~{memory}");
+}
+
+/* The accumulator registers regs[0..n) through inline PTX `text` whose
+ * operands $0..$n-1 are them (tied in and out), then `extra` inputs. */
+static void tied_asm(Emit *E, LLVMValueRef *regs, int n, LLVMValueRef *extra, int nextra, const char *cons_extra,
+                     const char *text)
+{
+	LLVMTypeRef *ft = BLK_NEW_N(E->c->a, LLVMTypeRef, n);
+	LLVMValueRef *args = BLK_NEW_N(E->c->a, LLVMValueRef, n + nextra);
+	size_t cap = (size_t)n * 12 + 64, at = 0;
+	char *cons = BLK_NEW_N(E->c->a, char, cap);
+	for (int i = 0; i < n; i++) {
+		ft[i] = E->f32;
+		at += (size_t)snprintf(cons + at, cap - at, "%s=f", i ? "," : "");
+	}
+	for (int i = 0; i < nextra; i++)
+		args[i] = extra[i];
+	if (nextra)
+		at += (size_t)snprintf(cons + at, cap - at, ",%s", cons_extra);
+	for (int i = 0; i < n; i++) {
+		args[nextra + i] = regs[i];
+		at += (size_t)snprintf(cons + at, cap - at, ",%d", i);
+	}
+	snprintf(cons + at, cap - at, ",~{memory}");
+	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, ft, (unsigned)n, false);
+	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, n + nextra);
+	for (int i = 0; i < n + nextra; i++)
+		pt[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef fty = LLVMFunctionType(st, pt, (unsigned)(n + nextra), false);
+	LLVMValueRef f = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons, strlen(cons), true, false,
+	                                  LLVMInlineAsmDialectATT, false);
+	LLVMValueRef r = LLVMBuildCall2(E->b, fty, f, args, (unsigned)(n + nextra), "");
+	for (int i = 0; i < n; i++)
+		regs[i] = LLVMBuildExtractValue(E->b, r, (unsigned)i, "");
+}
+
+void emit_wgmma_wait(Emit *E, const BlkOp *op)
+{
+	const ETile *a = emit_tile(E, op->operands[0]);
+	int n = blk_layout_nregs(a->l);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, a->l);
+	for (int i = 0; i < n; i++)
+		ev->t.r[i] = a->r[i];
+	char text[64];
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %lld;", (long long)blk_op_int(op, "pending", 0));
+	tied_asm(E, ev->t.r, n, NULL, 0, "", text);
+	emit_bind(E, op->results[0], ev);
+}
+
+/* Operand r's descriptor for its element (i0, i1) (i32 indices). */
+static LLVMValueRef descriptor(Emit *E, const ERef *r, LLVMValueRef i0, LLVMValueRef i1)
+{
+	ERef at = *r;
+	at.g[0] = LLVMBuildAdd(E->b, r->g[0], i0, "");
+	at.g[1] = LLVMBuildAdd(E->b, r->g[1], i1, "");
+	LLVMValueRef addr = LLVMBuildZExt(E->b, emit_swizzled_origin(E, &at), E->i64, "");
+	int64_t sbo = 8 * (int64_t)r->swz, lbo = r->sblk ? r->sblk * blk_dtype_size(r->dt) : 16;
+	int64_t mode = r->swz == 128 ? 1 : r->swz == 64 ? 2 : 3;
+	uint64_t k = ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) | ((uint64_t)mode << 62);
+	LLVMValueRef start = LLVMBuildLShr(E->b, LLVMBuildAnd(E->b, addr, emit_i64(E, 0x3FFFF), ""), emit_i64(E, 4), "");
+	return LLVMBuildOr(E->b, start, LLVMConstInt(E->i64, k, false), "");
+}
+
+void emit_wgmma(Emit *E, const BlkOp *op)
+{
+	const ERef *ra = &emit_val(E, op->operands[0])->ref, *rb = &emit_val(E, op->operands[1])->ref;
+	const BlkLayout *l = emit_layout(E, op->results[0]);
+	int M = l->shape[0], N = l->shape[1], K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
+	int G = l->nthreads / 128, reps = M / (64 * G), nn = N / 4;
+	const ETile *acc = emit_tile(E, op->operands[2]);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, l);
+	for (int i = 0; i < blk_layout_nregs(l); i++)
+		ev->t.r[i] = acc->r[i];
+	const BlkOp *ad = op->operands[2]->def;
+	if (!(ad && ad->kind == BLK_OP_DOT && blk_lower_dot_wgmma(ad))) /* its registers were others' */
+		ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.fence.sync.aligned;", "~{memory}");
+	bool ta = ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
+	const char *ty = op->operands[0]->type.dtype == BLK_BF16 ? "bf16" : "f16";
+	int nd = N / 2;
+	size_t cap = (size_t)nd * 6 + 160, at = 0;
+	char *text = BLK_NEW_N(E->c->a, char, cap);
+	at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N, ty, ty);
+	for (int i = 0; i < nd; i++)
+		at += (size_t)snprintf(text + at, cap - at, "%s$%d", i ? "," : "", i);
+	snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
+	LLVMValueRef row0 = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, 7), ""), emit_i32(E, 64), "");
+	LLVMValueRef *d = BLK_NEW_N(E->c->a, LLVMValueRef, nd);
+	for (int ks = 0; ks < K / 16; ks++) {
+		LLVMValueRef k0 = emit_i32(E, 16 * ks), zero = emit_i32(E, 0);
+		LLVMValueRef db = descriptor(E, rb, k0, zero);
+		for (int i = 0; i < reps; i++) {
+			LLVMValueRef row = LLVMBuildAdd(E->b, row0, emit_i32(E, 64 * G * i), "");
+			LLVMValueRef descs[2] = { descriptor(E, ra, row, k0), db };
+			for (int j = 0; j < N / 8; j++)
+				for (int h = 0; h < 2; h++)
+					for (int c = 0; c < 2; c++)
+						d[4 * j + 2 * h + c] = ev->t.r[(2 * i + h) * nn + 2 * j + c];
+			tied_asm(E, d, nd, descs, 2, "l,l", text);
+			for (int j = 0; j < N / 8; j++)
+				for (int h = 0; h < 2; h++)
+					for (int c = 0; c < 2; c++)
+						ev->t.r[(2 * i + h) * nn + 2 * j + c] = d[4 * j + 2 * h + c];
+		}
+	}
+	emit_bind(E, op->results[0], ev);
+}
