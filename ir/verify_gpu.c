@@ -476,18 +476,53 @@ static bool one_in_one_out(Verifier *V, const BlkOp *op, const char *what)
 	return false;
 }
 
-/* wgmma_wait: the accumulator of a wgmma dot, given back as it is. */
+/* wgmma_wait: the accumulator of a wgmma dot (or of the loop that
+ * carried it in flight), given back as it is. */
 static void check_wgmma_wait(Verifier *V, const BlkOp *op)
 {
 	const BlkValue *a = op->operands[0];
 	const BlkAttr *e = a->def && a->def->kind == BLK_OP_DOT ? blk_op_attr(a->def, "engine") : NULL;
-	if (!e || e->kind != BLK_ATTR_STRING || strcmp(e->s, "wgmma") != 0)
-		fail(V, "waits for the result of a wgmma dot, not of %s",
+	bool wg = e && e->kind == BLK_ATTR_STRING && strcmp(e->s, "wgmma") == 0;
+	if (!wg && !(a->def && a->def->kind == BLK_OP_FOR))
+		fail(V, "waits for the result of a wgmma dot (or a loop's), not of %s",
 		     a->def ? blk_op_name(a->def->kind) : "a region argument");
 	else if (!blk_type_equal(&a->type, &op->results[0]->type))
 		fail(V, "result %s is not its operand's type %s", ty(V, &op->results[0]->type), ty(V, &a->type));
 	else if (blk_op_int(op, "pending", -1) < 0)
 		fail(V, "attr pending must be a count of groups (0 or more)");
+}
+
+/* An mbarrier op: a shared i32[2n] Ref (n barriers of 8 bytes), an i32
+ * index (and for a wait an i32 parity); init's count of arrivals. */
+static void check_mbarrier(Verifier *V, const BlkOp *op)
+{
+	int want = op->kind == BLK_OP_MBARRIER_WAIT ? 3 : 2;
+	int64_t n;
+	if (op->noperands != want || op->nresults || op->nregions || !shared_ref(op->operands[0]) ||
+	    op->operands[0]->type.dtype != BLK_I32 || op->operands[0]->type.rank != 1 ||
+	    !blk_sym_is_const(op->operands[0]->type.dims[0], &n) || n % 2) {
+		fail(V, "takes a shared i32[2n] Ref of n mbarriers and an i32 index%s, and gives nothing",
+		     want == 3 ? " and parity" : "");
+		return;
+	}
+	for (int i = 1; i < want; i++)
+		if (op->operands[i]->type.kind != BLK_TYPE_TILE || op->operands[i]->type.rank || op->operands[i]->type.dtype != BLK_I32)
+			fail(V, "operand %d is %s, not an i32 scalar", i, ty(V, &op->operands[i]->type));
+	if (op->kind == BLK_OP_MBARRIER_INIT && blk_op_int(op, "count", 0) < 1)
+		fail(V, "attr count must be the arrivals a phase takes (1 or more)");
+}
+
+/* warp_specialize: at the top of the body, its consumers the kernel's
+ * warps, a consumer and a producer region. */
+static void check_warp_specialize(Verifier *V, const BlkOp *op)
+{
+	int64_t wg = blk_op_int(op, "consumers", 0);
+	if (op->noperands || op->nresults || op->nregions != 2)
+		fail(V, "takes no operands, gives nothing and has two regions (consumers, producer)");
+	else if (wg < 1 || wg * 128 != kernel_threads(V))
+		fail(V, "attr consumers must be the kernel's %d warps in warpgroups of 4", kernel_threads(V) / 32);
+	else if (op->parent != V->k->body)
+		fail(V, "belongs at the top of the kernel's body");
 }
 
 /* The lowered ops' own rules (rule 4). */
@@ -520,6 +555,11 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_FENCE_ASYNC:
 	case BLK_OP_WGMMA_COMMIT:
 	case BLK_OP_ASYNC_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_MBARRIER_INIT:
+	case BLK_OP_MBARRIER_WAIT:
+	case BLK_OP_MBARRIER_ARRIVE:
+	case BLK_OP_ASYNC_ARRIVE: check_mbarrier(V, op); break;
+	case BLK_OP_WARP_SPECIALIZE: check_warp_specialize(V, op); break;
 	case BLK_OP_WGMMA_WAIT:
 		if (one_in_one_out(V, op, "accumulator"))
 			check_wgmma_wait(V, op);

@@ -56,6 +56,8 @@ typedef struct Emit {
 	bool failed;
 	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
+	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
+	int bar_id;
 } Emit;
 
 /* emit_llvm.c */
@@ -120,6 +122,8 @@ void emit_wgmma(Emit *E, const BlkOp *op);
 void emit_wgmma_commit(Emit *E);
 void emit_wgmma_wait(Emit *E, const BlkOp *op);
 void emit_fence_async(Emit *E);
+void emit_mbarrier(Emit *E, const BlkOp *op);
+void emit_warp_specialize(Emit *E, const BlkOp *op);
 void emit_local_load(Emit *E, const BlkOp *op);
 void emit_frag_convert(Emit *E, const BlkOp *op);
 void emit_extract_slice(Emit *E, const BlkOp *op);

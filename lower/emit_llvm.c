@@ -108,6 +108,11 @@ LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int nty
 
 void emit_barrier(Emit *E)
 {
+	if (E->bar_threads) { /* a warp_specialize region's warps alone */
+		LLVMValueRef a[2] = { emit_i32(E, E->bar_id), emit_i32(E, E->bar_threads) };
+		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+		return;
+	}
 	emit_intrinsic(E, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
 }
 
@@ -248,6 +253,11 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_FENCE_ASYNC: emit_fence_async(E); return;
 	case BLK_OP_WGMMA_COMMIT: emit_wgmma_commit(E); return;
 	case BLK_OP_WGMMA_WAIT: emit_wgmma_wait(E, op); return;
+	case BLK_OP_MBARRIER_INIT: case BLK_OP_MBARRIER_WAIT: case BLK_OP_MBARRIER_ARRIVE:
+	case BLK_OP_ASYNC_ARRIVE:
+		emit_mbarrier(E, op);
+		return;
+	case BLK_OP_WARP_SPECIALIZE: emit_warp_specialize(E, op); return;
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
@@ -341,7 +351,7 @@ static void make_function(Emit *E)
 		j++;
 	}
 	/* reqntid implies maxntid; ptxas refuses both */
-	emit_annotation(E, "reqntidx", E->c->nthreads);
+	emit_annotation(E, "reqntidx", E->c->nthreads + E->c->producer_threads);
 }
 
 static void make_smem(Emit *E)
@@ -395,9 +405,18 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	emit_bind(E, buf, ev);
 }
 
+static bool has_warp_specialize(const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next)
+		if (op->kind == BLK_OP_WARP_SPECIALIZE)
+			return true;
+	return false;
+}
+
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 {
 	Emit E = { .c = c };
+	c->producer_threads = has_warp_specialize(c->k->body) ? 128 : 0;
 	E.cx = LLVMContextCreate();
 	E.mod = LLVMModuleCreateWithNameInContext(c->k->name, E.cx);
 	LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");

@@ -467,7 +467,8 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 	apply_index(E, op, 2, in, &v, w.dmask);
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
 	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
-	*l = blk_layout_blocked(2, shape, t->dtype, E->c->nthreads);
+	/* attr threads: the warps that share the copy (a producer warpgroup) */
+	*l = blk_layout_blocked(2, shape, t->dtype, (int)blk_op_int(op, "threads", E->c->nthreads));
 	walk_init(E, &w, &v, l);
 	while (w.vec > 1 && (dst->stride[0] % w.vec || dst->stride[1] != 1))
 		w.vec /= 2;

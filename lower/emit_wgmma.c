@@ -157,3 +157,76 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	}
 	emit_bind(E, op->results[0], ev);
 }
+
+/* ---- mbarriers and warp specialization --------------------------------------- */
+
+/* Barrier `index` of the i32[2n] Ref's n: 8 bytes each. */
+static LLVMValueRef mbarrier_ptr(Emit *E, const BlkOp *op)
+{
+	const ERef *r = &emit_val(E, op->operands[0])->ref;
+	LLVMValueRef i = emit_tile(E, op->operands[1])->r[0];
+	LLVMValueRef o = LLVMBuildMul(E->b, i, emit_i32(E, 8), "");
+	o = LLVMBuildAdd(E->b, o, LLVMBuildMul(E->b, LLVMBuildTrunc(E->b, r->off, E->i32, ""), emit_i32(E, 4), ""), "");
+	return LLVMBuildGEP2(E->b, E->i8, r->base, &o, 1, "");
+}
+
+void emit_mbarrier(Emit *E, const BlkOp *op)
+{
+	LLVMValueRef p = mbarrier_ptr(E, op);
+	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
+	switch (op->kind) {
+	case BLK_OP_MBARRIER_INIT: { /* one thread readies it, and fences the init */
+		LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), "");
+		LLVMBasicBlockRef cont = emit_begin_if(E, first);
+		LLVMValueRef a[2] = { p, emit_i32(E, blk_op_int(op, "count", 1)) };
+		emit_intrinsic(E, "llvm.nvvm.mbarrier.init.shared", NULL, 0, a, 2);
+		ptx_asm(E, v, NULL, 0, "fence.mbarrier_init.release.cluster;", "~{memory}");
+		emit_end_if(E, cont);
+		return;
+	}
+	case BLK_OP_MBARRIER_ARRIVE:
+		emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		return;
+	case BLK_OP_ASYNC_ARRIVE:
+		/* the phase also waits for this thread's cp.asyncs (their arrive is
+		 * not counted), and the plain arrive releases its other stores
+		 * (pieces too narrow for cp.async) */
+		emit_intrinsic(E, "llvm.nvvm.cp.async.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		return;
+	default: { /* wait: try_wait.parity until the phase has completed */
+		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), emit_tile(E, op->operands[2])->r[0] };
+		ptx_asm(E, v, a, 2,
+		        "{ .reg .pred P; W${:uid}: mbarrier.try_wait.parity.shared::cta.b64 P, [$0], $1; "
+		        "@P bra.uni D${:uid}; bra.uni W${:uid}; D${:uid}: }",
+		        "r,r,~{memory}");
+		return;
+	}
+	}
+}
+
+/* Consumers (warpgroups 0 .. n-1) run region 0 with their own barrier
+ * (bar.sync 1, 128n), the producer warpgroup region 1 with thread ids
+ * from 0 (its copies spread over its 128 threads). */
+void emit_warp_specialize(Emit *E, const BlkOp *op)
+{
+	int n = (int)blk_op_int(op, "consumers", 1);
+	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, 128 * n), "");
+	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(E->cx, E->fn, "consumers");
+	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(E->cx, E->fn, "producer");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(E->cx, E->fn, "joined");
+	LLVMBuildCondBr(E->b, cons, yes, no);
+	int bt = E->bar_threads, bid = E->bar_id;
+	LLVMValueRef tid = E->tid;
+	LLVMPositionBuilderAtEnd(E->b, yes);
+	E->bar_threads = 128 * n, E->bar_id = 1;
+	emit_region(E, op->regions[0]);
+	LLVMBuildBr(E->b, cont);
+	LLVMPositionBuilderAtEnd(E->b, no);
+	E->bar_threads = 128, E->bar_id = 2;
+	E->tid = LLVMBuildSub(E->b, tid, emit_i32(E, 128 * n), "");
+	emit_region(E, op->regions[1]);
+	LLVMBuildBr(E->b, cont);
+	LLVMPositionBuilderAtEnd(E->b, cont);
+	E->tid = tid, E->bar_threads = bt, E->bar_id = bid;
+}

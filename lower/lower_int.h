@@ -36,7 +36,8 @@ typedef struct LowerCtx {
 	const BlkLowerOptions *opt;
 	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
-	int nthreads;          /* num_warps * 32 */
+	int nthreads;          /* num_warps * 32: the threads tiles spread over */
+	int producer_threads;  /* a warp_specialize's producer warpgroup (128) or 0: launched too */
 	BlkLayout scalar;      /* rank 0, held by every thread */
 	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
 	size_t transit_bytes;  /* the transit region's size (tile.c) */

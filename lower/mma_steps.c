@@ -137,6 +137,27 @@ static void split(LowerCtx *c, BlkOp *dot)
 	}
 }
 
+/* w (a wgmma_wait leaving groups in flight) is yielded by the loop around
+ * the dot: after the loop, a wgmma_wait {pending = 0} of that carry, and
+ * every later use reads it. */
+static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
+{
+	BlkOp *loop = dot->parent->parent, *y = dot->parent->last;
+	if (!loop || loop->kind != BLK_OP_FOR || !y || y->kind != BLK_OP_YIELD)
+		blk_die("lower: a wgmma dot left in flight outside a loop's body");
+	for (int i = 0; i < y->noperands; i++) {
+		if (y->operands[i] != w)
+			continue;
+		BlkValue *r = loop->results[i];
+		BlkBuilder b;
+		blk_builder_before(&b, c->a, loop->next);
+		BlkValue *done = blk_build1(&b, BLK_OP_WGMMA_WAIT, dot->loc, r->type, 1, &r);
+		blk_op_set_int(c->a, done->def, "pending", 0);
+		blk_replace_uses(loop->parent, r, done);
+		done->def->operands[0] = r;
+	}
+}
+
 /* A wgmma dot: one dot on k16 views of its shared operands per step
  * (each a wgmma.mma_async of its warpgroups, issued without waiting), the
  * overlap ops between them, then wgmma_commit and wgmma_wait, whose
@@ -178,9 +199,13 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 	blk_build(&end, BLK_OP_WGMMA_COMMIT, dot->loc, 0, NULL, 0, NULL, 0);
 	BlkValue *d = dot->results[0];
 	BlkValue *w = blk_build1(&end, BLK_OP_WGMMA_WAIT, dot->loc, d->type, 1, &d);
-	blk_op_set_int(c->a, w->def, "pending", 0);
+	int64_t pending = blk_op_int(dot, "wait_pending", 0);
+	blk_op_set_int(c->a, w->def, "pending", pending);
+	blk_op_remove_attr(dot, "wait_pending");
 	blk_replace_uses(dot->parent, d, w);
 	w->def->operands[0] = d;
+	if (pending)
+		drain_after_loop(c, dot, w);
 }
 
 /* The wgmma dot is a step already: a wait or the next step takes its

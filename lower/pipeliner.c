@@ -19,61 +19,36 @@
  * fence_async before the barrier: cp.async writes through the generic
  * proxy, wgmma reads through the async one) and:
  *
- *   for s in 0 .. S-2:                       -- before the loop
+ *   for s in 0 .. D-1:                       -- before the loop
  *     if lo + s*step < hi { async_copy bufX[s] <- X(lo + s*step) }
  *     async_commit                           -- a group per slab, maybe empty
- *   for k (.., rd = 0, wr = S-1) {
- *     async_wait {pending = S-2}             -- slab k has landed
+ *   for k (.., rd = 0, wr = D) {
+ *     async_wait {pending = D-1}             -- slab k has landed
  *     barrier                                -- for every thread; slot wr is free
  *     d = dot bufA[rd], bufB[rd] (or trans_view of it), acc {
- *       if k + (S-1)*step < hi { async_copy bufX[wr] <- X(k + (S-1)*step) }
+ *       if k + D*step < hi { async_copy bufX[wr] <- X(k + D*step) }
  *       ...                                  -- in parts, spread over the
  *       async_commit                         -- dot's k16 steps (emit_mma.c)
  *     }
  *     yield .., rd + 1 mod S, wr + 1 mod S
  *   }
  *
+ * D = S - 1 slabs run ahead; S - 2 where the loop's dots are all wgmma
+ * over S >= 3 slots, whose last group stays in flight into the next
+ * iteration (attr wait_pending = 1 on the dot, mma_steps.c): slot wr was
+ * then read two iterations back, by a group every warpgroup has waited
+ * for before this iteration's barrier.
  * Every copy sees an iv of the loop's own range, so the loads' masks stay
- * valid, and a loop that runs fewer than S - 1 times copies nothing past
+ * valid, and a loop that runs fewer than D times copies nothing past
  * it.  Several dots of one loop (attention's two) share the counters, one
  * commit group a slab for all their operands, and one wait and barrier a
  * iteration, before the first of them.  A loop inside another loop starts
  * with a barrier: the previous execution's last reads of the slots come
  * before this one's first copies.
  */
-#include "lower_int.h"
+#include "pipeliner.h"
 
 #include <string.h>
-
-enum { PAD = 8 }; /* elements added to each row of a slot */
-
-typedef struct Operand {
-	bool regs;        /* A from registers: the mma fragments of an earlier dot */
-	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
-	BlkOp *load;      /* the slab's load */
-	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
-	BlkPtrMap in;     /* the body ops its indices depend on */
-	BlkValue *buf;    /* [S, R, C] */
-	int64_t R, C;
-} Operand;
-
-enum { MAX_DOTS = 4 }; /* pipelined dots in one loop */
-
-typedef struct Staged {
-	BlkOp *dot;
-	Operand x[2];
-} Staged;
-
-/* One loop: all[0..n) the dots taken, s the one being looked at (all[n]
- * while it is a candidate). */
-typedef struct Pipe {
-	BlkLoop L;
-	Staged all[MAX_DOTS + 1];
-	Staged *s;
-	int n;
-	int S;
-	int64_t step;
-} Pipe;
 
 static bool zero_fill(const BlkOp *ld)
 {
@@ -139,10 +114,11 @@ static bool stageable(Pipe *P, int o)
 	return true;
 }
 
-static BlkValue *binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
+BlkValue *pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
 {
 	BlkValue *o[2] = { x, y };
-	BlkType t = blk_type_scalar(k == BLK_OP_LT || k == BLK_OP_EQ ? BLK_BOOL : BLK_I32);
+	bool cmp = k == BLK_OP_LT || k == BLK_OP_EQ || k == BLK_OP_NE;
+	BlkType t = blk_type_scalar(cmp ? BLK_BOOL : BLK_I32);
 	return blk_build1(b, k, loc, t, 2, o);
 }
 
@@ -158,7 +134,7 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 
 /* bufX = local_alloc [S, R, C] with rows of C + PAD; [R, C] for a tile
  * from outside the loop, stored into it once. */
-static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
+void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 {
 	LowerCtx *c = P->L.c;
 	int shape[3] = { P->S, (int)x->R, (int)x->C };
@@ -183,28 +159,30 @@ static void make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 }
 
 /* bufX[slot] as a [R, C] shared Ref (a stored tile's buffer is that). */
-static BlkValue *slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
+BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
 {
 	return x->fixed ? x->buf : blk_lower_slot_view(P->L.c, b, x->load->loc, x->buf, slot);
 }
 
 /* The dot's operand from a slot view: B through a trans_view where the
  * source had a transpose. */
-static BlkValue *operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
+BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
 {
 	return x->trans ? blk_lower_trans_view(P->L.c, b, x->trans->loc, view) : view;
 }
 
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
  * `if cond` at b. */
-static void copy_if(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
+BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
                     int part, int parts)
 {
 	LowerCtx *c = P->L.c;
-	BlkOp *iff = blk_build(b, BLK_OP_IF, x->load->loc, 1, &cond, 0, NULL, 2);
-	BlkBuilder in;
-	blk_builder_at_end(&in, c->a, iff->regions[0]);
-	BlkValue *dst = slot_view(P, &in, x, slot);
+	BlkBuilder in = *b;
+	if (cond) {
+		BlkOp *iff = blk_build(b, BLK_OP_IF, x->load->loc, 1, &cond, 0, NULL, 2);
+		blk_builder_at_end(&in, c->a, iff->regions[0]);
+	}
+	BlkValue *dst = pipe_slot_view(P, &in, x, slot);
 	int n = x->load->noperands + 1;
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, n);
 	ops[0] = dst;
@@ -224,6 +202,7 @@ static void copy_if(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue
 		blk_op_set_int(c->a, cp, "part", part);
 		blk_op_set_int(c->a, cp, "parts", parts);
 	}
+	return cp;
 }
 
 static void commit(BlkBuilder *b, BlkLoc loc)
@@ -231,15 +210,15 @@ static void commit(BlkBuilder *b, BlkLoc loc)
 	blk_build(b, BLK_OP_ASYNC_COMMIT, loc, 0, NULL, 0, NULL, 0);
 }
 
-/* The slabs of the first S - 1 iterations, before the loop. */
+/* The slabs of the first D iterations, before the loop. */
 static void prologue(Pipe *P, BlkBuilder *b)
 {
 	BlkOp *f = P->L.loop;
-	for (int s = 0; s < P->S - 1; s++) {
+	for (int s = 0; s < P->D; s++) {
 		BlkValue *ks = f->operands[0];
 		if (s)
-			ks = binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
-		BlkValue *more = binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
+			ks = pipe_binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
+		BlkValue *more = pipe_binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
 		BlkValue *slot = blk_lower_i32(b, f->loc, s);
 		for (int i = 0; i < P->n; i++)
 			for (int o = 0; o < 2; o++) {
@@ -248,18 +227,18 @@ static void prologue(Pipe *P, BlkBuilder *b)
 				if (!P->s->x[o].load)
 					continue;
 				blk_loop_clone_slice(&P->L, b, &P->s->x[o].in, P->s->x[o].load, ks, &vm);
-				copy_if(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
+				pipe_copy(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
 			}
 		commit(b, f->loc); /* one group a slab, for every dot's operands */
 	}
 }
 
 /* v + 1, wrapped to 0 at S. */
-static BlkValue *advance(Pipe *P, BlkBuilder *b, BlkValue *v)
+BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
 {
 	BlkLoc loc = P->s->dot->loc;
-	BlkValue *n = binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
-	BlkValue *wrap = binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
+	BlkValue *n = pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
+	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
 	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
 	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
@@ -284,13 +263,13 @@ static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, dot);
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
-	blk_op_set_int(c->a, w, "pending", P->S - 2);
+	blk_op_set_int(c->a, w, "pending", P->D - 1);
 	if (blk_lower_dot_wgmma(dot)) /* the slab, written by this thread, to wgmma's proxy */
 		blk_build(&b, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&b, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
-	*kn = binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
-	            blk_lower_i32(&b, dot->loc, (P->S - 1) * P->step));
-	*more = binop(&b, BLK_OP_LT, dot->loc, *kn, P->L.loop->operands[1]);
+	*kn = pipe_binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
+	            blk_lower_i32(&b, dot->loc, P->D * P->step));
+	*more = pipe_binop(&b, BLK_OP_LT, dot->loc, *kn, P->L.loop->operands[1]);
 }
 
 /* The current dot on its slots, the next copies in its region (the last
@@ -307,7 +286,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 			continue;
 		if (P->s->x[o].load)
 			blk_loop_clone_slice(&P->L, &b, &P->s->x[o].in, P->s->x[o].load, kn, &vm[o]);
-		dot->operands[o] = operand_view(P, &b, &P->s->x[o], slot_view(P, &b, &P->s->x[o], rd));
+		dot->operands[o] = pipe_operand_view(P, &b, &P->s->x[o], pipe_slot_view(P, &b, &P->s->x[o], rd));
 	}
 	BlkRegion *r = blk_region_create(c->a);
 	r->parent = dot;
@@ -319,7 +298,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	int parts = parts_of(P);
 	for (int o = 0; o < 2; o++)
 		for (int p = 0; p < parts && P->s->x[o].load; p++)
-			copy_if(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
+			pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
 	if (last)
 		commit(&in, dot->loc);
 }
@@ -341,20 +320,20 @@ static void pipeline(Pipe *P)
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++)
 			if (!P->all[i].x[o].regs)
-				make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
+				pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
 	/* the slot counters: carries whose next values come before the yield */
 	BlkBuilder end;
 	blk_builder_before(&end, c->a, P->L.body->last);
-	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->S - 1);
+	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->D);
 	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
 	rd->name = "rd", wr->name = "wr";
 	BlkOp *y = P->L.body->last;
 	P->s = &P->all[0];
-	y->operands[y->noperands - 2] = advance(P, &end, rd);
-	y->operands[y->noperands - 1] = advance(P, &end, wr);
+	y->operands[y->noperands - 2] = pipe_advance(P, &end, rd);
+	y->operands[y->noperands - 1] = pipe_advance(P, &end, wr);
 	BlkValue *kn, *more;
 	steady_head(P, &kn, &more);
 	for (int i = 0; i < P->n; i++) {
@@ -396,7 +375,18 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 		    P.s->x[0].load != P.s->x[1].load && P.n < MAX_DOTS)
 			P.n++;
 	}
-	if (P.n)
+	if (!P.n)
+		return;
+	/* wgmma dots over 3 slots or more leave their group running into the
+	 * next iteration (wait_pending = 1, mma_steps.c); the copies then run
+	 * one slab less ahead, so they never overwrite a slot that group reads */
+	bool wg = P.S >= 3;
+	for (int i = 0; i < P.n; i++)
+		wg = wg && blk_lower_dot_wgmma(P.all[i].dot);
+	P.D = P.S - 1 - wg;
+	for (int i = 0; i < P.n && wg; i++)
+		blk_op_set_int(c->a, P.all[i].dot, "wait_pending", 1);
+	if (!blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }
 

@@ -1,0 +1,60 @@
+/* pipeliner.h - what pipeliner.c shares with its warp-specialized form
+ * (warp_spec.c). */
+#ifndef BLK_PIPELINER_H
+#define BLK_PIPELINER_H
+
+#include "lower_int.h"
+
+enum { PAD = 8 }; /* elements added to each row of a slot */
+
+typedef struct Operand {
+	bool regs;        /* A from registers: the mma fragments of an earlier dot */
+	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
+	BlkOp *load;      /* the slab's load */
+	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
+	BlkPtrMap in;     /* the body ops its indices depend on */
+	BlkValue *buf;    /* [S, R, C] */
+	int64_t R, C;
+} Operand;
+
+enum { MAX_DOTS = 4 }; /* pipelined dots in one loop */
+
+typedef struct Staged {
+	BlkOp *dot;
+	Operand x[2];
+} Staged;
+
+/* One loop: all[0..n) the dots taken, s the one being looked at (all[n]
+ * while it is a candidate). */
+typedef struct Pipe {
+	BlkLoop L;
+	Staged all[MAX_DOTS + 1];
+	Staged *s;
+	int n;
+	int S;
+	int D;     /* slabs copied ahead: S - 1, or S - 2 with a wgmma group in flight */
+	int64_t step;
+} Pipe;
+
+/* x op y, an i32 (a bool for lt, eq) scalar. */
+BlkValue *pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y);
+/* bufX = local_alloc [S, R, C] (swizzled for wgmma, rows padded for
+ * ldmatrix), or [R, C] for a tile from outside the loop, stored once. */
+void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name);
+/* bufX[slot] as an [R, C] shared Ref. */
+BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot);
+/* The dot's operand from a slot view (B through a trans_view where the
+ * source had a transpose). */
+BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view);
+/* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
+ * `if cond` (cond NULL: none); the copy. */
+BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
+                 int part, int parts);
+/* v + 1, wrapped to 0 at S. */
+BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
+
+/* warp_spec.c: the loop's wgmma dots fed by a producer warpgroup, if it
+ * applies (else false, nothing changed). */
+bool blk_pipe_warp_specialize(Pipe *P);
+
+#endif
