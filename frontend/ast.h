@@ -38,7 +38,7 @@ typedef struct BlkAstStmt BlkAstStmt;
 	X(NAN, "nan")          /* (no fields) a quiet NaN */                   \
 	X(NAME, "name")        /* name: variable, size, cparam, dtype param */ \
 	X(DTYPE, "dtype")      /* dtype: a builtin dtype keyword (f32 ...) */  \
-	X(UNARY, "unary")      /* op (NEG, NOT), lhs */                        \
+	X(UNARY, "unary")      /* op (NEG, NOT, BITNOT), lhs */                \
 	X(BINARY, "binary")    /* op, lhs, rhs */                              \
 	X(CALL, "call")        /* name (callee), args, nargs */                \
 	X(FORI, "fori_loop")   /* args, nargs, ivar, carry, carries,          \
@@ -74,7 +74,15 @@ typedef enum {
 	X(GT, ">")              \
 	X(GE, ">=")             \
 	X(AND, "&&")            \
-	X(OR, "||")
+	X(OR, "||")             \
+	X(BITAND, "&")         /* i32 bitwise; on bool the same as && */         \
+	X(BITOR, "|")          /* i32 bitwise; on bool the same as || */         \
+	X(BITXOR, "^")         /* i32 bitwise; on bool the same as != */         \
+	X(SHL, "<<")            \
+	X(SHR, ">>")           /* arithmetic (sign-filling) */                    \
+	X(BITNOT, "~")         /* unary: i32 bitwise; on bool the same as ! */   \
+	X(POW, "**")            \
+	X(MATMUL, "@")         /* a @ b is dot(a, b) */
 
 typedef enum {
 #define X(e, s) BLK_AST_OP_##e,

@@ -428,6 +428,11 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 		r = floordiv64(x, y);
 		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
 		break;
+	case BLK_AST_OP_BITAND: r = x & y; break;
+	case BLK_AST_OP_BITOR: r = x | y; break;
+	case BLK_AST_OP_BITXOR: r = x ^ y; break;
+	case BLK_AST_OP_SHL: r = blk_i32_shl((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_SHR: r = blk_i32_shr((int32_t)x, (int32_t)y); break;
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -463,6 +468,17 @@ static bool is_cmp(BlkAstOp op)
 	return op >= BLK_AST_OP_EQ && op <= BLK_AST_OP_GE;
 }
 
+/* & | ^ (i32 bitwise, bool logical) */
+static bool is_bitwise(BlkAstOp op)
+{
+	return op == BLK_AST_OP_BITAND || op == BLK_AST_OP_BITOR || op == BLK_AST_OP_BITXOR;
+}
+
+static bool is_shift(BlkAstOp op)
+{
+	return op == BLK_AST_OP_SHL || op == BLK_AST_OP_SHR;
+}
+
 /* Whether op applies to dtype dt; reports if not. */
 static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 {
@@ -482,9 +498,18 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 		return false;
 	case BLK_AST_OP_FLOORDIV:
 	case BLK_AST_OP_MOD:
+	case BLK_AST_OP_SHL:
+	case BLK_AST_OP_SHR:
 		if (dt == BLK_I32)
 			return true;
 		blk_error(c->d, e->loc, "`%s` needs i32 operands, got %s", op, blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_BITAND:
+	case BLK_AST_OP_BITOR:
+	case BLK_AST_OP_BITXOR:
+		if (dt == BLK_I32 || dt == BLK_BOOL)
+			return true;
+		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands, got %s", op, blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_EQ:
 	case BLK_AST_OP_NE:
@@ -505,8 +530,12 @@ static CkType fold_weak(Ck *c, const BlkAstExpr *e, const CkType *x, const CkTyp
 	}
 	if (x->weak == CK_WEAK_INT && y->weak == CK_WEAK_INT)
 		return fold_int(c, e, x->i, y->i);
-	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD) {
+	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD || is_shift(e->op)) {
 		blk_error(c->d, e->loc, "`%s` needs i32 operands", blk_ast_op_spelling(e->op));
+		return ck_poison();
+	}
+	if (is_bitwise(e->op)) {
+		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands", blk_ast_op_spelling(e->op));
 		return ck_poison();
 	}
 	return fold_float(e, x->f, y->f);
@@ -554,11 +583,28 @@ static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return t;
 }
 
+/* ~x: bitwise on i32, logical on bool (numpy's and Pallas's meaning). */
+static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
+{
+	if (x.weak == CK_WEAK_INT)
+		return ck_weak_int(~x.i);
+	if (x.t.dtype == BLK_BOOL && x.konst)
+		return ck_bool_const(!x.i);
+	if ((x.t.dtype == BLK_I32 || x.t.dtype == BLK_BOOL) && !x.weak) {
+		x.konst = false;
+		return x;
+	}
+	blk_error(c->d, e->loc, "`~` needs an i32 or bool operand, got %s", tstr(c, &x));
+	return ck_poison();
+}
+
 static CkType check_unary(Ck *c, const BlkAstExpr *e)
 {
 	CkType x = ck_expr(c, e->lhs);
 	if (!need_value(c, e->lhs, &x))
 		return ck_poison();
+	if (e->op == BLK_AST_OP_BITNOT)
+		return check_bitnot(c, e, x);
 	if (e->op == BLK_AST_OP_NOT) {
 		if (x.t.dtype == BLK_BOOL && !x.weak)
 			return x.konst ? ck_bool_const(!x.i) : x;

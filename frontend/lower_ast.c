@@ -158,6 +158,9 @@ static BlkOpKind binop_kind(BlkAstOp op)
 		[BLK_AST_OP_LT] = BLK_OP_LT, [BLK_AST_OP_LE] = BLK_OP_LE,
 		[BLK_AST_OP_GT] = BLK_OP_GT, [BLK_AST_OP_GE] = BLK_OP_GE,
 		[BLK_AST_OP_AND] = BLK_OP_AND, [BLK_AST_OP_OR] = BLK_OP_OR,
+		[BLK_AST_OP_BITAND] = BLK_OP_AND, [BLK_AST_OP_BITOR] = BLK_OP_OR,
+		[BLK_AST_OP_BITXOR] = BLK_OP_XOR, [BLK_AST_OP_SHL] = BLK_OP_SHL,
+		[BLK_AST_OP_SHR] = BLK_OP_SHR,
 	};
 	return k[op];
 }
@@ -195,7 +198,7 @@ static BlkValue *lw_binary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 static BlkValue *lw_unary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	BlkValue *x = lw_expr(L, e->lhs, in->type.t.dtype);
-	return op1(L, e->op == BLK_AST_OP_NOT ? BLK_OP_NOT : BLK_OP_NEG, e->loc, in->type.t, x);
+	return op1(L, e->op == BLK_AST_OP_NEG ? BLK_OP_NEG : BLK_OP_NOT, e->loc, in->type.t, x);
 }
 
 /* ---- builtins ------------------------------------------------------------------ */

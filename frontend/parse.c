@@ -449,25 +449,6 @@ static BlkAstExpr *parse_postfix(Parser *p)
 	}
 }
 
-/* unary = ( "-" | "!" ) unary | postfix ; */
-static BlkAstExpr *parse_unary(Parser *p)
-{
-	BlkLoc loc = here(p);
-	if (!enter(p))
-		return error_expr(p, loc);
-	BlkAstExpr *e;
-	if (at(p, BLK_TOK_MINUS) || at(p, BLK_TOK_BANG)) {
-		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
-		e->op = next(p)->kind == BLK_TOK_MINUS ? BLK_AST_OP_NEG : BLK_AST_OP_NOT;
-		e->lhs = parse_unary(p);
-		grown(p, e, height(e->lhs));
-	} else {
-		e = parse_postfix(p);
-	}
-	leave(p);
-	return e;
-}
-
 /* The binary operator of the current token, if it is one of n listed. */
 static bool binop(Parser *p, const BlkTokKind *toks, const BlkAstOp *ops, int n, BlkAstOp *op)
 {
@@ -488,16 +469,52 @@ static BlkAstExpr *binary(Parser *p, BlkAstOp op, BlkAstExpr *lhs, BlkAstExpr *(
 	return grown(p, e, imax(height(lhs), height(e->rhs)));
 }
 
+/* unary = ( "-" | "!" | "~" ) unary | postfix ; */
+static BlkAstExpr *parse_unary(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_MINUS, BLK_TOK_BANG, BLK_TOK_TILDE};
+	static const BlkAstOp ops[] = {BLK_AST_OP_NEG, BLK_AST_OP_NOT, BLK_AST_OP_BITNOT};
+	BlkLoc loc = here(p);
+	if (!enter(p))
+		return error_expr(p, loc);
+	BlkAstExpr *e;
+	BlkAstOp op;
+	if (binop(p, toks, ops, 3, &op)) {
+		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
+		e->op = op;
+		next(p);
+		e->lhs = parse_unary(p);
+		grown(p, e, height(e->lhs));
+	} else {
+		e = parse_postfix(p);
+	}
+	leave(p);
+	return e;
+}
+
+/* One level of left-associative operators: sub { TOK sub }, toks[i]
+ * making ops[i]. */
+static BlkAstExpr *left_assoc_of(Parser *p, const BlkTokKind *toks, const BlkAstOp *ops, int n,
+                                 BlkAstExpr *(*sub)(Parser *))
+{
+	BlkAstExpr *e = sub(p);
+	BlkAstOp op;
+	while (binop(p, toks, ops, n, &op))
+		e = binary(p, op, e, sub);
+	return e;
+}
+
+static BlkAstExpr *left_assoc(Parser *p, BlkTokKind tok, BlkAstOp op, BlkAstExpr *(*sub)(Parser *))
+{
+	return left_assoc_of(p, &tok, &op, 1, sub);
+}
+
 /* mul = unary { ( "*" | "/" | "~/" | "%" ) unary } ; */
 static BlkAstExpr *parse_mul(Parser *p)
 {
 	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT};
 	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD};
-	BlkAstExpr *e = parse_unary(p);
-	BlkAstOp op;
-	while (binop(p, toks, ops, 4, &op))
-		e = binary(p, op, e, parse_unary);
-	return e;
+	return left_assoc_of(p, toks, ops, 4, parse_unary);
 }
 
 /* add = mul { ( "+" | "-" ) mul } ; */
@@ -505,14 +522,51 @@ static BlkAstExpr *parse_add(Parser *p)
 {
 	static const BlkTokKind toks[] = {BLK_TOK_PLUS, BLK_TOK_MINUS};
 	static const BlkAstOp ops[] = {BLK_AST_OP_ADD, BLK_AST_OP_SUB};
-	BlkAstExpr *e = parse_mul(p);
-	BlkAstOp op;
-	while (binop(p, toks, ops, 2, &op))
-		e = binary(p, op, e, parse_mul);
-	return e;
+	return left_assoc_of(p, toks, ops, 2, parse_mul);
 }
 
-/* cmp = add [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) add ] ;
+/* shift = add { ( "<<" | ">>" ) add } ; */
+static BlkAstExpr *parse_shift(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_SHL, BLK_TOK_SHR};
+	static const BlkAstOp ops[] = {BLK_AST_OP_SHL, BLK_AST_OP_SHR};
+	return left_assoc_of(p, toks, ops, 2, parse_add);
+}
+
+/* bitand = shift { "&" shift } ; */
+static BlkAstExpr *parse_bitand(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_AMP, BLK_AST_OP_BITAND, parse_shift);
+}
+
+/* bitxor = bitand { "^" bitand } ; */
+static BlkAstExpr *parse_bitxor(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_CARET, BLK_AST_OP_BITXOR, parse_bitand);
+}
+
+/* bitor = bitxor { "|" bitxor } ; */
+static BlkAstExpr *parse_bitor(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_PIPE, BLK_AST_OP_BITOR, parse_bitxor);
+}
+
+/* A second comparison after `a < b`: `a < b < c` is an error, not
+ * Python's chain; `a > 0 & b > 0` (a mask in numpy style, which Python
+ * reads as `a > (0 & b) > 0`) says how to write it. */
+static void chained_cmp(Parser *p, const BlkAstExpr *cmp)
+{
+	const BlkAstExpr *r = cmp->rhs;
+	if (r->kind == BLK_AST_BINARY &&
+	    (r->op == BLK_AST_OP_BITAND || r->op == BLK_AST_OP_BITOR || r->op == BLK_AST_OP_BITXOR))
+		error_at(p, here(p), "comparisons do not chain, and `%s` binds tighter than "
+		         "comparisons (as in Python): write `(a > 0) %s (b > 0)`",
+		         blk_ast_op_spelling(r->op), blk_ast_op_spelling(r->op));
+	else
+		error_at(p, here(p), "comparisons do not chain; use '&&'");
+}
+
+/* cmp = bitor [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) bitor ] ;
  * Comparisons do not chain: `a < b < c` is an error, not Python's meaning. */
 static BlkAstExpr *parse_cmp(Parser *p)
 {
@@ -520,31 +574,26 @@ static BlkAstExpr *parse_cmp(Parser *p)
 	                                  BLK_TOK_LE, BLK_TOK_GT, BLK_TOK_GE};
 	static const BlkAstOp ops[] = {BLK_AST_OP_EQ, BLK_AST_OP_NE, BLK_AST_OP_LT,
 	                               BLK_AST_OP_LE, BLK_AST_OP_GT, BLK_AST_OP_GE};
-	BlkAstExpr *e = parse_add(p);
+	BlkAstExpr *e = parse_bitor(p);
 	BlkAstOp op;
+	if (!binop(p, toks, ops, 6, &op))
+		return e;
+	e = binary(p, op, e, parse_bitor);
 	if (binop(p, toks, ops, 6, &op))
-		e = binary(p, op, e, parse_add);
-	if (binop(p, toks, ops, 6, &op))
-		error_at(p, here(p), "comparisons do not chain; use '&&'");
+		chained_cmp(p, e);
 	return e;
 }
 
 /* and = cmp { "&&" cmp } ; */
 static BlkAstExpr *parse_and(Parser *p)
 {
-	BlkAstExpr *e = parse_cmp(p);
-	while (at(p, BLK_TOK_ANDAND))
-		e = binary(p, BLK_AST_OP_AND, e, parse_cmp);
-	return e;
+	return left_assoc(p, BLK_TOK_ANDAND, BLK_AST_OP_AND, parse_cmp);
 }
 
 /* or = and { "||" and } ; */
 static BlkAstExpr *parse_or(Parser *p)
 {
-	BlkAstExpr *e = parse_and(p);
-	while (at(p, BLK_TOK_OROR))
-		e = binary(p, BLK_AST_OP_OR, e, parse_and);
-	return e;
+	return left_assoc(p, BLK_TOK_OROR, BLK_AST_OP_OR, parse_and);
 }
 
 /* expr = or ; */

@@ -59,6 +59,12 @@ int32_t blk_fill_to_i32(double f);
  * emits the same function. */
 int32_t blk_i32_floordiv(int32_t x, int32_t y);
 int32_t blk_i32_mod(int32_t x, int32_t y);
+/* i32 `x << y` and `x >> y` (arithmetic), defined for every input: the
+ * amount is taken as unsigned, so one outside [0, 32) (negative ones
+ * included) shifts every bit out: x << y == 0, x >> y == (x < 0 ? -1 : 0),
+ * as numpy and PTX's shl/shr do.  lower/emit_elementwise.c emits the same. */
+int32_t blk_i32_shl(int32_t x, int32_t y);
+int32_t blk_i32_shr(int32_t x, int32_t y);
 
 /* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
 float blk_f16_to_f32(uint16_t h);

@@ -174,7 +174,7 @@ static bool want_axis(Verifier *V, const BlkOp *op, int limit, int64_t *axis)
 }
 
 /* Dtype classes by op: what the elementwise ops accept. */
-enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN };
+enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN, INT_OR_BOOL };
 
 static bool dtype_ok(BlkDType t, int cls)
 {
@@ -183,6 +183,7 @@ static bool dtype_ok(BlkDType t, int cls)
 	case FLOAT: return blk_dtype_is_float(t);
 	case INT: return t == BLK_I32;
 	case BOOLEAN: return t == BLK_BOOL;
+	case INT_OR_BOOL: return t == BLK_I32 || t == BLK_BOOL;
 	default: return true;
 	}
 }
@@ -190,11 +191,11 @@ static bool dtype_ok(BlkDType t, int cls)
 static int op_class(BlkOpKind k)
 {
 	switch (k) {
-	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: return BOOLEAN;
+	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR: return INT_OR_BOOL;
 	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
 	case BLK_OP_TANH: case BLK_OP_DIV: case BLK_OP_SIGMOID: case BLK_OP_ERF:
 	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL: return FLOAT;
-	case BLK_OP_FLOORDIV: case BLK_OP_MOD: return INT;
+	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
 	case BLK_OP_REDUCE_MIN: return NUMERIC;
@@ -204,7 +205,7 @@ static int op_class(BlkOpKind k)
 
 static bool check_dtype_class(Verifier *V, const BlkOp *op, BlkDType t)
 {
-	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool" };
+	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool", "an i32 or bool" };
 	int cls = op_class(op->kind);
 	if (dtype_ok(t, cls))
 		return true;
@@ -543,7 +544,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
 	UNARY(FLOOR), UNARY(CEIL), UNARY(CAST),
 	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
-	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(EQ), BINARY(NE),
+	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(XOR), BINARY(SHL), BINARY(SHR),
+	BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
 	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
@@ -570,7 +572,8 @@ static const signed char arity[][4] = {
 	A(CAST, 1, 1, 1, 0),
 	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
 	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),
-	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
+	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(XOR, 2, 2, 1, 0), A(SHL, 2, 2, 1, 0),
+	A(SHR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
 	A(SELECT, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),

@@ -241,6 +241,22 @@ static LLVMValueRef floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef
 	return LLVMBuildSelect(E->b, ym1, LLVMBuildSub(E->b, emit_i32(E, 0), x, ""), q, "");
 }
 
+/* Shifts defined for every amount as blk_i32_shl/blk_i32_shr (ir/ir.c):
+ * LLVM's shl and ashr by 32 or more (or a negative amount, unsigned) are
+ * poison, so the amount is checked (unsigned) first. */
+static LLVMValueRef shift_left(Emit *E, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
+	LLVMValueRef s = LLVMBuildSelect(E->b, in, y, emit_i32(E, 0), "");
+	return LLVMBuildSelect(E->b, in, LLVMBuildShl(E->b, x, s, ""), emit_i32(E, 0), "");
+}
+
+static LLVMValueRef shift_right(Emit *E, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
+	return LLVMBuildAShr(E->b, x, LLVMBuildSelect(E->b, in, y, emit_i32(E, 31), ""), "");
+}
+
 static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
 {
 	LLVMValueRef args[2] = { x, y };
@@ -274,6 +290,9 @@ static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
 	case BLK_OP_AND: return LLVMBuildAnd(E->b, x, y, "");
 	case BLK_OP_OR: return LLVMBuildOr(E->b, x, y, "");
+	case BLK_OP_XOR: return LLVMBuildXor(E->b, x, y, "");
+	case BLK_OP_SHL: return shift_left(E, x, y);
+	case BLK_OP_SHR: return shift_right(E, x, y);
 	case BLK_OP_EQ: return LLVMBuildICmp(E->b, LLVMIntEQ, x, y, "");
 	case BLK_OP_NE: return LLVMBuildICmp(E->b, LLVMIntNE, x, y, "");
 	case BLK_OP_LT: return LLVMBuildICmp(E->b, LLVMIntSLT, x, y, "");

@@ -112,6 +112,31 @@ static void test_precedence(void **state)
 	expect_expr("-x[0].T", "(unary - (T (index (name x) (indices (int 0)))))");
 }
 
+/* Python's order: | below ^ below & below shifts below + -, all above
+ * comparisons; ~ is unary like -. */
+static void test_bitwise_precedence(void **state)
+{
+	(void)state;
+	expect_expr("a | b ^ c & d", "(binary | (name a) (binary ^ (name b) (binary & (name c) (name d))))");
+	expect_expr("a & b << 1 + c", "(binary & (name a) (binary << (name b) (binary + (int 1) (name c))))");
+	expect_expr("a >> 2 >> b", "(binary >> (binary >> (name a) (int 2)) (name b))");
+	expect_expr("~a & -b", "(binary & (unary ~ (name a)) (unary - (name b)))");
+	expect_expr("a | b == c & d", "(binary == (binary | (name a) (name b)) (binary & (name c) (name d)))");
+	expect_expr("a == b | c || d", "(binary || (binary == (name a) (binary | (name b) (name c))) (name d))");
+}
+
+/* `x > 0 & y > 0` means `x > (0 & y) > 0` in Python; here it is refused. */
+static void test_bitand_of_compares_is_refused(void **state)
+{
+	(void)state;
+	Parsed r = parse("kernel k(y: out f32[N]) { y[0] = a > 0 & b > 0; }");
+	assert_null(r.f);
+	assert_non_null(strstr(r.diag, "t.blk:1:44: error: comparisons do not chain, and `&` binds "
+	                               "tighter than comparisons (as in Python): write "
+	                               "`(a > 0) & (b > 0)`"));
+	done(&r);
+}
+
 static void test_cmp_does_not_chain(void **state)
 {
 	(void)state;
@@ -259,6 +284,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_bitwise_precedence),
+		cmocka_unit_test(test_bitand_of_compares_is_refused),
 		cmocka_unit_test(test_cmp_does_not_chain),
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_postfix_and_calls),

@@ -3,7 +3,8 @@
  *
  * The examples (gpu_examples.c) exercise dot, reductions and the edges of a
  * few kernels; this table covers the rest of docs/language.md: every
- * elementwise function, i32 floor division, bool logic, comparisons, where,
+ * elementwise function, i32 floor division, bitwise ops and shifts, bool
+ * logic, comparisons, where,
  * iota, reductions along each axis and over all, keepdims, expand_dims,
  * broadcasting, transpose, astype between every pair of dtypes, zeros/full,
  * fori_loop in all its forms, when/else, seq axes with scratch, scoped
@@ -230,6 +231,58 @@ static bool check_other(const Arrays *in, const Arrays *out, char *err)
 	return true;
 }
 
+/* int_bitwise_shift's v and k at element i (blocks of 128), computed
+ * with wrapping as the kernel does; the shifts as docs/language.md
+ * defines them for every amount (negative and >= 32 included). */
+static int32_t bits_v(const Arrays *in, size_t i)
+{
+	return (int32_t)((uint32_t)(int32_t)at(in, 0, i) * 123456789u + (uint32_t)(i % 128) * 7919u);
+}
+
+static int32_t bits_k(const Arrays *in, size_t i)
+{
+	return (int32_t)at(in, 1, i) * 5 - 3 + (int32_t)(i % 128 % 3);
+}
+
+static double shl_ref(int32_t v, int32_t k)
+{
+	return k >= 0 && k < 32 ? (double)(int32_t)((uint32_t)v << k) : 0;
+}
+
+static double shr_ref(int32_t v, int32_t k)
+{
+	int32_t s = k >= 0 && k < 32 ? k : 31;
+	return v < 0 ? (double)~(~v >> s) : (double)(v >> s);
+}
+
+static double bits_and_ref(const Arrays *in, size_t i)
+{
+	int32_t v = bits_v(in, i), k = bits_k(in, i);
+	return (double)((v & 65535) | (~v ^ (int32_t)shl_ref(k, 3)));
+}
+
+static double bits_shl_ref(const Arrays *in, size_t i)
+{
+	return shl_ref(bits_v(in, i), bits_k(in, i));
+}
+
+static double bits_shr_ref(const Arrays *in, size_t i)
+{
+	return shr_ref(bits_v(in, i), bits_k(in, i));
+}
+
+static double bits_bool_ref(const Arrays *in, size_t i)
+{
+	int32_t v = bits_v(in, i), k = bits_k(in, i);
+	return ((v > 0) & (k > 0)) | ((v < k) ^ (k < 0));
+}
+
+static bool check_bits(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 2, bits_and_ref, in, err) && expect_exact(out, 3, bits_shl_ref, in, err) &&
+	       expect_exact(out, 4, bits_shr_ref, in, err) && expect_exact(out, 5, bits_bool_ref, in, err);
+}
+
 static const Case cases[] = {
 	/* ---- elementwise functions, one each */
 	UNARY("unary_tanh", "tanh(v * 2.0)"),
@@ -295,6 +348,45 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
 	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+
+	/* & | ^ ~ << >> on i32 (shift amounts from -43 to 37) and & | ^ on
+	 * bool, Python's precedence; integer max/min/abs */
+	CHECKED("int_bitwise_shift", false, check_bits,
+	     "kernel int_bitwise_shift[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    z: in i32[N] block (B) index (i) -> (i),\n"
+	     "    a: out i32[N] block (B) index (i) -> (i),\n"
+	     "    s: out i32[N] block (B) index (i) -> (i),\n"
+	     "    r: out i32[N] block (B) index (i) -> (i),\n"
+	     "    b: out bool[N] block (B) index (i) -> (i),\n"
+	     "    m: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...] * 123456789 + iota(B) * 7919;\n"
+	     "    let k = z[...] * 5 - 3 + iota(B) % 3;\n"
+	     "    a[...] = v & 65535 | ~v ^ k << 3;\n"
+	     "    s[...] = v << k;\n"
+	     "    r[...] = v >> k;\n"
+	     "    b[...] = (v > 0) & (k > 0) | (v < k) ^ (k < 0);\n"
+	     "    m[...] = max(v, k) - min(v, -k) + abs(v) + (1 << 31 >> 31) + (-1 >> 40) + (3 << 32);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_BOOL, 1001),
+	     A1('o', BLK_I32, 1001)),
+
+	/* a shift by a scalar amount and of a scalar (the amount broadcasts),
+	 * ~ on bool, and tiny blocks */
+	CASE("int_shift_scalar", false,
+	     "kernel int_shift_scalar[B = 4](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    p: in bool[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     "    q: out bool[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let n = program_id(0) - 2;\n"
+	     "    y[...] = (x[...] << n) + (1 >> x[...]) + (-256 >> n) ^ ~n;\n"
+	     "    q[...] = ~p[...] ^ (x[...] > 0) | p[...] & (n == 1);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 37), A1('i', BLK_BOOL, 37), A1('o', BLK_I32, 37), A1('o', BLK_BOOL, 37)),
 
 	/* inf, nan and constants past f32's range, into floats and i32 */
 	CASE("inf_nan_constants", true,
