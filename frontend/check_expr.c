@@ -8,6 +8,7 @@
  * is POISON and every consumer of a POISON stays silent: one mistake, one
  * message.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/check_impl.h"
@@ -410,6 +411,17 @@ static int64_t floordiv64(int64_t x, int64_t y)
 	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
 }
 
+/* x ** y of integer constants, exactly (Python's int power); false if it
+ * leaves i64 (then surely i32: reported by the caller). */
+static bool ipow(int64_t x, int64_t y, int64_t *r)
+{
+	*r = 1;
+	for (; y > 0; y--)
+		if (__builtin_mul_overflow(*r, x, r) || *r > INT32_MAX || *r < INT32_MIN)
+			return false;
+	return true;
+}
+
 static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 {
 	int64_t r = 0;
@@ -433,6 +445,13 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	case BLK_AST_OP_BITXOR: r = x ^ y; break;
 	case BLK_AST_OP_SHL: r = blk_i32_shl((int32_t)x, (int32_t)y); break;
 	case BLK_AST_OP_SHR: r = blk_i32_shr((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_POW:
+		if (y < 0) {
+			blk_error(c->d, e->loc, "negative exponent of an integer constant; write a float (2.0 ** -1)");
+			return ck_poison();
+		}
+		ovf = !ipow(x, y, &r);
+		break;
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -454,6 +473,7 @@ static CkType fold_float(const BlkAstExpr *e, double x, double y)
 	case BLK_AST_OP_SUB: return ck_weak_float(x - y);
 	case BLK_AST_OP_MUL: return ck_weak_float(x * y);
 	case BLK_AST_OP_DIV: return ck_weak_float(x / y);
+	case BLK_AST_OP_POW: return ck_weak_float(pow(x, y));
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -494,6 +514,12 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 		if (blk_dtype_is_float(dt))
 			return true;
 		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `~/` for i32",
+		          blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_POW:
+		if (blk_dtype_is_float(dt))
+			return true;
+		blk_error(c->d, e->loc, "`**` needs float operands, got %s; convert with astype",
 		          blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_FLOORDIV:
@@ -629,7 +655,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
-	"program_id", "num_programs", "ds", "load", "atomic_add",
+	"program_id", "num_programs", "ds", "load", "atomic_add", "pow",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -1022,6 +1048,20 @@ static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return b_elementwise(c, e, in, &g);
 }
 
+/* pow(x, y): elementwise, floats, the same as x ** y. */
+static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	CkType t = b_elementwise(c, e, in, &g);
+	if (is_poison(&t) || blk_dtype_is_float(t.t.dtype))
+		return t;
+	blk_error(c->d, e->loc, "`pow` needs float operands, got %s; convert with astype",
+	          blk_dtype_name(t.t.dtype));
+	return ck_poison();
+}
+
 static CkType b_dot(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
@@ -1196,6 +1236,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_IOTA: return b_iota(c, e);
 	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
 	case CK_B_WHERE: return b_where(c, e, in);
+	case CK_B_POW: return b_pow(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);

@@ -160,7 +160,7 @@ static BlkOpKind binop_kind(BlkAstOp op)
 		[BLK_AST_OP_AND] = BLK_OP_AND, [BLK_AST_OP_OR] = BLK_OP_OR,
 		[BLK_AST_OP_BITAND] = BLK_OP_AND, [BLK_AST_OP_BITOR] = BLK_OP_OR,
 		[BLK_AST_OP_BITXOR] = BLK_OP_XOR, [BLK_AST_OP_SHL] = BLK_OP_SHL,
-		[BLK_AST_OP_SHR] = BLK_OP_SHR,
+		[BLK_AST_OP_SHR] = BLK_OP_SHR, [BLK_AST_OP_POW] = BLK_OP_POW,
 	};
 	return k[op];
 }
@@ -300,6 +300,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 			                      in, e->args[0].value, e->args[1].value);
 		return lw_reduce(L, e, in);
 	case CK_B_SUM: return lw_reduce(L, e, in);
+	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */

@@ -223,6 +223,7 @@ static BlkDType dtype_of(BlkTokKind k)
 /* ---- expressions ----------------------------------------------------------- */
 
 static BlkAstExpr *parse_expr(Parser *p);
+static BlkAstExpr *parse_unary(Parser *p);
 static BlkAstBlock *parse_block(Parser *p, bool is_body);
 
 /* dtype = "f32" | "f16" | "bf16" | "i32" | "bool" | IDENT ; */
@@ -469,7 +470,17 @@ static BlkAstExpr *binary(Parser *p, BlkAstOp op, BlkAstExpr *lhs, BlkAstExpr *(
 	return grown(p, e, imax(height(lhs), height(e->rhs)));
 }
 
-/* unary = ( "-" | "!" | "~" ) unary | postfix ; */
+/* power = postfix [ "**" unary ] ;  (right-associative; binds tighter than
+ * a unary operator on its left, as in Python: -2 ** 2 == -4) */
+static BlkAstExpr *parse_power(Parser *p)
+{
+	BlkAstExpr *e = parse_postfix(p);
+	if (at(p, BLK_TOK_STARSTAR))
+		e = binary(p, BLK_AST_OP_POW, e, parse_unary);
+	return e;
+}
+
+/* unary = ( "-" | "!" | "~" ) unary | power ; */
 static BlkAstExpr *parse_unary(Parser *p)
 {
 	static const BlkTokKind toks[] = {BLK_TOK_MINUS, BLK_TOK_BANG, BLK_TOK_TILDE};
@@ -486,7 +497,7 @@ static BlkAstExpr *parse_unary(Parser *p)
 		e->lhs = parse_unary(p);
 		grown(p, e, height(e->lhs));
 	} else {
-		e = parse_postfix(p);
+		e = parse_power(p);
 	}
 	leave(p);
 	return e;

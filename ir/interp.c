@@ -760,7 +760,7 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_FLOOR: case BLK_OP_CEIL:
 	case BLK_OP_CAST: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_DIV: case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_MAX:
-	case BLK_OP_MIN: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR:
+	case BLK_OP_MIN: case BLK_OP_POW: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR:
 	case BLK_OP_SHL: case BLK_OP_SHR: case BLK_OP_EQ:
 	case BLK_OP_NE: case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT:
 	case BLK_OP_GE: case BLK_OP_SELECT: case BLK_OP_DOT:

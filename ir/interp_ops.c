@@ -173,6 +173,7 @@ static float binary_float(BlkOpKind k, float x, float y)
 	case BLK_OP_DIV: return x / y;
 	case BLK_OP_MAX: return fmax_nan(x, y);
 	case BLK_OP_MIN: return fmin_nan(x, y);
+	case BLK_OP_POW: return powf(x, y);
 	case BLK_OP_EQ: return x == y;
 	case BLK_OP_NE: return x != y;
 	case BLK_OP_LT: return x < y;

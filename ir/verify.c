@@ -194,7 +194,8 @@ static int op_class(BlkOpKind k)
 	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR: return INT_OR_BOOL;
 	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
 	case BLK_OP_TANH: case BLK_OP_DIV: case BLK_OP_SIGMOID: case BLK_OP_ERF:
-	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL: return FLOAT;
+	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL:
+	case BLK_OP_POW: return FLOAT;
 	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
@@ -544,7 +545,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
 	UNARY(FLOOR), UNARY(CEIL), UNARY(CAST),
 	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
-	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(XOR), BINARY(SHL), BINARY(SHR),
+	BINARY(MAX), BINARY(MIN), BINARY(POW), BINARY(AND), BINARY(OR), BINARY(XOR), BINARY(SHL), BINARY(SHR),
 	BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
 	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
@@ -572,6 +573,7 @@ static const signed char arity[][4] = {
 	A(CAST, 1, 1, 1, 0),
 	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
 	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),
+	A(POW, 2, 2, 1, 0),
 	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(XOR, 2, 2, 1, 0), A(SHL, 2, 2, 1, 0),
 	A(SHR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),

@@ -125,6 +125,17 @@ static void test_bitwise_precedence(void **state)
 	expect_expr("a == b | c || d", "(binary || (binary == (name a) (binary | (name b) (name c))) (name d))");
 }
 
+/* ** binds tighter than a unary operator on its left, looser than one on
+ * its right, and to the right (Python). */
+static void test_power(void **state)
+{
+	(void)state;
+	expect_expr("-a ** 2", "(unary - (binary ** (name a) (int 2)))");
+	expect_expr("a ** b ** c", "(binary ** (name a) (binary ** (name b) (name c)))");
+	expect_expr("a ** -b * c", "(binary * (binary ** (name a) (unary - (name b))) (name c))");
+	expect_expr("2.0 * x[0] ** 2", "(binary * (float 2.0) (binary ** (index (name x) (indices (int 0))) (int 2)))");
+}
+
 /* `x > 0 & y > 0` means `x > (0 & y) > 0` in Python; here it is refused. */
 static void test_bitand_of_compares_is_refused(void **state)
 {
@@ -285,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_bitwise_precedence),
+		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_bitand_of_compares_is_refused),
 		cmocka_unit_test(test_cmp_does_not_chain),
 		cmocka_unit_test(test_literals),

@@ -299,6 +299,37 @@ static const Case cases[] = {
 	UNARY("unary_expm1", "expm1(v * 4.0)"),
 	UNARY("unary_expm1_small", "expm1(v * 0.0001)"),
 	UNARY("unary_floor_ceil", "floor(v * 5.0) + ceil(v * 3.0) * 0.5"),
+	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
+	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
+
+	/* pow with an exponent per element, from -6 to 6 */
+	CASE("binary_pow_tiles", true,
+	     "kernel binary_pow_tiles[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    z: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = pow(abs(x[...]) * 1.5 + 0.5, z[...] * 6.0);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('i', DT_T, 1001), A1('o', DT_T, 1001)),
+
+	/* powf's special cases, every pair of 9 bases and 8 exponents: NaN
+	 * comes out as -7 (a NaN never compares equal), a zero as 1 / it
+	 * (its sign) */
+	CASE("binary_pow_special", false,
+	     "kernel binary_pow_special[B = 72](\n"
+	     "    y: out f32[N] block (B) index (i) -> (i),\n"
+	     "    z: out f32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let k = iota(B) % 9;\n"
+	     "    let j = iota(B) ~/ 9;\n"
+	     "    let b = where(k == 0, 0.0, where(k == 1, -0.0, where(k == 2, 1.0, where(k == 3, -1.0, where(k == 4, inf, where(k == 5, -inf, where(k == 6, -2.0, where(k == 7, 2.5, nan))))))));\n"
+	     "    let e = where(j == 0, 0.0, where(j == 1, -1.0, where(j == 2, 3.0, where(j == 3, 0.5, where(j == 4, inf, where(j == 5, -inf, where(j == 6, -3.0, 2.0)))))));\n"
+	     "    let r = b ** e;\n"
+	     "    y[...] = where(r != r, -7.0, r);\n"
+	     "    z[...] = where(r == 0.0, 1.0 / r, 0.0);\n"
+	     "}\n",
+	     A1('o', BLK_F32, 72), A1('o', BLK_F32, 72)),
 
 	CASE("arith_float", true,
 	     "kernel arith_float[T = f32, B = 128](\n"
