@@ -655,7 +655,8 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
-	"program_id", "num_programs", "ds", "load", "atomic_add", "pow",
+	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
+	"atomic_cas", "pow",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -1185,34 +1186,63 @@ static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return ck_value(r.t.dtype, r.t.rank, r.t.dims);
 }
 
-static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
+/* The Ref of an atomic: writable, not `out` (an atomic reads what is
+ * there), of a dtype the atomic takes. */
+static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
+{
+	if (!ck_writable(c, e->loc, r))
+		return false;
+	if (r->access == BLK_ACCESS_OUT) {
+		bool add = b == CK_B_ATOMIC_ADD;
+		blk_error(c->d, e->loc, "%s %s `%s`, which is an `out` parameter", e->name,
+		          add ? "adds into" : "reads", r->root->name);
+		ck_declared_here(c, r->root);
+		blk_note(c->d, r->root->loc, add ? "declare it `inout` and pass it zeroed (or as the sum's start)"
+		                                 : "declare it `inout` and pass it with its starting values");
+		return false;
+	}
+	BlkDType dt = r->t.dtype;
+	if (b == CK_B_ATOMIC_ADD && dt == BLK_BOOL)
+		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
+	else if (b == CK_B_ATOMIC_CAS && dt != BLK_I32)
+		blk_error(c->d, e->loc, "atomic_cas needs a Ref of i32, got %s", tstr(c, r));
+	else if (b != CK_B_ATOMIC_ADD && b != CK_B_ATOMIC_CAS && dt != BLK_I32 && dt != BLK_F32)
+		blk_error(c->d, e->loc, "%s needs a Ref of i32 or f32, got %s", e->name, tstr(c, r));
+	else
+		return true;
+	return false;
+}
+
+/* atomic_cas's compare value: one scalar for every element. */
+static bool cas_compare(Ck *c, const BlkAstExpr *e, const CkType *r)
+{
+	CkType k = ck_expr(c, e);
+	if (!need_value(c, e, &k))
+		return false;
+	if (k.t.rank == 0)
+		return ck_storable(c, e->loc, &k, r->t.dtype, 0, NULL);
+	blk_error(c->d, e->loc, "atomic_cas compares every element with one scalar, got %s", tstr(c, &k));
+	return false;
+}
+
+/* atomic_add/max/min(ref, v), atomic_cas(ref, cmp, v): no value. */
+static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
-	CkType r, v;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+	int n = b == CK_B_ATOMIC_CAS ? 3 : 2;
+	if (!get_args(c, e, n, n, NULL, NULL, &g))
 		return ck_poison();
-	r = ck_expr(c, g.pos[0]);
-	v = ck_expr(c, g.pos[1]);
+	CkType r = ck_expr(c, g.pos[0]), v;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
-			blk_error(c->d, g.pos[0]->loc, "atomic_add needs a Ref, got %s", tstr(c, &r));
+			blk_error(c->d, g.pos[0]->loc, "%s needs a Ref, got %s", e->name, tstr(c, &r));
 		return ck_poison();
 	}
-	if (!ck_writable(c, e->loc, &r))
+	if (!atomic_ref(c, e, b, &r) || (n == 3 && !cas_compare(c, g.pos[1], &r)))
 		return ck_poison();
-	if (r.access == BLK_ACCESS_OUT) { /* it adds to what is there: a read */
-		blk_error(c->d, e->loc, "atomic_add adds into `%s`, which is an `out` parameter",
-		          r.root->name);
-		ck_declared_here(c, r.root);
-		blk_note(c->d, r.root->loc, "declare it `inout` and pass it zeroed (or as the sum's start)");
-		return ck_poison();
-	}
-	if (r.t.dtype == BLK_BOOL) {
-		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
-		return ck_poison();
-	}
-	if (!need_value(c, g.pos[1], &v) ||
-	    !ck_storable(c, g.pos[1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
+	v = ck_expr(c, g.pos[n - 1]);
+	if (!need_value(c, g.pos[n - 1], &v) ||
+	    !ck_storable(c, g.pos[n - 1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
 		return ck_poison();
 	CkType t = ck_poison();
 	t.kind = CK_VOID;
@@ -1243,7 +1273,8 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_CDIV: return b_cdiv(c, e);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
-	case CK_B_ATOMIC_ADD: return b_atomic_add(c, e);
+	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
+		return b_atomic(c, e, b);
 	case CK_B_DS:
 		blk_error(c->d, e->loc, "ds(start, size) is only allowed inside an index");
 		return ck_poison();

@@ -257,12 +257,16 @@ static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return v;
 }
 
-static BlkValue *lw_atomic_add(Lw *L, const BlkAstExpr *e)
+/* atomic_add/max/min(ref, v): ref, v; atomic_cas(ref, cmp, v): ref, cmp, v. */
+static BlkValue *lw_atomic(Lw *L, const BlkAstExpr *e, BlkOpKind k)
 {
-	BlkValue *o[2];
-	o[0] = lw_expr(L, e->args[0].value, BLK_I32);
-	o[1] = lw_as(L, e->args[1].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
-	blk_build(&L->b, BLK_OP_ATOMIC_ADD, e->loc, 2, o, 0, NULL, 0);
+	BlkValue *o[3];
+	int n = 0;
+	o[n++] = lw_expr(L, e->args[0].value, BLK_I32);
+	if (k == BLK_OP_ATOMIC_CAS)
+		o[n++] = lw_as(L, e->args[1].value, o[0]->type.dtype, 0, NULL);
+	o[n] = lw_as(L, e->args[n].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
+	blk_build(&L->b, k, e->loc, n + 1, o, 0, NULL, 0);
 	return NULL;
 }
 
@@ -314,7 +318,10 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_NUM_PROGRAMS:
 		return op_axis(L, BLK_OP_NUM_PROGRAMS, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
-	case CK_B_ATOMIC_ADD: return lw_atomic_add(L, e);
+	case CK_B_ATOMIC_ADD: return lw_atomic(L, e, BLK_OP_ATOMIC_ADD);
+	case CK_B_ATOMIC_MAX: return lw_atomic(L, e, BLK_OP_ATOMIC_MAX);
+	case CK_B_ATOMIC_MIN: return lw_atomic(L, e, BLK_OP_ATOMIC_MIN);
+	case CK_B_ATOMIC_CAS: return lw_atomic(L, e, BLK_OP_ATOMIC_CAS);
 	default: return lw_math(L, e, in);
 	}
 }

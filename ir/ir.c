@@ -265,6 +265,11 @@ const char *blk_op_name(BlkOpKind k)
 	return (unsigned)k < BLK_NUM_OPS ? ops[k].name : "?";
 }
 
+bool blk_op_is_atomic(BlkOpKind k)
+{
+	return k >= BLK_OP_ATOMIC_ADD && k <= BLK_OP_ATOMIC_CAS;
+}
+
 unsigned blk_op_flags(BlkOpKind k)
 {
 	return (unsigned)k < BLK_NUM_OPS ? ops[k].flags : 0;

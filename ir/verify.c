@@ -424,29 +424,35 @@ static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
 
 /* Checks ref, indices and (with_value) the value after them; gives the
  * accessed tile type. */
-static bool check_access(Verifier *V, const BlkOp *op, bool with_value, BlkType *tile)
+/* An access: the ref, its index operands, then nvalues more: the value
+ * (store, swap, atomics), after a scalar compare value (atomic_cas). */
+static bool check_access(Verifier *V, const BlkOp *op, int nvalues, BlkType *tile)
 {
+	static const char *const tails[] = { "", ", value", ", compare value, value" };
 	int nidx;
 	if (!accessed(V, op, tile, &nidx))
 		return false;
 	tile->kind = BLK_TYPE_TILE;
 	tile->space = BLK_SPACE_GLOBAL;
-	int want = 1 + nidx + with_value;
+	int want = 1 + nidx + nvalues;
 	if (op->noperands != want) {
-		fail(V, "expected %d operands (ref, %d indices%s), got %d", want, nidx,
-		     with_value ? ", value" : "", op->noperands);
+		fail(V, "expected %d operands (ref, %d indices%s), got %d", want, nidx, tails[nvalues],
+		     op->noperands);
 		return false;
 	}
 	for (int i = 1; i <= nidx; i++)
 		if (!want_i32_scalar(V, operand(op, i), "operand", i))
 			return false;
-	return !with_value || want_type(V, operand(op, want - 1), tile, "operand", want - 1);
+	BlkType cmp = blk_type_scalar(tile->dtype);
+	if (nvalues == 2 && !want_type(V, operand(op, want - 2), &cmp, "operand", want - 2))
+		return false;
+	return !nvalues || want_type(V, operand(op, want - 1), tile, "operand", want - 1);
 }
 
 static void check_view(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
-	if (!check_access(V, op, false, &t))
+	if (!check_access(V, op, 0, &t))
 		return;
 	BlkType want = blk_type_ref(t.dtype, t.rank, t.dims, operand(op, 0)->space);
 	want_type(V, &op->results[0]->type, &want, "result", 0);
@@ -458,15 +464,26 @@ static void check_load(Verifier *V, const BlkOp *op)
 	const BlkAttr *fill = blk_op_attr(op, "fill");
 	if (fill && fill->kind != BLK_ATTR_INT && fill->kind != BLK_ATTR_FLOAT)
 		fail(V, "attribute 'fill' must be an int or a float");
-	if (check_access(V, op, false, &t))
+	if (check_access(V, op, 0, &t))
 		want_type(V, &op->results[0]->type, &t, "result", 0);
 }
 
 static void check_store(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
-	if (check_access(V, op, true, &t) && op->kind == BLK_OP_SWAP)
+	if (check_access(V, op, 1, &t) && op->kind == BLK_OP_SWAP)
 		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+/* atomic_max/min on i32 or f32; atomic_cas on i32 with a scalar compare value. */
+static void check_atomic(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	bool cas = op->kind == BLK_OP_ATOMIC_CAS;
+	if (!check_access(V, op, cas ? 2 : 1, &t))
+		return;
+	if (t.dtype != BLK_I32 && (cas || t.dtype != BLK_F32))
+		fail(V, "a Ref of %s; it takes i32%s", blk_dtype_name(t.dtype), cas ? "" : " or f32");
 }
 
 /* The region's yield (its last op), or NULL if it has none. */
@@ -554,7 +571,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_DOT] = check_dot,
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
 	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
-	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_FOR] = check_for,
+	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_ATOMIC_MAX] = check_atomic,
+	[BLK_OP_ATOMIC_MIN] = check_atomic, [BLK_OP_ATOMIC_CAS] = check_atomic, [BLK_OP_FOR] = check_for,
 	[BLK_OP_IF] = check_if, [BLK_OP_SCOPED] = check_scoped, [BLK_OP_PRINT] = check_print,
 };
 
@@ -582,7 +600,8 @@ static const signed char arity[][4] = {
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
 	A(DOT, 2, 3, 1, -1),
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
-	A(ATOMIC_ADD, 2, -1, 0, 0),
+	A(ATOMIC_ADD, 2, -1, 0, 0), A(ATOMIC_MAX, 2, -1, 0, 0), A(ATOMIC_MIN, 2, -1, 0, 0),
+	A(ATOMIC_CAS, 3, -1, 0, 0),
 	A(FOR, 3, -1, -1, 1), A(IF, 1, 1, 0, 2), A(SCOPED, 0, 0, 0, 1), A(YIELD, 0, -1, 0, 0),
 	A(PRINT, 0, -1, 0, 0),
 #undef A

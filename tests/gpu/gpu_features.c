@@ -9,7 +9,7 @@
  * broadcasting, transpose, astype between every pair of dtypes, zeros/full,
  * fori_loop in all its forms, when/else, seq axes with scratch, scoped
  * scratch, inout, squeezed dims, .at views, ds slices at odd offsets,
- * load(other=), atomic_add, print, and 1-D/2-D/3-D grids.  Every shape is
+ * load(other=), the atomics, print, and 1-D/2-D/3-D grids.  Every shape is
  * ragged (not a multiple of its blocks), so the edge masks are on.
  *
  * Each case runs the same seeded random inputs through blk_interp_run (the
@@ -281,6 +281,83 @@ static bool check_bits(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, bits_and_ref, in, err) && expect_exact(out, 3, bits_shl_ref, in, err) &&
 	       expect_exact(out, 4, bits_shr_ref, in, err) && expect_exact(out, 5, bits_bool_ref, in, err);
+}
+
+/* atomic_max_min_f32: column maxima and minima of x [61, 45] (rows past
+ * 61 read -inf / inf) into the inout starts. */
+static bool check_colmaxmin(const Arrays *in, const Arrays *out, char *err)
+{
+	for (size_t c = 0; c < 45; c++) {
+		double hi = at(in, 1, c), lo = at(in, 2, c);
+		for (size_t r = 0; r < 61; r++) {
+			hi = fmax(hi, at(in, 0, r * 45 + c));
+			lo = fmin(lo, at(in, 0, r * 45 + c));
+		}
+		if (at(out, 1, c) != hi || at(out, 2, c) != lo) {
+			snprintf(err, ERR_LEN, "C reference: column %zu: max %g min %g, want %g %g", c,
+			         at(out, 1, c), at(out, 2, c), hi, lo);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* atomic_signed_zero_nan: totalOrder puts -0 below +0 and NaN above all. */
+static bool check_signed_zero(const Arrays *in, const Arrays *out, char *err)
+{
+	static const double s[4] = { -0.0, 0.0, 1.0, 0.0 };
+	(void)in;
+	for (size_t i = 0; i < 4; i++)
+		if (at(out, 0, i) != s[i] || signbit(at(out, 0, i)) != signbit(s[i]) ||
+		    at(out, 1, i) != 1.0 / s[i]) {
+			snprintf(err, ERR_LEN, "C reference: s[%zu] = %g, 1/s = %g; want %g", i,
+			         at(out, 0, i), at(out, 1, i), s[i]);
+			return false;
+		}
+	return true;
+}
+
+/* atomic_max_min_i32: x [101] (0 past its end, blocks of 16) into 5 bins
+ * by (x + 8) % 5: the largest and smallest x * 100 + (i % 16). */
+static bool check_binmaxmin(const Arrays *in, const Arrays *out, char *err)
+{
+	double hi[5], lo[5];
+	for (size_t b = 0; b < 5; b++) {
+		hi[b] = at(in, 1, b);
+		lo[b] = at(in, 2, b);
+	}
+	for (size_t i = 0; i < 112; i++) {
+		int x = i < 101 ? (int)at(in, 0, i) : 0, b = (x + 8) % 5;
+		double v = x * 100 + (int)(i % 16);
+		hi[b] = fmax(hi[b], v);
+		lo[b] = fmin(lo[b], v);
+	}
+	for (size_t b = 0; b < 5; b++)
+		if (at(out, 1, b) != hi[b] || at(out, 2, b) != lo[b]) {
+			snprintf(err, ERR_LEN, "C reference: bin %zu: max %g min %g, want %g %g", b,
+			         at(out, 1, b), at(out, 2, b), hi[b], lo[b]);
+			return false;
+		}
+	return true;
+}
+
+/* atomic_cas_claim: c's elements equal to 3 become 1000 * program + lane,
+ * the rest stay; f[0] becomes 7 (each program swaps what it read, or 7
+ * for 7), f[1] stays (never 100). */
+static bool check_cas(const Arrays *in, const Arrays *out, char *err)
+{
+	for (size_t i = 0; i < in->h[1]->count; i++) {
+		double want = at(in, 1, i) == 3 ? (double)(i / 16 * 1000 + i % 16) : at(in, 1, i);
+		if (at(out, 1, i) != want) {
+			snprintf(err, ERR_LEN, "C reference: c[%zu] = %g, want %g", i, at(out, 1, i), want);
+			return false;
+		}
+	}
+	if (at(out, 2, 0) == 7 && at(out, 2, 1) == at(in, 2, 1))
+		return true;
+	snprintf(err, ERR_LEN, "C reference: f = %g %g, want 7 %g", at(out, 2, 0), at(out, 2, 1),
+	         at(in, 2, 1));
+	return false;
 }
 
 static const Case cases[] = {
@@ -896,6 +973,65 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 17)),
+
+	/* racing column maxima and minima: max and min under a total order end
+	 * the same in any order, so exactly the interpreter's */
+	CHECKED("atomic_max_min_f32", false, check_colmaxmin,
+	     "kernel atomic_max_min_f32[BR = 16](\n"
+	     "    x: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: inout f32[C],\n"
+	     "    lo: inout f32[C],\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    atomic_max(hi.at[ds(0, C)], max(load(x, other = -inf), axis = 0));\n"
+	     "    atomic_min(lo, min(load(x, other = inf), axis = 0));\n"
+	     "}\n",
+	     A2('i', BLK_F32, 61, 45), A1('x', BLK_F32, 45), A1('x', BLK_F32, 45)),
+
+	/* -0 and +0, NaN: the order of docs/language.md; s is stored, updated
+	 * atomically, then read back (barriers between) */
+	CHECKED("atomic_signed_zero_nan", false, check_signed_zero,
+	     "kernel atomic_signed_zero_nan(\n"
+	     "    s: inout f32[4],\n"
+	     "    y: out f32[4],\n"
+	     ") {\n"
+	     "    s[...] = zeros((4,), f32);\n"
+	     "    atomic_min(s.at[0], -0.0);\n"
+	     "    atomic_max(s.at[1], -0.0);\n"
+	     "    atomic_max(s.at[2], nan);\n"
+	     "    atomic_min(s.at[2], 1.0);\n"
+	     "    atomic_min(s.at[3], nan);\n"
+	     "    y[...] = 1.0 / s[...];\n"
+	     "}\n",
+	     A1('x', BLK_F32, 4), A1('o', BLK_F32, 4)),
+
+	/* element by element into bins at run-time indices, racing programs */
+	CHECKED("atomic_max_min_i32", false, check_binmaxmin,
+	     "kernel atomic_max_min_i32[B = 16](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    hi: inout i32[5],\n"
+	     "    lo: inout i32[5],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    fori_loop(0, B) |e| {\n"
+	     "        let b = (x[e] + 8) % 5;\n"
+	     "        atomic_max(hi.at[b], x[e] * 100 + e);\n"
+	     "        atomic_min(lo.at[b], x[e] * 100 + e);\n"
+	     "    };\n"
+	     "}\n",
+	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 5), A1('x', BLK_I32, 5)),
+
+	/* compare-and-swap of a block (a scalar compare value, a tile of new
+	 * values) and of one element every program swaps alike */
+	CHECKED("atomic_cas_claim", false, check_cas,
+	     "kernel atomic_cas_claim[B = 16](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    c: inout i32[N] block (B) index (i) -> (i),\n"
+	     "    f: inout i32[2],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    atomic_cas(c, 3, program_id(0) * 1000 + iota(B));\n"
+	     "    atomic_cas(f.at[0], f[0], 7);\n"
+	     "    atomic_cas(f.at[1], N - 1, 5);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 101), A1('x', BLK_I32, 2)),
 
 	/* ---- dot with a transposed operand at tiny odd sizes */
 	CASE("dot_transposed_operand", true,
