@@ -567,6 +567,19 @@ static CkType fold_weak(Ck *c, const BlkAstExpr *e, const CkType *x, const CkTyp
 	return fold_float(e, x->f, y->f);
 }
 
+bool blk_ck_is_dot(const BlkAstExpr *e, const CkInfo *in)
+{
+	if (e->kind == BLK_AST_BINARY)
+		return e->op == BLK_AST_OP_MATMUL;
+	return e->kind == BLK_AST_CALL && in && in->builtin == CK_B_DOT;
+}
+
+void blk_ck_dot_operands(const BlkAstExpr *e, const BlkAstExpr **a, const BlkAstExpr **b)
+{
+	*a = e->kind == BLK_AST_BINARY ? e->lhs : e->args[0].value;
+	*b = e->kind == BLK_AST_BINARY ? e->rhs : e->args[1].value;
+}
+
 /* `acc + dot(a, b)`: the dot accumulates into acc when acc is exactly f32
  * of the dot's shape.  Returns 1 or 2 (the side of the dot) or 0. */
 static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r)
@@ -578,8 +591,7 @@ static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r
 	for (int i = 0; i < 2; i++) {
 		CkInfo *in = blk_ck_info(c->map, side[i]);
 		const CkType *o = other[i];
-		if (side[i]->kind != BLK_AST_CALL || !in || in->builtin != CK_B_DOT ||
-		    in->type.kind != CK_VALUE)
+		if (!blk_ck_is_dot(side[i], in) || in->type.kind != CK_VALUE)
 			continue;
 		if (!o->weak && o->t.dtype == BLK_F32 && o->t.rank == 2 &&
 		    dims_equal(2, o->t.dims, in->type.t.dims))
@@ -587,6 +599,8 @@ static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r
 	}
 	return 0;
 }
+
+static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkType *yp);
 
 static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
@@ -597,6 +611,11 @@ static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	bool okl = need_value(c, e->lhs, &l), okr = need_value(c, e->rhs, &r);
 	if (!okl || !okr)
 		return ck_poison();
+	if (e->op == BLK_AST_OP_MATMUL) {
+		l = ck_strong(l);
+		r = ck_strong(r);
+		return dot_type(c, e, &l, &r);
+	}
 	if (l.weak && r.weak)
 		return fold_weak(c, e, &l, &r);
 	if (!unify(c, e->loc, blk_ast_op_spelling(e->op), &l, &r, &dt) || !op_dtype_ok(c, e, dt))
@@ -667,12 +686,20 @@ static CkBuiltin builtin_of(const char *name)
 	return CK_B_NONE;
 }
 
+bool ck_is_builtin(const char *name)
+{
+	return builtin_of(name) != CK_B_NONE;
+}
+
 static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	BlkCkBind *b = ck_lookup(c, e->name);
 	if (!b) {
+		const char *blk = ck_blk_spelling(c, e->name);
 		if (builtin_of(e->name))
 			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
+		else if (blk)
+			blk_error(c->d, e->loc, "unknown name `%s`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown name `%s`", e->name);
 		return ck_poison();
@@ -685,20 +712,29 @@ static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- indexing ------------------------------------------------------------------- */
 
-static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int rank)
+/* Counts idx's `...` (at most one), `None`s and scalar indices; checks
+ * that the rest fit the Ref's rank and the result BLK_MAX_RANK. */
+static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int rank, int *ell,
+                        int *nnew)
 {
-	int ell = 0;
+	int scalars = 0;
+	*ell = *nnew = 0;
 	for (int i = 0; i < n; i++) {
-		if (idx[i].kind != BLK_AST_IDX_ELLIPSIS)
-			continue;
-		if (++ell > 1) {
+		*nnew += idx[i].kind == BLK_AST_IDX_NONE;
+		scalars += idx[i].kind == BLK_AST_IDX_EXPR;
+		if (idx[i].kind == BLK_AST_IDX_ELLIPSIS && ++*ell > 1) {
 			blk_error(c->d, idx[i].loc, "`...` may appear only once in an index");
 			return false;
 		}
 	}
-	if (n - ell <= rank)
+	if (n - *ell - *nnew > rank) {
+		blk_error(c->d, loc, "too many indices: %d for a Ref of rank %d", n - *ell - *nnew, rank);
+		return false;
+	}
+	if (rank - scalars + *nnew <= BLK_MAX_RANK)
 		return true;
-	blk_error(c->d, loc, "too many indices: %d for a Ref of rank %d", n - ell, rank);
+	blk_error(c->d, loc, "indexing with `None` gives rank %d; the limit is %d", rank - scalars + *nnew,
+	          BLK_MAX_RANK);
 	return false;
 }
 
@@ -743,6 +779,10 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		for (int j = 0; j < fill; j++, d++)
 			dims[(*rank)++] = ref->t.dims[d];
 		return d;
+	case BLK_AST_IDX_NONE:
+		acc->newaxes |= 1u << *rank;
+		dims[(*rank)++] = blk_sym_const(c->a, 1);
+		return d;
 	case BLK_AST_IDX_DS:
 		t = ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "the start of ds");
@@ -763,20 +803,30 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 	}
 }
 
-bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref,
+/* `None` where nothing is read. */
+static bool newaxis_written(Ck *c, const BlkAstIndex *idx, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (idx[i].kind == BLK_AST_IDX_NONE) {
+			blk_error(c->d, idx[i].loc, "`None` adds an axis to what is read; it cannot index a "
+			          "store or an .at view");
+			return true;
+		}
+	return false;
+}
+
+bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
                CkAccess *acc, int *rank, const BlkSym **dims)
 {
-	int R = ref->t.rank, d = 0, ell = 0;
+	int R = ref->t.rank, d = 0, ell, nnew;
 	bool ok = true;
 	memset(acc, 0, sizeof *acc);
 	acc->rank = R;
 	*rank = 0;
-	if (!index_count(c, loc, idx, n, R))
+	if (!index_count(c, loc, idx, n, R, &ell, &nnew) || (!read && newaxis_written(c, idx, n)))
 		return false;
 	for (int i = 0; i < n; i++)
-		ell += idx[i].kind == BLK_AST_IDX_ELLIPSIS;
-	for (int i = 0; i < n; i++)
-		d = access_one(c, &idx[i], d, R - (n - ell), acc, ref, rank, dims, &ok);
+		d = access_one(c, &idx[i], d, R - (n - ell - nnew), acc, ref, rank, dims, &ok);
 	for (; d < R; d++)
 		dims[(*rank)++] = ref->t.dims[d];
 	return ok;
@@ -800,15 +850,34 @@ static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 	return false;
 }
 
+/* `t[:, None]`: a tile takes only `:`, `...` and `None` (expand_dims). */
+static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
+{
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank;
+	for (int i = 0; i < e->nidx; i++)
+		if (e->idx[i].kind == BLK_AST_IDX_DS || e->idx[i].kind == BLK_AST_IDX_EXPR) {
+			blk_error(c->d, e->idx[i].loc, "a tile is indexed only by `:`, `...` and `None` (a new "
+			          "axis); read elements from its Ref, or select with where");
+			return ck_poison();
+		}
+	x = ck_strong(x);
+	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
+		return ck_poison();
+	return ck_value(x.t.dtype, rank, dims);
+}
+
 static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	CkType x = ck_expr(c, e->lhs);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
+	if (x.kind == CK_VALUE && e->kind == BLK_AST_INDEX)
+		return tile_index(c, e, in, x);
 	x = need_ref(c, e->lhs, &x);
 	if (is_poison(&x))
 		return x;
-	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, &in->acc, &rank, dims))
+	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, e->kind == BLK_AST_INDEX, &in->acc, &rank, dims))
 		return ck_poison();
 	if (e->kind == BLK_AST_AT)
 		return ck_ref(x.t.dtype, rank, dims, x.t.space, x.access, x.root);
@@ -1063,15 +1132,10 @@ static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return ck_poison();
 }
 
-static CkType b_dot(Ck *c, const BlkAstExpr *e)
+/* dot(x, y) or x @ y of two checked values. */
+static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkType *yp)
 {
-	Args g;
-	CkType x, y;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
-		return ck_poison();
-	bool ok = value_arg(c, g.pos[0], &x);
-	if (!(ok & value_arg(c, g.pos[1], &y)))
-		return ck_poison();
+	CkType x = *xp, y = *yp;
 	if (x.t.rank != 2 || y.t.rank != 2) {
 		blk_error(c->d, e->loc, "dot needs two rank-2 tiles, got %s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
@@ -1087,6 +1151,18 @@ static CkType b_dot(Ck *c, const BlkAstExpr *e)
 	}
 	const BlkSym *dims[2] = { x.t.dims[0], y.t.dims[1] };
 	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(BLK_F32, 2, dims) : ck_poison();
+}
+
+static CkType b_dot(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	CkType x, y;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	bool ok = value_arg(c, g.pos[0], &x);
+	if (!(ok & value_arg(c, g.pos[1], &y)))
+		return ck_poison();
+	return dot_type(c, e, &x, &y);
 }
 
 static CkType transpose_of(Ck *c, BlkLoc loc, CkType x)
@@ -1249,11 +1325,44 @@ static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	return t;
 }
 
+/* `x.name(kw = ...)`: the reductions have a method form, numpy's; the
+ * receiver is the call's first argument, the rest must be keywords
+ * (numpy's x.max(1) means an axis, blk's max(x, 1) an elementwise max). */
+static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	const BlkAstExpr *recv = e->args[0].value;
+	if (ck_foreign_qualified(c, recv, e->name, e->loc))
+		return false;
+	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN) {
+		const char *blk = ck_blk_spelling(c, e->name);
+		if (b != CK_B_NONE)
+			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
+		else if (blk)
+			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
+		else
+			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .astype)", e->name);
+		return false;
+	}
+	for (int i = 1; i < e->nargs; i++)
+		if (!e->args[i].name) {
+			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, keepdims =",
+			          e->name);
+			return false;
+		}
+	return true;
+}
+
 static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	CkBuiltin b = in->builtin = builtin_of(e->name);
+	if (e->method && !method_ok(c, e, b))
+		return ck_poison();
 	if (b == CK_B_NONE) {
-		blk_error(c->d, e->loc, "unknown function `%s`", e->name);
+		const char *blk = ck_blk_spelling(c, e->name);
+		if (blk)
+			blk_error(c->d, e->loc, "unknown function `%s`; blk writes `%s`", e->name, blk);
+		else
+			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return ck_poison();
 	}
 	if (c->in_map && b != CK_B_CDIV && b != CK_B_MAX && b != CK_B_MIN) {
@@ -1346,6 +1455,8 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_TRANSPOSE:
 		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t) : ck_poison();
 	default:
+		if (ck_foreign_qualified(c, e->lhs, e->name, e->loc))
+			return ck_poison();
 		ck_expr(c, e->lhs);
 		blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T)", e->name);
 		return ck_poison();

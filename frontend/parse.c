@@ -268,7 +268,7 @@ static void parse_args(Parser *p, BlkAstExpr *e)
 	grown(p, e, args_height(e->args, e->nargs));
 }
 
-/* index = ":" | "..." | "ds" "(" expr "," expr ")" | expr ; */
+/* index = ":" | "..." | "None" | "ds" "(" expr "," expr ")" | expr ; */
 static void parse_index(Parser *p, Vec *v)
 {
 	BlkAstIndex *x = vec_push(p, v, sizeof(BlkAstIndex));
@@ -277,6 +277,8 @@ static void parse_index(Parser *p, Vec *v)
 		x->kind = BLK_AST_IDX_SLICE;
 	} else if (accept(p, BLK_TOK_ELLIPSIS)) {
 		x->kind = BLK_AST_IDX_ELLIPSIS;
+	} else if (accept(p, BLK_TOK_NONE)) {
+		x->kind = BLK_AST_IDX_NONE;
 	} else if (at(p, BLK_TOK_IDENT) && tok(p)->len == 2 &&
 	           memcmp(tok(p)->text, "ds", 2) == 0 && peek2(p) == BLK_TOK_LPAREN) {
 		x->kind = BLK_AST_IDX_DS;
@@ -404,13 +406,33 @@ static BlkAstExpr *parse_primary(Parser *p)
 	}
 }
 
-/* The word after a ".": at, astype, T or any attribute. */
+/* "." IDENT "(" [ arg { "," arg } ] ")": a method call, the CALL of IDENT
+ * with the receiver as its first argument (the checker knows which
+ * builtins may be called so). */
+static BlkAstExpr *parse_method(Parser *p, BlkAstExpr *recv, const BlkToken *t, const char *word)
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_CALL, t->loc);
+	e->name = word;
+	e->method = true;
+	parse_args(p, e);
+	BlkAstArg *args = blk_arena_alloc(p->a, sizeof *args * (size_t)(e->nargs + 1));
+	args[0] = (BlkAstArg){ .loc = recv->loc, .value = recv };
+	for (int i = 0; i < e->nargs; i++)
+		args[i + 1] = e->args[i];
+	e->args = args;
+	e->nargs++;
+	return grown(p, e, imax(height(recv), args_height(args, e->nargs)));
+}
+
+/* The word after a ".": at, astype, T, a method call or any attribute. */
 static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 {
 	BlkLoc loc = next(p)->loc;
 	BlkToken *t = tok(p);
 	const char *word = expect_ident(p, "an attribute name after '.'", NULL);
 	BlkAstExpr *e;
+	if (strcmp(word, "astype") != 0 && at(p, BLK_TOK_LPAREN))
+		return parse_method(p, lhs, t, word);
 	if (strcmp(word, "at") == 0 && at(p, BLK_TOK_LBRACKET)) {
 		e = blk_ast_expr_new(p->a, BLK_AST_AT, loc);
 		next(p);
@@ -432,7 +454,8 @@ static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 }
 
 /* postfix = primary { "[" indices "]" | "." "at" "[" indices "]"
- *                   | "." "astype" "(" dtype ")" | "." "T" | "." IDENT } ; */
+ *                   | "." "astype" "(" dtype ")" | "." "T"
+ *                   | "." IDENT "(" [ arg { "," arg } ] ")" | "." IDENT } ; */
 static BlkAstExpr *parse_postfix(Parser *p)
 {
 	BlkAstExpr *e = parse_primary(p);
@@ -520,12 +543,14 @@ static BlkAstExpr *left_assoc(Parser *p, BlkTokKind tok, BlkAstOp op, BlkAstExpr
 	return left_assoc_of(p, &tok, &op, 1, sub);
 }
 
-/* mul = unary { ( "*" | "/" | "~/" | "%" ) unary } ; */
+/* mul = unary { ( "*" | "/" | "~/" | "%" | "@" ) unary } ; */
 static BlkAstExpr *parse_mul(Parser *p)
 {
-	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT};
-	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD};
-	return left_assoc_of(p, toks, ops, 4, parse_unary);
+	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT,
+	                                  BLK_TOK_AT};
+	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD,
+	                               BLK_AST_OP_MATMUL};
+	return left_assoc_of(p, toks, ops, 5, parse_unary);
 }
 
 /* add = mul { ( "+" | "-" ) mul } ; */

@@ -45,7 +45,7 @@ static char *squash(const char *s)
 {
 	char *out = malloc(strlen(s) + 1), *o = out;
 	while (*s) {
-		if (*s == ' ' && s[1] == '@') { /* drop " @L:C" */
+		if (*s == ' ' && s[1] == '@' && isdigit((unsigned char)s[2])) { /* drop " @L:C" */
 			for (s += 2; isdigit((unsigned char)*s) || *s == ':'; s++)
 				;
 		} else if (*s == '\n') {
@@ -134,6 +134,19 @@ static void test_power(void **state)
 	expect_expr("a ** b ** c", "(binary ** (name a) (binary ** (name b) (name c)))");
 	expect_expr("a ** -b * c", "(binary * (binary ** (name a) (unary - (name b))) (name c))");
 	expect_expr("2.0 * x[0] ** 2", "(binary * (float 2.0) (binary ** (index (name x) (indices (int 0))) (int 2)))");
+}
+
+/* Python's conveniences: `@` at `*`'s level, `x.sum(...)` as a call with
+ * the receiver first, `None` in an index. */
+static void test_conveniences(void **state)
+{
+	(void)state;
+	expect_expr("a @ b * c + d", "(binary + (binary * (binary @ (name a) (name b)) (name c)) (name d))");
+	expect_expr("x.sum(axis = 1)", "(call .sum (name x) (kwarg axis (int 1)))");
+	expect_expr("x.T.max()", "(call .max (T (name x)))");
+	expect_expr("x[:, None]", "(index (name x) (indices (slice) (newaxis)))");
+	expect_expr("x[None][..., None]",
+	            "(index (index (name x) (indices (newaxis))) (indices (ellipsis) (newaxis)))");
 }
 
 /* `x > 0 & y > 0` means `x > (0 & y) > 0` in Python; here it is refused. */
@@ -297,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_bitwise_precedence),
 		cmocka_unit_test(test_power),
+		cmocka_unit_test(test_conveniences),
 		cmocka_unit_test(test_bitand_of_compares_is_refused),
 		cmocka_unit_test(test_cmp_does_not_chain),
 		cmocka_unit_test(test_literals),

@@ -1033,6 +1033,34 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 101), A1('x', BLK_I32, 2)),
 
+	/* ---- Python's spellings: a @ b (also accumulating), None as a new
+	 * axis of a tile and of a Ref read, reductions as methods */
+	CASE("matmul_operator_newaxis", true,
+	     "kernel matmul_operator_newaxis[T = f32, BM = 16, BN = 32](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    r: in T[N] block (BN) index (i, j) -> (j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = zeros((BM, BN), f32) + a[...] @ b[...];\n"
+	     "    c[...] = acc + r[...].astype(f32)[None, :] * iota(BM)[:, None].astype(f32)\n"
+	     "        - (a[...] @ b[...]) * 0.5;\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 13), A2('i', DT_T, 13, 45), A1('i', DT_T, 45), A2('o', BLK_F32, 37, 45)),
+
+	CASE("reduce_methods", true,
+	     "kernel reduce_methods[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out T[R] block (BR) index (i) -> (i),\n"
+	     "    m: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    s[...] = (v.sum(axis = 1) + v.max(axis = 1) - v.min(axis = -1)).astype(T);\n"
+	     "    m[...] = (v - v.max(axis = 1, keepdims = true) + x[:, None, :].astype(f32).sum(axis = 1) * 0.5\n"
+	     "        + v.max() - v.T.min(axis = 1)[None, :]).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A2('o', DT_T, 13, 77)),
+
 	/* ---- dot with a transposed operand at tiny odd sizes */
 	CASE("dot_transposed_operand", true,
 	     "kernel dot_transposed_operand[T = f32](\n"
