@@ -114,6 +114,9 @@ static void print_indices(FILE *out, const BlkAstIndex *idx, int n, int depth)
 		case BLK_AST_IDX_ELLIPSIS:
 			open_node(out, depth + 1, "ellipsis");
 			break;
+		case BLK_AST_IDX_NONE:
+			open_node(out, depth + 1, "newaxis");
+			break;
 		case BLK_AST_IDX_DS:
 			open_node(out, depth + 1, "ds");
 			break;
@@ -172,8 +175,8 @@ static void print_expr_head(FILE *out, const BlkAstExpr *e)
 	case BLK_AST_FLOAT: fprintf(out, " %s", e->text); break;
 	case BLK_AST_BOOL: fputs(e->ival ? " true" : " false", out); break;
 	case BLK_AST_NAME:
-	case BLK_AST_CALL:
 	case BLK_AST_ATTR: fprintf(out, " %s", e->name); break;
+	case BLK_AST_CALL: fprintf(out, " %s%s", e->method ? "." : "", e->name); break;
 	case BLK_AST_DTYPE: fprintf(out, " %s", e->dtype < BLK_NUM_DTYPES ? dtype_names[e->dtype] : "?"); break;
 	case BLK_AST_UNARY:
 	case BLK_AST_BINARY: fprintf(out, " %s", blk_ast_op_spelling(e->op)); break;

@@ -38,9 +38,10 @@ typedef struct BlkAstStmt BlkAstStmt;
 	X(NAN, "nan")          /* (no fields) a quiet NaN */                   \
 	X(NAME, "name")        /* name: variable, size, cparam, dtype param */ \
 	X(DTYPE, "dtype")      /* dtype: a builtin dtype keyword (f32 ...) */  \
-	X(UNARY, "unary")      /* op (NEG, NOT), lhs */                        \
+	X(UNARY, "unary")      /* op (NEG, NOT, BITNOT), lhs */                \
 	X(BINARY, "binary")    /* op, lhs, rhs */                              \
-	X(CALL, "call")        /* name (callee), args, nargs */                \
+	X(CALL, "call")        /* name (callee), args, nargs; method: written \
+	                          `x.name(args)`, x is args[0] */               \
 	X(FORI, "fori_loop")   /* args, nargs, ivar, carry, carries,          \
 	                          ncarries, body (its result may be NULL) */   \
 	X(TUPLE, "tuple")      /* elems, nelems (>= 1; `(a,)` has one) */      \
@@ -74,7 +75,15 @@ typedef enum {
 	X(GT, ">")              \
 	X(GE, ">=")             \
 	X(AND, "&&")            \
-	X(OR, "||")
+	X(OR, "||")             \
+	X(BITAND, "&")         /* i32 bitwise; on bool the same as && */         \
+	X(BITOR, "|")          /* i32 bitwise; on bool the same as || */         \
+	X(BITXOR, "^")         /* i32 bitwise; on bool the same as != */         \
+	X(SHL, "<<")            \
+	X(SHR, ">>")           /* arithmetic (sign-filling) */                    \
+	X(BITNOT, "~")         /* unary: i32 bitwise; on bool the same as ! */   \
+	X(POW, "**")            \
+	X(MATMUL, "@")         /* a @ b is dot(a, b) */
 
 typedef enum {
 #define X(e, s) BLK_AST_OP_##e,
@@ -95,6 +104,7 @@ typedef enum {
 	BLK_AST_IDX_ELLIPSIS, /* `...` all remaining dims (no fields) */
 	BLK_AST_IDX_DS,       /* `ds(start, size)`: a, b */
 	BLK_AST_IDX_EXPR,     /* a scalar expression: a */
+	BLK_AST_IDX_NONE,     /* `None`: a new axis of extent 1 (no fields) */
 } BlkAstIndexKind;
 
 typedef struct BlkAstIndex {
@@ -127,6 +137,7 @@ struct BlkAstExpr {
 	double fval;      /* FLOAT */
 	const char *text; /* FLOAT: source spelling */
 	const char *name; /* NAME, CALL, ATTR */
+	bool method;      /* CALL: the `x.name(...)` form */
 	BlkDType dtype;   /* DTYPE */
 	BlkAstOp op;      /* UNARY, BINARY */
 	BlkAstExpr *lhs, *rhs; /* UNARY, BINARY, INDEX, AT, ASTYPE, TRANSPOSE, ATTR */

@@ -167,7 +167,7 @@ static void check_store(Ck *c, const BlkAstStmt *s)
 		blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
 		          blk_ck_type_str(c->a, &r));
 	bool ok = r.kind == CK_REF && ck_writable(c, s->loc, &r) &&
-	          ck_access(c, s->loc, s->idx, s->nidx, &r, &in->acc, &rank, dims);
+	          ck_access(c, s->loc, s->idx, s->nidx, &r, false, &in->acc, &rank, dims);
 	v = ck_expr(c, s->value);
 	if (!ok)
 		return;

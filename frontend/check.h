@@ -69,16 +69,19 @@ typedef enum {
 	CK_B_SIGMOID, CK_B_ERF, CK_B_LOG1P, CK_B_EXPM1, CK_B_FLOOR, CK_B_CEIL,
 	CK_B_MAX, CK_B_MIN, CK_B_SUM, CK_B_WHERE, CK_B_DOT, CK_B_TRANSPOSE,
 	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
-	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD,
+	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD, CK_B_ATOMIC_MAX, CK_B_ATOMIC_MIN, CK_B_ATOMIC_CAS,
+	CK_B_POW,
 	CK_NUM_BUILTINS
 } CkBuiltin;
 
 /* A Ref access resolved against the Ref's rank: one BlkIndex per Ref dim,
- * and for SCALAR/DS dims the AST index that gives the start (src). */
+ * and for SCALAR/DS dims the AST index that gives the start (src);
+ * newaxes: bit i set where dim i of the result is a `None` (new) axis. */
 typedef struct CkAccess {
 	int rank;
 	BlkIndex idx[BLK_MAX_RANK];
 	const BlkAstIndex *src[BLK_MAX_RANK];
+	unsigned newaxes;
 } CkAccess;
 
 /* The checker's notes on one AST node (expr or stmt).  Fields by node:
@@ -145,6 +148,9 @@ BlkCkFile *blk_check_file(BlkArena *a, BlkDiag *d, const BlkAstFile *f,
 /* The checked file in IR.  Requires a BlkCkFile without errors. */
 BlkModule *blk_lower_ast(BlkArena *a, const BlkCkFile *cf);
 
+/* Whether e is a dot: `dot(a, b)` (in: its notes) or `a @ b`; and its operands. */
+bool blk_ck_is_dot(const BlkAstExpr *e, const CkInfo *in);
+void blk_ck_dot_operands(const BlkAstExpr *e, const BlkAstExpr **a, const BlkAstExpr **b);
 /* The node's notes; NULL if the checker never saw it. */
 CkInfo *blk_ck_info(const CkMap *m, const void *node);
 /* "f32[64, K]", "i32", "ref<f32[64]>", "(f32, i32)" for messages. */

@@ -8,6 +8,7 @@
  * is POISON and every consumer of a POISON stays silent: one mistake, one
  * message.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/check_impl.h"
@@ -410,6 +411,17 @@ static int64_t floordiv64(int64_t x, int64_t y)
 	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
 }
 
+/* x ** y of integer constants, exactly (Python's int power); false if it
+ * leaves i64 (then surely i32: reported by the caller). */
+static bool ipow(int64_t x, int64_t y, int64_t *r)
+{
+	*r = 1;
+	for (; y > 0; y--)
+		if (__builtin_mul_overflow(*r, x, r) || *r > INT32_MAX || *r < INT32_MIN)
+			return false;
+	return true;
+}
+
 static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 {
 	int64_t r = 0;
@@ -427,6 +439,18 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 		}
 		r = floordiv64(x, y);
 		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
+		break;
+	case BLK_AST_OP_BITAND: r = x & y; break;
+	case BLK_AST_OP_BITOR: r = x | y; break;
+	case BLK_AST_OP_BITXOR: r = x ^ y; break;
+	case BLK_AST_OP_SHL: r = blk_i32_shl((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_SHR: r = blk_i32_shr((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_POW:
+		if (y < 0) {
+			blk_error(c->d, e->loc, "negative exponent of an integer constant; write a float (2.0 ** -1)");
+			return ck_poison();
+		}
+		ovf = !ipow(x, y, &r);
 		break;
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
@@ -449,6 +473,7 @@ static CkType fold_float(const BlkAstExpr *e, double x, double y)
 	case BLK_AST_OP_SUB: return ck_weak_float(x - y);
 	case BLK_AST_OP_MUL: return ck_weak_float(x * y);
 	case BLK_AST_OP_DIV: return ck_weak_float(x / y);
+	case BLK_AST_OP_POW: return ck_weak_float(pow(x, y));
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -461,6 +486,17 @@ static CkType fold_float(const BlkAstExpr *e, double x, double y)
 static bool is_cmp(BlkAstOp op)
 {
 	return op >= BLK_AST_OP_EQ && op <= BLK_AST_OP_GE;
+}
+
+/* & | ^ (i32 bitwise, bool logical) */
+static bool is_bitwise(BlkAstOp op)
+{
+	return op == BLK_AST_OP_BITAND || op == BLK_AST_OP_BITOR || op == BLK_AST_OP_BITXOR;
+}
+
+static bool is_shift(BlkAstOp op)
+{
+	return op == BLK_AST_OP_SHL || op == BLK_AST_OP_SHR;
 }
 
 /* Whether op applies to dtype dt; reports if not. */
@@ -480,11 +516,26 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `~/` for i32",
 		          blk_dtype_name(dt));
 		return false;
+	case BLK_AST_OP_POW:
+		if (blk_dtype_is_float(dt))
+			return true;
+		blk_error(c->d, e->loc, "`**` needs float operands, got %s; convert with astype",
+		          blk_dtype_name(dt));
+		return false;
 	case BLK_AST_OP_FLOORDIV:
 	case BLK_AST_OP_MOD:
+	case BLK_AST_OP_SHL:
+	case BLK_AST_OP_SHR:
 		if (dt == BLK_I32)
 			return true;
 		blk_error(c->d, e->loc, "`%s` needs i32 operands, got %s", op, blk_dtype_name(dt));
+		return false;
+	case BLK_AST_OP_BITAND:
+	case BLK_AST_OP_BITOR:
+	case BLK_AST_OP_BITXOR:
+		if (dt == BLK_I32 || dt == BLK_BOOL)
+			return true;
+		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands, got %s", op, blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_EQ:
 	case BLK_AST_OP_NE:
@@ -505,11 +556,28 @@ static CkType fold_weak(Ck *c, const BlkAstExpr *e, const CkType *x, const CkTyp
 	}
 	if (x->weak == CK_WEAK_INT && y->weak == CK_WEAK_INT)
 		return fold_int(c, e, x->i, y->i);
-	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD) {
+	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD || is_shift(e->op)) {
 		blk_error(c->d, e->loc, "`%s` needs i32 operands", blk_ast_op_spelling(e->op));
 		return ck_poison();
 	}
+	if (is_bitwise(e->op)) {
+		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands", blk_ast_op_spelling(e->op));
+		return ck_poison();
+	}
 	return fold_float(e, x->f, y->f);
+}
+
+bool blk_ck_is_dot(const BlkAstExpr *e, const CkInfo *in)
+{
+	if (e->kind == BLK_AST_BINARY)
+		return e->op == BLK_AST_OP_MATMUL;
+	return e->kind == BLK_AST_CALL && in && in->builtin == CK_B_DOT;
+}
+
+void blk_ck_dot_operands(const BlkAstExpr *e, const BlkAstExpr **a, const BlkAstExpr **b)
+{
+	*a = e->kind == BLK_AST_BINARY ? e->lhs : e->args[0].value;
+	*b = e->kind == BLK_AST_BINARY ? e->rhs : e->args[1].value;
 }
 
 /* `acc + dot(a, b)`: the dot accumulates into acc when acc is exactly f32
@@ -523,8 +591,7 @@ static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r
 	for (int i = 0; i < 2; i++) {
 		CkInfo *in = blk_ck_info(c->map, side[i]);
 		const CkType *o = other[i];
-		if (side[i]->kind != BLK_AST_CALL || !in || in->builtin != CK_B_DOT ||
-		    in->type.kind != CK_VALUE)
+		if (!blk_ck_is_dot(side[i], in) || in->type.kind != CK_VALUE)
 			continue;
 		if (!o->weak && o->t.dtype == BLK_F32 && o->t.rank == 2 &&
 		    dims_equal(2, o->t.dims, in->type.t.dims))
@@ -532,6 +599,8 @@ static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r
 	}
 	return 0;
 }
+
+static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkType *yp);
 
 static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
@@ -542,6 +611,11 @@ static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	bool okl = need_value(c, e->lhs, &l), okr = need_value(c, e->rhs, &r);
 	if (!okl || !okr)
 		return ck_poison();
+	if (e->op == BLK_AST_OP_MATMUL) {
+		l = ck_strong(l);
+		r = ck_strong(r);
+		return dot_type(c, e, &l, &r);
+	}
 	if (l.weak && r.weak)
 		return fold_weak(c, e, &l, &r);
 	if (!unify(c, e->loc, blk_ast_op_spelling(e->op), &l, &r, &dt) || !op_dtype_ok(c, e, dt))
@@ -554,11 +628,28 @@ static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return t;
 }
 
+/* ~x: bitwise on i32, logical on bool (numpy's and Pallas's meaning). */
+static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
+{
+	if (x.weak == CK_WEAK_INT)
+		return ck_weak_int(~x.i);
+	if (x.t.dtype == BLK_BOOL && x.konst)
+		return ck_bool_const(!x.i);
+	if ((x.t.dtype == BLK_I32 || x.t.dtype == BLK_BOOL) && !x.weak) {
+		x.konst = false;
+		return x;
+	}
+	blk_error(c->d, e->loc, "`~` needs an i32 or bool operand, got %s", tstr(c, &x));
+	return ck_poison();
+}
+
 static CkType check_unary(Ck *c, const BlkAstExpr *e)
 {
 	CkType x = ck_expr(c, e->lhs);
 	if (!need_value(c, e->lhs, &x))
 		return ck_poison();
+	if (e->op == BLK_AST_OP_BITNOT)
+		return check_bitnot(c, e, x);
 	if (e->op == BLK_AST_OP_NOT) {
 		if (x.t.dtype == BLK_BOOL && !x.weak)
 			return x.konst ? ck_bool_const(!x.i) : x;
@@ -583,7 +674,8 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
-	"program_id", "num_programs", "ds", "load", "atomic_add",
+	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
+	"atomic_cas", "pow",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -594,12 +686,20 @@ static CkBuiltin builtin_of(const char *name)
 	return CK_B_NONE;
 }
 
+bool ck_is_builtin(const char *name)
+{
+	return builtin_of(name) != CK_B_NONE;
+}
+
 static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	BlkCkBind *b = ck_lookup(c, e->name);
 	if (!b) {
+		const char *blk = ck_blk_spelling(c, e->name);
 		if (builtin_of(e->name))
 			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
+		else if (blk)
+			blk_error(c->d, e->loc, "unknown name `%s`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown name `%s`", e->name);
 		return ck_poison();
@@ -612,20 +712,29 @@ static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- indexing ------------------------------------------------------------------- */
 
-static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int rank)
+/* Counts idx's `...` (at most one), `None`s and scalar indices; checks
+ * that the rest fit the Ref's rank and the result BLK_MAX_RANK. */
+static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int rank, int *ell,
+                        int *nnew)
 {
-	int ell = 0;
+	int scalars = 0;
+	*ell = *nnew = 0;
 	for (int i = 0; i < n; i++) {
-		if (idx[i].kind != BLK_AST_IDX_ELLIPSIS)
-			continue;
-		if (++ell > 1) {
+		*nnew += idx[i].kind == BLK_AST_IDX_NONE;
+		scalars += idx[i].kind == BLK_AST_IDX_EXPR;
+		if (idx[i].kind == BLK_AST_IDX_ELLIPSIS && ++*ell > 1) {
 			blk_error(c->d, idx[i].loc, "`...` may appear only once in an index");
 			return false;
 		}
 	}
-	if (n - ell <= rank)
+	if (n - *ell - *nnew > rank) {
+		blk_error(c->d, loc, "too many indices: %d for a Ref of rank %d", n - *ell - *nnew, rank);
+		return false;
+	}
+	if (rank - scalars + *nnew <= BLK_MAX_RANK)
 		return true;
-	blk_error(c->d, loc, "too many indices: %d for a Ref of rank %d", n - ell, rank);
+	blk_error(c->d, loc, "indexing with `None` gives rank %d; the limit is %d", rank - scalars + *nnew,
+	          BLK_MAX_RANK);
 	return false;
 }
 
@@ -670,6 +779,10 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		for (int j = 0; j < fill; j++, d++)
 			dims[(*rank)++] = ref->t.dims[d];
 		return d;
+	case BLK_AST_IDX_NONE:
+		acc->newaxes |= 1u << *rank;
+		dims[(*rank)++] = blk_sym_const(c->a, 1);
+		return d;
 	case BLK_AST_IDX_DS:
 		t = ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "the start of ds");
@@ -690,20 +803,30 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 	}
 }
 
-bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref,
+/* `None` where nothing is read. */
+static bool newaxis_written(Ck *c, const BlkAstIndex *idx, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (idx[i].kind == BLK_AST_IDX_NONE) {
+			blk_error(c->d, idx[i].loc, "`None` adds an axis to what is read; it cannot index a "
+			          "store or an .at view");
+			return true;
+		}
+	return false;
+}
+
+bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
                CkAccess *acc, int *rank, const BlkSym **dims)
 {
-	int R = ref->t.rank, d = 0, ell = 0;
+	int R = ref->t.rank, d = 0, ell, nnew;
 	bool ok = true;
 	memset(acc, 0, sizeof *acc);
 	acc->rank = R;
 	*rank = 0;
-	if (!index_count(c, loc, idx, n, R))
+	if (!index_count(c, loc, idx, n, R, &ell, &nnew) || (!read && newaxis_written(c, idx, n)))
 		return false;
 	for (int i = 0; i < n; i++)
-		ell += idx[i].kind == BLK_AST_IDX_ELLIPSIS;
-	for (int i = 0; i < n; i++)
-		d = access_one(c, &idx[i], d, R - (n - ell), acc, ref, rank, dims, &ok);
+		d = access_one(c, &idx[i], d, R - (n - ell - nnew), acc, ref, rank, dims, &ok);
 	for (; d < R; d++)
 		dims[(*rank)++] = ref->t.dims[d];
 	return ok;
@@ -727,15 +850,34 @@ static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 	return false;
 }
 
+/* `t[:, None]`: a tile takes only `:`, `...` and `None` (expand_dims). */
+static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
+{
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank;
+	for (int i = 0; i < e->nidx; i++)
+		if (e->idx[i].kind == BLK_AST_IDX_DS || e->idx[i].kind == BLK_AST_IDX_EXPR) {
+			blk_error(c->d, e->idx[i].loc, "a tile is indexed only by `:`, `...` and `None` (a new "
+			          "axis); read elements from its Ref, or select with where");
+			return ck_poison();
+		}
+	x = ck_strong(x);
+	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
+		return ck_poison();
+	return ck_value(x.t.dtype, rank, dims);
+}
+
 static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	CkType x = ck_expr(c, e->lhs);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
+	if (x.kind == CK_VALUE && e->kind == BLK_AST_INDEX)
+		return tile_index(c, e, in, x);
 	x = need_ref(c, e->lhs, &x);
 	if (is_poison(&x))
 		return x;
-	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, &in->acc, &rank, dims))
+	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, e->kind == BLK_AST_INDEX, &in->acc, &rank, dims))
 		return ck_poison();
 	if (e->kind == BLK_AST_AT)
 		return ck_ref(x.t.dtype, rank, dims, x.t.space, x.access, x.root);
@@ -976,15 +1118,24 @@ static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return b_elementwise(c, e, in, &g);
 }
 
-static CkType b_dot(Ck *c, const BlkAstExpr *e)
+/* pow(x, y): elementwise, floats, the same as x ** y. */
+static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
-	CkType x, y;
 	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
 		return ck_poison();
-	bool ok = value_arg(c, g.pos[0], &x);
-	if (!(ok & value_arg(c, g.pos[1], &y)))
-		return ck_poison();
+	CkType t = b_elementwise(c, e, in, &g);
+	if (is_poison(&t) || blk_dtype_is_float(t.t.dtype))
+		return t;
+	blk_error(c->d, e->loc, "`pow` needs float operands, got %s; convert with astype",
+	          blk_dtype_name(t.t.dtype));
+	return ck_poison();
+}
+
+/* dot(x, y) or x @ y of two checked values. */
+static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkType *yp)
+{
+	CkType x = *xp, y = *yp;
 	if (x.t.rank != 2 || y.t.rank != 2) {
 		blk_error(c->d, e->loc, "dot needs two rank-2 tiles, got %s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
@@ -1000,6 +1151,18 @@ static CkType b_dot(Ck *c, const BlkAstExpr *e)
 	}
 	const BlkSym *dims[2] = { x.t.dims[0], y.t.dims[1] };
 	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(BLK_F32, 2, dims) : ck_poison();
+}
+
+static CkType b_dot(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	CkType x, y;
+	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+		return ck_poison();
+	bool ok = value_arg(c, g.pos[0], &x);
+	if (!(ok & value_arg(c, g.pos[1], &y)))
+		return ck_poison();
+	return dot_type(c, e, &x, &y);
 }
 
 static CkType transpose_of(Ck *c, BlkLoc loc, CkType x)
@@ -1099,45 +1262,107 @@ static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return ck_value(r.t.dtype, r.t.rank, r.t.dims);
 }
 
-static CkType b_atomic_add(Ck *c, const BlkAstExpr *e)
+/* The Ref of an atomic: writable, not `out` (an atomic reads what is
+ * there), of a dtype the atomic takes. */
+static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
+{
+	if (!ck_writable(c, e->loc, r))
+		return false;
+	if (r->access == BLK_ACCESS_OUT) {
+		bool add = b == CK_B_ATOMIC_ADD;
+		blk_error(c->d, e->loc, "%s %s `%s`, which is an `out` parameter", e->name,
+		          add ? "adds into" : "reads", r->root->name);
+		ck_declared_here(c, r->root);
+		blk_note(c->d, r->root->loc, add ? "declare it `inout` and pass it zeroed (or as the sum's start)"
+		                                 : "declare it `inout` and pass it with its starting values");
+		return false;
+	}
+	BlkDType dt = r->t.dtype;
+	if (b == CK_B_ATOMIC_ADD && dt == BLK_BOOL)
+		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
+	else if (b == CK_B_ATOMIC_CAS && dt != BLK_I32)
+		blk_error(c->d, e->loc, "atomic_cas needs a Ref of i32, got %s", tstr(c, r));
+	else if (b != CK_B_ATOMIC_ADD && b != CK_B_ATOMIC_CAS && dt != BLK_I32 && dt != BLK_F32)
+		blk_error(c->d, e->loc, "%s needs a Ref of i32 or f32, got %s", e->name, tstr(c, r));
+	else
+		return true;
+	return false;
+}
+
+/* atomic_cas's compare value: one scalar for every element. */
+static bool cas_compare(Ck *c, const BlkAstExpr *e, const CkType *r)
+{
+	CkType k = ck_expr(c, e);
+	if (!need_value(c, e, &k))
+		return false;
+	if (k.t.rank == 0)
+		return ck_storable(c, e->loc, &k, r->t.dtype, 0, NULL);
+	blk_error(c->d, e->loc, "atomic_cas compares every element with one scalar, got %s", tstr(c, &k));
+	return false;
+}
+
+/* atomic_add/max/min(ref, v), atomic_cas(ref, cmp, v): no value. */
+static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
-	CkType r, v;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+	int n = b == CK_B_ATOMIC_CAS ? 3 : 2;
+	if (!get_args(c, e, n, n, NULL, NULL, &g))
 		return ck_poison();
-	r = ck_expr(c, g.pos[0]);
-	v = ck_expr(c, g.pos[1]);
+	CkType r = ck_expr(c, g.pos[0]), v;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
-			blk_error(c->d, g.pos[0]->loc, "atomic_add needs a Ref, got %s", tstr(c, &r));
+			blk_error(c->d, g.pos[0]->loc, "%s needs a Ref, got %s", e->name, tstr(c, &r));
 		return ck_poison();
 	}
-	if (!ck_writable(c, e->loc, &r))
+	if (!atomic_ref(c, e, b, &r) || (n == 3 && !cas_compare(c, g.pos[1], &r)))
 		return ck_poison();
-	if (r.access == BLK_ACCESS_OUT) { /* it adds to what is there: a read */
-		blk_error(c->d, e->loc, "atomic_add adds into `%s`, which is an `out` parameter",
-		          r.root->name);
-		ck_declared_here(c, r.root);
-		blk_note(c->d, r.root->loc, "declare it `inout` and pass it zeroed (or as the sum's start)");
-		return ck_poison();
-	}
-	if (r.t.dtype == BLK_BOOL) {
-		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
-		return ck_poison();
-	}
-	if (!need_value(c, g.pos[1], &v) ||
-	    !ck_storable(c, g.pos[1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
+	v = ck_expr(c, g.pos[n - 1]);
+	if (!need_value(c, g.pos[n - 1], &v) ||
+	    !ck_storable(c, g.pos[n - 1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
 		return ck_poison();
 	CkType t = ck_poison();
 	t.kind = CK_VOID;
 	return t;
 }
 
+/* `x.name(kw = ...)`: the reductions have a method form, numpy's; the
+ * receiver is the call's first argument, the rest must be keywords
+ * (numpy's x.max(1) means an axis, blk's max(x, 1) an elementwise max). */
+static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	const BlkAstExpr *recv = e->args[0].value;
+	if (ck_foreign_qualified(c, recv, e->name, e->loc))
+		return false;
+	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN) {
+		const char *blk = ck_blk_spelling(c, e->name);
+		if (b != CK_B_NONE)
+			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
+		else if (blk)
+			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
+		else
+			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .astype)", e->name);
+		return false;
+	}
+	for (int i = 1; i < e->nargs; i++)
+		if (!e->args[i].name) {
+			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, keepdims =",
+			          e->name);
+			return false;
+		}
+	return true;
+}
+
 static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	CkBuiltin b = in->builtin = builtin_of(e->name);
+	if (e->method && !method_ok(c, e, b))
+		return ck_poison();
 	if (b == CK_B_NONE) {
-		blk_error(c->d, e->loc, "unknown function `%s`", e->name);
+		const char *blk = ck_blk_spelling(c, e->name);
+		if (blk)
+			blk_error(c->d, e->loc, "unknown function `%s`; blk writes `%s`", e->name, blk);
+		else
+			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return ck_poison();
 	}
 	if (c->in_map && b != CK_B_CDIV && b != CK_B_MAX && b != CK_B_MIN) {
@@ -1150,13 +1375,15 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_IOTA: return b_iota(c, e);
 	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
 	case CK_B_WHERE: return b_where(c, e, in);
+	case CK_B_POW: return b_pow(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
 	case CK_B_CDIV: return b_cdiv(c, e);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
-	case CK_B_ATOMIC_ADD: return b_atomic_add(c, e);
+	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
+		return b_atomic(c, e, b);
 	case CK_B_DS:
 		blk_error(c->d, e->loc, "ds(start, size) is only allowed inside an index");
 		return ck_poison();
@@ -1228,6 +1455,8 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_TRANSPOSE:
 		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t) : ck_poison();
 	default:
+		if (ck_foreign_qualified(c, e->lhs, e->name, e->loc))
+			return ck_poison();
 		ck_expr(c, e->lhs);
 		blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T)", e->name);
 		return ck_poison();

@@ -43,7 +43,9 @@ bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out);
 /* Reports absurd constant dims (> CK_MAX_DIM, or <= 0 when positive) and
  * tiles (> CK_MAX_TILE elements); false if it did. */
 bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile);
-bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref,
+/* Indices idx[n] on a Ref (or, for `None` only, a tile): the access and
+ * the shape it gives; `None` (a new axis) is allowed only where read. */
+bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
                CkAccess *acc, int *rank, const BlkSym **dims);
 /* Checks that v can be stored into (or atomically added to) a Ref of the
  * given dtype and shape: dtype equal (weak literals convert), v broadcasts. */
@@ -54,6 +56,17 @@ bool ck_same_type(const CkType *x, const CkType *y);
  * weak literal dt can hold (an int: any dtype but bool; a float: a float
  * dtype). */
 bool ck_converts(const CkType *t, BlkDType dt);
+
+/* Whether name is a builtin function. */
+bool ck_is_builtin(const char *name);
+
+/* spelling.c: what blk calls a Pallas/Triton/JAX/numpy spelling (NULL if
+ * nothing); whether name is one of their modules (tl, pl, jnp, ...); and
+ * for `recv.name` with recv such a module, an error saying what to write
+ * (false, nothing reported, otherwise). */
+const char *ck_blk_spelling(Ck *c, const char *name);
+bool ck_foreign_module(const char *name);
+bool ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc);
 
 CkType ck_poison(void);
 CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims);

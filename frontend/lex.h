@@ -82,7 +82,14 @@
 	X(GE, "GE", ">=")                       \
 	X(ANDAND, "ANDAND", "&&")               \
 	X(OROR, "OROR", "||")                   \
-	X(BANG, "BANG", "!")
+	X(BANG, "BANG", "!")                    \
+	X(AMP, "AMP", "&")                      \
+	X(CARET, "CARET", "^")                  \
+	X(TILDE, "TILDE", "~")                  \
+	X(SHL, "SHL", "<<")                     \
+	X(SHR, "SHR", ">>")                     \
+	X(STARSTAR, "STARSTAR", "**")           \
+	X(AT, "AT", "@")
 
 typedef enum {
 #define X(e, n, s) BLK_TOK_##e,

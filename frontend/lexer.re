@@ -230,6 +230,9 @@ static bool lex_one(Lexer *lx)
 	"<="                 { P(LE); }
 	">="                 { P(GE); }
 	"&&"                 { P(ANDAND); }
+	"<<"                 { P(SHL); }
+	">>"                 { P(SHR); }
+	"**"                 { P(STARSTAR); }
 	"||"                 { P(OROR); }
 	"("                  { P(LPAREN); }
 	")"                  { P(RPAREN); }
@@ -251,6 +254,10 @@ static bool lex_one(Lexer *lx)
 	"<"                  { P(LT); }
 	">"                  { P(GT); }
 	"!"                  { P(BANG); }
+	"&"                  { P(AMP); }
+	"^"                  { P(CARET); }
+	"~"                  { P(TILDE); }
+	"@"                  { P(AT); }
 	junk+                { bad_chars(lx, s, lx->cur); return true; }
 	*                    { bad_chars(lx, s, lx->cur); return true; }
 	*/

@@ -131,9 +131,28 @@ static void set_fill(Lw *L, BlkOp *op, BlkDType dt, const CkType *fill)
 		blk_op_set_int(L->a, op, "fill", k ? fill->i : 0);
 }
 
-/* `r[idx]` (a load) or `r.at[idx]` (a view). */
+/* v with a unit dim inserted at each axis of newaxes (result positions,
+ * so inserting in ascending order puts each where it belongs). */
+static BlkValue *lw_newaxes(Lw *L, BlkLoc loc, BlkValue *v, unsigned newaxes)
+{
+	for (int d = 0; newaxes >> d; d++) {
+		if (!(newaxes >> d & 1))
+			continue;
+		BlkType t = v->type;
+		memmove(&t.dims[d + 1], &t.dims[d], sizeof t.dims[0] * (size_t)(t.rank - d));
+		t.dims[d] = blk_sym_const(L->a, 1);
+		t.rank++;
+		v = op_axis(L, BLK_OP_EXPAND_DIMS, loc, t, v, d);
+	}
+	return v;
+}
+
+/* `r[idx]` (a load) or `r.at[idx]` (a view), or `t[:, None]` of a tile. */
 static BlkValue *lw_index(Lw *L, const BlkAstExpr *e, CkInfo *in)
 {
+	CkInfo *base = info(L, e->lhs);
+	if (base->type.kind == CK_VALUE)
+		return lw_newaxes(L, e->loc, lw_expr(L, e->lhs, in->type.t.dtype), in->acc.newaxes);
 	BlkValue *ref = lw_expr(L, e->lhs, BLK_I32), *ops[1 + BLK_MAX_RANK];
 	int n = access_operands(L, ref, &in->acc, ops);
 	BlkType t = accessed(ref, &in->acc);
@@ -143,7 +162,7 @@ static BlkValue *lw_index(Lw *L, const BlkAstExpr *e, CkInfo *in)
 	blk_op_set_index(L->a, v->def, "idx", in->acc.rank, in->acc.idx);
 	if (e->kind == BLK_AST_INDEX)
 		set_fill(L, v->def, t.dtype, &in->fill);
-	return v;
+	return lw_newaxes(L, e->loc, v, in->acc.newaxes);
 }
 
 /* ---- operators ----------------------------------------------------------------- */
@@ -158,6 +177,9 @@ static BlkOpKind binop_kind(BlkAstOp op)
 		[BLK_AST_OP_LT] = BLK_OP_LT, [BLK_AST_OP_LE] = BLK_OP_LE,
 		[BLK_AST_OP_GT] = BLK_OP_GT, [BLK_AST_OP_GE] = BLK_OP_GE,
 		[BLK_AST_OP_AND] = BLK_OP_AND, [BLK_AST_OP_OR] = BLK_OP_OR,
+		[BLK_AST_OP_BITAND] = BLK_OP_AND, [BLK_AST_OP_BITOR] = BLK_OP_OR,
+		[BLK_AST_OP_BITXOR] = BLK_OP_XOR, [BLK_AST_OP_SHL] = BLK_OP_SHL,
+		[BLK_AST_OP_SHR] = BLK_OP_SHR, [BLK_AST_OP_POW] = BLK_OP_POW,
 	};
 	return k[op];
 }
@@ -166,10 +188,11 @@ static BlkOpKind binop_kind(BlkAstOp op)
 static BlkValue *lw_dot_acc(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	const BlkAstExpr *dot = in->dot_side == 1 ? e->lhs : e->rhs;
-	const BlkAstExpr *acc = in->dot_side == 1 ? e->rhs : e->lhs;
+	const BlkAstExpr *acc = in->dot_side == 1 ? e->rhs : e->lhs, *a, *b;
 	BlkValue *o[3];
-	o[0] = lw_expr(L, dot->args[0].value, BLK_F32);
-	o[1] = lw_expr(L, dot->args[1].value, BLK_F32);
+	blk_ck_dot_operands(dot, &a, &b);
+	o[0] = lw_expr(L, a, BLK_F32);
+	o[1] = lw_expr(L, b, BLK_F32);
 	o[2] = lw_expr(L, acc, BLK_F32);
 	info(L, dot); /* the dot node itself emits nothing */
 	return blk_build1(&L->b, BLK_OP_DOT, dot->loc, in->type.t, 3, o);
@@ -189,13 +212,17 @@ static BlkValue *lw_binary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	if (in->dot_side)
 		return lw_dot_acc(L, e, in);
+	if (e->op == BLK_AST_OP_MATMUL) {
+		BlkValue *x = lw_expr(L, e->lhs, BLK_F32); /* in source order */
+		return op2(L, BLK_OP_DOT, e->loc, in->type.t, x, lw_expr(L, e->rhs, BLK_F32));
+	}
 	return lw_elementwise(L, binop_kind(e->op), e->loc, in, e->lhs, e->rhs);
 }
 
 static BlkValue *lw_unary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	BlkValue *x = lw_expr(L, e->lhs, in->type.t.dtype);
-	return op1(L, e->op == BLK_AST_OP_NOT ? BLK_OP_NOT : BLK_OP_NEG, e->loc, in->type.t, x);
+	return op1(L, e->op == BLK_AST_OP_NEG ? BLK_OP_NEG : BLK_OP_NOT, e->loc, in->type.t, x);
 }
 
 /* ---- builtins ------------------------------------------------------------------ */
@@ -254,12 +281,16 @@ static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return v;
 }
 
-static BlkValue *lw_atomic_add(Lw *L, const BlkAstExpr *e)
+/* atomic_add/max/min(ref, v): ref, v; atomic_cas(ref, cmp, v): ref, cmp, v. */
+static BlkValue *lw_atomic(Lw *L, const BlkAstExpr *e, BlkOpKind k)
 {
-	BlkValue *o[2];
-	o[0] = lw_expr(L, e->args[0].value, BLK_I32);
-	o[1] = lw_as(L, e->args[1].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
-	blk_build(&L->b, BLK_OP_ATOMIC_ADD, e->loc, 2, o, 0, NULL, 0);
+	BlkValue *o[3];
+	int n = 0;
+	o[n++] = lw_expr(L, e->args[0].value, BLK_I32);
+	if (k == BLK_OP_ATOMIC_CAS)
+		o[n++] = lw_as(L, e->args[1].value, o[0]->type.dtype, 0, NULL);
+	o[n] = lw_as(L, e->args[n].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
+	blk_build(&L->b, k, e->loc, n + 1, o, 0, NULL, 0);
 	return NULL;
 }
 
@@ -297,6 +328,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 			                      in, e->args[0].value, e->args[1].value);
 		return lw_reduce(L, e, in);
 	case CK_B_SUM: return lw_reduce(L, e, in);
+	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
@@ -310,7 +342,10 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_NUM_PROGRAMS:
 		return op_axis(L, BLK_OP_NUM_PROGRAMS, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
-	case CK_B_ATOMIC_ADD: return lw_atomic_add(L, e);
+	case CK_B_ATOMIC_ADD: return lw_atomic(L, e, BLK_OP_ATOMIC_ADD);
+	case CK_B_ATOMIC_MAX: return lw_atomic(L, e, BLK_OP_ATOMIC_MAX);
+	case CK_B_ATOMIC_MIN: return lw_atomic(L, e, BLK_OP_ATOMIC_MIN);
+	case CK_B_ATOMIC_CAS: return lw_atomic(L, e, BLK_OP_ATOMIC_CAS);
 	default: return lw_math(L, e, in);
 	}
 }

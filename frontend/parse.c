@@ -223,6 +223,7 @@ static BlkDType dtype_of(BlkTokKind k)
 /* ---- expressions ----------------------------------------------------------- */
 
 static BlkAstExpr *parse_expr(Parser *p);
+static BlkAstExpr *parse_unary(Parser *p);
 static BlkAstBlock *parse_block(Parser *p, bool is_body);
 
 /* dtype = "f32" | "f16" | "bf16" | "i32" | "bool" | IDENT ; */
@@ -267,7 +268,7 @@ static void parse_args(Parser *p, BlkAstExpr *e)
 	grown(p, e, args_height(e->args, e->nargs));
 }
 
-/* index = ":" | "..." | "ds" "(" expr "," expr ")" | expr ; */
+/* index = ":" | "..." | "None" | "ds" "(" expr "," expr ")" | expr ; */
 static void parse_index(Parser *p, Vec *v)
 {
 	BlkAstIndex *x = vec_push(p, v, sizeof(BlkAstIndex));
@@ -276,6 +277,8 @@ static void parse_index(Parser *p, Vec *v)
 		x->kind = BLK_AST_IDX_SLICE;
 	} else if (accept(p, BLK_TOK_ELLIPSIS)) {
 		x->kind = BLK_AST_IDX_ELLIPSIS;
+	} else if (accept(p, BLK_TOK_NONE)) {
+		x->kind = BLK_AST_IDX_NONE;
 	} else if (at(p, BLK_TOK_IDENT) && tok(p)->len == 2 &&
 	           memcmp(tok(p)->text, "ds", 2) == 0 && peek2(p) == BLK_TOK_LPAREN) {
 		x->kind = BLK_AST_IDX_DS;
@@ -403,13 +406,33 @@ static BlkAstExpr *parse_primary(Parser *p)
 	}
 }
 
-/* The word after a ".": at, astype, T or any attribute. */
+/* "." IDENT "(" [ arg { "," arg } ] ")": a method call, the CALL of IDENT
+ * with the receiver as its first argument (the checker knows which
+ * builtins may be called so). */
+static BlkAstExpr *parse_method(Parser *p, BlkAstExpr *recv, const BlkToken *t, const char *word)
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_CALL, t->loc);
+	e->name = word;
+	e->method = true;
+	parse_args(p, e);
+	BlkAstArg *args = blk_arena_alloc(p->a, sizeof *args * (size_t)(e->nargs + 1));
+	args[0] = (BlkAstArg){ .loc = recv->loc, .value = recv };
+	for (int i = 0; i < e->nargs; i++)
+		args[i + 1] = e->args[i];
+	e->args = args;
+	e->nargs++;
+	return grown(p, e, imax(height(recv), args_height(args, e->nargs)));
+}
+
+/* The word after a ".": at, astype, T, a method call or any attribute. */
 static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 {
 	BlkLoc loc = next(p)->loc;
 	BlkToken *t = tok(p);
 	const char *word = expect_ident(p, "an attribute name after '.'", NULL);
 	BlkAstExpr *e;
+	if (strcmp(word, "astype") != 0 && at(p, BLK_TOK_LPAREN))
+		return parse_method(p, lhs, t, word);
 	if (strcmp(word, "at") == 0 && at(p, BLK_TOK_LBRACKET)) {
 		e = blk_ast_expr_new(p->a, BLK_AST_AT, loc);
 		next(p);
@@ -431,7 +454,8 @@ static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 }
 
 /* postfix = primary { "[" indices "]" | "." "at" "[" indices "]"
- *                   | "." "astype" "(" dtype ")" | "." "T" | "." IDENT } ; */
+ *                   | "." "astype" "(" dtype ")" | "." "T"
+ *                   | "." IDENT "(" [ arg { "," arg } ] ")" | "." IDENT } ; */
 static BlkAstExpr *parse_postfix(Parser *p)
 {
 	BlkAstExpr *e = parse_primary(p);
@@ -447,25 +471,6 @@ static BlkAstExpr *parse_postfix(Parser *p)
 			return e;
 		}
 	}
-}
-
-/* unary = ( "-" | "!" ) unary | postfix ; */
-static BlkAstExpr *parse_unary(Parser *p)
-{
-	BlkLoc loc = here(p);
-	if (!enter(p))
-		return error_expr(p, loc);
-	BlkAstExpr *e;
-	if (at(p, BLK_TOK_MINUS) || at(p, BLK_TOK_BANG)) {
-		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
-		e->op = next(p)->kind == BLK_TOK_MINUS ? BLK_AST_OP_NEG : BLK_AST_OP_NOT;
-		e->lhs = parse_unary(p);
-		grown(p, e, height(e->lhs));
-	} else {
-		e = parse_postfix(p);
-	}
-	leave(p);
-	return e;
 }
 
 /* The binary operator of the current token, if it is one of n listed. */
@@ -488,16 +493,64 @@ static BlkAstExpr *binary(Parser *p, BlkAstOp op, BlkAstExpr *lhs, BlkAstExpr *(
 	return grown(p, e, imax(height(lhs), height(e->rhs)));
 }
 
-/* mul = unary { ( "*" | "/" | "~/" | "%" ) unary } ; */
+/* power = postfix [ "**" unary ] ;  (right-associative; binds tighter than
+ * a unary operator on its left, as in Python: -2 ** 2 == -4) */
+static BlkAstExpr *parse_power(Parser *p)
+{
+	BlkAstExpr *e = parse_postfix(p);
+	if (at(p, BLK_TOK_STARSTAR))
+		e = binary(p, BLK_AST_OP_POW, e, parse_unary);
+	return e;
+}
+
+/* unary = ( "-" | "!" | "~" ) unary | power ; */
+static BlkAstExpr *parse_unary(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_MINUS, BLK_TOK_BANG, BLK_TOK_TILDE};
+	static const BlkAstOp ops[] = {BLK_AST_OP_NEG, BLK_AST_OP_NOT, BLK_AST_OP_BITNOT};
+	BlkLoc loc = here(p);
+	if (!enter(p))
+		return error_expr(p, loc);
+	BlkAstExpr *e;
+	BlkAstOp op;
+	if (binop(p, toks, ops, 3, &op)) {
+		e = blk_ast_expr_new(p->a, BLK_AST_UNARY, loc);
+		e->op = op;
+		next(p);
+		e->lhs = parse_unary(p);
+		grown(p, e, height(e->lhs));
+	} else {
+		e = parse_power(p);
+	}
+	leave(p);
+	return e;
+}
+
+/* One level of left-associative operators: sub { TOK sub }, toks[i]
+ * making ops[i]. */
+static BlkAstExpr *left_assoc_of(Parser *p, const BlkTokKind *toks, const BlkAstOp *ops, int n,
+                                 BlkAstExpr *(*sub)(Parser *))
+{
+	BlkAstExpr *e = sub(p);
+	BlkAstOp op;
+	while (binop(p, toks, ops, n, &op))
+		e = binary(p, op, e, sub);
+	return e;
+}
+
+static BlkAstExpr *left_assoc(Parser *p, BlkTokKind tok, BlkAstOp op, BlkAstExpr *(*sub)(Parser *))
+{
+	return left_assoc_of(p, &tok, &op, 1, sub);
+}
+
+/* mul = unary { ( "*" | "/" | "~/" | "%" | "@" ) unary } ; */
 static BlkAstExpr *parse_mul(Parser *p)
 {
-	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT};
-	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD};
-	BlkAstExpr *e = parse_unary(p);
-	BlkAstOp op;
-	while (binop(p, toks, ops, 4, &op))
-		e = binary(p, op, e, parse_unary);
-	return e;
+	static const BlkTokKind toks[] = {BLK_TOK_STAR, BLK_TOK_SLASH, BLK_TOK_FLOORDIV, BLK_TOK_PERCENT,
+	                                  BLK_TOK_AT};
+	static const BlkAstOp ops[] = {BLK_AST_OP_MUL, BLK_AST_OP_DIV, BLK_AST_OP_FLOORDIV, BLK_AST_OP_MOD,
+	                               BLK_AST_OP_MATMUL};
+	return left_assoc_of(p, toks, ops, 5, parse_unary);
 }
 
 /* add = mul { ( "+" | "-" ) mul } ; */
@@ -505,14 +558,51 @@ static BlkAstExpr *parse_add(Parser *p)
 {
 	static const BlkTokKind toks[] = {BLK_TOK_PLUS, BLK_TOK_MINUS};
 	static const BlkAstOp ops[] = {BLK_AST_OP_ADD, BLK_AST_OP_SUB};
-	BlkAstExpr *e = parse_mul(p);
-	BlkAstOp op;
-	while (binop(p, toks, ops, 2, &op))
-		e = binary(p, op, e, parse_mul);
-	return e;
+	return left_assoc_of(p, toks, ops, 2, parse_mul);
 }
 
-/* cmp = add [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) add ] ;
+/* shift = add { ( "<<" | ">>" ) add } ; */
+static BlkAstExpr *parse_shift(Parser *p)
+{
+	static const BlkTokKind toks[] = {BLK_TOK_SHL, BLK_TOK_SHR};
+	static const BlkAstOp ops[] = {BLK_AST_OP_SHL, BLK_AST_OP_SHR};
+	return left_assoc_of(p, toks, ops, 2, parse_add);
+}
+
+/* bitand = shift { "&" shift } ; */
+static BlkAstExpr *parse_bitand(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_AMP, BLK_AST_OP_BITAND, parse_shift);
+}
+
+/* bitxor = bitand { "^" bitand } ; */
+static BlkAstExpr *parse_bitxor(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_CARET, BLK_AST_OP_BITXOR, parse_bitand);
+}
+
+/* bitor = bitxor { "|" bitxor } ; */
+static BlkAstExpr *parse_bitor(Parser *p)
+{
+	return left_assoc(p, BLK_TOK_PIPE, BLK_AST_OP_BITOR, parse_bitxor);
+}
+
+/* A second comparison after `a < b`: `a < b < c` is an error, not
+ * Python's chain; `a > 0 & b > 0` (a mask in numpy style, which Python
+ * reads as `a > (0 & b) > 0`) says how to write it. */
+static void chained_cmp(Parser *p, const BlkAstExpr *cmp)
+{
+	const BlkAstExpr *r = cmp->rhs;
+	if (r->kind == BLK_AST_BINARY &&
+	    (r->op == BLK_AST_OP_BITAND || r->op == BLK_AST_OP_BITOR || r->op == BLK_AST_OP_BITXOR))
+		error_at(p, here(p), "comparisons do not chain, and `%s` binds tighter than "
+		         "comparisons (as in Python): write `(a > 0) %s (b > 0)`",
+		         blk_ast_op_spelling(r->op), blk_ast_op_spelling(r->op));
+	else
+		error_at(p, here(p), "comparisons do not chain; use '&&'");
+}
+
+/* cmp = bitor [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) bitor ] ;
  * Comparisons do not chain: `a < b < c` is an error, not Python's meaning. */
 static BlkAstExpr *parse_cmp(Parser *p)
 {
@@ -520,31 +610,26 @@ static BlkAstExpr *parse_cmp(Parser *p)
 	                                  BLK_TOK_LE, BLK_TOK_GT, BLK_TOK_GE};
 	static const BlkAstOp ops[] = {BLK_AST_OP_EQ, BLK_AST_OP_NE, BLK_AST_OP_LT,
 	                               BLK_AST_OP_LE, BLK_AST_OP_GT, BLK_AST_OP_GE};
-	BlkAstExpr *e = parse_add(p);
+	BlkAstExpr *e = parse_bitor(p);
 	BlkAstOp op;
+	if (!binop(p, toks, ops, 6, &op))
+		return e;
+	e = binary(p, op, e, parse_bitor);
 	if (binop(p, toks, ops, 6, &op))
-		e = binary(p, op, e, parse_add);
-	if (binop(p, toks, ops, 6, &op))
-		error_at(p, here(p), "comparisons do not chain; use '&&'");
+		chained_cmp(p, e);
 	return e;
 }
 
 /* and = cmp { "&&" cmp } ; */
 static BlkAstExpr *parse_and(Parser *p)
 {
-	BlkAstExpr *e = parse_cmp(p);
-	while (at(p, BLK_TOK_ANDAND))
-		e = binary(p, BLK_AST_OP_AND, e, parse_cmp);
-	return e;
+	return left_assoc(p, BLK_TOK_ANDAND, BLK_AST_OP_AND, parse_cmp);
 }
 
 /* or = and { "||" and } ; */
 static BlkAstExpr *parse_or(Parser *p)
 {
-	BlkAstExpr *e = parse_and(p);
-	while (at(p, BLK_TOK_OROR))
-		e = binary(p, BLK_AST_OP_OR, e, parse_and);
-	return e;
+	return left_assoc(p, BLK_TOK_OROR, BLK_AST_OP_OR, parse_and);
 }
 
 /* expr = or ; */

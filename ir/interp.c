@@ -391,8 +391,10 @@ static void ref_walk(const BlkIRef *r, RowFn *row, void *ctx)
 
 /* What a row function works on. */
 typedef struct Access {
-	BlkITile *t;   /* load/swap: filled; store/swap/add: the value */
+	BlkITile *t;   /* load/swap: filled; store/swap/atomics: the value */
 	BlkITile *old; /* swap: the old values */
+	BlkOpKind kind; /* atomic_max/min/cas: which */
+	int32_t cmp;    /* atomic_cas: the compare value */
 	float fillf;
 	int32_t filli;
 } Access;
@@ -456,6 +458,53 @@ static void add_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_
 			uint32_t s = (uint32_t)mem_geti(r->dtype, p) + (uint32_t)BLK_ITI(a->t)[ti + i];
 			mem_puti(r->dtype, p, (int32_t)s);
 		}
+	}
+}
+
+/* f32 atomic max/min order by IEEE 754's totalOrder (-NaN < -inf < ... <
+ * -0 < +0 < ... < inf < NaN), computed on the bits as the GPU does
+ * (lower/emit_atomic.c): a value with its sign bit clear by a signed
+ * compare, one with it set by an unsigned compare the other way. */
+static uint32_t total_max(uint32_t m, uint32_t v)
+{
+	if ((int32_t)v >= 0)
+		return (int32_t)m > (int32_t)v ? m : v;
+	return m < v ? m : v;
+}
+
+static uint32_t total_min(uint32_t m, uint32_t v)
+{
+	if ((int32_t)v >= 0)
+		return (int32_t)m < (int32_t)v ? m : v;
+	return m > v ? m : v;
+}
+
+/* One atomic_max/min/cas on the 32-bit element at p (i32 or f32). */
+static void rmw_one(const Access *a, BlkDType dt, unsigned char *p, uint32_t v)
+{
+	uint32_t m;
+	memcpy(&m, p, 4);
+	if (a->kind == BLK_OP_ATOMIC_CAS)
+		m = (int32_t)m == a->cmp ? v : m;
+	else if (dt == BLK_F32)
+		m = a->kind == BLK_OP_ATOMIC_MAX ? total_max(m, v) : total_min(m, v);
+	else if (a->kind == BLK_OP_ATOMIC_MAX)
+		m = (int32_t)m > (int32_t)v ? m : v;
+	else
+		m = (int32_t)m < (int32_t)v ? m : v;
+	memcpy(p, &m, 4);
+}
+
+/* atomic_max, atomic_min, atomic_cas: one read-modify-write per element. */
+static void rmw_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t st,
+                    int64_t lo, int64_t hi, int64_t len)
+{
+	(void)len;
+	Access *a = ctx;
+	for (int64_t i = lo; i < hi; i++) {
+		uint32_t v;
+		memcpy(&v, a->t->buf->data + (size_t)(ti + i) * 4, 4);
+		rmw_one(a, r->dtype, ELEM(r, off + i * st), v);
 	}
 }
 
@@ -531,12 +580,17 @@ static void exec_access(Interp *I, const Instr *in)
 		set_tile(I, in->out[0], t);
 		return;
 	}
+	if (op->kind == BLK_OP_ATOMIC_CAS)
+		a.cmp = BLK_ITI(tile_at(I, in->in[next++]))[0];
 	BlkITile t = value_for(&v, tile_at(I, in->in[next]));
 	a.t = &t;
+	a.kind = op->kind;
 	if (op->kind == BLK_OP_STORE) {
 		ref_walk(&v, store_row, &a);
 	} else if (op->kind == BLK_OP_ATOMIC_ADD) {
 		ref_walk(&v, add_row, &a);
+	} else if (blk_op_is_atomic(op->kind)) {
+		ref_walk(&v, rmw_row, &a);
 	} else {
 		BlkITile old = blk_itile_new(v.dtype, v.rank, v.ext);
 		a.old = &old;
@@ -760,7 +814,8 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_FLOOR: case BLK_OP_CEIL:
 	case BLK_OP_CAST: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_DIV: case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_MAX:
-	case BLK_OP_MIN: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_EQ:
+	case BLK_OP_MIN: case BLK_OP_POW: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR:
+	case BLK_OP_SHL: case BLK_OP_SHR: case BLK_OP_EQ:
 	case BLK_OP_NE: case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT:
 	case BLK_OP_GE: case BLK_OP_SELECT: case BLK_OP_DOT:
 		exec_math(I, in);
@@ -770,7 +825,7 @@ static void exec_instr(Interp *I, const Instr *in)
 		exec_shape(I, in);
 		break;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
-	case BLK_OP_ATOMIC_ADD:
+	case BLK_OP_ATOMIC_ADD: case BLK_OP_ATOMIC_MAX: case BLK_OP_ATOMIC_MIN: case BLK_OP_ATOMIC_CAS:
 		exec_access(I, in);
 		break;
 	case BLK_OP_FOR: exec_for(I, in); break;

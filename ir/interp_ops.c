@@ -100,11 +100,11 @@ static float unary_float(BlkOpKind k, float x)
 	}
 }
 
-static int32_t unary_int(BlkOpKind k, int32_t x)
+static int32_t unary_int(BlkOpKind k, BlkDType dt, int32_t x)
 {
 	switch (k) {
 	case BLK_OP_NEG: return (int32_t)(0u - (uint32_t)x);
-	case BLK_OP_NOT: return !x;
+	case BLK_OP_NOT: return dt == BLK_BOOL ? !x : ~x;
 	case BLK_OP_ABS: return x < 0 ? (int32_t)(0u - (uint32_t)x) : x;
 	default: blk_die("interp: %s is not an integer op", blk_op_name(k));
 	}
@@ -118,7 +118,7 @@ void blk_iop_unary(BlkOpKind k, const BlkITile *a, BlkITile *r)
 			BLK_ITF(r)[i] = blk_iround(r->dtype, unary_float(k, BLK_ITF(a)[i * sa]));
 	} else {
 		for (int64_t i = 0; i < r->n; i++)
-			put_int(r, i, unary_int(k, get_int(a, i * sa)));
+			put_int(r, i, unary_int(k, a->dtype, get_int(a, i * sa)));
 	}
 }
 
@@ -173,6 +173,7 @@ static float binary_float(BlkOpKind k, float x, float y)
 	case BLK_OP_DIV: return x / y;
 	case BLK_OP_MAX: return fmax_nan(x, y);
 	case BLK_OP_MIN: return fmin_nan(x, y);
+	case BLK_OP_POW: return powf(x, y);
 	case BLK_OP_EQ: return x == y;
 	case BLK_OP_NE: return x != y;
 	case BLK_OP_LT: return x < y;
@@ -197,6 +198,9 @@ static int32_t binary_int(BlkOpKind k, int32_t x, int32_t y)
 	case BLK_OP_MIN: return x < y ? x : y;
 	case BLK_OP_AND: return x & y;
 	case BLK_OP_OR: return x | y;
+	case BLK_OP_XOR: return x ^ y;
+	case BLK_OP_SHL: return blk_i32_shl(x, y);
+	case BLK_OP_SHR: return blk_i32_shr(x, y);
 	case BLK_OP_EQ: return x == y;
 	case BLK_OP_NE: return x != y;
 	case BLK_OP_LT: return x < y;

@@ -115,6 +115,17 @@ int32_t blk_i32_mod(int32_t x, int32_t y)
 	return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
 }
 
+int32_t blk_i32_shl(int32_t x, int32_t y)
+{
+	return (uint32_t)y < 32 ? (int32_t)((uint32_t)x << y) : 0;
+}
+
+int32_t blk_i32_shr(int32_t x, int32_t y)
+{
+	int32_t s = (uint32_t)y < 32 ? y : 31;
+	return x < 0 ? ~(~x >> s) : x >> s; /* no implementation-defined >> of a negative */
+}
+
 int32_t blk_fill_to_i32(double f)
 {
 	return f >= INT32_MIN && f <= INT32_MAX ? (int32_t)f : 0;
@@ -252,6 +263,11 @@ static const struct {
 const char *blk_op_name(BlkOpKind k)
 {
 	return (unsigned)k < BLK_NUM_OPS ? ops[k].name : "?";
+}
+
+bool blk_op_is_atomic(BlkOpKind k)
+{
+	return k >= BLK_OP_ATOMIC_ADD && k <= BLK_OP_ATOMIC_CAS;
 }
 
 unsigned blk_op_flags(BlkOpKind k)

@@ -59,6 +59,12 @@ int32_t blk_fill_to_i32(double f);
  * emits the same function. */
 int32_t blk_i32_floordiv(int32_t x, int32_t y);
 int32_t blk_i32_mod(int32_t x, int32_t y);
+/* i32 `x << y` and `x >> y` (arithmetic), defined for every input: the
+ * amount is taken as unsigned, so one outside [0, 32) (negative ones
+ * included) shifts every bit out: x << y == 0, x >> y == (x < 0 ? -1 : 0),
+ * as numpy and PTX's shl/shr do.  lower/emit_elementwise.c emits the same. */
+int32_t blk_i32_shl(int32_t x, int32_t y);
+int32_t blk_i32_shr(int32_t x, int32_t y);
 
 /* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
 float blk_f16_to_f32(uint16_t h);
@@ -165,6 +171,9 @@ typedef enum {
 } BlkOpKind;
 
 const char *blk_op_name(BlkOpKind k);
+/* atomic_add, atomic_max, atomic_min, atomic_cas (ORDER OP keeps them
+ * together): accesses that read and write each element at once. */
+bool blk_op_is_atomic(BlkOpKind k);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

@@ -174,7 +174,7 @@ static bool want_axis(Verifier *V, const BlkOp *op, int limit, int64_t *axis)
 }
 
 /* Dtype classes by op: what the elementwise ops accept. */
-enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN };
+enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN, INT_OR_BOOL };
 
 static bool dtype_ok(BlkDType t, int cls)
 {
@@ -183,6 +183,7 @@ static bool dtype_ok(BlkDType t, int cls)
 	case FLOAT: return blk_dtype_is_float(t);
 	case INT: return t == BLK_I32;
 	case BOOLEAN: return t == BLK_BOOL;
+	case INT_OR_BOOL: return t == BLK_I32 || t == BLK_BOOL;
 	default: return true;
 	}
 }
@@ -190,11 +191,12 @@ static bool dtype_ok(BlkDType t, int cls)
 static int op_class(BlkOpKind k)
 {
 	switch (k) {
-	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: return BOOLEAN;
+	case BLK_OP_NOT: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR: return INT_OR_BOOL;
 	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
 	case BLK_OP_TANH: case BLK_OP_DIV: case BLK_OP_SIGMOID: case BLK_OP_ERF:
-	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL: return FLOAT;
-	case BLK_OP_FLOORDIV: case BLK_OP_MOD: return INT;
+	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL:
+	case BLK_OP_POW: return FLOAT;
+	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
 	case BLK_OP_REDUCE_MIN: return NUMERIC;
@@ -204,7 +206,7 @@ static int op_class(BlkOpKind k)
 
 static bool check_dtype_class(Verifier *V, const BlkOp *op, BlkDType t)
 {
-	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool" };
+	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool", "an i32 or bool" };
 	int cls = op_class(op->kind);
 	if (dtype_ok(t, cls))
 		return true;
@@ -422,29 +424,35 @@ static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
 
 /* Checks ref, indices and (with_value) the value after them; gives the
  * accessed tile type. */
-static bool check_access(Verifier *V, const BlkOp *op, bool with_value, BlkType *tile)
+/* An access: the ref, its index operands, then nvalues more: the value
+ * (store, swap, atomics), after a scalar compare value (atomic_cas). */
+static bool check_access(Verifier *V, const BlkOp *op, int nvalues, BlkType *tile)
 {
+	static const char *const tails[] = { "", ", value", ", compare value, value" };
 	int nidx;
 	if (!accessed(V, op, tile, &nidx))
 		return false;
 	tile->kind = BLK_TYPE_TILE;
 	tile->space = BLK_SPACE_GLOBAL;
-	int want = 1 + nidx + with_value;
+	int want = 1 + nidx + nvalues;
 	if (op->noperands != want) {
-		fail(V, "expected %d operands (ref, %d indices%s), got %d", want, nidx,
-		     with_value ? ", value" : "", op->noperands);
+		fail(V, "expected %d operands (ref, %d indices%s), got %d", want, nidx, tails[nvalues],
+		     op->noperands);
 		return false;
 	}
 	for (int i = 1; i <= nidx; i++)
 		if (!want_i32_scalar(V, operand(op, i), "operand", i))
 			return false;
-	return !with_value || want_type(V, operand(op, want - 1), tile, "operand", want - 1);
+	BlkType cmp = blk_type_scalar(tile->dtype);
+	if (nvalues == 2 && !want_type(V, operand(op, want - 2), &cmp, "operand", want - 2))
+		return false;
+	return !nvalues || want_type(V, operand(op, want - 1), tile, "operand", want - 1);
 }
 
 static void check_view(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
-	if (!check_access(V, op, false, &t))
+	if (!check_access(V, op, 0, &t))
 		return;
 	BlkType want = blk_type_ref(t.dtype, t.rank, t.dims, operand(op, 0)->space);
 	want_type(V, &op->results[0]->type, &want, "result", 0);
@@ -456,15 +464,26 @@ static void check_load(Verifier *V, const BlkOp *op)
 	const BlkAttr *fill = blk_op_attr(op, "fill");
 	if (fill && fill->kind != BLK_ATTR_INT && fill->kind != BLK_ATTR_FLOAT)
 		fail(V, "attribute 'fill' must be an int or a float");
-	if (check_access(V, op, false, &t))
+	if (check_access(V, op, 0, &t))
 		want_type(V, &op->results[0]->type, &t, "result", 0);
 }
 
 static void check_store(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
-	if (check_access(V, op, true, &t) && op->kind == BLK_OP_SWAP)
+	if (check_access(V, op, 1, &t) && op->kind == BLK_OP_SWAP)
 		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+/* atomic_max/min on i32 or f32; atomic_cas on i32 with a scalar compare value. */
+static void check_atomic(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	bool cas = op->kind == BLK_OP_ATOMIC_CAS;
+	if (!check_access(V, op, cas ? 2 : 1, &t))
+		return;
+	if (t.dtype != BLK_I32 && (cas || t.dtype != BLK_F32))
+		fail(V, "a Ref of %s; it takes i32%s", blk_dtype_name(t.dtype), cas ? "" : " or f32");
 }
 
 /* The region's yield (its last op), or NULL if it has none. */
@@ -543,7 +562,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
 	UNARY(FLOOR), UNARY(CEIL), UNARY(CAST),
 	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
-	BINARY(MAX), BINARY(MIN), BINARY(AND), BINARY(OR), BINARY(EQ), BINARY(NE),
+	BINARY(MAX), BINARY(MIN), BINARY(POW), BINARY(AND), BINARY(OR), BINARY(XOR), BINARY(SHL), BINARY(SHR),
+	BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
 	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
@@ -551,7 +571,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_DOT] = check_dot,
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
 	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
-	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_FOR] = check_for,
+	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_ATOMIC_MAX] = check_atomic,
+	[BLK_OP_ATOMIC_MIN] = check_atomic, [BLK_OP_ATOMIC_CAS] = check_atomic, [BLK_OP_FOR] = check_for,
 	[BLK_OP_IF] = check_if, [BLK_OP_SCOPED] = check_scoped, [BLK_OP_PRINT] = check_print,
 };
 
@@ -570,14 +591,17 @@ static const signed char arity[][4] = {
 	A(CAST, 1, 1, 1, 0),
 	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
 	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),
-	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
+	A(POW, 2, 2, 1, 0),
+	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(XOR, 2, 2, 1, 0), A(SHL, 2, 2, 1, 0),
+	A(SHR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
 	A(SELECT, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
 	A(DOT, 2, 3, 1, -1),
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
-	A(ATOMIC_ADD, 2, -1, 0, 0),
+	A(ATOMIC_ADD, 2, -1, 0, 0), A(ATOMIC_MAX, 2, -1, 0, 0), A(ATOMIC_MIN, 2, -1, 0, 0),
+	A(ATOMIC_CAS, 3, -1, 0, 0),
 	A(FOR, 3, -1, -1, 1), A(IF, 1, 1, 0, 2), A(SCOPED, 0, 0, 0, 1), A(YIELD, 0, -1, 0, 0),
 	A(PRINT, 0, -1, 0, 0),
 #undef A

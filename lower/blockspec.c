@@ -229,7 +229,7 @@ typedef struct MaskCtx {
 static bool is_access(BlkOpKind k)
 {
 	return k == BLK_OP_VIEW || k == BLK_OP_LOAD || k == BLK_OP_STORE || k == BLK_OP_SWAP ||
-	       k == BLK_OP_ATOMIC_ADD;
+	       blk_op_is_atomic(k);
 }
 
 static RefInfo *info_for(MaskCtx *m, BlkValue *ref)

@@ -111,6 +111,9 @@ LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 void emit_elementwise(Emit *E, const BlkOp *op);
 void emit_leaf(Emit *E, const BlkOp *op);
 void emit_memory(Emit *E, const BlkOp *op);
+/* emit_atomic.c: atomic op op's update of the element at p with x (in
+ * memory's type), for emit_memory's walk. */
+void emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt);
 void emit_block_ref(Emit *E, const BlkOp *op);
 void emit_transit(Emit *E, const BlkOp *op);
 void emit_reduce(Emit *E, const BlkOp *op);

@@ -187,6 +187,51 @@ static LLVMValueRef sigmoid_f32(Emit *E, LLVMValueRef x)
 	return emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
 }
 
+static LLVMValueRef fcmp(Emit *E, LLVMRealPredicate p, LLVMValueRef x, double c)
+{
+	return LLVMBuildFCmp(E->b, p, x, fconst(E, c), "");
+}
+
+/* Whether y is an integer (*integral) and an odd one: floor(y/2) != y/2
+ * (every |y| >= 2^24 is even, and so are the infinities). */
+static LLVMValueRef odd_integer(Emit *E, LLVMValueRef y, LLVMValueRef *integral)
+{
+	LLVMValueRef h = LLVMBuildFMul(E->b, y, fconst(E, 0.5), "");
+	*integral = LLVMBuildFCmp(E->b, LLVMRealOEQ, call1(E, "llvm.floor", y), y, "");
+	return LLVMBuildAnd(E->b, *integral,
+	                    LLVMBuildFCmp(E->b, LLVMRealONE, call1(E, "llvm.floor", h), h, ""), "");
+}
+
+/* Where powf is 1 whatever the product y log2|x| says (NaN there): y == 0,
+ * x == 1, and |x| == 1 with y infinite. */
+static LLVMValueRef pow_is_one(Emit *E, LLVMValueRef x, LLVMValueRef ax, LLVMValueRef y)
+{
+	LLVMValueRef one = LLVMBuildOr(E->b, fcmp(E, LLVMRealOEQ, y, 0.0), fcmp(E, LLVMRealOEQ, x, 1.0), "");
+	LLVMValueRef unit_inf = LLVMBuildAnd(E->b, fcmp(E, LLVMRealOEQ, ax, 1.0),
+	                                     fcmp(E, LLVMRealOEQ, call1(E, "llvm.fabs", y), INFINITY), "");
+	return LLVMBuildOr(E->b, one, unit_inf, "");
+}
+
+/* x ** y as 2^(y log2|x|) with powf's special cases (C99 F.9.4.4, what
+ * the interpreter's powf does): a negative base (-0 included) takes the
+ * sign of an odd integral exponent; a finite negative base with a
+ * fractional exponent is NaN; pow_is_one's cases are 1. */
+static LLVMValueRef pow_f32(Emit *E, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef ax = call1(E, "llvm.fabs", x), integral;
+	LLVMValueRef t = LLVMBuildFMul(E->b, y, call1_nvvm(E, "llvm.nvvm.lg2.approx.f", ax), "");
+	LLVMValueRef r = call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", t);
+	LLVMValueRef odd = odd_integer(E, y, &integral);
+	LLVMValueRef sign = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildBitCast(E->b, x, E->i32, ""),
+	                                  emit_i32(E, 0), "");
+	r = LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, sign, odd, ""), LLVMBuildFNeg(E->b, r, ""), r, "");
+	LLVMValueRef neg_finite = LLVMBuildAnd(E->b, fcmp(E, LLVMRealOLT, x, 0.0),
+	                                       fcmp(E, LLVMRealONE, x, -INFINITY), "");
+	r = LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, neg_finite, LLVMBuildNot(E->b, integral, ""), ""),
+	                    fconst(E, NAN), r, "");
+	return LLVMBuildSelect(E->b, pow_is_one(E, x, ax, y), fconst(E, 1.0), r, "");
+}
+
 static LLVMValueRef unary_f32(Emit *E, BlkOpKind k, LLVMValueRef x)
 {
 	switch (k) {
@@ -241,6 +286,22 @@ static LLVMValueRef floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef
 	return LLVMBuildSelect(E->b, ym1, LLVMBuildSub(E->b, emit_i32(E, 0), x, ""), q, "");
 }
 
+/* Shifts defined for every amount as blk_i32_shl/blk_i32_shr (ir/ir.c):
+ * LLVM's shl and ashr by 32 or more (or a negative amount, unsigned) are
+ * poison, so the amount is checked (unsigned) first. */
+static LLVMValueRef shift_left(Emit *E, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
+	LLVMValueRef s = LLVMBuildSelect(E->b, in, y, emit_i32(E, 0), "");
+	return LLVMBuildSelect(E->b, in, LLVMBuildShl(E->b, x, s, ""), emit_i32(E, 0), "");
+}
+
+static LLVMValueRef shift_right(Emit *E, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
+	return LLVMBuildAShr(E->b, x, LLVMBuildSelect(E->b, in, y, emit_i32(E, 31), ""), "");
+}
+
 static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
 {
 	LLVMValueRef args[2] = { x, y };
@@ -252,6 +313,7 @@ static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_DIV: return LLVMBuildFDiv(E->b, x, y, "");
 	case BLK_OP_MAX: return emit_intrinsic(E, "llvm.maximum", &t, 1, args, 2);
 	case BLK_OP_MIN: return emit_intrinsic(E, "llvm.minimum", &t, 1, args, 2);
+	case BLK_OP_POW: return pow_f32(E, x, y);
 	case BLK_OP_EQ: return LLVMBuildFCmp(E->b, LLVMRealOEQ, x, y, "");
 	case BLK_OP_NE: return LLVMBuildFCmp(E->b, LLVMRealUNE, x, y, "");
 	case BLK_OP_LT: return LLVMBuildFCmp(E->b, LLVMRealOLT, x, y, "");
@@ -274,6 +336,9 @@ static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
 	case BLK_OP_AND: return LLVMBuildAnd(E->b, x, y, "");
 	case BLK_OP_OR: return LLVMBuildOr(E->b, x, y, "");
+	case BLK_OP_XOR: return LLVMBuildXor(E->b, x, y, "");
+	case BLK_OP_SHL: return shift_left(E, x, y);
+	case BLK_OP_SHR: return shift_right(E, x, y);
 	case BLK_OP_EQ: return LLVMBuildICmp(E->b, LLVMIntEQ, x, y, "");
 	case BLK_OP_NE: return LLVMBuildICmp(E->b, LLVMIntNE, x, y, "");
 	case BLK_OP_LT: return LLVMBuildICmp(E->b, LLVMIntSLT, x, y, "");

@@ -261,7 +261,7 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
-	case BLK_OP_ATOMIC_ADD:
+	case BLK_OP_ATOMIC_ADD: case BLK_OP_ATOMIC_MAX: case BLK_OP_ATOMIC_MIN: case BLK_OP_ATOMIC_CAS:
 		emit_memory(E, op);
 		return;
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:

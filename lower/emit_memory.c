@@ -1,4 +1,4 @@
-/* emit_memory.c - block refs, views, loads, stores, swaps, atomic adds.
+/* emit_memory.c - block refs, views, loads, stores, swaps, atomics.
  *
  * An access walks the registers of the value's layout.  Its address is
  * base + (per-thread part, once per access) + (per-register constant),
@@ -276,18 +276,15 @@ static ETile do_load(Emit *E, const BlkOp *op, const ERef *v, const BlkLayout *l
 	return t;
 }
 
-static void store_group(Emit *E, const Walk *w, int r, const ETile *t, bool atomic)
+/* atomic: the atomic op (emit_atomic.c), NULL for a store. */
+static void store_group(Emit *E, const Walk *w, int r, const ETile *t, const BlkOp *atomic)
 {
 	LLVMValueRef m, p = walk_elem(E, w, r, &m);
 	LLVMBasicBlockRef cont = emit_begin_if(E, emit_and(E, m, w->owner));
 	BlkDType dt = w->v->dt;
 	int nt = blk_layout_nregs(t->l);
 	if (atomic) {
-		LLVMValueRef x = t->r[nt == 1 ? 0 : r];
-		LLVMAtomicRMWBinOp bop = blk_dtype_is_float(dt) ? LLVMAtomicRMWBinOpFAdd
-		                         : dt == BLK_BOOL       ? LLVMAtomicRMWBinOpOr
-		                                                : LLVMAtomicRMWBinOpAdd;
-		LLVMBuildAtomicRMW(E->b, bop, p, to_mem(E, x, dt), LLVMAtomicOrderingMonotonic, false);
+		emit_atomic_rmw(E, atomic, p, to_mem(E, t->r[nt == 1 ? 0 : r], dt), dt);
 	} else if (w->vec == 1) {
 		LLVMValueRef s = LLVMBuildStore(E->b, to_mem(E, t->r[nt == 1 ? 0 : r], dt), p);
 		LLVMSetAlignment(s, (unsigned)blk_dtype_size(dt));
@@ -302,7 +299,7 @@ static void store_group(Emit *E, const Walk *w, int r, const ETile *t, bool atom
 	emit_end_if(E, cont);
 }
 
-static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, bool atomic)
+static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, const BlkOp *atomic)
 {
 	const BlkLayout *l = t->l;
 	if (l->rank != v->rank) { /* a scalar stored into every element */
@@ -529,6 +526,6 @@ void emit_memory(Emit *E, const BlkOp *op)
 		emit_barrier(E);
 	if (op->kind != BLK_OP_LOAD) {
 		const ETile *t = emit_tile(E, op->operands[op->noperands - 1]);
-		do_store(E, &ev->ref, t, &w, op->kind == BLK_OP_ATOMIC_ADD);
+		do_store(E, &ev->ref, t, &w, blk_op_is_atomic(op->kind) ? op : NULL);
 	}
 }

@@ -485,7 +485,7 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 static bool is_access(const BlkOp *op)
 {
 	return op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP ||
-	       op->kind == BLK_OP_ATOMIC_ADD;
+	       blk_op_is_atomic(op->kind);
 }
 
 /* acc[p]: how param p is accessed -- a bit per kind of access op, and

@@ -45,7 +45,7 @@ static char *squash(const char *s)
 {
 	char *out = malloc(strlen(s) + 1), *o = out;
 	while (*s) {
-		if (*s == ' ' && s[1] == '@') { /* drop " @L:C" */
+		if (*s == ' ' && s[1] == '@' && isdigit((unsigned char)s[2])) { /* drop " @L:C" */
 			for (s += 2; isdigit((unsigned char)*s) || *s == ':'; s++)
 				;
 		} else if (*s == '\n') {
@@ -110,6 +110,55 @@ static void test_precedence(void **state)
 	expect_expr("a == b && c", "(binary && (binary == (name a) (name b)) (name c))");
 	expect_expr("(1 + 2) * 3", "(binary * (binary + (int 1) (int 2)) (int 3))");
 	expect_expr("-x[0].T", "(unary - (T (index (name x) (indices (int 0)))))");
+}
+
+/* Python's order: | below ^ below & below shifts below + -, all above
+ * comparisons; ~ is unary like -. */
+static void test_bitwise_precedence(void **state)
+{
+	(void)state;
+	expect_expr("a | b ^ c & d", "(binary | (name a) (binary ^ (name b) (binary & (name c) (name d))))");
+	expect_expr("a & b << 1 + c", "(binary & (name a) (binary << (name b) (binary + (int 1) (name c))))");
+	expect_expr("a >> 2 >> b", "(binary >> (binary >> (name a) (int 2)) (name b))");
+	expect_expr("~a & -b", "(binary & (unary ~ (name a)) (unary - (name b)))");
+	expect_expr("a | b == c & d", "(binary == (binary | (name a) (name b)) (binary & (name c) (name d)))");
+	expect_expr("a == b | c || d", "(binary || (binary == (name a) (binary | (name b) (name c))) (name d))");
+}
+
+/* ** binds tighter than a unary operator on its left, looser than one on
+ * its right, and to the right (Python). */
+static void test_power(void **state)
+{
+	(void)state;
+	expect_expr("-a ** 2", "(unary - (binary ** (name a) (int 2)))");
+	expect_expr("a ** b ** c", "(binary ** (name a) (binary ** (name b) (name c)))");
+	expect_expr("a ** -b * c", "(binary * (binary ** (name a) (unary - (name b))) (name c))");
+	expect_expr("2.0 * x[0] ** 2", "(binary * (float 2.0) (binary ** (index (name x) (indices (int 0))) (int 2)))");
+}
+
+/* Python's conveniences: `@` at `*`'s level, `x.sum(...)` as a call with
+ * the receiver first, `None` in an index. */
+static void test_conveniences(void **state)
+{
+	(void)state;
+	expect_expr("a @ b * c + d", "(binary + (binary * (binary @ (name a) (name b)) (name c)) (name d))");
+	expect_expr("x.sum(axis = 1)", "(call .sum (name x) (kwarg axis (int 1)))");
+	expect_expr("x.T.max()", "(call .max (T (name x)))");
+	expect_expr("x[:, None]", "(index (name x) (indices (slice) (newaxis)))");
+	expect_expr("x[None][..., None]",
+	            "(index (index (name x) (indices (newaxis))) (indices (ellipsis) (newaxis)))");
+}
+
+/* `x > 0 & y > 0` means `x > (0 & y) > 0` in Python; here it is refused. */
+static void test_bitand_of_compares_is_refused(void **state)
+{
+	(void)state;
+	Parsed r = parse("kernel k(y: out f32[N]) { y[0] = a > 0 & b > 0; }");
+	assert_null(r.f);
+	assert_non_null(strstr(r.diag, "t.blk:1:44: error: comparisons do not chain, and `&` binds "
+	                               "tighter than comparisons (as in Python): write "
+	                               "`(a > 0) & (b > 0)`"));
+	done(&r);
 }
 
 static void test_cmp_does_not_chain(void **state)
@@ -259,6 +308,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_bitwise_precedence),
+		cmocka_unit_test(test_power),
+		cmocka_unit_test(test_conveniences),
+		cmocka_unit_test(test_bitand_of_compares_is_refused),
 		cmocka_unit_test(test_cmp_does_not_chain),
 		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_postfix_and_calls),

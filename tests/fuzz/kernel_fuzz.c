@@ -2,12 +2,13 @@
  *
  * Each round generates a random kernel that the checker must accept: a 1-D
  * or 2-D grid over ragged arrays in T (f32, f16 or bf16) and i32, whose body
- * is a random tree of elementwise math, comparisons and `where`, casts
- * across dtypes, reductions with keepdims broadcast back, `fori_loop`
- * carries, i32 floor division and modulo by divisors that are sometimes 0
- * or -1, i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and
- * `.T` (square blocks), shifted `load(x.at[ds(1,
- * B)], other=)` windows past the block, `atomic_add` into an inout f32
+ * is a random tree of elementwise math (pow and ** included), comparisons
+ * and `where`, casts across dtypes, reductions with keepdims broadcast
+ * back, `fori_loop` carries, i32 floor division and modulo by divisors that
+ * are sometimes 0 or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35,
+ * i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T`
+ * (square blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the
+ * block, `atomic_add`, `atomic_max` or `atomic_min` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
  *      only writes well-typed kernels);
@@ -120,7 +121,8 @@ static void fexpr(Gen *g, int depth)
 	static const char *bin[] = { "+", "-", "*" };
 	static const char *un[] = { "exp(min(%s, 2.0))", "abs(%s)", "sqrt(abs(%s))", "tanh(%s)",
 	                            "(%s).astype(bf16).astype(f32)", "(%s).astype(f16).astype(f32)",
-	                            "(-%s)", "(%s + ((a * 8.0).astype(i32) %% 5).astype(f32))" };
+	                            "(-%s)", "(%s + ((a * 8.0).astype(i32) %% 5).astype(f32))",
+	                            "pow(abs(%s) * 0.5 + 0.5, 1.5)", "(min(abs(%s), 4.0) * 0.25 + 0.5) ** -3.0" };
 	int c = pick(9);
 	if (c <= 2) {
 		out(g, "(");
@@ -152,7 +154,7 @@ static void fexpr(Gen *g, int depth)
 		sub.n = 0;
 		fexpr(&sub, depth - 1);
 		snprintf(inner, sizeof inner, "%s", sub.src);
-		out(g, un[pick(8)], inner);
+		out(g, un[pick(10)], inner);
 	} else if (c == 6) {
 		out(g, "(");
 		fexpr(g, depth - 1);
@@ -199,12 +201,16 @@ static void iexpr(Gen *g, int depth)
 		return;
 	}
 	if (c <= 1) {
-		static const char *ops[] = { "+", "-", "*", "~/", "%" };
-		int o = pick(5);
-		out(g, "(");
+		static const char *ops[] = { "+", "-", "*", "&", "|", "^", "~/", "%", "<<", ">>" };
+		int o = pick(10);
+		out(g, "(%s", pick(4) ? "" : "~");
 		iexpr(g, depth - 1);
 		out(g, " %s ", ops[o]);
-		if (o >= 3) { /* divisors in -2..2: 0 and -1 included */
+		if (o >= 8) { /* shift amounts in -4..35: outside [0, 32) included */
+			out(g, "(");
+			iexpr(g, depth - 1);
+			out(g, " %% 40 - 4)");
+		} else if (o >= 6) { /* divisors in -2..2: 0 and -1 included */
 			out(g, "(");
 			iexpr(g, depth - 1);
 			out(g, " %% 5 - 2)");
@@ -290,8 +296,9 @@ static void generate(Gen *g, int *t, bool *atomics)
 			out(g, " else {\n        o[...] = b.astype(T);\n    }");
 		out(g, "\n");
 	}
-	if (*atomics)
-		out(g, "    atomic_add(s, sum(r2, axis = 1));\n");
+	if (*atomics) /* max and min of f32 end the same whatever the order */
+		out(g, "    atomic_%s(s, %s(r2, axis = 1));\n", (const char *[]){ "add", "max", "min" }[pick(3)],
+		    (const char *[]){ "sum", "max", "min" }[pick(3)]);
 	out(g, "}\n");
 }
 

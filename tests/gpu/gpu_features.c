@@ -3,12 +3,13 @@
  *
  * The examples (gpu_examples.c) exercise dot, reductions and the edges of a
  * few kernels; this table covers the rest of docs/language.md: every
- * elementwise function, i32 floor division, bool logic, comparisons, where,
+ * elementwise function, i32 floor division, bitwise ops and shifts, bool
+ * logic, comparisons, where,
  * iota, reductions along each axis and over all, keepdims, expand_dims,
  * broadcasting, transpose, astype between every pair of dtypes, zeros/full,
  * fori_loop in all its forms, when/else, seq axes with scratch, scoped
  * scratch, inout, squeezed dims, .at views, ds slices at odd offsets,
- * load(other=), atomic_add, print, and 1-D/2-D/3-D grids.  Every shape is
+ * load(other=), the atomics, print, and 1-D/2-D/3-D grids.  Every shape is
  * ragged (not a multiple of its blocks), so the edge masks are on.
  *
  * Each case runs the same seeded random inputs through blk_interp_run (the
@@ -230,6 +231,135 @@ static bool check_other(const Arrays *in, const Arrays *out, char *err)
 	return true;
 }
 
+/* int_bitwise_shift's v and k at element i (blocks of 128), computed
+ * with wrapping as the kernel does; the shifts as docs/language.md
+ * defines them for every amount (negative and >= 32 included). */
+static int32_t bits_v(const Arrays *in, size_t i)
+{
+	return (int32_t)((uint32_t)(int32_t)at(in, 0, i) * 123456789u + (uint32_t)(i % 128) * 7919u);
+}
+
+static int32_t bits_k(const Arrays *in, size_t i)
+{
+	return (int32_t)at(in, 1, i) * 5 - 3 + (int32_t)(i % 128 % 3);
+}
+
+static double shl_ref(int32_t v, int32_t k)
+{
+	return k >= 0 && k < 32 ? (double)(int32_t)((uint32_t)v << k) : 0;
+}
+
+static double shr_ref(int32_t v, int32_t k)
+{
+	int32_t s = k >= 0 && k < 32 ? k : 31;
+	return v < 0 ? (double)~(~v >> s) : (double)(v >> s);
+}
+
+static double bits_and_ref(const Arrays *in, size_t i)
+{
+	int32_t v = bits_v(in, i), k = bits_k(in, i);
+	return (double)((v & 65535) | (~v ^ (int32_t)shl_ref(k, 3)));
+}
+
+static double bits_shl_ref(const Arrays *in, size_t i)
+{
+	return shl_ref(bits_v(in, i), bits_k(in, i));
+}
+
+static double bits_shr_ref(const Arrays *in, size_t i)
+{
+	return shr_ref(bits_v(in, i), bits_k(in, i));
+}
+
+static double bits_bool_ref(const Arrays *in, size_t i)
+{
+	int32_t v = bits_v(in, i), k = bits_k(in, i);
+	return ((v > 0) & (k > 0)) | ((v < k) ^ (k < 0));
+}
+
+static bool check_bits(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 2, bits_and_ref, in, err) && expect_exact(out, 3, bits_shl_ref, in, err) &&
+	       expect_exact(out, 4, bits_shr_ref, in, err) && expect_exact(out, 5, bits_bool_ref, in, err);
+}
+
+/* atomic_max_min_f32: column maxima and minima of x [61, 45] (rows past
+ * 61 read -inf / inf) into the inout starts. */
+static bool check_colmaxmin(const Arrays *in, const Arrays *out, char *err)
+{
+	for (size_t c = 0; c < 45; c++) {
+		double hi = at(in, 1, c), lo = at(in, 2, c);
+		for (size_t r = 0; r < 61; r++) {
+			hi = fmax(hi, at(in, 0, r * 45 + c));
+			lo = fmin(lo, at(in, 0, r * 45 + c));
+		}
+		if (at(out, 1, c) != hi || at(out, 2, c) != lo) {
+			snprintf(err, ERR_LEN, "C reference: column %zu: max %g min %g, want %g %g", c,
+			         at(out, 1, c), at(out, 2, c), hi, lo);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* atomic_signed_zero_nan: totalOrder puts -0 below +0 and NaN above all. */
+static bool check_signed_zero(const Arrays *in, const Arrays *out, char *err)
+{
+	static const double s[4] = { -0.0, 0.0, 1.0, 0.0 };
+	(void)in;
+	for (size_t i = 0; i < 4; i++)
+		if (at(out, 0, i) != s[i] || signbit(at(out, 0, i)) != signbit(s[i]) ||
+		    at(out, 1, i) != 1.0 / s[i]) {
+			snprintf(err, ERR_LEN, "C reference: s[%zu] = %g, 1/s = %g; want %g", i,
+			         at(out, 0, i), at(out, 1, i), s[i]);
+			return false;
+		}
+	return true;
+}
+
+/* atomic_max_min_i32: x [101] (0 past its end, blocks of 16) into 5 bins
+ * by (x + 8) % 5: the largest and smallest x * 100 + (i % 16). */
+static bool check_binmaxmin(const Arrays *in, const Arrays *out, char *err)
+{
+	double hi[5], lo[5];
+	for (size_t b = 0; b < 5; b++) {
+		hi[b] = at(in, 1, b);
+		lo[b] = at(in, 2, b);
+	}
+	for (size_t i = 0; i < 112; i++) {
+		int x = i < 101 ? (int)at(in, 0, i) : 0, b = (x + 8) % 5;
+		double v = x * 100 + (int)(i % 16);
+		hi[b] = fmax(hi[b], v);
+		lo[b] = fmin(lo[b], v);
+	}
+	for (size_t b = 0; b < 5; b++)
+		if (at(out, 1, b) != hi[b] || at(out, 2, b) != lo[b]) {
+			snprintf(err, ERR_LEN, "C reference: bin %zu: max %g min %g, want %g %g", b,
+			         at(out, 1, b), at(out, 2, b), hi[b], lo[b]);
+			return false;
+		}
+	return true;
+}
+
+/* atomic_cas_claim: c's elements equal to 3 become 1000 * program + lane,
+ * the rest stay; f[0] becomes 7 (each program swaps what it read, or 7
+ * for 7), f[1] stays (never 100). */
+static bool check_cas(const Arrays *in, const Arrays *out, char *err)
+{
+	for (size_t i = 0; i < in->h[1]->count; i++) {
+		double want = at(in, 1, i) == 3 ? (double)(i / 16 * 1000 + i % 16) : at(in, 1, i);
+		if (at(out, 1, i) != want) {
+			snprintf(err, ERR_LEN, "C reference: c[%zu] = %g, want %g", i, at(out, 1, i), want);
+			return false;
+		}
+	}
+	if (at(out, 2, 0) == 7 && at(out, 2, 1) == at(in, 2, 1))
+		return true;
+	snprintf(err, ERR_LEN, "C reference: f = %g %g, want 7 %g", at(out, 2, 0), at(out, 2, 1),
+	         at(in, 2, 1));
+	return false;
+}
+
 static const Case cases[] = {
 	/* ---- elementwise functions, one each */
 	UNARY("unary_tanh", "tanh(v * 2.0)"),
@@ -246,6 +376,37 @@ static const Case cases[] = {
 	UNARY("unary_expm1", "expm1(v * 4.0)"),
 	UNARY("unary_expm1_small", "expm1(v * 0.0001)"),
 	UNARY("unary_floor_ceil", "floor(v * 5.0) + ceil(v * 3.0) * 0.5"),
+	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
+	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
+
+	/* pow with an exponent per element, from -6 to 6 */
+	CASE("binary_pow_tiles", true,
+	     "kernel binary_pow_tiles[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    z: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    y[...] = pow(abs(x[...]) * 1.5 + 0.5, z[...] * 6.0);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('i', DT_T, 1001), A1('o', DT_T, 1001)),
+
+	/* powf's special cases, every pair of 9 bases and 8 exponents: NaN
+	 * comes out as -7 (a NaN never compares equal), a zero as 1 / it
+	 * (its sign) */
+	CASE("binary_pow_special", false,
+	     "kernel binary_pow_special[B = 72](\n"
+	     "    y: out f32[N] block (B) index (i) -> (i),\n"
+	     "    z: out f32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let k = iota(B) % 9;\n"
+	     "    let j = iota(B) ~/ 9;\n"
+	     "    let b = where(k == 0, 0.0, where(k == 1, -0.0, where(k == 2, 1.0, where(k == 3, -1.0, where(k == 4, inf, where(k == 5, -inf, where(k == 6, -2.0, where(k == 7, 2.5, nan))))))));\n"
+	     "    let e = where(j == 0, 0.0, where(j == 1, -1.0, where(j == 2, 3.0, where(j == 3, 0.5, where(j == 4, inf, where(j == 5, -inf, where(j == 6, -3.0, 2.0)))))));\n"
+	     "    let r = b ** e;\n"
+	     "    y[...] = where(r != r, -7.0, r);\n"
+	     "    z[...] = where(r == 0.0, 1.0 / r, 0.0);\n"
+	     "}\n",
+	     A1('o', BLK_F32, 72), A1('o', BLK_F32, 72)),
 
 	CASE("arith_float", true,
 	     "kernel arith_float[T = f32, B = 128](\n"
@@ -295,6 +456,45 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
 	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+
+	/* & | ^ ~ << >> on i32 (shift amounts from -43 to 37) and & | ^ on
+	 * bool, Python's precedence; integer max/min/abs */
+	CHECKED("int_bitwise_shift", false, check_bits,
+	     "kernel int_bitwise_shift[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    z: in i32[N] block (B) index (i) -> (i),\n"
+	     "    a: out i32[N] block (B) index (i) -> (i),\n"
+	     "    s: out i32[N] block (B) index (i) -> (i),\n"
+	     "    r: out i32[N] block (B) index (i) -> (i),\n"
+	     "    b: out bool[N] block (B) index (i) -> (i),\n"
+	     "    m: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...] * 123456789 + iota(B) * 7919;\n"
+	     "    let k = z[...] * 5 - 3 + iota(B) % 3;\n"
+	     "    a[...] = v & 65535 | ~v ^ k << 3;\n"
+	     "    s[...] = v << k;\n"
+	     "    r[...] = v >> k;\n"
+	     "    b[...] = (v > 0) & (k > 0) | (v < k) ^ (k < 0);\n"
+	     "    m[...] = max(v, k) - min(v, -k) + abs(v) + (1 << 31 >> 31) + (-1 >> 40) + (3 << 32);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1001), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_BOOL, 1001),
+	     A1('o', BLK_I32, 1001)),
+
+	/* a shift by a scalar amount and of a scalar (the amount broadcasts),
+	 * ~ on bool, and tiny blocks */
+	CASE("int_shift_scalar", false,
+	     "kernel int_shift_scalar[B = 4](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    p: in bool[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     "    q: out bool[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let n = program_id(0) - 2;\n"
+	     "    y[...] = (x[...] << n) + (1 >> x[...]) + (-256 >> n) ^ ~n;\n"
+	     "    q[...] = ~p[...] ^ (x[...] > 0) | p[...] & (n == 1);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 37), A1('i', BLK_BOOL, 37), A1('o', BLK_I32, 37), A1('o', BLK_BOOL, 37)),
 
 	/* inf, nan and constants past f32's range, into floats and i32 */
 	CASE("inf_nan_constants", true,
@@ -773,6 +973,93 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 17)),
+
+	/* racing column maxima and minima: max and min under a total order end
+	 * the same in any order, so exactly the interpreter's */
+	CHECKED("atomic_max_min_f32", false, check_colmaxmin,
+	     "kernel atomic_max_min_f32[BR = 16](\n"
+	     "    x: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: inout f32[C],\n"
+	     "    lo: inout f32[C],\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    atomic_max(hi.at[ds(0, C)], max(load(x, other = -inf), axis = 0));\n"
+	     "    atomic_min(lo, min(load(x, other = inf), axis = 0));\n"
+	     "}\n",
+	     A2('i', BLK_F32, 61, 45), A1('x', BLK_F32, 45), A1('x', BLK_F32, 45)),
+
+	/* -0 and +0, NaN: the order of docs/language.md; s is stored, updated
+	 * atomically, then read back (barriers between) */
+	CHECKED("atomic_signed_zero_nan", false, check_signed_zero,
+	     "kernel atomic_signed_zero_nan(\n"
+	     "    s: inout f32[4],\n"
+	     "    y: out f32[4],\n"
+	     ") {\n"
+	     "    s[...] = zeros((4,), f32);\n"
+	     "    atomic_min(s.at[0], -0.0);\n"
+	     "    atomic_max(s.at[1], -0.0);\n"
+	     "    atomic_max(s.at[2], nan);\n"
+	     "    atomic_min(s.at[2], 1.0);\n"
+	     "    atomic_min(s.at[3], nan);\n"
+	     "    y[...] = 1.0 / s[...];\n"
+	     "}\n",
+	     A1('x', BLK_F32, 4), A1('o', BLK_F32, 4)),
+
+	/* element by element into bins at run-time indices, racing programs */
+	CHECKED("atomic_max_min_i32", false, check_binmaxmin,
+	     "kernel atomic_max_min_i32[B = 16](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    hi: inout i32[5],\n"
+	     "    lo: inout i32[5],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    fori_loop(0, B) |e| {\n"
+	     "        let b = (x[e] + 8) % 5;\n"
+	     "        atomic_max(hi.at[b], x[e] * 100 + e);\n"
+	     "        atomic_min(lo.at[b], x[e] * 100 + e);\n"
+	     "    };\n"
+	     "}\n",
+	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 5), A1('x', BLK_I32, 5)),
+
+	/* compare-and-swap of a block (a scalar compare value, a tile of new
+	 * values) and of one element every program swaps alike */
+	CHECKED("atomic_cas_claim", false, check_cas,
+	     "kernel atomic_cas_claim[B = 16](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    c: inout i32[N] block (B) index (i) -> (i),\n"
+	     "    f: inout i32[2],\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    atomic_cas(c, 3, program_id(0) * 1000 + iota(B));\n"
+	     "    atomic_cas(f.at[0], f[0], 7);\n"
+	     "    atomic_cas(f.at[1], N - 1, 5);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 101), A1('x', BLK_I32, 101), A1('x', BLK_I32, 2)),
+
+	/* ---- Python's spellings: a @ b (also accumulating), None as a new
+	 * axis of a tile and of a Ref read, reductions as methods */
+	CASE("matmul_operator_newaxis", true,
+	     "kernel matmul_operator_newaxis[T = f32, BM = 16, BN = 32](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    r: in T[N] block (BN) index (i, j) -> (j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = zeros((BM, BN), f32) + a[...] @ b[...];\n"
+	     "    c[...] = acc + r[...].astype(f32)[None, :] * iota(BM)[:, None].astype(f32)\n"
+	     "        - (a[...] @ b[...]) * 0.5;\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 13), A2('i', DT_T, 13, 45), A1('i', DT_T, 45), A2('o', BLK_F32, 37, 45)),
+
+	CASE("reduce_methods", true,
+	     "kernel reduce_methods[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out T[R] block (BR) index (i) -> (i),\n"
+	     "    m: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    s[...] = (v.sum(axis = 1) + v.max(axis = 1) - v.min(axis = -1)).astype(T);\n"
+	     "    m[...] = (v - v.max(axis = 1, keepdims = true) + x[:, None, :].astype(f32).sum(axis = 1) * 0.5\n"
+	     "        + v.max() - v.T.min(axis = 1)[None, :]).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A2('o', DT_T, 13, 77)),
 
 	/* ---- dot with a transposed operand at tiny odd sizes */
 	CASE("dot_transposed_operand", true,

@@ -112,6 +112,23 @@ static void test_dot_accumulate(void **state)
 	          "dot %0, %1 : f32[16, 16]", "cast %2 : f16[16, 16]", NULL);
 }
 
+/* The Python spellings lower to the same IR as blk's own. */
+static void test_python_spellings(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(a: in f32[16, 8], b: in f32[8, 16], c: inout f32[16, 16]) {\n"
+	          "    c[...] = c[...] + a[...] @ b[...];\n}\n",
+	          "dot %0, %1, %2 : f32[16, 16]", NULL);
+	expect_ir("kernel k(x: in f32[4, 8], y: out f32[4, 1], z: out f32[1]) {\n"
+	          "    y[...] = x[...].max(axis = 1, keepdims = true);\n"
+	          "    z[0] = x[...].sum();\n}\n",
+	          "reduce_max %0 {axis = 1} : f32[4]", "expand_dims %1 {axis = 1} : f32[4, 1]",
+	          "reduce_sum %4 {axis = 1} : f32[4]", "reduce_sum %5 {axis = 0} : f32\n", NULL);
+	expect_ir("kernel k(x: in f32[8], y: out f32[8, 8]) {\n"
+	          "    y[...] = x[...][:, None] + x[None, :];\n}\n",
+	          "expand_dims %0 {axis = 1} : f32[8, 1]", "expand_dims %3 {axis = 0} : f32[1, 8]", NULL);
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -272,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_weak_literals),
 		cmocka_unit_test(test_broadcast_explicit),
 		cmocka_unit_test(test_dot_accumulate),
+		cmocka_unit_test(test_python_spellings),
 		cmocka_unit_test(test_unroll),
 		cmocka_unit_test(test_loop_and_carries),
 		cmocka_unit_test(test_reductions_keepdims),

@@ -1,0 +1,68 @@
+/* spelling.c - the blk spelling of what Pallas, Triton, JAX and numpy
+ * users write by habit, for the checker's messages about unknown names,
+ * functions, attributes and methods: `tl.arange(0, B)` gets "write
+ * `iota(n)`" rather than a bare "unknown".  Only spellings blk refuses are
+ * listed; one blk itself accepts never reaches here.
+ */
+#include <string.h>
+
+#include "frontend/check_impl.h"
+
+static const struct {
+	const char *foreign, *blk;
+} spellings[] = {
+	{ "arange", "iota(n)" },
+	{ "maximum", "max(a, b)" },
+	{ "minimum", "min(a, b)" },
+	{ "matmul", "dot(a, b) or a @ b" },
+	{ "power", "x ** y or pow(x, y)" },
+	{ "store", "r[...] = v (or r.at[...] for a part)" },
+	{ "dslice", "ds(start, size)" },
+	{ "run_scoped", "scoped (name: dtype[shape]) { ... }" },
+	{ "broadcast_to", "nothing: operands broadcast as NumPy's" },
+	{ "newaxis", "None in an index: x[:, None]" },
+	{ "mean", "sum(x, axis = k) / n" },
+	{ "float32", "f32" },
+	{ "float16", "f16" },
+	{ "bfloat16", "bf16" },
+	{ "int32", "i32" },
+	{ "bool_", "bool" },
+	{ "cast", "x.astype(T)" },
+	{ "to", "x.astype(T)" },
+	{ "trans", "x.T or transpose(x)" },
+};
+
+/* Module names of Pallas, Triton, JAX and numpy code. */
+static const char *const modules[] = { "tl", "pl", "jnp", "np", "jax", "lax", "triton", "pltpu", "plgpu" };
+
+const char *ck_blk_spelling(Ck *c, const char *name)
+{
+	for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++)
+		if (strcmp(spellings[i].foreign, name) == 0)
+			return spellings[i].blk;
+	if (ck_is_builtin(name))
+		return blk_arena_printf(c->a, "%s(...)", name);
+	return NULL;
+}
+
+bool ck_foreign_module(const char *name)
+{
+	for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
+		if (strcmp(modules[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* `mod.name` where mod is a foreign module nothing in scope names. */
+bool ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc)
+{
+	if (recv->kind != BLK_AST_NAME || !ck_foreign_module(recv->name) || ck_lookup(c, recv->name))
+		return false;
+	const char *blk = ck_blk_spelling(c, name);
+	if (blk)
+		blk_error(c->d, loc, "`%s.%s` is not blk; write `%s`", recv->name, name, blk);
+	else
+		blk_error(c->d, loc, "`%s.%s` is not blk, which has no modules: builtins are called bare, as `exp(x)`",
+		          recv->name, name);
+	return true;
+}
