@@ -99,6 +99,10 @@ BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
  * the dot (every execution alternates between their slots), else before
  * the dot. */
 BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot);
+/* SMs of the GPUs sm_90a names (H100 SXM, H200): the persistent grid's
+ * CTAs (persist.c). */
+enum { BLK_LOWER_SMS = 132 };
+bool blk_lower_persist(LowerCtx *c);
 /* The dot's engine attr (dot_engine.c) is "mma": mma.sync tensor cores. */
 bool blk_lower_dot_mma(const BlkOp *dot);
 /* ... is "wgmma": Hopper's warpgroup tensor cores. */

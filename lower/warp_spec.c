@@ -31,6 +31,12 @@
  *     }
  *   }
  *
+ * The loop may also sit in a top-level loop with no results (persist.c's
+ * loop over tiles): the warp_specialize then holds that loop, each side
+ * its own copy of it (the producer's with only the ops its copies need),
+ * slot and phase carried through both loops, and the consumers hand the
+ * last slot of a tile back once its groups are done, so the producer
+ * copies the next tile's slabs while they store this one's results.
  * A fresh barrier counts its phase "1" as completed, so the producer's
  * first pass over the slots does not wait.  mma_steps.c puts wgmma_wait
  * {pending = 1} right after the dot's steps, before the arrive: the group
@@ -64,12 +70,34 @@ static void next_slot(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot, BlkVal
 	*np = blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
 
+/* empty[slot - 1 mod S]: S + slot - 1, or 2S - 1 for slot 0. */
+static BlkValue *prev_empty(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot)
+{
+	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, slot, i32c(b, loc, 0));
+	BlkValue *o[3] = { wrap, i32c(b, loc, 2 * P->S - 1), pipe_binop(b, BLK_OP_ADD, loc, slot, i32c(b, loc, P->S - 1)) };
+	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
+}
+
+/* The loop around the pipelined one that the warp_specialize holds: none
+ * (NULL, *ok) where that sits at the top of the body, a top-level loop
+ * without results; *ok false anywhere else. */
+static BlkOp *outer_loop(const Pipe *P, bool *ok)
+{
+	const BlkRegion *top = P->L.c->k->body;
+	BlkOp *o = P->L.loop->parent->parent;
+	*ok = P->L.loop->parent == top ||
+	      (o && o->kind == BLK_OP_FOR && o->parent == top && o->nresults == 0);
+	return P->L.loop->parent == top ? NULL : o;
+}
+
 /* The loop qualifies: wgmma dots on loaded slabs only, at the top of the
- * body, whole warpgroups, sm_90a. */
+ * body or in a top-level loop, whole warpgroups, sm_90a. */
 static bool applies(const Pipe *P)
 {
 	LowerCtx *c = P->L.c;
-	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || P->L.loop->parent != c->k->body)
+	bool ok;
+	outer_loop(P, &ok);
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok)
 		return false;
 	for (int i = 0; i < P->n; i++)
 		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[0].load || !P->all[i].x[1].load)
@@ -77,23 +105,84 @@ static bool applies(const Pipe *P)
 	return true;
 }
 
-/* The producer's loop: the same iterations, copies only. */
-static void producer(Pipe *P, BlkRegion *r, BlkValue *bars)
+/* Marks the ops of `r` that v needs (v itself defined there). */
+static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue *v)
+{
+	BlkOp *d = v->def;
+	if (!d || d->parent != r || blk_pmap_get(set, d))
+		return;
+	blk_pmap_put(c->a, set, d, d);
+	for (int i = 0; i < d->noperands; i++)
+		need(c, set, r, d->operands[i]);
+}
+
+/* The ops of the outer loop's body the producer's copies need: the inner
+ * loop's bounds and the loads' (and their index ops') operands. */
+static void needed_outer(Pipe *P, const BlkRegion *ob, BlkPtrMap *set)
+{
+	LowerCtx *c = P->L.c;
+	for (int i = 0; i < 3; i++)
+		need(c, set, ob, P->L.loop->operands[i]);
+	for (const BlkOp *op = P->L.body->first; op; op = op->next) {
+		bool used = false;
+		for (int i = 0; i < P->n && !used; i++)
+			for (int o = 0; o < 2; o++)
+				used |= op == P->all[i].x[o].load || blk_pmap_get(&P->all[i].x[o].in, op) != NULL;
+		for (int i = 0; used && i < op->noperands; i++)
+			need(c, set, ob, op->operands[i]);
+	}
+}
+
+/* A `for` at b over the same range as f, carrying slot and phase (inits
+ * given); its body's region args: iv, slot, phase. */
+static BlkOp *slot_loop(LowerCtx *c, BlkBuilder *b, const BlkOp *f, BlkValue *const *range, BlkValue *slot,
+                        BlkValue *phase, const char *ivname)
+{
+	BlkValue *ops[5] = { range[0], range[1], range[2], slot, phase };
+	BlkType ti = blk_type_scalar(BLK_I32), tys[2] = { ti, ti };
+	BlkOp *pf = blk_build(b, BLK_OP_FOR, f->loc, 5, ops, 2, tys, 1);
+	blk_op_set_int(c->a, pf, "unroll", 0);
+	BlkRegion *body = pf->regions[0];
+	blk_region_add_arg(c->a, body, ti, ivname);
+	blk_region_add_arg(c->a, body, ti, "slot");
+	blk_region_add_arg(c->a, body, ti, "phase");
+	return pf;
+}
+
+static BlkValue *mapped(BlkPtrMap *vm, BlkValue *v)
+{
+	BlkValue *m = blk_pmap_get(vm, v);
+	return m ? m : v;
+}
+
+/* The producer's loop: the same iterations, copies only (inside a copy of
+ * the outer loop, with the ops its copies need, where there is one). */
+static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	BlkLoc loc = f->loc;
 	BlkBuilder b;
 	blk_builder_at_end(&b, c->a, r);
-	BlkValue *zero = i32c(&b, loc, 0);
-	BlkValue *ops[5] = { f->operands[0], f->operands[1], f->operands[2], zero, zero };
-	BlkType ti = blk_type_scalar(BLK_I32), tys[2] = { ti, ti };
-	BlkOp *pf = blk_build(&b, BLK_OP_FOR, loc, 5, ops, 2, tys, 1);
-	blk_op_set_int(c->a, pf, "unroll", 0);
+	BlkValue *zero = i32c(&b, loc, 0), *slot0 = zero, *phase0 = zero;
+	BlkPtrMap vm = { 0 };
+	BlkOp *po = NULL;
+	if (outer) {
+		po = slot_loop(c, &b, outer, outer->operands, zero, zero, "tp");
+		BlkRegion *ob = outer->regions[0], *pb = po->regions[0];
+		blk_pmap_put(c->a, &vm, ob->args[0], pb->args[0]);
+		slot0 = pb->args[1], phase0 = pb->args[2];
+		BlkPtrMap set = { 0 };
+		needed_outer(P, ob, &set);
+		blk_builder_at_end(&b, c->a, pb);
+		for (BlkOp *op = ob->first; op && op != f; op = op->next)
+			if (blk_pmap_get(&set, op))
+				blk_loop_copy_op(c, &b, &vm, op);
+	}
+	BlkValue *range[3] = { mapped(&vm, f->operands[0]), mapped(&vm, f->operands[1]), mapped(&vm, f->operands[2]) };
+	BlkOp *pf = slot_loop(c, &b, f, range, slot0, phase0, "kp");
 	BlkRegion *body = pf->regions[0];
-	BlkValue *iv = blk_region_add_arg(c->a, body, ti, "kp");
-	BlkValue *slot = blk_region_add_arg(c->a, body, ti, "slot");
-	BlkValue *phase = blk_region_add_arg(c->a, body, ti, "phase");
+	BlkValue *iv = body->args[0], *slot = body->args[1], *phase = body->args[2];
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, body);
 	BlkValue *empty = pipe_binop(&in, BLK_OP_ADD, loc, slot, i32c(&in, loc, P->S));
@@ -102,7 +191,6 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars)
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
-			BlkPtrMap vm = { 0 };
 			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, &vm);
 			BlkOp *cp = pipe_copy(P, &in, NULL, x, slot, &vm, 0, 1);
 			blk_op_set_int(c->a, cp, "threads", 128);
@@ -112,20 +200,51 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars)
 	next_slot(P, &in, loc, slot, phase, &ns, &np);
 	BlkValue *y[2] = { ns, np };
 	blk_build(&in, BLK_OP_YIELD, loc, 2, y, 0, NULL, 0);
+	if (po) {
+		blk_builder_at_end(&b, c->a, po->regions[0]);
+		blk_build(&b, BLK_OP_YIELD, loc, 2, pf->results, 0, NULL, 0);
+	}
+}
+
+/* After f: once it ran, the slot of its last iteration is free again
+ * (empty[slot - 1 mod S] of the slot it yields). */
+static void release_last(Pipe *P, BlkValue *bars, BlkOp *f)
+{
+	LowerCtx *c = P->L.c;
+	BlkLoc loc = f->loc;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, f->next);
+	BlkValue *ran = pipe_binop(&b, BLK_OP_LT, loc, f->operands[0], f->operands[1]);
+	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &ran, 0, NULL, 2);
+	BlkBuilder in;
+	blk_builder_at_end(&in, c->a, iff->regions[0]);
+	mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, f->results[f->nresults - 2]), NULL);
 }
 
 /* The consumers' loop: the original, waiting for each slab and handing
  * the previous one's slot back. */
-static void consumer(Pipe *P, BlkValue *bars)
+static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	BlkLoc loc = f->loc;
 	BlkBuilder pre;
-	blk_builder_before(&pre, c->a, f);
-	BlkValue *zero = i32c(&pre, loc, 0);
-	BlkValue *slot = blk_loop_add_carry(&P->L, zero, zero), *phase = blk_loop_add_carry(&P->L, zero, zero);
+	blk_builder_before(&pre, c->a, outer ? outer : f);
+	BlkValue *zero = i32c(&pre, loc, 0), *slot0 = zero, *phase0 = zero;
+	BlkLoop OL = { .c = c, .loop = outer, .body = outer ? outer->regions[0] : NULL };
+	if (outer) { /* through the outer loop too: its yield gives the inner loop's last */
+		if (!OL.body->last || OL.body->last->kind != BLK_OP_YIELD)
+			blk_die("lower: warp_spec: the outer loop's body does not end in a yield");
+		slot0 = blk_loop_add_carry(&OL, zero, zero);
+		phase0 = blk_loop_add_carry(&OL, zero, zero);
+	}
+	BlkValue *slot = blk_loop_add_carry(&P->L, slot0, zero), *phase = blk_loop_add_carry(&P->L, phase0, zero);
 	slot->name = "slot", phase->name = "phase";
+	if (outer) {
+		BlkOp *oy = OL.body->last;
+		oy->operands[oy->noperands - 2] = f->results[f->nresults - 2];
+		oy->operands[oy->noperands - 1] = f->results[f->nresults - 1];
+	}
 	BlkOp *first = P->all[0].dot, *last = P->all[P->n - 1].dot;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, first);
@@ -146,12 +265,7 @@ static void consumer(Pipe *P, BlkValue *bars)
 	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
-	/* empty[slot - 1 mod S] = S + slot - 1, or 2S - 1 for slot 0 */
-	BlkValue *wrap = pipe_binop(&in, BLK_OP_EQ, loc, slot, i32c(&in, loc, 0));
-	BlkValue *o[3] = { wrap, i32c(&in, loc, 2 * P->S - 1),
-	                   pipe_binop(&in, BLK_OP_ADD, loc, slot, i32c(&in, loc, P->S - 1)) };
-	BlkValue *empty = blk_build1(&in, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
-	mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, empty, NULL);
+	mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, slot), NULL);
 	BlkBuilder end;
 	BlkOp *y = P->L.body->last;
 	blk_builder_before(&end, c->a, y);
@@ -159,6 +273,8 @@ static void consumer(Pipe *P, BlkValue *bars)
 	next_slot(P, &end, loc, slot, phase, &ns, &np);
 	y->operands[y->noperands - 2] = ns;
 	y->operands[y->noperands - 1] = np;
+	if (outer) /* after the loop (and its drain, mma_steps.c): the last slot back */
+		release_last(P, bars, f);
 }
 
 /* Moves op and every op after it in its region to the end of r. */
@@ -185,9 +301,11 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	BlkLoc loc = f->loc;
+	bool ok;
+	BlkOp *outer = outer_loop(P, &ok), *top = outer ? outer : f;
 	P->D = P->S; /* the producer fills every slot */
 	BlkBuilder pre;
-	blk_builder_before(&pre, c->a, f);
+	blk_builder_before(&pre, c->a, top);
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i];
 		for (int o = 0; o < 2; o++)
@@ -204,8 +322,8 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	blk_build(&pre, BLK_OP_BARRIER, loc, 0, NULL, 0, NULL, 0);
 	BlkOp *ws = blk_build(&pre, BLK_OP_WARP_SPECIALIZE, loc, 0, NULL, 0, NULL, 2);
 	blk_op_set_int(c->a, ws, "consumers", c->nthreads / 128);
-	consumer(P, bars);
-	producer(P, ws->regions[1], bars);
+	consumer(P, bars, outer);
+	producer(P, ws->regions[1], bars, outer);
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];

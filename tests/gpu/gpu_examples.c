@@ -66,6 +66,9 @@ typedef struct Case {
 #define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
 /* A tensor-core configuration like the benchmark's (64x32 warp tiles, cp.async). */
 #define MMA {"BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
+/* More tiles than SMs: on sm_90a a persistent, warp-specialized grid. */
+#define PERSIST {"BM=64", "BN=64", "BK=64", "num_warps=4", "num_stages=3"}
+#define PERSIST8 {"BM=128", "BN=256", "BK=64", "num_warps=8", "num_stages=4"}
 #define SPLIT3 {"S=3", "BK=16"}
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
@@ -77,6 +80,11 @@ static const Case cases[] = {
 	MM(300, 200, 77, "matmul", BIG),
 	MM(256, 256, 256, "matmul_acc", NONE),
 	MM(130, 70, 33, "matmul_acc", NONE),
+	MM(600, 1300, 200, "matmul", PERSIST),
+	MM(2100, 2200, 136, "matmul", PERSIST8),
+	NT(600, 1300, 200, PERSIST),
+	EPI(700, 1250, 96, PERSIST),
+	BMM(8, 300, 200, 72, PERSIST),
 	{"add", "4096", 3, {{4096}, {4096}, {4096}}, NONE, 0},
 	{"add", "1000", 3, {{1000}, {1000}, {1000}}, NONE, 0},
 	{"softmax", "64x128", 2, {{64, 128}, {64, 128}}, NONE, 0},

@@ -1,0 +1,152 @@
+/* persist.c - a persistent grid: one CTA per SM walks the output tiles.
+ *
+ * Requires: block refs lowered (blockspec.c), shapes constant, dot engines
+ * chosen.  Applies on sm_90a to a kernel of whole warpgroups, every grid
+ * axis parallel, more programs T than the GPU has SMs (BLK_LOWER_SMS), and
+ * a loop at the top of its body running a wgmma dot (the loops that
+ * warp_spec.c specializes).  Produces:
+ *
+ *   %pid = program_id {axis = 0}
+ *   for %t = %pid to T step P {            -- P = min(T, SMs) CTAs launched
+ *     (x, y, z) = tile(%t)                 -- grouped order, below
+ *     ...the body, program_id {axis = a} replaced by its coordinate...
+ *   }
+ *
+ * and the launch grid (P, 1, 1).  Tiles go in groups of GROUP_M rows of
+ * the CUDA grid's x: the programs running at once share their A rows and,
+ * a group at a time, their B columns in L2 (Triton's grouped order).  With
+ * warp specialization the producer then runs into the next tile's slabs
+ * while the consumers store this tile's results.  num_programs keeps
+ * meaning the kernel's own grid.
+ */
+#include "lower_int.h"
+
+#include <string.h>
+
+enum { GROUP_M = 8 };
+
+static bool has_wgmma(const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next)
+		if (op->kind == BLK_OP_DOT && blk_op_attr(op, "engine") && blk_lower_dot_wgmma(op))
+			return true;
+	return false;
+}
+
+static bool applies(const LowerCtx *c, int64_t T)
+{
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= BLK_LOWER_SMS)
+		return false;
+	for (const BlkOp *op = c->k->body->first; op; op = op->next)
+		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0]))
+			return true;
+	return false;
+}
+
+static BlkValue *bin(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
+{
+	BlkValue *o[2] = { x, y };
+	return blk_build1(b, k, loc, blk_type_scalar(BLK_I32), 2, o);
+}
+
+/* The CUDA grid coordinates of tile t: z slowest; within a z, x in groups
+ * of GROUP_M (the last group may be shorter), y fastest inside a group. */
+static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue **xyz)
+{
+	int64_t g0 = c->grid[0], g1 = c->grid[1];
+	BlkValue *plane = blk_lower_i32(b, loc, g0 * g1);
+	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
+	BlkValue *r = bin(b, BLK_OP_MOD, loc, t, plane);
+	BlkValue *per = blk_lower_i32(b, loc, GROUP_M * g1);
+	BlkValue *first = bin(b, BLK_OP_MUL, loc, bin(b, BLK_OP_FLOORDIV, loc, r, per), blk_lower_i32(b, loc, GROUP_M));
+	BlkValue *left = bin(b, BLK_OP_SUB, loc, blk_lower_i32(b, loc, g0), first);
+	BlkValue *rows = bin(b, BLK_OP_MIN, loc, left, blk_lower_i32(b, loc, GROUP_M));
+	BlkValue *in = bin(b, BLK_OP_MOD, loc, r, per);
+	xyz[0] = bin(b, BLK_OP_ADD, loc, first, bin(b, BLK_OP_MOD, loc, in, rows));
+	xyz[1] = bin(b, BLK_OP_FLOORDIV, loc, in, rows);
+}
+
+typedef struct Pids {
+	BlkOp **ops;
+	int n, cap;
+	BlkArena *a;
+} Pids;
+
+static void collect_pid(void *ctx, BlkOp *op)
+{
+	Pids *p = ctx;
+	if (op->kind != BLK_OP_PROGRAM_ID)
+		return;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 8;
+		p->ops = blk_arena_grow(p->a, p->ops, (size_t)p->n, (size_t)p->cap, sizeof *p->ops);
+	}
+	p->ops[p->n++] = op;
+}
+
+/* The CUDA grid of the kernel's (all parallel) axes, as blockspec.c maps
+ * them: axis a is CUDA axis a. */
+static int64_t cuda_grid(LowerCtx *c)
+{
+	c->grid[0] = c->grid[1] = c->grid[2] = 1;
+	for (int a = 0; a < c->k->grid_rank && a < 3; a++) {
+		c->grid[a] = (unsigned)blk_lower_dim(c->k->grid[a]);
+		c->par_axis[a] = a;
+	}
+	return c->k->grid_rank > 3 ? 0 : (int64_t)c->grid[0] * c->grid[1] * c->grid[2];
+}
+
+bool blk_lower_persist(LowerCtx *c)
+{
+	for (int a = 0; a < c->k->grid_rank; a++)
+		if (c->k->grid_seq[a])
+			return true;
+	int64_t T = cuda_grid(c);
+	if (!applies(c, T))
+		return true;
+	BlkRegion *body = c->k->body;
+	BlkLoc loc = c->k->loc;
+	BlkOp *first = body->first;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, first);
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
+	blk_op_set_int(c->a, pid->def, "axis", 0);
+	int64_t P = T < BLK_LOWER_SMS ? T : BLK_LOWER_SMS;
+	BlkValue *ops[3] = { pid, blk_lower_i32(&b, loc, T), blk_lower_i32(&b, loc, P) };
+	BlkOp *loop = blk_build(&b, BLK_OP_FOR, loc, 3, ops, 0, NULL, 1);
+	blk_op_set_int(c->a, loop, "unroll", 0);
+	BlkRegion *lb = loop->regions[0];
+	BlkValue *t = blk_region_add_arg(c->a, lb, i32, "tile");
+	/* the body's ops move into the loop, after the tile's coordinates */
+	for (BlkOp *op = first, *next; op; op = next) {
+		next = op->next;
+		blk_op_erase(op);
+		op->parent = lb;
+		op->prev = lb->last;
+		op->next = NULL;
+		if (lb->last)
+			lb->last->next = op;
+		else
+			lb->first = op;
+		lb->last = op;
+	}
+	BlkBuilder in;
+	blk_builder_before(&in, c->a, lb->first);
+	BlkValue *xyz[3];
+	tile_of(c, &in, loc, t, xyz);
+	Pids pids = { .a = c->a };
+	blk_lower_walk(lb, collect_pid, &pids);
+	for (int i = 0; i < pids.n; i++) { /* every program id, nested ones too */
+		BlkOp *op = pids.ops[i];
+		int a = (int)blk_op_int(op, "axis", 0);
+		if (a < 0 || a > 2)
+			blk_die("lower: persist: a program id of axis %d", a);
+		blk_replace_uses(lb, op->results[0], xyz[a]);
+		blk_op_erase(op);
+	}
+	blk_builder_at_end(&in, c->a, lb);
+	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);
+	c->grid[0] = (unsigned)P, c->grid[1] = c->grid[2] = 1;
+	return true;
+}
