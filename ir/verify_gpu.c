@@ -253,9 +253,12 @@ static bool wgmma_operand(const BlkValue *v)
 static void check_wgmma(Verifier *V, const BlkOp *op)
 {
 	const BlkLayout *r = op->results[0]->type.layout;
-	if (op->noperands != 3 || !wgmma_operand(op->operands[0]) || !wgmma_operand(op->operands[1])) {
+	const BlkValue *a = op->noperands == 3 ? op->operands[0] : NULL;
+	bool a_regs = a && a->type.kind == BLK_TYPE_TILE && a->type.layout && a->type.layout->wg &&
+	              is16(a->type.dtype) && a->type.layout->shape[0] == r->shape[0];
+	if (op->noperands != 3 || !(a_regs || wgmma_operand(a)) || !wgmma_operand(op->operands[1])) {
 		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 shared Refs (shared<..., swizzle=..>, "
-		     "rows one swizzle span apart) and its accumulator");
+		     "rows one swizzle span apart; a may be a tile of its rows in wgmma<>) and its accumulator");
 		return;
 	}
 	int64_t K;
@@ -384,6 +387,14 @@ static void check_extract_slice(Verifier *V, const BlkOp *op)
 {
 	const BlkType *a = &op->operands[0]->type, *r = &op->results[0]->type;
 	const BlkLayout *la = a->layout, *lr = r->layout;
+	if (la && la->wg) { /* columns of a wgmma accumulator: whole n16 pairs of its n8 blocks */
+		int64_t axis = blk_op_int(op, "axis", -1), start = blk_op_int(op, "start", -1);
+		if (!lr || !lr->wg || a->dtype != r->dtype || lr->shape[0] != la->shape[0] || axis != 1 ||
+		    start < 0 || start % 16 || lr->shape[1] % 16 || start + lr->shape[1] > la->shape[1])
+			fail(V, "a slice of %s is columns [16s, 16s + 16t) in the wgmma<> layout of its rows, "
+			     "not %s", lstr(V, la), ty(V, r));
+		return;
+	}
 	if (!la || !la->frag || !lr || lr->frag != la->frag || la->thr[0] != lr->thr[0] ||
 	    la->thr[1] != lr->thr[1] || a->dtype != r->dtype) {
 		fail(V, "takes a tile in mma_a<> or mma_b<> and gives a slice in the same kind over the same warps");

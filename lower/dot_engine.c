@@ -8,9 +8,9 @@
  *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
  *          only, emit_wgmma.c): as "mma", when the [M, N] tile is whole m64
  *          blocks of the kernel's warpgroups and N a power of two from 16
- *          to 256 (blk_layout_wgmma_fits), and no dot of the kernel takes
- *          its A from another dot's result (attention's P: those keep
- *          mma.sync, whose accumulator registers are A's fragments);
+ *          to 256 (blk_layout_wgmma_fits); A may come from another wgmma
+ *          dot's result (attention's P: its accumulator registers are
+ *          A's fragments, emit_wgmma.c);
  *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
  *          to the interpreter -- f32 operands, or shapes mma cannot tile;
  *          a b that is transpose(w) becomes w with attr b_trans (staged
@@ -45,9 +45,8 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 	return NULL;
 }
 
-/* NULL when dot can run on wgmma, else why not; chained: some dot of
- * the kernel takes A from a dot's result. */
-static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot, bool chained)
+/* NULL when dot can run on wgmma, else why not. */
+static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	if (!tc_dtypes(dot))
 		return "its operands are not both f16 or both bf16";
@@ -58,21 +57,7 @@ static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot, bool chain
 	    !blk_layout_wgmma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]), c->nthreads))
 		return "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "
 		       "from 16 to 256 and K a multiple of 16";
-	if (chained)
-		return "a dot of this kernel takes its A from another dot's result (mma.sync keeps that "
-		       "in registers)";
 	return NULL;
-}
-
-typedef struct Chain {
-	bool found;
-} Chain;
-
-static void find_chain(void *ctx, BlkOp *op)
-{
-	Chain *ch = ctx;
-	if (op->kind == BLK_OP_DOT && op->noperands > 0 && blk_lower_dot_behind(op->operands[0], NULL))
-		ch->found = true;
 }
 
 static bool is_reduce(BlkOpKind k)
@@ -144,7 +129,6 @@ static void take_transpose(LowerCtx *c, BlkOp *dot)
 typedef struct Pick {
 	LowerCtx *c;
 	bool ok;
-	bool chained; /* some dot takes A from a dot's result */
 } Pick;
 
 static void pick(void *ctx, BlkOp *op)
@@ -155,7 +139,7 @@ static void pick(void *ctx, BlkOp *op)
 	const BlkAttr *e = blk_op_attr(op, "engine");
 	const char *why = mma_refusal(p->c, op);
 	if (!e) {
-		bool wg = !wgmma_refusal(p->c, op, p->chained);
+		bool wg = !wgmma_refusal(p->c, op);
 		blk_op_set_string(p->c->a, op, "engine", wg ? "wgmma" : why ? "fma" : "mma");
 		if (!why && !wg)
 			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
@@ -166,7 +150,7 @@ static void pick(void *ctx, BlkOp *op)
 	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "fma") == 0)
 		return;
 	if (e->kind == BLK_ATTR_STRING && strcmp(e->s, "wgmma") == 0) {
-		why = wgmma_refusal(p->c, op, p->chained);
+		why = wgmma_refusal(p->c, op);
 		if (why) {
 			blk_error(p->c->d, op->loc, "dot: engine \"wgmma\" cannot run this dot: %s", why);
 			p->ok = false;
@@ -186,9 +170,7 @@ static void pick(void *ctx, BlkOp *op)
 
 bool blk_lower_dot_engine(LowerCtx *c)
 {
-	Chain ch = { false };
-	blk_lower_walk(c->k->body, find_chain, &ch);
-	Pick p = { c, true, ch.found };
+	Pick p = { c, true };
 	blk_lower_walk(c->k->body, pick, &p);
 	return p.ok;
 }

@@ -158,6 +158,17 @@ void emit_extract_slice(Emit *E, const BlkOp *op)
 {
 	const ETile *a = emit_tile(E, op->operands[0]);
 	const BlkLayout *l = emit_layout(E, op->results[0]);
+	if (l->wg) { /* wgmma columns: registers (h, 2j + c), n8 blocks from start/8 */
+		int na = blk_layout_regs_along(a->l, 1), nr = blk_layout_regs_along(l, 1);
+		int first = (int)(blk_op_int(op, "start", 0) / 4), rows = blk_layout_regs_along(l, 0);
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = emit_new_tile(E, l);
+		for (int r0 = 0; r0 < rows; r0++)
+			for (int r1 = 0; r1 < nr; r1++)
+				ev->t.r[r0 * nr + r1] = a->r[r0 * na + first + r1];
+		emit_bind(E, op->results[0], ev);
+		return;
+	}
 	int n = blk_layout_nregs(l);
 	/* registers are k16-step major: step s starts at s * (registers a step) */
 	int64_t first = blk_op_int(op, "start", 0) / 16 * (n / (l->shape[l->frag == BLK_FRAG_A ? 1 : 0] / 16));

@@ -113,9 +113,19 @@ static LLVMValueRef descriptor(Emit *E, const ERef *r, LLVMValueRef i0, LLVMValu
 	return LLVMBuildOr(E->b, start, LLVMConstInt(E->i64, k, false), "");
 }
 
+/* Two 16-bit registers as one b32 wgmma A register. */
+static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
+	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, emit_i32(E, 0), "");
+	v = LLVMBuildInsertElement(E->b, v, hi, emit_i32(E, 1), "");
+	return LLVMBuildBitCast(E->b, v, E->i32, "");
+}
+
 void emit_wgmma(Emit *E, const BlkOp *op)
 {
-	const ERef *ra = &emit_val(E, op->operands[0])->ref, *rb = &emit_val(E, op->operands[1])->ref;
+	EVal *va = emit_val(E, op->operands[0]);
+	const ERef *ra = va->is_ref ? &va->ref : NULL, *rb = &emit_val(E, op->operands[1])->ref;
 	const BlkLayout *l = emit_layout(E, op->results[0]);
 	int M = l->shape[0], N = l->shape[1], K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
 	int G = l->nthreads / 128, reps = M / (64 * G), nn = N / 4;
@@ -127,7 +137,8 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	const BlkOp *ad = op->operands[2]->def;
 	if (!(ad && ad->kind == BLK_OP_DOT && blk_lower_dot_wgmma(ad))) /* its registers were others' */
 		ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.fence.sync.aligned;", "~{memory}");
-	bool ta = ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
+	bool regs = !ra; /* A in registers: a tile in the wgmma layout of its rows */
+	bool ta = ra && ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
 	const char *ty = op->operands[0]->type.dtype == BLK_BF16 ? "bf16" : "f16";
 	int nd = N / 2;
 	size_t cap = (size_t)nd * 6 + 160, at = 0;
@@ -135,20 +146,38 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N, ty, ty);
 	for (int i = 0; i < nd; i++)
 		at += (size_t)snprintf(text + at, cap - at, "%s$%d", i ? "," : "", i);
-	snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
+	if (regs)
+		snprintf(text + at, cap - at, "}, {$%d, $%d, $%d, $%d}, $%d, 1, 1, 1, %d;", nd, nd + 1, nd + 2,
+		         nd + 3, nd + 4, tb);
+	else
+		snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
+	const ETile *at_ = regs ? emit_tile(E, op->operands[0]) : NULL;
+	int na = regs ? blk_layout_regs_along(at_->l, 1) : 0;
 	LLVMValueRef row0 = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, 7), ""), emit_i32(E, 64), "");
 	LLVMValueRef *d = BLK_NEW_N(E->c->a, LLVMValueRef, nd);
 	for (int ks = 0; ks < K / 16; ks++) {
 		LLVMValueRef k0 = emit_i32(E, 16 * ks), zero = emit_i32(E, 0);
 		LLVMValueRef db = descriptor(E, rb, k0, zero);
 		for (int i = 0; i < reps; i++) {
-			LLVMValueRef row = LLVMBuildAdd(E->b, row0, emit_i32(E, 64 * G * i), "");
-			LLVMValueRef descs[2] = { descriptor(E, ra, row, k0), db };
 			for (int j = 0; j < N / 8; j++)
 				for (int h = 0; h < 2; h++)
 					for (int c = 0; c < 2; c++)
 						d[4 * j + 2 * h + c] = ev->t.r[(2 * i + h) * nn + 2 * j + c];
-			tied_asm(E, d, nd, descs, 2, "l,l", text);
+			if (regs) {
+				/* a0..a3: rows h = 0, 1 of k 0..7, then of k 8..15 (n8 blocks
+				 * 2ks, 2ks+1 of the rows' registers), two 16-bit elements each */
+				LLVMValueRef in[5];
+				for (int q = 0; q < 4; q++) {
+					int base = (2 * i + q % 2) * na + 4 * ks + 2 * (q / 2);
+					in[q] = pack2(E, at_->r[base], at_->r[base + 1]);
+				}
+				in[4] = db;
+				tied_asm(E, d, nd, in, 5, "r,r,r,r,l", text);
+			} else {
+				LLVMValueRef row = LLVMBuildAdd(E->b, row0, emit_i32(E, 64 * G * i), "");
+				LLVMValueRef descs[2] = { descriptor(E, ra, row, k0), db };
+				tied_asm(E, d, nd, descs, 2, "l,l", text);
+			}
 			for (int j = 0; j < N / 8; j++)
 				for (int h = 0; h < 2; h++)
 					for (int c = 0; c < 2; c++)

@@ -137,6 +137,22 @@ static void split(LowerCtx *c, BlkOp *dot)
 	}
 }
 
+/* Step ks of an A held in registers (a wgmma accumulator's layout): its
+ * columns 16ks .. 16ks+15, registers only. */
+static BlkValue *wgmma_a_step(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *a, int ks)
+{
+	const BlkSym *dims[2] = { a->type.dims[0], blk_sym_const(c->a, 16) };
+	BlkType t = blk_type_tile(a->type.dtype, 2, dims);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	int shape[2] = { (int)blk_lower_dim(a->type.dims[0]), 16 };
+	*l = blk_layout_wgmma(shape, c->nthreads);
+	t.layout = l;
+	BlkValue *v = blk_build1(b, BLK_OP_EXTRACT_SLICE, loc, t, 1, &a);
+	blk_op_set_int(c->a, v->def, "axis", 1);
+	blk_op_set_int(c->a, v->def, "start", 16 * ks);
+	return v;
+}
+
 /* w (a wgmma_wait leaving groups in flight) is yielded by the loop around
  * the dot: after the loop, a wgmma_wait {pending = 0} of that carry, and
  * every later use reads it. */
@@ -178,7 +194,9 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 	blk_builder_before(&bl, c->a, dot);
 	BlkOp *last = dot;
 	for (int ks = 0, j = 0; ks < n; ks++) {
-		BlkValue *va = view_k(c, &bl, dot->loc, a, 1, 16 * ks), *vb = view_k(c, &bl, dot->loc, b, 0, 16 * ks);
+		BlkValue *va = a->type.kind == BLK_TYPE_TILE ? wgmma_a_step(c, &bl, dot->loc, a, ks)
+		                                              : view_k(c, &bl, dot->loc, a, 1, 16 * ks);
+		BlkValue *vb = view_k(c, &bl, dot->loc, b, 0, 16 * ks);
 		if (ks + 1 < n) {
 			BlkValue *ops[3] = { va, vb, acc };
 			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
@@ -227,7 +245,8 @@ static void visit(void *ctx, BlkOp *op)
 	    !op->results[0]->type.layout)
 		return;
 	if (blk_lower_dot_wgmma(op)) {
-		if (op->operands[0]->type.kind == BLK_TYPE_REF && !issued(op))
+		if (!issued(op) && !(op->operands[0]->type.kind == BLK_TYPE_TILE &&
+		                     op->operands[0]->def && op->operands[0]->def->kind == BLK_OP_EXTRACT_SLICE))
 			split_wgmma(c, op);
 		return;
 	}

@@ -71,10 +71,12 @@ static bool invariant(const Pipe *P, const BlkValue *v)
  * memory needed. */
 static bool from_rows_dot(const Pipe *P, const BlkValue *v)
 {
-	const BlkOp *d = v->type.rank == 2 ? blk_lower_dot_behind(v, P->L.body) : NULL;
-	return d && blk_op_int(P->s->dot, "warps_n", 0) == 1 && blk_lower_dot_mma(d) &&
-	       blk_op_int(d, "warps_n", 0) == 1 &&
-	       blk_sym_equal(d->results[0]->type.dims[0], P->s->dot->results[0]->type.dims[0]);
+	const BlkOp *d = v->type.rank == 2 ? blk_lower_dot_behind(v, P->L.body) : NULL, *me = P->s->dot;
+	if (!d || !blk_sym_equal(d->results[0]->type.dims[0], me->results[0]->type.dims[0]))
+		return false;
+	if (blk_lower_dot_wgmma(d) && blk_lower_dot_wgmma(me)) /* every warp owns whole rows */
+		return true;
+	return blk_op_int(me, "warps_n", 0) == 1 && blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1;
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -354,6 +356,21 @@ static void pipeline(Pipe *P)
 			blk_loop_erase_dead(&P->L, &P->all[i].x[o].in);
 }
 
+bool pipe_in_flight(const Pipe *P, const BlkOp *dot)
+{
+	const BlkRegion *body = P->L.body;
+	const BlkOp *y = body->last;
+	if (!blk_lower_dot_wgmma(dot) || dot->noperands != 3 || dot->operands[2]->owner != body ||
+	    blk_lower_uses(body, dot->results[0]) != 1)
+		return false;
+	int carry = -1; /* region arg 1 + i is carry i */
+	for (int i = 1; i < body->nargs; i++)
+		if (body->args[i] == dot->operands[2])
+			carry = i - 1;
+	return carry >= 0 && carry < y->noperands && y->operands[carry] == dot->results[0] &&
+	       blk_lower_uses(body, dot->operands[2]) == 1;
+}
+
 static void pipeline_loop(void *ctx, BlkOp *f)
 {
 	LowerCtx *c = ctx;
@@ -382,7 +399,7 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 	 * one slab less ahead, so they never overwrite a slot that group reads */
 	bool wg = P.S >= 3;
 	for (int i = 0; i < P.n; i++)
-		wg = wg && blk_lower_dot_wgmma(P.all[i].dot);
+		wg = wg && pipe_in_flight(&P, P.all[i].dot);
 	P.D = P.S - 1 - wg;
 	for (int i = 0; i < P.n && wg; i++)
 		blk_op_set_int(c->a, P.all[i].dot, "wait_pending", 1);

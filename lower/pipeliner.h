@@ -53,6 +53,12 @@ BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *s
 /* v + 1, wrapped to 0 at S. */
 BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
 
+/* The dot may leave its group in flight past the end of an iteration: a
+ * wgmma dot accumulating into a carry of the loop whose result nothing
+ * but the yield (of that carry) reads, so no instruction touches its
+ * registers before the next iteration's dot. */
+bool pipe_in_flight(const Pipe *P, const BlkOp *dot);
+
 /* warp_spec.c: the loop's wgmma dots fed by a producer warpgroup, if it
  * applies (else false, nothing changed). */
 bool blk_pipe_warp_specialize(Pipe *P);

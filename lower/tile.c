@@ -282,7 +282,8 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 		int shape[2];
 		static_shape(&ops[0]->type, shape);
 		BlkLayout *al = BLK_NEW(c->a, BlkLayout);
-		*al = blk_layout_mma_grid(shape, c->nthreads, 1);
+		*al = blk_lower_dot_wgmma(op) ? blk_layout_wgmma(shape, c->nthreads)
+		                              : blk_layout_mma_grid(shape, c->nthreads, 1);
 		ops[0] = relayout(c, op, ops[0], al);
 	}
 }

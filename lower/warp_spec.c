@@ -19,6 +19,8 @@
  *       fence_async
  *       d = dot bufA[slot], bufB[slot], acc {wait_pending = 1}
  *       if k != lo { mbarrier_arrive bars, S + slot-1 } -- slab k-1's group is done
+ *       (a dot whose registers others read in the loop waits for its group
+ *       instead, and the loop hands its own slot back)
  *       yield d, next slot, phase flipped at the wrap
  *     }
  *     ...the rest of the kernel...
@@ -228,6 +230,9 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	BlkLoc loc = f->loc;
+	bool inflight = true; /* else each dot waits for its group: this slot is free at once */
+	for (int i = 0; i < P->n; i++)
+		inflight = inflight && pipe_in_flight(P, P->all[i].dot);
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, outer ? outer : f);
 	BlkValue *zero = i32c(&pre, loc, 0), *slot0 = zero, *phase0 = zero;
@@ -257,15 +262,21 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 			Operand *x = &P->all[i].x[o];
 			dot->operands[o] = pipe_operand_view(P, &b, x, pipe_slot_view(P, &b, x, slot));
 		}
-		blk_op_set_int(c->a, dot, "wait_pending", 1);
+		if (inflight)
+			blk_op_set_int(c->a, dot, "wait_pending", 1);
 	}
 	/* after the last dot (its wait comes first, mma_steps.c) */
 	blk_builder_before(&b, c->a, last->next);
-	BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, P->L.body->args[0], f->operands[0]);
-	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
-	BlkBuilder in;
-	blk_builder_at_end(&in, c->a, iff->regions[0]);
-	mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, slot), NULL);
+	if (inflight) {
+		BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, P->L.body->args[0], f->operands[0]);
+		BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
+		BlkBuilder in;
+		blk_builder_at_end(&in, c->a, iff->regions[0]);
+		mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, slot), NULL);
+	} else {
+		mbar(&b, BLK_OP_MBARRIER_ARRIVE, loc, bars, pipe_binop(&b, BLK_OP_ADD, loc, slot, i32c(&b, loc, P->S)),
+		     NULL);
+	}
 	BlkBuilder end;
 	BlkOp *y = P->L.body->last;
 	blk_builder_before(&end, c->a, y);
@@ -273,7 +284,7 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 	next_slot(P, &end, loc, slot, phase, &ns, &np);
 	y->operands[y->noperands - 2] = ns;
 	y->operands[y->noperands - 1] = np;
-	if (outer) /* after the loop (and its drain, mma_steps.c): the last slot back */
+	if (outer && inflight) /* after the loop (and its drain, mma_steps.c): the last slot back */
 		release_last(P, bars, f);
 }
 

@@ -300,13 +300,26 @@ static const char *const default_candidates[3] = {
 	             "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4",
 };
 
+/* sm_90a's f16/bf16 candidates: wgmma over two consumer warpgroups
+ * (128x256, 256x128, 128x128 tiles) or one (128x128, 64x128), 4 or 3
+ * slots of 64-wide K slabs (docs/gpu-notes.md, runs 31-34), the best at
+ * 4096^3 and 8192^3 first. */
+static const char *const hopper_candidates =
+	"BM=128,BN=256,BK=64,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
+	"BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=8,num_stages=4;"
+	"BM=128,BN=128,BK=64,num_warps=4,num_stages=4;BM=64,BN=128,BK=64,num_warps=4,num_stages=4;"
+	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=256,BK=32,num_warps=8,num_stages=4";
+
 /* A tuner over examples/matmul.blk with T=dt and dt's candidates. */
 static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
 {
 	char path[512], tdef[32], list[4096];
 	snprintf(path, sizeof path, "%s/matmul.blk", o->examples);
 	snprintf(tdef, sizeof tdef, "T=%s", blk_dtype_name(dt));
-	snprintf(list, sizeof list, "%s", o->candidates[dt] ? o->candidates[dt] : default_candidates[dt]);
+	const char *cands = default_candidates[dt];
+	if (dt != BLK_F32 && strcmp(blk_runtime_arch(rt), "sm_90a") == 0)
+		cands = hopper_candidates;
+	snprintf(list, sizeof list, "%s", o->candidates[dt] ? o->candidates[dt] : cands);
 	const char *base[] = {tdef};
 	BlkTuner *t = blk_tuner_create(rt, path, NULL, "matmul", base, 1);
 	bool ok = t != NULL;

@@ -126,6 +126,7 @@ typedef struct GemmRow {
 	BlkDType dt;
 	int bt, m, n, k;
 	const char *config;
+	const char *hopper; /* on sm_90a (wgmma, warp specialized), where set */
 } GemmRow;
 
 /* The bench's bf16 and f32 configs (bench.c's defaults).  The bf16
@@ -134,18 +135,25 @@ typedef struct GemmRow {
  * spill-free halves. */
 #define MMA256 "BM=256,BN=128,BK=64,num_warps=8,num_stages=3"
 #define MMA128 "BM=128,BN=128,BK=64,num_warps=8,num_stages=3"
+/* sm_90a: two consumer warpgroups of 64x256 (or 128x128) wgmma tiles,
+ * 4 slots (docs/gpu-notes.md, runs 33-34). */
+#define HOP256 "BM=128,BN=256,BK=64,num_warps=8,num_stages=4"
+#define HOP128 "BM=128,BN=128,BK=64,num_warps=8,num_stages=4"
+#define HOPTALL "BM=256,BN=128,BK=64,num_warps=8,num_stages=4"
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
-	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256},
-	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256},
-	{G_EPILOGUE, "matmul_epilogue", BLK_BF16, 1, 4096, 4096, 4096, MMA256 ";" MMA128},
-	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256},
-	{G_SPLITK, "matmul_splitk", BLK_BF16, 1, 1024, 1024, 16384, MMA128 ",S=8;" MMA128 ",S=4;" MMA256 ",S=4"},
-	{G_NT, "matmul_nt", BLK_F32, 1, 4096, 4096, 4096, SIMT},
-	{G_EPILOGUE, "matmul_epilogue", BLK_F32, 1, 4096, 4096, 4096, SIMT ";" SIMT_EPI},
-	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT},
-	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8"},
+	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256},
+	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256},
+	{G_EPILOGUE, "matmul_epilogue", BLK_BF16, 1, 4096, 4096, 4096, MMA256 ";" MMA128,
+	 HOP256 ";" HOPTALL ";" HOP128},
+	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256, HOP256},
+	{G_SPLITK, "matmul_splitk", BLK_BF16, 1, 1024, 1024, 16384, MMA128 ",S=8;" MMA128 ",S=4;" MMA256 ",S=4",
+	 HOP128 ",S=8;" HOP128 ",S=4;" HOP256 ",S=4"},
+	{G_NT, "matmul_nt", BLK_F32, 1, 4096, 4096, 4096, SIMT, NULL},
+	{G_EPILOGUE, "matmul_epilogue", BLK_F32, 1, 4096, 4096, 4096, SIMT ";" SIMT_EPI, NULL},
+	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT, NULL},
+	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8", NULL},
 };
 
 /* The arrays of one row, host and device; C is f32 for split-K. */
@@ -293,13 +301,14 @@ static void gemm_row(BlkRuntime *rt, Cublas *cb, const Options *o, const GemmRow
 {
 	Gemm g = {.r = r, .cb = cb, .rt = rt, .out_dt = r->kind == G_SPLITK ? BLK_F32 : r->dt};
 	BlkProgram *p = NULL;
-	bool ok = kernel_open(rt, o, r->name, r->dt, "", r->config, &g.l, &p) && gemm_make(rt, &g);
+	const char *config = r->hopper && strcmp(blk_runtime_arch(rt), "sm_90a") == 0 ? r->hopper : r->config;
+	bool ok = kernel_open(rt, o, r->name, r->dt, "", config, &g.l, &p) && gemm_make(rt, &g);
 	size_t obytes = g.nc * blk_tensor_elem_size((int)g.out_dt);
 	gemm_tensors(&g);
 	/* The tuner times its candidates on these tensors at the first launch;
 	 * split-K adds into C, so it is tuned first and zeroed for the check
 	 * (the runtime's tuner does not reset an accumulated output). */
-	if (ok && r->kind == G_SPLITK && strchr(r->config, ';'))
+	if (ok && r->kind == G_SPLITK && strchr(config, ';'))
 		ok = run_gemm_blk(&g) && blk_synchronize(rt);
 	ok = ok && run_gemm_blk(&g) && run_gemm_cublas(&g) && blk_synchronize(rt) &&
 	     blk_memcpy_dtoh(rt, g.hc_blk, g.dc_blk, obytes) && blk_memcpy_dtoh(rt, g.hc_cb, g.dc_cb, obytes);
@@ -317,7 +326,7 @@ static void gemm_row(BlkRuntime *rt, Cublas *cb, const Options *o, const GemmRow
 		snprintf(size, sizeof size, "%d×%dx%dx%d", r->bt, r->m, r->n, r->k);
 	else
 		snprintf(size, sizeof size, "%dx%dx%d", r->m, r->n, r->k);
-	config_text(&g.l, r->config, cfg, sizeof cfg);
+	config_text(&g.l, config, cfg, sizeof cfg);
 	printf("| %s | %-4s | %s | %9.3f | %7.1f | %9.3f | %7.1f | %5.2f | %.1e %s | %d/%d | %s |\n",
 	       r->name, blk_dtype_name(r->dt), size, tb, tb > 0 ? fl / tb / 1e9 : 0, tc,
 	       tc > 0 ? fl / tc / 1e9 : 0, tb > 0 && tc > 0 ? tc / tb : 0, err, good ? "ok" : "WRONG",
