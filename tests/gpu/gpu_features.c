@@ -1061,6 +1061,64 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A2('o', DT_T, 13, 77)),
 
+	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
+	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */
+	/* the accumulator scaled every step: each group waited for at once,
+	 * 324 tiles: persistent */
+	CASE("wg_scaled_accumulator", true,
+	     "kernel wg_scaled_accumulator[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc * 0.5 + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    c[...] = acc;\n"
+	     "}\n",
+	     A2('i', DT_T, 1100, 96), A2('i', DT_T, 96, 1090), A2('o', BLK_F32, 1100, 1090)),
+	/* A stored [K, M]: its slabs transposed into the dot */
+	CASE("wg_transposed_a", true,
+	     "kernel wg_transposed_a[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4](\n"
+	     "    a: in T[K, M] block (K, BM) index (i, j) -> (0, i),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[ds(k * BK, BK), :].T, b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    c[...] = acc.astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 80, 130), A2('i', DT_T, 80, 70), A2('o', DT_T, 130, 70)),
+	/* a column sum and a row softmax of the product, in the accumulator's layout */
+	CASE("wg_reductions_of_product", true,
+	     "kernel wg_reductions_of_product[T = f32, BN = 64, num_warps = 4](\n"
+	     "    a: in T[64, K] block (64, K) index (j) -> (0, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (j) -> (0, j),\n"
+	     "    s: out f32[N] block (BN) index (j) -> (j),\n"
+	     "    p: out f32[64, N] block (64, BN) index (j) -> (0, j),\n"
+	     ") grid (cdiv(N, BN)) {\n"
+	     "    let d = dot(a[...], b[...]);\n"
+	     "    s[...] = sum(d, axis = 0);\n"
+	     "    let e = exp(d - max(d, axis = 1)[:, None]);\n"
+	     "    p[...] = e / sum(e, axis = 1)[:, None];\n"
+	     "}\n",
+	     A2('i', DT_T, 64, 48), A2('i', DT_T, 48, 150), A1('o', BLK_F32, 150), A2('o', BLK_F32, 64, 150)),
+	/* N = 16, the narrowest wgmma tile, and a dot in a branch (staged) */
+	CASE("wg_narrow_and_branch", true,
+	     "kernel wg_narrow_and_branch[T = f32, num_warps = 4](\n"
+	     "    a: in T[M, K] block (64, K) index (i) -> (i, 0),\n"
+	     "    b: in T[K, 16],\n"
+	     "    c: out f32[M, 16] block (64, 16) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(M, 64)) {\n"
+	     "    when program_id(0) % 2 == 0 {\n"
+	     "        c[...] = dot(a[...], b[...]);\n"
+	     "    } else {\n"
+	     "        c[...] = dot(a[...] * 2.0, b[...]) + 1.0;\n"
+	     "    }\n"
+	     "}\n",
+	     A2('i', DT_T, 200, 32), A2('i', DT_T, 32, 16), A2('o', BLK_F32, 200, 16)),
+
 	/* ---- dot with a transposed operand at tiny odd sizes */
 	CASE("dot_transposed_operand", true,
 	     "kernel dot_transposed_operand[T = f32](\n"
