@@ -521,6 +521,36 @@ static void check_mbarrier(Verifier *V, const BlkOp *op)
 			fail(V, "operand %d is %s, not an i32 scalar", i, ty(V, &op->operands[i]->type));
 	if (op->kind == BLK_OP_MBARRIER_INIT && blk_op_int(op, "count", 0) < 1)
 		fail(V, "attr count must be the arrivals a phase takes (1 or more)");
+	if (op->kind == BLK_OP_MBARRIER_EXPECT_TX && blk_op_int(op, "bytes", 0) < 1)
+		fail(V, "attr bytes must be the TMA bytes the phase waits for (1 or more)");
+}
+
+/* tma_load: a swizzled rank-2 slot, an mbarrier (bars, index), a global
+ * Ref of the same dtype and its indices as `load` takes them, keeping two
+ * dims; the slot's rows fit a TMA box (at most 256). */
+static void check_tma_load(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands < 4 || op->nresults || op->nregions || !shared_ref(op->operands[0]) ||
+	    !shared_ref(op->operands[1]) || op->operands[3]->type.kind != BLK_TYPE_REF ||
+	    op->operands[3]->type.space != BLK_SPACE_GLOBAL) {
+		fail(V, "takes a swizzled shared slot, the mbarrier Ref and index, a global Ref and its indices");
+		return;
+	}
+	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[3]->type;
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	int rank = 0, nidx = 0;
+	for (int d = 0; d < src->rank; d++) {
+		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		nidx += k != BLK_INDEX_FULL;
+		rank += k != BLK_INDEX_SCALAR;
+	}
+	int64_t rows;
+	if (op->noperands != 4 + nidx)
+		fail(V, "has %d index operands, its idx takes %d", op->noperands - 4, nidx);
+	else if (rank != 2 || dst->rank != 2 || dst->dtype != src->dtype || !dst->layout || !dst->layout->swz ||
+	         !blk_sym_is_const(dst->dims[0], &rows) || rows > 256)
+		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
+		     rank, ty(V, src), ty(V, dst));
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's
@@ -566,6 +596,8 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_FENCE_ASYNC:
 	case BLK_OP_WGMMA_COMMIT:
 	case BLK_OP_ASYNC_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_TMA_LOAD: check_tma_load(V, op); break;
+	case BLK_OP_MBARRIER_EXPECT_TX:
 	case BLK_OP_MBARRIER_INIT:
 	case BLK_OP_MBARRIER_WAIT:
 	case BLK_OP_MBARRIER_ARRIVE:

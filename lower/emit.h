@@ -57,6 +57,7 @@ typedef struct Emit {
 	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
+	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (c->tmaps) */
 	int bar_id;
 } Emit;
 
@@ -88,6 +89,8 @@ LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_
  * shared-window address of element 0 before it (a wgmma descriptor's
  * start: the hardware swizzles what it reads by address bits). */
 LLVMValueRef emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c);
+/* in indexed by op's idx attr, its index operands from operand `next`. */
+void emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out);
 LLVMValueRef emit_swizzled_origin(Emit *E, const ERef *r);
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
 LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
@@ -127,6 +130,13 @@ void emit_wgmma_wait(Emit *E, const BlkOp *op);
 void emit_fence_async(Emit *E);
 void emit_mbarrier(Emit *E, const BlkOp *op);
 void emit_warp_specialize(Emit *E, const BlkOp *op);
+/* The tensor maps the kernel's tma_loads read, into E->c->tmaps (false:
+ * more than BLK_MAX_TMAPS), and one tma_load. */
+bool emit_collect_tmaps(Emit *E);
+void emit_tma_load(Emit *E, const BlkOp *op);
+/* Each tensor map param's generic address, once (an asm of the param: a
+ * single use LLVM lowers to cvta.param rather than a local copy). */
+void emit_tmap_addresses(Emit *E);
 void emit_local_load(Emit *E, const BlkOp *op);
 void emit_frag_convert(Emit *E, const BlkOp *op);
 void emit_extract_slice(Emit *E, const BlkOp *op);

@@ -254,10 +254,11 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_WGMMA_COMMIT: emit_wgmma_commit(E); return;
 	case BLK_OP_WGMMA_WAIT: emit_wgmma_wait(E, op); return;
 	case BLK_OP_MBARRIER_INIT: case BLK_OP_MBARRIER_WAIT: case BLK_OP_MBARRIER_ARRIVE:
-	case BLK_OP_ASYNC_ARRIVE:
+	case BLK_OP_ASYNC_ARRIVE: case BLK_OP_MBARRIER_EXPECT_TX:
 		emit_mbarrier(E, op);
 		return;
 	case BLK_OP_WARP_SPECIALIZE: emit_warp_specialize(E, op); return;
+	case BLK_OP_TMA_LOAD: emit_tma_load(E, op); return;
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
@@ -329,17 +330,55 @@ void emit_annotation(Emit *E, const char *key, int value)
 	                            LLVMMetadataAsValue(E->cx, LLVMMDNodeInContext2(E->cx, md, 3)));
 }
 
+/* Param i: a 128-byte CUtensorMap passed by value (byval, align 64), a
+ * grid constant (below), so TMA reads it where the launch put it instead
+ * of a local copy (HOPPER-CODEGEN.md section 3). */
+static void tmap_param(Emit *E, int i, LLVMValueRef *out)
+{
+	LLVMTypeRef map = LLVMArrayType2(E->i64, 16);
+	unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+	LLVMAddAttributeAtIndex(E->fn, (unsigned)i + 1, LLVMCreateTypeAttribute(E->cx, byval, map));
+	LLVMAddAttributeAtIndex(E->fn, (unsigned)i + 1, LLVMCreateEnumAttribute(E->cx, align, 64));
+	*out = LLVMGetParam(E->fn, (unsigned)i);
+}
+
+/* One annotation lists every grid constant (1-based param indices): LLVM
+ * keeps one list per key and function. */
+static void grid_constants(Emit *E, int first, int n)
+{
+	if (!n)
+		return;
+	LLVMMetadataRef idx[BLK_MAX_TMAPS];
+	for (int i = 0; i < n; i++)
+		idx[i] = LLVMValueAsMetadata(emit_i32(E, first + i + 1));
+	LLVMMetadataRef md[3] = {
+		LLVMValueAsMetadata(E->fn),
+		LLVMMDStringInContext2(E->cx, "grid_constant", 13),
+		LLVMMDNodeInContext2(E->cx, idx, (size_t)n),
+	};
+	LLVMAddNamedMetadataOperand(E->mod, "nvvm.annotations",
+	                            LLVMMetadataAsValue(E->cx, LLVMMDNodeInContext2(E->cx, md, 3)));
+}
+
 static void make_function(Emit *E)
 {
 	const BlkKernel *k = E->c->k;
-	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams + 1);
+	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams + BLK_MAX_TMAPS + 1);
 	int n = 0;
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].access != BLK_ACCESS_SCRATCH)
 			pt[n++] = E->p1;
+	int nptr = n;
+	for (int i = 0; i < E->c->ntmaps; i++) /* CUtensorMaps by value */
+		pt[n++] = E->p0;
 	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)n, false);
 	E->fn = LLVMAddFunction(E->mod, E->c->entry, ft);
 	LLVMSetFunctionCallConv(E->fn, 71); /* ptx_kernel */
+	for (int i = 0; i < E->c->ntmaps; i++)
+		tmap_param(E, nptr + i, &E->tmap_params[i]);
+	grid_constants(E, nptr, E->c->ntmaps);
+	/* (their generic addresses are taken once, at the top: emit_tmap_addresses) */
 	unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
 	E->params = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
 	for (int i = 0, j = 0; i < k->nparams; i++) {
@@ -417,10 +456,18 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 {
 	Emit E = { .c = c };
 	c->producer_threads = has_warp_specialize(c->k->body) ? 128 : 0;
+	c->ntmaps = 0;
 	E.cx = LLVMContextCreate();
 	E.mod = LLVMModuleCreateWithNameInContext(c->k->name, E.cx);
 	LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");
 	init_types(&E);
+	if (!emit_collect_tmaps(&E)) {
+		blk_error(c->d, c->k->loc, "kernel %s: more than %d tensor maps", c->k->name, BLK_MAX_TMAPS);
+		LLVMContextRef cx = E.cx;
+		LLVMDisposeModule(E.mod);
+		LLVMContextDispose(cx);
+		return false;
+	}
 	make_function(&E);
 	make_smem(&E);
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E.cx, E.fn, "entry");
@@ -430,6 +477,7 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 	E.b = LLVMCreateBuilderInContext(E.cx);
 	LLVMPositionBuilderAtEnd(E.b, body);
 	E.tid = emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	emit_tmap_addresses(&E);
 	emit_region(&E, c->k->body);
 	LLVMBuildRetVoid(E.b);
 	LLVMBuildBr(E.entry, body);

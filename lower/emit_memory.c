@@ -130,6 +130,11 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 	}
 }
 
+void emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out)
+{
+	apply_index(E, op, next, in, out, NULL);
+}
+
 /* ---- the element walk -------------------------------------------------------------- */
 
 /* Everything an access needs per register group. */

@@ -189,14 +189,25 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 
 /* ---- mbarriers and warp specialization --------------------------------------- */
 
-/* Barrier `index` of the i32[2n] Ref's n: 8 bytes each. */
-static LLVMValueRef mbarrier_ptr(Emit *E, const BlkOp *op)
+/* Barrier `index` of the i32[2n] Ref's n (operands `at`, at + 1): 8 bytes each. */
+static LLVMValueRef mbarrier_at(Emit *E, const BlkOp *op, int at)
 {
-	const ERef *r = &emit_val(E, op->operands[0])->ref;
-	LLVMValueRef i = emit_tile(E, op->operands[1])->r[0];
+	const ERef *r = &emit_val(E, op->operands[at])->ref;
+	LLVMValueRef i = emit_tile(E, op->operands[at + 1])->r[0];
 	LLVMValueRef o = LLVMBuildMul(E->b, i, emit_i32(E, 8), "");
 	o = LLVMBuildAdd(E->b, o, LLVMBuildMul(E->b, LLVMBuildTrunc(E->b, r->off, E->i32, ""), emit_i32(E, 4), ""), "");
 	return LLVMBuildGEP2(E->b, E->i8, r->base, &o, 1, "");
+}
+
+static LLVMValueRef mbarrier_ptr(Emit *E, const BlkOp *op)
+{
+	return mbarrier_at(E, op, 0);
+}
+
+/* Runs what follows (until emit_end_if) in thread 0 of the region alone. */
+static LLVMBasicBlockRef first_thread(Emit *E)
+{
+	return emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), ""));
 }
 
 void emit_mbarrier(Emit *E, const BlkOp *op)
@@ -204,9 +215,15 @@ void emit_mbarrier(Emit *E, const BlkOp *op)
 	LLVMValueRef p = mbarrier_ptr(E, op);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
 	switch (op->kind) {
+	case BLK_OP_MBARRIER_EXPECT_TX: { /* one thread arrives with the phase's TMA bytes */
+		LLVMBasicBlockRef cont = first_thread(E);
+		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), emit_i32(E, blk_op_int(op, "bytes", 0)) };
+		ptx_asm(E, v, a, 2, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}");
+		emit_end_if(E, cont);
+		return;
+	}
 	case BLK_OP_MBARRIER_INIT: { /* one thread readies it, and fences the init */
-		LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), "");
-		LLVMBasicBlockRef cont = emit_begin_if(E, first);
+		LLVMBasicBlockRef cont = first_thread(E);
 		LLVMValueRef a[2] = { p, emit_i32(E, blk_op_int(op, "count", 1)) };
 		emit_intrinsic(E, "llvm.nvvm.mbarrier.init.shared", NULL, 0, a, 2);
 		ptx_asm(E, v, NULL, 0, "fence.mbarrier_init.release.cluster;", "~{memory}");
@@ -258,4 +275,97 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, cont);
 	E->tid = tid, E->bar_threads = bt, E->bar_id = bid;
+}
+
+/* ---- TMA ------------------------------------------------------------------ */
+
+/* The tensor map of a tma_load: its array, boxes of one column block
+ * (swizzle bytes wide) by the slot's rows, the slot's swizzle. */
+static BlkTmapSpec tmap_of(const LowerCtx *c, const BlkOp *op)
+{
+	const BlkKernel *k = c->k;
+	int pi = blk_lower_ref_param(op->operands[3]), ai = 0;
+	for (int i = 0; i < pi; i++)
+		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
+	const BlkType *d = &op->operands[0]->type;
+	int swz = d->layout ? d->layout->swz : 0;
+	BlkTmapSpec s = { ai, { swz / blk_dtype_size(d->dtype), (int)blk_lower_dim(d->dims[0]) }, swz };
+	return s;
+}
+
+static int find_tmap(const LowerCtx *c, const BlkTmapSpec *s)
+{
+	for (int i = 0; i < c->ntmaps; i++)
+		if (memcmp(&c->tmaps[i], s, sizeof *s) == 0)
+			return i;
+	return -1;
+}
+
+typedef struct Collect {
+	LowerCtx *c;
+	bool ok;
+} Collect;
+
+static void collect(void *ctx, BlkOp *op)
+{
+	Collect *k = ctx;
+	if (op->kind != BLK_OP_TMA_LOAD)
+		return;
+	BlkTmapSpec s = tmap_of(k->c, op);
+	if (find_tmap(k->c, &s) >= 0)
+		return;
+	if (k->c->ntmaps == BLK_MAX_TMAPS)
+		k->ok = false;
+	else
+		k->c->tmaps[k->c->ntmaps++] = s;
+}
+
+bool emit_collect_tmaps(Emit *E)
+{
+	Collect k = { E->c, true };
+	blk_lower_walk(E->c->k->body, collect, &k);
+	return k.ok;
+}
+
+/* Thread 0: one cp.async.bulk.tensor a column block of the slot, at the
+ * block's array coordinates (column, row), completing on the barrier. */
+void emit_tma_load(Emit *E, const BlkOp *op)
+{
+	const ERef *dst = &emit_val(E, op->operands[0])->ref;
+	BlkTmapSpec s = tmap_of(E->c, op);
+	int t = find_tmap(E->c, &s);
+	if (t < 0)
+		blk_die("lower: emit: a tma_load without its tensor map");
+	ERef src;
+	emit_index_ref(E, op, 4, &emit_val(E, op->operands[3])->ref, &src);
+	LLVMValueRef bar = LLVMBuildPtrToInt(E->b, mbarrier_at(E, op, 1), E->i32, "");
+	LLVMValueRef map = E->tmap_params[t];
+	LLVMValueRef origin = emit_swizzled_origin(E, dst);
+	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
+	LLVMBasicBlockRef cont = first_thread(E);
+	for (int j = 0; j < cols / s.box[0]; j++) {
+		LLVMValueRef a[5] = {
+			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * dst->sblk * es), ""),
+			map,
+			LLVMBuildAdd(E->b, src.g[1], emit_i32(E, (int64_t)j * s.box[0]), ""),
+			src.g[0],
+			bar,
+		};
+		ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 5,
+		        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+		        "[$0], [$1, {$2, $3}], [$4];",
+		        "r,l,r,r,r,~{memory}");
+	}
+	emit_end_if(E, cont);
+}
+
+void emit_tmap_addresses(Emit *E)
+{
+	for (int i = 0; i < E->c->ntmaps; i++) {
+		LLVMTypeRef pt = E->p0;
+		LLVMTypeRef ft = LLVMFunctionType(E->i64, &pt, 1, false);
+		LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)"mov.b64 $0, $1;", 15, (char *)"=l,l", 4, false, false,
+		                                  LLVMInlineAsmDialectATT, false);
+		E->tmap_params[i] = LLVMBuildCall2(E->b, ft, f, &E->tmap_params[i], 1, "");
+	}
 }

@@ -17,11 +17,26 @@ typedef struct BlkLowerOptions {
 	const char *dump_after;  /* pass name, "all", or NULL */
 	FILE *dump_out;          /* where dumps go (NULL: stderr) */
 	bool want_llvm;          /* keep the LLVM IR text in the result */
+	bool no_tma;             /* copy with cp.async only (ahead-of-time C: no tensor maps) */
 } BlkLowerOptions;
 
+/* A TMA tensor map the launch encodes (cuTensorMapEncodeTiled) and passes
+ * by value after the pointers: a 2-D view of array `array` (its index
+ * among the non-scratch params) -- dims {shape[1], shape[0]}, row stride
+ * strides[0] elements, the array's dtype -- boxes of box[0] x box[1]
+ * elements (innermost first), the swizzle of `swizzle` bytes (32, 64,
+ * 128), zeros out of bounds. */
+enum { BLK_MAX_TMAPS = 8 };
+typedef struct BlkTmapSpec {
+	int array;
+	int box[2];
+	int swizzle;
+} BlkTmapSpec;
+
 /* The kernel ABI: the PTX entry takes one global pointer per non-scratch
- * param, in param order, nothing else; the code is specialized on the
- * sizes and the arrays' strides given at lowering. */
+ * param, in param order, then one 128-byte CUtensorMap per tmaps[] entry
+ * (by value, a grid constant); the code is specialized on the sizes and
+ * the arrays' strides given at lowering. */
 typedef struct BlkCompiled {
 	const char *entry;     /* PTX function name */
 	const char *ptx;       /* NUL-terminated, arena-allocated */
@@ -29,6 +44,8 @@ typedef struct BlkCompiled {
 	unsigned threads;      /* per program (CTA) */
 	size_t smem_bytes;     /* dynamic shared memory per CTA */
 	unsigned grid[3];      /* CUDA grid for these sizes */
+	int ntmaps;            /* tensor maps the launch passes (sm_90a TMA loads) */
+	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 } BlkCompiled;
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after

@@ -38,6 +38,8 @@ typedef struct LowerCtx {
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32: the threads tiles spread over */
 	int producer_threads;  /* a warp_specialize's producer warpgroup (128) or 0: launched too */
+	int ntmaps;            /* the tensor maps the kernel takes after its pointers (emit) */
+	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 	BlkLayout scalar;      /* rank 0, held by every thread */
 	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
 	size_t transit_bytes;  /* the transit region's size (tile.c) */

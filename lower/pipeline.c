@@ -171,6 +171,8 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	out->llvm_ir = c.llvm_ir;
 	out->threads = (unsigned)(c.nthreads + c.producer_threads);
 	out->smem_bytes = c.smem_bytes;
+	out->ntmaps = c.ntmaps;
+	memcpy(out->tmaps, c.tmaps, sizeof out->tmaps);
 	memcpy(out->grid, c.grid, sizeof out->grid);
 	return true;
 }

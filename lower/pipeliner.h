@@ -14,6 +14,7 @@ typedef struct Operand {
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
 	BlkPtrMap in;     /* the body ops its indices depend on */
 	BlkValue *buf;    /* [S, R, C] */
+	bool tma;         /* warp specialized: copied by TMA (warp_spec.c) */
 	int64_t R, C;
 } Operand;
 

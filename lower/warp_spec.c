@@ -48,6 +48,7 @@
  */
 #include "pipeliner.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static BlkValue *i32c(BlkBuilder *b, BlkLoc loc, int64_t v)
@@ -107,6 +108,45 @@ static bool applies(const Pipe *P)
 	return true;
 }
 
+/* The index of param pi among the non-scratch params (the arrays). */
+static int array_of(const BlkKernel *k, int pi)
+{
+	int ai = 0;
+	for (int i = 0; i < pi; i++)
+		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
+	return ai;
+}
+
+/* Operand x's slabs can come by TMA (cp.async.bulk.tensor): a 2-D `in`
+ * array with 16-byte aligned rows and start (its tensor map's rules), a
+ * swizzled slot of at most 256 rows, and zero fill that agrees with the
+ * load's masks: along each dim the slab spans its whole block, or the
+ * block the whole array (TMA zero-fills past the array, not the block). */
+static bool tma_ok(const Pipe *P, const Operand *x)
+{
+	const LowerCtx *c = P->L.c;
+	const BlkOp *ld = x->load;
+	int pi = blk_lower_ref_param(ld->operands[0]);
+	if (c->opt->no_tma || strcmp(c->arch, "sm_90a") != 0 || pi < 0 || !c->arrays)
+		return false;
+	const BlkParam *p = &c->k->params[pi];
+	const BlkArrayDesc *ad = &c->arrays[array_of(c->k, pi)];
+	const BlkLayout *l = x->buf->type.layout;
+	int es = blk_dtype_size(p->dtype);
+	if (p->rank != 2 || p->squeezed[0] || p->squeezed[1] || (ad->align > 0 && ad->align < 16) || ad->strides[1] != 1 ||
+	    (ad->strides[0] * es) % 16 || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
+	    ad->shape[1] > INT32_MAX)
+		return false;
+	const BlkAttr *idx = blk_op_attr(ld, "idx");
+	for (int d = 0; d < 2; d++) {
+		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		int64_t block = p->block[d] ? blk_lower_dim(p->block[d]) : ad->shape[d];
+		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && block != ad->shape[d]))
+			return false;
+	}
+	return true;
+}
+
 /* Marks the ops of `r` that v needs (v itself defined there). */
 static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue *v)
 {
@@ -133,6 +173,40 @@ static void needed_outer(Pipe *P, const BlkRegion *ob, BlkPtrMap *set)
 		for (int i = 0; used && i < op->noperands; i++)
 			need(c, set, ob, op->operands[i]);
 	}
+}
+
+/* The bytes a slot's TMA copies bring (0: none by TMA). */
+static int64_t tma_bytes(const Pipe *P)
+{
+	int64_t n = 0;
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			const Operand *x = &P->all[i].x[o];
+			if (x->tma)
+				n += x->R * x->C * blk_dtype_size(x->load->results[0]->type.dtype);
+		}
+	return n;
+}
+
+/* tma_load slot <- X at the indices vm maps, its bytes on full[slot]. */
+static void tma_copy(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *bars, BlkValue *slot, BlkPtrMap *vm)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *ld = x->load;
+	int n = ld->noperands + 3;
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, n);
+	ops[0] = pipe_slot_view(P, b, x, slot);
+	ops[1] = bars, ops[2] = slot;
+	for (int i = 0; i < ld->noperands; i++) {
+		BlkValue *m = blk_pmap_get(vm, ld->operands[i]);
+		ops[i + 3] = m ? m : ld->operands[i];
+	}
+	BlkOp *t = blk_build(b, BLK_OP_TMA_LOAD, ld->loc, n, ops, 0, NULL, 0);
+	const BlkAttr *idx = blk_op_attr(ld, "idx"), *mask = blk_op_attr(ld, "mask");
+	if (idx)
+		blk_op_set_index(c->a, t, "idx", idx->index.n, idx->index.v);
+	if (mask)
+		blk_op_set_string(c->a, t, "mask", mask->s);
 }
 
 /* A `for` at b over the same range as f, carrying slot and phase (inits
@@ -190,10 +264,19 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer)
 	BlkValue *empty = pipe_binop(&in, BLK_OP_ADD, loc, slot, i32c(&in, loc, P->S));
 	BlkValue *free_parity = pipe_binop(&in, BLK_OP_SUB, loc, i32c(&in, loc, 1), phase);
 	mbar(&in, BLK_OP_MBARRIER_WAIT, loc, bars, empty, free_parity);
+	int64_t tx = tma_bytes(P);
+	if (tx) { /* one thread: the slot's TMA bytes, then its copies */
+		BlkOp *e = mbar(&in, BLK_OP_MBARRIER_EXPECT_TX, loc, bars, slot, NULL);
+		blk_op_set_int(c->a, e, "bytes", tx);
+	}
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
 			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, &vm);
+			if (x->tma) {
+				tma_copy(P, &in, x, bars, slot, &vm);
+				continue;
+			}
 			BlkOp *cp = pipe_copy(P, &in, NULL, x, slot, &vm, 0, 1);
 			blk_op_set_int(c->a, cp, "threads", 128);
 		}
@@ -326,9 +409,13 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkType bt = blk_type_ref(BLK_I32, 1, &nb, BLK_SPACE_SHARED);
 	BlkValue *bars = blk_build(&pre, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &bt, 0)->results[0];
 	bars->name = "bars";
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++)
+			P->all[i].x[o].tma = tma_ok(P, &P->all[i].x[o]);
+	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */
 	for (int s = 0; s < 2 * P->S; s++) {
 		BlkOp *in = mbar(&pre, BLK_OP_MBARRIER_INIT, loc, bars, i32c(&pre, loc, s), NULL);
-		blk_op_set_int(c->a, in, "count", s < P->S ? 128 : c->nthreads);
+		blk_op_set_int(c->a, in, "count", s < P->S ? full : c->nthreads);
 	}
 	blk_build(&pre, BLK_OP_BARRIER, loc, 0, NULL, 0, NULL, 0);
 	BlkOp *ws = blk_build(&pre, BLK_OP_WARP_SPECIALIZE, loc, 0, NULL, 0, NULL, 2);

@@ -16,7 +16,8 @@
  *     sum HHHHHHHHHHHHHHHH\n     FNV-1a 64 of every byte after this line
  *     key N\n<N bytes>\n
  *     the payload, to the end of the file; a compiled kernel's is
- *     entry NAME\n threads N\n smem N\n gridx N\n gridy N\n gridz N\n
+ *     entry NAME\n threads N\n smem N\n gridx N\n gridy N\n gridz N\n tmaps N\n
+ *     (tmap A\n box W\n by H\n swizzle S\n, N times)
  *     ptx N\n<N bytes>
  *
  * Reads check all of it: a truncated, altered or foreign file is a miss,
@@ -253,6 +254,16 @@ static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
 	out->grid[0] = (unsigned)blk_disk_take_num(r, "gridx");
 	out->grid[1] = (unsigned)blk_disk_take_num(r, "gridy");
 	out->grid[2] = (unsigned)blk_disk_take_num(r, "gridz");
+	out->ntmaps = (int)blk_disk_take_num(r, "tmaps");
+	if (out->ntmaps < 0 || out->ntmaps > BLK_MAX_TMAPS)
+		return false;
+	for (int i = 0; i < out->ntmaps; i++) {
+		BlkTmapSpec *m = &out->tmaps[i];
+		m->array = (int)blk_disk_take_num(r, "tmap");
+		m->box[0] = (int)blk_disk_take_num(r, "box");
+		m->box[1] = (int)blk_disk_take_num(r, "by");
+		m->swizzle = (int)blk_disk_take_num(r, "swizzle");
+	}
 	size_t n = (size_t)blk_disk_take_num(r, "ptx");
 	const char *ptx = take_bytes(r, n, false);
 	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
@@ -342,9 +353,12 @@ void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const Bl
 	FILE *f = open_memstream(&payload, &plen);
 	if (!f)
 		return;
-	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\nptx %zu\n%s",
-	        c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2],
-	        strlen(c->ptx), c->ptx);
+	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\ntmaps %d\n", c->entry,
+	        c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2], c->ntmaps);
+	for (int i = 0; i < c->ntmaps; i++)
+		fprintf(f, "tmap %d\nbox %d\nby %d\nswizzle %d\n", c->tmaps[i].array, c->tmaps[i].box[0],
+		        c->tmaps[i].box[1], c->tmaps[i].swizzle);
+	fprintf(f, "ptx %zu\n%s", strlen(c->ptx), c->ptx);
 	if (fclose(f) == 0)
 		blk_disk_write(rt, "blkc", key, klen, payload, plen);
 	free(payload);

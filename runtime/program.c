@@ -629,18 +629,55 @@ static bool check_grid(BlkRuntime *rt, const BlkCompiled *c)
 	return true;
 }
 
+/* The kernel's tensor maps (lower.h's BlkTmapSpec) over this launch's
+ * arrays: 2-D, innermost dim first, zeros out of bounds. */
+static bool encode_tmaps(BlkRuntime *rt, const BlkCompiled *c, const BlkTensor *t, int n, CUtensorMap *maps)
+{
+	for (int i = 0; i < c->ntmaps; i++) {
+		const BlkTmapSpec *s = &c->tmaps[i];
+		if (s->array < 0 || s->array >= n || t[s->array].rank != 2)
+			return blk_rt_error(rt, "kernel '%s': tensor map %d names no 2-D array", c->entry, i);
+		const BlkTensor *x = &t[s->array];
+		int es = blk_tensor_elem_size(x->dtype);
+		CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+		                         : x->dtype == BLK_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+		                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+		CUtensorMapSwizzle sw = s->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+		                        : s->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+		/* an empty dim (nothing is read) still needs a valid map */
+		cuuint64_t dims[2] = { x->shape[1] > 0 ? (cuuint64_t)x->shape[1] : 1,
+		                       x->shape[0] > 0 ? (cuuint64_t)x->shape[0] : 1 };
+		cuuint64_t row = x->strides[0] > 0 ? (cuuint64_t)x->strides[0] : dims[0];
+		cuuint64_t strides[1] = { row * (cuuint64_t)es };
+		cuuint32_t box[2] = { (cuuint32_t)s->box[0], (cuuint32_t)s->box[1] }, one[2] = { 1, 1 };
+		if (!blk_rt_check(rt, rt->drv->cuTensorMapEncodeTiled(&maps[i], dt, 2, x->data, dims, strides, box, one,
+		                                                      CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+		                                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+		                  "cuTensorMapEncodeTiled"))
+			return false;
+	}
+	return true;
+}
+
 static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, int n, BlkStream s)
 {
 	const BlkCompiled *c = &e->compiled;
+	CUtensorMap maps[BLK_MAX_TMAPS];
+	int na = n + c->ntmaps;
 	CUdeviceptr *ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *ptrs);
-	void **args = calloc((size_t)(n > 0 ? n : 1), sizeof *args);
+	void **args = calloc((size_t)(na > 0 ? na : 1), sizeof *args);
 	bool ok = ptrs && args;
 	for (int i = 0; ok && i < n; i++) {
 		ptrs[i] = (CUdeviceptr)(uintptr_t)t[i].data;
 		args[i] = &ptrs[i];
 	}
+	for (int i = 0; ok && i < c->ntmaps; i++)
+		args[n + i] = &maps[i];
 	if (!ok)
 		blk_rt_error(rt, "out of memory");
+	else if (!encode_tmaps(rt, c, t, n, maps))
+		ok = false;
 	else
 		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, c->grid[0], c->grid[1], c->grid[2],
 		                                              c->threads, 1, 1, (unsigned)c->smem_bytes,

@@ -419,7 +419,7 @@ bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const Bl
 	if (*n < 0 || !blk_bind_sizes(k, arrays, *n, sizes, d))
 		return false;
 	BlkLowerOptions lo = { .arch = arch, .dump_after = o->dump_after, .dump_out = stderr,
-	                       .want_llvm = o->emit == EMIT_LLVM };
+	                       .want_llvm = o->emit == EMIT_LLVM, .no_tma = o->emit == EMIT_C };
 	return blk_lower_kernel(a, d, k, sizes, arrays, &lo, out);
 }
 

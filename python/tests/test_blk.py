@@ -452,7 +452,7 @@ def test_fake_torch_launch():
 
 CONFIGS = [dict(BM=64, BN=64, BK=32, num_warps=4),     # 4 CTAs at 128^2: slow
            dict(BM=16, BN=16, BK=16, num_warps=1),     # 64 CTAs: the fastest
-           dict(BM=256, BN=256, BK=32, num_warps=8),   # refused: over 128 threads
+           dict(BM=256, BN=256, BK=32, num_warps=16),  # refused: over 384 threads
            dict(BM=32, BN=32, BK=16, NOPE=1)]          # does not compile
 
 

@@ -82,6 +82,8 @@ static const Case cases[] = {
 	MM(130, 70, 33, "matmul_acc", NONE),
 	MM(600, 1300, 200, "matmul", PERSIST),
 	MM(2100, 2200, 136, "matmul", PERSIST8),
+	/* A's rows 200 bytes (cp.async), B's 2608 (TMA): both in one producer */
+	MM(600, 1304, 100, "matmul", PERSIST),
 	NT(600, 1300, 200, PERSIST),
 	EPI(700, 1250, 96, PERSIST),
 	BMM(8, 300, 200, 72, PERSIST),

@@ -17,10 +17,10 @@
 
 #include <cuda.h>
 
-enum { FAKE_MAX_THREADS = 128 };
+enum { FAKE_MAX_THREADS = 384 };
 
 static double clock_ms;
-static int launches;
+static int launches, tensor_maps;
 static unsigned last_grid[3];
 static int ctx_dummy, module_dummy, stream_dummy;
 
@@ -28,6 +28,12 @@ static int ctx_dummy, module_dummy, stream_dummy;
 int fake_cuda_launches(void)
 {
 	return launches;
+}
+
+/* Tensor maps encoded so far (TMA launches). */
+int fake_cuda_tensor_maps(void)
+{
+	return tensor_maps;
 }
 
 unsigned fake_cuda_last_ctas(void)
@@ -197,6 +203,25 @@ static CUresult memset_d8(CUdeviceptr d, unsigned char v, size_t n)
 	return CUDA_SUCCESS;
 }
 
+/* Checks what the driver would reject (alignment, box limits); fills
+ * nothing the fake launch reads. */
+static CUresult tensor_map_encode_tiled(CUtensorMap *m, CUtensorMapDataType dt, cuuint32_t rank, void *addr,
+                                        const cuuint64_t *dims, const cuuint64_t *strides,
+                                        const cuuint32_t *box, const cuuint32_t *estr,
+                                        CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                        CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+	(void)dt, (void)estr, (void)il, (void)sw, (void)l2, (void)oob;
+	if (!m || rank < 1 || rank > 5 || ((uintptr_t)addr & 15))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t i = 0; i < rank; i++)
+		if (dims[i] == 0 || box[i] == 0 || box[i] > 256 || (i + 1 < rank && strides[i] % 16))
+			return CUDA_ERROR_INVALID_VALUE;
+	memset(m, 0, sizeof *m);
+	tensor_maps++;
+	return CUDA_SUCCESS;
+}
+
 static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                               unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
                               void **extra)
@@ -277,7 +302,8 @@ static const Entry entries[] = {
 	E("cuFuncSetAttribute", func_set_attribute), E("cuMemAlloc", mem_alloc),
 	E("cuMemFree", mem_free), E("cuMemcpyHtoD", memcpy_htod), E("cuMemcpyDtoH", memcpy_dtoh),
 	E("cuMemcpyDtoDAsync", memcpy_dtod_async), E("cuMemsetD8", memset_d8),
-	E("cuLaunchKernel", launch_kernel), E("cuStreamCreate", stream_create),
+	E("cuLaunchKernel", launch_kernel), E("cuTensorMapEncodeTiled", tensor_map_encode_tiled),
+	E("cuStreamCreate", stream_create),
 	E("cuStreamDestroy", stream_op), E("cuStreamSynchronize", stream_op),
 	E("cuEventCreate", event_create), E("cuEventDestroy", event_destroy),
 	E("cuEventRecord", event_record), E("cuEventSynchronize", event_synchronize),

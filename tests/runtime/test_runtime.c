@@ -861,9 +861,50 @@ static void test_launch_fast_path(void **state)
 	blk_runtime_destroy(rt);
 }
 
+/* A bf16 matmul on sm_90a whose rows are 16-byte aligned gets its slabs by
+ * TMA: the launch encodes one tensor map per operand (A and B), at every
+ * launch; an A with rows of 66 bytes falls back to cp.async (B keeps its
+ * map: both ways in one producer). */
+static void test_tma_tensor_maps(void **state)
+{
+	need_program(state);
+	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
+	setenv("BLK_CACHE", "0", 1);
+	BlkRuntime *rt = fake_runtime();
+	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(fake);
+	int (*maps)(void);
+	*(void **)&maps = dlsym(fake, "fake_cuda_tensor_maps");
+	assert_non_null(maps);
+	const char *defs[] = {"T=bf16", "BM=64", "BN=64", "BK=32", "num_warps=4", "num_stages=3"};
+	BlkProgram *p = blk_program_load(rt, matmul_path(), defs, 6);
+	assert_non_null(p);
+	BlkFunc *f = blk_program_kernel(p, NULL);
+	void *da = NULL, *db = NULL, *dc = NULL;
+	assert_true(blk_mem_alloc(rt, 128 * 64 * 2, &da) && blk_mem_alloc(rt, 64 * 128 * 2, &db) &&
+	            blk_mem_alloc(rt, 128 * 128 * 2, &dc));
+	int64_t sa[2] = {128, 64}, sb[2] = {64, 128}, sc[2] = {128, 128};
+	BlkTensor t[3] = {blk_tensor_make(da, BLK_DTYPE_BF16, 2, sa), blk_tensor_make(db, BLK_DTYPE_BF16, 2, sb),
+	                  blk_tensor_make(dc, BLK_DTYPE_BF16, 2, sc)};
+	int before = maps();
+	if (!blk_launch(f, t, 3, NULL) || !blk_launch(f, t, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(maps() - before, 4);
+	t[0].shape[1] = 33, t[0].strides[0] = 33, t[1].shape[0] = 33; /* A's rows: 66 bytes */
+	before = maps();
+	if (!blk_launch(f, t, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(maps() - before, 1); /* B's alone: A by cp.async */
+	blk_mem_free(rt, da), blk_mem_free(rt, db), blk_mem_free(rt, dc);
+	blk_program_destroy(p);
+	blk_runtime_destroy(rt);
+	dlclose(fake);
+	unsetenv("BLK_CACHE");
+}
+
 /* ---- tuner under the fake driver (tests/runtime/fake_cuda.c) ----------- */
 
-/* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 128 threads
+/* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 384 threads
  * per CTA are refused: the winner is the config with the most CTAs that
  * the "GPU" takes. */
 static void test_tuner_fake_driver(void **state)
@@ -882,7 +923,7 @@ static void test_tuner_fake_driver(void **state)
 	BlkTuner *t = matmul_tuner(rt);
 	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=4"));  /* 12 CTAs */
 	assert_true(blk_tuner_add_config_text(t, "BM=32,BN=32,BK=16,num_warps=2"));  /* 35 CTAs */
-	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=8"));  /* refused */
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=16")); /* refused */
 	assert_true(blk_tuner_add_config_text(t, "BM=512,BN=512,BK=32"));            /* no compile */
 	blk_tuner_set_timing(t, 2, 5);
 	GpuMatmul g;
@@ -903,7 +944,7 @@ static void test_tuner_fake_driver(void **state)
 	const char *log = blk_tuner_log(t);
 	assert_contains(log, "  [0] BM=64,BN=64,BK=16,num_warps=4: 6.3333 ms (median of 5)\n");
 	assert_contains(log, "  [1] BM=32,BN=32,BK=16,num_warps=2: 2.8286 ms (median of 5)\n");
-	assert_contains(log, "  [2] BM=64,BN=64,BK=16,num_warps=8: skipped, the launch failed: "
+	assert_contains(log, "  [2] BM=64,BN=64,BK=16,num_warps=16: skipped, the launch failed: "
 	                     "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701): "
 	                     "too many resources requested for launch\n");
 	assert_contains(log, "  [3] BM=512,BN=512,BK=32: skipped, does not compile: ");
@@ -930,7 +971,7 @@ static void test_tuner_fake_driver(void **state)
 
 	/* Nothing the GPU takes: an error that points at the log. */
 	BlkTuner *none = matmul_tuner(rt);
-	assert_true(blk_tuner_add_config_text(none, "num_warps=8"));
+	assert_true(blk_tuner_add_config_text(none, "num_warps=16"));
 	g.t[1].shape[0] = 72;
 	assert_false(blk_tuner_launch(none, g.t, 3, NULL));
 	assert_string_equal(blk_runtime_last_error(rt), "tuner: no candidate of 'matmul' could be "
@@ -974,6 +1015,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_default_candidate),
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
+		cmocka_unit_test(test_tma_tensor_maps),
 		cmocka_unit_test(test_launch_fast_path),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
