@@ -312,6 +312,19 @@ static void check_trans_view(Verifier *V, const BlkOp *op)
 	}
 }
 
+/* Of a copy's source indices (attr idx): the dims they keep and the index
+ * operands they take. */
+static void copy_indices(const BlkOp *op, const BlkType *src, int *rank, int *nidx)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	*rank = *nidx = 0;
+	for (int d = 0; d < src->rank; d++) {
+		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		*nidx += k != BLK_INDEX_FULL;
+		*rank += k != BLK_INDEX_SCALAR;
+	}
+}
+
 static void check_async_copy(Verifier *V, const BlkOp *op)
 {
 	if (op->noperands < 2 || op->nresults || !shared_ref(op->operands[0]) ||
@@ -321,12 +334,8 @@ static void check_async_copy(Verifier *V, const BlkOp *op)
 	}
 	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[1]->type;
 	const BlkAttr *idx = blk_op_attr(op, "idx");
-	int rank = 0, nidx = 0;
-	for (int d = 0; d < src->rank; d++) {
-		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
-		nidx += k != BLK_INDEX_FULL;
-		rank += k != BLK_INDEX_SCALAR;
-	}
+	int rank, nidx;
+	copy_indices(op, src, &rank, &nidx);
 	if (idx && (idx->kind != BLK_ATTR_INDEX || idx->index.n != src->rank))
 		fail(V, "attr idx must index each of the source's %d dims", src->rank);
 	else if (op->noperands != 2 + nidx)
@@ -537,13 +546,8 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 		return;
 	}
 	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[3]->type;
-	const BlkAttr *idx = blk_op_attr(op, "idx");
-	int rank = 0, nidx = 0;
-	for (int d = 0; d < src->rank; d++) {
-		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
-		nidx += k != BLK_INDEX_FULL;
-		rank += k != BLK_INDEX_SCALAR;
-	}
+	int rank, nidx;
+	copy_indices(op, src, &rank, &nidx);
 	int64_t rows;
 	if (op->noperands != 4 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 4, nidx);

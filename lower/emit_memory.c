@@ -33,14 +33,6 @@ static int64_t gcd64(int64_t a, int64_t b)
 
 /* ---- block refs and indexing ---------------------------------------------------- */
 
-static int array_index(const BlkKernel *k, int pi)
-{
-	int ai = 0;
-	for (int i = 0; i < pi; i++)
-		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
-	return ai;
-}
-
 static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
 {
 	return LLVMBuildICmp(E->b, LLVMIntULT, i, emit_i32(E, n), "");
@@ -56,7 +48,7 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	const BlkKernel *k = E->c->k;
 	int pi = (int)blk_op_int(op, "param", 0);
 	const BlkParam *p = &k->params[pi];
-	const BlkArrayDesc *ad = &E->c->arrays[array_index(k, pi)];
+	const BlkArrayDesc *ad = &E->c->arrays[blk_lower_array_index(k, pi)];
 	const BlkAttr *mask = blk_op_attr(op, "mask");
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ERef *r = &ev->ref;

@@ -284,9 +284,7 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 static BlkTmapSpec tmap_of(const LowerCtx *c, const BlkOp *op)
 {
 	const BlkKernel *k = c->k;
-	int pi = blk_lower_ref_param(op->operands[3]), ai = 0;
-	for (int i = 0; i < pi; i++)
-		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
+	int ai = blk_lower_array_index(k, blk_lower_ref_param(op->operands[3]));
 	const BlkType *d = &op->operands[0]->type;
 	int swz = d->layout ? d->layout->swz : 0;
 	BlkTmapSpec s = { ai, { swz / blk_dtype_size(d->dtype), (int)blk_lower_dim(d->dims[0]) }, swz };

@@ -146,6 +146,30 @@ void blk_lower_move_after(BlkOp *op, BlkOp *pos)
 	pos->next = op;
 }
 
+void blk_lower_move_to_end(BlkOp *op, BlkRegion *r)
+{
+	for (BlkOp *next; op; op = next) {
+		next = op->next;
+		blk_op_erase(op); /* only unlinks */
+		op->parent = r;
+		op->prev = r->last;
+		op->next = NULL;
+		if (r->last)
+			r->last->next = op;
+		else
+			r->first = op;
+		r->last = op;
+	}
+}
+
+int blk_lower_array_index(const BlkKernel *k, int pi)
+{
+	int ai = 0;
+	for (int i = 0; i < pi; i++)
+		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
+	return ai;
+}
+
 int blk_lower_ref_param(const BlkValue *ref)
 {
 	while (ref->def && ref->def->kind == BLK_OP_VIEW)

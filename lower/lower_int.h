@@ -116,6 +116,10 @@ bool blk_lower_dot_tc(const BlkOp *dot);
 int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);
 
 /* Helpers shared by the IR passes (irutil.c). */
+/* Moves op and every op after it in its region to the end of r. */
+void blk_lower_move_to_end(BlkOp *op, BlkRegion *r);
+/* The index of param pi among the non-scratch params (the arrays). */
+int blk_lower_array_index(const BlkKernel *k, int pi);
 enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of values */
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */

@@ -118,19 +118,7 @@ bool blk_lower_persist(LowerCtx *c)
 	blk_op_set_int(c->a, loop, "unroll", 0);
 	BlkRegion *lb = loop->regions[0];
 	BlkValue *t = blk_region_add_arg(c->a, lb, i32, "tile");
-	/* the body's ops move into the loop, after the tile's coordinates */
-	for (BlkOp *op = first, *next; op; op = next) {
-		next = op->next;
-		blk_op_erase(op);
-		op->parent = lb;
-		op->prev = lb->last;
-		op->next = NULL;
-		if (lb->last)
-			lb->last->next = op;
-		else
-			lb->first = op;
-		lb->last = op;
-	}
+	blk_lower_move_to_end(first, lb); /* the body, after the tile's coordinates (below) */
 	BlkBuilder in;
 	blk_builder_before(&in, c->a, lb->first);
 	BlkValue *xyz[3];

@@ -342,6 +342,11 @@ static void pipeline(Pipe *P)
 		P->s = &P->all[i];
 		steady(P, rd, wr, kn, more, i == P->n - 1);
 	}
+	pipe_erase_loads(P);
+}
+
+void pipe_erase_loads(Pipe *P)
+{
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];

@@ -51,6 +51,9 @@ BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view);
  * `if cond` (cond NULL: none); the copy. */
 BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
                  int part, int parts);
+/* The staged loads (and transposes) out of the loop, then the index ops
+ * only they used. */
+void pipe_erase_loads(Pipe *P);
 /* v + 1, wrapped to 0 at S. */
 BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
 

@@ -28,6 +28,9 @@
  *     for k (slot = 0, phase = 0) {                     -- producer
  *       mbarrier_wait bars, S+slot, 1 - phase           -- the slot is free
  *       async_copy bufA[slot] <- A(k) {threads = 128}; ... B
+ *         (or, for an operand TMA can copy (tma_ok): mbarrier_expect_tx
+ *         bars, slot {bytes} then tma_load bufA[slot], bars, slot <- A(k),
+ *         both by one thread; the full barrier then counts 129)
  *       async_arrive bars, slot                          -- full once they land
  *       yield next slot, phase flipped at the wrap
  *     }
@@ -108,15 +111,6 @@ static bool applies(const Pipe *P)
 	return true;
 }
 
-/* The index of param pi among the non-scratch params (the arrays). */
-static int array_of(const BlkKernel *k, int pi)
-{
-	int ai = 0;
-	for (int i = 0; i < pi; i++)
-		ai += k->params[i].access != BLK_ACCESS_SCRATCH;
-	return ai;
-}
-
 /* Operand x's slabs can come by TMA (cp.async.bulk.tensor): a 2-D `in`
  * array with 16-byte aligned rows and start (its tensor map's rules), a
  * swizzled slot of at most 256 rows, and zero fill that agrees with the
@@ -130,7 +124,7 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	if (c->opt->no_tma || strcmp(c->arch, "sm_90a") != 0 || pi < 0 || !c->arrays)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
-	const BlkArrayDesc *ad = &c->arrays[array_of(c->k, pi)];
+	const BlkArrayDesc *ad = &c->arrays[blk_lower_array_index(c->k, pi)];
 	const BlkLayout *l = x->buf->type.layout;
 	int es = blk_dtype_size(p->dtype);
 	if (p->rank != 2 || p->squeezed[0] || p->squeezed[1] || (ad->align > 0 && ad->align < 16) || ad->strides[1] != 1 ||
@@ -371,23 +365,6 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 		release_last(P, bars, f);
 }
 
-/* Moves op and every op after it in its region to the end of r. */
-static void move_rest(BlkOp *op, BlkRegion *r)
-{
-	for (BlkOp *next; op; op = next) {
-		next = op->next;
-		blk_op_erase(op);
-		op->parent = r;
-		op->prev = r->last;
-		op->next = NULL;
-		if (r->last)
-			r->last->next = op;
-		else
-			r->first = op;
-		r->last = op;
-	}
-}
-
 bool blk_pipe_warp_specialize(Pipe *P)
 {
 	if (!applies(P))
@@ -422,16 +399,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	blk_op_set_int(c->a, ws, "consumers", c->nthreads / 128);
 	consumer(P, bars, outer);
 	producer(P, ws->regions[1], bars, outer);
-	for (int i = 0; i < P->n; i++)
-		for (int o = 0; o < 2; o++) {
-			Operand *x = &P->all[i].x[o];
-			if (x->trans)
-				blk_op_erase(x->trans);
-			blk_op_erase(x->load);
-		}
-	for (int i = 0; i < P->n; i++)
-		for (int o = 0; o < 2; o++)
-			blk_loop_erase_dead(&P->L, &P->all[i].x[o].in);
-	move_rest(ws->next, ws->regions[0]); /* the loop, its carries' inits, the rest */
+	pipe_erase_loads(P);
+	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loop, its carries' inits, the rest */
 	return true;
 }
