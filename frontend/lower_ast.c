@@ -264,11 +264,29 @@ static BlkValue *lw_where(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return blk_build1(&L->b, BLK_OP_SELECT, e->loc, *r, 3, o);
 }
 
-/* cdiv(a, b) = -((-a) // b): exact for every sign, with the ops we have. */
+/* y is an i32 constant above 0. */
+static bool positive_const(const BlkValue *y)
+{
+	const BlkAttr *v = y->def && y->def->kind == BLK_OP_CONST ? blk_op_attr(y->def, "value") : NULL;
+	return v && v->kind == BLK_ATTR_INT && v->i > 0;
+}
+
+/* cdiv(a, b) = -((-a) // b): exact for every sign, with the ops we have.
+ * By a constant b > 0 it is a // b + (a % b != 0) instead: no overflow at
+ * INT_MIN, and no negated operand of a shift -- the driver's ptxas (CUDA
+ * 13.0) can miscompile `neg` then `shr.s32` into a wrong LEA.HI
+ * (docs/gpu-notes.md, run 37).  specialize.c folds both forms. */
 static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)
 {
-	BlkType i32 = blk_type_scalar(BLK_I32);
+	BlkType i32 = blk_type_scalar(BLK_I32), b1 = blk_type_scalar(BLK_BOOL);
 	BlkValue *x = lw_scalar_i32(L, e->args[0].value), *y = lw_scalar_i32(L, e->args[1].value);
+	if (positive_const(y)) {
+		BlkValue *q = op2(L, BLK_OP_FLOORDIV, e->loc, i32, x, y);
+		BlkValue *r = op2(L, BLK_OP_MOD, e->loc, i32, x, y);
+		BlkValue *zero = blk_build_const_int(&L->b, e->loc, i32, 0);
+		BlkValue *up = op1(L, BLK_OP_CAST, e->loc, i32, op2(L, BLK_OP_NE, e->loc, b1, r, zero));
+		return op2(L, BLK_OP_ADD, e->loc, i32, q, up);
+	}
 	BlkValue *q = op2(L, BLK_OP_FLOORDIV, e->loc, i32, op1(L, BLK_OP_NEG, e->loc, i32, x), y);
 	return op1(L, BLK_OP_NEG, e->loc, i32, q);
 }

@@ -92,12 +92,29 @@ static bool fold_value(LowerCtx *c, BlkOp *op, int64_t *out)
 		if (op->results[0]->type.rank != 0 || !blk_lower_const_int(op->operands[0], &x))
 			return false;
 		return *out = (int32_t)-x, true;
+	case BLK_OP_CAST: /* bool -> i32 (cdiv's rounding up, frontend/lower_ast.c) */
+		if (op->results[0]->type.rank != 0 || op->results[0]->type.dtype != BLK_I32 ||
+		    op->operands[0]->type.dtype != BLK_BOOL || !blk_lower_const_int(op->operands[0], &x))
+			return false;
+		return *out = x != 0, true;
 	default:
 		break;
 	}
 	if (op->noperands != 2 || op->results[0]->type.rank != 0 ||
-	    op->results[0]->type.dtype != BLK_I32 ||
 	    !blk_lower_const_int(op->operands[0], &x) || !blk_lower_const_int(op->operands[1], &y))
+		return false;
+	if (op->results[0]->type.dtype == BLK_BOOL && op->operands[0]->type.dtype == BLK_I32) {
+		switch (op->kind) { /* i32 comparisons */
+		case BLK_OP_EQ: *out = x == y; return true;
+		case BLK_OP_NE: *out = x != y; return true;
+		case BLK_OP_LT: *out = x < y; return true;
+		case BLK_OP_LE: *out = x <= y; return true;
+		case BLK_OP_GT: *out = x > y; return true;
+		case BLK_OP_GE: *out = x >= y; return true;
+		default: return false;
+		}
+	}
+	if (op->results[0]->type.dtype != BLK_I32)
 		return false;
 	switch (op->kind) {
 	case BLK_OP_ADD: *out = (int32_t)(x + y); return true;

@@ -1119,6 +1119,36 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', DT_T, 200, 32), A2('i', DT_T, 32, 16), A2('o', BLK_F32, 200, 16)),
 
+	/* ---- cdiv by constants, every sign, and the kernel whose old cdiv
+	 * (neg, then shr.s32) the driver's ptxas fused into a wrong LEA.HI
+	 * next to an atomic_max (docs/gpu-notes.md, run 37) */
+	CASE("cdiv_signs", false,
+	     "kernel cdiv_signs[B = 8](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = program_id(0) * 7 - 10;\n"
+	     "    y[...] = x[...] * 0 + cdiv(v, 2) * 1000000 + cdiv(v, 3) * 1000 + cdiv(v, -2) + iota(B);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 200), A1('o', BLK_I32, 200)),
+	CASE("cdiv_beside_atomic_max", false,
+	     "kernel cdiv_beside_atomic_max[B0 = 1, B1 = 1, num_warps = 2](\n"
+	     "    x: in f16[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    y: in f16[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    n: in i32[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    q: out i32[M, N] block (B0, B1) index (i, j) -> (i, j),\n"
+	     "    s: inout f32[M] block (B0) index (i, j) -> (i),\n"
+	     ") grid (cdiv(M, B0), cdiv(N, B1)) {\n"
+	     "    let a = x[...].astype(f32);\n"
+	     "    let b = y[...].astype(f32);\n"
+	     "    let k = n[...];\n"
+	     "    q[...] = ((k + (program_id(0) ~/ (program_id(0) - 2)) + cdiv(program_id(0), 2))\n"
+	     "        - (~where(k != 0, (a > b).astype(i32), abs(k * 0)) ~/ ((a * 8.0).astype(i32) % 5 - 2)));\n"
+	     "    atomic_max(s, max(b, axis = 1));\n"
+	     "}\n",
+	     A2('i', BLK_F16, 3, 3), A2('i', BLK_F16, 3, 3), A2('i', BLK_I32, 3, 3), A2('o', BLK_I32, 3, 3),
+	     A1('x', BLK_F32, 3)),
+
 	/* ---- dot with a transposed operand at tiny odd sizes */
 	CASE("dot_transposed_operand", true,
 	     "kernel dot_transposed_operand[T = f32](\n"
