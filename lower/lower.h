@@ -18,6 +18,7 @@ typedef struct BlkLowerOptions {
 	FILE *dump_out;          /* where dumps go (NULL: stderr) */
 	bool want_llvm;          /* keep the LLVM IR text in the result */
 	bool no_tma;             /* copy with cp.async only (ahead-of-time C: no tensor maps) */
+	int num_sms;             /* the GPU's multiprocessors (persist.c); 0: 132 (H100 SXM, H200) */
 } BlkLowerOptions;
 
 /* A TMA tensor map the launch encodes (cuTensorMapEncodeTiled) and passes

@@ -102,7 +102,7 @@ BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
  * the dot. */
 BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot);
 /* SMs of the GPUs sm_90a names (H100 SXM, H200): the persistent grid's
- * CTAs (persist.c). */
+ * CTAs where the options give no device (persist.c). */
 enum { BLK_LOWER_SMS = 132 };
 bool blk_lower_persist(LowerCtx *c);
 /* The dot's engine attr (dot_engine.c) is "mma": mma.sync tensor cores. */

@@ -2,7 +2,8 @@
  *
  * Requires: block refs lowered (blockspec.c), shapes constant, dot engines
  * chosen.  Applies on sm_90a to a kernel of whole warpgroups, every grid
- * axis parallel, more programs T than the GPU has SMs (BLK_LOWER_SMS), and
+ * axis parallel, more programs T than the GPU has SMs (the runtime's device,
+ * BlkLowerOptions.num_sms; else BLK_LOWER_SMS), and
  * a loop at the top of its body running a wgmma dot (the loops that
  * warp_spec.c specializes).  Produces:
  *
@@ -33,9 +34,14 @@ static bool has_wgmma(const BlkRegion *r)
 	return false;
 }
 
+static int sms(const LowerCtx *c)
+{
+	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
+}
+
 static bool applies(const LowerCtx *c, int64_t T)
 {
-	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= BLK_LOWER_SMS)
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= sms(c))
 		return false;
 	for (const BlkOp *op = c->k->body->first; op; op = op->next)
 		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0]))
@@ -112,7 +118,7 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkType i32 = blk_type_scalar(BLK_I32);
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", 0);
-	int64_t P = T < BLK_LOWER_SMS ? T : BLK_LOWER_SMS;
+	int64_t P = T < sms(c) ? T : sms(c);
 	BlkValue *ops[3] = { pid, blk_lower_i32(&b, loc, T), blk_lower_i32(&b, loc, P) };
 	BlkOp *loop = blk_build(&b, BLK_OP_FOR, loc, 3, ops, 0, NULL, 1);
 	blk_op_set_int(c->a, loop, "unroll", 0);

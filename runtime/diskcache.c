@@ -113,8 +113,8 @@ char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_ke
 	FILE *f = open_memstream(&text, len);
 	if (!f)
 		return NULL;
-	fprintf(f, "blk %s\narch %s\nkernel %s\ndefines %d\n", BLK_VERSION, rt->arch, mem_key,
-	        p->ndefines);
+	fprintf(f, "blk %s\narch %s\nsms %d\nkernel %s\ndefines %d\n", BLK_VERSION, rt->arch, rt->sms,
+	        mem_key, p->ndefines);
 	for (int i = 0; i < p->ndefines; i++)
 		fprintf(f, "%s=%s\n", p->defines[i].name, p->defines[i].value);
 	fprintf(f, "source %zu\n", p->source_len);

@@ -444,7 +444,7 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 		free(dkey);
 		return true;
 	}
-	BlkLowerOptions opt = {.arch = rt->arch};
+	BlkLowerOptions opt = {.arch = rt->arch, .num_sms = rt->sms};
 	BlkDump dump;
 	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
 	memset(out, 0, sizeof *out);

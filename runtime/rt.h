@@ -17,6 +17,7 @@ struct BlkRuntime {
 	CUcontext ctx;       /* the device's primary context, retained */
 	int cc_major, cc_minor;
 	int smem_optin;      /* max dynamic shared memory per CTA, opt-in */
+	int sms;             /* multiprocessors: a persistent grid's CTAs (0 offline) */
 	char arch[16];
 	char name[320];
 	char *err;           /* malloc'ed; "" when none */

@@ -160,7 +160,9 @@ static bool query_device(BlkRuntime *rt, int device)
 	                  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->dev), "cuDeviceGetAttribute") ||
 	    !blk_rt_check(rt, drv->cuDeviceGetAttribute(&rt->smem_optin,
 	                  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, rt->dev),
-	                  "cuDeviceGetAttribute"))
+	                  "cuDeviceGetAttribute") ||
+	    !blk_rt_check(rt, drv->cuDeviceGetAttribute(&rt->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+	                  rt->dev), "cuDeviceGetAttribute"))
 		return false;
 	if (!arch_for(rt->cc_major, rt->cc_minor, rt->arch, sizeof rt->arch))
 		return blk_rt_error(rt, "%s has compute capability %d.%d; blk needs 8.0 or newer", name,

@@ -85,6 +85,7 @@ static CUresult device_get_attribute(int *v, CUdevice_attribute a, CUdevice d)
 	(void)d;
 	*v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
 	     : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+	     : a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
 	                                                         : 232448;
 	return CUDA_SUCCESS;
 }

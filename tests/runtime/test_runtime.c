@@ -895,6 +895,20 @@ static void test_tma_tensor_maps(void **state)
 	if (!blk_launch(f, t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(maps() - before, 1); /* B's alone: A by cp.async */
+	/* 16 x 16 tiles, more than the device's 132 SMs: a persistent grid of
+	 * one CTA per SM (the fake reports 132) */
+	unsigned (*ctas)(void);
+	*(void **)&ctas = dlsym(fake, "fake_cuda_last_ctas");
+	void *ea = NULL, *eb = NULL, *ec = NULL;
+	assert_true(blk_mem_alloc(rt, 1024 * 64 * 2, &ea) && blk_mem_alloc(rt, 64 * 1024 * 2, &eb) &&
+	            blk_mem_alloc(rt, 1024 * 1024 * 2, &ec));
+	int64_t la[2] = {1024, 64}, lb[2] = {64, 1024}, lc[2] = {1024, 1024};
+	BlkTensor big[3] = {blk_tensor_make(ea, BLK_DTYPE_BF16, 2, la), blk_tensor_make(eb, BLK_DTYPE_BF16, 2, lb),
+	                    blk_tensor_make(ec, BLK_DTYPE_BF16, 2, lc)};
+	if (!blk_launch(f, big, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(ctas(), 132);
+	blk_mem_free(rt, ea), blk_mem_free(rt, eb), blk_mem_free(rt, ec);
 	blk_mem_free(rt, da), blk_mem_free(rt, db), blk_mem_free(rt, dc);
 	blk_program_destroy(p);
 	blk_runtime_destroy(rt);
