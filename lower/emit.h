@@ -134,8 +134,10 @@ void emit_warp_specialize(Emit *E, const BlkOp *op);
  * more than BLK_MAX_TMAPS), and one tma_load. */
 bool emit_collect_tmaps(Emit *E);
 void emit_tma_load(Emit *E, const BlkOp *op);
-/* Each tensor map param's generic address, once (an asm of the param: a
- * single use LLVM lowers to cvta.param rather than a local copy). */
+/* Each tensor map param's generic address, once (an asm of the param,
+ * which LLVM lowers to cvta.param).  With every grid constant in one
+ * annotation, LLVM also converts the params' direct uses without a local
+ * copy; this is the form the device runs checked (docs/gpu-notes.md 36b-39). */
 void emit_tmap_addresses(Emit *E);
 void emit_local_load(Emit *E, const BlkOp *op);
 void emit_frag_convert(Emit *E, const BlkOp *op);

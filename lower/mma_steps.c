@@ -245,8 +245,7 @@ static void visit(void *ctx, BlkOp *op)
 	    !op->results[0]->type.layout)
 		return;
 	if (blk_lower_dot_wgmma(op)) {
-		if (!issued(op) && !(op->operands[0]->type.kind == BLK_TYPE_TILE &&
-		                     op->operands[0]->def && op->operands[0]->def->kind == BLK_OP_EXTRACT_SLICE))
+		if (!issued(op))
 			split_wgmma(c, op);
 		return;
 	}

@@ -317,6 +317,15 @@ static void pipeline(Pipe *P)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
+	/* wgmma dots over 3 slots or more leave their group running into the
+	 * next iteration (wait_pending = 1, mma_steps.c); the copies then run
+	 * one slab less ahead, so they never overwrite a slot that group reads */
+	bool wg = P->S >= 3;
+	for (int i = 0; i < P->n; i++)
+		wg = wg && pipe_in_flight(P, P->all[i].dot);
+	P->D = P->S - 1 - wg;
+	for (int i = 0; i < P->n && wg; i++)
+		blk_op_set_int(c->a, P->all[i].dot, "wait_pending", 1);
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, f);
 	for (int i = 0; i < P->n; i++)
@@ -397,18 +406,7 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 		    P.s->x[0].load != P.s->x[1].load && P.n < MAX_DOTS)
 			P.n++;
 	}
-	if (!P.n)
-		return;
-	/* wgmma dots over 3 slots or more leave their group running into the
-	 * next iteration (wait_pending = 1, mma_steps.c); the copies then run
-	 * one slab less ahead, so they never overwrite a slot that group reads */
-	bool wg = P.S >= 3;
-	for (int i = 0; i < P.n; i++)
-		wg = wg && pipe_in_flight(&P, P.all[i].dot);
-	P.D = P.S - 1 - wg;
-	for (int i = 0; i < P.n && wg; i++)
-		blk_op_set_int(c->a, P.all[i].dot, "wait_pending", 1);
-	if (!blk_pipe_warp_specialize(&P))
+	if (P.n && !blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }
 

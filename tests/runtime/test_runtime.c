@@ -861,6 +861,17 @@ static void test_launch_fast_path(void **state)
 	blk_runtime_destroy(rt);
 }
 
+/* A[m, k], B[k, n], C[m, n] in bf16, contiguous, in device memory. */
+static void bf16_matmul_tensors(BlkRuntime *rt, int64_t m, int64_t n, int64_t k, BlkTensor *t)
+{
+	int64_t shapes[3][2] = {{m, k}, {k, n}, {m, n}};
+	for (int i = 0; i < 3; i++) {
+		void *d = NULL;
+		assert_true(blk_mem_alloc(rt, (size_t)(shapes[i][0] * shapes[i][1]) * 2, &d));
+		t[i] = blk_tensor_make(d, BLK_DTYPE_BF16, 2, shapes[i]);
+	}
+}
+
 /* A bf16 matmul on sm_90a whose rows are 16-byte aligned gets its slabs by
  * TMA: the launch encodes one tensor map per operand (A and B), at every
  * launch; an A with rows of 66 bytes falls back to cp.async (B keeps its
@@ -880,12 +891,8 @@ static void test_tma_tensor_maps(void **state)
 	BlkProgram *p = blk_program_load(rt, matmul_path(), defs, 6);
 	assert_non_null(p);
 	BlkFunc *f = blk_program_kernel(p, NULL);
-	void *da = NULL, *db = NULL, *dc = NULL;
-	assert_true(blk_mem_alloc(rt, 128 * 64 * 2, &da) && blk_mem_alloc(rt, 64 * 128 * 2, &db) &&
-	            blk_mem_alloc(rt, 128 * 128 * 2, &dc));
-	int64_t sa[2] = {128, 64}, sb[2] = {64, 128}, sc[2] = {128, 128};
-	BlkTensor t[3] = {blk_tensor_make(da, BLK_DTYPE_BF16, 2, sa), blk_tensor_make(db, BLK_DTYPE_BF16, 2, sb),
-	                  blk_tensor_make(dc, BLK_DTYPE_BF16, 2, sc)};
+	BlkTensor t[3];
+	bf16_matmul_tensors(rt, 128, 128, 64, t);
 	int before = maps();
 	if (!blk_launch(f, t, 3, NULL) || !blk_launch(f, t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
@@ -899,17 +906,13 @@ static void test_tma_tensor_maps(void **state)
 	 * one CTA per SM (the fake reports 132) */
 	unsigned (*ctas)(void);
 	*(void **)&ctas = dlsym(fake, "fake_cuda_last_ctas");
-	void *ea = NULL, *eb = NULL, *ec = NULL;
-	assert_true(blk_mem_alloc(rt, 1024 * 64 * 2, &ea) && blk_mem_alloc(rt, 64 * 1024 * 2, &eb) &&
-	            blk_mem_alloc(rt, 1024 * 1024 * 2, &ec));
-	int64_t la[2] = {1024, 64}, lb[2] = {64, 1024}, lc[2] = {1024, 1024};
-	BlkTensor big[3] = {blk_tensor_make(ea, BLK_DTYPE_BF16, 2, la), blk_tensor_make(eb, BLK_DTYPE_BF16, 2, lb),
-	                    blk_tensor_make(ec, BLK_DTYPE_BF16, 2, lc)};
+	BlkTensor big[3];
+	bf16_matmul_tensors(rt, 1024, 1024, 64, big);
 	if (!blk_launch(f, big, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(ctas(), 132);
-	blk_mem_free(rt, ea), blk_mem_free(rt, eb), blk_mem_free(rt, ec);
-	blk_mem_free(rt, da), blk_mem_free(rt, db), blk_mem_free(rt, dc);
+	for (int i = 0; i < 3; i++)
+		blk_mem_free(rt, big[i].data), blk_mem_free(rt, t[i].data);
 	blk_program_destroy(p);
 	blk_runtime_destroy(rt);
 	dlclose(fake);
