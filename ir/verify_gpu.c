@@ -558,16 +558,40 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's
- * warps, a consumer and a producer region. */
+ * warps (two programs of one warpgroup each: twice them, and region 0
+ * takes the program's index), a consumer and a producer region. */
 static void check_warp_specialize(Verifier *V, const BlkOp *op)
 {
-	int64_t wg = blk_op_int(op, "consumers", 0);
+	int64_t wg = blk_op_int(op, "consumers", 0), progs = blk_op_int(op, "programs", 1);
 	if (op->noperands || op->nresults || op->nregions != 2)
 		fail(V, "takes no operands, gives nothing and has two regions (consumers, producer)");
-	else if (wg < 1 || wg * 128 != kernel_threads(V))
-		fail(V, "attr consumers must be the kernel's %d warps in warpgroups of 4", kernel_threads(V) / 32);
+	else if (progs != 1 && !(progs == 2 && kernel_threads(V) == 128))
+		fail(V, "attr programs must be 1, or 2 in a kernel of one warpgroup (it has %d warps)",
+		     kernel_threads(V) / 32);
+	else if (wg < 1 || wg * 128 != progs * kernel_threads(V))
+		fail(V, "attr consumers must be the kernel's %d warps in warpgroups of 4%s", kernel_threads(V) / 32,
+		     progs > 1 ? ", once per program" : "");
 	else if (op->parent != V->k->body)
 		fail(V, "belongs at the top of the kernel's body");
+	else if (op->regions[0]->nargs != (progs > 1) ||
+	         (progs > 1 && (op->regions[0]->args[0]->type.kind != BLK_TYPE_TILE ||
+	                        op->regions[0]->args[0]->type.rank || op->regions[0]->args[0]->type.dtype != BLK_I32)))
+		fail(V, "region 0 takes %s", progs > 1 ? "one argument, the program's index (i32)" : "no arguments");
+}
+
+/* turn_wait, turn_pass: the program index of the two-program
+ * warp_specialize whose consumer region holds them. */
+static void check_turn(Verifier *V, const BlkOp *op)
+{
+	const BlkOp *ws = op->parent ? op->parent->parent : NULL;
+	const BlkRegion *r = op->parent;
+	while (ws && ws->kind != BLK_OP_WARP_SPECIALIZE)
+		r = ws->parent, ws = r ? r->parent : NULL;
+	if (op->noperands != 1 || op->nresults || op->nregions || op->operands[0]->type.kind != BLK_TYPE_TILE ||
+	    op->operands[0]->type.rank || op->operands[0]->type.dtype != BLK_I32)
+		fail(V, "takes the program index (an i32 scalar) and gives nothing");
+	else if (!ws || r != ws->regions[0] || blk_op_int(ws, "programs", 1) != 2)
+		fail(V, "belongs in the consumer region of a warp_specialize of two programs");
 }
 
 /* The lowered ops' own rules (rule 4). */
@@ -607,6 +631,8 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_MBARRIER_ARRIVE:
 	case BLK_OP_ASYNC_ARRIVE: check_mbarrier(V, op); break;
 	case BLK_OP_WARP_SPECIALIZE: check_warp_specialize(V, op); break;
+	case BLK_OP_TURN_WAIT:
+	case BLK_OP_TURN_PASS: check_turn(V, op); break;
 	case BLK_OP_WGMMA_WAIT:
 		if (one_in_one_out(V, op, "accumulator"))
 			check_wgmma_wait(V, op);

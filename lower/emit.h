@@ -21,7 +21,8 @@ typedef struct ERef {
 	BlkDType dt;
 	int pindex;          /* global: the param; -1 for shared */
 	LLVMValueRef base;   /* ptr addrspace(1) or (3): element 0 of the array/buffer */
-	int64_t sbase;       /* shared: base is smem + sbase bytes */
+	int64_t sbase;       /* shared: base is smem + sbase (+ sprog) bytes */
+	LLVMValueRef sprog;  /* shared: i32 bytes of a consumer program's own copy (ping-pong), or NULL */
 	LLVMValueRef off;    /* i64 elements, from dims fixed by scalars */
 	LLVMValueRef alive;  /* i1: a fixed dim in bounds; NULL: true */
 	int rank;
@@ -56,9 +57,11 @@ typedef struct Emit {
 	bool failed;
 	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
+	int64_t transit_prog; /* its bytes per consumer program (ping-pong), or 0 */
 	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
 	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (c->tmaps) */
-	int bar_id;
+	LLVMValueRef bar_id;  /* i32: that named barrier */
+	LLVMValueRef prog;    /* i32: the consumer program's index (ping-pong), or NULL */
 } Emit;
 
 /* emit_llvm.c */
@@ -76,6 +79,8 @@ LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt);   /* in memory (bool: i8) */
 LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t);
 void emit_region(Emit *E, const BlkRegion *r);
 void emit_barrier(Emit *E);
+/* smem + the transit region's offset (the program's own copy of it). */
+LLVMValueRef emit_transit_base(Emit *E);
 /* A per-kernel nvvm.annotations entry (reqntidx, minctasm, ...). */
 void emit_annotation(Emit *E, const char *key, int value);
 LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
@@ -130,6 +135,7 @@ void emit_wgmma_wait(Emit *E, const BlkOp *op);
 void emit_fence_async(Emit *E);
 void emit_mbarrier(Emit *E, const BlkOp *op);
 void emit_warp_specialize(Emit *E, const BlkOp *op);
+void emit_turn(Emit *E, const BlkOp *op);
 /* The tensor maps the kernel's tma_loads read, into E->c->tmaps (false:
  * more than BLK_MAX_TMAPS), and one tma_load. */
 bool emit_collect_tmaps(Emit *E);

@@ -109,7 +109,7 @@ LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int nty
 void emit_barrier(Emit *E)
 {
 	if (E->bar_threads) { /* a warp_specialize region's warps alone */
-		LLVMValueRef a[2] = { emit_i32(E, E->bar_id), emit_i32(E, E->bar_threads) };
+		LLVMValueRef a[2] = { E->bar_id, emit_i32(E, E->bar_threads) };
 		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
 		return;
 	}
@@ -119,6 +119,19 @@ void emit_barrier(Emit *E)
 LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
 {
 	return LLVMBuildGEP2(E->b, E->i8, E->smem, &byte_off, 1, "");
+}
+
+/* A consumer program's copy of a buffer of `bytes` a program: prog * bytes
+ * (NULL outside a ping-pong warp_specialize). */
+static LLVMValueRef program_bytes(Emit *E, int64_t bytes)
+{
+	return E->prog && bytes ? LLVMBuildMul(E->b, E->prog, emit_i32(E, bytes), "") : NULL;
+}
+
+LLVMValueRef emit_transit_base(Emit *E)
+{
+	LLVMValueRef off = emit_i32(E, E->transit_off), pb = program_bytes(E, E->transit_prog);
+	return emit_smem_ptr(E, pb ? LLVMBuildAdd(E->b, off, pb, "") : off);
 }
 
 /* ---- thread coordinates -------------------------------------------------------- */
@@ -258,6 +271,7 @@ void emit_op(Emit *E, const BlkOp *op)
 		emit_mbarrier(E, op);
 		return;
 	case BLK_OP_WARP_SPECIALIZE: emit_warp_specialize(E, op); return;
+	case BLK_OP_TURN_WAIT: case BLK_OP_TURN_PASS: emit_turn(E, op); return;
 	case BLK_OP_TMA_LOAD: emit_tma_load(E, op); return;
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
@@ -390,7 +404,7 @@ static void make_function(Emit *E)
 		j++;
 	}
 	/* reqntid implies maxntid; ptxas refuses both */
-	emit_annotation(E, "reqntidx", E->c->nthreads + E->c->producer_threads);
+	emit_annotation(E, "reqntidx", E->c->nthreads + E->c->extra_threads);
 }
 
 static void make_smem(Emit *E)
@@ -419,12 +433,14 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	ERef *r = &ev->ref;
 	int64_t off = emit_alloc_offset(buf);
 	const BlkAttr *role = blk_op_attr(op, "role");
+	int64_t per_prog = blk_op_int(op, "program_bytes", 0);
 	if (role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0)
-		E->transit_off = off;
+		E->transit_off = off, E->transit_prog = per_prog;
 	r->space = BLK_SPACE_SHARED;
 	r->dt = buf->type.dtype;
 	r->pindex = -1;
-	r->base = emit_smem_ptr(E, emit_i32(E, off));
+	r->sprog = program_bytes(E, per_prog);
+	r->base = emit_smem_ptr(E, r->sprog ? LLVMBuildAdd(E->b, emit_i32(E, off), r->sprog, "") : emit_i32(E, off));
 	r->sbase = off;
 	r->off = emit_i64(E, 0);
 	r->offalign = (int64_t)1 << 30;
@@ -444,18 +460,20 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	emit_bind(E, buf, ev);
 }
 
-static bool has_warp_specialize(const BlkRegion *r)
+/* The threads a warp_specialize adds: its producer warpgroup, and its
+ * second program's warpgroups. */
+static int extra_threads(const LowerCtx *c)
 {
-	for (const BlkOp *op = r->first; op; op = op->next)
+	for (const BlkOp *op = c->k->body->first; op; op = op->next)
 		if (op->kind == BLK_OP_WARP_SPECIALIZE)
-			return true;
-	return false;
+			return 128 * (int)blk_op_int(op, "consumers", 1) - c->nthreads + 128;
+	return 0;
 }
 
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 {
 	Emit E = { .c = c };
-	c->producer_threads = has_warp_specialize(c->k->body) ? 128 : 0;
+	c->extra_threads = extra_threads(c);
 	c->ntmaps = 0;
 	E.cx = LLVMContextCreate();
 	E.mod = LLVMModuleCreateWithNameInContext(c->k->name, E.cx);

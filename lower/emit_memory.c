@@ -379,7 +379,10 @@ LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_
 			dyn = LLVMBuildAdd(E->b, dyn, LLVMBuildMul(E->b, r->g[d], emit_i32(E, r->stride[d]), ""), "");
 	}
 	*cbytes = k * es;
-	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, tbytes, emit_i32(E, r->sbase), ""));
+	LLVMValueRef sb = emit_i32(E, r->sbase);
+	if (r->sprog)
+		sb = LLVMBuildAdd(E->b, sb, r->sprog, "");
+	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, tbytes, sb, ""));
 	if (LLVMIsAConstantInt(dyn) && LLVMConstIntGetSExtValue(dyn) == 0)
 		return inv;
 	LLVMValueRef o = LLVMBuildMul(E->b, dyn, emit_i32(E, es), "");

@@ -112,7 +112,7 @@ static LLVMValueRef result_index(Emit *E, const BlkLayout *s, int r)
 
 static LLVMValueRef slot(Emit *E, LLVMValueRef idx, LLVMTypeRef t)
 {
-	LLVMValueRef p = emit_smem_ptr(E, emit_i32(E, E->transit_off));
+	LLVMValueRef p = emit_transit_base(E);
 	return LLVMBuildGEP2(E->b, t, p, &idx, 1, "");
 }
 

@@ -21,7 +21,7 @@ static LLVMValueRef transit_ptr(Emit *E, const BlkLayout *src, LLVMValueRef *c, 
 		idx = LLVMBuildAdd(E->b, idx, LLVMBuildMul(E->b, c[d], emit_i32(E, st), ""), "");
 		st *= src->pad[d];
 	}
-	LLVMValueRef p = emit_smem_ptr(E, emit_i32(E, E->transit_off));
+	LLVMValueRef p = emit_transit_base(E);
 	return LLVMBuildGEP2(E->b, et, p, &idx, 1, "");
 }
 

@@ -253,28 +253,56 @@ void emit_mbarrier(Emit *E, const BlkOp *op)
 
 /* Consumers (warpgroups 0 .. n-1) run region 0 with their own barrier
  * (bar.sync 1, 128n), the producer warpgroup region 1 with thread ids
- * from 0 (its copies spread over its 128 threads). */
+ * from 0 (its copies spread over its 128 threads).  Two programs: each
+ * runs region 0 with thread ids from 0, barrier 1 + its index, and its
+ * index as the region's argument; the producer's barrier is then 3. */
 void emit_warp_specialize(Emit *E, const BlkOp *op)
 {
-	int n = (int)blk_op_int(op, "consumers", 1);
+	int n = (int)blk_op_int(op, "consumers", 1), progs = (int)blk_op_int(op, "programs", 1);
 	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, 128 * n), "");
 	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(E->cx, E->fn, "consumers");
 	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(E->cx, E->fn, "producer");
 	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(E->cx, E->fn, "joined");
 	LLVMBuildCondBr(E->b, cons, yes, no);
-	int bt = E->bar_threads, bid = E->bar_id;
-	LLVMValueRef tid = E->tid;
+	int bt = E->bar_threads;
+	LLVMValueRef tid = E->tid, bid = E->bar_id, prog = E->prog;
 	LLVMPositionBuilderAtEnd(E->b, yes);
-	E->bar_threads = 128 * n, E->bar_id = 1;
+	E->bar_threads = 128 * n / progs, E->bar_id = emit_i32(E, 1);
+	if (progs > 1) {
+		int per = 128 * n / progs; /* a power of two: one warpgroup */
+		E->prog = LLVMBuildUDiv(E->b, tid, emit_i32(E, per), "prog");
+		E->tid = LLVMBuildURem(E->b, tid, emit_i32(E, per), "");
+		E->bar_id = LLVMBuildAdd(E->b, E->prog, emit_i32(E, 1), "");
+		EVal *pv = BLK_NEW(E->c->a, EVal);
+		pv->t = emit_new_tile(E, emit_layout(E, op->regions[0]->args[0]));
+		pv->t.r[0] = E->prog;
+		emit_bind(E, op->regions[0]->args[0], pv);
+	}
 	emit_region(E, op->regions[0]);
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, no);
-	E->bar_threads = 128, E->bar_id = 2;
+	E->prog = prog;
+	E->bar_threads = 128, E->bar_id = emit_i32(E, 1 + progs);
 	E->tid = LLVMBuildSub(E->b, tid, emit_i32(E, 128 * n), "");
 	emit_region(E, op->regions[1]);
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, cont);
 	E->tid = tid, E->bar_threads = bt, E->bar_id = bid;
+}
+
+/* The turns of two programs: barrier 4 + p is program p's; its
+ * turn_wait syncs there with the other program's turn_pass, which only
+ * arrives (bar.arrive), 256 threads in all. */
+void emit_turn(Emit *E, const BlkOp *op)
+{
+	LLVMValueRef p = emit_tile(E, op->operands[0])->r[0];
+	if (op->kind == BLK_OP_TURN_WAIT) {
+		LLVMValueRef a[2] = { LLVMBuildAdd(E->b, p, emit_i32(E, 4), ""), emit_i32(E, 256) };
+		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+		return;
+	}
+	LLVMValueRef a[2] = { LLVMBuildSub(E->b, emit_i32(E, 5), p, ""), emit_i32(E, 256) };
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 2, "bar.arrive $0, $1;", "r,r,~{memory}");
 }
 
 /* ---- TMA ------------------------------------------------------------------ */

@@ -37,7 +37,8 @@ typedef struct LowerCtx {
 	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32: the threads tiles spread over */
-	int producer_threads;  /* a warp_specialize's producer warpgroup (128) or 0: launched too */
+	int extra_threads;     /* launched beyond one program's: a warp_specialize's producer warpgroup
+	                          (128) and a second consumer program (ping-pong), or 0 */
 	int ntmaps;            /* the tensor maps the kernel takes after its pointers (emit) */
 	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 	BlkLayout scalar;      /* rank 0, held by every thread */

@@ -169,7 +169,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	out->entry = c.entry;
 	out->ptx = c.ptx;
 	out->llvm_ir = c.llvm_ir;
-	out->threads = (unsigned)(c.nthreads + c.producer_threads);
+	out->threads = (unsigned)(c.nthreads + c.extra_threads);
 	out->smem_bytes = c.smem_bytes;
 	out->ntmaps = c.ntmaps;
 	memcpy(out->tmaps, c.tmaps, sizeof out->tmaps);

@@ -16,6 +16,10 @@
  *      same time holds.  Bytes reused from a dead buffer get a barrier
  *      before the new buffer (one for a run of allocs), so its first
  *      writes cannot overtake the old one's last reads by a slower warp.
+ * Under a warp_specialize of two programs (ping-pong, warp_spec.c) each
+ * program has its own copy of the buffers its region allocates and of the
+ * transit region: twice the bytes, attr program_bytes the distance
+ * between the copies (a multiple of the buffer's alignment).
  */
 #include "lower_int.h"
 
@@ -59,6 +63,24 @@ static int64_t buffer_bytes(const BlkType *t)
 	return n * blk_dtype_size(t->dtype);
 }
 
+/* The programs of a warp_specialize whose consumer region holds op (1
+ * where none does). */
+static int programs_of(const BlkOp *op)
+{
+	for (const BlkRegion *r = op->parent; r && r->parent; r = r->parent->parent)
+		if (r->parent->kind == BLK_OP_WARP_SPECIALIZE && r == r->parent->regions[0])
+			return (int)blk_op_int(r->parent, "programs", 1);
+	return 1;
+}
+
+static int kernel_programs(const BlkRegion *body)
+{
+	for (const BlkOp *op = body->first; op; op = op->next)
+		if (op->kind == BLK_OP_WARP_SPECIALIZE)
+			return (int)blk_op_int(op, "programs", 1);
+	return 1;
+}
+
 /* Step 1, and the buffers and views in order. */
 static void number(Plan *p, BlkRegion *r)
 {
@@ -77,6 +99,12 @@ static void number(Plan *p, BlkRegion *r)
 			/* a swizzle repeats every 8 rows of it, from an aligned start */
 			const BlkLayout *l = op->results[0]->type.layout;
 			b->align = l && l->swz ? 8 * l->swz : 16;
+			int progs = b->transit ? kernel_programs(p->c->k->body) : programs_of(op);
+			if (progs > 1) {
+				int64_t per = (b->bytes + b->align - 1) & ~(b->align - 1);
+				blk_op_set_int(p->c->a, op, "program_bytes", per);
+				b->bytes = per * progs;
+			}
 			blk_pmap_put(p->c->a, &p->root, op->results[0], (void *)(uintptr_t)p->nbufs);
 		} else if (op->kind == BLK_OP_VIEW || op->kind == BLK_OP_TRANS_VIEW) {
 			void *rb = blk_pmap_get(&p->root, op->operands[0]);

@@ -48,6 +48,29 @@
  * of iteration k-1, the last reader of its slot, is then complete.  The
  * consumers' barriers (tile.c's, the epilogue's) become a named barrier
  * of their threads alone (emit_wgmma.c).
+ *
+ * Ping-pong: in that outer loop, a kernel of one warpgroup gets two
+ * consumer programs (warp_specialize {consumers = 2, programs = 2}, region
+ * 0's argument %prog the program's index).  Program p takes the tiles
+ * lo + p*step, lo + (p+2)*step, ...; the producer still copies every
+ * tile's slabs in order, so a program steps its slot and phase over the
+ * other program's tile (its trip count, the inner loop's bounds computed
+ * for that tile) before its own.  The two take turns at the tensor cores:
+ *
+ *   for t = lo + prog*step to hi step 2*step (slot, phase) {
+ *     slot', phase' = slot, phase advanced by trips(t - step) if t != lo
+ *     if t != lo { turn_wait %prog }          -- the other's loop is done
+ *     ...the inner loop from slot', phase'...
+ *     if t + step < hi { turn_pass %prog }    -- the other's next tile
+ *     ...the epilogue, while the other program multiplies...
+ *   }
+ *
+ * The turns are what keep the shared barriers' phases right: a program
+ * waits on a slot only after the other has waited on all its earlier
+ * fills, so no wait is more than one phase ahead of the barrier.  One
+ * program's epilogue (bias, activation, stores) then runs while the other
+ * multiplies: what a one-tile-at-a-time CTA leaves the tensor cores idle
+ * for.
  */
 #include "pipeliner.h"
 
@@ -227,7 +250,7 @@ static BlkValue *mapped(BlkPtrMap *vm, BlkValue *v)
 
 /* The producer's loop: the same iterations, copies only (inside a copy of
  * the outer loop, with the ops its copies need, where there is one). */
-static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer)
+static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkValue *const *orange)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
@@ -238,7 +261,7 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer)
 	BlkPtrMap vm = { 0 };
 	BlkOp *po = NULL;
 	if (outer) {
-		po = slot_loop(c, &b, outer, outer->operands, zero, zero, "tp");
+		po = slot_loop(c, &b, outer, orange, zero, zero, "tp");
 		BlkRegion *ob = outer->regions[0], *pb = po->regions[0];
 		blk_pmap_put(c->a, &vm, ob->args[0], pb->args[0]);
 		slot0 = pb->args[1], phase0 = pb->args[2];
@@ -298,6 +321,69 @@ static void release_last(Pipe *P, BlkValue *bars, BlkOp *f)
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
 	mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, f->results[f->nresults - 2]), NULL);
+}
+
+/* The inner loop's trip count at outer iteration t (its bounds' ops of
+ * the outer body cloned there for t): max(0, cdiv(hi - lo, step)). */
+static BlkValue *trips_at(Pipe *P, BlkBuilder *b, BlkOp *outer, BlkValue *t)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	BlkLoc loc = f->loc;
+	BlkRegion *ob = outer->regions[0];
+	BlkPtrMap set = { 0 }, vm = { 0 };
+	for (int i = 0; i < 3; i++)
+		need(c, &set, ob, f->operands[i]);
+	blk_pmap_put(c->a, &vm, ob->args[0], t);
+	for (BlkOp *op = ob->first; op && op != f; op = op->next)
+		if (blk_pmap_get(&set, op))
+			blk_loop_copy_op(c, b, &vm, op);
+	BlkValue *lo = mapped(&vm, f->operands[0]), *hi = mapped(&vm, f->operands[1]);
+	BlkValue *step = mapped(&vm, f->operands[2]);
+	BlkValue *d = pipe_binop(b, BLK_OP_SUB, loc, pipe_binop(b, BLK_OP_ADD, loc, hi, step), lo);
+	BlkValue *n = pipe_binop(b, BLK_OP_FLOORDIV, loc, pipe_binop(b, BLK_OP_SUB, loc, d, i32c(b, loc, 1)), step);
+	return pipe_binop(b, BLK_OP_MAX, loc, n, i32c(b, loc, 0));
+}
+
+/* Ping-pong (above): program prog's share of the outer loop, its slot and
+ * phase stepped over the other program's tile, and the turns around the
+ * inner loop.  range: the outer loop's own (the producer's). */
+static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	BlkLoc loc = f->loc;
+	BlkValue *prog = blk_region_add_arg(c->a, ws->regions[0], blk_type_scalar(BLK_I32), "prog");
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, outer);
+	outer->operands[0] = pipe_binop(&b, BLK_OP_ADD, loc, range[0], pipe_binop(&b, BLK_OP_MUL, loc, prog, range[2]));
+	outer->operands[2] = pipe_binop(&b, BLK_OP_MUL, loc, range[2], i32c(&b, loc, 2));
+	BlkValue *t = outer->regions[0]->args[0];
+	blk_builder_before(&b, c->a, f);
+	BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, t, range[0]);
+	BlkValue *n = trips_at(P, &b, outer, pipe_binop(&b, BLK_OP_SUB, loc, t, range[2]));
+	BlkValue *o[3] = { later, n, i32c(&b, loc, 0) };
+	n = blk_build1(&b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
+	int is = f->noperands - 2, ip = f->noperands - 1; /* the slot and phase carries' inits */
+	BlkValue *at = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[is], n);
+	BlkValue *wraps = pipe_binop(&b, BLK_OP_FLOORDIV, loc, at, i32c(&b, loc, P->S));
+	BlkValue *odd = pipe_binop(&b, BLK_OP_EQ, loc, pipe_binop(&b, BLK_OP_MOD, loc, wraps, i32c(&b, loc, 2)),
+	                           i32c(&b, loc, 1));
+	BlkValue *phase = f->operands[ip];
+	BlkValue *po[3] = { odd, pipe_binop(&b, BLK_OP_SUB, loc, i32c(&b, loc, 1), phase), phase };
+	f->operands[is] = pipe_binop(&b, BLK_OP_MOD, loc, at, i32c(&b, loc, P->S));
+	f->operands[ip] = blk_build1(&b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, po);
+	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
+	BlkBuilder in;
+	blk_builder_at_end(&in, c->a, iff->regions[0]);
+	blk_build(&in, BLK_OP_TURN_WAIT, loc, 1, &prog, 0, NULL, 0);
+	/* right after the loop: the other program may issue while this one drains */
+	blk_builder_before(&b, c->a, f->next);
+	BlkValue *next = pipe_binop(&b, BLK_OP_ADD, loc, t, range[2]);
+	BlkValue *more = pipe_binop(&b, BLK_OP_LT, loc, next, range[1]);
+	iff = blk_build(&b, BLK_OP_IF, loc, 1, &more, 0, NULL, 2);
+	blk_builder_at_end(&in, c->a, iff->regions[0]);
+	blk_build(&in, BLK_OP_TURN_PASS, loc, 1, &prog, 0, NULL, 0);
 }
 
 /* The consumers' loop: the original, waiting for each slab and handing
@@ -396,9 +482,17 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	}
 	blk_build(&pre, BLK_OP_BARRIER, loc, 0, NULL, 0, NULL, 0);
 	BlkOp *ws = blk_build(&pre, BLK_OP_WARP_SPECIALIZE, loc, 0, NULL, 0, NULL, 2);
-	blk_op_set_int(c->a, ws, "consumers", c->nthreads / 128);
+	bool pp = outer && c->nthreads == 128;
+	blk_op_set_int(c->a, ws, "consumers", (pp ? 2 : 1) * c->nthreads / 128);
+	if (pp)
+		blk_op_set_int(c->a, ws, "programs", 2);
+	BlkValue *range[3] = { NULL, NULL, NULL };
+	for (int i = 0; outer && i < 3; i++)
+		range[i] = outer->operands[i];
 	consumer(P, bars, outer);
-	producer(P, ws->regions[1], bars, outer);
+	if (pp)
+		ping_pong(P, ws, outer, range);
+	producer(P, ws->regions[1], bars, outer, range);
 	pipe_erase_loads(P);
 	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loop, its carries' inits, the rest */
 	return true;

@@ -308,7 +308,8 @@ static const char *const hopper_candidates =
 	"BM=128,BN=256,BK=64,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
 	"BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=8,num_stages=4;"
 	"BM=128,BN=128,BK=64,num_warps=4,num_stages=4;BM=64,BN=128,BK=64,num_warps=4,num_stages=4;"
-	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=256,BK=32,num_warps=8,num_stages=4";
+	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
+	"BM=128,BN=128,BK=64,num_warps=4,num_stages=5;BM=128,BN=128,BK=64,num_warps=4,num_stages=6";
 
 /* A tuner over examples/matmul.blk with T=dt and dt's candidates. */
 static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)

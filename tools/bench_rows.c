@@ -140,14 +140,16 @@ typedef struct GemmRow {
 #define HOP256 "BM=128,BN=256,BK=64,num_warps=8,num_stages=4"
 #define HOP128 "BM=128,BN=128,BK=64,num_warps=8,num_stages=4"
 #define HOPTALL "BM=256,BN=128,BK=64,num_warps=8,num_stages=4"
+/* one warpgroup a program: two programs a CTA, ping-pong (warp_spec.c) */
+#define HOPPP "BM=128,BN=128,BK=64,num_warps=4,num_stages=5"
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
-	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256},
-	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256},
+	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256 ";" HOPPP},
+	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256 ";" HOPPP},
 	{G_EPILOGUE, "matmul_epilogue", BLK_BF16, 1, 4096, 4096, 4096, MMA256 ";" MMA128,
-	 HOP256 ";" HOPTALL ";" HOP128},
-	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256, HOP256},
+	 HOP256 ";" HOPTALL ";" HOP128 ";" HOPPP},
+	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256, HOP256 ";" HOPPP},
 	{G_SPLITK, "matmul_splitk", BLK_BF16, 1, 1024, 1024, 16384, MMA128 ",S=8;" MMA128 ",S=4;" MMA256 ",S=4",
 	 HOP128 ",S=8;" HOP128 ",S=4;" HOP256 ",S=4"},
 	{G_NT, "matmul_nt", BLK_F32, 1, 4096, 4096, 4096, SIMT, NULL},

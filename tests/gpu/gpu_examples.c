@@ -69,6 +69,9 @@ typedef struct Case {
 /* More tiles than SMs: on sm_90a a persistent, warp-specialized grid. */
 #define PERSIST {"BM=64", "BN=64", "BK=64", "num_warps=4", "num_stages=3"}
 #define PERSIST8 {"BM=128", "BN=256", "BK=64", "num_warps=8", "num_stages=4"}
+/* One warpgroup a program, persistent: two programs a CTA taking turns
+ * (ping-pong, lower/warp_spec.c). */
+#define PING {"BM=128", "BN=128", "BK=64", "num_warps=4", "num_stages=5"}
 #define SPLIT3 {"S=3", "BK=16"}
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
@@ -87,6 +90,12 @@ static const Case cases[] = {
 	NT(600, 1300, 200, PERSIST),
 	EPI(700, 1250, 96, PERSIST),
 	BMM(8, 300, 200, 72, PERSIST),
+	/* ragged M, N and K; a CTA count whose last tiles leave one program idle */
+	MM(2100, 2200, 200, "matmul", PING),
+	MM(1000, 4300, 136, "matmul", PING),
+	NT(1100, 2500, 72, PING),
+	EPI(2050, 2100, 264, PING),
+	BMM(5, 700, 900, 136, PING),
 	{"add", "4096", 3, {{4096}, {4096}, {4096}}, NONE, 0},
 	{"add", "1000", 3, {{1000}, {1000}, {1000}}, NONE, 0},
 	{"softmax", "64x128", 2, {{64, 128}, {64, 128}}, NONE, 0},
