@@ -156,6 +156,35 @@ static BlkValue *wgmma_a_step(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *
 /* w (a wgmma_wait leaving groups in flight) is yielded by the loop around
  * the dot: after the loop, a wgmma_wait {pending = 0} of that carry, and
  * every later use reads it. */
+/* v is defined before op: not by op or an op after it in op's region. */
+static bool defined_before(const BlkValue *v, const BlkOp *op)
+{
+	for (const BlkOp *o = op; o; o = o->next)
+		if (v->def == o)
+			return false;
+	return true;
+}
+
+/* Loads of `in` arrays after the drain (a bias, a residual) whose
+ * operands are ready before it move up to just before it: they are in
+ * flight while the last group completes instead of after it.  Nothing
+ * writes an `in` array, so no op they pass can change what they read. */
+static void hoist_loads(LowerCtx *c, BlkOp *wait)
+{
+	BlkOp *next;
+	for (BlkOp *op = wait->next; op; op = next) {
+		next = op->next;
+		int pi = op->kind == BLK_OP_LOAD && op->noperands ? blk_lower_ref_param(op->operands[0]) : -1;
+		if (pi < 0 || c->k->params[pi].access != BLK_ACCESS_IN)
+			continue;
+		bool ready = true;
+		for (int i = 0; i < op->noperands; i++)
+			ready = ready && defined_before(op->operands[i], wait);
+		if (ready)
+			blk_lower_move_after(op, wait->prev);
+	}
+}
+
 static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
 {
 	BlkOp *loop = dot->parent->parent, *y = dot->parent->last;
@@ -171,6 +200,7 @@ static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
 		blk_op_set_int(c->a, done->def, "pending", 0);
 		blk_replace_uses(loop->parent, r, done);
 		done->def->operands[0] = r;
+		hoist_loads(c, done->def);
 	}
 }
 
