@@ -119,8 +119,9 @@ static BlkOp *outer_loop(const Pipe *P, bool *ok)
 	return P->L.loop->parent == top ? NULL : o;
 }
 
-/* The loop qualifies: wgmma dots on loaded slabs only, at the top of the
- * body or in a top-level loop, whole warpgroups, sm_90a. */
+/* The loop qualifies: wgmma dots on loaded slabs (A may be registers, as
+ * attention's P, or a tile from before the loop, as its Q), at the top of
+ * the body or in a top-level loop, whole warpgroups, sm_90a. */
 static bool applies(const Pipe *P)
 {
 	LowerCtx *c = P->L.c;
@@ -129,7 +130,7 @@ static bool applies(const Pipe *P)
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok)
 		return false;
 	for (int i = 0; i < P->n; i++)
-		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[0].load || !P->all[i].x[1].load)
+		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[1].load)
 			return false;
 	return true;
 }
@@ -289,6 +290,8 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkVal
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
+			if (!x->load)
+				continue;
 			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, &vm);
 			if (x->tma) {
 				tma_copy(P, &in, x, bars, slot, &vm);
@@ -386,6 +389,34 @@ static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 	blk_build(&in, BLK_OP_TURN_PASS, loc, 1, &prog, 0, NULL, 0);
 }
 
+/* A tile from before the loop (attention's Q), stored by the consumers
+ * into its buffer right before the loop: after a barrier where the loop
+ * runs again for every tile (the last tile's dots read the buffer), then
+ * fenced for wgmma's reads and a barrier. */
+static void stored_once(Pipe *P, BlkOp *outer)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, f);
+	bool any = false;
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			Operand *x = &P->all[i].x[o];
+			if (!x->fixed)
+				continue;
+			if (!any && outer)
+				blk_build(&b, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+			any = true;
+			P->s = &P->all[i];
+			pipe_make_buffer(P, &b, x, o ? "stage_b" : "stage_a");
+		}
+	if (!any)
+		return;
+	blk_build(&b, BLK_OP_FENCE_ASYNC, f->loc, 0, NULL, 0, NULL, 0);
+	blk_build(&b, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+}
+
 /* The consumers' loop: the original, waiting for each slab and handing
  * the previous one's slot back. */
 static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
@@ -423,7 +454,8 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 		blk_builder_before(&b, c->a, dot);
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
-			dot->operands[o] = pipe_operand_view(P, &b, x, pipe_slot_view(P, &b, x, slot));
+			if (!x->regs)
+				dot->operands[o] = pipe_operand_view(P, &b, x, pipe_slot_view(P, &b, x, slot));
 		}
 		if (inflight)
 			blk_op_set_int(c->a, dot, "wait_pending", 1);
@@ -466,7 +498,8 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i];
 		for (int o = 0; o < 2; o++)
-			pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
+			if (P->all[i].x[o].load)
+				pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	const BlkSym *nb = blk_sym_const(c->a, 4 * P->S);
 	BlkType bt = blk_type_ref(BLK_I32, 1, &nb, BLK_SPACE_SHARED);
@@ -474,7 +507,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	bars->name = "bars";
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++)
-			P->all[i].x[o].tma = tma_ok(P, &P->all[i].x[o]);
+			P->all[i].x[o].tma = P->all[i].x[o].load && tma_ok(P, &P->all[i].x[o]);
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */
 	for (int s = 0; s < 2 * P->S; s++) {
 		BlkOp *in = mbar(&pre, BLK_OP_MBARRIER_INIT, loc, bars, i32c(&pre, loc, s), NULL);
@@ -489,6 +522,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkValue *range[3] = { NULL, NULL, NULL };
 	for (int i = 0; outer && i < 3; i++)
 		range[i] = outer->operands[i];
+	stored_once(P, outer);
 	consumer(P, bars, outer);
 	if (pp)
 		ping_pong(P, ws, outer, range);

@@ -124,6 +124,13 @@ static const Case cases[] = {
 	 * in f32: docs/gpu-notes.md, known gaps). */
 	ATTN(2, 300, 64, "CAUSAL=true", "BQ=128", "BK=32", "num_warps=8"),
 	ATTN(2, 200, 128, "CAUSAL=true", "BQ=32", "BK=64"),
+	/* More programs than SMs: persistent; bf16/f16 warp specialized (K and
+	 * V copied by a producer warpgroup, Q stored once a tile, P from
+	 * registers); one warpgroup a program: two programs a CTA (ping-pong). */
+	ATTN(45, 260, 64, "CAUSAL=false", "BQ=128", "BK=64", "num_warps=8"),
+	ATTN(45, 260, 64, "CAUSAL=true", "BQ=128", "BK=64", "num_warps=8"),
+	ATTN(45, 260, 128, "CAUSAL=true", "BQ=128", "BK=32", "num_warps=8", "num_stages=2"),
+	ATTN(34, 200, 64, "CAUSAL=true", "BQ=64", "BK=64"),
 	LN(64, 1024, NONE),
 	LN(13, 77, ROWS3),
 	LN(5, 4096, NONE),
