@@ -129,7 +129,7 @@ static const Case cases[] = {
 	 * registers); one warpgroup a program: two programs a CTA (ping-pong). */
 	ATTN(45, 260, 64, "CAUSAL=false", "BQ=128", "BK=64", "num_warps=8"),
 	ATTN(45, 260, 64, "CAUSAL=true", "BQ=128", "BK=64", "num_warps=8"),
-	ATTN(45, 260, 128, "CAUSAL=true", "BQ=128", "BK=32", "num_warps=8", "num_stages=2"),
+	ATTN(34, 200, 128, "CAUSAL=false", "BQ=64", "BK=32", "num_stages=3"),
 	ATTN(34, 200, 64, "CAUSAL=true", "BQ=64", "BK=64"),
 	LN(64, 1024, NONE),
 	LN(13, 77, ROWS3),
