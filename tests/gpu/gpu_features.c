@@ -1104,6 +1104,24 @@ static const Case cases[] = {
 	     "    p[...] = e / sum(e, axis = 1)[:, None];\n"
 	     "}\n",
 	     A2('i', DT_T, 64, 48), A2('i', DT_T, 48, 150), A1('o', BLK_F32, 150), A2('o', BLK_F32, 64, 150)),
+	/* 153 tiles of one warpgroup: ping-pong programs; a column sum across
+	 * the warps (each program's own transit region and barrier) and a row
+	 * softmax of each tile */
+	CASE("wg_pingpong_reductions", true,
+	     "kernel wg_pingpong_reductions[T = f32, BK = 32, num_warps = 4, num_stages = 3](\n"
+	     "    a: in T[M, K] block (64, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, 64) index (i, j) -> (0, j),\n"
+	     "    s: out f32[R, N] block (None, 64) index (i, j) -> (i, j),\n"
+	     "    p: out f32[M, N] block (64, 64) index (i, j) -> (i, j),\n"
+	     ") grid (R, cdiv(N, 64)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((64, 64), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    s[...] = sum(acc, axis = 0);\n"
+	     "    let e = exp(acc - max(acc, axis = 1)[:, None]);\n"
+	     "    p[...] = e / sum(e, axis = 1)[:, None];\n"
+	     "}\n",
+	     A2('i', DT_T, 1080, 96), A2('i', DT_T, 96, 530), A2('o', BLK_F32, 17, 530), A2('o', BLK_F32, 1080, 530)),
 	/* N = 16, the narrowest wgmma tile, and a dot in a branch (staged) */
 	CASE("wg_narrow_and_branch", true,
 	     "kernel wg_narrow_and_branch[T = f32, num_warps = 4](\n"
