@@ -251,6 +251,10 @@ void emit_mbarrier(Emit *E, const BlkOp *op)
 	}
 }
 
+/* The named barriers (bar.sync 0 is the CTA's): the consumers' (one a
+ * program), then the producer's, then the two programs' turns. */
+enum { BAR_CONSUMERS = 1, BAR_TURNS = 4 };
+
 /* Consumers (warpgroups 0 .. n-1) run region 0 with their own barrier
  * (bar.sync 1, 128n), the producer warpgroup region 1 with thread ids
  * from 0 (its copies spread over its 128 threads).  Two programs: each
@@ -267,12 +271,12 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	int bt = E->bar_threads;
 	LLVMValueRef tid = E->tid, bid = E->bar_id, prog = E->prog;
 	LLVMPositionBuilderAtEnd(E->b, yes);
-	E->bar_threads = 128 * n / progs, E->bar_id = emit_i32(E, 1);
+	E->bar_threads = 128 * n / progs, E->bar_id = emit_i32(E, BAR_CONSUMERS);
 	if (progs > 1) {
 		int per = 128 * n / progs; /* a power of two: one warpgroup */
 		E->prog = LLVMBuildUDiv(E->b, tid, emit_i32(E, per), "prog");
 		E->tid = LLVMBuildURem(E->b, tid, emit_i32(E, per), "");
-		E->bar_id = LLVMBuildAdd(E->b, E->prog, emit_i32(E, 1), "");
+		E->bar_id = LLVMBuildAdd(E->b, E->prog, emit_i32(E, BAR_CONSUMERS), "");
 		EVal *pv = BLK_NEW(E->c->a, EVal);
 		pv->t = emit_new_tile(E, emit_layout(E, op->regions[0]->args[0]));
 		pv->t.r[0] = E->prog;
@@ -282,7 +286,7 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, no);
 	E->prog = prog;
-	E->bar_threads = 128, E->bar_id = emit_i32(E, 1 + progs);
+	E->bar_threads = 128, E->bar_id = emit_i32(E, BAR_CONSUMERS + progs);
 	E->tid = LLVMBuildSub(E->b, tid, emit_i32(E, 128 * n), "");
 	emit_region(E, op->regions[1]);
 	LLVMBuildBr(E->b, cont);
@@ -290,18 +294,18 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	E->tid = tid, E->bar_threads = bt, E->bar_id = bid;
 }
 
-/* The turns of two programs: barrier 4 + p is program p's; its
+/* The turns of two programs: barrier BAR_TURNS + p is program p's; its
  * turn_wait syncs there with the other program's turn_pass, which only
  * arrives (bar.arrive), 256 threads in all. */
 void emit_turn(Emit *E, const BlkOp *op)
 {
 	LLVMValueRef p = emit_tile(E, op->operands[0])->r[0];
 	if (op->kind == BLK_OP_TURN_WAIT) {
-		LLVMValueRef a[2] = { LLVMBuildAdd(E->b, p, emit_i32(E, 4), ""), emit_i32(E, 256) };
+		LLVMValueRef a[2] = { LLVMBuildAdd(E->b, p, emit_i32(E, BAR_TURNS), ""), emit_i32(E, 256) };
 		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
 		return;
 	}
-	LLVMValueRef a[2] = { LLVMBuildSub(E->b, emit_i32(E, 5), p, ""), emit_i32(E, 256) };
+	LLVMValueRef a[2] = { LLVMBuildSub(E->b, emit_i32(E, BAR_TURNS + 1), p, ""), emit_i32(E, 256) };
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 2, "bar.arrive $0, $1;", "r,r,~{memory}");
 }
 

@@ -370,12 +370,10 @@ static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 	int is = f->noperands - 2, ip = f->noperands - 1; /* the slot and phase carries' inits */
 	BlkValue *at = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[is], n);
 	BlkValue *wraps = pipe_binop(&b, BLK_OP_FLOORDIV, loc, at, i32c(&b, loc, P->S));
-	BlkValue *odd = pipe_binop(&b, BLK_OP_EQ, loc, pipe_binop(&b, BLK_OP_MOD, loc, wraps, i32c(&b, loc, 2)),
-	                           i32c(&b, loc, 1));
-	BlkValue *phase = f->operands[ip];
-	BlkValue *po[3] = { odd, pipe_binop(&b, BLK_OP_SUB, loc, i32c(&b, loc, 1), phase), phase };
 	f->operands[is] = pipe_binop(&b, BLK_OP_MOD, loc, at, i32c(&b, loc, P->S));
-	f->operands[ip] = blk_build1(&b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, po);
+	/* the phase flips at each wrap */
+	f->operands[ip] = pipe_binop(&b, BLK_OP_MOD, loc, pipe_binop(&b, BLK_OP_ADD, loc, f->operands[ip], wraps),
+	                             i32c(&b, loc, 2));
 	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
