@@ -64,7 +64,8 @@ static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValu
 	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
 	BlkValue *r = bin(b, BLK_OP_MOD, loc, t, plane);
 	BlkValue *per = blk_lower_i32(b, loc, GROUP_M * g1);
-	BlkValue *first = bin(b, BLK_OP_MUL, loc, bin(b, BLK_OP_FLOORDIV, loc, r, per), blk_lower_i32(b, loc, GROUP_M));
+	BlkValue *group = bin(b, BLK_OP_FLOORDIV, loc, r, per); /* one builder call an argument: a fixed op order */
+	BlkValue *first = bin(b, BLK_OP_MUL, loc, group, blk_lower_i32(b, loc, GROUP_M));
 	BlkValue *left = bin(b, BLK_OP_SUB, loc, blk_lower_i32(b, loc, g0), first);
 	BlkValue *rows = bin(b, BLK_OP_MIN, loc, left, blk_lower_i32(b, loc, GROUP_M));
 	BlkValue *in = bin(b, BLK_OP_MOD, loc, r, per);

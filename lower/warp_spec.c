@@ -103,7 +103,8 @@ static void next_slot(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot, BlkVal
 static BlkValue *prev_empty(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot)
 {
 	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, slot, i32c(b, loc, 0));
-	BlkValue *o[3] = { wrap, i32c(b, loc, 2 * P->S - 1), pipe_binop(b, BLK_OP_ADD, loc, slot, i32c(b, loc, P->S - 1)) };
+	BlkValue *last = i32c(b, loc, 2 * P->S - 1); /* built in a fixed order, not an initializer's */
+	BlkValue *o[3] = { wrap, last, pipe_binop(b, BLK_OP_ADD, loc, slot, i32c(b, loc, P->S - 1)) };
 	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
 
@@ -371,9 +372,9 @@ static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 	BlkValue *at = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[is], n);
 	BlkValue *wraps = pipe_binop(&b, BLK_OP_FLOORDIV, loc, at, i32c(&b, loc, P->S));
 	f->operands[is] = pipe_binop(&b, BLK_OP_MOD, loc, at, i32c(&b, loc, P->S));
-	/* the phase flips at each wrap */
-	f->operands[ip] = pipe_binop(&b, BLK_OP_MOD, loc, pipe_binop(&b, BLK_OP_ADD, loc, f->operands[ip], wraps),
-	                             i32c(&b, loc, 2));
+	/* the phase flips at each wrap (one builder call an argument: their order is C's to choose) */
+	BlkValue *flips = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[ip], wraps);
+	f->operands[ip] = pipe_binop(&b, BLK_OP_MOD, loc, flips, i32c(&b, loc, 2));
 	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
