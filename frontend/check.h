@@ -70,7 +70,7 @@ typedef enum {
 	CK_B_MAX, CK_B_MIN, CK_B_SUM, CK_B_WHERE, CK_B_DOT, CK_B_TRANSPOSE,
 	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
 	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD, CK_B_ATOMIC_MAX, CK_B_ATOMIC_MIN, CK_B_ATOMIC_CAS,
-	CK_B_POW,
+	CK_B_POW, CK_B_CUMSUM, CK_B_CUMPROD, CK_B_CUMMAX, CK_B_CUMMIN,
 	CK_NUM_BUILTINS
 } CkBuiltin;
 
@@ -89,7 +89,7 @@ typedef struct CkAccess {
  *   NAME               bind
  *   CALL               builtin, opdt (elementwise max/min, where), axis
  *                      (-1: every axis), keepdims, reduce (a reduction),
- *                      fill (load)
+ *                      fill (load), reverse (a scan)
  *   BINARY             opdt (the operands' common dtype); dot_side
  *   INDEX, AT, STORE   acc
  *   FORI               ivar, carries, ncarries, unroll, lo, hi
@@ -100,7 +100,7 @@ typedef struct CkInfo {
 	CkBuiltin builtin;
 	BlkDType opdt;
 	int axis;
-	bool keepdims, reduce;
+	bool keepdims, reduce, reverse;
 	CkType fill;
 	int dot_side; /* BINARY ADD as `acc + dot`: 1 lhs is the dot, 2 rhs */
 	CkAccess acc;

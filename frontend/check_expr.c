@@ -675,7 +675,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
-	"atomic_cas", "pow",
+	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -1110,6 +1110,36 @@ static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
 	return b_elementwise(c, e, in, &g);
 }
 
+/* cumsum/cumprod/cummax/cummin(x, axis, reverse = b): the axis may be
+ * positional or a keyword, and only a rank-1 tile may leave it out
+ * (numpy's flattening default is not blk's: tiles keep their shape). */
+static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	if (!get_args(c, e, 1, 2, "axis", "reverse", &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
+	if (g.npos == 2 && g.kw[0]) {
+		blk_error(c->d, g.kw[0]->loc, "`%s` got the axis twice", e->name);
+		return ck_poison();
+	}
+	if (x.t.rank == 0 || x.t.dtype == BLK_BOOL) {
+		blk_error(c->d, g.pos[0]->loc, "`%s` scans a numeric tile, got %s", e->name, tstr(c, &x));
+		return ck_poison();
+	}
+	if (!ax && x.t.rank > 1) {
+		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
+		          x.t.rank, e->name);
+		return ck_poison();
+	}
+	in->axis = 0;
+	if ((ax && !axis_arg(c, ax, x.t.rank, &in->axis)) ||
+	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->reverse)))
+		return ck_poison();
+	return x;
+}
+
 static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
@@ -1333,20 +1363,22 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	const BlkAstExpr *recv = e->args[0].value;
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
-	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN) {
+	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD;
+	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
 		const char *blk = ck_blk_spelling(c, e->name);
 		if (b != CK_B_NONE)
 			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
-			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .astype)", e->name);
+			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .cumsum, .cumprod, .astype)",
+			          e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
 		if (!e->args[i].name) {
-			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, keepdims =",
-			          e->name);
+			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, %s =",
+			          e->name, scan ? "reverse" : "keepdims");
 			return false;
 		}
 	return true;
@@ -1376,6 +1408,8 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
 	case CK_B_WHERE: return b_where(c, e, in);
 	case CK_B_POW: return b_pow(c, e, in);
+	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
+		return b_scan(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);

@@ -254,6 +254,19 @@ static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return x;
 }
 
+static BlkValue *lw_scan(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	static const BlkOpKind k[CK_NUM_BUILTINS] = {
+		[CK_B_CUMSUM] = BLK_OP_SCAN_SUM, [CK_B_CUMPROD] = BLK_OP_SCAN_PROD,
+		[CK_B_CUMMAX] = BLK_OP_SCAN_MAX, [CK_B_CUMMIN] = BLK_OP_SCAN_MIN,
+	};
+	BlkValue *x = lw_expr(L, e->args[0].value, in->type.t.dtype);
+	BlkValue *v = op_axis(L, k[in->builtin], e->loc, in->type.t, x, in->axis);
+	if (in->reverse)
+		blk_op_set_int(L->a, v->def, "reverse", 1);
+	return v;
+}
+
 static BlkValue *lw_where(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	const BlkType *r = &in->type.t;
@@ -346,6 +359,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 			                      in, e->args[0].value, e->args[1].value);
 		return lw_reduce(L, e, in);
 	case CK_B_SUM: return lw_reduce(L, e, in);
+	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
+		return lw_scan(L, e, in);
 	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_DOT: {

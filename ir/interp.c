@@ -774,6 +774,10 @@ static void exec_shape(Interp *I, const Instr *in)
 	switch (op->kind) {
 	case BLK_OP_BROADCAST: blk_iop_broadcast(a, &r); break;
 	case BLK_OP_TRANSPOSE: blk_iop_transpose(a, &r); break;
+	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
+		if ((ax = axis_attr(I, in, a->rank)) >= 0)
+			blk_iop_scan(op->kind, a, ax, blk_op_int(op, "reverse", 0) != 0, &r);
+		break;
 	default: /* reductions */
 		if ((ax = axis_attr(I, in, a->rank)) >= 0)
 			blk_iop_reduce(op->kind, a, ax, &r);
@@ -822,6 +826,7 @@ static void exec_instr(Interp *I, const Instr *in)
 		break;
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
 		exec_shape(I, in);
 		break;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:

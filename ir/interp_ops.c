@@ -349,6 +349,59 @@ void blk_iop_reduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r)
 	}
 }
 
+/* One step of a scan: acc combined with v (sum and product wrap on i32). */
+static float scan_step_float(BlkOpKind k, float acc, float v)
+{
+	switch (k) {
+	case BLK_OP_SCAN_SUM: return acc + v;
+	case BLK_OP_SCAN_PROD: return acc * v;
+	case BLK_OP_SCAN_MAX: return fmax_nan(acc, v);
+	default: return fmin_nan(acc, v);
+	}
+}
+
+static int32_t scan_step_int(BlkOpKind k, int32_t acc, int32_t v)
+{
+	switch (k) {
+	case BLK_OP_SCAN_SUM: return (int32_t)((uint32_t)acc + (uint32_t)v);
+	case BLK_OP_SCAN_PROD: return (int32_t)((uint32_t)acc * (uint32_t)v);
+	case BLK_OP_SCAN_MAX: return v > acc ? v : acc;
+	default: return v < acc ? v : acc;
+	}
+}
+
+/* Inclusive scans start from the identity (so a sum's -0.0 becomes +0.0,
+ * as on the GPU) and run in index order (descending if reverse); f16/bf16 accumulate in f32 and
+ * each element is rounded from the running value. */
+void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITile *r)
+{
+	int64_t outer = 1, inner = 1, len = a->dims[axis];
+	for (int j = 0; j < axis; j++)
+		outer *= a->dims[j];
+	for (int j = axis + 1; j < a->rank; j++)
+		inner *= a->dims[j];
+	bool fl = is_float(a->dtype);
+	float fid = k == BLK_OP_SCAN_SUM ? 0.0f : k == BLK_OP_SCAN_PROD ? 1.0f
+	          : k == BLK_OP_SCAN_MAX ? -INFINITY : INFINITY;
+	int32_t iid = k == BLK_OP_SCAN_SUM ? 0 : k == BLK_OP_SCAN_PROD ? 1
+	            : k == BLK_OP_SCAN_MAX ? INT32_MIN : INT32_MAX;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			float facc = fid;
+			int32_t iacc = iid;
+			for (int64_t n = 0; n < len; n++) {
+				int64_t at = (o * len + (reverse ? len - 1 - n : n)) * inner + i;
+				if (fl) {
+					facc = scan_step_float(k, facc, BLK_ITF(a)[at]);
+					BLK_ITF(r)[at] = blk_iround(r->dtype, facc);
+				} else {
+					iacc = scan_step_int(k, iacc, get_int(a, at));
+					put_int(r, at, iacc);
+				}
+			}
+		}
+}
+
 /* Row m of r accumulates over k ascending, each step one fmaf: the order the
  * GPU's SIMT path uses, so f32 results compare tightly. */
 void blk_iop_dot(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)

@@ -270,6 +270,11 @@ bool blk_op_is_atomic(BlkOpKind k)
 	return k >= BLK_OP_ATOMIC_ADD && k <= BLK_OP_ATOMIC_CAS;
 }
 
+bool blk_op_is_scan(BlkOpKind k)
+{
+	return k >= BLK_OP_SCAN_SUM && k <= BLK_OP_SCAN_MIN;
+}
+
 unsigned blk_op_flags(BlkOpKind k)
 {
 	return (unsigned)k < BLK_NUM_OPS ? ops[k].flags : 0;

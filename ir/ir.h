@@ -174,6 +174,8 @@ const char *blk_op_name(BlkOpKind k);
 /* atomic_add, atomic_max, atomic_min, atomic_cas (ORDER OP keeps them
  * together): accesses that read and write each element at once. */
 bool blk_op_is_atomic(BlkOpKind k);
+/* cumsum, cumprod, cummax, cummin (ORDER OP keeps them together). */
+bool blk_op_is_scan(BlkOpKind k);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

@@ -285,6 +285,16 @@ bool blk_layout_split(const BlkLayout *l)
 	return false;
 }
 
+bool blk_layout_runs(const BlkLayout *l)
+{
+	if (l->frag || l->shared || blk_layout_split(l))
+		return false;
+	for (int d = 0; d < l->rank; d++)
+		if (l->tlo[d])
+			return false;
+	return true;
+}
+
 int blk_layout_owners(const BlkLayout *l)
 {
 	int n = 1;

@@ -162,6 +162,10 @@ int blk_layout_axis_warps(const BlkLayout *l, int axis);
 /* Thread-id bits that index some dim (the rest select replicas). */
 int blk_layout_used_bits(const BlkLayout *l);
 bool blk_layout_split(const BlkLayout *l); /* some dim's thread bits are split */
+/* Along every dim a thread's elements are runs of spt consecutive ones,
+ * the run of thread index t at t*spt in each rep (no split dims, no tlo,
+ * not a fragment or shared layout): what a scan walks (emit_scan.c). */
+bool blk_layout_runs(const BlkLayout *l);
 int blk_layout_log2(int x);
 int blk_layout_nregs(const BlkLayout *l);
 int blk_layout_owners(const BlkLayout *l); /* prod(thr) */

@@ -199,7 +199,8 @@ static int op_class(BlkOpKind k)
 	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
-	case BLK_OP_REDUCE_MIN: return NUMERIC;
+	case BLK_OP_REDUCE_MIN: case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX:
+	case BLK_OP_SCAN_MIN: return NUMERIC;
 	default: return ANY;
 	}
 }
@@ -362,6 +363,27 @@ static void check_reduce(Verifier *V, const BlkOp *op)
 	for (int i = (int)axis; i < want.rank; i++)
 		want.dims[i] = x->dims[i + 1];
 	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
+/* A scan keeps its operand's type; it needs a dim to run along. */
+static void check_scan(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	int64_t axis;
+	if (!is_tile(V, x, "operand", 0) || !check_dtype_class(V, op, x->dtype))
+		return;
+	if (x->rank == 0) {
+		fail(V, "operand is a scalar (%s); a scan runs along a dim of a tile", ty(V, x));
+		return;
+	}
+	if (!want_axis(V, op, x->rank, &axis))
+		return;
+	const BlkAttr *rev = blk_op_attr(op, "reverse");
+	if (rev && (rev->kind != BLK_ATTR_INT || (rev->i != 0 && rev->i != 1))) {
+		fail(V, "attribute reverse must be 0 or 1");
+		return;
+	}
+	want_type(V, &op->results[0]->type, x, "result", 0);
 }
 
 /* Operands a and b are tiles, or (the GPU level, after the pipeliner)
@@ -568,7 +590,9 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
-	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_DOT] = check_dot,
+	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
+	[BLK_OP_SCAN_PROD] = check_scan, [BLK_OP_SCAN_MAX] = check_scan,
+	[BLK_OP_SCAN_MIN] = check_scan, [BLK_OP_DOT] = check_dot,
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
 	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
 	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_ATOMIC_MAX] = check_atomic,
@@ -598,6 +622,8 @@ static const signed char arity[][4] = {
 	A(SELECT, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
+	A(SCAN_SUM, 1, 1, 1, 0), A(SCAN_PROD, 1, 1, 1, 0), A(SCAN_MAX, 1, 1, 1, 0),
+	A(SCAN_MIN, 1, 1, 1, 0),
 	A(DOT, 2, 3, 1, -1),
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
 	A(ATOMIC_ADD, 2, -1, 0, 0), A(ATOMIC_MAX, 2, -1, 0, 0), A(ATOMIC_MIN, 2, -1, 0, 0),

@@ -457,6 +457,12 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 		int axis = (int)blk_op_int(op, "axis", 0);
 		want = blk_layout_slice(layout(op, 0), axis);
 		expect_layout(V, op, &want, "the operand's layout without the reduced dim");
+	} else if (blk_op_is_scan(op->kind)) {
+		if (!blk_layout_runs(layout(op, 0)))
+			fail(V, "operand is in %s; a scan needs a layout of runs (no split dims, no tlo)",
+			     lstr(V, layout(op, 0)));
+		else
+			same_as_result(V, op, 0, "a scan keeps its operand's layout");
 	} else if (op->kind == BLK_OP_EXPAND_DIMS) {
 		want = blk_layout_expand(layout(op, 0), (int)blk_op_int(op, "axis", 0));
 		expect_layout(V, op, &want, "the operand's layout with the new dim");

@@ -125,6 +125,13 @@ void emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, B
 void emit_block_ref(Emit *E, const BlkOp *op);
 void emit_transit(Emit *E, const BlkOp *op);
 void emit_reduce(Emit *E, const BlkOp *op);
+/* emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
+ * NaN-propagating) or i32, and the identity of (+); the linear index of
+ * register r's element over layout s's padded shape. */
+LLVMValueRef emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x);
+LLVMValueRef emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
+LLVMValueRef emit_padded_index(Emit *E, const BlkLayout *s, int r);
+void emit_scan(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
 /* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
 void emit_mma(Emit *E, const BlkOp *op);

@@ -282,6 +282,9 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
 		emit_reduce(E, op);
 		return;
+	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
+		emit_scan(E, op);
+		return;
 	case BLK_OP_CONVERT_LAYOUT:
 		if (op->results[0]->type.layout && op->results[0]->type.layout->frag) {
 			emit_frag_convert(E, op);

@@ -19,26 +19,43 @@
  */
 #include "emit.h"
 
-static LLVMValueRef combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
+LLVMValueRef emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
 {
 	LLVMValueRef args[2] = { a, x };
 	LLVMTypeRef t = fl ? E->f32 : E->i32;
-	if (k == BLK_OP_REDUCE_SUM)
+	if (k == BLK_OP_ADD)
 		return fl ? LLVMBuildFAdd(E->b, a, x, "") : LLVMBuildAdd(E->b, a, x, "");
+	if (k == BLK_OP_MUL)
+		return fl ? LLVMBuildFMul(E->b, a, x, "") : LLVMBuildMul(E->b, a, x, "");
 	if (fl)
-		return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum",
-		                      &t, 1, args, 2);
-	return emit_intrinsic(E, k == BLK_OP_REDUCE_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
+		return emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
+	return emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
+}
+
+LLVMValueRef emit_combine_identity(Emit *E, BlkOpKind k, bool fl)
+{
+	if (k == BLK_OP_ADD || k == BLK_OP_MUL)
+		return fl ? LLVMConstReal(E->f32, k == BLK_OP_MUL) : emit_i32(E, k == BLK_OP_MUL);
+	bool mx = k == BLK_OP_MAX;
+	if (fl)
+		return LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf());
+	return emit_i32(E, mx ? INT32_MIN : INT32_MAX);
+}
+
+/* The elementwise op a reduction combines with. */
+static BlkOpKind combiner(BlkOpKind k)
+{
+	return k == BLK_OP_REDUCE_SUM ? BLK_OP_ADD : k == BLK_OP_REDUCE_MAX ? BLK_OP_MAX : BLK_OP_MIN;
+}
+
+static LLVMValueRef combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
+{
+	return emit_combine(E, combiner(k), fl, a, x);
 }
 
 static LLVMValueRef identity(Emit *E, BlkOpKind k, bool fl)
 {
-	if (k == BLK_OP_REDUCE_SUM)
-		return fl ? LLVMConstReal(E->f32, 0) : emit_i32(E, 0);
-	bool mx = k == BLK_OP_REDUCE_MAX;
-	if (fl)
-		return LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf());
-	return emit_i32(E, mx ? INT32_MIN : INT32_MAX);
+	return emit_combine_identity(E, combiner(k), fl);
 }
 
 /* Register number of per-dim register indices rd (layout.h order). */
@@ -97,8 +114,7 @@ static LLVMValueRef warp_reduce(Emit *E, const Red *R, LLVMValueRef v)
 	return v;
 }
 
-/* Linear index of result register r over the result's padded shape. */
-static LLVMValueRef result_index(Emit *E, const BlkLayout *s, int r)
+LLVMValueRef emit_padded_index(Emit *E, const BlkLayout *s, int r)
 {
 	int rd[BLK_MAX_RANK];
 	blk_layout_reg_split(s, r, rd);
@@ -131,13 +147,13 @@ static void cross_warp(Emit *E, const Red *R, ETile *dst, int lo, int nw)
 	emit_barrier(E);
 	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef i = LLVMBuildMul(E->b, result_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMValueRef i = LLVMBuildMul(E->b, emit_padded_index(E, dst->l, r), emit_i32(E, nw), "");
 		LLVMBuildStore(E->b, dst->r[r], slot(E, LLVMBuildAdd(E->b, i, w, ""), t));
 	}
 	emit_end_if(E, cont);
 	emit_barrier(E);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef i = LLVMBuildMul(E->b, result_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMValueRef i = LLVMBuildMul(E->b, emit_padded_index(E, dst->l, r), emit_i32(E, nw), "");
 		LLVMValueRef acc = NULL;
 		for (int k = 0; k < nw; k++) {
 			LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, LLVMBuildAdd(E->b, i, emit_i32(E, k), ""), t), "");

@@ -365,6 +365,13 @@ static void tile_scoped(LowerCtx *c, BlkOp *op)
  * transit region. */
 static bool tile_moves(LowerCtx *c, BlkOp *op)
 {
+	if (blk_op_is_scan(op->kind)) { /* in place, in a layout of runs (emit_scan.c) */
+		BlkValue *v = op->operands[0];
+		if (!blk_layout_runs(layout_of(c, v)))
+			v = op->operands[0] = relayout(c, op, v, default_layout(c, &v->type));
+		set_layout(c, op->results[0], layout_of(c, v));
+		return true;
+	}
 	if (!(op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE ||
 	      op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_REDUCE_SUM ||
 	      op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN))
@@ -471,6 +478,14 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 		int axis = (int)blk_op_int(op, "axis", 0);
 		bool moves = op->kind == BLK_OP_CONVERT_LAYOUT || op->kind == BLK_OP_TRANSPOSE ||
 		             (op->kind == BLK_OP_BROADCAST && !blk_layout_bcast_local(src, layout_of(c, op->results[0])));
+		if (blk_op_is_scan(op->kind)) {
+			/* one total per warp of the axis for each rep of each row */
+			int nw = blk_layout_axis_warps(src, axis);
+			if (nw > 1)
+				need_transit_n(c, (size_t)nw * result_elems(v) /
+				               (size_t)(src->thr[axis] * src->spt[axis]));
+			continue;
+		}
 		if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) {
 			/* one partial per warp of the axis for each result element */
 			int nw = blk_layout_axis_warps(src, axis);

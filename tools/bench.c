@@ -4,7 +4,8 @@
  *   blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] [--fixed]
  *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
  *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
- *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] [--offline]
+ *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more]
+ *             [--bandwidth-only] [--offline]
  *
  * The matmul rows of the dtypes in --autotune (default: f32) run through the
  * runtime's autotuner over a candidate list (the built-in one below, or
@@ -16,9 +17,9 @@
  * stderr.  --offline needs no GPU: it compiles every dtype's candidates at
  * every size and says which were skipped and why.  After the matmul rows
  * come the newer examples' rows (bench_rows.c: matmul_nt, matmul_epilogue,
- * bmm and split-K against cuBLAS; colsum, layernorm and rmsnorm as
- * bandwidth; attention at tools/bench_torch.py's shapes); --no-more skips
- * them.
+ * bmm and split-K against cuBLAS; colsum, layernorm, rmsnorm and cumsum
+ * as bandwidth; attention at tools/bench_torch.py's shapes); --no-more skips
+ * them, --bandwidth-only runs the bandwidth table alone.
  *
  * Method (.library/device/METHOD.md): the same random inputs for both; both
  * results checked (against each other and a sampled float64 CPU reference)
@@ -690,6 +691,10 @@ static bool parse_args(int argc, char **argv, Options *o)
 			o->more = false;
 			continue;
 		}
+		if (strcmp(a, "--bandwidth-only") == 0) {
+			o->bandwidth_only = true;
+			continue;
+		}
 		if (strcmp(a, "--fixed") == 0) {
 			parse_tune("none", o);
 			continue;
@@ -727,7 +732,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
 		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
 		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
-		        "[--offline]\n");
+		        "[--bandwidth-only] [--offline]\n");
 		return 2;
 	}
 	if (o.offline)
@@ -742,6 +747,12 @@ int main(int argc, char **argv)
 	if (!cublas_open(&cb))
 		return 1;
 	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	if (o.bandwidth_only) {
+		bandwidth(rt, &o);
+		cb.destroy(cb.h);
+		blk_runtime_destroy(rt);
+		return 0;
+	}
 	printf("| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS | "
 	       "check (rel err) | reps | config |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

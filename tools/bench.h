@@ -25,6 +25,7 @@ typedef struct Options {
 	const char *examples;
 	bool bandwidth;
 	bool more;             /* the newer examples' rows (--no-more turns them off) */
+	bool bandwidth_only;   /* --bandwidth-only: the bandwidth table alone */
 } Options;
 
 /* The few cuBLAS types and constants used here, with the values of its

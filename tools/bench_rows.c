@@ -351,9 +351,9 @@ void gemm_rows(BlkRuntime *rt, Cublas *cb, const Options *o)
 		gemm_row(rt, cb, o, &gemm_table[i]);
 }
 
-/* ---- colsum, layernorm, rmsnorm: bandwidth ------------------------------ */
+/* ---- colsum, layernorm, rmsnorm, cumsum: bandwidth ----------------------- */
 
-typedef enum { N_COLSUM, N_LAYER, N_RMS } NormKind;
+typedef enum { N_COLSUM, N_LAYER, N_RMS, N_CUMSUM } NormKind;
 
 typedef struct NormRow {
 	NormKind kind;
@@ -370,6 +370,8 @@ static const NormRow norm_table[] = {
 	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16;BR=2,num_warps=16;BR=4,num_warps=16"},
 	{N_RMS, "rmsnorm", BLK_BF16, 16384, 4096,
 	 "BR=1,num_warps=8;BR=1,num_warps=4;BR=2,num_warps=8;BR=1,num_warps=16;BR=2,num_warps=16;BR=4,num_warps=16"},
+	{N_CUMSUM, "cumsum", BLK_F32, 16384, 4096,
+	 "BR=4,BC=1024;BR=2,BC=1024;BR=1,BC=2048,num_warps=8;BR=4,BC=512;BR=8,BC=512,num_warps=8;BR=1,BC=4096,num_warps=8;BR=2,BC=2048,num_warps=8"},
 };
 
 /* Host inputs x [r, c], w [c], b [c] and the output copied back. */
@@ -388,7 +390,7 @@ static bool norm_make(BlkRuntime *rt, Norm *x)
 	const NormRow *n = x->n;
 	size_t esz = blk_tensor_elem_size((int)n->dt), osz = blk_tensor_elem_size((int)x->out_dt);
 	int64_t sx[2] = {(int64_t)n->r, (int64_t)n->c}, sw[1] = {(int64_t)n->c};
-	x->nout = n->kind == N_COLSUM ? n->c : n->r * n->c;
+	x->nout = n->kind == N_COLSUM ? n->c : n->r * n->c; /* cumsum: [r, c] too */
 	x->hx = host_random(n->dt, n->r * n->c, 41);
 	x->hw = host_random(n->dt, n->c, 42);
 	x->hb = host_random(n->dt, n->c, 43);
@@ -401,7 +403,7 @@ static bool norm_make(BlkRuntime *rt, Norm *x)
 	x->dy = bufs_add(rt, &x->bufs, NULL, x->nout * osz);
 	int k = 0;
 	x->l.t[k++] = blk_tensor_make(dx, (int)n->dt, 2, sx);
-	if (n->kind != N_COLSUM)
+	if (n->kind != N_COLSUM && n->kind != N_CUMSUM)
 		x->l.t[k++] = blk_tensor_make(dw, (int)n->dt, 1, sw);
 	if (n->kind == N_LAYER)
 		x->l.t[k++] = blk_tensor_make(db, (int)n->dt, 1, sw);
@@ -427,6 +429,20 @@ static bool colsum_ok(const Norm *x, size_t j)
 		s += v, abs_sum += fabs(v);
 	}
 	return fabs(value_at(BLK_F32, x->hy, j) - s) <= 1e-5 * fmax(abs_sum, 1);
+}
+
+/* Row i's prefix sums in float64, each within 1e-5 of the sum of |x| so far. */
+static bool cumsum_row_ok(const Norm *x, size_t i)
+{
+	const NormRow *n = x->n;
+	double s = 0, abs_sum = 0;
+	for (size_t j = 0; j < n->c; j++) {
+		double v = value_at(n->dt, x->hx, i * n->c + j);
+		s += v, abs_sum += fabs(v);
+		if (!(fabs(value_at(n->dt, x->hy, i * n->c + j) - s) <= 1e-5 * fmax(abs_sum, 1)))
+			return false;
+	}
+	return true;
 }
 
 /* Row i normalized in float64 (eps: the kernels' defaults), within the
@@ -460,7 +476,8 @@ static bool norm_check(const Norm *x)
 	bool ok = true;
 	for (int s = 0; ok && s < NORM_SAMPLES; s++) {
 		size_t at = s ? rng_next(&seed) % count : count - 1;
-		ok = x->n->kind == N_COLSUM ? colsum_ok(x, at) : norm_row_ok(x, at);
+		ok = x->n->kind == N_COLSUM ? colsum_ok(x, at)
+		   : x->n->kind == N_CUMSUM ? cumsum_row_ok(x, at) : norm_row_ok(x, at);
 	}
 	return ok;
 }

@@ -4,7 +4,7 @@
  * or 2-D grid over ragged arrays in T (f32, f16 or bf16) and i32, whose body
  * is a random tree of elementwise math (pow and ** included), comparisons
  * and `where`, casts across dtypes, reductions with keepdims broadcast
- * back, `fori_loop` carries, i32 floor division and modulo by divisors that
+ * back, scans (f32 and i32, either axis, reversed or not), `fori_loop` carries, i32 floor division and modulo by divisors that
  * are sometimes 0 or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35,
  * i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T`
  * (square blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the
@@ -170,6 +170,11 @@ static void fexpr(Gen *g, int depth)
 		fexpr(g, depth - 1);
 		g->loops--;
 		out(g, " }");
+	} else if (pick(3) == 0) { /* a scan, either way along either axis */
+		static const char *scans[] = { "cumsum", "cummax", "cummin" };
+		out(g, "%s(", scans[pick(3)]);
+		fexpr(g, depth - 1);
+		out(g, ", axis = %d, reverse = %s)", g->rank == 2 ? pick(2) : 0, pick(2) ? "true" : "false");
 	} else if (g->rank == 2) {
 		out(g, "(a * 0.0 + %s(", pick(2) ? "sum" : "min");
 		fexpr(g, depth - 1);
@@ -194,6 +199,13 @@ static void iexpr(Gen *g, int depth)
 		return;
 	}
 	int c = pick(7);
+	if (c == 6 && pick(3) == 0) { /* i32 scans are exact too, products wrap */
+		static const char *scans[] = { "cumsum", "cumprod", "cummax", "cummin" };
+		out(g, "%s(", scans[pick(4)]);
+		iexpr(g, depth - 1);
+		out(g, ", axis = %d, reverse = %s)", g->rank == 2 ? pick(2) : 0, pick(2) ? "true" : "false");
+		return;
+	}
 	if (c == 6) { /* i32 reductions are exact: broadcast back */
 		out(g, "(k * 0 + %s(", pick(2) ? "sum" : "max");
 		iexpr(g, depth - 1);

@@ -61,6 +61,7 @@ typedef struct Case {
 #define LN(R, C, defs) {"layernorm", #R "x" #C, 4, {{R, C}, {C}, {C}, {R, C}}, defs, 0}
 #define RMS(R, C, defs) {"rmsnorm", #R "x" #C, 3, {{R, C}, {C}, {R, C}}, defs, 0}
 #define COLSUM(R, C, defs) {"colsum", #R "x" #C, 2, {{R, C}, {C}}, defs, OUT_F32}
+#define CUMSUM(R, C, defs) {"cumsum", #R "x" #C, 2, {{R, C}, {R, C}}, defs, 0}
 #define NONE {NULL}
 /* The benchmark's f32 configuration: 8x8 register micro-tiles. */
 #define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
@@ -76,6 +77,8 @@ typedef struct Case {
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
 #define TALL {"BR=128", "BC=32"}
+/* cumsum over 8 warps, chunks of 512 columns: the scan's axis spans warps */
+#define SCAN8 {"BR=1", "BC=512", "num_warps=8"}
 static const Case cases[] = {
 	MM(256, 256, 256, "matmul", NONE),
 	MM(130, 70, 33, "matmul", NONE),
@@ -140,6 +143,10 @@ static const Case cases[] = {
 	COLSUM(256, 128, NONE),
 	COLSUM(130, 77, NONE),
 	COLSUM(1000, 300, TALL),
+	CUMSUM(64, 4096, NONE),
+	CUMSUM(13, 3001, NONE),
+	CUMSUM(7, 77, NONE),
+	CUMSUM(33, 2500, SCAN8),
 };
 
 /* The case's defines plus T=dtype, as BlkDefine (strings kept in buf). */

@@ -6,7 +6,8 @@
  * elementwise function, i32 floor division, bitwise ops and shifts, bool
  * logic, comparisons, where,
  * iota, reductions along each axis and over all, keepdims, expand_dims,
- * broadcasting, transpose, astype between every pair of dtypes, zeros/full,
+ * scans along each axis (reversed too), broadcasting, transpose, astype
+ * between every pair of dtypes, zeros/full,
  * fori_loop in all its forms, when/else, seq axes with scratch, scoped
  * scratch, inout, squeezed dims, .at views, ds slices at odd offsets,
  * load(other=), the atomics, print, and 1-D/2-D/3-D grids.  Every shape is
@@ -155,6 +156,48 @@ static double floordiv_ref(const Arrays *in, size_t i)
 static double mod_ref(const Arrays *in, size_t i)
 {
 	return at(in, 0, i) - divisor(in, i) * floordiv_ref(in, i);
+}
+
+/* scan_i32 on x [R, C], blocks of 8 rows: row scans over whole rows; column
+ * scans within a block, whose rows past R read 0 (a reverse scan starts there). */
+enum { SCAN_BR = 8 };
+
+static int32_t scan_x(const Arrays *in, int64_t r, int64_t c)
+{
+	const BlkArrayDesc *d = &in->h[0]->desc;
+	return r < d->shape[0] ? (int32_t)at(in, 0, (size_t)(r * d->shape[1] + c)) : 0;
+}
+
+static double scan_ref(const Arrays *in, size_t i, int which)
+{
+	int64_t C = in->h[0]->desc.shape[1], r = (int64_t)i / C, c = (int64_t)i % C;
+	int64_t r0 = r / SCAN_BR * SCAN_BR;
+	uint32_t acc = which == 1 ? 1 : 0;
+	int32_t m = which == 2 ? INT32_MIN : INT32_MAX;
+	if (which == 0)
+		for (int64_t k = 0; k <= c; k++)
+			acc += (uint32_t)scan_x(in, r, k);
+	else if (which == 1)
+		for (int64_t k = C - 1; k >= c; k--)
+			acc *= (uint32_t)scan_x(in, r, k);
+	else if (which == 2)
+		for (int64_t k = r0; k <= r; k++)
+			m = scan_x(in, k, c) > m ? scan_x(in, k, c) : m;
+	else
+		for (int64_t k = r0 + SCAN_BR - 1; k >= r; k--)
+			m = scan_x(in, k, c) < m ? scan_x(in, k, c) : m;
+	return which < 2 ? (double)(int32_t)acc : (double)m;
+}
+
+static double scan_sum_ref(const Arrays *in, size_t i) { return scan_ref(in, i, 0); }
+static double scan_prod_ref(const Arrays *in, size_t i) { return scan_ref(in, i, 1); }
+static double scan_max_ref(const Arrays *in, size_t i) { return scan_ref(in, i, 2); }
+static double scan_min_ref(const Arrays *in, size_t i) { return scan_ref(in, i, 3); }
+
+static bool check_scan_i32(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, scan_sum_ref, in, err) && expect_exact(out, 2, scan_prod_ref, in, err) &&
+	       expect_exact(out, 3, scan_max_ref, in, err) && expect_exact(out, 4, scan_min_ref, in, err);
 }
 
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
@@ -1060,6 +1103,102 @@ static const Case cases[] = {
 	     "        + v.max() - v.T.min(axis = 1)[None, :]).astype(T);\n"
 	     "}\n",
 	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A2('o', DT_T, 13, 77)),
+
+	/* ---- scans: along rows and columns, reversed, across warps and reps,
+	 * on a dot's accumulator; the padding of a 77-wide tile is met first by
+	 * a reverse scan */
+	CASE("scan_rows", true,
+	     "kernel scan_rows[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    lo: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    p: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = cumsum(v, axis = 1);\n"
+	     "    hi[...] = cummax(v, 1);\n"
+	     "    lo[...] = cummin(v, axis = -1, reverse = true);\n"
+	     "    p[...] = (v.astype(f32) * 0.25 + 1.0).cumprod(axis = 1).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A2('o', DT_T, 13, 77), A2('o', DT_T, 13, 77),
+	     A2('o', DT_T, 13, 77), A2('o', DT_T, 13, 77)),
+
+	/* 300 rows in one tile: lanes, 4 warps and reps along the axis */
+	CASE("scan_cols", true,
+	     "kernel scan_cols[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    s: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    hi: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    r: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = cumsum(v, axis = 0);\n"
+	     "    hi[...] = cummax(v, axis = 0, reverse = true);\n"
+	     "    r[...] = v.cumsum(axis = 0, reverse = true);\n"
+	     "}\n",
+	     A2('i', DT_T, 300, 45), A2('o', DT_T, 300, 45), A2('o', DT_T, 300, 45),
+	     A2('o', DT_T, 300, 45)),
+
+	/* i32: exact, products wrap; a C reference */
+	CHECKED("scan_i32", false, check_scan_i32,
+	     "kernel scan_i32[BR = 8](\n"
+	     "    x: in i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    p: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    lo: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = cumsum(v, axis = 1);\n"
+	     "    p[...] = cumprod(v, axis = 1, reverse = true);\n"
+	     "    hi[...] = cummax(v, axis = 0);\n"
+	     "    lo[...] = cummin(v, axis = 0, reverse = true);\n"
+	     "}\n",
+	     A2('i', BLK_I32, 13, 77), A2('o', BLK_I32, 13, 77), A2('o', BLK_I32, 13, 77),
+	     A2('o', BLK_I32, 13, 77), A2('o', BLK_I32, 13, 77)),
+
+	/* rank 1, 4096 elements over 8 warps: every thread of the CTA on the axis */
+	CASE("scan_wide", true,
+	     "kernel scan_wide[T = f32, B = 4096, num_warps = 8](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    s: out f32[N] block (B) index (i) -> (i),\n"
+	     "    m: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = cumsum(v.astype(f32)) * 0.01;\n"
+	     "    m[...] = v.cumsum(reverse = true);\n"
+	     "}\n",
+	     A1('i', DT_T, 5000), A1('o', BLK_F32, 5000), A1('o', DT_T, 5000)),
+
+	/* the middle axis of a [B, S, D] block */
+	CASE("scan_3d", true,
+	     "kernel scan_3d[T = f32, BB = 2](\n"
+	     "    x: in T[B, S, D] block (BB, S, D) index (i) -> (i, 0, 0),\n"
+	     "    s: out T[B, S, D] block (BB, S, D) index (i) -> (i, 0, 0),\n"
+	     "    m: out T[B, S, D] block (BB, S, D) index (i) -> (i, 0, 0),\n"
+	     ") grid (cdiv(B, BB)) {\n"
+	     "    let v = x[...];\n"
+	     "    s[...] = cumsum(v, axis = 1);\n"
+	     "    m[...] = cummin(v, axis = 1, reverse = true);\n"
+	     "}\n",
+	     A3('i', DT_T, 3, 37, 20), A3('o', DT_T, 3, 37, 20), A3('o', DT_T, 3, 37, 20)),
+
+	/* a dot's accumulator scanned (its layout converted to one of runs
+	 * where it is not one) */
+	CASE("scan_of_dot", true,
+	     "kernel scan_of_dot[T = f32, BM = 32, BN = 32](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    s: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    m: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = a[...] @ b[...];\n"
+	     "    s[...] = cumsum(acc, axis = 1);\n"
+	     "    m[...] = cummax(acc, axis = 0, reverse = true);\n"
+	     "}\n",
+	     A2('i', DT_T, 45, 16), A2('i', DT_T, 16, 37), A2('o', BLK_F32, 45, 37),
+	     A2('o', BLK_F32, 45, 37)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */

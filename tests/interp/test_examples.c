@@ -475,28 +475,44 @@ static void test_rmsnorm(void **state)
 	norm_all(false);
 }
 
-/* ---- colsum ---- */
+/* ---- colsum and cumsum: x [R, C] in T, one output; ref from x ---- */
 
-static void colsum_case(const char *T, int64_t R, int64_t C, const BlkDefine *extra, int nextra)
+typedef void RefFn(const BlkHostArray *x, int64_t R, int64_t C, double *ref);
+
+static void rc_case(const char *kernel, BlkDType out_dt, int out_rank, RefFn *fn, const char *T,
+                    int64_t R, int64_t C, const BlkDefine *extra, int nextra)
 {
 	BlkDefine defs[4] = { { "T", T } };
 	for (int i = 0; i < nextra; i++)
 		defs[1 + i] = extra[i];
 	Run r;
-	compile(&r, "colsum.blk", "colsum", defs, 1 + nextra);
-	BlkHostArray *arr[2] = { input(dtype_of(T), 2, R, C), output(BLK_F32, 1, C, 0) };
-	double *ref = calloc((size_t)C + 1, sizeof *ref);
-	for (int64_t i = 0; i < R; i++)
-		for (int64_t j = 0; j < C; j++)
-			ref[j] += blk_host_get(arr[0], (size_t)(i * C + j));
+	char file[32];
+	snprintf(file, sizeof file, "%s.blk", kernel);
+	compile(&r, file, kernel, defs, 1 + nextra);
+	BlkHostArray *arr[2] = { input(dtype_of(T), 2, R, C),
+	                         out_rank == 1 ? output(out_dt, 1, C, 0) : output(out_dt, 2, R, C) };
+	double *ref = calloc((size_t)(R * C) + 1, sizeof *ref);
+	fn(arr[0], R, C, ref);
 	char what[96];
-	snprintf(what, sizeof what, "colsum T=%s %" PRId64 "x%" PRId64 "%s", T, R, C,
+	snprintf(what, sizeof what, "%s T=%s %" PRId64 "x%" PRId64 "%s", kernel, T, R, C,
 	         nextra ? " (blocks overridden)" : "");
 	run_and_check(&r, arr, 2, 1, ref, what);
 	free(ref);
 	for (int i = 0; i < 2; i++)
 		blk_host_free(arr[i]);
 	run_free(&r);
+}
+
+static void colsum_ref(const BlkHostArray *x, int64_t R, int64_t C, double *ref)
+{
+	for (int64_t i = 0; i < R; i++)
+		for (int64_t j = 0; j < C; j++)
+			ref[j] += blk_host_get(x, (size_t)(i * C + j));
+}
+
+static void colsum_case(const char *T, int64_t R, int64_t C, const BlkDefine *extra, int nextra)
+{
+	rc_case("colsum", BLK_F32, 1, colsum_ref, T, R, C, extra, nextra);
 }
 
 static void test_colsum(void **state)
@@ -508,6 +524,32 @@ static void test_colsum(void **state)
 		colsum_case(dtypes[t], 130, 77, NULL, 0);
 		colsum_case(dtypes[t], 1, 1, NULL, 0);
 		colsum_case(dtypes[t], 130, 77, small, 2);
+	}
+}
+
+/* ---- cumsum ---- */
+
+static void cumsum_ref(const BlkHostArray *x, int64_t R, int64_t C, double *ref)
+{
+	for (int64_t i = 0; i < R; i++)
+		for (int64_t j = 0; j < C; j++)
+			ref[i * C + j] = (j ? ref[i * C + j - 1] : 0) + blk_host_get(x, (size_t)(i * C + j));
+}
+
+static void cumsum_case(const char *T, int64_t R, int64_t C, const BlkDefine *extra, int nextra)
+{
+	rc_case("cumsum", dtype_of(T), 2, cumsum_ref, T, R, C, extra, nextra);
+}
+
+static void test_cumsum(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BR", "3" }, { "BC", "16" } };
+	for (int t = 0; t < 3; t++) {
+		cumsum_case(dtypes[t], 8, 2048, NULL, 0);
+		cumsum_case(dtypes[t], 13, 3001, NULL, 0);
+		cumsum_case(dtypes[t], 1, 1, NULL, 0);
+		cumsum_case(dtypes[t], 13, 77, small, 2);
 	}
 }
 
@@ -531,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_layernorm),
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_colsum),
+		cmocka_unit_test(test_cumsum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

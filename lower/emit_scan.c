@@ -1,0 +1,228 @@
+/* emit_scan.c - inclusive scans (cumsum, cumprod, cummax, cummin) along
+ * one axis, in parallel.
+ *
+ * The result keeps the operand's layout, one whose elements along the axis
+ * are runs (tile.c converts others first, layout.h blk_layout_runs): a
+ * thread's registers along the axis are one run of spt consecutive
+ * elements per rep, the run of thread index t at rep*spt*thr + t*spt.  The
+ * scan order is rep, then t, then the run (all descending for reverse);
+ * t's low bits are lanes of a warp, its high bits (if any) warps.  For
+ * each rep:
+ *   1. each thread scans its run in its registers;
+ *   2. the runs' totals scan across the axis's lanes (Hillis-Steele:
+ *      shfl.up, or .down for reverse, by 1, 2, 4, .. lanes of the axis);
+ *      one more shuffle makes that exclusive, and a shfl.idx from the
+ *      axis's last lane in scan order gives every lane the warp's total;
+ *   3. only when the axis spans warps: each warp's totals (every row and
+ *      rep at once) go to the transit region, a barrier, and each thread
+ *      folds the totals of the warps before its own and of all of them;
+ *   4. an element is carry (+) warps before (+) lanes before (+) its run so
+ *      far, the carry being the folded totals of the reps before.
+ * Padding coordinates (>= the extent) hold the identity: a reverse scan
+ * meets them first.  f16/bf16 scan in f32 and round each element; f32
+ * sums and products combine in another order than the interpreter's
+ * sequential one, max and min are exact.
+ */
+#include <string.h>
+
+#include "emit.h"
+
+typedef struct Scan {
+	BlkOpKind k;        /* the combiner: ADD, MUL, MAX, MIN */
+	bool fl, rev;
+	BlkDType dt;        /* the operand's */
+	const ETile *src;
+	const BlkLayout *l;
+	const BlkLayout *rows; /* l without the axis: one "row" per register */
+	int axis, spt, reps, lb, nw; /* 2^lb lanes and nw warps along the axis */
+	LLVMValueRef lane;  /* the thread's lane along the axis, in scan order */
+	LLVMValueRef warp;  /* its warp along the axis, in scan order */
+} Scan;
+
+/* a (+) x where NULL stands for the identity (nothing to combine). */
+static LLVMValueRef comb(Emit *E, const Scan *S, LLVMValueRef a, LLVMValueRef x)
+{
+	if (!a)
+		return x;
+	return x ? emit_combine(E, S->k, S->fl, a, x) : a;
+}
+
+static LLVMValueRef ident(Emit *E, const Scan *S)
+{
+	return emit_combine_identity(E, S->k, S->fl);
+}
+
+/* Register number of the element of row r, rep i, run position j. */
+static int reg_of(const Scan *S, int r, int i, int j)
+{
+	int rs[BLK_MAX_RANK], rd[BLK_MAX_RANK], reg = 0;
+	blk_layout_reg_split(S->rows, r, rs);
+	for (int d = 0, o = 0; d < S->l->rank; d++) {
+		rd[d] = d == S->axis ? i * S->spt + j : rs[o++];
+		reg = reg * blk_layout_regs_along(S->l, d) + rd[d];
+	}
+	return reg;
+}
+
+/* The operand's element as an f32/i32 value, the identity in padding. */
+static LLVMValueRef element(Emit *E, const Scan *S, int r, int i, int j)
+{
+	LLVMValueRef x = S->src->r[reg_of(S, r, i, j)];
+	x = S->fl ? emit_to_f32(E, x, S->dt) : x;
+	if (S->l->shape[S->axis] == S->l->pad[S->axis])
+		return x;
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, emit_coord(E, S->l, S->axis, i * S->spt + j),
+	                                emit_i32(E, S->l->shape[S->axis]), "");
+	return LLVMBuildSelect(E->b, in, x, ident(E, S), "");
+}
+
+/* shfl.sync mode ("up", "down", "idx") of v by b lanes (or from lane b). */
+static LLVMValueRef shfl(Emit *E, const Scan *S, const char *mode, LLVMValueRef v, LLVMValueRef b)
+{
+	char name[48];
+	snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.%s", mode, S->fl ? "f32" : "i32");
+	int c = strcmp(mode, "up") == 0 ? 0 : 31; /* the lane range's clamp */
+	LLVMValueRef args[4] = { emit_i32(E, -1), v, b, emit_i32(E, c) };
+	return emit_intrinsic(E, name, NULL, 0, args, 4);
+}
+
+/* Step 2: from a run total t, the exclusive prefix over the lanes before
+ * (NULL for the first lane) in *ex and the warp's total in *total. */
+static void lanes(Emit *E, const Scan *S, LLVMValueRef t, LLVMValueRef *ex, LLVMValueRef *total)
+{
+	int tsh = S->l->tsh[S->axis];
+	const char *dir = S->rev ? "down" : "up";
+	*ex = NULL;
+	*total = t;
+	if (!S->lb)
+		return;
+	for (int k = 0; k < S->lb; k++) {
+		LLVMValueRef y = shfl(E, S, dir, t, emit_i32(E, 1 << (tsh + k)));
+		LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntUGE, S->lane, emit_i32(E, 1 << k), "");
+		t = LLVMBuildSelect(E->b, on, emit_combine(E, S->k, S->fl, y, t), t, "");
+	}
+	LLVMValueRef y = shfl(E, S, dir, t, emit_i32(E, 1 << tsh));
+	LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, S->lane, emit_i32(E, 0), "");
+	*ex = LLVMBuildSelect(E->b, first, ident(E, S), y, "");
+	/* the last lane in scan order: the axis's lane bits all ones (or zero) */
+	int bits = ((1 << S->lb) - 1) << tsh;
+	LLVMValueRef me = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31 & ~bits), "");
+	*total = shfl(E, S, "idx", t, S->rev ? me : LLVMBuildOr(E->b, me, emit_i32(E, bits), ""));
+}
+
+static LLVMValueRef slot(Emit *E, const Scan *S, LLVMValueRef idx)
+{
+	LLVMTypeRef t = S->fl ? E->f32 : E->i32;
+	return LLVMBuildGEP2(E->b, t, emit_transit_base(E), &idx, 1, "");
+}
+
+/* The slot index of (row r, rep i, warp w) as the scan's axis walks. */
+static LLVMValueRef slot_index(Emit *E, const Scan *S, int r, int i, LLVMValueRef w)
+{
+	LLVMValueRef row = emit_padded_index(E, S->rows, r);
+	LLVMValueRef at = LLVMBuildMul(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, row,
+	                               emit_i32(E, S->reps), ""), emit_i32(E, i), ""),
+	                               emit_i32(E, S->nw), "");
+	return LLVMBuildAdd(E->b, at, w, "");
+}
+
+/* Step 3: wtot[r][i] (every warp's total) in; before[r][i] (the warps
+ * before this one) and wtot[r][i] (all warps) out. */
+static void cross_warp(Emit *E, const Scan *S, int nrows, LLVMValueRef *wtot, LLVMValueRef *before)
+{
+	const BlkLayout *l = S->l;
+	int a = S->axis;
+	int quiet = ((1 << S->lb) - 1) << l->tsh[a];
+	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
+	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
+		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
+	emit_barrier(E);
+	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+	for (int r = 0; r < nrows; r++)
+		for (int i = 0; i < S->reps; i++)
+			LLVMBuildStore(E->b, wtot[r * S->reps + i], slot(E, S, slot_index(E, S, r, i, S->warp)));
+	emit_end_if(E, cont);
+	emit_barrier(E);
+	LLVMTypeRef t = S->fl ? E->f32 : E->i32;
+	for (int r = 0; r < nrows; r++)
+		for (int i = 0; i < S->reps; i++) {
+			LLVMValueRef all = NULL, bef = ident(E, S);
+			for (int w = 0; w < S->nw; w++) {
+				LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, S, slot_index(E, S, r, i, emit_i32(E, w))), "");
+				LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntULT, emit_i32(E, w), S->warp, "");
+				bef = LLVMBuildSelect(E->b, on, emit_combine(E, S->k, S->fl, bef, x), bef, "");
+				all = comb(E, S, all, x);
+			}
+			before[r * S->reps + i] = bef;
+			wtot[r * S->reps + i] = all;
+		}
+}
+
+/* The thread's lane and warp index along the axis, in scan order. */
+static void place(Emit *E, Scan *S)
+{
+	LLVMValueRef t = emit_thread_coord(E, S->l, S->axis);
+	int lanes = 1 << S->lb;
+	S->lane = LLVMBuildAnd(E->b, t, emit_i32(E, lanes - 1), "");
+	S->warp = LLVMBuildLShr(E->b, t, emit_i32(E, S->lb), "");
+	if (S->rev) {
+		S->lane = LLVMBuildSub(E->b, emit_i32(E, lanes - 1), S->lane, "");
+		S->warp = LLVMBuildSub(E->b, emit_i32(E, S->nw - 1), S->warp, "");
+	}
+}
+
+static BlkOpKind combiner(BlkOpKind k)
+{
+	return k == BLK_OP_SCAN_SUM ? BLK_OP_ADD : k == BLK_OP_SCAN_PROD ? BLK_OP_MUL
+	     : k == BLK_OP_SCAN_MAX ? BLK_OP_MAX : BLK_OP_MIN;
+}
+
+void emit_scan(Emit *E, const BlkOp *op)
+{
+	Scan S = { .k = combiner(op->kind), .rev = blk_op_int(op, "reverse", 0) != 0,
+	           .dt = op->operands[0]->type.dtype, .src = emit_tile(E, op->operands[0]),
+	           .axis = (int)blk_op_int(op, "axis", 0) };
+	S.fl = blk_dtype_is_float(S.dt);
+	S.l = S.src->l;
+	BlkLayout *rows = BLK_NEW(E->c->a, BlkLayout);
+	*rows = blk_layout_slice(S.l, S.axis);
+	S.rows = rows;
+	int a = S.axis, tb = blk_layout_log2(S.l->thr[a]);
+	S.spt = S.l->spt[a];
+	S.reps = blk_layout_regs_along(S.l, a) / S.spt;
+	S.nw = blk_layout_axis_warps(S.l, a);
+	S.lb = tb - blk_layout_log2(S.nw);
+	place(E, &S);
+	int nrows = blk_layout_nregs(rows), n = nrows * S.reps;
+	LLVMValueRef *run = BLK_NEW_N(E->c->a, LLVMValueRef, (size_t)n * S.spt);
+	LLVMValueRef *ex = BLK_NEW_N(E->c->a, LLVMValueRef, (size_t)n);
+	LLVMValueRef *tot = BLK_NEW_N(E->c->a, LLVMValueRef, (size_t)n);
+	LLVMValueRef *bef = BLK_NEW_N(E->c->a, LLVMValueRef, (size_t)n);
+	for (int r = 0; r < nrows; r++)
+		for (int i = 0; i < S.reps; i++) {
+			LLVMValueRef acc = NULL, *x = &run[(r * S.reps + i) * S.spt];
+			for (int q = 0; q < S.spt; q++) { /* step 1, in scan order */
+				int j = S.rev ? S.spt - 1 - q : q;
+				x[j] = acc = comb(E, &S, acc, element(E, &S, r, i, j));
+			}
+			lanes(E, &S, acc, &ex[r * S.reps + i], &tot[r * S.reps + i]);
+			bef[r * S.reps + i] = NULL;
+		}
+	if (S.nw > 1)
+		cross_warp(E, &S, nrows, tot, bef);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, S.l);
+	for (int r = 0; r < nrows; r++) {
+		LLVMValueRef carry = NULL;
+		for (int q = 0; q < S.reps; q++) { /* step 4, reps in scan order */
+			int i = S.rev ? S.reps - 1 - q : q, ri = r * S.reps + i;
+			LLVMValueRef base = comb(E, &S, comb(E, &S, carry, bef[ri]), ex[ri]);
+			for (int j = 0; j < S.spt; j++) {
+				LLVMValueRef v = comb(E, &S, base, run[ri * S.spt + j]);
+				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? emit_from_f32(E, v, op->results[0]->type.dtype) : v;
+			}
+			carry = comb(E, &S, carry, tot[ri]);
+		}
+	}
+	emit_bind(E, op->results[0], ev);
+}
