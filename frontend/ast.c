@@ -129,6 +129,13 @@ static void print_indices(FILE *out, const BlkAstIndex *idx, int n, int depth)
 			blk_ast_print_expr(out, x->a, depth + 2);
 			blk_ast_print_expr(out, x->b, depth + 2);
 		}
+		for (int j = 0; x->kind == BLK_AST_IDX_SLICE && j < 2; j++) {
+			if (!(j ? x->b : x->a))
+				continue;
+			open_node(out, depth + 2, j ? "end" : "start");
+			blk_ast_print_expr(out, j ? x->b : x->a, depth + 3);
+			fputc(')', out);
+		}
 		fputc(')', out);
 	}
 	fputc(')', out);

@@ -100,7 +100,7 @@ typedef struct BlkAstArg {
 } BlkAstArg;
 
 typedef enum {
-	BLK_AST_IDX_SLICE,    /* `:` the whole dim (no fields) */
+	BLK_AST_IDX_SLICE,    /* `[a]:[b]`: a (start), b (end), each NULL when left out (`:`: the whole dim) */
 	BLK_AST_IDX_ELLIPSIS, /* `...` all remaining dims (no fields) */
 	BLK_AST_IDX_DS,       /* `ds(start, size)`: a, b */
 	BLK_AST_IDX_EXPR,     /* a scalar expression: a */

@@ -70,17 +70,21 @@ typedef enum {
 	CK_B_MAX, CK_B_MIN, CK_B_SUM, CK_B_WHERE, CK_B_DOT, CK_B_TRANSPOSE,
 	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
 	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD, CK_B_ATOMIC_MAX, CK_B_ATOMIC_MIN, CK_B_ATOMIC_CAS,
-	CK_B_POW, CK_B_CUMSUM, CK_B_CUMPROD, CK_B_CUMMAX, CK_B_CUMMIN,
+	CK_B_POW, CK_B_CUMSUM, CK_B_CUMPROD, CK_B_CUMMAX, CK_B_CUMMIN, CK_B_RESHAPE,
 	CK_NUM_BUILTINS
 } CkBuiltin;
 
 /* A Ref access resolved against the Ref's rank: one BlkIndex per Ref dim,
- * and for SCALAR/DS dims the AST index that gives the start (src);
+ * and for SCALAR/DS dims the AST index that gives the start (src), or
+ * where bit d of konst is set the constant start[d] (a slice `lo:hi`, a
+ * DS dim; a tile's negative index counted from the end);
  * newaxes: bit i set where dim i of the result is a `None` (new) axis. */
 typedef struct CkAccess {
 	int rank;
 	BlkIndex idx[BLK_MAX_RANK];
 	const BlkAstIndex *src[BLK_MAX_RANK];
+	int64_t start[BLK_MAX_RANK];
+	unsigned konst;
 	unsigned newaxes;
 } CkAccess;
 

@@ -675,7 +675,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
-	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin",
+	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -766,6 +766,49 @@ static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const 
 	return false;
 }
 
+/* A slice bound: an integer constant, negative counting from the end
+ * (Python's), which needs the dim's extent to be a constant (ext >= 0). */
+static bool slice_bound(Ck *c, const BlkAstExpr *e, int64_t ext, int64_t *out)
+{
+	CkType t = ck_expr(c, e);
+	if (!need_const_int(c, e, &t, "a slice bound", out))
+		return false;
+	if (*out >= 0)
+		return true;
+	if (ext < 0) {
+		blk_error(c->d, e->loc, "a negative slice bound needs a dim of constant extent");
+		return false;
+	}
+	*out += ext;
+	return true;
+}
+
+/* `lo:hi` on ref dim d (one bound at least): a DS of constant start; hi
+ * left out is the dim's end (size extent - lo, a size expression). */
+static const BlkSym *slice_index(Ck *c, const BlkAstIndex *ix, const CkType *ref, int d,
+                                 int64_t *start)
+{
+	int64_t ext = -1, hi = 0;
+	const char *name = ref->root ? blk_arena_printf(c->a, "`%s`", ref->root->name) : "the tile";
+	bool kext = blk_sym_is_const(ref->t.dims[d], &ext);
+	*start = 0;
+	if ((ix->a && !slice_bound(c, ix->a, kext ? ext : -1, start)) ||
+	    (ix->b && !slice_bound(c, ix->b, kext ? ext : -1, &hi)))
+		return NULL;
+	if (!ix->b && !kext) /* lo: on a symbolic extent */
+		return blk_sym_binary(c->a, BLK_SYM_SUB, ref->t.dims[d], blk_sym_const(c->a, *start));
+	if (!ix->b)
+		hi = ext;
+	if (*start < hi && (!kext || hi <= ext))
+		return blk_sym_const(c->a, hi - *start);
+	if (kext)
+		blk_error(c->d, ix->loc, "slice %lld:%lld of dim %d of %s (extent %lld) is empty or "
+		          "out of range", (long long)*start, (long long)hi, d, name, (long long)ext);
+	else
+		blk_error(c->d, ix->loc, "slice %lld:%lld is empty", (long long)*start, (long long)hi);
+	return NULL;
+}
+
 /* One AST index on ref dim d; returns the next ref dim. */
 static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *acc,
                       const CkType *ref, int *rank, const BlkSym **dims, bool *ok)
@@ -773,7 +816,14 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 	CkType t;
 	switch (ix->kind) {
 	case BLK_AST_IDX_SLICE:
-		dims[(*rank)++] = ref->t.dims[d];
+		if (ix->a || ix->b) {
+			acc->idx[d].kind = BLK_INDEX_DS;
+			acc->idx[d].size = slice_index(c, ix, ref, d, &acc->start[d]);
+			acc->src[d] = ix;
+			acc->konst |= 1u << d;
+			*ok &= acc->idx[d].size != NULL;
+		}
+		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
 		return d + 1;
 	case BLK_AST_IDX_ELLIPSIS:
 		for (int j = 0; j < fill; j++, d++)
@@ -796,6 +846,17 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 	default:
 		t = ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "an index");
+		int64_t ext;
+		if (ref->kind == CK_VALUE && t.kind == CK_VALUE && t.konst && !t.t.rank && t.i < 0) {
+			if (!blk_sym_is_const(ref->t.dims[d], &ext)) {
+				blk_error(c->d, ix->loc, "a negative index needs a dim of constant extent");
+				*ok = false;
+				return d + 1;
+			}
+			t.i += ext; /* a tile's t[-1]: from the end, as numpy */
+			acc->start[d] = t.i;
+			acc->konst |= 1u << d;
+		}
 		*ok &= index_in_range(c, ix, &t, NULL, ref, d);
 		acc->idx[d].kind = BLK_INDEX_SCALAR;
 		acc->src[d] = ix;
@@ -850,17 +911,12 @@ static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 	return false;
 }
 
-/* `t[:, None]`: a tile takes only `:`, `...` and `None` (expand_dims). */
+/* `t[i, 2:6, None]`: a tile takes a Ref's indices (an extract; elements
+ * outside it read 0), `None` adding axes (expand_dims). */
 static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
 {
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
-	for (int i = 0; i < e->nidx; i++)
-		if (e->idx[i].kind == BLK_AST_IDX_DS || e->idx[i].kind == BLK_AST_IDX_EXPR) {
-			blk_error(c->d, e->idx[i].loc, "a tile is indexed only by `:`, `...` and `None` (a new "
-			          "axis); read elements from its Ref, or select with where");
-			return ck_poison();
-		}
 	x = ck_strong(x);
 	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
 		return ck_poison();
@@ -1140,6 +1196,82 @@ static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return x;
 }
 
+/* The product of dims as a size expression. */
+static const BlkSym *count_of(Ck *c, int rank, const BlkSym *const *dims)
+{
+	const BlkSym *n = blk_sym_const(c->a, 1);
+	for (int d = 0; d < rank; d++)
+		n = blk_sym_binary(c->a, BLK_SYM_MUL, n, dims[d]);
+	return n;
+}
+
+/* reshape's new dims: args[from..] each a dim, or one tuple of them; one
+ * may be -1, inferred from the count. */
+static bool reshape_dims(Ck *c, const BlkAstExpr *e, int from, const CkType *x, int *rank,
+                         const BlkSym **dims)
+{
+	const BlkAstExpr *a = e->args[from].value;
+	bool tuple = e->nargs == from + 1 && a->kind == BLK_AST_TUPLE;
+	int n = tuple ? a->nelems : e->nargs - from, infer = -1;
+	bool ok = n >= 1 && n <= BLK_MAX_RANK;
+	if (!ok)
+		blk_error(c->d, a->loc, "a shape has 1 to %d dims, this one has %d", BLK_MAX_RANK, n);
+	for (int i = 0; ok && i < n; i++) {
+		const BlkAstExpr *el = tuple ? a->elems[i] : e->args[from + i].value;
+		int64_t k;
+		ok = (dims[i] = ck_sym(c, el)) != NULL;
+		if (ok && blk_sym_is_const(dims[i], &k) && k == -1) {
+			ok = infer < 0;
+			if (!ok)
+				blk_error(c->d, el->loc, "only one dim of a reshape may be -1");
+			infer = i;
+		}
+	}
+	*rank = n;
+	if (!ok)
+		return false;
+	const BlkSym *want = count_of(c, x->t.rank, x->t.dims);
+	int64_t total, known;
+	if (infer >= 0) {
+		dims[infer] = blk_sym_const(c->a, 1);
+		if (!blk_sym_is_const(want, &total) || !blk_sym_is_const(count_of(c, n, dims), &known) ||
+		    total % known) {
+			blk_error(c->d, e->loc, "cannot infer the -1 dim: %s does not split into whole "
+			          "rows of the other dims", tstr(c, x));
+			return false;
+		}
+		dims[infer] = blk_sym_const(c->a, total / known);
+	}
+	if (!blk_sym_equal(want, count_of(c, n, dims))) {
+		blk_error(c->d, e->loc, "reshape keeps the element count: %s has %s, the new shape %s",
+		          tstr(c, x), blk_sym_str(c->a, want), blk_sym_str(c->a, count_of(c, n, dims)));
+		return false;
+	}
+	return ck_dims_ok(c, e->loc, n, dims, true);
+}
+
+/* reshape(x, (d0, d1)) or x.reshape(d0, d1) / x.reshape((d0, d1)):
+ * the elements in row-major order, another shape. */
+static CkType b_reshape(Ck *c, const BlkAstExpr *e)
+{
+	CkType x;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank;
+	for (int i = 0; i < e->nargs; i++)
+		if (e->args[i].name) {
+			blk_error(c->d, e->args[i].loc, "`reshape` takes no keyword arguments");
+			return ck_poison();
+		}
+	if (e->nargs < 2 || (!e->method && e->nargs != 2)) {
+		blk_error(c->d, e->loc, "`reshape` takes a tile and a shape: reshape(x, (d0, d1)) or "
+		          "x.reshape(d0, d1)");
+		return ck_poison();
+	}
+	if (!value_arg(c, e->args[0].value, &x) || !reshape_dims(c, e, 1, &x, &rank, dims))
+		return ck_poison();
+	return ck_value(x.t.dtype, rank, dims);
+}
+
 static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
@@ -1364,6 +1496,8 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
 	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD;
+	if (b == CK_B_RESHAPE)
+		return true; /* numpy's positional dims: b_reshape */
 	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
 		const char *blk = ck_blk_spelling(c, e->name);
 		if (b != CK_B_NONE)
@@ -1371,8 +1505,8 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
-			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .cumsum, .cumprod, .astype)",
-			          e->name);
+			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .cumsum, .cumprod, "
+			          ".reshape, .astype)", e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
@@ -1410,6 +1544,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_POW: return b_pow(c, e, in);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return b_scan(c, e, in);
+	case CK_B_RESHAPE: return b_reshape(c, e);
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);

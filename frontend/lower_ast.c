@@ -105,7 +105,9 @@ static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue *
 	ops[n++] = ref;
 	for (int d = 0; d < acc->rank; d++)
 		if (acc->idx[d].kind != BLK_INDEX_FULL)
-			ops[n++] = lw_scalar_i32(L, acc->src[d]->a);
+			ops[n++] = !(acc->konst >> d & 1) ? lw_scalar_i32(L, acc->src[d]->a)
+			         : blk_build_const_int(&L->b, acc->src[d]->loc, blk_type_scalar(BLK_I32),
+			                               acc->start[d]);
 	return n;
 }
 
@@ -151,11 +153,18 @@ static BlkValue *lw_newaxes(Lw *L, BlkLoc loc, BlkValue *v, unsigned newaxes)
 static BlkValue *lw_index(Lw *L, const BlkAstExpr *e, CkInfo *in)
 {
 	CkInfo *base = info(L, e->lhs);
-	if (base->type.kind == CK_VALUE)
-		return lw_newaxes(L, e->loc, lw_expr(L, e->lhs, in->type.t.dtype), in->acc.newaxes);
-	BlkValue *ref = lw_expr(L, e->lhs, BLK_I32), *ops[1 + BLK_MAX_RANK];
+	BlkValue *ref = lw_expr(L, e->lhs, base->type.kind == CK_VALUE ? in->type.t.dtype : BLK_I32);
+	BlkValue *ops[1 + BLK_MAX_RANK];
 	int n = access_operands(L, ref, &in->acc, ops);
 	BlkType t = accessed(ref, &in->acc);
+	if (base->type.kind == CK_VALUE) { /* a tile: `None`s only, or a part of it */
+		BlkValue *v = ref;
+		if (n > 1) {
+			v = blk_build1(&L->b, BLK_OP_EXTRACT, e->loc, t, n, ops);
+			blk_op_set_index(L->a, v->def, "idx", in->acc.rank, in->acc.idx);
+		}
+		return lw_newaxes(L, e->loc, v, in->acc.newaxes);
+	}
 	if (e->kind == BLK_AST_AT)
 		t = blk_type_ref(t.dtype, t.rank, t.dims, ref->type.space);
 	BlkValue *v = blk_build1(&L->b, e->kind == BLK_AST_AT ? BLK_OP_VIEW : BLK_OP_LOAD, e->loc, t, n, ops);
@@ -361,6 +370,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_SUM: return lw_reduce(L, e, in);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return lw_scan(L, e, in);
+	case CK_B_RESHAPE:
+		return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, lw_expr(L, e->args[0].value, in->type.t.dtype));
 	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_DOT: {

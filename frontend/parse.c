@@ -268,13 +268,27 @@ static void parse_args(Parser *p, BlkAstExpr *e)
 	grown(p, e, args_height(e->args, e->nargs));
 }
 
-/* index = ":" | "..." | "None" | "ds" "(" expr "," expr ")" | expr ; */
+/* The rest of a slice after its first ":": [ expr ]; a step is refused. */
+static void parse_slice_end(Parser *p, BlkAstIndex *x)
+{
+	x->kind = BLK_AST_IDX_SLICE;
+	if (!at(p, BLK_TOK_COMMA) && !at(p, BLK_TOK_RBRACKET) && !at(p, BLK_TOK_COLON))
+		x->b = parse_expr(p);
+	if (at(p, BLK_TOK_COLON)) {
+		error_at(p, here(p), "a slice takes no step; write ds(start, size, stride)");
+		next(p);
+		if (!at(p, BLK_TOK_COMMA) && !at(p, BLK_TOK_RBRACKET))
+			parse_expr(p);
+	}
+}
+
+/* index = [ expr ] ":" [ expr ] | "..." | "None" | "ds" "(" expr "," expr ")" | expr ; */
 static void parse_index(Parser *p, Vec *v)
 {
 	BlkAstIndex *x = vec_push(p, v, sizeof(BlkAstIndex));
 	x->loc = here(p);
 	if (accept(p, BLK_TOK_COLON)) {
-		x->kind = BLK_AST_IDX_SLICE;
+		parse_slice_end(p, x);
 	} else if (accept(p, BLK_TOK_ELLIPSIS)) {
 		x->kind = BLK_AST_IDX_ELLIPSIS;
 	} else if (accept(p, BLK_TOK_NONE)) {
@@ -291,6 +305,8 @@ static void parse_index(Parser *p, Vec *v)
 	} else {
 		x->kind = BLK_AST_IDX_EXPR;
 		x->a = parse_expr(p);
+		if (accept(p, BLK_TOK_COLON))
+			parse_slice_end(p, x);
 	}
 }
 

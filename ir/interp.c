@@ -631,6 +631,27 @@ static unsigned char *scratch_new(BlkDType dt, int rank, const int64_t *dims, Bl
 	return p;
 }
 
+/* A part of a tile: the tile stored into a scratch buffer, then read as a
+ * load reads a Ref (indices outside it read 0). */
+static void exec_extract(Interp *I, const Instr *in)
+{
+	const BlkITile *a = tile_at(I, in->in[0]);
+	BlkIRef r, v;
+	unsigned char *p = scratch_new(a->dtype, a->rank, a->dims, &r);
+	Access st = { .t = (BlkITile *)a };
+	ref_walk(&r, store_row, &st);
+	int next = 1;
+	int64_t n;
+	apply_index(I, in, &r, &next, &v);
+	if (!I->failed && view_size(I, in, &v, &n)) {
+		BlkITile t = blk_itile_new(v.dtype, v.rank, v.ext);
+		Access ld = { .t = &t };
+		ref_walk(&v, load_row, &ld);
+		set_tile(I, in->out[0], t);
+	}
+	free(p);
+}
+
 /* ---- control flow ------------------------------------------------------------ */
 
 static bool exec_block(Interp *I, const Block *b, BlkIVal *yielded);
@@ -762,7 +783,7 @@ static void exec_shape(Interp *I, const Instr *in)
 {
 	const BlkOp *op = in->op;
 	const BlkITile *a = tile_at(I, in->in[0]);
-	if (op->kind == BLK_OP_EXPAND_DIMS) {
+	if (op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_RESHAPE) { /* the same elements */
 		BlkITile r = blk_itile_retain(a);
 		r.rank = op->results[0]->type.rank;
 		memcpy(r.dims, I->sdims[in->out[0]], sizeof r.dims);
@@ -824,7 +845,8 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_GE: case BLK_OP_SELECT: case BLK_OP_DOT:
 		exec_math(I, in);
 		break;
-	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
+	case BLK_OP_EXTRACT: exec_extract(I, in); break;
+	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE: case BLK_OP_RESHAPE:
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
 		exec_shape(I, in);

@@ -417,8 +417,9 @@ static void check_dot(Verifier *V, const BlkOp *op)
 static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
 {
 	const BlkType *r = operand(op, 0);
-	if (r->kind != BLK_TYPE_REF) {
-		fail(V, "operand 0 has type %s, expected a ref", ty(V, r));
+	bool tile = op->kind == BLK_OP_EXTRACT;
+	if (r->kind != (tile ? BLK_TYPE_TILE : BLK_TYPE_REF)) {
+		fail(V, "operand 0 has type %s, expected a %s", ty(V, r), tile ? "tile" : "ref");
 		return false;
 	}
 	const BlkAttr *at = blk_op_attr(op, "idx");
@@ -488,6 +489,35 @@ static void check_load(Verifier *V, const BlkOp *op)
 		fail(V, "attribute 'fill' must be an int or a float");
 	if (check_access(V, op, 0, &t))
 		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+/* A part of a tile: load's index rules on a tile (no fill: outside is 0). */
+static void check_extract(Verifier *V, const BlkOp *op)
+{
+	BlkType t;
+	if (operand(op, 0)->rank == 0)
+		fail(V, "operand 0 is a scalar (%s); extract takes a part of a tile", ty(V, operand(op, 0)));
+	else if (check_access(V, op, 0, &t))
+		want_type(V, &op->results[0]->type, &t, "result", 0);
+}
+
+/* The element count of t as a size expression (constants fold). */
+static const BlkSym *count_of(Verifier *V, const BlkType *t)
+{
+	const BlkSym *n = blk_sym_const(V->a, 1);
+	for (int d = 0; d < t->rank; d++)
+		n = blk_sym_binary(V->a, BLK_SYM_MUL, n, t->dims[d]);
+	return n;
+}
+
+static void check_reshape(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0), *r = &op->results[0]->type;
+	if (!is_tile(V, x, "operand", 0))
+		return;
+	if (r->kind != BLK_TYPE_TILE || r->dtype != x->dtype || !blk_sym_equal(count_of(V, x), count_of(V, r)))
+		fail(V, "result has type %s; a reshape of %s keeps its dtype and element count", ty(V, r),
+		     ty(V, x));
 }
 
 static void check_store(Verifier *V, const BlkOp *op)
@@ -589,6 +619,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
 	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
+	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
 	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
 	[BLK_OP_SCAN_PROD] = check_scan, [BLK_OP_SCAN_MAX] = check_scan,
@@ -621,6 +652,7 @@ static const signed char arity[][4] = {
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
 	A(SELECT, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
+	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
 	A(SCAN_SUM, 1, 1, 1, 0), A(SCAN_PROD, 1, 1, 1, 0), A(SCAN_MAX, 1, 1, 1, 0),
 	A(SCAN_MIN, 1, 1, 1, 0),

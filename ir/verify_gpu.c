@@ -312,6 +312,23 @@ static void check_trans_view(Verifier *V, const BlkOp *op)
 	}
 }
 
+/* Only a whole buffer without padded rows is contiguous. */
+static void check_reshape_view(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = &op->operands[0]->type, *r = &op->results[0]->type;
+	int64_t n = 1, m = 1, e;
+	bool ok = shared_ref(op->operands[0]) && r->kind == BLK_TYPE_REF && r->space == BLK_SPACE_SHARED &&
+	          a->dtype == r->dtype && !a->layout && op->operands[0]->def &&
+	          op->operands[0]->def->kind == BLK_OP_LOCAL_ALLOC;
+	for (int d = 0; ok && d < a->rank; d++)
+		ok = blk_sym_is_const(a->dims[d], &e) && (n *= e) > 0;
+	for (int d = 0; ok && d < r->rank; d++)
+		ok = blk_sym_is_const(r->dims[d], &e) && (m *= e) > 0;
+	if (!ok || n != m)
+		fail(V, "result %s is not operand %s reshaped: a local_alloc's whole buffer, unpadded, "
+		     "the same dtype and element count", ty(V, r), ty(V, a));
+}
+
 /* Of a copy's source indices (attr idx): the dims they keep and the index
  * operands they take. */
 static void copy_indices(const BlkOp *op, const BlkType *src, int *rank, int *nidx)
@@ -622,6 +639,15 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_TRANS_VIEW:
 		if (one_in_one_out(V, op, "shared Ref"))
 			check_trans_view(V, op);
+		break;
+	case BLK_OP_RESHAPE_VIEW:
+		if (one_in_one_out(V, op, "shared Ref"))
+			check_reshape_view(V, op);
+		break;
+	case BLK_OP_EXTRACT:
+	case BLK_OP_RESHAPE:
+		if (op->nresults == 1 && op->results[0]->type.layout)
+			fail(V, "is not a GPU-level op: tile.c rewrites it to a store and a load of shared memory");
 		break;
 	case BLK_OP_BLOCK_REF: check_block_ref(V, op); break;
 	case BLK_OP_LOCAL_ALLOC: check_local_alloc(V, op); break;

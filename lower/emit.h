@@ -160,6 +160,7 @@ void emit_async_copy(Emit *E, const BlkOp *op);
 void emit_async_commit(Emit *E);
 void emit_async_wait(Emit *E, const BlkOp *op);
 void emit_trans_view(Emit *E, const BlkOp *op);
+void emit_reshape_view(Emit *E, const BlkOp *op);
 void emit_op(Emit *E, const BlkOp *op); /* emit_llvm.c: one op */
 void emit_for(Emit *E, const BlkOp *op);
 void emit_if(Emit *E, const BlkOp *op);

@@ -260,6 +260,7 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_LOCAL_ALLOC: emit_local_alloc(E, op); return;
 	case BLK_OP_BARRIER: emit_barrier(E); return;
 	case BLK_OP_TRANS_VIEW: emit_trans_view(E, op); return;
+	case BLK_OP_RESHAPE_VIEW: emit_reshape_view(E, op); return;
 	case BLK_OP_ASYNC_COPY: emit_async_copy(E, op); return;
 	case BLK_OP_ASYNC_COMMIT: emit_async_commit(E); return;
 	case BLK_OP_ASYNC_WAIT: emit_async_wait(E, op); return;

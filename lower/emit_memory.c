@@ -426,6 +426,26 @@ void emit_trans_view(Emit *E, const BlkOp *op)
 	emit_bind(E, op->results[0], ev);
 }
 
+/* The same bytes, row-major in the result's dims (verify_gpu.c: a whole,
+ * unpadded local_alloc). */
+void emit_reshape_view(Emit *E, const BlkOp *op)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	*ev = *emit_val(E, op->operands[0]);
+	ERef *r = &ev->ref;
+	const BlkType *t = &op->results[0]->type;
+	r->rank = t->rank;
+	int64_t st = 1;
+	for (int d = r->rank - 1; d >= 0; d--) {
+		r->g[d] = r->l[d] = emit_i32(E, 0);
+		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
+		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(t->dims[d]);
+		r->stride[d] = st;
+		st *= r->ext[d];
+	}
+	emit_bind(E, op->results[0], ev);
+}
+
 /* One piece of the copy: cp.async of `bytes` (16: .cg, 4 or 8: .ca), the
  * zero-filling .s form where the mask can fail; single 16-bit elements by
  * a plain load and st.shared. */

@@ -106,7 +106,8 @@ static void number(Plan *p, BlkRegion *r)
 				b->bytes = per * progs;
 			}
 			blk_pmap_put(p->c->a, &p->root, op->results[0], (void *)(uintptr_t)p->nbufs);
-		} else if (op->kind == BLK_OP_VIEW || op->kind == BLK_OP_TRANS_VIEW) {
+		} else if (op->kind == BLK_OP_VIEW || op->kind == BLK_OP_TRANS_VIEW ||
+		           op->kind == BLK_OP_RESHAPE_VIEW) {
 			void *rb = blk_pmap_get(&p->root, op->operands[0]);
 			if (rb)
 				blk_pmap_put(p->c->a, &p->root, op->results[0], rb);

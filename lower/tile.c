@@ -23,7 +23,9 @@
  *      for the transit region that every conversion, broadcast, transpose
  *      and cross-warp reduction shares (role "transit"; each such op
  *      brackets its use with barriers), sized by what crosses it;
- *   5. a `barrier` before and after each load, store, swap or atomic_add
+ *   5. `extract` and `reshape` as a store to a shared buffer and a load
+ *      from it (through_shared);
+ *   6. a `barrier` before and after each load, store, swap or atomic_add
  *      of a shared Ref or of an array the program accesses twice, once or
  *      more to write (one between two in a row): its elements are other
  *      threads' too.
@@ -397,6 +399,37 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 	return true;
 }
 
+/* extract and reshape may move any element to any thread: the tile goes
+ * to a shared buffer of its shape (store), and the op becomes a load from
+ * it (reshape: through a reshape_view of the buffer; extract: its indices,
+ * masked, so an index outside the tile reads 0).  Step 6 brackets both
+ * accesses with barriers. */
+static void through_shared(LowerCtx *c, BlkOp *op)
+{
+	BlkValue *t = op->operands[0];
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, op);
+	BlkType bt = blk_type_ref(t->type.dtype, t->type.rank, t->type.dims, BLK_SPACE_SHARED);
+	BlkValue *buf = blk_build(&b, BLK_OP_LOCAL_ALLOC, op->loc, 0, NULL, 1, &bt, 0)->results[0];
+	BlkValue *src = buf, *sv[2] = { buf, t };
+	const BlkType *r = &op->results[0]->type;
+	if (op->kind == BLK_OP_RESHAPE) { /* the view first: the store, then the load */
+		BlkType rt = blk_type_ref(r->dtype, r->rank, r->dims, BLK_SPACE_SHARED);
+		src = blk_build1(&b, BLK_OP_RESHAPE_VIEW, op->loc, rt, 1, &buf);
+	}
+	blk_build(&b, BLK_OP_STORE, op->loc, 2, sv, 0, NULL, 0);
+	if (op->kind == BLK_OP_EXTRACT) {
+		const BlkAttr *idx = blk_op_attr(op, "idx");
+		char mask[BLK_MAX_RANK + 1] = { 0 };
+		for (int d = 0; d < t->type.rank; d++)
+			mask[d] = idx && d < idx->index.n && idx->index.v[d].kind != BLK_INDEX_FULL ? '1' : '0';
+		blk_op_set_string(c->a, op, "mask", mask);
+	}
+	op->kind = BLK_OP_LOAD;
+	op->operands[0] = src;
+	set_layout(c, op->results[0], default_layout(c, r));
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -416,6 +449,10 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 	}
 	if ((fl & BLK_OPF_ELEMENTWISE) && op->nresults == 1) {
 		tile_elementwise(c, op);
+		return;
+	}
+	if (op->kind == BLK_OP_EXTRACT || op->kind == BLK_OP_RESHAPE) {
+		through_shared(c, op);
 		return;
 	}
 	if (tile_moves(c, op))
@@ -533,7 +570,7 @@ static bool shared_param(const Access *a)
 	return (a->kinds & (a->kinds - 1)) != 0 || (a->ops > 1 && writes);
 }
 
-/* Step 5: accesses whose elements other threads of the program touch too
+/* Step 6: accesses whose elements other threads of the program touch too
  * -- a shared Ref (scratch, scoped, a tile the pipeliner stores once), or
  * an array the program accesses twice where one access writes (an inout
  * read and written, a store then atomic adds, two stores: the language

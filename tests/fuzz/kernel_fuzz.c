@@ -4,7 +4,8 @@
  * or 2-D grid over ragged arrays in T (f32, f16 or bf16) and i32, whose body
  * is a random tree of elementwise math (pow and ** included), comparisons
  * and `where`, casts across dtypes, reductions with keepdims broadcast
- * back, scans (f32 and i32, either axis, reversed or not), `fori_loop` carries, i32 floor division and modulo by divisors that
+ * back, scans (f32 and i32, either axis, reversed or not), reshapes and
+ * parts of tiles (slices, negative indices) broadcast back, `fori_loop` carries, i32 floor division and modulo by divisors that
  * are sometimes 0 or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35,
  * i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T`
  * (square blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the
@@ -170,6 +171,21 @@ static void fexpr(Gen *g, int depth)
 		fexpr(g, depth - 1);
 		g->loops--;
 		out(g, " }");
+	} else if (pick(4) == 0) { /* through shared memory: a reshape round trip, or a part broadcast back */
+		bool part = pick(2);
+		out(g, part ? "(a * 0.0 + (" : "(");
+		fexpr(g, depth - 1);
+		int j = pick(g->b1 ? g->b1 : 1);
+		if (part && g->rank == 2 && pick(2))
+			out(g, ")[:, %d:%d])", j, j + 1);
+		else if (part && g->rank == 2)
+			out(g, ")[:, -1:])");
+		else if (part)
+			out(g, ")[%d])", pick(g->b0) - (pick(2) ? g->b0 : 0));
+		else if (g->rank == 2)
+			out(g, ").reshape(B0 * B1).reshape(B0, B1)");
+		else
+			out(g, ").reshape(1, -1).reshape(B0)");
 	} else if (pick(3) == 0) { /* a scan, either way along either axis */
 		static const char *scans[] = { "cumsum", "cummax", "cummin" };
 		out(g, "%s(", scans[pick(3)]);

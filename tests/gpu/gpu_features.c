@@ -200,6 +200,22 @@ static bool check_scan_i32(const Arrays *in, const Arrays *out, char *err)
 	       expect_exact(out, 3, scan_max_ref, in, err) && expect_exact(out, 4, scan_min_ref, in, err);
 }
 
+/* tile_slices_int on x [R, 16]: y = 3x + x[:, 15], m = x[:, 1:3] > 0. */
+static double slices_y_ref(const Arrays *in, size_t i)
+{
+	return 3 * at(in, 0, i) + at(in, 0, i / 16 * 16 + 15);
+}
+
+static double slices_m_ref(const Arrays *in, size_t i)
+{
+	return at(in, 0, i / 2 * 16 + 1 + i % 2) > 0;
+}
+
+static bool check_slices_int(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, slices_y_ref, in, err) && expect_exact(out, 2, slices_m_ref, in, err);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1199,6 +1215,60 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', DT_T, 45, 16), A2('i', DT_T, 16, 37), A2('o', BLK_F32, 45, 37),
 	     A2('o', BLK_F32, 45, 37)),
+
+	/* ---- parts of tiles and reshapes (through shared memory on the GPU):
+	 * slices, scalar indices (negative from the end, run-time ones, one
+	 * past the tile reading 0), ds, reshape round trips, Ref slices */
+	CASE("tile_slices", true,
+	     "kernel tile_slices[T = f32, BR = 8](\n"
+	     "    x: in T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y1: out T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y2: out T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y3: out T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y4: out T[R, 4] block (BR, 4) index (i) -> (i, 0),\n"
+	     "    y5: out T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y6: out T[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let t = x[...].astype(f32);\n"
+	     "    y1[...] = (t[:, 2:6].sum(axis = 1, keepdims = true) + t).astype(T);\n"
+	     "    y2[...] = (t[:, -1][:, None] * t[0][None, :] + t[-2:, 3:].sum()).astype(T);\n"
+	     "    y3[...] = (t.reshape(BR * 16).reshape(2 * BR, 8).reshape(BR, 16) + 1.0).astype(T);\n"
+	     "    y4[...] = t.reshape(BR, 4, 4).max(axis = 2).astype(T);\n"
+	     "    let p = program_id(0);\n"
+	     "    y5[...] = (t + t[p % BR][None, :] + t[p + 7][None, :] + t[:, ds(p * 3, 1)]).astype(T);\n"
+	     "    y6[:, 0:8] = x[:, 8:16];\n"
+	     "    y6[:, 8:] = x[:, :-8];\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 16), A2('o', DT_T, 13, 16), A2('o', DT_T, 13, 16), A2('o', DT_T, 13, 16),
+	     A2('o', DT_T, 13, 4), A2('o', DT_T, 13, 16), A2('o', DT_T, 13, 16)),
+
+	/* a dot's accumulator (mma fragments on tensor cores) cut and reshaped */
+	CASE("tile_slices_dot", true,
+	     "kernel tile_slices_dot[T = f32, BM = 32, BN = 32](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    s: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    h: out f32[M, 16] block (BM, 16) index (i, j) -> (i, 0),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = a[...] @ b[...];\n"
+	     "    s[...] = (acc.reshape(BM, 2, 16).max(axis = 1).reshape(BM, 16, 1) * 0.5\n"
+	     "        + acc.reshape(BM, 16, 2)).reshape(BM, BN);\n"
+	     "    when program_id(1) == 0 { h[...] = acc[:, 0:16] - acc[:, 16:32]; }\n"
+	     "}\n",
+	     A2('i', DT_T, 45, 16), A2('i', DT_T, 16, 37), A2('o', BLK_F32, 45, 37), A2('o', BLK_F32, 45, 16)),
+
+	/* i32 and bool parts; a C reference */
+	CHECKED("tile_slices_int", false, check_slices_int,
+	     "kernel tile_slices_int[BR = 8](\n"
+	     "    x: in i32[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    y: out i32[R, 16] block (BR, 16) index (i) -> (i, 0),\n"
+	     "    m: out bool[R, 2] block (BR, 2) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let t = x[...];\n"
+	     "    y[...] = t.reshape(BR * 2, 8).reshape(BR, 16) * 3 + t[:, 15][:, None];\n"
+	     "    m[...] = (t > 0)[:, 1:3];\n"
+	     "}\n",
+	     A2('i', BLK_I32, 13, 16), A2('o', BLK_I32, 13, 16), A2('o', BLK_BOOL, 13, 2)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */
