@@ -166,8 +166,10 @@ static void check_store(Ck *c, const BlkAstStmt *s)
 	if (r.kind != CK_REF && r.kind != CK_POISON)
 		blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
 		          blk_ck_type_str(c->a, &r));
+	c->gather_ok = true; /* a scatter: x[idx] = v */
 	bool ok = r.kind == CK_REF && ck_writable(c, s->loc, &r) &&
 	          ck_access(c, s->loc, s->idx, s->nidx, &r, false, &in->acc, &rank, dims);
+	c->gather_ok = false;
 	v = ck_expr(c, s->value);
 	if (!ok)
 		return;

@@ -85,6 +85,12 @@ typedef struct CkAccess {
 	const BlkAstIndex *src[BLK_MAX_RANK];
 	int64_t start[BLK_MAX_RANK];
 	unsigned konst;
+	/* GATHER dims (tiles of i32 indices): their broadcast shape gdims
+	 * [grank] sits at result position gpos (grank 0: no gather);
+	 * may_gather says the access allows them, glast is the last one. */
+	bool may_gather;
+	int gpos, grank, glast;
+	const BlkSym *gdims[BLK_MAX_RANK];
 	unsigned newaxes;
 } CkAccess;
 

@@ -809,6 +809,41 @@ static const BlkSym *slice_index(Ck *c, const BlkAstIndex *ix, const CkType *ref
 	return NULL;
 }
 
+/* A tile of i32 indices on ref dim d, a gather (the result's dims so far:
+ * pos): the index tiles broadcast together and sit where the first one
+ * is; they must be side by side (scalars between them are fine), since
+ * numpy would move apart ones to the front. */
+static bool gather_index(Ck *c, const BlkAstIndex *ix, const CkType *t, CkAccess *acc, int d, int pos)
+{
+	if (t->t.dtype != BLK_I32 || t->weak) {
+		blk_error(c->d, ix->loc, "an index must be an i32 scalar or an i32 tile (a gather), got %s%s",
+		          tstr(c, t), t->t.dtype == BLK_BOOL ? "; a mask does not index: select with where" : "");
+		return false;
+	}
+	if (!acc->may_gather) {
+		blk_error(c->d, ix->loc, "an index must be an i32 scalar, got %s: a tile of indices (a gather) "
+		          "reads, writes or updates a Ref at once (x[idx], x[idx] = v, load(x.at[idx], other = v), "
+		          "atomic_add(x.at[idx], v)), not a tile, a view or a swap", tstr(c, t));
+		return false;
+	}
+	acc->idx[d].kind = BLK_INDEX_GATHER;
+	acc->src[d] = ix;
+	if (!acc->grank) {
+		acc->gpos = pos, acc->grank = t->t.rank, acc->glast = d;
+		memcpy(acc->gdims, t->t.dims, sizeof acc->gdims[0] * (size_t)t->t.rank);
+		return true;
+	}
+	for (int k = acc->glast + 1; k < d; k++)
+		if (acc->idx[k].kind != BLK_INDEX_SCALAR) {
+			blk_error(c->d, ix->loc, "the gathered dims must be side by side (only scalar indices "
+			          "between them)");
+			return false;
+		}
+	acc->glast = d;
+	CkType s = ck_value(BLK_I32, acc->grank, acc->gdims);
+	return broadcast_or_report(c, ix->loc, &s, t, &acc->grank, acc->gdims);
+}
+
 /* One AST index on ref dim d; returns the next ref dim. */
 static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *acc,
                       const CkType *ref, int *rank, const BlkSym **dims, bool *ok)
@@ -845,6 +880,10 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		return d + 1;
 	default:
 		t = ck_expr(c, ix->a);
+		if (t.kind == CK_VALUE && t.t.rank > 0) {
+			*ok &= gather_index(c, ix, &t, acc, d, *rank);
+			return d + 1;
+		}
 		*ok &= need_i32(c, ix->a, &t, "an index");
 		int64_t ext;
 		if (ref->kind == CK_VALUE && t.kind == CK_VALUE && t.konst && !t.t.rank && t.i < 0) {
@@ -880,8 +919,10 @@ bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *r
                CkAccess *acc, int *rank, const BlkSym **dims)
 {
 	int R = ref->t.rank, d = 0, ell, nnew;
-	bool ok = true;
+	bool ok = true, may_gather = c->gather_ok;
+	c->gather_ok = false;
 	memset(acc, 0, sizeof *acc);
+	acc->may_gather = may_gather;
 	acc->rank = R;
 	*rank = 0;
 	if (!index_count(c, loc, idx, n, R, &ell, &nnew) || (!read && newaxis_written(c, idx, n)))
@@ -890,7 +931,18 @@ bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *r
 		d = access_one(c, &idx[i], d, R - (n - ell - nnew), acc, ref, rank, dims, &ok);
 	for (; d < R; d++)
 		dims[(*rank)++] = ref->t.dims[d];
-	return ok;
+	if (!ok || !acc->grank)
+		return ok;
+	if (acc->newaxes || *rank + acc->grank > BLK_MAX_RANK) {
+		blk_error(c->d, loc, acc->newaxes ? "`None` and a gather in one access are not supported; "
+		          "add the axis with expand_dims" : "a gather gives a tile of rank more than %d",
+		          BLK_MAX_RANK);
+		return false;
+	}
+	memmove(&dims[acc->gpos + acc->grank], &dims[acc->gpos], sizeof dims[0] * (size_t)(*rank - acc->gpos));
+	memcpy(&dims[acc->gpos], acc->gdims, sizeof dims[0] * (size_t)acc->grank);
+	*rank += acc->grank;
+	return true;
 }
 
 static CkType need_ref(Ck *c, const BlkAstExpr *e, const CkType *t)
@@ -918,6 +970,7 @@ static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
 	x = ck_strong(x);
+	c->gather_ok = false;
 	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
 		return ck_poison();
 	return ck_value(x.t.dtype, rank, dims);
@@ -925,6 +978,8 @@ static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
 
 static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
+	bool at_gather = c->at_gather;
+	c->at_gather = false;
 	CkType x = ck_expr(c, e->lhs);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
@@ -933,6 +988,7 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	x = need_ref(c, e->lhs, &x);
 	if (is_poison(&x))
 		return x;
+	c->gather_ok = e->kind == BLK_AST_INDEX || at_gather;
 	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, e->kind == BLK_AST_INDEX, &in->acc, &rank, dims))
 		return ck_poison();
 	if (e->kind == BLK_AST_AT)
@@ -1410,7 +1466,9 @@ static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	if (!get_args(c, e, 1, 1, "other", NULL, &g))
 		return ck_poison();
+	c->at_gather = true;
 	CkType r = ck_expr(c, g.pos[0]);
+	c->at_gather = false;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
 			blk_error(c->d, g.pos[0]->loc, "load needs a Ref, got %s", tstr(c, &r));
@@ -1470,7 +1528,9 @@ static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	int n = b == CK_B_ATOMIC_CAS ? 3 : 2;
 	if (!get_args(c, e, n, n, NULL, NULL, &g))
 		return ck_poison();
+	c->at_gather = true;
 	CkType r = ck_expr(c, g.pos[0]), v;
+	c->at_gather = false;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
 			blk_error(c->d, g.pos[0]->loc, "%s needs a Ref, got %s", e->name, tstr(c, &r));

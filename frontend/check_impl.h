@@ -19,6 +19,8 @@ typedef struct Ck {
 	BlkCkBind *scope;  /* innermost binding; ->up walks outwards */
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */
+	bool at_gather;    /* checking load's or an atomic's Ref: `x.at[idx]` may gather */
+	bool gather_ok;    /* the next ck_access may gather (its caller says) */
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
 	int64_t copies;    /* copies of the current statement that unrolling makes */
 } Ck;

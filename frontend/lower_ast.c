@@ -98,30 +98,57 @@ static BlkValue *lw_scalar_i32(Lw *L, const BlkAstExpr *e)
 
 /* ---- Ref accesses ------------------------------------------------------------ */
 
-/* The operands of an access op: ref, then one i32 per SCALAR or DS dim. */
-static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue **ops)
-{
-	int n = 0;
-	ops[n++] = ref;
-	for (int d = 0; d < acc->rank; d++)
-		if (acc->idx[d].kind != BLK_INDEX_FULL)
-			ops[n++] = !(acc->konst >> d & 1) ? lw_scalar_i32(L, acc->src[d]->a)
-			         : blk_build_const_int(&L->b, acc->src[d]->loc, blk_type_scalar(BLK_I32),
-			                               acc->start[d]);
-	return n;
-}
-
-/* The tile shape an access addresses. */
+/* The tile shape an access addresses: the kept dims, the gathered
+ * ones' shape where the first gathered dim was. */
 static BlkType accessed(const BlkValue *ref, const CkAccess *acc)
 {
 	BlkType t = ref->type;
 	t.kind = BLK_TYPE_TILE;
 	t.space = BLK_SPACE_GLOBAL;
 	t.rank = 0;
-	for (int d = 0; d < acc->rank; d++)
-		if (acc->idx[d].kind != BLK_INDEX_SCALAR)
+	for (int d = 0; d < acc->rank; d++) {
+		if (acc->grank && t.rank == acc->gpos && acc->idx[d].kind == BLK_INDEX_GATHER)
+			for (int k = 0; k < acc->grank; k++)
+				t.dims[t.rank++] = acc->gdims[k];
+		if (acc->idx[d].kind == BLK_INDEX_FULL || acc->idx[d].kind == BLK_INDEX_DS)
 			t.dims[t.rank++] = acc->idx[d].kind == BLK_INDEX_DS ? acc->idx[d].size : ref->type.dims[d];
+	}
 	return t;
+}
+
+/* A gather's index tile as the whole accessed shape t: its dims aligned
+ * to the gathered ones (numpy), broadcast over the rest. */
+static BlkValue *lw_gather_index(Lw *L, const CkAccess *acc, const BlkAstExpr *e, const BlkType *t)
+{
+	BlkValue *v = lw_expr(L, e, BLK_I32);
+	for (int d = acc->gpos + acc->grank; d < t->rank; d++) {
+		BlkType x = v->type;
+		x.dims[x.rank++] = blk_sym_const(L->a, 1);
+		v = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, x, v, v->type.rank);
+	}
+	BlkType w = *t;
+	w.dtype = BLK_I32;
+	return v->type.rank == w.rank && blk_type_equal(&v->type, &w) ? v : op1(L, BLK_OP_BROADCAST, e->loc, w, v);
+}
+
+/* The operands of an access op: ref, then one i32 per SCALAR or DS dim,
+ * one i32 tile of the accessed shape per GATHER dim. */
+static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue **ops)
+{
+	int n = 0;
+	BlkType t = accessed(ref, acc);
+	ops[n++] = ref;
+	for (int d = 0; d < acc->rank; d++) {
+		if (acc->idx[d].kind == BLK_INDEX_FULL)
+			continue;
+		if (acc->idx[d].kind == BLK_INDEX_GATHER)
+			ops[n++] = lw_gather_index(L, acc, acc->src[d]->a, &t);
+		else
+			ops[n++] = !(acc->konst >> d & 1) ? lw_scalar_i32(L, acc->src[d]->a)
+			         : blk_build_const_int(&L->b, acc->src[d]->loc, blk_type_scalar(BLK_I32),
+			                               acc->start[d]);
+	}
+	return n;
 }
 
 static void set_fill(Lw *L, BlkOp *op, BlkDType dt, const CkType *fill)
@@ -313,10 +340,28 @@ static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)
 	return op1(L, BLK_OP_NEG, e->loc, i32, q);
 }
 
+/* The operands of load's or an atomic's Ref r: a gathering `x.at[idx]`
+ * is no view, its indices go to the access itself (*acc; else NULL). */
+static int ref_operands(Lw *L, const BlkAstExpr *r, BlkValue **ops, const CkAccess **acc)
+{
+	CkInfo *ri = info(L, r);
+	*acc = NULL;
+	if (r->kind != BLK_AST_AT || !ri->acc.grank) {
+		ops[0] = lw_expr(L, r, BLK_I32);
+		return 1;
+	}
+	*acc = &ri->acc;
+	return access_operands(L, lw_expr(L, r->lhs, BLK_I32), &ri->acc, ops);
+}
+
 static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
-	BlkValue *ref = lw_expr(L, e->args[0].value, BLK_I32);
-	BlkValue *v = op1(L, BLK_OP_LOAD, e->loc, in->type.t, ref);
+	BlkValue *ops[1 + BLK_MAX_RANK];
+	const CkAccess *acc;
+	int n = ref_operands(L, e->args[0].value, ops, &acc);
+	BlkValue *v = blk_build1(&L->b, BLK_OP_LOAD, e->loc, in->type.t, n, ops);
+	if (acc)
+		blk_op_set_index(L->a, v->def, "idx", acc->rank, acc->idx);
 	set_fill(L, v->def, in->type.t.dtype, &in->fill);
 	return v;
 }
@@ -324,13 +369,16 @@ static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 /* atomic_add/max/min(ref, v): ref, v; atomic_cas(ref, cmp, v): ref, cmp, v. */
 static BlkValue *lw_atomic(Lw *L, const BlkAstExpr *e, BlkOpKind k)
 {
-	BlkValue *o[3];
-	int n = 0;
-	o[n++] = lw_expr(L, e->args[0].value, BLK_I32);
+	BlkValue *o[3 + BLK_MAX_RANK];
+	const CkAccess *acc;
+	int n = ref_operands(L, e->args[0].value, o, &acc);
+	const BlkType *rt = &info(L, e->args[0].value)->type.t; /* the Ref's (gathered) shape */
 	if (k == BLK_OP_ATOMIC_CAS)
-		o[n++] = lw_as(L, e->args[1].value, o[0]->type.dtype, 0, NULL);
-	o[n] = lw_as(L, e->args[n].value, o[0]->type.dtype, o[0]->type.rank, o[0]->type.dims);
-	blk_build(&L->b, k, e->loc, n + 1, o, 0, NULL, 0);
+		o[n++] = lw_as(L, e->args[1].value, rt->dtype, 0, NULL);
+	o[n] = lw_as(L, e->args[k == BLK_OP_ATOMIC_CAS ? 2 : 1].value, rt->dtype, rt->rank, rt->dims);
+	BlkOp *op = blk_build(&L->b, k, e->loc, n + 1, o, 0, NULL, 0);
+	if (acc)
+		blk_op_set_index(L->a, op, "idx", acc->rank, acc->idx);
 	return NULL;
 }
 

@@ -557,8 +557,93 @@ static void fill_of(const BlkOp *op, Access *a)
 	}
 }
 
+/* An access with GATHER dims, element by element: element e of the
+ * accessed tile (its shape: the GATHER operands') takes each gathered
+ * dim's index from the operands' element e, the kept dims' from e's
+ * coordinates (numpy: the gathered dims sit where the first one was). */
+static void gather_walk(Interp *I, const Instr *in, const BlkIRef *r, const BlkITile *sh, RowFn *row,
+                        void *ctx)
+{
+	const BlkAttr *idx = blk_op_attr(in->op, "idx");
+	int kept = 0, pos = -1;
+	for (int d = 0; d < r->rank; d++) {
+		BlkIndexKind k = idx->index.v[d].kind;
+		pos = pos < 0 && k == BLK_INDEX_GATHER ? kept : pos;
+		kept += k == BLK_INDEX_FULL || k == BLK_INDEX_DS;
+	}
+	int s = sh->rank - kept;
+	int64_t c[BLK_MAX_RANK] = { 0 };
+	for (int64_t e = 0; e < sh->n; e++) {
+		bool inb = !r->dead;
+		int64_t off = r->off;
+		for (int d = 0, next = 1, k = 0; d < r->rank; d++) {
+			BlkIndexKind kind = idx->index.v[d].kind;
+			int64_t i = 0;
+			if (kind == BLK_INDEX_FULL || kind == BLK_INDEX_DS)
+				i = c[k < pos ? k : k + s], k++;
+			if (kind == BLK_INDEX_GATHER)
+				i = BLK_ITI(tile_at(I, in->in[next]))[e];
+			else if (kind != BLK_INDEX_FULL)
+				i += scalar_at(I, in->in[next]);
+			next += kind != BLK_INDEX_FULL;
+			int64_t l = r->lstart[d] + i, g = r->gstart[d] + i;
+			inb = inb && l >= 0 && l < r->bext[d] && g >= 0 && g < r->aext[d];
+			off += g * r->stride[d];
+		}
+		row(ctx, r, e, off, 0, 0, inb ? 1 : 0, 1);
+		for (int d = sh->rank - 1; d >= 0 && ++c[d] == sh->dims[d]; d--)
+			c[d] = 0;
+	}
+}
+
+/* The GATHER operand that gives a gathering access its shape. */
+static const BlkITile *gather_shape(Interp *I, const Instr *in)
+{
+	const BlkAttr *idx = blk_op_attr(in->op, "idx");
+	for (int d = 0, next = 1; d < idx->index.n; d++) {
+		if (idx->index.v[d].kind == BLK_INDEX_GATHER)
+			return tile_at(I, in->in[next]);
+		next += idx->index.v[d].kind != BLK_INDEX_FULL;
+	}
+	return NULL;
+}
+
+static void exec_gather(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	const BlkIRef *r = ref_at(I, in->in[0]);
+	const BlkITile *sh = gather_shape(I, in);
+	int nidx = 0;
+	for (int d = 0; d < r->rank; d++)
+		nidx += blk_op_attr(op, "idx")->index.v[d].kind != BLK_INDEX_FULL;
+	Access a = { 0 };
+	fill_of(op, &a);
+	if (op->kind == BLK_OP_LOAD) {
+		BlkITile t = blk_itile_new(r->dtype, sh->rank, sh->dims);
+		a.t = &t;
+		gather_walk(I, in, r, sh, load_row, &a);
+		set_tile(I, in->out[0], t);
+		return;
+	}
+	int next = 1 + nidx;
+	if (op->kind == BLK_OP_ATOMIC_CAS)
+		a.cmp = BLK_ITI(tile_at(I, in->in[next++]))[0];
+	BlkIRef shape = { .dtype = r->dtype, .rank = sh->rank };
+	memcpy(shape.ext, sh->dims, sizeof shape.ext);
+	BlkITile t = value_for(&shape, tile_at(I, in->in[next]));
+	a.t = &t;
+	a.kind = op->kind;
+	gather_walk(I, in, r, sh, op->kind == BLK_OP_STORE ? store_row : op->kind == BLK_OP_ATOMIC_ADD
+	            ? add_row : rmw_row, &a);
+	blk_itile_release(&t);
+}
+
 static void exec_access(Interp *I, const Instr *in)
 {
+	if (blk_op_gathers(in->op)) {
+		exec_gather(I, in);
+		return;
+	}
 	const BlkOp *op = in->op;
 	int next = 1;
 	BlkIRef v;

@@ -270,6 +270,15 @@ bool blk_op_is_atomic(BlkOpKind k)
 	return k >= BLK_OP_ATOMIC_ADD && k <= BLK_OP_ATOMIC_CAS;
 }
 
+bool blk_op_gathers(const BlkOp *op)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	for (int d = 0; idx && idx->kind == BLK_ATTR_INDEX && d < idx->index.n; d++)
+		if (idx->index.v[d].kind == BLK_INDEX_GATHER)
+			return true;
+	return false;
+}
+
 bool blk_op_is_scan(BlkOpKind k)
 {
 	return k >= BLK_OP_SCAN_SUM && k <= BLK_OP_SCAN_MIN;

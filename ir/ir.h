@@ -123,11 +123,16 @@ typedef struct BlkValue {
 
 /* How a Ref access addresses one dim of the Ref (Pallas indexers).
  * The operands of an access op are: the ref, then one i32 scalar per
- * SCALAR or DS entry in order, then (store/swap/atomic_add) the value. */
+ * SCALAR or DS entry and one i32 tile per GATHER entry, in order, then
+ * (store/swap/atomics) the value.  GATHER dims are dropped, and the dims
+ * of the accessed tile that its GATHER operands have (each has the whole
+ * accessed shape) sit where the first GATHER dim was (numpy's rule for
+ * adjacent index arrays). */
 typedef enum {
 	BLK_INDEX_FULL,   /* `:` the whole dim */
 	BLK_INDEX_SCALAR, /* i: one element; the dim is dropped from the result */
 	BLK_INDEX_DS,     /* ds(start, size): size elements from start; size static */
+	BLK_INDEX_GATHER, /* g: element e of the accessed tile reads index operand's e */
 } BlkIndexKind;
 
 typedef struct BlkIndex {
@@ -176,6 +181,8 @@ const char *blk_op_name(BlkOpKind k);
 bool blk_op_is_atomic(BlkOpKind k);
 /* cumsum, cumprod, cummax, cummin (ORDER OP keeps them together). */
 bool blk_op_is_scan(BlkOpKind k);
+/* An access some of whose dims are GATHER (its idx attr). */
+bool blk_op_gathers(const BlkOp *op);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

@@ -485,7 +485,7 @@ static const char *unescape(Parser *P, const Tok *t)
 	return s;
 }
 
-/* index = ":" | "i" | "ds" "(" sym ")" */
+/* index = ":" | "i" | "g" | "ds" "(" sym ")" */
 static BlkIndex parse_index(Parser *P)
 {
 	BlkIndex ix = { BLK_INDEX_FULL, NULL };
@@ -495,8 +495,12 @@ static BlkIndex parse_index(Parser *P)
 		ix.kind = BLK_INDEX_SCALAR;
 		return ix;
 	}
+	if (accept(P, "g")) {
+		ix.kind = BLK_INDEX_GATHER;
+		return ix;
+	}
 	if (!accept(P, "ds"))
-		fail(P, P->tok.loc, "expected ':', 'i' or 'ds(SIZE)', found %s", tok_text(P, &P->tok));
+		fail(P, P->tok.loc, "expected ':', 'i', 'g' or 'ds(SIZE)', found %s", tok_text(P, &P->tok));
 	expect(P, "(");
 	ix.kind = BLK_INDEX_DS;
 	ix.size = parse_size(P);

@@ -166,6 +166,8 @@ static void print_index(FILE *out, int n, const BlkIndex *v)
 			fputc(':', out);
 		else if (v[i].kind == BLK_INDEX_SCALAR)
 			fputc('i', out);
+		else if (v[i].kind == BLK_INDEX_GATHER)
+			fputc('g', out);
 		else {
 			fputs("ds(", out);
 			blk_sym_print(out, v[i].size);

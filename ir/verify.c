@@ -439,9 +439,47 @@ static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
 		BlkIndexKind k = at ? at->index.v[d].kind : BLK_INDEX_FULL;
 		if (k != BLK_INDEX_FULL)
 			++*nidx;
-		if (k != BLK_INDEX_SCALAR)
+		if (k != BLK_INDEX_SCALAR && k != BLK_INDEX_GATHER)
 			out->dims[out->rank++] = k == BLK_INDEX_DS ? at->index.v[d].size : r->dims[d];
 	}
+	return true;
+}
+
+/* With GATHER dims (kept: the other dims *t keeps), the accessed shape is
+ * the first GATHER operand's: kept with its own dims inserted where the
+ * first GATHER dim was; every GATHER operand is an i32 tile of it. */
+static bool gather_shape(Verifier *V, const BlkOp *op, BlkType *t)
+{
+	const BlkAttr *at = blk_op_attr(op, "idx");
+	const BlkType *g = NULL;
+	int pos = -1, kept = 0, next = 1;
+	for (int d = 0; d < at->index.n; d++) {
+		BlkIndexKind k = at->index.v[d].kind;
+		if (k == BLK_INDEX_GATHER && pos < 0)
+			pos = kept, g = operand(op, next);
+		kept += k == BLK_INDEX_FULL || k == BLK_INDEX_DS;
+		next += k != BLK_INDEX_FULL;
+	}
+	int s = g->rank - t->rank;
+	bool ok = g->kind == BLK_TYPE_TILE && g->dtype == BLK_I32 && s >= 1;
+	for (int d = 0; ok && d < t->rank; d++)
+		ok = blk_sym_equal(t->dims[d], g->dims[d < pos ? d : d + s]);
+	if (!ok) {
+		fail(V, "a gather's indices have type %s; with the dims %s keeps they must be an i32 tile "
+		     "holding those dims and its own where the first gathered dim was", ty(V, g), ty(V, t));
+		return false;
+	}
+	BlkType want = *g;
+	want.layout = NULL;
+	next = 1;
+	for (int d = 0; d < at->index.n; d++) {
+		BlkIndexKind k = at->index.v[d].kind;
+		if (k == BLK_INDEX_GATHER && !want_type(V, operand(op, next), &want, "operand", next))
+			return false;
+		next += k != BLK_INDEX_FULL;
+	}
+	t->rank = g->rank;
+	memcpy(t->dims, g->dims, sizeof t->dims);
 	return true;
 }
 
@@ -463,9 +501,22 @@ static bool check_access(Verifier *V, const BlkOp *op, int nvalues, BlkType *til
 		     op->noperands);
 		return false;
 	}
-	for (int i = 1; i <= nidx; i++)
-		if (!want_i32_scalar(V, operand(op, i), "operand", i))
+	const BlkAttr *at = blk_op_attr(op, "idx");
+	for (int i = 1, d = 0; at && d < at->index.n; d++) {
+		BlkIndexKind k = at->index.v[d].kind;
+		if (k == BLK_INDEX_FULL)
+			continue;
+		if (k != BLK_INDEX_GATHER && !want_i32_scalar(V, operand(op, i), "operand", i))
 			return false;
+		i++;
+	}
+	bool reads_writes = op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || blk_op_is_atomic(op->kind);
+	if (blk_op_gathers(op) && !reads_writes) {
+		fail(V, "gathers (a `g` index) are for load, store and the atomics");
+		return false;
+	}
+	if (blk_op_gathers(op) && !gather_shape(V, op, tile))
+		return false;
 	BlkType cmp = blk_type_scalar(tile->dtype);
 	if (nvalues == 2 && !want_type(V, operand(op, want - 2), &cmp, "operand", want - 2))
 		return false;

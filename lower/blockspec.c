@@ -266,6 +266,11 @@ static void mask_access(void *ctx, BlkOp *op)
 		BlkIndexKind kind = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
 		Range l = ri->lstart[d];
 		int64_t ext = ri->ext[d];
+		if (kind == BLK_INDEX_GATHER) { /* indices from memory: always checked */
+			next++;
+			mask[d] = '1';
+			continue;
+		}
 		if (kind != BLK_INDEX_FULL) {
 			Range s = range_of(m->c, op->operands[next++]);
 			l = range_binary(BLK_OP_ADD, l, s);

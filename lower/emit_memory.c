@@ -83,9 +83,59 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	emit_bind(E, op->results[0], ev);
 }
 
+/* An access's GATHER dims: per dim its index tile (in the walk's layout:
+ * register r indexes element r), where the Ref's element 0 is along it,
+ * its stride and extents, and whether it is checked; the accessed tile's
+ * dims they give sit at pos (rank of them). */
+typedef struct Gather {
+	int n, pos, rank;
+	const ETile *idx[BLK_MAX_RANK];
+	LLVMValueRef l[BLK_MAX_RANK], g[BLK_MAX_RANK];
+	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK];
+	bool mask[BLK_MAX_RANK];
+} Gather;
+
+/* GATHER dim d of in: noted in *gt, not a dim of the view. */
+static void note_gather(Emit *E, const BlkValue *iv, const ERef *in, int d, bool m, int pos, Gather *gt)
+{
+	if (!gt)
+		blk_die("lower: emit: a gather outside a load, store or atomic");
+	int j = gt->n++;
+	if (!j)
+		gt->pos = pos;
+	gt->idx[j] = emit_tile(E, iv);
+	gt->l[j] = in->l[d], gt->g[j] = in->g[d];
+	gt->stride[j] = in->stride[d], gt->bext[j] = in->bext[d], gt->aext[j] = in->aext[d];
+	gt->mask[j] = m;
+	gt->rank = iv->type.rank;
+}
+
+/* The gathered dims into *v at gt->pos: no address or mask of their own
+ * (stride 0, never out of bounds); the index tiles carry both. */
+static void insert_gathered(Emit *E, ERef *v, bool *dmask, Gather *gt)
+{
+	int s = gt->rank - v->rank, p = gt->pos;
+	gt->rank = s;
+	for (int o = v->rank - 1; o >= p; o--) {
+		v->g[o + s] = v->g[o], v->l[o + s] = v->l[o], v->stride[o + s] = v->stride[o];
+		v->galign[o + s] = v->galign[o], v->lalign[o + s] = v->lalign[o];
+		v->bext[o + s] = v->bext[o], v->aext[o + s] = v->aext[o], v->ext[o + s] = v->ext[o];
+		dmask[o + s] = dmask[o];
+	}
+	for (int o = p; o < p + s; o++) {
+		v->g[o] = v->l[o] = emit_i32(E, 0);
+		v->stride[o] = 0;
+		v->galign[o] = v->lalign[o] = (int64_t)1 << 30;
+		v->bext[o] = v->aext[o] = v->ext[o] = (int64_t)1 << 30;
+		dmask[o] = false;
+	}
+	v->rank += s;
+}
+
 /* Applies op's idx to *in, its index operands from operand `next` on;
- * dmask[o] tells whether kept dim o is checked. */
-static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *v, bool *dmask)
+ * dmask[o] tells whether kept dim o is checked; GATHER dims go to *gt. */
+static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *v, bool *dmask,
+                        Gather *gt)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx"), *mask = blk_op_attr(op, "mask");
 	*v = *in;
@@ -94,6 +144,10 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 		BlkIndexKind kind = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
 		bool m = mask && mask->s[d] == '1';
 		int o = v->rank;
+		if (kind == BLK_INDEX_GATHER) {
+			note_gather(E, op->operands[next++], in, d, m, o, gt);
+			continue;
+		}
 		v->g[o] = in->g[d], v->l[o] = in->l[d], v->stride[o] = in->stride[d];
 		v->galign[o] = in->galign[d], v->lalign[o] = in->lalign[d];
 		v->bext[o] = in->bext[d], v->aext[o] = in->aext[d], v->ext[o] = in->ext[d];
@@ -120,11 +174,13 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 			dmask[o] = m;
 		v->rank++;
 	}
+	if (gt && gt->n)
+		insert_gathered(E, v, dmask, gt);
 }
 
 void emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out)
 {
-	apply_index(E, op, next, in, out, NULL);
+	apply_index(E, op, next, in, out, NULL, NULL);
 }
 
 /* ---- the element walk -------------------------------------------------------------- */
@@ -138,6 +194,7 @@ typedef struct Walk {
 	LLVMValueRef tc[BLK_MAX_RANK]; /* thread part of the coordinate */
 	LLVMValueRef tbase;            /* pointer to the thread's element 0 */
 	LLVMValueRef owner;            /* NULL: every thread */
+	Gather gt;                     /* GATHER dims (gt.n 0: none) */
 } Walk;
 
 static int vec_width(const Walk *w)
@@ -166,11 +223,31 @@ static int vec_width(const Walk *w)
 	return V;
 }
 
+/* A vector group of a gather: every element of it the same row, so the
+ * same index registers, and the gathered strides keep its alignment. */
+static int gather_vec(const Walk *w, int vec)
+{
+	const Gather *gt = &w->gt;
+	int n = blk_layout_nregs(w->l);
+	for (int j = 0; j < gt->n && vec > 1; j++) {
+		if (gt->stride[j] % vec)
+			return 1;
+		for (int r = 0; r < n; r += vec)
+			for (int i = 1; i < vec; i++)
+				if (gt->idx[j]->r[r + i] != gt->idx[j]->r[r])
+					return 1;
+	}
+	return vec;
+}
+
 static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 {
 	w->v = v;
 	w->l = l;
-	w->vec = vec_width(w);
+	for (int j = 0; j < w->gt.n; j++)
+		if (!blk_layout_equal(w->gt.idx[j]->l, l))
+			blk_die("lower: emit: a gather's indices are not in its access's layout");
+	w->vec = gather_vec(w, vec_width(w));
 	/* shared: the thread's part first (loop-invariant, hoisted), then the
 	 * Ref's run-time offset (a slot), one add a slot for every pointer */
 	bool sh = v->space == BLK_SPACE_SHARED;
@@ -207,7 +284,20 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d]));
 		}
 	}
+	LLVMValueRef goff = NULL;
+	for (int j = 0; j < w->gt.n; j++) { /* a gathered dim: its index register */
+		const Gather *gt = &w->gt;
+		LLVMValueRef x = gt->idx[j]->r[r];
+		if (gt->mask[j]) {
+			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, gt->l[j], x, ""), gt->bext[j]));
+			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->aext[j]));
+		}
+		LLVMValueRef o = mul64(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->stride[j]);
+		goff = goff ? LLVMBuildAdd(E->b, goff, o, "") : o;
+	}
 	*mask = m;
+	if (v->swz && w->gt.n)
+		blk_die("lower: emit: a gather from a swizzled shared Ref");
 	if (v->swz) {
 		LLVMValueRef c[BLK_MAX_RANK];
 		for (int d = 0; d < v->rank; d++)
@@ -215,6 +305,8 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 		return emit_swizzled_ptr(E, v, c);
 	}
 	LLVMValueRef o = emit_i64(E, coff);
+	if (goff)
+		o = LLVMBuildAdd(E->b, goff, o, "");
 	return LLVMBuildGEP2(E->b, emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
 }
 
@@ -481,7 +573,7 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 	const BlkType *t = &op->operands[0]->type;
 	ERef v;
 	Walk w = { 0 };
-	apply_index(E, op, 2, in, &v, w.dmask);
+	apply_index(E, op, 2, in, &v, w.dmask, NULL);
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
 	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
 	/* attr threads: the warps that share the copy (a producer warpgroup) */
@@ -531,7 +623,7 @@ void emit_memory(Emit *E, const BlkOp *op)
 	const ERef *in = &emit_val(E, op->operands[0])->ref;
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	Walk w = { 0 };
-	apply_index(E, op, 1, in, &ev->ref, w.dmask);
+	apply_index(E, op, 1, in, &ev->ref, w.dmask, &w.gt);
 	if (op->kind == BLK_OP_VIEW) {
 		ev->is_ref = true;
 		emit_bind(E, op->results[0], ev);

@@ -103,7 +103,7 @@ static bool stageable(Pipe *P, int o)
 		v = d->operands[0];
 		d = v->def;
 	}
-	if (!d || d->kind != BLK_OP_LOAD || d->parent != P->L.body || v->type.rank != 2 ||
+	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || d->parent != P->L.body || v->type.rank != 2 ||
 	    blk_dtype_size(v->type.dtype) != 2 || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;

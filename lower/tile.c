@@ -181,7 +181,7 @@ enum { REMAT_LOAD_MAX = 4096 }; /* elements: a bias vector, not a tile */
  * layout costs less than moving it (a bias broadcast over an mma tile). */
 static bool small_readonly_load(const LowerCtx *c, const BlkOp *op)
 {
-	if (op->kind != BLK_OP_LOAD || !blk_loop_read_only(c, op->operands[0]))
+	if (op->kind != BLK_OP_LOAD || !blk_loop_read_only(c, op->operands[0]) || blk_op_gathers(op))
 		return false;
 	int64_t n = 1;
 	for (int d = 0; d < op->results[0]->type.rank; d++)
@@ -391,6 +391,14 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 		l = made;
 	} else if (op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE) {
 		l = default_layout(c, &op->results[0]->type);
+		const BlkLayout *m = op->kind == BLK_OP_BROADCAST ? operand_layout(c, op, 0, l) : NULL;
+		if (m && !blk_layout_bcast_local(src, l) && can_remat(c, v, m, 0)) {
+			/* an operand with no data of its own (an index vector, a
+			 * mask) is computed again where the broadcast needs it */
+			BlkBuilder b;
+			blk_builder_before(&b, c->a, op);
+			op->operands[0] = remat(c, &b, v, m);
+		}
 	} else {
 		*made = blk_layout_slice(src, axis);
 		l = made;
@@ -430,6 +438,23 @@ static void through_shared(LowerCtx *c, BlkOp *op)
 	set_layout(c, op->results[0], default_layout(c, r));
 }
 
+/* A gathering access walks its tile's layout (a load's result: the
+ * default one; a store's or atomic's value: the one it has), and element
+ * r's indices are register r of its index tiles: they take that layout. */
+static void tile_gather(LowerCtx *c, BlkOp *op)
+{
+	const BlkLayout *l;
+	if (op->kind == BLK_OP_LOAD) {
+		l = default_layout(c, &op->results[0]->type);
+		set_layout(c, op->results[0], l);
+	} else {
+		l = layout_of(c, op->operands[op->noperands - 1]);
+	}
+	for (int i = 1; i < op->noperands; i++)
+		if (op->operands[i]->type.rank > 0)
+			op->operands[i] = relayout(c, op, op->operands[i], l);
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -453,6 +478,10 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 	}
 	if (op->kind == BLK_OP_EXTRACT || op->kind == BLK_OP_RESHAPE) {
 		through_shared(c, op);
+		return;
+	}
+	if (blk_op_gathers(op)) {
+		tile_gather(c, op);
 		return;
 	}
 	if (tile_moves(c, op))

@@ -508,15 +508,71 @@ static void norm_row(BlkRuntime *rt, const Options *o, const NormRow *n, double 
 	kernel_close(&x.l, p);
 }
 
+/* ---- embedding: a gather of rows -------------------------------------- */
+
+enum { EMB_N = 65536, EMB_V = 32768, EMB_D = 1024 };
+#define EMB_CANDS "BN=16,BD=512;BN=8,BD=1024;BN=32,BD=256;BN=16,BD=1024,num_warps=8;BN=4,BD=1024"
+
+/* Sampled rows of y equal to the table's rows the ids name. */
+static bool embed_ok(const int32_t *ids, const float *table, const float *y)
+{
+	uint64_t seed = 13;
+	for (int s = 0; s < NORM_SAMPLES; s++) {
+		size_t i = s ? rng_next(&seed) % EMB_N : EMB_N - 1;
+		if (memcmp(y + i * EMB_D, table + (size_t)ids[i] * EMB_D, EMB_D * sizeof(float)))
+			return false;
+	}
+	return true;
+}
+
+/* y[i, :] = table[ids[i], :], f32: bytes moved are the rows read and
+ * written and the ids. */
+static void embed_row(BlkRuntime *rt, const Options *o, double copy_gbs, char *cfg, size_t cfglen)
+{
+	Launch l = {0};
+	Bufs b = {0};
+	BlkProgram *p = NULL;
+	size_t tbytes = (size_t)EMB_V * EMB_D * 4, ybytes = (size_t)EMB_N * EMB_D * 4;
+	int32_t *ids = malloc(EMB_N * sizeof *ids);
+	float *table = host_random(BLK_F32, (size_t)EMB_V * EMB_D, 61), *y = malloc(ybytes);
+	uint64_t seed = 62;
+	for (size_t i = 0; ids && i < EMB_N; i++)
+		ids[i] = (int32_t)(rng_next(&seed) % EMB_V);
+	bool ok = ids && table && y && kernel_open(rt, o, "embedding", BLK_F32, "", EMB_CANDS, &l, &p);
+	void *di = ok ? bufs_add(rt, &b, ids, EMB_N * 4) : NULL, *dt = ok ? bufs_add(rt, &b, table, tbytes) : NULL;
+	void *dy = ok ? bufs_add(rt, &b, NULL, ybytes) : NULL;
+	int64_t si[1] = {EMB_N}, st[2] = {EMB_V, EMB_D}, sy[2] = {EMB_N, EMB_D};
+	l.t[0] = blk_tensor_make(di, BLK_DTYPE_I32, 1, si);
+	l.t[1] = blk_tensor_make(dt, BLK_DTYPE_F32, 2, st);
+	l.t[2] = blk_tensor_make(dy, BLK_DTYPE_F32, 2, sy);
+	l.n = 3;
+	ok = ok && di && dt && dy && run_blk(&l) && blk_synchronize(rt) && blk_memcpy_dtoh(rt, y, dy, ybytes);
+	if (!ok)
+		fprintf(stderr, "blk-bench: embedding: %s\n", blk_runtime_last_error(rt));
+	bool good = ok && embed_ok(ids, table, y);
+	int reps = 0;
+	double ms = good ? time_median(rt, run_blk, &l, o->budget_ms, &reps) : -1;
+	char size[48];
+	snprintf(size, sizeof size, "%dx%d of %d rows f32", EMB_N, EMB_D, EMB_V);
+	config_text(&l, EMB_CANDS, cfg, cfglen);
+	bw_row("embedding", size, ms, 2.0 * (double)ybytes + EMB_N * 4.0, copy_gbs, good, reps);
+	free(ids), free(table), free(y);
+	bufs_free(rt, &b);
+	kernel_close(&l, p);
+}
+
 void norm_rows(BlkRuntime *rt, const Options *o, double copy_gbs)
 {
 	enum { N = sizeof norm_table / sizeof norm_table[0] };
 	char cfg[N][256];
+	char ecfg[256];
 	for (size_t i = 0; i < N; i++)
 		norm_row(rt, o, &norm_table[i], copy_gbs, cfg[i], sizeof cfg[i]);
+	embed_row(rt, o, copy_gbs, ecfg, sizeof ecfg);
 	printf("\n");
 	for (size_t i = 0; i < N; i++)
 		printf("%s config: %s\n", norm_table[i].name, cfg[i]);
+	printf("embedding config: %s\n", ecfg);
 }
 
 /* ---- attention ----------------------------------------------------------- */

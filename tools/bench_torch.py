@@ -3,8 +3,9 @@
 newer rows compute, timed the same way, printed as markdown tables:
 scaled_dot_product_attention (bf16, BH=32, S=4096, D=64 and 128, causal and
 not), layer_norm and rms_norm (bf16, 16384x4096), column sums
-(x.sum(0), f32, 8192x8192) and row prefix sums (x.cumsum(1), f32,
-16384x4096), with torch's own device-to-device copy as the
+(x.sum(0), f32, 8192x8192), row prefix sums (x.cumsum(1), f32,
+16384x4096) and an embedding lookup (F.embedding, 65536 rows of 1024 f32
+from 32768), with torch's own device-to-device copy as the
 bandwidth yardstick.
 
 Method, as blk-bench's: warm-up, then the median of per-call CUDA-event
@@ -71,7 +72,7 @@ def attention_table(torch, budget_ms):
 
 
 def bandwidth_table(torch, budget_ms):
-    """Copy, layer_norm, rms_norm, column sums, cumsum: GB/s and % of the copy."""
+    """Copy, layer_norm, rms_norm, column sums, cumsum, embedding: GB/s and % of the copy."""
     F = torch.nn.functional
     print("| op | size | ms | GB/s | of copy | reps |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -111,6 +112,12 @@ def bandwidth_table(torch, budget_ms):
     r, c = 16384, 4096
     x = torch.rand((r, c), device="cuda").mul_(2).sub_(1)
     row("cumsum(1)", f"{r}x{c} f32", lambda: x.cumsum(1), 2.0 * r * c * 4)
+    del x
+    n, v, d = 65536, 32768, 1024
+    table = torch.rand((v, d), device="cuda")
+    ids = torch.randint(0, v, (n,), device="cuda", dtype=torch.int32)
+    row("embedding", f"{n}x{d} of {v} rows f32", lambda: F.embedding(ids, table),
+        2.0 * n * d * 4 + n * 4)
 
 
 def main():
@@ -130,7 +137,7 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}\n")
     print("torch.nn.functional.scaled_dot_product_attention (default backend choice):\n")
     attention_table(torch, args.budget_ms)
-    print("\ntorch layer_norm, rms_norm, x.sum(0) and x.cumsum(1) as bandwidth:\n")
+    print("\ntorch layer_norm, rms_norm, x.sum(0), x.cumsum(1) and F.embedding as bandwidth:\n")
     bandwidth_table(torch, args.budget_ms)
     return 0
 

@@ -5,11 +5,13 @@
  * is a random tree of elementwise math (pow and ** included), comparisons
  * and `where`, casts across dtypes, reductions with keepdims broadcast
  * back, scans (f32 and i32, either axis, reversed or not), reshapes and
- * parts of tiles (slices, negative indices) broadcast back, `fori_loop` carries, i32 floor division and modulo by divisors that
- * are sometimes 0 or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35,
- * i32 reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T`
- * (square blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the
- * block, `atomic_add`, `atomic_max` or `atomic_min` into an inout f32
+ * parts of tiles (slices, negative indices) broadcast back, `fori_loop`
+ * carries, i32 floor division and modulo by divisors that are sometimes 0
+ * or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35, i32
+ * reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T` (square
+ * blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the block,
+ * gathers at i32 tiles of indices (some masked), `atomic_add`,
+ * `atomic_max` or `atomic_min` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
  *      only writes well-typed kernels);
@@ -89,11 +91,16 @@ static bool fleaf_read(Gen *g)
 		    g->rank == 2 ? ":, " : "", g->rank == 2 ? "B1" : "B0", pick(3) - 1);
 		return true;
 	}
-	if (g->rank == 2 && g->b0 == g->b1) {
+	if (g->rank == 2 && g->b0 == g->b1 && pick(2)) {
 		out(g, "%s[...].T.astype(f32)", pick(2) ? "x" : "y");
 		return true;
 	}
-	return false;
+	/* a gather at i32 tiles of indices, some -1 (masked, the fill) */
+	if (g->rank == 2)
+		out(g, "load(%s.at[(k * 3) %% B0 - %d, k %% B1], other = 0.5).astype(f32)", pick(2) ? "x" : "y", pick(2));
+	else
+		out(g, "%s[(k * 3) %% B0 - %d].astype(f32)", pick(2) ? "x" : "y", pick(2));
+	return true;
 }
 
 static void fleaf(Gen *g)

@@ -34,6 +34,7 @@ static void example_path(char *buf, size_t len, const char *kernel)
 enum {
 	OUT_F32 = 1,  /* the output is f32 whatever T is (colsum, split-K) */
 	OUT_ZERO = 2, /* the output starts zeroed, not poisoned: the kernel adds into it */
+	IN0_I32 = 4,  /* the first array holds i32 indices (random in -8..8: some out of range) */
 };
 
 /* An example at one shape: its arrays' shapes (an array's rank is its
@@ -62,6 +63,7 @@ typedef struct Case {
 #define RMS(R, C, defs) {"rmsnorm", #R "x" #C, 3, {{R, C}, {C}, {R, C}}, defs, 0}
 #define COLSUM(R, C, defs) {"colsum", #R "x" #C, 2, {{R, C}, {C}}, defs, OUT_F32}
 #define CUMSUM(R, C, defs) {"cumsum", #R "x" #C, 2, {{R, C}, {R, C}}, defs, 0}
+#define EMB(N, V, D, defs) {"embedding", #N "x" #V "x" #D, 3, {{N}, {V, D}, {N, D}}, defs, IN0_I32}
 #define NONE {NULL}
 /* The benchmark's f32 configuration: 8x8 register micro-tiles. */
 #define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
@@ -79,6 +81,7 @@ typedef struct Case {
 #define TALL {"BR=128", "BC=32"}
 /* cumsum over 8 warps, chunks of 512 columns: the scan's axis spans warps */
 #define SCAN8 {"BR=1", "BC=512", "num_warps=8"}
+#define EMBSMALL {"BN=8", "BD=32"}
 static const Case cases[] = {
 	MM(256, 256, 256, "matmul", NONE),
 	MM(130, 70, 33, "matmul", NONE),
@@ -147,6 +150,9 @@ static const Case cases[] = {
 	CUMSUM(13, 3001, NONE),
 	CUMSUM(7, 77, NONE),
 	CUMSUM(33, 2500, SCAN8),
+	EMB(100, 9, 1000, NONE),
+	EMB(37, 16, 64, NONE),
+	EMB(45, 5, 77, EMBSMALL),
 };
 
 /* The case's defines plus T=dtype, as BlkDefine (strings kept in buf). */
@@ -184,7 +190,7 @@ static bool arrays_make(Arrays *a, const Case *c, BlkDType dt, uint64_t seed)
 	a->n = c->narrays;
 	for (int i = 0; i < c->narrays; i++) {
 		bool out = i == c->narrays - 1;
-		BlkDType t = out && (c->out & OUT_F32) ? BLK_F32 : dt;
+		BlkDType t = out && (c->out & OUT_F32) ? BLK_F32 : !i && (c->out & IN0_I32) ? BLK_I32 : dt;
 		a->h[i] = blk_host_new(t, shape_rank(c->shapes[i]), c->shapes[i]);
 		if (!a->h[i])
 			return false;

@@ -216,6 +216,28 @@ static bool check_slices_int(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 1, slices_y_ref, in, err) && expect_exact(out, 2, slices_m_ref, in, err);
 }
 
+/* gather_rows on ids [45], table [9, 40]: y = table[ids] (0 outside),
+ * z = table[|ids| + 1] (-1 outside). */
+static double gather_at(const Arrays *in, size_t i, int64_t row, double fill)
+{
+	return row >= 0 && row < 9 ? at(in, 1, (size_t)row * 40 + i % 40) : fill;
+}
+
+static double gather_y_ref(const Arrays *in, size_t i)
+{
+	return gather_at(in, i, (int64_t)at(in, 0, i / 40), 0);
+}
+
+static double gather_z_ref(const Arrays *in, size_t i)
+{
+	return gather_at(in, i, (int64_t)fabs(at(in, 0, i / 40)) + 1, -1);
+}
+
+static bool check_gather_rows(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 2, gather_y_ref, in, err) && expect_exact(out, 3, gather_z_ref, in, err);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1269,6 +1291,63 @@ static const Case cases[] = {
 	     "    m[...] = (t > 0)[:, 1:3];\n"
 	     "}\n",
 	     A2('i', BLK_I32, 13, 16), A2('o', BLK_I32, 13, 16), A2('o', BLK_BOOL, 13, 2)),
+
+	/* ---- gathers and scatters: tiles of i32 indices (random in -8..8, so
+	 * some fall outside the arrays and are masked) */
+	CHECKED("gather_rows", true, check_gather_rows,
+	     "kernel gather_rows[T = f32, BB = 16](\n"
+	     "    ids: in i32[B] block (BB) index (i) -> (i),\n"
+	     "    table: in T[V, D],\n"
+	     "    y: out T[B, D] block (BB, D) index (i) -> (i, 0),\n"
+	     "    z: out T[B, D] block (BB, D) index (i) -> (i, 0),\n"
+	     "    w: out T[B] block (BB) index (i) -> (i),\n"
+	     ") grid (cdiv(B, BB)) {\n"
+	     "    let idx = ids[...];\n"
+	     "    y[...] = table[idx, :];\n"
+	     "    z[...] = load(table.at[abs(idx) + 1, :], other = -1.0);\n"
+	     "    w[...] = table[idx, 3] + table[abs(idx) % 7, 2];\n"
+	     "}\n",
+	     A1('i', BLK_I32, 45), A2('i', DT_T, 9, 40), A2('o', DT_T, 45, 40), A2('o', DT_T, 45, 40),
+	     A1('o', DT_T, 45)),
+
+	/* a 2-D gather (row and column index tiles broadcast together), a
+	 * gather in a loop, a scatter of a permutation */
+	CASE("gather_2d_scatter", true,
+	     "kernel gather_2d_scatter[T = f32, BR = 8, BC = 16](\n"
+	     "    x: in T[R, C],\n"
+	     "    r: in i32[R] block (BR) index (i) -> (i),\n"
+	     "    y: out T[R, BC] block (BR, BC) index (i) -> (i, 0),\n"
+	     "    s: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    p: out T[R, C],\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let rows = abs(r[...]);\n"
+	     "    let cols = (iota(BC) * 3 + program_id(0)) % C;\n"
+	     "    y[...] = x[rows[:, None], cols[None, :]];\n"
+	     "    s[...] = fori_loop(0, 3, zeros((BR, C), f32)) |k, acc| {\n"
+	     "        acc + x[(rows + k) % R, :].astype(f32)\n"
+	     "    }.astype(T);\n"
+	     "    let i = program_id(0) * BR + iota(BR);\n"
+	     "    p[where(i < R, (i * 5) % R, -1), :] = x[i, :]; /* rows past R: dropped */\n"
+	     "}\n",
+	     A2('i', DT_T, 29, 20), A1('i', BLK_I32, 29), A2('o', DT_T, 29, 16), A2('o', DT_T, 29, 20),
+	     A2('o', DT_T, 29, 20)),
+
+	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
+	CASE_TOL("histogram_gather", false, 2,
+	     "kernel histogram_gather[BB = 64](\n"
+	     "    v: in i32[N] block (BB) index (i) -> (i),\n"
+	     "    wt: in f32[N] block (BB) index (i) -> (i),\n"
+	     "    h: inout i32[H],\n"
+	     "    hw: inout f32[H],\n"
+	     "    m: inout i32[H],\n"
+	     ") grid (cdiv(N, BB)) {\n"
+	     "    let b = v[...] + 4;\n"
+	     "    atomic_add(h.at[b], 1);\n"
+	     "    atomic_add(hw.at[b], wt[...]);\n"
+	     "    atomic_max(m.at[b], v[...] * 10 + program_id(0));\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1000), A1('i', BLK_F32, 1000), A1('x', BLK_I32, 12), A1('x', BLK_F32, 12),
+	     A1('x', BLK_I32, 12)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */

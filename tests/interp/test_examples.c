@@ -553,6 +553,41 @@ static void test_cumsum(void **state)
 	}
 }
 
+/* ---- embedding: ids random in -8..8, so some rows are outside the table ---- */
+
+static void embedding_case(const char *T, int64_t N, int64_t V, int64_t D, const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[4] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, "embedding.blk", "embedding", defs, 1 + nextra);
+	BlkHostArray *arr[3] = { input(BLK_I32, 1, N, 0), input(dtype_of(T), 2, V, D), output(dtype_of(T), 2, N, D) };
+	double *ref = calloc((size_t)(N * D) + 1, sizeof *ref);
+	for (int64_t i = 0; i < N; i++) {
+		int64_t id = (int64_t)blk_host_get(arr[0], (size_t)i);
+		for (int64_t j = 0; j < D && id >= 0 && id < V; j++)
+			ref[i * D + j] = blk_host_get(arr[1], (size_t)(id * D + j));
+	}
+	char what[96];
+	snprintf(what, sizeof what, "embedding T=%s %" PRId64 "x%" PRId64 "x%" PRId64, T, N, V, D);
+	run_and_check(&r, arr, 3, 2, ref, what);
+	free(ref);
+	for (int i = 0; i < 3; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_embedding(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BN", "8" }, { "BD", "32" } };
+	for (int t = 0; t < 3; t++) {
+		embedding_case(dtypes[t], 100, 9, 1000, NULL, 0);
+		embedding_case(dtypes[t], 45, 5, 77, small, 2);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -574,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_colsum),
 		cmocka_unit_test(test_cumsum),
+		cmocka_unit_test(test_embedding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -659,6 +659,13 @@ static const struct {
 	{ "  %x = reduce_sum %a {axis = 1} : f32[64, 64]\n",
 	  "reduce_sum: result 0 has type f32[64, 64], expected f32[64]" },
 	{ "  %x = reduce_max %a {axis = 2} : f32[64]\n", "reduce_max: axis 2 out of range [0, 2)" },
+	{ "  %g = const {value = 1} : i32[64]\n  %x = load %r, %g {idx = [g, :]} : f32[64, 64]\n",
+	  "load: a gather's indices have type i32[64]; with the dims f32[64] keeps they must be an i32 tile "
+	  "holding those dims and its own where the first gathered dim was" },
+	{ "  %g = const {value = 1} : i32[64, 64]\n  %x = view %r, %g {idx = [g, :]} : ref<f32[64, 64]>\n",
+	  "view: gathers (a `g` index) are for load, store and the atomics" },
+	{ "  %g = const {value = 1} : i32[8, 64]\n  %x = load %r, %g {idx = [g, :]} : f32[64, 64]\n",
+	  "load: result 0 has type f32[64, 64], expected f32[8, 64]" },
 	{ "  %x = extract %a, %i, %i {idx = [i, ds(8)]} : f32[64]\n",
 	  "extract: result 0 has type f32[64], expected f32[8]" },
 	{ "  %x = extract %r, %i {idx = [i, :]} : f32[64]\n",
