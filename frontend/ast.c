@@ -129,11 +129,13 @@ static void print_indices(FILE *out, const BlkAstIndex *idx, int n, int depth)
 			blk_ast_print_expr(out, x->a, depth + 2);
 			blk_ast_print_expr(out, x->b, depth + 2);
 		}
-		for (int j = 0; x->kind == BLK_AST_IDX_SLICE && j < 2; j++) {
-			if (!(j ? x->b : x->a))
+		static const char *const part[3] = { "start", "end", "step" };
+		for (int j = 0; j < 3; j++) {
+			const BlkAstExpr *e = j == 0 ? x->a : j == 1 ? x->b : x->c;
+			if (!e || (x->kind != BLK_AST_IDX_SLICE && (x->kind != BLK_AST_IDX_DS || j < 2)))
 				continue;
-			open_node(out, depth + 2, j ? "end" : "start");
-			blk_ast_print_expr(out, j ? x->b : x->a, depth + 3);
+			open_node(out, depth + 2, part[j]);
+			blk_ast_print_expr(out, e, depth + 3);
 			fputc(')', out);
 		}
 		fputc(')', out);

@@ -100,9 +100,9 @@ typedef struct BlkAstArg {
 } BlkAstArg;
 
 typedef enum {
-	BLK_AST_IDX_SLICE,    /* `[a]:[b]`: a (start), b (end), each NULL when left out (`:`: the whole dim) */
+	BLK_AST_IDX_SLICE,    /* `[a]:[b][:c]`: a (start), b (end), c (step), each NULL when left out (`:`: the whole dim) */
 	BLK_AST_IDX_ELLIPSIS, /* `...` all remaining dims (no fields) */
-	BLK_AST_IDX_DS,       /* `ds(start, size)`: a, b */
+	BLK_AST_IDX_DS,       /* `ds(start, size[, step])`: a, b, c (NULL: 1) */
 	BLK_AST_IDX_EXPR,     /* a scalar expression: a */
 	BLK_AST_IDX_NONE,     /* `None`: a new axis of extent 1 (no fields) */
 } BlkAstIndexKind;
@@ -110,7 +110,7 @@ typedef enum {
 typedef struct BlkAstIndex {
 	BlkAstIndexKind kind;
 	BlkLoc loc;
-	BlkAstExpr *a, *b;
+	BlkAstExpr *a, *b, *c;
 } BlkAstIndex;
 
 /* How a fori_loop names its carries: `|i|`, `|i, acc|`, `|i, (a, b)|`. */

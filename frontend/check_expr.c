@@ -744,17 +744,25 @@ static bool index_count(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, int ra
  * is a stencil's idiom); one the checker sees entirely outside, or larger
  * than the dim, is a mistake. */
 static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const BlkSym *size,
-                           const CkType *ref, int d)
+                           int64_t step, const CkType *ref, int d)
 {
 	int64_t ext, n = 1, lo = t->i;
 	const char *name = ref->root ? ref->root->name : "the Ref";
 	if (!blk_sym_is_const(ref->t.dims[d], &ext) || (size && !blk_sym_is_const(size, &n)))
 		return true;
+	int64_t span = (n - 1) * step + 1; /* a strided window's */
+	if (size && step > 1 && span > ext) {
+		blk_error(c->d, ix->loc, "ds(..., %lld, %lld) spans %lld elements, more than dim %d of `%s`, "
+		          "whose extent is %lld", (long long)n, (long long)step, (long long)span, d, name,
+		          (long long)ext);
+		return false;
+	}
 	if (size && n > ext) {
 		blk_error(c->d, ix->loc, "ds(..., %lld) is larger than dim %d of `%s`, whose extent is %lld",
 		          (long long)n, d, name, (long long)ext);
 		return false;
 	}
+	n = span;
 	if (t->kind != CK_VALUE || !t->konst || t->t.rank || (lo + n > 0 && lo < ext))
 		return true;
 	if (size)
@@ -763,6 +771,22 @@ static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const 
 	else
 		blk_error(c->d, ix->loc, "index %lld is out of range for dim %d of `%s`, whose extent is %lld",
 		          (long long)lo, d, name, (long long)ext);
+	return false;
+}
+
+/* A step (ds's third argument, a slice's `::s`): a positive integer
+ * constant; absent, 1. */
+static bool step_of(Ck *c, const BlkAstExpr *e, const char *what, int64_t *out)
+{
+	*out = 1;
+	if (!e)
+		return true;
+	CkType t = ck_expr(c, e);
+	if (!need_const_int(c, e, &t, what, out))
+		return false;
+	if (*out >= 1)
+		return true;
+	blk_error(c->d, e->loc, "%s must be positive, got %lld", what, (long long)*out);
 	return false;
 }
 
@@ -786,9 +810,12 @@ static bool slice_bound(Ck *c, const BlkAstExpr *e, int64_t ext, int64_t *out)
 /* `lo:hi` on ref dim d (one bound at least): a DS of constant start; hi
  * left out is the dim's end (size extent - lo, a size expression). */
 static const BlkSym *slice_index(Ck *c, const BlkAstIndex *ix, const CkType *ref, int d,
-                                 int64_t *start)
+                                 int64_t *start, int64_t *step)
 {
 	int64_t ext = -1, hi = 0;
+	if (!step_of(c, ix->c, "a slice step", step))
+		return NULL;
+	const BlkSym *k = blk_sym_const(c->a, *step);
 	const char *name = ref->root ? blk_arena_printf(c->a, "`%s`", ref->root->name) : "the tile";
 	bool kext = blk_sym_is_const(ref->t.dims[d], &ext);
 	*start = 0;
@@ -796,11 +823,12 @@ static const BlkSym *slice_index(Ck *c, const BlkAstIndex *ix, const CkType *ref
 	    (ix->b && !slice_bound(c, ix->b, kext ? ext : -1, &hi)))
 		return NULL;
 	if (!ix->b && !kext) /* lo: on a symbolic extent */
-		return blk_sym_binary(c->a, BLK_SYM_SUB, ref->t.dims[d], blk_sym_const(c->a, *start));
+		return blk_sym_binary(c->a, BLK_SYM_CDIV, blk_sym_binary(c->a, BLK_SYM_SUB, ref->t.dims[d],
+		                      blk_sym_const(c->a, *start)), k);
 	if (!ix->b)
 		hi = ext;
 	if (*start < hi && (!kext || hi <= ext))
-		return blk_sym_const(c->a, hi - *start);
+		return blk_sym_const(c->a, (hi - *start + *step - 1) / *step);
 	if (kext)
 		blk_error(c->d, ix->loc, "slice %lld:%lld of dim %d of %s (extent %lld) is empty or "
 		          "out of range", (long long)*start, (long long)hi, d, name, (long long)ext);
@@ -851,9 +879,9 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 	CkType t;
 	switch (ix->kind) {
 	case BLK_AST_IDX_SLICE:
-		if (ix->a || ix->b) {
+		if (ix->a || ix->b || ix->c) {
 			acc->idx[d].kind = BLK_INDEX_DS;
-			acc->idx[d].size = slice_index(c, ix, ref, d, &acc->start[d]);
+			acc->idx[d].size = slice_index(c, ix, ref, d, &acc->start[d], &acc->idx[d].step);
 			acc->src[d] = ix;
 			acc->konst |= 1u << d;
 			*ok &= acc->idx[d].size != NULL;
@@ -875,7 +903,8 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		acc->idx[d].size = ck_sym(c, ix->b);
 		acc->src[d] = ix;
 		*ok &= acc->idx[d].size != NULL;
-		*ok &= index_in_range(c, ix, &t, acc->idx[d].size, ref, d);
+		*ok &= step_of(c, ix->c, "a ds step", &acc->idx[d].step);
+		*ok &= index_in_range(c, ix, &t, acc->idx[d].size, acc->idx[d].step, ref, d);
 		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
 		return d + 1;
 	default:
@@ -896,7 +925,7 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 			acc->start[d] = t.i;
 			acc->konst |= 1u << d;
 		}
-		*ok &= index_in_range(c, ix, &t, NULL, ref, d);
+		*ok &= index_in_range(c, ix, &t, NULL, 1, ref, d);
 		acc->idx[d].kind = BLK_INDEX_SCALAR;
 		acc->src[d] = ix;
 		return d + 1;

@@ -198,7 +198,7 @@ static int idx_height(const BlkAstIndex *idx, int n)
 {
 	int h = 0;
 	for (int i = 0; i < n; i++)
-		h = imax(h, imax(height(idx[i].a), height(idx[i].b)));
+		h = imax(h, imax(height(idx[i].a), imax(height(idx[i].b), height(idx[i].c))));
 	return h;
 }
 
@@ -268,21 +268,18 @@ static void parse_args(Parser *p, BlkAstExpr *e)
 	grown(p, e, args_height(e->args, e->nargs));
 }
 
-/* The rest of a slice after its first ":": [ expr ]; a step is refused. */
+/* The rest of a slice after its first ":": [ expr ] [ ":" [ expr ] ]. */
 static void parse_slice_end(Parser *p, BlkAstIndex *x)
 {
 	x->kind = BLK_AST_IDX_SLICE;
 	if (!at(p, BLK_TOK_COMMA) && !at(p, BLK_TOK_RBRACKET) && !at(p, BLK_TOK_COLON))
 		x->b = parse_expr(p);
-	if (at(p, BLK_TOK_COLON)) {
-		error_at(p, here(p), "a slice takes no step; write ds(start, size, stride)");
-		next(p);
-		if (!at(p, BLK_TOK_COMMA) && !at(p, BLK_TOK_RBRACKET))
-			parse_expr(p);
-	}
+	if (accept(p, BLK_TOK_COLON) && !at(p, BLK_TOK_COMMA) && !at(p, BLK_TOK_RBRACKET))
+		x->c = parse_expr(p);
 }
 
-/* index = [ expr ] ":" [ expr ] | "..." | "None" | "ds" "(" expr "," expr ")" | expr ; */
+/* index = [ expr ] ":" [ expr ] [ ":" [ expr ] ] | "..." | "None"
+ *       | "ds" "(" expr "," expr [ "," expr ] ")" | expr ; */
 static void parse_index(Parser *p, Vec *v)
 {
 	BlkAstIndex *x = vec_push(p, v, sizeof(BlkAstIndex));
@@ -301,6 +298,8 @@ static void parse_index(Parser *p, Vec *v)
 		x->a = parse_expr(p);
 		expect(p, BLK_TOK_COMMA);
 		x->b = parse_expr(p);
+		if (accept(p, BLK_TOK_COMMA))
+			x->c = parse_expr(p);
 		expect(p, BLK_TOK_RPAREN);
 	} else {
 		x->kind = BLK_AST_IDX_EXPR;

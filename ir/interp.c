@@ -304,6 +304,12 @@ static bool dt_float(BlkDType dt)
 }
 
 /* Applies an index attr to r: operands from in->in[*next] on. */
+/* Dim d's step: element k is index start + k * step (a strided ds). */
+static int64_t ref_step(const BlkIRef *r, int d)
+{
+	return r->step[d] > 1 ? r->step[d] : 1;
+}
+
 static void apply_index(Interp *I, const Instr *in, const BlkIRef *r, int *next, BlkIRef *v)
 {
 	const BlkAttr *idx = blk_op_attr(in->op, "idx");
@@ -315,17 +321,19 @@ static void apply_index(Interp *I, const Instr *in, const BlkIRef *r, int *next,
 	for (int d = 0; d < r->rank; d++) {
 		BlkIndexKind kind = d < n ? idx->index.v[d].kind : BLK_INDEX_FULL;
 		int o = v->rank;
+		int64_t st = ref_step(r, d);
 		v->stride[o] = r->stride[d];
 		v->gstart[o] = r->gstart[d];
 		v->lstart[o] = r->lstart[d];
 		v->ext[o] = r->ext[d];
 		v->bext[o] = r->bext[d];
 		v->aext[o] = r->aext[d];
+		v->step[o] = st;
 		if (kind == BLK_INDEX_FULL) {
 			v->rank++;
 			continue;
 		}
-		int64_t i = scalar_at(I, in->in[(*next)++]);
+		int64_t i = scalar_at(I, in->in[(*next)++]) * st;
 		int64_t l = r->lstart[d] + i, g = r->gstart[d] + i;
 		if (kind == BLK_INDEX_SCALAR) {
 			if (l < 0 || l >= r->bext[d] || g < 0 || g >= r->aext[d])
@@ -340,6 +348,7 @@ static void apply_index(Interp *I, const Instr *in, const BlkIRef *r, int *next,
 		v->lstart[o] = l;
 		v->gstart[o] = g;
 		v->ext[o] = size;
+		v->step[o] = st * blk_index_step(&idx->index.v[d]);
 		v->rank++;
 	}
 }
@@ -350,12 +359,20 @@ static void apply_index(Interp *I, const Instr *in, const BlkIRef *r, int *next,
 typedef void RowFn(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_t stride,
                    int64_t lo, int64_t hi, int64_t len);
 
+/* ceil(a / b) for b > 0. */
+static int64_t cdiv_floor(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* The k of dim d whose index start + k * step is in the block and array. */
 static void row_bounds(const BlkIRef *r, int d, int64_t *lo, int64_t *hi)
 {
+	int64_t st = ref_step(r, d);
 	int64_t a = -r->lstart[d], b = -r->gstart[d];
 	int64_t c = r->bext[d] - r->lstart[d], e = r->aext[d] - r->gstart[d];
-	*lo = a > b ? a : b;
-	*hi = c < e ? c : e;
+	*lo = cdiv_floor(a > b ? a : b, st);
+	*hi = cdiv_floor(c < e ? c : e, st);
 	if (*lo < 0)
 		*lo = 0;
 	if (*hi > r->ext[d])
@@ -379,11 +396,11 @@ static void ref_walk(const BlkIRef *r, RowFn *row, void *ctx)
 		bool inb = !r->dead;
 		int64_t off = r->off + r->gstart[last] * r->stride[last];
 		for (int d = 0; d < last; d++) {
-			int64_t l = r->lstart[d] + idx[d], g = r->gstart[d] + idx[d];
+			int64_t l = r->lstart[d] + idx[d] * ref_step(r, d), g = r->gstart[d] + idx[d] * ref_step(r, d);
 			inb = inb && l >= 0 && l < r->bext[d] && g >= 0 && g < r->aext[d];
 			off += g * r->stride[d];
 		}
-		row(ctx, r, k * len, off, r->stride[last], inb ? lo : 0, inb ? hi : 0, len);
+		row(ctx, r, k * len, off, r->stride[last] * ref_step(r, last), inb ? lo : 0, inb ? hi : 0, len);
 		for (int d = last - 1; d >= 0 && ++idx[d] == r->ext[d]; d--)
 			idx[d] = 0;
 	}
@@ -580,12 +597,13 @@ static void gather_walk(Interp *I, const Instr *in, const BlkIRef *r, const BlkI
 			BlkIndexKind kind = idx->index.v[d].kind;
 			int64_t i = 0;
 			if (kind == BLK_INDEX_FULL || kind == BLK_INDEX_DS)
-				i = c[k < pos ? k : k + s], k++;
+				i = c[k < pos ? k : k + s] * blk_index_step(&idx->index.v[d]), k++;
 			if (kind == BLK_INDEX_GATHER)
 				i = BLK_ITI(tile_at(I, in->in[next]))[e];
 			else if (kind != BLK_INDEX_FULL)
 				i += scalar_at(I, in->in[next]);
 			next += kind != BLK_INDEX_FULL;
+			i *= ref_step(r, d);
 			int64_t l = r->lstart[d] + i, g = r->gstart[d] + i;
 			inb = inb && l >= 0 && l < r->bext[d] && g >= 0 && g < r->aext[d];
 			off += g * r->stride[d];

@@ -46,6 +46,8 @@ typedef struct BlkIRef {
 	int64_t stride[BLK_MAX_RANK];
 	int64_t gstart[BLK_MAX_RANK], lstart[BLK_MAX_RANK];
 	int64_t ext[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK];
+	/* element k of dim d is index start + k * step[d] of the array (0: 1) */
+	int64_t step[BLK_MAX_RANK];
 } BlkIRef;
 
 typedef enum { BLK_IVAL_NONE, BLK_IVAL_TILE, BLK_IVAL_REF } BlkIValKind;

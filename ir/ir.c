@@ -279,6 +279,15 @@ bool blk_op_gathers(const BlkOp *op)
 	return false;
 }
 
+bool blk_op_strided(const BlkOp *op)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	for (int d = 0; idx && idx->kind == BLK_ATTR_INDEX && d < idx->index.n; d++)
+		if (blk_index_step(&idx->index.v[d]) > 1)
+			return true;
+	return false;
+}
+
 bool blk_op_is_scan(BlkOpKind k)
 {
 	return k >= BLK_OP_SCAN_SUM && k <= BLK_OP_SCAN_MIN;

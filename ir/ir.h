@@ -131,14 +131,20 @@ typedef struct BlkValue {
 typedef enum {
 	BLK_INDEX_FULL,   /* `:` the whole dim */
 	BLK_INDEX_SCALAR, /* i: one element; the dim is dropped from the result */
-	BLK_INDEX_DS,     /* ds(start, size): size elements from start; size static */
+	BLK_INDEX_DS,     /* ds(start, size[, step]): size elements from start, step apart; size, step static */
 	BLK_INDEX_GATHER, /* g: element e of the accessed tile reads index operand's e */
 } BlkIndexKind;
 
 typedef struct BlkIndex {
 	BlkIndexKind kind;
 	const BlkSym *size; /* DS only */
+	int64_t step;       /* DS only: elements apart (0 or 1: adjacent; blk_index_step) */
 } BlkIndex;
+
+static inline int64_t blk_index_step(const BlkIndex *ix)
+{
+	return ix->kind == BLK_INDEX_DS && ix->step > 1 ? ix->step : 1;
+}
 
 typedef enum {
 	BLK_ATTR_INT,
@@ -183,6 +189,8 @@ bool blk_op_is_atomic(BlkOpKind k);
 bool blk_op_is_scan(BlkOpKind k);
 /* An access some of whose dims are GATHER (its idx attr). */
 bool blk_op_gathers(const BlkOp *op);
+/* An access with a DS dim of step > 1 (its idx attr). */
+bool blk_op_strided(const BlkOp *op);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

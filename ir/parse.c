@@ -485,10 +485,10 @@ static const char *unescape(Parser *P, const Tok *t)
 	return s;
 }
 
-/* index = ":" | "i" | "g" | "ds" "(" sym ")" */
+/* index = ":" | "i" | "g" | "ds" "(" sym [ "," INT ] ")" */
 static BlkIndex parse_index(Parser *P)
 {
-	BlkIndex ix = { BLK_INDEX_FULL, NULL };
+	BlkIndex ix = { BLK_INDEX_FULL, NULL, 0 };
 	if (accept(P, ":"))
 		return ix;
 	if (accept(P, "i")) {
@@ -504,6 +504,11 @@ static BlkIndex parse_index(Parser *P)
 	expect(P, "(");
 	ix.kind = BLK_INDEX_DS;
 	ix.size = parse_size(P);
+	if (accept(P, ",")) {
+		const BlkSym *st = parse_size(P);
+		if (!blk_sym_is_const(st, &ix.step) || ix.step < 1)
+			fail(P, P->tok.loc, "a ds step must be a positive integer");
+	}
 	expect(P, ")");
 	return ix;
 }

@@ -171,6 +171,8 @@ static void print_index(FILE *out, int n, const BlkIndex *v)
 		else {
 			fputs("ds(", out);
 			blk_sym_print(out, v[i].size);
+			if (blk_index_step(&v[i]) > 1)
+				fprintf(out, ", %lld", (long long)v[i].step);
 			fputc(')', out);
 		}
 	}

@@ -180,6 +180,7 @@ typedef struct RefInfo {
 	Range lstart[BLK_MAX_RANK];
 	int64_t ext[BLK_MAX_RANK], bext[BLK_MAX_RANK];
 	bool gmask[BLK_MAX_RANK];
+	bool strided; /* a view with a strided ds dim: its indices are not the block's */
 } RefInfo;
 
 static char *mask_buf(LowerCtx *c, int n)
@@ -275,8 +276,10 @@ static void mask_access(void *ctx, BlkOp *op)
 			Range s = range_of(m->c, op->operands[next++]);
 			l = range_binary(BLK_OP_ADD, l, s);
 			ext = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
+			if (blk_index_step(&idx->index.v[d]) > 1) /* the span of the strided elements */
+				ext = (ext - 1) * blk_index_step(&idx->index.v[d]) + 1;
 		}
-		mask[d] = ri->gmask[d] || !provably_inside(l, ext, ri->bext[d]) ? '1' : '0';
+		mask[d] = ri->strided || ri->gmask[d] || !provably_inside(l, ext, ri->bext[d]) ? '1' : '0';
 		if (kind == BLK_INDEX_SCALAR)
 			continue;
 		int o = vi->rank++;
@@ -286,6 +289,7 @@ static void mask_access(void *ctx, BlkOp *op)
 		vi->gmask[o] = ri->gmask[d];
 	}
 	blk_op_set_string(m->c->a, op, "mask", mask);
+	vi->strided = ri->strided || blk_op_strided(op);
 	if (op->kind == BLK_OP_VIEW)
 		blk_pmap_put(m->c->a, m->info, op->results[0], vi);
 }

@@ -66,7 +66,7 @@ static void store_all(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, Blk
 	}
 	BlkValue *ops[2] = { ref, x };
 	BlkOp *s = blk_build(b, BLK_OP_STORE, loc, 2, ops, 0, NULL, 0);
-	BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
+	BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 } };
 	blk_op_set_index(c->a, s, "idx", 2, idx);
 }
 

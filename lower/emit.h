@@ -32,6 +32,7 @@ typedef struct ERef {
 	int64_t lalign[BLK_MAX_RANK]; /* a known divisor of l */
 	int64_t offalign;             /* a known divisor of off */
 	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK], ext[BLK_MAX_RANK];
+	int64_t step[BLK_MAX_RANK]; /* element k of a dim is index k * step (a strided ds; 0: 1) */
 	int swz;       /* shared, swizzled (layout.h): swz bytes, column blocks */
 	int64_t sblk;  /* sblk elements apart along the dim of stride 1 (0: one) */
 } ERef;

@@ -38,6 +38,12 @@ static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
 	return LLVMBuildICmp(E->b, LLVMIntULT, i, emit_i32(E, n), "");
 }
 
+/* Dim d's step (a strided ds: element k is index k * step). */
+static int64_t ref_step(const ERef *r, int d)
+{
+	return r->step[d] > 1 ? r->step[d] : 1;
+}
+
 static LLVMValueRef mul64(Emit *E, LLVMValueRef i32v, int64_t k)
 {
 	return LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), emit_i64(E, k), "");
@@ -148,13 +154,18 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 			note_gather(E, op->operands[next++], in, d, m, o, gt);
 			continue;
 		}
+		int64_t st = ref_step(in, d);
 		v->g[o] = in->g[d], v->l[o] = in->l[d], v->stride[o] = in->stride[d];
 		v->galign[o] = in->galign[d], v->lalign[o] = in->lalign[d];
 		v->bext[o] = in->bext[d], v->aext[o] = in->aext[d], v->ext[o] = in->ext[d];
+		v->step[o] = st;
 		if (kind != BLK_INDEX_FULL) {
 			const BlkValue *sv = op->operands[next++];
 			LLVMValueRef s = emit_tile(E, sv)->r[0];
-			int64_t div = emit_divisor(sv);
+			int64_t div = emit_divisor(sv) * st;
+			if (st > 1)
+				s = LLVMBuildMul(E->b, s, emit_i32(E, st), "");
+			v->step[o] = st * blk_index_step(&idx->index.v[d]);
 			v->g[o] = LLVMBuildAdd(E->b, in->g[d], s, "");
 			v->l[o] = LLVMBuildAdd(E->b, in->l[d], s, "");
 			v->galign[o] = gcd64(in->galign[d], div);
@@ -201,7 +212,7 @@ static int vec_width(const Walk *w)
 {
 	const ERef *v = w->v;
 	int R = v->rank, last = R - 1;
-	if (R == 0 || v->stride[last] != 1)
+	if (R == 0 || v->stride[last] != 1 || ref_step(v, last) > 1)
 		return 1;
 	int esz = blk_dtype_size(v->dt), V = w->l->spt[last];
 	while (V * esz > 16)
@@ -254,6 +265,8 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 	LLVMValueRef off = sh ? emit_i64(E, 0) : v->off;
 	for (int d = 0; d < v->rank; d++) {
 		w->tc[d] = emit_thread_part(E, l, d);
+		if (ref_step(v, d) > 1) /* from here on the coordinate is scaled by the step */
+			w->tc[d] = LLVMBuildMul(E->b, w->tc[d], emit_i32(E, ref_step(v, d)), "");
 		off = LLVMBuildAdd(E->b, off, mul64(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
 		                                    v->stride[d]), "");
 	}
@@ -274,11 +287,13 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 	int64_t coff = 0;
 	LLVMValueRef m = v->alive;
 	for (int d = 0; d < v->rank; d++) {
-		int k = blk_layout_coord(w->l, d, rd[d], 0);
-		coff += k * v->stride[d];
-		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, k), "");
-		if (w->l->pad[d] != w->l->shape[d])
-			m = emit_and(E, m, in_range(E, c, w->l->shape[d]));
+		int k = blk_layout_coord(w->l, d, rd[d], 0), st = (int)ref_step(v, d);
+		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, k * st), "");
+		if (w->l->pad[d] != w->l->shape[d]) /* padding: the coordinate, before the step */
+			m = emit_and(E, m, in_range(E, st > 1 ? LLVMBuildAdd(E->b, emit_thread_part(E, w->l, d),
+			                                                     emit_i32(E, k), "") : c,
+			                            w->l->shape[d]));
+		coff += k * st * v->stride[d];
 		if (w->dmask[d]) {
 			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d]));
 			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d]));

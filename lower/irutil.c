@@ -192,9 +192,9 @@ BlkValue *blk_lower_slot_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *
 	t.layout = l;
 	BlkValue *ops[2] = { buf, slot };
 	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, t, 2, ops);
-	BlkIndex idx[BLK_MAX_RANK] = { { BLK_INDEX_SCALAR, NULL } };
+	BlkIndex idx[BLK_MAX_RANK] = { { BLK_INDEX_SCALAR, NULL, 0 } };
 	for (int d = 1; d < bt->rank; d++)
-		idx[d] = (BlkIndex){ BLK_INDEX_FULL, NULL };
+		idx[d] = (BlkIndex){ BLK_INDEX_FULL, NULL, 0 };
 	blk_op_set_index(c->a, v->def, "idx", bt->rank, idx);
 	return v;
 }

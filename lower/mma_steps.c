@@ -36,8 +36,8 @@ static BlkValue *view_k(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, i
 	vt.layout = l;
 	BlkValue *ops[2] = { ref, blk_lower_i32(b, loc, k0) };
 	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, vt, 2, ops);
-	BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
-	idx[kdim] = (BlkIndex){ BLK_INDEX_DS, dims[kdim] };
+	BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 } };
+	idx[kdim] = (BlkIndex){ BLK_INDEX_DS, dims[kdim], 0 };
 	blk_op_set_index(c->a, v->def, "idx", 2, idx);
 	return v;
 }

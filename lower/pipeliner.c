@@ -103,7 +103,8 @@ static bool stageable(Pipe *P, int o)
 		v = d->operands[0];
 		d = v->def;
 	}
-	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || d->parent != P->L.body || v->type.rank != 2 ||
+	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
+	    v->type.rank != 2 ||
 	    blk_dtype_size(v->type.dtype) != 2 || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;
@@ -155,7 +156,7 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	if (x->fixed) {
 		BlkValue *ops[2] = { x->buf, x->fixed };
 		BlkOp *st = blk_build(b, BLK_OP_STORE, loc, 2, ops, 0, NULL, 0);
-		BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_FULL, NULL } };
+		BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 } };
 		blk_op_set_index(c->a, st, "idx", 2, idx);
 	}
 }

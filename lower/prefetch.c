@@ -51,7 +51,8 @@ static bool small(const Loop *L, const BlkValue *v)
 
 static bool pipelinable(Loop *L, BlkOp *ld, BlkPtrMap *in)
 {
-	if (ld->kind != BLK_OP_LOAD || blk_op_gathers(ld) || !blk_loop_read_only(L->c, ld->operands[0]) ||
+	if (ld->kind != BLK_OP_LOAD || blk_op_gathers(ld) || blk_op_strided(ld) ||
+	    !blk_loop_read_only(L->c, ld->operands[0]) ||
 	    (!feeds_dot(L->body, ld->results[0]) && !small(L, ld->results[0])))
 		return false;
 	for (int i = 0; i < ld->noperands; i++)

@@ -238,6 +238,29 @@ static bool check_gather_rows(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 2, gather_y_ref, in, err) && expect_exact(out, 3, gather_z_ref, in, err);
 }
 
+/* strided_ds on x [300] i32, blocks of 128: e = evens + odds of each
+ * block, y = its odds at even places and twice its evens at odd ones. */
+static double strided_x(const Arrays *in, size_t i)
+{
+	return i < 300 ? at(in, 0, i) : 0;
+}
+
+static double strided_e_ref(const Arrays *in, size_t j)
+{
+	size_t b = j / 64 * 128 + j % 64 * 2;
+	return strided_x(in, b) + strided_x(in, b + 1);
+}
+
+static double strided_y_ref(const Arrays *in, size_t i)
+{
+	return i % 2 ? strided_x(in, i - 1) : 2 * strided_x(in, i + 1);
+}
+
+static bool check_strided(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, strided_y_ref, in, err) && expect_exact(out, 2, strided_e_ref, in, err);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1348,6 +1371,37 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I32, 1000), A1('i', BLK_F32, 1000), A1('x', BLK_I32, 12), A1('x', BLK_F32, 12),
 	     A1('x', BLK_I32, 12)),
+
+	/* ---- strided ds and slice steps: reads, writes, views of views,
+	 * load(other=), atomics, at ragged sizes; a C reference */
+	CHECKED("strided_ds", false, check_strided,
+	     "kernel strided_ds[B = 64](\n"
+	     "    x: in i32[N] block (2 * B) index (i) -> (i),\n"
+	     "    y: out i32[N] block (2 * B) index (i) -> (i),\n"
+	     "    e: out i32[M] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, 2 * B)) {\n"
+	     "    let ev = x[ds(0, B, 2)];\n"
+	     "    let od = x[1::2];\n"
+	     "    e[...] = ev + od;\n"
+	     "    y[ds(1, B, 2)] = ev;\n"
+	     "    y[::2] = od * 2;\n"
+	     "}\n",
+	     A1('i', BLK_I32, 300), A1('o', BLK_I32, 300), A1('o', BLK_I32, 150)),
+
+	CASE_TOL("strided_2d", true, 2,
+	     "kernel strided_2d[T = f32, BR = 16, BC = 32](\n"
+	     "    x: in T[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    y: out T[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    a: inout f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    let v = x.at[ds(1, 5, 3), :];\n"
+	     "    let w = load(v.at[:, ds(program_id(1), 8, 4)], other = 7.0);\n"
+	     "    y[...] = x[...];\n"
+	     "    y[::3, 1:30:2] = load(x.at[ds(1, 6, 3), ::2], other = -1.0)[:, 0:15] * 2.0;\n"
+	     "    y[0:5, 0:8] = w;\n"
+	     "    atomic_add(a.at[2::4, ds(3, 7, 4)], x[0:4, 0:7].astype(f32));\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 50), A2('o', DT_T, 37, 50), A2('x', BLK_F32, 37, 50)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */

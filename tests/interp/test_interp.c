@@ -80,7 +80,7 @@ static void test_fill_and_views(void **state)
 	const BlkSym *osh[] = { kb_c(&t, 8) };
 	BlkValue *z = kb_param(&t, "z", BLK_ACCESS_OUT, BLK_I32, 1, osh, NULL, NULL, NULL);
 	/* v = x.at[ds(2, 5)]; w = v.at[ds(1, 4)] -> elements 3..6 of x; 6 is past */
-	BlkIndex ds5 = { BLK_INDEX_DS, kb_c(&t, 5) }, ds4 = { BLK_INDEX_DS, kb_c(&t, 4) };
+	BlkIndex ds5 = { BLK_INDEX_DS, kb_c(&t, 5), 0 }, ds4 = { BLK_INDEX_DS, kb_c(&t, 4), 0 };
 	const BlkSym *d5[] = { kb_c(&t, 5) }, *d4[] = { kb_c(&t, 4) };
 	BlkValue *o1[] = { x, kb_int(&t, 2) };
 	BlkValue *v = blk_build1(&t.b, BLK_OP_VIEW, t.loc, blk_type_ref(BLK_I32, 1, d5, BLK_SPACE_GLOBAL), 2, o1);
@@ -202,7 +202,7 @@ static int32_t run_for(int lo, int hi, int st, bool *ok)
 	blk_build(&t.b, BLK_OP_YIELD, t.loc, 1, &n, 0, NULL, 0);
 	t.b = save;
 	BlkValue *so[] = { z, kb_int(&t, 0), f->results[0] };
-	BlkIndex sc = { BLK_INDEX_SCALAR, NULL };
+	BlkIndex sc = { BLK_INDEX_SCALAR, NULL, 0 };
 	blk_op_set_index(t.a, blk_build(&t.b, BLK_OP_STORE, t.loc, 3, so, 0, NULL, 0), "idx", 1, &sc);
 	int32_t zs[1] = { 0 };
 	BlkArrayDesc ad[] = { desc1(BLK_I32, 1) };
@@ -428,8 +428,8 @@ static void build_matmul(KB *t, BlkDType dt, int64_t BM, int64_t BN, int64_t BK)
 	BlkBuilder save = t->b;
 	blk_builder_at_end(&t->b, t->a, f->regions[0]);
 	BlkValue *start = kb_op2(t, BLK_OP_MUL, it, k, kb_int(t, BK));
-	BlkIndex ia[] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_DS, bk } };
-	BlkIndex ib[] = { { BLK_INDEX_DS, bk }, { BLK_INDEX_FULL, NULL } };
+	BlkIndex ia[] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_DS, bk, 0 } };
+	BlkIndex ib[] = { { BLK_INDEX_DS, bk, 0 }, { BLK_INDEX_FULL, NULL, 0 } };
 	const BlkSym *dx[] = { bm, bk }, *dy[] = { bk, bn };
 	BlkValue *la[] = { a, start }, *lb[] = { b, start };
 	BlkValue *x = blk_build1(&t->b, BLK_OP_LOAD, t->loc, kb_tile(dt, 2, dx), 2, la);

@@ -162,13 +162,13 @@ static BlkModule *build_matmul(T *t)
 	tmp[0] = kv;
 	tmp[1] = c32;
 	BlkValue *off = blk_build1(&lb, BLK_OP_MUL, t->loc, i32(), 2, tmp);
-	BlkIndex ia[2] = { { BLK_INDEX_FULL, NULL }, { BLK_INDEX_DS, C(t, 32) } };
+	BlkIndex ia[2] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_DS, C(t, 32), 0 } };
 	BlkValue *lo[2] = { a, off };
 	BlkValue *x = blk_build1(&lb, BLK_OP_LOAD, t->loc, tile2(BLK_F32, c64, C(t, 32)), 2, lo);
 	blk_op_set_index(t->a, x->def, "idx", 2, ia);
 	blk_op_set_float(t->a, x->def, "fill", 0.0);
 	x->name = "x";
-	BlkIndex ib[2] = { { BLK_INDEX_DS, C(t, 32) }, { BLK_INDEX_FULL, NULL } };
+	BlkIndex ib[2] = { { BLK_INDEX_DS, C(t, 32), 0 }, { BLK_INDEX_FULL, NULL, 0 } };
 	lo[0] = b;
 	BlkValue *y = blk_build1(&lb, BLK_OP_LOAD, t->loc, tile2(BLK_F32, C(t, 32), c64), 2, lo);
 	blk_op_set_index(t->a, y->def, "idx", 2, ib);
@@ -665,6 +665,8 @@ static const struct {
 	{ "  %g = const {value = 1} : i32[64, 64]\n  %x = view %r, %g {idx = [g, :]} : ref<f32[64, 64]>\n",
 	  "view: gathers (a `g` index) are for load, store and the atomics" },
 	{ "  %g = const {value = 1} : i32[8, 64]\n  %x = load %r, %g {idx = [g, :]} : f32[64, 64]\n",
+	  "load: result 0 has type f32[64, 64], expected f32[8, 64]" },
+	{ "  %x = load %r, %i {idx = [ds(8, 4), :]} : f32[64, 64]\n",
 	  "load: result 0 has type f32[64, 64], expected f32[8, 64]" },
 	{ "  %x = extract %a, %i, %i {idx = [i, ds(8)]} : f32[64]\n",
 	  "extract: result 0 has type f32[64], expected f32[8]" },
