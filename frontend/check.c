@@ -681,8 +681,9 @@ static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 static void check_grid(Ck *c, const BlkAstKernel *ak)
 {
 	CkKernel *k = c->k;
-	if (ak->ngrid > 3) {
-		blk_error(c->d, ak->grid_loc, "a grid has at most 3 axes, this one has %d", ak->ngrid);
+	if (ak->ngrid > BLK_MAX_RANK) {
+		blk_error(c->d, ak->grid_loc, "a grid has at most %d axes, this one has %d", BLK_MAX_RANK,
+		          ak->ngrid);
 		return;
 	}
 	k->grid_rank = ak->ngrid;

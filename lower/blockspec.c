@@ -298,20 +298,29 @@ static void mask_access(void *ctx, BlkOp *op)
 
 static bool map_grid(LowerCtx *c)
 {
-	int n = 0;
+	int n = 0, z = -1;
 	c->grid[0] = c->grid[1] = c->grid[2] = 1;
 	for (int a = 0; a < c->k->grid_rank; a++) {
 		c->par_axis[a] = -1;
+		c->par_div[a] = 0;
 		if (c->k->grid_seq[a])
 			continue;
 		int64_t g = blk_lower_dim(c->k->grid[a]);
-		if (n == 3 || g > (n ? 65535 : INT32_MAX)) {
-			blk_error(c->d, c->k->loc, "kernel %s: grid axis %d (%lld programs) exceeds "
-			          "the CUDA grid limits", c->k->name, a, (long long)g);
+		if (n == 3) { /* a fourth parallel axis shares CUDA z with the third, this one fastest */
+			c->par_div[z] = (unsigned)g, c->par_mod[z] = c->grid[2];
+			c->par_div[a] = 1, c->par_mod[a] = (unsigned)g;
+			g *= c->grid[2];
+		}
+		if (g > (n ? 65535 : INT32_MAX)) {
+			blk_error(c->d, c->k->loc, "kernel %s: grid axis %d (%lld programs%s) exceeds "
+			          "the CUDA grid limits", c->k->name, a, (long long)g,
+			          n == 3 ? " with the axis it shares CUDA z with" : "");
 			return false;
 		}
-		c->par_axis[a] = n;
-		c->grid[n++] = (unsigned)g;
+		z = n == 2 ? a : z;
+		c->par_axis[a] = n < 3 ? n : 2;
+		c->grid[c->par_axis[a]] = (unsigned)g;
+		n += n < 3;
 	}
 	return true;
 }

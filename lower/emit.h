@@ -119,6 +119,9 @@ LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 /* per op family */
 void emit_elementwise(Emit *E, const BlkOp *op);
 void emit_leaf(Emit *E, const BlkOp *op);
+/* Parallel grid axis a's program id (CUDA's block index; a folded axis
+ * decoded from z). */
+LLVMValueRef emit_program_id(Emit *E, int a);
 void emit_memory(Emit *E, const BlkOp *op);
 /* emit_atomic.c: atomic op op's update of the element at p with x (in
  * memory's type), for emit_memory's walk. */

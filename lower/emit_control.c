@@ -113,12 +113,8 @@ static void append_literal(char *buf, size_t size, const char *text)
  * loop counter of a seq axis (blockspec.c made it a loop). */
 static LLVMValueRef print_program_id(Emit *E, int axis)
 {
-	static const char *const ctaid[3] = {
-		"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
-		"llvm.nvvm.read.ptx.sreg.ctaid.z",
-	};
 	if (E->c->par_axis[axis] >= 0)
-		return emit_intrinsic(E, ctaid[E->c->par_axis[axis]], NULL, 0, NULL, 0);
+		return emit_program_id(E, axis);
 	return E->c->seq_iv[axis] ? emit_val(E, E->c->seq_iv[axis])->t.r[0] : emit_i32(E, 0);
 }
 

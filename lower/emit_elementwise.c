@@ -37,17 +37,27 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	return emit_i32(E, !a ? 0 : fl ? blk_f32_to_i32((float)a->f) : a->i);
 }
 
-static LLVMValueRef program_id(Emit *E, const BlkOp *op)
+LLVMValueRef emit_program_id(Emit *E, int a)
 {
 	static const char *const ctaid[3] = {
 		"llvm.nvvm.read.ptx.sreg.ctaid.x",
 		"llvm.nvvm.read.ptx.sreg.ctaid.y",
 		"llvm.nvvm.read.ptx.sreg.ctaid.z",
 	};
+	LLVMValueRef v = emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0);
+	if (!E->c->par_div[a]) /* not folded */
+		return v;
+	if (E->c->par_div[a] > 1)
+		v = LLVMBuildUDiv(E->b, v, emit_i32(E, E->c->par_div[a]), "");
+	return LLVMBuildURem(E->b, v, emit_i32(E, E->c->par_mod[a]), "");
+}
+
+static LLVMValueRef program_id(Emit *E, const BlkOp *op)
+{
 	int64_t a = blk_op_int(op, "axis", 0);
 	if (a >= E->c->k->grid_rank || E->c->par_axis[a] < 0)
 		return emit_i32(E, 0); /* seq axes were replaced by loop ivs */
-	return emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0);
+	return emit_program_id(E, (int)a);
 }
 
 void emit_leaf(Emit *E, const BlkOp *op)

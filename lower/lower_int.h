@@ -46,6 +46,10 @@ typedef struct LowerCtx {
 	size_t transit_bytes;  /* the transit region's size (tile.c) */
 	unsigned grid[3];
 	int par_axis[BLK_MAX_RANK]; /* grid axis -> CUDA axis (0..2), -1 for seq */
+	/* A fourth parallel axis folds into CUDA z with the third: a folded
+	 * axis's program id is (ctaid / par_div) % par_mod (par_div 0: not
+	 * folded). */
+	unsigned par_div[BLK_MAX_RANK], par_mod[BLK_MAX_RANK];
 	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
 	const char *entry;
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */

@@ -105,6 +105,8 @@ static int64_t cuda_grid(LowerCtx *c)
 
 bool blk_lower_persist(LowerCtx *c)
 {
+	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
+		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
 		if (c->k->grid_seq[a])
 			return true;

@@ -261,6 +261,19 @@ static bool check_strided(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 1, strided_y_ref, in, err) && expect_exact(out, 2, strided_e_ref, in, err);
 }
 
+/* grid4d: o[a, b, c, d] = 1000a + 100b + 10c + d + 10000 * num_programs(3). */
+static double grid4d_ref(const Arrays *in, size_t i)
+{
+	(void)in;
+	size_t d = i % 7, c = i / 7 % 5, b = i / 35 % 3, a = i / 105;
+	return (double)(1000 * a + 100 * b + 10 * c + d + 70000);
+}
+
+static bool check_grid4d(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 0, grid4d_ref, in, err);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1402,6 +1415,39 @@ static const Case cases[] = {
 	     "    atomic_add(a.at[2::4, ds(3, 7, 4)], x[0:4, 0:7].astype(f32));\n"
 	     "}\n",
 	     A2('i', DT_T, 37, 50), A2('o', DT_T, 37, 50), A2('x', BLK_F32, 37, 50)),
+
+	/* ---- grids of four axes: the fourth parallel one shares CUDA z with
+	 * the third (its program id decoded); a seq axis among them */
+	CHECKED("grid4d", false, check_grid4d,
+	     "kernel grid4d(\n"
+	     "    o: out i32[A, B, C, D] block (1, 1, 1, 1) index (a, b, c, d) -> (a, b, c, d),\n"
+	     ") grid (A, B, C, D) {\n"
+	     "    o[0, 0, 0, 0] = program_id(0) * 1000 + program_id(1) * 100 + program_id(2) * 10\n"
+	     "        + program_id(3) + num_programs(3) * 10000;\n"
+	     "}\n",
+	     A4('o', BLK_I32, 2, 3, 5, 7)),
+
+	CASE("grid4d_seq", true,
+	     "kernel grid4d_seq[T = f32, BR = 4, BC = 8](\n"
+	     "    x: in T[H, K, R, C] block (None, None, BR, BC) index (h, k, i, j) -> (h, k, i, j),\n"
+	     "    y: out f32[H, R, C] block (None, BR, BC) index (h, k, i, j) -> (h, i, j),\n"
+	     "    acc: scratch f32[BR, BC],\n"
+	     ") grid (H, seq K, cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    when program_id(1) == 0 { acc[...] = zeros((BR, BC), f32); }\n"
+	     "    acc[...] = acc[...] + x[...].astype(f32) * (program_id(1) + 1).astype(f32)\n"
+	     "        + (program_id(0) * 3 + program_id(2) * 5 + program_id(3)).astype(f32);\n"
+	     "    when program_id(1) == num_programs(1) - 1 { y[...] = acc[...]; }\n"
+	     "}\n",
+	     A4('i', DT_T, 3, 4, 10, 19), A3('o', BLK_F32, 3, 10, 19)),
+
+	CASE("grid4d_par", true,
+	     "kernel grid4d_par[T = f32, BR = 4, BC = 8](\n"
+	     "    x: in T[H, G, R, C] block (None, None, BR, BC) index (h, g, i, j) -> (h, g, i, j),\n"
+	     "    y: out T[H, G, R, C] block (None, None, BR, BC) index (h, g, i, j) -> (h, g, i, j),\n"
+	     ") grid (H, G, cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    y[...] = x[...] * 2.0 + (program_id(2) * 7 + program_id(3)).astype(T);\n"
+	     "}\n",
+	     A4('i', DT_T, 3, 2, 10, 19), A4('o', DT_T, 3, 2, 10, 19)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */
