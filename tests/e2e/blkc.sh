@@ -128,6 +128,16 @@ expect 0 'dot FLOPs: 0.03355 G' "$BLKC" --report "$EX/matmul_acc.blk" M=256 N=25
 expect 0 'dot FLOPs: unknown' "$BLKC" --report -D CAUSAL=true "$EX/attention.blk" BH=2 S=256
 expect 1 'cannot write' "$BLKC" --emit=ir "$EX/add.blk" -o "$T/no/such/dir/x.ir"
 
+# a grid of four parallel axes: the third and fourth share CUDA z
+cat >"$T/g4.blk" <<'G4'
+kernel g4(o: out i32[A, B, C, D] block (1, 1, 1, 1) index (a, b, c, d) -> (a, b, c, d)) grid (A, B, C, D) {
+    o[0, 0, 0, 0] = program_id(3);
+}
+G4
+expect 0 'grid \(2, 3, 35\)' "$BLKC" --report "$T/g4.blk" A=2 B=3 C=5 D=7
+expect 1 'kernel g4: grid axis 3 \(70000 programs with the axis it shares CUDA z with\) exceeds the CUDA grid limits' \
+	"$BLKC" --emit=ptx "$T/g4.blk" A=2 B=3 C=7 D=10000
+
 # run in the interpreter, .npy out and back in
 expect 0 'z: f32\[1000\] -> ' "$BLKC" run --interpret "$EX/add.blk" N=1000 --out-dir="$T"
 expect 0 '' test -s "$T/z.npy"
