@@ -1368,6 +1368,29 @@ static const Case cases[] = {
 	     A2('i', DT_T, 29, 20), A1('i', BLK_I32, 29), A2('o', DT_T, 29, 16), A2('o', DT_T, 29, 20),
 	     A2('o', DT_T, 29, 20)),
 
+	/* a rank-2 tile of indices into a rank-1 Ref, rank-4 tiles scanned,
+	 * reshaped and sliced, a scatter whose repeated indices write equal
+	 * values; one program (no grid) */
+	CASE("gather_rank4_mix", true,
+	     "kernel gather_rank4_mix[T = f32](\n"
+	     "    x: in T[N],\n"
+	     "    i: in i32[4, 8],\n"
+	     "    t4: in T[2, 3, 4, 5],\n"
+	     "    y: out T[4, 8],\n"
+	     "    z: out T[2, 3, 4, 5],\n"
+	     "    w: out T[6, 20],\n"
+	     "    s: inout T[N],\n"
+	     ") {\n"
+	     "    let idx = i[...];\n"
+	     "    y[...] = x[idx] + load(x.at[idx * 2], other = 1.0);\n"
+	     "    let v = t4[...];\n"
+	     "    z[...] = cumsum(v, axis = 2, reverse = true) + v.reshape(6, 20).reshape(2, 3, 4, 5) * v[:, :, 1:2, :];\n"
+	     "    w[...] = v.reshape(6, -1)[:, ::1];\n"
+	     "    s[idx] = x[idx] * 3.0;\n"
+	     "}\n",
+	     A1('i', DT_T, 20), A2('i', BLK_I32, 4, 8), A4('i', DT_T, 2, 3, 4, 5), A2('o', DT_T, 4, 8),
+	     A4('o', DT_T, 2, 3, 4, 5), A2('o', DT_T, 6, 20), A1('x', DT_T, 20)),
+
 	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
 	CASE_TOL("histogram_gather", false, 2,
 	     "kernel histogram_gather[BB = 64](\n"
