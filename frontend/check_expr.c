@@ -675,7 +675,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
-	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape",
+	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape", "argmax", "argmin",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -1357,6 +1357,37 @@ static CkType b_reshape(Ck *c, const BlkAstExpr *e)
 	return ck_value(x.t.dtype, rank, dims);
 }
 
+/* argmax/argmin(x, axis = k, keepdims = b): i32, the first index of the
+ * largest or smallest element; an axis is needed above rank 1 (blk does
+ * not flatten). */
+static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	if (!get_args(c, e, 1, 1, "axis", "keepdims", &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	if (x.t.rank == 0 || x.t.dtype == BLK_BOOL) {
+		blk_error(c->d, g.pos[0]->loc, "`%s` needs a numeric tile, got %s", e->name, tstr(c, &x));
+		return ck_poison();
+	}
+	if (!g.kw[0] && x.t.rank > 1) {
+		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
+		          x.t.rank, e->name);
+		return ck_poison();
+	}
+	in->reduce = true;
+	in->axis = 0;
+	if ((g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis)) ||
+	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->keepdims)))
+		return ck_poison();
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0;
+	for (int d = 0; d < x.t.rank; d++)
+		if (d != in->axis || in->keepdims)
+			dims[rank++] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[d];
+	return ck_value(BLK_I32, rank, dims);
+}
+
 static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
@@ -1584,7 +1615,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	const BlkAstExpr *recv = e->args[0].value;
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
-	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD;
+	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD || b == CK_B_ARGMAX || b == CK_B_ARGMIN;
 	if (b == CK_B_RESHAPE)
 		return true; /* numpy's positional dims: b_reshape */
 	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
@@ -1594,14 +1625,14 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
-			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .cumsum, .cumprod, "
-			          ".reshape, .astype)", e->name);
+			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .argmax, .argmin, "
+			          ".cumsum, .cumprod, .reshape, .astype)", e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
 		if (!e->args[i].name) {
 			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, %s =",
-			          e->name, scan ? "reverse" : "keepdims");
+			          e->name, scan && e->name[0] == 'c' ? "reverse" : "keepdims");
 			return false;
 		}
 	return true;
@@ -1634,6 +1665,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return b_scan(c, e, in);
 	case CK_B_RESHAPE: return b_reshape(c, e);
+	case CK_B_ARGMAX: case CK_B_ARGMIN: return b_arg(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);

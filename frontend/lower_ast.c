@@ -266,9 +266,10 @@ static BlkValue *lw_unary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 /* sum/max/min with an axis (or every axis), then keepdims' unit dims back. */
 static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
-	BlkOpKind k = in->builtin == CK_B_SUM ? BLK_OP_REDUCE_SUM
-	            : in->builtin == CK_B_MAX ? BLK_OP_REDUCE_MAX : BLK_OP_REDUCE_MIN;
-	BlkValue *x = lw_expr(L, e->args[0].value, in->type.t.dtype);
+	BlkOpKind k = in->builtin == CK_B_SUM ? BLK_OP_REDUCE_SUM : in->builtin == CK_B_MAX ? BLK_OP_REDUCE_MAX
+	            : in->builtin == CK_B_MIN ? BLK_OP_REDUCE_MIN : in->builtin == CK_B_ARGMAX
+	            ? BLK_OP_REDUCE_ARGMAX : BLK_OP_REDUCE_ARGMIN;
+	BlkValue *x = lw_expr(L, e->args[0].value, info(L, e->args[0].value)->type.t.dtype);
 	int rank = x->type.rank;
 	for (int d = rank - 1; d >= 0; d--) {
 		if (in->axis >= 0 && d != in->axis)
@@ -276,6 +277,7 @@ static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		BlkType t = x->type;
 		t.rank--;
 		memmove(&t.dims[d], &t.dims[d + 1], sizeof t.dims[0] * (size_t)(t.rank - d));
+		t.dtype = in->type.t.dtype; /* an index for argmax/argmin */
 		x = op_axis(L, k, e->loc, t, x, d);
 	}
 	for (int d = 0; in->keepdims && d < rank; d++) {
@@ -415,7 +417,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 			return lw_elementwise(L, in->builtin == CK_B_MAX ? BLK_OP_MAX : BLK_OP_MIN, e->loc,
 			                      in, e->args[0].value, e->args[1].value);
 		return lw_reduce(L, e, in);
-	case CK_B_SUM: return lw_reduce(L, e, in);
+	case CK_B_SUM: case CK_B_ARGMAX: case CK_B_ARGMIN: return lw_reduce(L, e, in);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return lw_scan(L, e, in);
 	case CK_B_RESHAPE:

@@ -902,6 +902,10 @@ static void exec_shape(Interp *I, const Instr *in)
 		if ((ax = axis_attr(I, in, a->rank)) >= 0)
 			blk_iop_scan(op->kind, a, ax, blk_op_int(op, "reverse", 0) != 0, &r);
 		break;
+	case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN:
+		if ((ax = axis_attr(I, in, a->rank)) >= 0)
+			blk_iop_argreduce(op->kind, a, ax, &r);
+		break;
 	default: /* reductions */
 		if ((ax = axis_attr(I, in, a->rank)) >= 0)
 			blk_iop_reduce(op->kind, a, ax, &r);
@@ -951,6 +955,7 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_EXTRACT: exec_extract(I, in); break;
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE: case BLK_OP_RESHAPE:
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+	case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN:
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
 		exec_shape(I, in);
 		break;

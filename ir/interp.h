@@ -87,6 +87,7 @@ void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, Blk
 void blk_iop_broadcast(const BlkITile *a, BlkITile *r);
 void blk_iop_transpose(const BlkITile *a, BlkITile *r);
 void blk_iop_reduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r);
+void blk_iop_argreduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r);
 void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITile *r);
 /* r = acc + a @ b in f32 with fmaf, k ascending; acc may be NULL. */
 void blk_iop_dot(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r);

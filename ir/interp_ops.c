@@ -349,6 +349,37 @@ void blk_iop_reduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r)
 	}
 }
 
+/* Whether v at i beats the best so far (b, at its smaller index): larger
+ * (argmax) or smaller; a NaN beats every number and the first NaN stays. */
+static bool arg_beats(bool mx, float v, float b)
+{
+	if (isnan(b))
+		return false;
+	return isnan(v) || (mx ? v > b : v < b);
+}
+
+/* The first index of the largest (argmax) or smallest element along axis. */
+void blk_iop_argreduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r)
+{
+	int64_t outer = 1, inner = 1, len = a->dims[axis];
+	bool mx = k == BLK_OP_REDUCE_ARGMAX, fl = is_float(a->dtype);
+	for (int j = 0; j < axis; j++)
+		outer *= a->dims[j];
+	for (int j = axis + 1; j < a->rank; j++)
+		inner *= a->dims[j];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			int64_t at = o * len * inner + i, best = 0;
+			for (int64_t e = 1; e < len; e++) {
+				int64_t p = at + e * inner, q = at + best * inner;
+				bool win = fl ? arg_beats(mx, BLK_ITF(a)[p], BLK_ITF(a)[q])
+				              : (mx ? get_int(a, p) > get_int(a, q) : get_int(a, p) < get_int(a, q));
+				best = win ? e : best;
+			}
+			BLK_ITI(r)[o * inner + i] = (int32_t)best;
+		}
+}
+
 /* One step of a scan: acc combined with v (sum and product wrap on i32). */
 static float scan_step_float(BlkOpKind k, float acc, float v)
 {

@@ -185,6 +185,11 @@ const char *blk_op_name(BlkOpKind k);
 /* atomic_add, atomic_max, atomic_min, atomic_cas (ORDER OP keeps them
  * together): accesses that read and write each element at once. */
 bool blk_op_is_atomic(BlkOpKind k);
+/* reduce_sum ... reduce_argmin (ORDER OP keeps them together). */
+static inline bool blk_op_is_reduce(BlkOpKind k)
+{
+	return k >= BLK_OP_REDUCE_SUM && k <= BLK_OP_REDUCE_ARGMIN;
+}
 /* cumsum, cumprod, cummax, cummin (ORDER OP keeps them together). */
 bool blk_op_is_scan(BlkOpKind k);
 /* An access some of whose dims are GATHER (its idx attr). */

@@ -199,7 +199,7 @@ static int op_class(BlkOpKind k)
 	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
-	case BLK_OP_REDUCE_MIN: case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX:
+	case BLK_OP_REDUCE_MIN: case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN: case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX:
 	case BLK_OP_SCAN_MIN: return NUMERIC;
 	default: return ANY;
 	}
@@ -362,6 +362,8 @@ static void check_reduce(Verifier *V, const BlkOp *op)
 	want.rank--;
 	for (int i = (int)axis; i < want.rank; i++)
 		want.dims[i] = x->dims[i + 1];
+	if (op->kind == BLK_OP_REDUCE_ARGMAX || op->kind == BLK_OP_REDUCE_ARGMIN)
+		want.dtype = BLK_I32; /* an index */
 	want_type(V, &op->results[0]->type, &want, "result", 0);
 }
 
@@ -672,7 +674,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
 	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
-	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
+	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_REDUCE_ARGMAX] = check_reduce,
+	[BLK_OP_REDUCE_ARGMIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
 	[BLK_OP_SCAN_PROD] = check_scan, [BLK_OP_SCAN_MAX] = check_scan,
 	[BLK_OP_SCAN_MIN] = check_scan, [BLK_OP_DOT] = check_dot,
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
@@ -705,6 +708,7 @@ static const signed char arity[][4] = {
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
+	A(REDUCE_ARGMAX, 1, 1, 1, 0), A(REDUCE_ARGMIN, 1, 1, 1, 0),
 	A(SCAN_SUM, 1, 1, 1, 0), A(SCAN_PROD, 1, 1, 1, 0), A(SCAN_MAX, 1, 1, 1, 0),
 	A(SCAN_MIN, 1, 1, 1, 0),
 	A(DOT, 2, 3, 1, -1),

@@ -469,8 +469,7 @@ static void check_layouts(Verifier *V, const BlkOp *op)
 			check_dot_operands(V, op);
 		if (V->ok && op->noperands > 2)
 			same_as_result(V, op, 2, "the accumulator stays where the dot puts its result");
-	} else if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX ||
-	           op->kind == BLK_OP_REDUCE_MIN) {
+	} else if (blk_op_is_reduce(op->kind)) {
 		int axis = (int)blk_op_int(op, "axis", 0);
 		want = blk_layout_slice(layout(op, 0), axis);
 		expect_layout(V, op, &want, "the operand's layout without the reduced dim");

@@ -281,6 +281,7 @@ void emit_op(Emit *E, const BlkOp *op)
 		emit_memory(E, op);
 		return;
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
+	case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN:
 		emit_reduce(E, op);
 		return;
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:

@@ -172,11 +172,146 @@ static LLVMValueRef narrow(Emit *E, const BlkOp *op, bool fl, LLVMValueRef v)
 	return rt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, v, emit_i32(E, 0), "") : v;
 }
 
+/* ---- argmax, argmin: (value, index) pairs ------------------------------------------ */
+
+/* A pair (value, index): the reductions above with each value's index
+ * along the axis beside it.  One pair beats another when its value is
+ * larger (argmax) or smaller, a NaN beating every number, and on a tie
+ * (NaNs too) when its index is smaller: a total order, so every path of
+ * the butterfly and of the warps ends with the same first best index. */
+typedef struct Pair {
+	LLVMValueRef v, i;
+} Pair;
+
+static LLVMValueRef beats(Emit *E, const Red *R, Pair a, Pair b)
+{
+	bool mx = R->kind == BLK_OP_REDUCE_ARGMAX;
+	LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntSLT, a.i, b.i, "");
+	if (!R->fl) {
+		LLVMValueRef strict = LLVMBuildICmp(E->b, mx ? LLVMIntSGT : LLVMIntSLT, a.v, b.v, "");
+		LLVMValueRef tie = LLVMBuildICmp(E->b, LLVMIntEQ, a.v, b.v, "");
+		return LLVMBuildOr(E->b, strict, LLVMBuildAnd(E->b, tie, first, ""), "");
+	}
+	LLVMValueRef an = LLVMBuildFCmp(E->b, LLVMRealUNO, a.v, a.v, "");
+	LLVMValueRef bn = LLVMBuildFCmp(E->b, LLVMRealUNO, b.v, b.v, "");
+	LLVMValueRef strict = LLVMBuildFCmp(E->b, mx ? LLVMRealOGT : LLVMRealOLT, a.v, b.v, "");
+	LLVMValueRef win = LLVMBuildAnd(E->b, LLVMBuildNot(E->b, bn, ""), LLVMBuildOr(E->b, an, strict, ""), "");
+	LLVMValueRef tie = LLVMBuildOr(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, a.v, b.v, ""),
+	                               LLVMBuildAnd(E->b, an, bn, ""), "");
+	return LLVMBuildOr(E->b, win, LLVMBuildAnd(E->b, tie, first, ""), "");
+}
+
+static Pair best(Emit *E, const Red *R, Pair a, Pair b)
+{
+	LLVMValueRef w = beats(E, R, a, b);
+	return (Pair){ LLVMBuildSelect(E->b, w, a.v, b.v, ""), LLVMBuildSelect(E->b, w, a.i, b.i, "") };
+}
+
+/* Step 1: the thread's best pair along the axis (padding lanes skipped). */
+static Pair arg_thread(Emit *E, const Red *R, int *rd)
+{
+	const BlkLayout *l = R->src->l;
+	int a = R->axis, n = blk_layout_regs_along(l, a);
+	bool mx = R->kind == BLK_OP_REDUCE_ARGMAX;
+	Pair acc = { R->fl ? LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf())
+	                   : emit_i32(E, mx ? INT32_MIN : INT32_MAX), emit_i32(E, INT32_MAX) };
+	for (rd[a] = 0; rd[a] < n; rd[a]++) {
+		LLVMValueRef c = emit_coord(E, l, a, rd[a]);
+		Pair x = { widen(E, R, R->src->r[reg_index(l, rd)]), c };
+		Pair m = best(E, R, x, acc);
+		if (l->shape[a] != l->pad[a]) {
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, c, emit_i32(E, l->shape[a]), "");
+			m.v = LLVMBuildSelect(E->b, in, m.v, acc.v, "");
+			m.i = LLVMBuildSelect(E->b, in, m.i, acc.i, "");
+		}
+		acc = m;
+	}
+	return acc;
+}
+
+/* Step 2: the butterfly, both halves of the pair shuffled. */
+static Pair arg_warp(Emit *E, const Red *R, Pair p)
+{
+	const BlkLayout *l = R->src->l;
+	int lo = l->tsh[R->axis], hi = lo + blk_layout_log2(l->thr[R->axis]);
+	const char *f = R->fl ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32";
+	for (int b = lo; b < hi && b < 5; b++) {
+		LLVMValueRef av[4] = { emit_i32(E, -1), p.v, emit_i32(E, 1 << b), emit_i32(E, 31) };
+		LLVMValueRef ai[4] = { emit_i32(E, -1), p.i, emit_i32(E, 1 << b), emit_i32(E, 31) };
+		Pair o = { emit_intrinsic(E, f, NULL, 0, av, 4),
+		           emit_intrinsic(E, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, ai, 4) };
+		p = best(E, R, p, o);
+	}
+	return p;
+}
+
+/* Step 3: values in slots [0, n*nw), indices after them. */
+static void arg_cross_warp(Emit *E, const Red *R, const BlkLayout *s, Pair *p, int lo, int nw)
+{
+	const BlkLayout *l = R->src->l;
+	int n = blk_layout_nregs(s), a = R->axis;
+	int64_t half = (int64_t)nw;
+	for (int d = 0; d < s->rank; d++)
+		half *= s->pad[d];
+	LLVMTypeRef t = R->fl ? E->f32 : E->i32;
+	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, lo), ""),
+	                              emit_i32(E, nw - 1), "");
+	int quiet = ((1 << lo) - 1) & ((l->thr[a] - 1) << l->tsh[a]);
+	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
+	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
+		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
+	emit_barrier(E);
+	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef at = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, emit_padded_index(E, s, r), emit_i32(E, nw), ""), w, "");
+		LLVMBuildStore(E->b, p[r].v, slot(E, at, t));
+		LLVMBuildStore(E->b, p[r].i, slot(E, LLVMBuildAdd(E->b, at, emit_i32(E, half), ""), E->i32));
+	}
+	emit_end_if(E, cont);
+	emit_barrier(E);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef base = LLVMBuildMul(E->b, emit_padded_index(E, s, r), emit_i32(E, nw), "");
+		Pair acc = { NULL, NULL };
+		for (int k = 0; k < nw; k++) {
+			LLVMValueRef at = LLVMBuildAdd(E->b, base, emit_i32(E, k), "");
+			Pair x = { LLVMBuildLoad2(E->b, t, slot(E, at, t), ""),
+			           LLVMBuildLoad2(E->b, E->i32, slot(E, LLVMBuildAdd(E->b, at, emit_i32(E, half), ""), E->i32), "") };
+			acc = acc.v ? best(E, R, x, acc) : x;
+		}
+		p[r] = acc;
+	}
+}
+
+static void emit_argreduce(Emit *E, const BlkOp *op, Red *R)
+{
+	const BlkLayout *l = R->src->l, *s = emit_layout(E, op->results[0]);
+	int n = blk_layout_nregs(s), rs[BLK_MAX_RANK], rd[BLK_MAX_RANK];
+	Pair *p = BLK_NEW_N(E->c->a, Pair, (size_t)n);
+	for (int r = 0; r < n; r++) {
+		blk_layout_reg_split(s, r, rs);
+		for (int d = 0, o = 0; d < l->rank; d++)
+			rd[d] = d == R->axis ? 0 : rs[o++];
+		p[r] = arg_warp(E, R, arg_thread(E, R, rd));
+	}
+	int nw = blk_layout_axis_warps(l, R->axis);
+	if (nw > 1)
+		arg_cross_warp(E, R, s, p, l->tsh[R->axis] > 5 ? l->tsh[R->axis] : 5, nw);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, s);
+	for (int r = 0; r < n; r++)
+		ev->t.r[r] = p[r].i;
+	emit_bind(E, op->results[0], ev);
+}
+
 void emit_reduce(Emit *E, const BlkOp *op)
 {
 	Red R = { op->kind, false, op->operands[0]->type.dtype, emit_tile(E, op->operands[0]),
 	          (int)blk_op_int(op, "axis", 0) };
 	R.fl = blk_dtype_is_float(R.dt);
+	if (op->kind == BLK_OP_REDUCE_ARGMAX || op->kind == BLK_OP_REDUCE_ARGMIN) {
+		emit_argreduce(E, op, &R);
+		return;
+	}
 	const BlkLayout *l = R.src->l, *s = emit_layout(E, op->results[0]);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, s);

@@ -375,8 +375,7 @@ static bool tile_moves(LowerCtx *c, BlkOp *op)
 		return true;
 	}
 	if (!(op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_TRANSPOSE ||
-	      op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_REDUCE_SUM ||
-	      op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN))
+	      op->kind == BLK_OP_EXPAND_DIMS || blk_op_is_reduce(op->kind)))
 		return false;
 	BlkValue *v = op->operands[0];
 	if (v->type.rank == 0)
@@ -552,11 +551,13 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 				               (size_t)(src->thr[axis] * src->spt[axis]));
 			continue;
 		}
-		if (op->kind == BLK_OP_REDUCE_SUM || op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) {
-			/* one partial per warp of the axis for each result element */
+		if (blk_op_is_reduce(op->kind)) {
+			/* one partial per warp of the axis for each result element
+			 * (argmax/argmin: a value and an index) */
 			int nw = blk_layout_axis_warps(src, axis);
+			bool arg = op->kind == BLK_OP_REDUCE_ARGMAX || op->kind == BLK_OP_REDUCE_ARGMIN;
 			if (nw > 1)
-				need_transit_n(c, (size_t)nw * result_elems(op->results[0]));
+				need_transit_n(c, (size_t)nw * result_elems(op->results[0]) * (arg ? 2 : 1));
 			continue;
 		}
 		if (moves)

@@ -4,9 +4,9 @@
  * or 2-D grid over ragged arrays in T (f32, f16 or bf16) and i32, whose body
  * is a random tree of elementwise math (pow and ** included), comparisons
  * and `where`, casts across dtypes, reductions with keepdims broadcast
- * back, scans (f32 and i32, either axis, reversed or not), reshapes and
- * parts of tiles (slices, negative indices) broadcast back, `fori_loop`
- * carries, i32 floor division and modulo by divisors that are sometimes 0
+ * back, argmax/argmin, scans (f32 and i32, either axis, reversed or
+ * not), reshapes and parts of tiles (slices, negative indices) broadcast
+ * back, `fori_loop` carries, i32 floor division and modulo by divisors that are sometimes 0
  * or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35, i32
  * reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T` (square
  * blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the block,
@@ -222,6 +222,15 @@ static void iexpr(Gen *g, int depth)
 		return;
 	}
 	int c = pick(7);
+	if (c == 6 && pick(4) == 0) { /* argmax/argmin: of exact values, so the GPU's ties are the same */
+		static const char *arg[] = { "a", "b", "(a - b)", "where(a > 0.5, nan, b)" };
+		out(g, "(k * 0 + %s(%s", pick(2) ? "argmax" : "argmin", arg[pick(4)]);
+		if (g->rank == 2)
+			out(g, ", axis = %d, keepdims = true))", pick(2));
+		else
+			out(g, "))");
+		return;
+	}
 	if (c == 6 && pick(3) == 0) { /* i32 scans are exact too, products wrap */
 		static const char *scans[] = { "cumsum", "cumprod", "cummax", "cummin" };
 		out(g, "%s(", scans[pick(4)]);

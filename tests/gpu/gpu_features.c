@@ -274,6 +274,33 @@ static bool check_grid4d(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 0, grid4d_ref, in, err);
 }
 
+/* argmax_i32 on x [13, 77] i32 (values -8..8: many ties): the first index
+ * of each row's largest and of each column's smallest (blocks of 8 rows;
+ * rows past 13 read 0). */
+static double argmax_row_ref(const Arrays *in, size_t r)
+{
+	size_t best = 0;
+	for (size_t c = 1; c < 77; c++)
+		best = at(in, 0, r * 77 + c) > at(in, 0, r * 77 + best) ? c : best;
+	return (double)best;
+}
+
+static double argmin_col_ref(const Arrays *in, size_t i)
+{
+	size_t b = i / 77, c = i % 77, best = 0;
+	for (size_t k = 1; k < 8; k++) {
+		size_t r = b * 8 + k, q = b * 8 + best;
+		double v = r < 13 ? at(in, 0, r * 77 + c) : 0, w = q < 13 ? at(in, 0, q * 77 + c) : 0;
+		best = v < w ? k : best;
+	}
+	return (double)best;
+}
+
+static bool check_argmax_i32(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, argmax_row_ref, in, err) && expect_exact(out, 2, argmin_col_ref, in, err);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1177,6 +1204,49 @@ static const Case cases[] = {
 	     "        + v.max() - v.T.min(axis = 1)[None, :]).astype(T);\n"
 	     "}\n",
 	     A2('i', DT_T, 13, 77), A1('o', DT_T, 13), A2('o', DT_T, 13, 77)),
+
+	/* ---- argmax / argmin: rows, columns across warps, NaNs (the first
+	 * wins), ties (the first index wins), a rank-1 tile to a scalar */
+	CASE("argmax_rows", true,
+	     "kernel argmax_rows[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: out i32[R] block (BR) index (i) -> (i),\n"
+	     "    lo: out i32[R, 1] block (BR, 1) index (i) -> (i, 0),\n"
+	     "    n: out i32[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    hi[...] = argmax(v, axis = 1);\n"
+	     "    lo[...] = v.argmin(axis = -1, keepdims = true);\n"
+	     "    n[...] = argmax(where(v > 0.8, nan, v.astype(f32)), axis = 1)\n"
+	     "        + argmin(where(v < -0.9, nan, v.astype(f32)), axis = 1) * 1000;\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('o', BLK_I32, 13), A2('o', BLK_I32, 13, 1), A1('o', BLK_I32, 13)),
+
+	CASE("argmax_cols", true,
+	     "kernel argmax_cols[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    hi: out i32[C] block (BC) index (j) -> (j),\n"
+	     "    lo: out i32[C] block (BC) index (j) -> (j),\n"
+	     "    s: out i32[S] block (1) index (j) -> (j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    let v = x[...];\n"
+	     "    hi[...] = argmax(v, axis = 0);\n"
+	     "    lo[...] = argmin((v.astype(f32) * 4.0).astype(i32), axis = 0);\n"
+	     "    s[0] = argmax(x[:, 0]) + argmin(x[:, 1]);\n"
+	     "}\n",
+	     A2('i', DT_T, 300, 45), A1('o', BLK_I32, 45), A1('o', BLK_I32, 45), A1('o', BLK_I32, 3)),
+
+	CHECKED("argmax_i32", false, check_argmax_i32,
+	     "kernel argmax_i32[BR = 8](\n"
+	     "    x: in i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    hi: out i32[R] block (BR) index (i) -> (i),\n"
+	     "    lo: out i32[RB, C] block (1, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    hi[...] = argmax(v, axis = 1);\n"
+	     "    lo[...] = argmin(v, axis = 0, keepdims = true);\n"
+	     "}\n",
+	     A2('i', BLK_I32, 13, 77), A1('o', BLK_I32, 13), A2('o', BLK_I32, 2, 77)),
 
 	/* ---- scans: along rows and columns, reversed, across warps and reps,
 	 * on a dot's accumulator; the padding of a 77-wide tile is met first by

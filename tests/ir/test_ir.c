@@ -659,6 +659,8 @@ static const struct {
 	{ "  %x = reduce_sum %a {axis = 1} : f32[64, 64]\n",
 	  "reduce_sum: result 0 has type f32[64, 64], expected f32[64]" },
 	{ "  %x = reduce_max %a {axis = 2} : f32[64]\n", "reduce_max: axis 2 out of range [0, 2)" },
+	{ "  %x = reduce_argmax %a {axis = 1} : f32[64]\n",
+	  "reduce_argmax: result 0 has type f32[64], expected i32[64]" },
 	{ "  %g = const {value = 1} : i32[64]\n  %x = load %r, %g {idx = [g, :]} : f32[64, 64]\n",
 	  "load: a gather's indices have type i32[64]; with the dims f32[64] keeps they must be an i32 tile "
 	  "holding those dims and its own where the first gathered dim was" },
