@@ -784,9 +784,10 @@ static bool step_of(Ck *c, const BlkAstExpr *e, const char *what, int64_t *out)
 	CkType t = ck_expr(c, e);
 	if (!need_const_int(c, e, &t, what, out))
 		return false;
-	if (*out >= 1)
+	if (*out >= 1 && *out <= CK_MAX_DIM)
 		return true;
-	blk_error(c->d, e->loc, "%s must be positive, got %lld", what, (long long)*out);
+	blk_error(c->d, e->loc, "%s must be from 1 to %lld, got %lld", what, (long long)CK_MAX_DIM,
+	          (long long)*out);
 	return false;
 }
 
@@ -797,6 +798,11 @@ static bool slice_bound(Ck *c, const BlkAstExpr *e, int64_t ext, int64_t *out)
 	CkType t = ck_expr(c, e);
 	if (!need_const_int(c, e, &t, "a slice bound", out))
 		return false;
+	if (*out > CK_MAX_DIM || *out < -CK_MAX_DIM) {
+		blk_error(c->d, e->loc, "a slice bound must be within +-%lld, got %lld", (long long)CK_MAX_DIM,
+		          (long long)*out);
+		return false;
+	}
 	if (*out >= 0)
 		return true;
 	if (ext < 0) {
@@ -827,7 +833,7 @@ static const BlkSym *slice_index(Ck *c, const BlkAstIndex *ix, const CkType *ref
 		                      blk_sym_const(c->a, *start)), k);
 	if (!ix->b)
 		hi = ext;
-	if (*start < hi && (!kext || hi <= ext))
+	if (*start >= 0 && *start < hi && (!kext || hi <= ext))
 		return blk_sym_const(c->a, (hi - *start + *step - 1) / *step);
 	if (kext)
 		blk_error(c->d, ix->loc, "slice %lld:%lld of dim %d of %s (extent %lld) is empty or "
@@ -1305,6 +1311,11 @@ static bool reshape_dims(Ck *c, const BlkAstExpr *e, int from, const CkType *x, 
 		const BlkAstExpr *el = tuple ? a->elems[i] : e->args[from + i].value;
 		int64_t k;
 		ok = (dims[i] = ck_sym(c, el)) != NULL;
+		if (ok && blk_sym_is_const(dims[i], &k) && (k == 0 || k < -1)) {
+			blk_error(c->d, el->loc, "a reshape dim must be positive, or -1 to infer it; got %lld",
+			          (long long)k);
+			return false;
+		}
 		if (ok && blk_sym_is_const(dims[i], &k) && k == -1) {
 			ok = infer < 0;
 			if (!ok)

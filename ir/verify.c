@@ -443,6 +443,13 @@ static bool accessed(Verifier *V, const BlkOp *op, BlkType *out, int *nidx)
 			++*nidx;
 		if (k != BLK_INDEX_SCALAR && k != BLK_INDEX_GATHER)
 			out->dims[out->rank++] = k == BLK_INDEX_DS ? at->index.v[d].size : r->dims[d];
+		int64_t n, st = at ? blk_index_step(&at->index.v[d]) : 1;
+		if (st > 1 && blk_sym_is_const(at->index.v[d].size, &n) && n > 0 &&
+		    (n - 1) > (INT32_MAX - 1) / st) { /* the GPU's i32 coordinates */
+			fail(V, "a strided window of %lld elements %lld apart spans more than 2^31 - 1",
+			     (long long)n, (long long)st);
+			return false;
+		}
 	}
 	return true;
 }

@@ -307,7 +307,7 @@ static bool map_grid(LowerCtx *c)
 			continue;
 		int64_t g = blk_lower_dim(c->k->grid[a]);
 		if (n == 3) { /* a fourth parallel axis shares CUDA z with the third, this one fastest */
-			c->par_div[z] = (unsigned)g, c->par_mod[z] = c->grid[2];
+			c->par_div[z] = g ? (unsigned)g : 1, c->par_mod[z] = c->grid[2];
 			c->par_div[a] = 1, c->par_mod[a] = (unsigned)g;
 			g *= c->grid[2];
 		}

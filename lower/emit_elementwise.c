@@ -49,7 +49,8 @@ LLVMValueRef emit_program_id(Emit *E, int a)
 		return v;
 	if (E->c->par_div[a] > 1)
 		v = LLVMBuildUDiv(E->b, v, emit_i32(E, E->c->par_div[a]), "");
-	return LLVMBuildURem(E->b, v, emit_i32(E, E->c->par_mod[a]), "");
+	/* an axis of 0 programs launches none: any divisor will do */
+	return LLVMBuildURem(E->b, v, emit_i32(E, E->c->par_mod[a] ? E->c->par_mod[a] : 1), "");
 }
 
 static LLVMValueRef program_id(Emit *E, const BlkOp *op)

@@ -668,6 +668,8 @@ static const struct {
 	  "view: gathers (a `g` index) are for load, store and the atomics" },
 	{ "  %g = const {value = 1} : i32[8, 64]\n  %x = load %r, %g {idx = [g, :]} : f32[64, 64]\n",
 	  "load: result 0 has type f32[64, 64], expected f32[8, 64]" },
+	{ "  %x = load %r, %i {idx = [ds(64, 40000000), :]} : f32[64, 64]\n",
+	  "load: a strided window of 64 elements 40000000 apart spans more than 2^31 - 1" },
 	{ "  %x = load %r, %i {idx = [ds(8, 4), :]} : f32[64, 64]\n",
 	  "load: result 0 has type f32[64, 64], expected f32[8, 64]" },
 	{ "  %x = extract %a, %i, %i {idx = [i, ds(8)]} : f32[64]\n",
