@@ -47,8 +47,8 @@ const char *blk_ast_op_spelling(BlkAstOp op)
 
 const char *blk_ast_access_name(BlkAstAccess acc)
 {
-	static const char *names[] = {"in", "out", "inout", "scratch"};
-	return acc <= BLK_AST_SCRATCH ? names[acc] : "?";
+	static const char *names[] = {"in", "out", "inout", "scratch", "prefetch"};
+	return acc <= BLK_AST_PREFETCH ? names[acc] : "?";
 }
 
 BlkAstExpr *blk_ast_expr_new(BlkArena *a, BlkAstExprKind k, BlkLoc loc)

@@ -211,6 +211,7 @@ typedef enum {
 	BLK_AST_OUT,
 	BLK_AST_INOUT,
 	BLK_AST_SCRATCH,
+	BLK_AST_PREFETCH, /* an i32 array every program and every index map can read */
 } BlkAstAccess;
 
 /* A kernel parameter `name: access dtype[shape] [block (...) [index (...) -> (...)]]`,

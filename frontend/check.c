@@ -150,7 +150,9 @@ bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 		c->k->written[r->root->param] = true;
 	if (r->access != BLK_ACCESS_IN)
 		return true;
-	blk_error(c->d, loc, "cannot write to `%s`: it is an `in` parameter", r->root->name);
+	blk_error(c->d, loc, "cannot write to `%s`: it is %s parameter", r->root->name,
+	          r->root->kind == CK_BIND_PARAM && c->k->params[r->root->param].prefetch
+	          ? "a `prefetch`" : "an `in`");
 	ck_declared_here(c, r->root);
 	return false;
 }
@@ -664,6 +666,16 @@ static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 			blk_error(c->d, p->block_loc, "scratch `%s` cannot have a block spec", p->name);
 		return !p->has_block;
 	}
+	if (p->access == BLK_AST_PREFETCH) {
+		memcpy(P->block, P->shape, sizeof P->block);
+		if (p->has_block)
+			blk_error(c->d, p->block_loc, "prefetch array `%s` is whole in every program; it "
+			          "takes no block spec", p->name);
+		if (P->dtype != BLK_I32)
+			blk_error(c->d, p->dtype->loc, "a prefetch array holds i32 indices, not %s",
+			          blk_dtype_name(P->dtype));
+		return !p->has_block && P->dtype == BLK_I32;
+	}
 	if (p->has_block && p->nblock != P->rank) {
 		blk_error(c->d, p->block_loc, "the block has %d dim%s but `%s` has rank %d", p->nblock,
 		          p->nblock == 1 ? "" : "s", p->name, P->rank);
@@ -724,6 +736,14 @@ static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
 	c->scope = saved;
 }
 
+bool ck_is_param_name(const Ck *c, const char *name)
+{
+	for (int i = 0; c->k && c->k->ast && i < c->k->ast->nparams; i++)
+		if (strcmp(c->k->ast->params[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 {
 	BlkParam *P = &c->k->params[pi];
@@ -765,7 +785,9 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 		const BlkAstParam *p = &ak->params[i];
 		k->params[i].name = p->name;
 		k->params[i].loc = p->loc;
-		k->params[i].access = (BlkAccess)p->access; /* same order */
+		k->params[i].prefetch = p->access == BLK_AST_PREFETCH;
+		k->params[i].access = k->params[i].prefetch ? BLK_ACCESS_IN
+		                      : (BlkAccess)p->access; /* same order */
 		for (int j = 0; j < i; j++)
 			if (strcmp(ak->params[j].name, p->name) == 0) {
 				blk_error(c->d, p->loc, "parameter `%s` is declared twice", p->name);
@@ -776,10 +798,14 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 	for (int i = 0; i < n; i++)
 		ok[i] = ok[i] && param_block(c, &ak->params[i], &k->params[i]);
 	check_grid(c, ak);
+	for (int i = 0; i < n; i++) /* index maps read the prefetch arrays */
+		if (k->params[i].prefetch)
+			bind_param(c, &ak->params[i], i, ok[i]);
 	for (int i = 0; i < n; i++)
 		check_index_map(c, &ak->params[i], i);
 	for (int i = 0; i < n; i++)
-		bind_param(c, &ak->params[i], i, ok[i]);
+		if (!k->params[i].prefetch)
+			bind_param(c, &ak->params[i], i, ok[i]);
 }
 
 /* ---- files ---------------------------------------------------------------------------- */

@@ -33,6 +33,7 @@
 	X(OUT, "OUT", "out")                    \
 	X(INOUT, "INOUT", "inout")              \
 	X(SCRATCH, "SCRATCH", "scratch")        \
+	X(PREFETCH, "PREFETCH", "prefetch")     \
 	X(BLOCK, "BLOCK", "block")              \
 	X(INDEX, "INDEX", "index")              \
 	X(GRID, "GRID", "grid")                 \

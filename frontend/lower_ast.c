@@ -687,7 +687,8 @@ static void lw_stmts(Lw *L, const BlkAstBlock *blk)
 
 /* ---- kernels ------------------------------------------------------------------------ */
 
-/* The param's index map region: grid indices -> block indices (0 without one). */
+/* The param's index map region: grid indices (then, but for a prefetch
+ * param, the prefetch arrays) -> block indices (0 without one). */
 static BlkRegion *lw_index_map(Lw *L, const BlkAstParam *p, int pi)
 {
 	BlkRegion *r = blk_region_create(L->a);
@@ -699,6 +700,10 @@ static BlkRegion *lw_index_map(Lw *L, const BlkAstParam *p, int pi)
 		if (p->has_index)
 			L->k->mapbinds[pi][i]->value = g;
 	}
+	for (int q = 0; q < L->k->nparams && !L->k->params[pi].prefetch; q++)
+		if (L->k->params[q].prefetch)
+			L->k->pbinds[q]->value = blk_region_add_arg(L->a, r, L->k->pbinds[q]->type.t,
+			                                            L->k->params[q].name);
 	blk_builder_at_end(&L->b, L->a, r);
 	for (int d = 0; d < rank; d++)
 		ys[d] = p->has_index ? lw_scalar_i32(L, p->index_map[d]) : lw_i32(L, p->loc, 0);

@@ -910,21 +910,22 @@ static void parse_blockspec(Parser *p, BlkAstParam *prm)
 		parse_index_map(p, prm);
 }
 
-/* access = "in" | "out" | "inout" | "scratch" ; */
+/* access = "in" | "out" | "inout" | "scratch" | "prefetch" ; */
 static void parse_access(Parser *p, BlkAstParam *prm)
 {
-	static const BlkAstAccess map[] = {BLK_AST_IN, BLK_AST_OUT, BLK_AST_INOUT, BLK_AST_SCRATCH};
+	static const BlkAstAccess map[] = {BLK_AST_IN, BLK_AST_OUT, BLK_AST_INOUT, BLK_AST_SCRATCH,
+	                                   BLK_AST_PREFETCH};
 	prm->access_loc = here(p);
 	BlkTokKind k = peek(p);
-	if (k >= BLK_TOK_IN && k <= BLK_TOK_SCRATCH) {
+	if (k >= BLK_TOK_IN && k <= BLK_TOK_PREFETCH) {
 		prm->access = map[next(p)->kind - BLK_TOK_IN];
 		return;
 	}
 	if (k == BLK_TOK_IDENT || is_dtype_kw(k))
-		error_at(p, here(p), "expected an access ('in', 'out', 'inout' or 'scratch'), found %s",
+		error_at(p, here(p), "expected an access ('in', 'out', 'inout', 'scratch' or 'prefetch'), found %s",
 		         blk_tok_describe(p->a, tok(p)));
 	else
-		expected(p, "an access ('in', 'out', 'inout' or 'scratch')");
+		expected(p, "an access ('in', 'out', 'inout', 'scratch' or 'prefetch')");
 }
 
 /* param = IDENT ":" access dtype "[" [ expr { "," expr } ] "]" [ blockspec ] ; */

@@ -60,6 +60,7 @@ typedef struct Interp {
 	/* per param: the index map and evaluated block dims */
 	Block *maps;
 	int64_t (*bdims)[BLK_MAX_RANK];
+	BlkIRef *pf; /* per prefetch param: the whole array, an arg of the other index maps */
 	Block body;
 } Interp;
 
@@ -1006,8 +1007,14 @@ static void block_ref(Interp *I, int pi, int ai, BlkIRef *r)
 	int64_t bidx[BLK_MAX_RANK] = { 0 };
 	if (p->index_map) {
 		BlkIVal ys[BLK_MAX_RANK] = { 0 };
-		for (int i = 0; i < map->nargs; i++)
+		int g = I->k->grid_rank;
+		for (int i = 0; i < map->nargs && i < g; i++)
 			set_tile(I, map->args[i], scalar_i32(I->pid[i]));
+		for (int q = 0, i = g; q < I->k->nparams && i < map->nargs; q++)
+			if (I->k->params[q].prefetch) {
+				BlkIVal v = { .kind = BLK_IVAL_REF, .r = I->pf[q] };
+				set_val(I, map->args[i++], &v);
+			}
 		exec_block(I, map, ys);
 		for (int d = 0; d < p->rank; d++) {
 			if (ys[d].kind == BLK_IVAL_TILE) {
@@ -1036,10 +1043,22 @@ static void block_ref(Interp *I, int pi, int ai, BlkIRef *r)
 	}
 }
 
+/* How many scratch params come before param pi (the arrays skip them). */
+static int count_scratch(const BlkKernel *k, int pi)
+{
+	int n = 0;
+	for (int q = 0; q < pi; q++)
+		n += k->params[q].access == BLK_ACCESS_SCRATCH;
+	return n;
+}
+
 /* One program at the current pid: bind the param Refs, run the body. */
 static void run_step(Interp *I, const BlkIRef *scratch)
 {
 	int ai = 0;
+	for (int pi = 0; pi < I->k->nparams; pi++) /* first: the other maps read them */
+		if (I->k->params[pi].prefetch)
+			block_ref(I, pi, pi - count_scratch(I->k, pi), &I->pf[pi]);
 	for (int pi = 0; pi < I->k->nparams && !I->failed; pi++) {
 		BlkIVal v = { .kind = BLK_IVAL_REF };
 		if (I->k->params[pi].access == BLK_ACCESS_SCRATCH)
@@ -1126,6 +1145,7 @@ static void prepare(Interp *I)
 {
 	const BlkKernel *k = I->k;
 	I->maps = BLK_NEW_N(I->arena, Block, k->nparams + 1);
+	I->pf = BLK_NEW_N(I->arena, BlkIRef, k->nparams + 1);
 	for (int pi = 0; pi < k->nparams; pi++)
 		if (k->params[pi].index_map)
 			prepare_block(I, k->params[pi].index_map, k->params[pi].loc, &I->maps[pi]);

@@ -238,7 +238,13 @@ const char *blk_access_name(BlkAccess a); /* "in" "out" "inout" "scratch" */
  * squeezed[d] (Pallas's None: extent 1, dim dropped from the block Ref).
  * index_map's args are the grid indices (i32 scalars, one per grid axis); it
  * yields one i32 block index per array dim.  The block of program p starts
- * at element index_map(p)[d] * block[d] along dim d. */
+ * at element index_map(p)[d] * block[d] along dim d.
+ *
+ * Scalar prefetch (Pallas's PrefetchScalarGridSpec): a `prefetch` param is
+ * an i32 array passed whole to every program; the index maps of the other
+ * params take, after the grid indices, one Ref arg per prefetch param in
+ * param order (the array, as in the body), so a block can sit where an
+ * array says.  A prefetch param's own map takes the grid indices only. */
 typedef struct BlkParam {
 	const char *name;
 	BlkLoc loc;
@@ -249,6 +255,7 @@ typedef struct BlkParam {
 	const BlkSym *block[BLK_MAX_RANK];
 	bool squeezed[BLK_MAX_RANK];
 	BlkRegion *index_map;  /* NULL for scratch */
+	bool prefetch; /* access IN, i32, whole: a Ref arg of every other param's index map */
 } BlkParam;
 
 typedef enum { BLK_CPARAM_INT, BLK_CPARAM_FLOAT, BLK_CPARAM_BOOL, BLK_CPARAM_DTYPE } BlkCParamKind;

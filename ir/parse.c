@@ -816,12 +816,15 @@ static void parse_grid(Parser *P, BlkKernel *k)
 	expect(P, ")");
 }
 
-static BlkAccess parse_access(Parser *P)
+/* access = "in" | "out" | "inout" | "scratch" | "prefetch" (in, flagged) */
+static BlkAccess parse_access(Parser *P, bool *prefetch)
 {
+	if ((*prefetch = accept(P, "prefetch")))
+		return BLK_ACCESS_IN;
 	for (int a = BLK_ACCESS_IN; a <= BLK_ACCESS_SCRATCH; a++)
 		if (accept(P, blk_access_name((BlkAccess)a)))
 			return (BlkAccess)a;
-	fail(P, P->tok.loc, "expected in, out, inout or scratch, found %s", tok_text(P, &P->tok));
+	fail(P, P->tok.loc, "expected in, out, inout, scratch or prefetch, found %s", tok_text(P, &P->tok));
 }
 
 /* block = "block" "[" bdim { "," bdim } "]"    bdim = "None" | sym */
@@ -850,7 +853,7 @@ static void parse_param(Parser *P, BlkParam *pa)
 	pa->loc = P->tok.loc;
 	pa->name = expect_ident(P, "a parameter name");
 	expect(P, ":");
-	pa->access = parse_access(P);
+	pa->access = parse_access(P, &pa->prefetch);
 	pa->dtype = parse_dtype(P);
 	expect(P, "[");
 	pa->rank = parse_syms(P, "]", pa->shape);

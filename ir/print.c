@@ -306,8 +306,8 @@ static void print_header(FILE *out, const BlkKernel *k)
 static void print_param(Printer *p, const BlkParam *pa)
 {
 	FILE *out = p->out;
-	fprintf(out, "  param %s: %s %s[", pa->name, blk_access_name(pa->access),
-	        blk_dtype_name(pa->dtype));
+	fprintf(out, "  param %s: %s %s[", pa->name,
+	        pa->prefetch ? "prefetch" : blk_access_name(pa->access), blk_dtype_name(pa->dtype));
 	print_syms(out, pa->rank, pa->shape);
 	fputc(']', out);
 	if (pa->access != BLK_ACCESS_SCRATCH) {

@@ -845,15 +845,46 @@ static BlkType param_ref(const BlkParam *p)
 	return blk_type_ref(p->dtype, rank, dims, scratch ? BLK_SPACE_SHARED : BLK_SPACE_GLOBAL);
 }
 
+/* A prefetch param: i32, read only, whole, its map yielding constant 0s. */
+static void verify_prefetch(Verifier *V, const BlkParam *p)
+{
+	if (p->dtype != BLK_I32 || p->access != BLK_ACCESS_IN)
+		fail(V, "param %s: a prefetch param is an `in` i32 array", p->name);
+	for (int d = 0; d < p->rank; d++)
+		if (p->squeezed[d] || (p->block[d] && p->block[d] != p->shape[d] &&
+		                       !blk_sym_equal(p->block[d], p->shape[d])))
+			fail(V, "param %s: a prefetch param's block is the whole array", p->name);
+	const BlkOp *y = p->index_map ? yield_of(p->index_map) : NULL;
+	for (int i = 0; y && i < y->noperands; i++) {
+		const BlkOp *d = y->operands[i]->def;
+		const BlkAttr *v = d && d->kind == BLK_OP_CONST ? blk_op_attr(d, "value") : NULL;
+		if (!v || v->kind != BLK_ATTR_INT || v->i != 0)
+			fail(V, "param %s: a prefetch param's index map yields 0s", p->name);
+	}
+}
+
 static void verify_index_map(Verifier *V, const BlkParam *p)
 {
 	const BlkRegion *r = p->index_map;
-	if (r->nargs != V->k->grid_rank)
-		fail(V, "param %s: index map has %d args, expected one per grid axis (%d)", p->name,
-		     r->nargs, V->k->grid_rank);
-	for (int i = 0; i < r->nargs; i++)
+	int g = V->k->grid_rank, npf = 0;
+	for (int q = 0; q < V->k->nparams && !p->prefetch; q++)
+		npf += V->k->params[q].prefetch;
+	if (r->nargs != g + npf)
+		fail(V, "param %s: index map has %d args, expected one per grid axis (%d)%s", p->name,
+		     r->nargs, g, npf ? " and one per prefetch param" : "");
+	for (int i = 0; i < r->nargs && i < g; i++)
 		if (!blk_type_is_scalar(&r->args[i]->type) || r->args[i]->type.dtype != BLK_I32)
 			fail(V, "param %s: index map arg %d must be i32", p->name, i);
+	for (int q = 0, i = g; q < V->k->nparams && i < r->nargs; q++) {
+		if (!V->k->params[q].prefetch || p->prefetch)
+			continue;
+		BlkType want = param_ref(&V->k->params[q]);
+		if (!blk_type_equal(&r->args[i]->type, &want))
+			fail(V, "param %s: index map arg %d has type %s, expected %s (prefetch param %s)",
+			     p->name, i, ty(V, &r->args[i]->type),
+			     ty(V, &want), V->k->params[q].name);
+		i++;
+	}
 	verify_region(V, r, NULL);
 	V->op = NULL;
 	const BlkOp *y = yield_of(r);
@@ -874,6 +905,8 @@ static void verify_param(Verifier *V, const BlkParam *p, int i)
 		fail(V, "param %s: scratch has no index map", p->name);
 	if (p->index_map)
 		verify_index_map(V, p);
+	if (p->prefetch)
+		verify_prefetch(V, p);
 	V->op = NULL;
 	const BlkRegion *b = V->k->body;
 	if (i >= b->nargs)

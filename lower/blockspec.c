@@ -138,13 +138,18 @@ static BlkRegion *wrap_in_loop(LowerCtx *c, BlkRegion *r, int axis)
 /* ---- block refs ---------------------------------------------------------------- */
 
 /* Evaluates p's index map at the start of region r: one block index per
- * array dim, from program ids (seq axes already substituted by ivs). */
+ * array dim, from program ids (seq axes already substituted by ivs) and
+ * the prefetch params' block refs (pf, by param; built first). */
 static void eval_index_map(LowerCtx *c, const BlkParam *p, BlkBuilder *b, BlkValue **pids,
-                           BlkValue **out)
+                           BlkValue **pf, BlkValue **out)
 {
 	BlkPtrMap vm = { 0 };
-	for (int i = 0; i < p->index_map->nargs; i++)
+	int g = c->k->grid_rank;
+	for (int i = 0; i < p->index_map->nargs && i < g; i++)
 		blk_pmap_put(c->a, &vm, p->index_map->args[i], pids[i]);
+	for (int q = 0, i = g; q < c->k->nparams && i < p->index_map->nargs; q++)
+		if (c->k->params[q].prefetch)
+			blk_pmap_put(c->a, &vm, p->index_map->args[i++], pf[q]);
 	for (BlkOp *op = p->index_map->first; op; op = op->next) {
 		BlkValue *ops[8];
 		for (int i = 0; i < op->noperands && i < 8; i++)
@@ -190,17 +195,47 @@ static char *mask_buf(LowerCtx *c, int n)
 	return s;
 }
 
-static void make_block_ref(LowerCtx *c, int pi, BlkBuilder *b, BlkValue **pids, BlkValue *arg,
-                           BlkPtrMap *info)
+/* Whether scalar v (an evaluated index map's op) comes from a load. */
+static bool reads_memory(const BlkValue *v, int depth)
+{
+	if (!v->def || depth > 64)
+		return depth > 64;
+	if (v->def->kind == BLK_OP_LOAD)
+		return true;
+	for (int i = 0; i < v->def->noperands; i++)
+		if (reads_memory(v->def->operands[i], depth + 1))
+			return true;
+	return false;
+}
+
+/* A block index read from an array may be anything: one outside
+ * [0, nblocks) becomes nblocks, whose block is just as wholly outside the
+ * array, so that index * block dim cannot wrap around i32 into it. */
+static BlkValue *clamp_block_index(LowerCtx *c, BlkBuilder *b, BlkValue *x, int64_t nblocks)
+{
+	BlkType i32 = blk_type_scalar(BLK_I32), i1 = blk_type_scalar(BLK_BOOL);
+	BlkValue *n = blk_build_const_int(b, c->k->loc, i32, nblocks);
+	BlkValue *z = blk_build_const_int(b, c->k->loc, i32, 0);
+	BlkValue *lo[2] = { x, z }, *hi[2] = { x, n };
+	BlkValue *in[2] = { blk_build1(b, BLK_OP_GE, c->k->loc, i1, 2, lo),
+	                    blk_build1(b, BLK_OP_LT, c->k->loc, i1, 2, hi) };
+	BlkValue *sel[3] = { blk_build1(b, BLK_OP_AND, c->k->loc, i1, 2, in), x, n };
+	return blk_build1(b, BLK_OP_SELECT, c->k->loc, i32, 3, sel);
+}
+
+static BlkValue *make_block_ref(LowerCtx *c, int pi, BlkBuilder *b, BlkValue **pids,
+                                BlkValue **pf, BlkValue *arg, BlkPtrMap *info)
 {
 	const BlkParam *p = &c->k->params[pi];
 	BlkValue *bidx[BLK_MAX_RANK], *starts[BLK_MAX_RANK];
-	eval_index_map(c, p, b, pids, bidx);
+	eval_index_map(c, p, b, pids, pf, bidx);
 	RefInfo *ri = BLK_NEW(c->a, RefInfo);
 	char *mask = mask_buf(c, p->rank);
 	for (int d = 0; d < p->rank; d++) {
 		int64_t bd = p->squeezed[d] ? 1 : blk_lower_dim(p->block[d]);
 		int64_t ad = blk_lower_dim(p->shape[d]);
+		if (reads_memory(bidx[d], 0))
+			bidx[d] = clamp_block_index(c, b, bidx[d], (ad + bd - 1) / bd);
 		starts[d] = mul_const(c, b, bidx[d], bd);
 		Range r = range_of(c, bidx[d]);
 		bool fits = r.known && r.lo >= 0 && r.hi * bd + bd <= ad;
@@ -218,6 +253,7 @@ static void make_block_ref(LowerCtx *c, int pi, BlkBuilder *b, BlkValue **pids, 
 	op->results[0]->name = p->name;
 	blk_pmap_put(c->a, info, op->results[0], ri);
 	blk_replace_uses(c->k->body, arg, op->results[0]);
+	return op->results[0];
 }
 
 /* ---- masks on accesses ----------------------------------------------------------- */
@@ -347,9 +383,13 @@ bool blk_lower_blockspec(LowerCtx *c)
 		blk_op_set_int(c->a, pids[a]->def, "axis", a);
 	}
 	BlkPtrMap info = { 0 };
+	BlkValue **pf = BLK_NEW_N(c->a, BlkValue *, k->nparams + 1);
+	for (int pi = 0; pi < k->nparams; pi++) /* first: the other index maps read them */
+		if (k->params[pi].prefetch)
+			pf[pi] = make_block_ref(c, pi, &b, pids, pf, k->body->args[pi], &info);
 	for (int pi = 0; pi < k->nparams; pi++)
-		if (k->params[pi].access != BLK_ACCESS_SCRATCH)
-			make_block_ref(c, pi, &b, pids, k->body->args[pi], &info);
+		if (k->params[pi].access != BLK_ACCESS_SCRATCH && !k->params[pi].prefetch)
+			make_block_ref(c, pi, &b, pids, pf, k->body->args[pi], &info);
 	MaskCtx m = { c, &info };
 	blk_lower_walk(k->body, mask_access, &m);
 	return true;

@@ -5,7 +5,7 @@
  *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
  *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
  *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more]
- *             [--bandwidth-only] [--offline]
+ *             [--bandwidth-only] [--only NAME,NAME] [--offline]
  *
  * The matmul rows of the dtypes in --autotune (default: f32) run through the
  * runtime's autotuner over a candidate list (the built-in one below, or
@@ -19,7 +19,8 @@
  * come the newer examples' rows (bench_rows.c: matmul_nt, matmul_epilogue,
  * bmm and split-K against cuBLAS; colsum, layernorm, rmsnorm and cumsum
  * as bandwidth; attention at tools/bench_torch.py's shapes); --no-more skips
- * them, --bandwidth-only runs the bandwidth table alone.
+ * them, --bandwidth-only runs the bandwidth table alone, --only NAME,NAME
+ * the linear-layer rows of those ops alone (matmul_nt, grouped_matmul...).
  *
  * Method (.library/device/METHOD.md): the same random inputs for both; both
  * results checked (against each other and a sampled float64 CPU reference)
@@ -714,6 +715,8 @@ static bool parse_args(int argc, char **argv, Options *o)
 			ok = ok && parse_tune(v, o);
 		} else if (strcmp(a, "--budget-ms") == 0) {
 			o->budget_ms = atof(v);
+		} else if (strcmp(a, "--only") == 0) {
+			o->only = v;
 		} else if (strcmp(a, "--examples") == 0) {
 			o->examples = v;
 		} else if (!parse_dtype_flag(a, v, o, pinned)) {
@@ -725,6 +728,16 @@ static bool parse_args(int argc, char **argv, Options *o)
 	return ok;
 }
 
+bool row_wanted(const Options *o, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *s = o->only; s && *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ',')) {
+		if (strncmp(s, name, n) == 0 && (s[n] == ',' || !s[n]))
+			return true;
+	}
+	return !o->only;
+}
+
 int main(int argc, char **argv)
 {
 	Options o;
@@ -732,7 +745,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
 		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
 		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
-		        "[--bandwidth-only] [--offline]\n");
+		        "[--bandwidth-only] [--only NAME,NAME] [--offline]\n");
 		return 2;
 	}
 	if (o.offline)
@@ -747,6 +760,12 @@ int main(int argc, char **argv)
 	if (!cublas_open(&cb))
 		return 1;
 	printf("device: %s\n\n", blk_runtime_device_name(rt));
+	if (o.only) { /* the named linear-layer rows alone */
+		gemm_rows(rt, &cb, &o);
+		cb.destroy(cb.h);
+		blk_runtime_destroy(rt);
+		return 0;
+	}
 	if (o.bandwidth_only) {
 		bandwidth(rt, &o);
 		cb.destroy(cb.h);

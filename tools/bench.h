@@ -26,6 +26,7 @@ typedef struct Options {
 	bool bandwidth;
 	bool more;             /* the newer examples' rows (--no-more turns them off) */
 	bool bandwidth_only;   /* --bandwidth-only: the bandwidth table alone */
+	const char *only;      /* --only NAME,NAME: those linear-layer rows alone (e.g. grouped_matmul) */
 } Options;
 
 /* The few cuBLAS types and constants used here, with the values of its
@@ -96,6 +97,9 @@ BlkProgram *load(BlkRuntime *rt, const Options *o, const char *name, BlkDType dt
 bool run_blk(void *ctx);
 void bw_row(const char *op, const char *size, double ms, double bytes, double copy_gbs, bool good,
             int reps);
+
+/* Whether --only leaves the row of op name in (bench.c). */
+bool row_wanted(const Options *o, const char *name);
 
 /* The newer examples' rows (bench_rows.c). */
 void gemm_rows(BlkRuntime *rt, Cublas *cb, const Options *o);

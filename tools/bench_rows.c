@@ -117,9 +117,11 @@ static double worse(double worst, double e)
 
 /* ---- linear-layer and batched matmuls vs cuBLAS ------------------------ */
 
-typedef enum { G_NT, G_EPILOGUE, G_BMM, G_SPLITK } GemmKind;
+typedef enum { G_NT, G_EPILOGUE, G_BMM, G_SPLITK, G_GROUPED } GemmKind;
 
-/* One row: bt batches of C[M,N] = A[M,K] @ B; B is [N,K] for G_NT. */
+/* One row: bt batches of C[M,N] = A[M,K] @ B; B is [N,K] for G_NT.
+ * G_GROUPED: A's M rows in bt groups of ragged sizes (group_sizes), B
+ * [bt, K, N], row i of C = A[i] @ B[group of i]. */
 typedef struct GemmRow {
 	GemmKind kind;
 	const char *name;
@@ -142,6 +144,9 @@ typedef struct GemmRow {
 #define HOPTALL "BM=256,BN=128,BK=64,num_warps=8,num_stages=4"
 /* one warpgroup a program: two programs a CTA, ping-pong (warp_spec.c) */
 #define HOPPP "BM=128,BN=128,BK=64,num_warps=4,num_stages=5"
+/* grouped_matmul: its work list is built for BM=128, so every candidate has it */
+#define GMM_MMA "BM=128,BN=128,BK=64,num_warps=8,num_stages=3"
+#define GMM_HOP HOP256 ";" HOP128 ";" HOPPP
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
@@ -156,7 +161,12 @@ static const GemmRow gemm_table[] = {
 	{G_EPILOGUE, "matmul_epilogue", BLK_F32, 1, 4096, 4096, 4096, SIMT ";" SIMT_EPI, NULL},
 	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT, NULL},
 	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8", NULL},
+	{G_GROUPED, "grouped_matmul", BLK_BF16, 8, 16384, 4096, 4096, GMM_MMA, GMM_HOP},
 };
+
+/* 8 groups (experts) of 16384 rows, ragged, none a multiple of 128. */
+static const int group_sizes[8] = {1933, 2917, 1024 + 77, 2500, 811, 3100, 1709, 2313};
+enum { GMM_BM = 128 };
 
 /* The arrays of one row, host and device; C is f32 for split-K. */
 typedef struct Gemm {
@@ -167,24 +177,56 @@ typedef struct Gemm {
 	size_t na, nb, nc;
 	void *ha, *hb, *hbias, *hc_blk, *hc_cb;
 	void *da, *db, *dbias, *dc_blk, *dc_cb;
+	int32_t *hwork; /* G_GROUPED: the work list, W items of (block, group, lo, hi) */
+	void *dwork;
+	int64_t nwork;
 	Bufs bufs;
 	Launch l;
 } Gemm;
+
+/* The group of row i and its first row. */
+static int group_of(int64_t i, int64_t *lo)
+{
+	int g = 0;
+	for (*lo = 0; g < 7 && i >= *lo + group_sizes[g]; g++)
+		*lo += group_sizes[g];
+	return g;
+}
+
+/* grouped_matmul's work list (examples/grouped_matmul.blk) for BM=128,
+ * padded with empty items to cdiv(M, BM) + G - 1, its size for any sizes. */
+static bool work_make(Gemm *g)
+{
+	const GemmRow *r = g->r;
+	g->nwork = (r->m + GMM_BM - 1) / GMM_BM + r->bt - 1;
+	g->hwork = calloc((size_t)g->nwork * 4, sizeof *g->hwork);
+	int64_t t = 0, lo = 0;
+	for (int q = 0; g->hwork && q < r->bt; lo += group_sizes[q++])
+		for (int64_t b = lo / GMM_BM; group_sizes[q] && b <= (lo + group_sizes[q] - 1) / GMM_BM; b++, t++) {
+			int32_t *w = g->hwork + t * 4;
+			w[0] = (int32_t)b, w[1] = q, w[2] = (int32_t)lo, w[3] = (int32_t)(lo + group_sizes[q]);
+		}
+	return g->hwork && lo == r->m && t <= g->nwork &&
+	       (g->dwork = bufs_add(g->rt, &g->bufs, g->hwork, (size_t)g->nwork * 16));
+}
 
 static bool gemm_make(BlkRuntime *rt, Gemm *g)
 {
 	const GemmRow *r = g->r;
 	size_t esz = blk_tensor_elem_size((int)r->dt);
 	size_t osz = blk_tensor_elem_size((int)g->out_dt);
-	g->na = (size_t)r->bt * (size_t)r->m * (size_t)r->k;
+	size_t bt = r->kind == G_GROUPED ? 1 : (size_t)r->bt;
+	g->na = bt * (size_t)r->m * (size_t)r->k;
 	g->nb = (size_t)r->bt * (size_t)r->k * (size_t)r->n;
-	g->nc = (size_t)r->bt * (size_t)r->m * (size_t)r->n;
+	g->nc = bt * (size_t)r->m * (size_t)r->n;
 	g->ha = host_random(r->dt, g->na, 31);
 	g->hb = host_random(r->dt, g->nb, 32);
 	g->hbias = host_random(r->dt, (size_t)r->n, 33);
 	g->hc_blk = malloc(g->nc * osz);
 	g->hc_cb = malloc(g->nc * osz);
 	if (!g->ha || !g->hb || !g->hbias || !g->hc_blk || !g->hc_cb)
+		return false;
+	if (r->kind == G_GROUPED && !work_make(g))
 		return false;
 	return (g->da = bufs_add(rt, &g->bufs, g->ha, g->na * esz)) &&
 	       (g->db = bufs_add(rt, &g->bufs, g->hb, g->nb * esz)) &&
@@ -195,7 +237,7 @@ static bool gemm_make(BlkRuntime *rt, Gemm *g)
 
 static void gemm_free(BlkRuntime *rt, Gemm *g)
 {
-	free(g->ha), free(g->hb), free(g->hbias), free(g->hc_blk), free(g->hc_cb);
+	free(g->ha), free(g->hb), free(g->hbias), free(g->hc_blk), free(g->hc_cb), free(g->hwork);
 	bufs_free(rt, &g->bufs);
 }
 
@@ -207,6 +249,15 @@ static void gemm_tensors(Gemm *g)
 	int64_t sa[3] = {r->bt, r->m, r->k}, sc[3] = {r->bt, r->m, r->n};
 	int64_t sb[3] = {r->bt, r->k, r->n}, snt[3] = {r->bt, r->n, r->k}, sbias[1] = {r->n};
 	int n = 0;
+	if (r->kind == G_GROUPED) {
+		int64_t sw[2] = {g->nwork, 4};
+		g->l.t[n++] = blk_tensor_make(g->dwork, BLK_DTYPE_I32, 2, sw);
+		g->l.t[n++] = blk_tensor_make(g->da, (int)r->dt, 2, sa + 1);
+		g->l.t[n++] = blk_tensor_make(g->db, (int)r->dt, 3, sb);
+		g->l.t[n++] = blk_tensor_make(g->dc_blk, (int)g->out_dt, 2, sc + 1);
+		g->l.n = n;
+		return;
+	}
 	g->l.t[n++] = blk_tensor_make(g->da, (int)r->dt, rank, sa + o);
 	g->l.t[n++] = blk_tensor_make(g->db, (int)r->dt, rank, r->kind == G_NT ? snt + o : sb + o);
 	if (r->kind == G_EPILOGUE)
@@ -234,13 +285,30 @@ static cudaDataType cuda_type(BlkDType dt)
  * C^T = B^T A^T, so B goes first; a row-major B[N,K] used transposed (NT)
  * is transa=T there.  Epilogue: the matmul alone (no bias, no gelu).
  * Split-K: GemmEx with an f32 C, as blk's.  bmm: strided-batched GemmEx.
- * f32 through GemmEx with CUBLAS_COMPUTE_32F (math mode default: no TF32). */
+ * f32 through GemmEx with CUBLAS_COMPUTE_32F (math mode default: no TF32).
+ * Grouped: one GemmEx per non-empty group, as a user without a grouped
+ * kernel would call it. */
 static bool run_gemm_cublas(void *ctx)
 {
 	Gemm *g = ctx;
 	const GemmRow *r = g->r;
 	const float one = 1.0f, zero = 0.0f;
 	cudaDataType t = cuda_type(r->dt), tc = cuda_type(g->out_dt);
+	size_t esz = blk_tensor_elem_size((int)r->dt);
+	for (int q = 0, lo = 0; r->kind == G_GROUPED && q < r->bt; lo += group_sizes[q++]) {
+		cublasStatus_t s = g->cb->gemm_ex(
+			g->cb->h, CUBLAS_OP_N, CUBLAS_OP_N, r->n, group_sizes[q], r->k, &one,
+			(char *)g->db + (size_t)q * r->k * r->n * esz, t, r->n,
+			(char *)g->da + (size_t)lo * r->k * esz, t, r->k, &zero,
+			(char *)g->dc_cb + (size_t)lo * r->n * esz, tc, r->n, CUBLAS_COMPUTE_32F,
+			CUBLAS_GEMM_DEFAULT);
+		if (s != CUBLAS_STATUS_SUCCESS) {
+			fprintf(stderr, "blk-bench: cuBLAS (%s) failed: status %d\n", r->name, (int)s);
+			return false;
+		}
+	}
+	if (r->kind == G_GROUPED)
+		return true;
 	cublasOperation_t ta = r->kind == G_NT ? CUBLAS_OP_T : CUBLAS_OP_N;
 	int ldb = r->kind == G_NT ? r->k : r->n;
 	cublasStatus_t s;
@@ -269,8 +337,11 @@ static double gemm_ref(const Gemm *g, size_t b, size_t i, size_t j)
 	const GemmRow *r = g->r;
 	size_t m = (size_t)r->m, n = (size_t)r->n, k = (size_t)r->k;
 	double acc = 0;
+	int64_t lo;
+	size_t bb = r->kind == G_GROUPED ? (size_t)group_of((int64_t)i, &lo) : b; /* B's batch */
+	b = r->kind == G_GROUPED ? 0 : b;
 	for (size_t p = 0; p < k; p++) {
-		size_t ib = r->kind == G_NT ? j * k + p : (b * k + p) * n + j;
+		size_t ib = r->kind == G_NT ? j * k + p : (bb * k + p) * n + j;
 		acc += value_at(r->dt, g->ha, (b * m + i) * k + p) * value_at(r->dt, g->hb, ib);
 	}
 	return acc;
@@ -286,6 +357,7 @@ static double gemm_check(const Gemm *g)
 	uint64_t seed = 78;
 	for (int s = 0; s < SAMPLES; s++) {
 		size_t b = rng_next(&seed) % (uint64_t)r->bt, i = rng_next(&seed) % (uint64_t)r->m;
+		b = r->kind == G_GROUPED ? 0 : b; /* C has one batch; gemm_ref finds the group */
 		size_t j = s ? rng_next(&seed) % (uint64_t)r->n : (size_t)r->n - 1;
 		size_t at = (b * (size_t)r->m + i) * (size_t)r->n + j;
 		double ref = gemm_ref(g, b, i, j);
@@ -322,9 +394,11 @@ static void gemm_row(BlkRuntime *rt, Cublas *cb, const Options *o, const GemmRow
 	int rb = 0, rc = 0;
 	double tb = good ? time_median(rt, run_gemm_blk, &g, o->budget_ms, &rb) : -1;
 	double tc = good ? time_median(rt, run_gemm_cublas, &g, o->budget_ms, &rc) : -1;
-	double fl = 2.0 * r->bt * (double)r->m * r->n * r->k;
+	double fl = 2.0 * (r->kind == G_GROUPED ? 1 : r->bt) * (double)r->m * r->n * r->k;
 	char size[48], cfg[256];
-	if (r->bt > 1)
+	if (r->kind == G_GROUPED)
+		snprintf(size, sizeof size, "%dx%dx%d, %d groups", r->m, r->n, r->k, r->bt);
+	else if (r->bt > 1)
 		snprintf(size, sizeof size, "%d×%dx%dx%d", r->bt, r->m, r->n, r->k);
 	else
 		snprintf(size, sizeof size, "%dx%dx%d", r->m, r->n, r->k);
@@ -343,12 +417,14 @@ void gemm_rows(BlkRuntime *rt, Cublas *cb, const Options *o)
 	printf("\nLinear-layer and batched matmuls.  cuBLAS: matmul_nt vs cublasGemmEx with B "
 	       "transposed; matmul_epilogue vs cuBLAS's plain matmul (no bias, no gelu: the fusion's "
 	       "cost shows as the gap); bmm vs cublasGemmStridedBatchedEx; matmul_splitk (f32 C, "
-	       "zeroed inside the timing) vs cublasGemmEx with an f32 C.\n\n");
+	       "zeroed inside the timing) vs cublasGemmEx with an f32 C; grouped_matmul (scalar prefetch: "
+	       "a work list in the index maps) vs one cublasGemmEx per group.\n\n");
 	printf("| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS | "
 	       "check (rel err) | reps | config |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (size_t i = 0; i < sizeof gemm_table / sizeof gemm_table[0]; i++)
-		gemm_row(rt, cb, o, &gemm_table[i]);
+		if (row_wanted(o, gemm_table[i].name))
+			gemm_row(rt, cb, o, &gemm_table[i]);
 }
 
 /* ---- colsum, layernorm, rmsnorm, cumsum: bandwidth ----------------------- */

@@ -4,9 +4,10 @@ newer rows compute, timed the same way, printed as markdown tables:
 scaled_dot_product_attention (bf16, BH=32, S=4096, D=64 and 128, causal and
 not), layer_norm and rms_norm (bf16, 16384x4096), column sums
 (x.sum(0), f32, 8192x8192), row prefix sums (x.cumsum(1), f32,
-16384x4096) and an embedding lookup (F.embedding, 65536 rows of 1024 f32
+16384x4096), an embedding lookup (F.embedding, 65536 rows of 1024 f32
 from 32768), with torch's own device-to-device copy as the
-bandwidth yardstick.
+bandwidth yardstick, and a grouped (MoE) matmul (a torch.mm per group,
+torch._grouped_mm where it exists, and one dense torch.mm of the same FLOPs).
 
 Method, as blk-bench's: warm-up, then the median of per-call CUDA-event
 timings (reps shrink when one call is slow).  Attention TFLOP/s count
@@ -120,6 +121,40 @@ def bandwidth_table(torch, budget_ms):
         2.0 * n * d * 4 + n * 4)
 
 
+def grouped_table(torch, budget_ms):
+    """A mixture-of-experts matmul at blk-bench's grouped_matmul shape: 8
+    groups of ragged sizes, 16384 rows in all, K = N = 4096, bf16: a loop of
+    torch.mm per group, torch._grouped_mm where this torch has it, and one
+    dense torch.mm of all the rows (the same FLOPs, no grouping)."""
+    sizes = [1933, 2917, 1101, 2500, 811, 3100, 1709, 2313]
+    m, k, n = sum(sizes), 4096, 4096
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.rand((m, k), device="cuda", generator=gen).mul_(2).sub_(1).to(torch.bfloat16)
+    w = torch.rand((len(sizes), k, n), device="cuda", generator=gen).mul_(2).sub_(1).to(torch.bfloat16)
+    offs = torch.tensor(sizes, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    bounds = [0] + offs.tolist()
+    y = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+
+    def loop():
+        for g in range(len(sizes)):
+            torch.mm(x[bounds[g]:bounds[g + 1]], w[g], out=y[bounds[g]:bounds[g + 1]])
+
+    print("| op | type | size | ms | TFLOP/s | reps |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    flops = 2.0 * m * n * k
+    rows = [("torch.mm per group", loop), ("dense torch.mm (all rows, one weight)",
+                                            lambda: torch.mm(x, w[0]))]
+    if hasattr(torch, "_grouped_mm"):
+        rows.insert(1, ("torch._grouped_mm", lambda: torch._grouped_mm(x, w, offs=offs)))
+    for name, fn in rows:
+        try:
+            ms, reps = time_ms(torch, fn, budget_ms)
+        except (RuntimeError, TypeError) as e:
+            print(f"| {name} | bf16 | {m}x{n}x{k}, 8 groups | failed: {str(e).splitlines()[0]} | | |")
+            continue
+        print(f"| {name} | bf16 | {m}x{n}x{k}, 8 groups | {ms:.3f} | {flops / ms / 1e9:.1f} | {reps} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget-ms", type=float, default=4000,
@@ -139,6 +174,8 @@ def main():
     attention_table(torch, args.budget_ms)
     print("\ntorch layer_norm, rms_norm, x.sum(0), x.cumsum(1) and F.embedding as bandwidth:\n")
     bandwidth_table(torch, args.budget_ms)
+    print("\ngrouped (mixture-of-experts) matmul, as blk-bench's grouped_matmul row:\n")
+    grouped_table(torch, args.budget_ms)
     return 0
 
 

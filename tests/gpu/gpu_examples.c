@@ -7,6 +7,7 @@
  * magnitude (ir/hostdata.h).  Exits 77 (meson's "skipped") without a GPU.
  * With BLK_GPU_EXAMPLES_OFFLINE=1 it needs none: each case runs in the
  * interpreter and is compiled for its shapes (a check of the table itself).
+ * BLK_GPU_CASES=TEXT runs only the kernels whose names contain TEXT.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ enum {
 	OUT_F32 = 1,  /* the output is f32 whatever T is (colsum, split-K) */
 	OUT_ZERO = 2, /* the output starts zeroed, not poisoned: the kernel adds into it */
 	IN0_I32 = 4,  /* the first array holds i32 indices (random in -8..8: some out of range) */
+	WORK = 8,     /* the first array is grouped_matmul's work list (work_list below) */
 };
 
 /* An example at one shape: its arrays' shapes (an array's rank is its
@@ -64,6 +66,10 @@ typedef struct Case {
 #define COLSUM(R, C, defs) {"colsum", #R "x" #C, 2, {{R, C}, {C}}, defs, OUT_F32}
 #define CUMSUM(R, C, defs) {"cumsum", #R "x" #C, 2, {{R, C}, {R, C}}, defs, 0}
 #define EMB(N, V, D, defs) {"embedding", #N "x" #V "x" #D, 3, {{N}, {V, D}, {N, D}}, defs, IN0_I32}
+/* W is at least cdiv(M, BM) + G - 1; the list is padded with empty items. */
+#define GMM(W, M, K, N, G, defs) \
+	{"grouped_matmul", #M "x" #K "x" #N " G=" #G, 4, {{W, 4}, {M, K}, {G, K, N}, {M, N}}, defs, \
+	 IN0_I32 | WORK}
 #define NONE {NULL}
 /* The benchmark's f32 configuration: 8x8 register micro-tiles. */
 #define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
@@ -82,6 +88,7 @@ typedef struct Case {
 /* cumsum over 8 warps, chunks of 512 columns: the scan's axis spans warps */
 #define SCAN8 {"BR=1", "BC=512", "num_warps=8"}
 #define EMBSMALL {"BN=8", "BD=32"}
+#define SMALLGM {"BM=32", "BN=32", "BK=16", "num_warps=4", "num_stages=2"}
 static const Case cases[] = {
 	MM(256, 256, 256, "matmul", NONE),
 	MM(130, 70, 33, "matmul", NONE),
@@ -153,6 +160,10 @@ static const Case cases[] = {
 	EMB(100, 9, 1000, NONE),
 	EMB(37, 16, 64, NONE),
 	EMB(45, 5, 77, EMBSMALL),
+	GMM(8, 300, 72, 200, 5, NONE),
+	GMM(14, 300, 72, 200, 5, SMALLGM),
+	GMM(24, 1000, 136, 600, 8, PERSIST),
+	GMM(22, 2100, 264, 1304, 6, PING),
 };
 
 /* The case's defines plus T=dtype, as BlkDefine (strings kept in buf). */
@@ -185,6 +196,36 @@ static int shape_rank(const int64_t *shape)
 	return r;
 }
 
+/* A case's int define NAME, else dflt. */
+static int64_t case_int(const Case *c, const char *name, int64_t dflt)
+{
+	size_t n = strlen(name);
+	for (int i = 0; i < MAX_DEFINES && c->defines[i]; i++)
+		if (strncmp(c->defines[i], name, n) == 0 && c->defines[i][n] == '=')
+			return strtoll(c->defines[i] + n + 1, NULL, 10);
+	return dflt;
+}
+
+/* grouped_matmul's work list over M rows in G groups of ragged sizes
+ * (boundaries M*g^2/G^2 from group 2 on, group 0 empty): per BM-row block a group touches,
+ * (block, group, first row, end row); then empty items (0, 0, 0, 0). */
+static bool work_list(BlkHostArray *h, int64_t M, int64_t G, int64_t BM)
+{
+	int64_t t = 0, W = h->desc.shape[0];
+	for (int64_t g = 1; g < G; g++) {
+		int64_t lo = g == 1 ? 0 : M * g * g / (G * G), hi = M * (g + 1) * (g + 1) / (G * G);
+		for (int64_t b = lo / BM; hi > lo && b <= (hi - 1) / BM; b++, t++)
+			for (int j = 0; j < 4 && t < W; j++)
+				blk_host_set(h, (size_t)(t * 4 + j), (double)(j == 0 ? b : j == 1 ? g : j == 2 ? lo : hi));
+	}
+	for (int64_t i = t * 4; i < W * 4; i++)
+		blk_host_set(h, (size_t)i, 0);
+	if (t > W)
+		fprintf(stderr, "gpu-examples: a work list of %lld items needs W >= %lld\n", (long long)W,
+		        (long long)t);
+	return t <= W;
+}
+
 static bool arrays_make(Arrays *a, const Case *c, BlkDType dt, uint64_t seed)
 {
 	a->n = c->narrays;
@@ -199,6 +240,8 @@ static bool arrays_make(Arrays *a, const Case *c, BlkDType dt, uint64_t seed)
 		else if (!(c->out & OUT_ZERO))
 			blk_host_poison(a->h[i]); /* blk_host_new zeroes */
 	}
+	if (c->out & WORK)
+		return work_list(a->h[0], c->shapes[1][0], c->shapes[2][0], case_int(c, "BM", 128));
 	return true;
 }
 
@@ -354,9 +397,15 @@ int main(void)
 	printf("| --------------- | ---- | --------------------------------------------- | --------- | ------- | ------ |\n");
 	int failed = 0, total = 0;
 	uint64_t seed = 1;
+	const char *only = getenv("BLK_GPU_CASES"); /* a part of the kernel names to run */
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		for (size_t j = 0; j < sizeof dtypes / sizeof dtypes[0]; j++, total++)
-			failed += !run_case(rt, &cases[i], dtypes[j], seed += 16, offline);
+		for (size_t j = 0; j < sizeof dtypes / sizeof dtypes[0]; j++) {
+			seed += 16;
+			if (only && *only && !strstr(cases[i].kernel, only))
+				continue;
+			failed += !run_case(rt, &cases[i], dtypes[j], seed, offline);
+			total++;
+		}
 	printf("\n%d of %d cases %s\n", total - failed, total, offline ? "compiled (offline)" : "passed");
 	blk_runtime_destroy(rt);
 	return failed ? 1 : 0;

@@ -25,7 +25,8 @@
  * every output element), lower to PTX for sm_90a through an offline
  * runtime, and assemble with ptxas when one is installed ($BLK_PTXAS, else
  * /usr/local/cuda/bin/ptxas).  BLK_GPU_FEATURES_PTX_DIR=DIR also writes each
- * kernel's PTX to DIR/CASE.TYPE.ptx, and BLK_GPU_FEATURES_ARCH picks the
+ * kernel's PTX to DIR/CASE.TYPE.ptx, BLK_GPU_CASES=TEXT runs only the cases
+ * whose names contain TEXT, and BLK_GPU_FEATURES_ARCH picks the
  * offline arch (default sm_90a): a refactor of lower/ can then be checked to
  * leave every kernel's PTX byte-identical.
  */
@@ -63,6 +64,8 @@ typedef struct Arrays {
 /* A C reference for the interpreter (run in both modes): in holds the
  * inputs as generated, out the arrays after the interpreter ran. */
 typedef bool CheckFn(const Arrays *in, const Arrays *out, char *err);
+/* Overwrites inputs the random fill cannot stand for (a work list). */
+typedef void FillFn(Arrays *a);
 
 typedef struct Case {
 	const char *name;   /* also the kernel's name */
@@ -70,6 +73,7 @@ typedef struct Case {
 	const char *src;
 	const char *expect; /* print cases: text the interpreter's output must hold */
 	CheckFn *check;     /* NULL: the interpreter is trusted */
+	FillFn *fill;       /* NULL: every input random */
 	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics */
 	int narrays;
 	ArraySpec a[MAX_ARRAYS];
@@ -84,6 +88,8 @@ typedef struct Case {
 	{.name = nm, .typed = ty, .src = text, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define CASE_TOL(nm, ty, mult, text, ...) {.name = nm, .typed = ty, .src = text, \
 	.tol_mult = mult, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+#define FILLED(nm, ty, fl, fn, text, ...) {.name = nm, .typed = ty, .src = text, .fill = fl, \
+	.check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define CHECKED(nm, ty, fn, text, ...) \
 	{.name = nm, .typed = ty, .src = text, .check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 
@@ -299,6 +305,72 @@ static double argmin_col_ref(const Arrays *in, size_t i)
 static bool check_argmax_i32(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 1, argmax_row_ref, in, err) && expect_exact(out, 2, argmin_col_ref, in, err);
+}
+
+/* prefetch_gmm: groups of 37, 0, 90 and 5 rows of x [132, 40] times
+ * w [4, 40, 70]; the work list names, per program row, a block of 32 rows,
+ * its group and the group's rows (a block two groups share is done twice). */
+enum { GMM_M = 132, GMM_K = 40, GMM_N = 70, GMM_BM = 32, GMM_W = 7 };
+static const int gmm_sizes[] = { 37, 0, 90, 5 };
+
+static void fill_gmm(Arrays *a)
+{
+	int t = 0, lo = 0;
+	for (int g = 0; g < 4; g++) {
+		int hi = lo + gmm_sizes[g];
+		for (int m = lo / GMM_BM; hi > lo && m <= (hi - 1) / GMM_BM; m++, t++) {
+			int v[4] = { m, g, lo, hi };
+			for (int j = 0; j < 4; j++)
+				blk_host_set(a->h[0], (size_t)t * 4 + (size_t)j, v[j]);
+		}
+		lo = hi;
+	}
+	if (t != GMM_W || lo != GMM_M)
+		blk_die("gpu-features: fill_gmm built %d items for %d rows", t, lo);
+}
+
+static bool check_gmm(const Arrays *in, const Arrays *out, char *err)
+{
+	BlkDType dt = out->h[3]->desc.dtype;
+	double rel = dt == BLK_F32 ? 1e-5 : 1.0 / 64;
+	for (int g = 0, lo = 0; g < 4; lo += gmm_sizes[g++])
+		for (int r = lo; r < lo + gmm_sizes[g]; r++)
+			for (int n = 0; n < GMM_N; n++) {
+				double s = 0;
+				for (int k = 0; k < GMM_K; k++)
+					s += at(in, 1, (size_t)r * GMM_K + (size_t)k) *
+					     at(in, 2, ((size_t)g * GMM_K + (size_t)k) * GMM_N + (size_t)n);
+				double y = at(out, 3, (size_t)r * GMM_N + (size_t)n);
+				if (!(fabs(y - s) <= 1e-4 + rel * fabs(s))) {
+					snprintf(err, ERR_LEN, "C reference: y[%d, %d] = %g, want %g", r, n, y, s);
+					return false;
+				}
+			}
+	return true;
+}
+
+/* prefetch_huge: block indices whose products with the block dim wrap
+ * around i32 (2^27 * 32 = 2^32 -> 0 if computed in i32): every one of
+ * them is outside the array, so its rows read 0. */
+static const int64_t huge_sel[8] = { 0, 2, 3, 1 << 26, INT32_MAX, INT32_MIN, 1 << 27, -1 };
+
+static void fill_huge(Arrays *a)
+{
+	for (size_t i = 0; i < 8; i++)
+		blk_host_set(a->h[0], i, (double)huge_sel[i]);
+}
+
+static double huge_ref(const Arrays *in, size_t i)
+{
+	int64_t b = huge_sel[i / (32 * 16)];
+	size_t r = i / 16 % 32, c = i % 16;
+	int64_t row = b * 32 + (int64_t)r;
+	return b >= 0 && b < 4 && row < 100 ? at(in, 1, (size_t)row * 16 + c) + 1 : 1;
+}
+
+static bool check_huge(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 2, huge_ref, in, err);
 }
 
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
@@ -1461,6 +1533,51 @@ static const Case cases[] = {
 	     A1('i', DT_T, 20), A2('i', BLK_I32, 4, 8), A4('i', DT_T, 2, 3, 4, 5), A2('o', DT_T, 4, 8),
 	     A4('o', DT_T, 2, 3, 4, 5), A2('o', DT_T, 6, 20), A1('x', DT_T, 20)),
 
+	/* scalar prefetch: a grouped (MoE) matmul over a work list, groups
+	 * ragged and one empty; each row written by the program of its group */
+	FILLED("prefetch_gmm", true, fill_gmm, check_gmm,
+	     "kernel prefetch_gmm[T = f32, BM = 32, BN = 32, BK = 16](\n"
+	     "    work: prefetch i32[W, 4],\n"
+	     "    x: in T[M, K] block (BM, K) index (t, j) -> (work[t, 0], 0),\n"
+	     "    w: in T[G, K, N] block (None, K, BN) index (t, j) -> (work[t, 1], 0, j),\n"
+	     "    y: out T[M, N] block (BM, BN) index (t, j) -> (work[t, 0], j),\n"
+	     ") grid (W, cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], w[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    let t = program_id(0);\n"
+	     "    let row = work[t, 0] * BM + iota(BM);\n"
+	     "    let mine = (row >= work[t, 2]) & (row < work[t, 3]);\n"
+	     "    y[where(mine, iota(BM), -1), :] = acc.astype(T);\n"
+	     "}\n",
+	     A2('i', BLK_I32, GMM_W, 4), A2('i', DT_T, GMM_M, GMM_K), A3('i', DT_T, 4, GMM_K, GMM_N),
+	     A2('o', DT_T, GMM_M, GMM_N)),
+	/* prefetch indices random in -8..8: blocks outside the array on a
+	 * squeezed dim, a ragged dim and a whole one; a seq axis; the body
+	 * reads the prefetch array as a scalar and as a tile */
+	CASE("prefetch_random", false,
+	     "kernel prefetch_random(\n"
+	     "    sel: prefetch i32[5, 3],\n"
+	     "    x: in f32[9, 30, 20] block (None, 8, 16) index (i, j) -> (sel[i, 0], sel[i, 1] + j, sel[j, 2]),\n"
+	     "    y: out f32[5, 3, 8, 16] block (None, None, 8, 16) index (i, j) -> (i, j, 0, 0),\n"
+	     "    z: inout i32[5, 3] block (1, 3) index (i, j) -> (i, 0),\n"
+	     ") grid (5, seq 3) {\n"
+	     "    let s = sel[...];\n"
+	     "    y[...] = x[...] + sel[program_id(0), program_id(1)].astype(f32);\n"
+	     "    z[0, program_id(1)] = z[0, program_id(1)] + s.sum() + sel[4 - program_id(0), 2];\n"
+	     "}\n",
+	     A2('i', BLK_I32, 5, 3), A3('i', BLK_F32, 9, 30, 20), A4('o', BLK_F32, 5, 3, 8, 16),
+	     A2('x', BLK_I32, 5, 3)),
+	FILLED("prefetch_huge", false, fill_huge, check_huge,
+	     "kernel prefetch_huge(\n"
+	     "    sel: prefetch i32[8],\n"
+	     "    x: in f32[100, 16] block (32, 16) index (i) -> (sel[i], 0),\n"
+	     "    y: out f32[8, 32, 16] block (None, 32, 16) index (i) -> (i, 0, 0),\n"
+	     ") grid (8) {\n"
+	     "    y[...] = x[...] + 1.0;\n"
+	     "}\n",
+	     A1('i', BLK_I32, 8), A2('i', BLK_F32, 100, 16), A3('o', BLK_F32, 8, 32, 16)),
+
 	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
 	CASE_TOL("histogram_gather", false, 2,
 	     "kernel histogram_gather[BB = 64](\n"
@@ -1714,6 +1831,8 @@ static bool arrays_make(Arrays *a, const Case *c, BlkDType t, uint64_t seed)
 		else
 			blk_host_fill_random(a->h[i], seed + (uint64_t)i);
 	}
+	if (c->fill)
+		c->fill(a);
 	return true;
 }
 
@@ -2137,10 +2256,13 @@ static int run_all(BlkRuntime *rt, bool offline)
 {
 	int failed = 0, total = 0;
 	uint64_t seed = 7;
+	const char *only = getenv("BLK_GPU_CASES"); /* a part of the case names to run */
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int nt = cases[i].typed ? 3 : 1;
-		for (int j = 0; j < nt; j++, total++) {
-			seed += 16;
+		for (int j = 0; j < nt; j++, seed += 16) {
+			if (only && *only && !strstr(cases[i].name, only))
+				continue;
+			total++;
 			bool ok = offline ? run_offline_case(rt, &cases[i], float_types[j], seed)
 			                  : run_gpu_case(rt, &cases[i], float_types[j], seed);
 			failed += !ok;

@@ -588,6 +588,65 @@ static void test_embedding(void **state)
 	}
 }
 
+/* ---- grouped_matmul: ragged groups (random sizes, some empty) ---- */
+
+static void grouped_case(const char *T, int G, int64_t K, int64_t N, int bm, const BlkDefine *extra,
+                         int nextra)
+{
+	BlkDefine defs[6] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	int64_t size[16], M = 0, W = 0;
+	uint64_t s = seed++;
+	for (int g = 0; g < G; g++) { /* 0 .. 3 blocks and a bit, a quarter empty */
+		s = s * 6364136223846793005u + 1442695040888963407u;
+		size[g] = (s >> 33) % 4 == 0 ? 0 : (int64_t)((s >> 40) % (uint64_t)(3 * bm + 7));
+		M += size[g];
+	}
+	if (M == 0) /* an all-empty draw: one row in the last group */
+		size[G - 1] = M = 1;
+	Run r;
+	compile(&r, "grouped_matmul.blk", "grouped_matmul", defs, 1 + nextra);
+	int32_t work[64][4];
+	for (int64_t g = 0, lo = 0; g < G; lo += size[g++])
+		for (int64_t b = lo / bm; size[g] && b <= (lo + size[g] - 1) / bm; b++, W++) {
+			work[W][0] = (int32_t)b, work[W][1] = (int32_t)g;
+			work[W][2] = (int32_t)lo, work[W][3] = (int32_t)(lo + size[g]);
+		}
+	BlkHostArray *arr[4] = { input(BLK_I32, 2, W, 4), input(dtype_of(T), 2, M, K), NULL,
+	                         output(dtype_of(T), 2, M, N) };
+	int64_t ws[3] = { G, K, N };
+	arr[2] = blk_host_new(dtype_of(T), 3, ws);
+	blk_host_fill_random(arr[2], seed++);
+	for (int64_t i = 0; i < W * 4; i++)
+		blk_host_set(arr[0], (size_t)i, work[i / 4][i % 4]);
+	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
+	for (int64_t g = 0, lo = 0; g < G; lo += size[g++])
+		for (int64_t i = lo; i < lo + size[g]; i++)
+			for (int64_t j = 0; j < N; j++)
+				for (int64_t k = 0; k < K; k++)
+					ref[i * N + j] += blk_host_get(arr[1], (size_t)(i * K + k)) *
+					                  blk_host_get(arr[2], (size_t)((g * K + k) * N + j));
+	char what[96];
+	snprintf(what, sizeof what, "grouped_matmul T=%s G=%d M=%" PRId64 " K=%" PRId64 " N=%" PRId64,
+	         T, G, M, K, N);
+	run_and_check(&r, arr, 4, 3, ref, what);
+	free(ref);
+	for (int i = 0; i < 4; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_grouped_matmul(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "32" }, { "BK", "16" } };
+	for (int t = 0; t < 3; t++) {
+		grouped_case(dtypes[t], 4, 64, 128, 128, NULL, 0);
+		grouped_case(dtypes[t], 7, 33, 70, 16, small, 3);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -610,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_colsum),
 		cmocka_unit_test(test_cumsum),
 		cmocka_unit_test(test_embedding),
+		cmocka_unit_test(test_grouped_matmul),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

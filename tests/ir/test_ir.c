@@ -757,6 +757,85 @@ static void test_verify_errors(void **state)
 	}
 }
 
+/* Scalar prefetch: a prefetch param and an index map reading it; each
+ * broken variant names what is wrong.  The prefetch param's dtype and
+ * block, its map's yield, x's map args (without the Ref arg, x's map
+ * yields the grid index). */
+static const char *prefetch_ir(BlkArena *a, const char *pdt, const char *pblock, const char *pyield,
+                               const char *xargs)
+{
+	return blk_arena_printf(a,
+		"kernel @k {\n"
+		"  cparams []\n"
+		"  sizes ()\n"
+		"  grid (8)\n"
+		"  warps 4 stages 2\n"
+		"  param work: prefetch %s[8] block [%s] index {\n"
+		"  ^(%%0: i32):\n"
+		"    %%1 = const {value = %s} : i32\n"
+		"    yield %%1\n"
+		"  }\n"
+		"  param x: in f32[100] block [32] index {\n"
+		"  ^(%s):\n"
+		"%s"
+		"  }\n"
+		"  body {\n"
+		"  ^(%%work: ref<%s[%s]>, %%x: ref<f32[32]>):\n"
+		"  }\n"
+		"}\n", pdt, pblock, pyield, xargs,
+		strchr(xargs, ',') ? "    %0 = load %work, %i {idx = [i], fill = 0} : i32\n    yield %0\n"
+		                   : "    yield %i\n", pdt, pblock);
+}
+
+static void test_verify_prefetch(void **state)
+{
+	(void)state;
+	static const struct { const char *dt, *block, *yield, *xargs, *error; } cases[] = {
+		{ "i32", "8", "0", "%i: i32, %work: ref<i32[8]>", NULL },
+		{ "f32", "8", "0", "%i: i32, %work: ref<f32[8]>",
+		  "param work: a prefetch param is an `in` i32 array" },
+		{ "i32", "4", "0", "%i: i32, %work: ref<i32[4]>",
+		  "param work: a prefetch param's block is the whole array" },
+		{ "i32", "8", "1", "%i: i32, %work: ref<i32[8]>",
+		  "param work: a prefetch param's index map yields 0s" },
+		{ "i32", "8", "0", "%i: i32, %work: ref<i32[9]>",
+		  "param x: index map arg 1 has type ref<i32[9]>, expected ref<i32[8]> (prefetch param work)" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		T t;
+		t_init(&t);
+		const char *text = prefetch_ir(t.a, cases[i].dt, cases[i].block, cases[i].yield, cases[i].xargs);
+		BlkSource *src = blk_source_from_string(t.a, "p.ir", text, strlen(text));
+		BlkModule *m = blk_ir_parse(t.a, t.d, src);
+		if (!m)
+			fail_msg("prefetch case %zu does not parse:\n%s", i, t_errors(&t));
+		bool ok = blk_ir_verify(m, t.d, "test");
+		if (!cases[i].error) {
+			if (!ok)
+				fail_msg("prefetch case %zu: %s", i, t_errors(&t));
+			assert_true(m->first->params[0].prefetch);
+			assert_int_equal(m->first->params[0].access, BLK_ACCESS_IN);
+		} else {
+			char *want = blk_arena_printf(t.a, "IR invalid after test: kernel @k: %s", cases[i].error);
+			const char *got = ok ? "(verified)" : t_errors(&t);
+			if (!strstr(got, want)) /* among the errors: a broken param breaks its uses too */
+				fail_msg("prefetch case %zu: got\n%s\nexpected\n%s", i, got, want);
+		}
+		t_free(&t);
+	}
+	/* x's map without the prefetch arg */
+	T t;
+	t_init(&t);
+	const char *text = prefetch_ir(t.a, "i32", "8", "0", "%i: i32");
+	BlkSource *src = blk_source_from_string(t.a, "p.ir", text, strlen(text));
+	BlkModule *m = blk_ir_parse(t.a, t.d, src);
+	assert_non_null(m);
+	assert_false(blk_ir_verify(m, t.d, "test"));
+	assert_non_null(strstr(t_errors(&t), "param x: index map has 1 args, expected one per grid "
+	                                    "axis (1) and one per prefetch param"));
+	t_free(&t);
+}
+
 /* Kernel-level checks on hand-broken builds. */
 static void test_verify_kernel(void **state)
 {
@@ -796,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_verify_errors),
+		cmocka_unit_test(test_verify_prefetch),
 		cmocka_unit_test(test_verify_kernel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
