@@ -396,6 +396,13 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		return true;
 	}
 	*out = s->t.dtype;
+	if (w->weak == CK_WEAK_INT && (s->t.dtype == BLK_I8 || s->t.dtype == BLK_U8) &&
+	    blk_int_wrap(s->t.dtype, w->i) != w->i) {
+		blk_error(c->d, loc, "the literal %lld does not fit %s (%s) in `%s`; convert with astype",
+		          (long long)w->i, tstr(c, s), s->t.dtype == BLK_I8 ? "-128 .. 127" : "0 .. 255",
+		          what);
+		return false;
+	}
 	if (ck_converts(w, s->t.dtype))
 		return true;
 	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
@@ -513,7 +520,7 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 	case BLK_AST_OP_DIV:
 		if (blk_dtype_is_float(dt))
 			return true;
-		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `~/` for i32",
+		blk_error(c->d, e->loc, "`/` needs float operands, got %s; use `~/` for integers",
 		          blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_POW:
@@ -526,16 +533,16 @@ static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 	case BLK_AST_OP_MOD:
 	case BLK_AST_OP_SHL:
 	case BLK_AST_OP_SHR:
-		if (dt == BLK_I32)
+		if (blk_dtype_is_int(dt))
 			return true;
-		blk_error(c->d, e->loc, "`%s` needs i32 operands, got %s", op, blk_dtype_name(dt));
+		blk_error(c->d, e->loc, "`%s` needs integer operands, got %s", op, blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_BITAND:
 	case BLK_AST_OP_BITOR:
 	case BLK_AST_OP_BITXOR:
-		if (dt == BLK_I32 || dt == BLK_BOOL)
+		if (blk_dtype_is_int(dt) || dt == BLK_BOOL)
 			return true;
-		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands, got %s", op, blk_dtype_name(dt));
+		blk_error(c->d, e->loc, "`%s` needs integer or bool operands, got %s", op, blk_dtype_name(dt));
 		return false;
 	case BLK_AST_OP_EQ:
 	case BLK_AST_OP_NE:
@@ -635,11 +642,11 @@ static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
 		return ck_weak_int(~x.i);
 	if (x.t.dtype == BLK_BOOL && x.konst)
 		return ck_bool_const(!x.i);
-	if ((x.t.dtype == BLK_I32 || x.t.dtype == BLK_BOOL) && !x.weak) {
+	if ((blk_dtype_is_int(x.t.dtype) || x.t.dtype == BLK_BOOL) && !x.weak) {
 		x.konst = false;
 		return x;
 	}
-	blk_error(c->d, e->loc, "`~` needs an i32 or bool operand, got %s", tstr(c, &x));
+	blk_error(c->d, e->loc, "`~` needs an integer or bool operand, got %s", tstr(c, &x));
 	return ck_poison();
 }
 
@@ -1434,8 +1441,10 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		return ck_poison();
 	}
 	if (x.t.dtype != y.t.dtype || !blk_dtype_is_float(x.t.dtype)) {
-		blk_error(c->d, e->loc, "dot needs two f32, f16 or bf16 tiles of one dtype, got %s and %s",
-		          tstr(c, &x), tstr(c, &y));
+		blk_error(c->d, e->loc, "dot needs two f32, f16 or bf16 tiles of one dtype, got %s and %s%s",
+		          tstr(c, &x), tstr(c, &y),
+		          x.t.dtype == BLK_I8 || x.t.dtype == BLK_U8 || y.t.dtype == BLK_I8 || y.t.dtype == BLK_U8
+		          ? " (for 8-bit weights, convert them: `dot(x, w.astype(bf16))`)" : "");
 		return ck_poison();
 	}
 	if (!blk_sym_equal(x.t.dims[1], y.t.dims[0])) {
@@ -1575,6 +1584,9 @@ static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
 	BlkDType dt = r->t.dtype;
 	if (b == CK_B_ATOMIC_ADD && dt == BLK_BOOL)
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
+	else if (dt == BLK_I8 || dt == BLK_U8)
+		blk_error(c->d, e->loc, "%s needs a Ref of i32 or a float dtype, got %s (the GPU has no "
+		          "8-bit atomics)", e->name, tstr(c, r));
 	else if (b == CK_B_ATOMIC_CAS && dt != BLK_I32)
 		blk_error(c->d, e->loc, "atomic_cas needs a Ref of i32, got %s", tstr(c, r));
 	else if (b != CK_B_ATOMIC_ADD && b != CK_B_ATOMIC_CAS && dt != BLK_I32 && dt != BLK_F32)

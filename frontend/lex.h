@@ -53,6 +53,8 @@
 	X(F16, "F16", "f16")                    \
 	X(BF16, "BF16", "bf16")                 \
 	X(I32, "I32", "i32")                    \
+	X(I8, "I8", "i8")                       \
+	X(U8, "U8", "u8")                       \
 	X(BOOL, "BOOL", "bool")                 \
 	/* punctuation */                       \
 	X(LPAREN, "LPAREN", "(")                \

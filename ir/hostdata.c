@@ -69,6 +69,8 @@ double blk_host_get(const BlkHostArray *h, size_t i)
 	case BLK_F16: memcpy(&u, p, 2); return blk_f16_to_f32(u);
 	case BLK_BF16: memcpy(&u, p, 2); return blk_bf16_to_f32(u);
 	case BLK_I32: memcpy(&v, p, 4); return v;
+	case BLK_I8: return (int8_t)*p;
+	case BLK_U8: return *p;
 	default: return *p != 0;
 	}
 }
@@ -95,6 +97,7 @@ void blk_host_set(BlkHostArray *h, size_t i, double v)
 	case BLK_F16: u = blk_f32_to_f16(f); memcpy(p, &u, 2); break;
 	case BLK_BF16: u = blk_f32_to_bf16(f); memcpy(p, &u, 2); break;
 	case BLK_I32: n = to_i32(v); memcpy(p, &n, 4); break;
+	case BLK_I8: case BLK_U8: *p = (unsigned char)blk_int_wrap(h->desc.dtype, to_i32(v)); break;
 	default: *p = v != 0.0; break;
 	}
 }
@@ -119,6 +122,8 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 			v = (double)(r >> 40) * 0x1p-23 - 1.0; /* 24 bits: exact in f32 */
 		else if (h->desc.dtype == BLK_I32)
 			v = (double)(r % 17) - 8.0;
+		else if (h->desc.dtype == BLK_I8 || h->desc.dtype == BLK_U8) /* every byte: wraps show */
+			v = (double)blk_int_wrap(h->desc.dtype, (int64_t)(r >> 56));
 		else
 			v = (double)(r >> 63);
 		blk_host_set(h, i, v);
@@ -153,6 +158,8 @@ size_t blk_host_count_poison(const BlkHostArray *h)
 {
 	uint32_t bits = poison_bits(h->desc.dtype);
 	size_t es = (size_t)blk_dtype_size(h->desc.dtype), n = 0;
+	if (h->desc.dtype == BLK_I8 || h->desc.dtype == BLK_U8)
+		return 0; /* every byte is a value: no pattern tells "never written" */
 	for (size_t i = 0; i < h->count; i++) {
 		uint32_t v = 0;
 		memcpy(&v, (const unsigned char *)h->data + i * es, es); /* little-endian host */
@@ -208,7 +215,7 @@ static const struct {
 	BlkDType dt;
 } npy_dtypes[] = {
 	{ "<f4", BLK_F32 }, { "<f2", BLK_F16 }, { "<u2", BLK_BF16 },
-	{ "<i4", BLK_I32 }, { "|b1", BLK_BOOL },
+	{ "<i4", BLK_I32 }, { "|b1", BLK_BOOL }, { "|i1", BLK_I8 }, { "|u1", BLK_U8 },
 };
 
 /* A cursor over the header text. */

@@ -46,7 +46,8 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed);
  * 0xdeadbeef for i32, 0xa5 for bool.  Outputs are poisoned before a run so
  * unwritten elements are caught by the comparison (NaN never passes). */
 void blk_host_poison(BlkHostArray *h);
-/* Elements still holding the poison pattern. */
+/* Elements still holding the poison pattern (0 for i8 and u8, where every
+ * byte is a value: a comparison with a reference still sees them). */
 size_t blk_host_count_poison(const BlkHostArray *h);
 
 /* .npy v1.0, v2.0, v3.0.  Errors name the file and go to d; NULL / false. */

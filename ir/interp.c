@@ -287,6 +287,10 @@ static int32_t mem_geti(BlkDType dt, const unsigned char *p)
 	int32_t v;
 	if (dt == BLK_BOOL)
 		return *p != 0;
+	if (dt == BLK_I8)
+		return (int8_t)*p;
+	if (dt == BLK_U8)
+		return *p;
 	memcpy(&v, p, 4);
 	return v;
 }
@@ -295,6 +299,8 @@ static void mem_puti(BlkDType dt, unsigned char *p, int32_t v)
 {
 	if (dt == BLK_BOOL)
 		*p = v != 0;
+	else if (dt == BLK_I8 || dt == BLK_U8)
+		*p = (unsigned char)v;
 	else
 		memcpy(p, &v, 4);
 }
@@ -430,7 +436,8 @@ static void load_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64
 		else if (r->dtype == BLK_BOOL)
 			BLK_ITB(a->t)[ti + i] = (uint8_t)(inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli != 0);
 		else
-			BLK_ITI(a->t)[ti + i] = inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli;
+			BLK_ITI(a->t)[ti + i] = inb ? mem_geti(r->dtype, ELEM(r, off + i * st))
+			                            : blk_int_wrap(r->dtype, a->filli);
 	}
 }
 

@@ -2,7 +2,8 @@
  *
  * Exactly the semantics of docs/language.md, written for clarity: one plain
  * loop per op over the elements.  Float dtypes compute in f32 and round to
- * f16/bf16 after every op.  i32 arithmetic wraps (done in uint32_t, so C has
+ * f16/bf16 after every op; i8/u8 compute in i32 and wrap to 8 bits as each
+ * result is stored (put_int).  i32 arithmetic wraps (done in uint32_t, so C has
  * no overflow UB); `//` and `%` are floor division and its remainder, and
  * division by zero gives 0 for both: the GPU would give garbage, a trap
  * helps nobody, and a defined answer keeps the oracle deterministic.
@@ -75,7 +76,7 @@ static void put_int(BlkITile *t, int64_t i, int32_t v)
 	if (t->dtype == BLK_BOOL)
 		BLK_ITB(t)[i] = v != 0;
 	else
-		BLK_ITI(t)[i] = v;
+		BLK_ITI(t)[i] = blk_int_wrap(t->dtype, v);
 }
 
 /* ---- elementwise -------------------------------------------------------- */
@@ -133,8 +134,10 @@ void blk_iop_cast(const BlkITile *a, BlkITile *r)
 				BLK_ITF(r)[i] = blk_iround(r->dtype, x);
 			else if (r->dtype == BLK_BOOL)
 				BLK_ITB(r)[i] = x != 0.0f;
-			else
+			else if (r->dtype == BLK_I32)
 				BLK_ITI(r)[i] = blk_f32_to_i32(x);
+			else
+				BLK_ITI(r)[i] = blk_f32_to_small_int(r->dtype, x);
 		} else {
 			int32_t x = get_int(a, i * sa);
 			if (is_float(r->dtype))
@@ -291,8 +294,11 @@ void blk_iop_splat(BlkITile *r, bool isf, int64_t iv, double fv)
 			BLK_ITF(r)[i] = blk_iround(r->dtype, isf ? (float)fv : (float)iv);
 		else if (r->dtype == BLK_BOOL)
 			BLK_ITB(r)[i] = isf ? fv != 0.0 : iv != 0;
+		else if (isf)
+			BLK_ITI(r)[i] = r->dtype == BLK_I32 ? blk_f32_to_i32((float)fv)
+			                                    : blk_f32_to_small_int(r->dtype, (float)fv);
 		else
-			BLK_ITI(r)[i] = isf ? blk_f32_to_i32((float)fv) : (int32_t)(uint32_t)iv;
+			BLK_ITI(r)[i] = blk_int_wrap(r->dtype, iv);
 	}
 }
 

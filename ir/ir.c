@@ -47,6 +47,28 @@ bool blk_dtype_is_float(BlkDType t)
 	return t == BLK_F32 || t == BLK_F16 || t == BLK_BF16;
 }
 
+bool blk_dtype_is_int(BlkDType t)
+{
+	return t == BLK_I32 || t == BLK_I8 || t == BLK_U8;
+}
+
+int32_t blk_int_wrap(BlkDType t, int64_t v)
+{
+	if (t == BLK_I8)
+		return (int8_t)(uint8_t)(uint64_t)v;
+	if (t == BLK_U8)
+		return (uint8_t)(uint64_t)v;
+	return (int32_t)(uint32_t)(uint64_t)v;
+}
+
+int32_t blk_f32_to_small_int(BlkDType t, float f)
+{
+	float lo = t == BLK_U8 ? 0.0f : -128.0f, hi = t == BLK_U8 ? 255.0f : 127.0f;
+	if (f != f)
+		return 0;
+	return (int32_t)(f <= lo ? lo : f >= hi ? hi : truncf(f));
+}
+
 /* ---- f16 and bf16 ------------------------------------------------------
  *
  * Bit manipulation rather than the compiler's _Float16, which not every

@@ -32,7 +32,9 @@
 	X(F16, "f16", 2)         \
 	X(BF16, "bf16", 2)       \
 	X(I32, "i32", 4)         \
-	X(BOOL, "bool", 1)
+	X(BOOL, "bool", 1)       \
+	X(I8, "i8", 1)           \
+	X(U8, "u8", 1)
 
 typedef enum {
 #define X(e, n, b) BLK_##e,
@@ -45,6 +47,12 @@ const char *blk_dtype_name(BlkDType t);
 int blk_dtype_size(BlkDType t);
 bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
+bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 */
+/* v wrapped to an integer dtype's range (two's complement, as NumPy's i8
+ * and u8 arithmetic and astype do); i32 and others: as is. */
+int32_t blk_int_wrap(BlkDType t, int64_t v);
+/* f32 -> i8/u8 as astype converts: toward zero, saturated, NaN as 0. */
+int32_t blk_f32_to_small_int(BlkDType t, float f);
 
 /* f32 -> i32 as astype converts, and as a float constant of an integer
  * tile is taken: toward zero, saturated, NaN as 0 (cvt.rzi.s32.f32).  The

@@ -181,9 +181,9 @@ static bool dtype_ok(BlkDType t, int cls)
 	switch (cls) {
 	case NUMERIC: return t != BLK_BOOL;
 	case FLOAT: return blk_dtype_is_float(t);
-	case INT: return t == BLK_I32;
+	case INT: return blk_dtype_is_int(t);
 	case BOOLEAN: return t == BLK_BOOL;
-	case INT_OR_BOOL: return t == BLK_I32 || t == BLK_BOOL;
+	case INT_OR_BOOL: return blk_dtype_is_int(t) || t == BLK_BOOL;
 	default: return true;
 	}
 }
@@ -207,7 +207,7 @@ static int op_class(BlkOpKind k)
 
 static bool check_dtype_class(Verifier *V, const BlkOp *op, BlkDType t)
 {
-	static const char *names[] = { "any", "a numeric", "a float", "an i32", "a bool", "an i32 or bool" };
+	static const char *names[] = { "any", "a numeric", "a float", "an integer", "a bool", "an integer or bool" };
 	int cls = op_class(op->kind);
 	if (dtype_ok(t, cls))
 		return true;
@@ -583,8 +583,12 @@ static void check_reshape(Verifier *V, const BlkOp *op)
 static void check_store(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
-	if (check_access(V, op, 1, &t) && op->kind == BLK_OP_SWAP)
+	if (!check_access(V, op, 1, &t))
+		return;
+	if (op->kind == BLK_OP_SWAP)
 		want_type(V, &op->results[0]->type, &t, "result", 0);
+	if (op->kind == BLK_OP_ATOMIC_ADD && (t.dtype == BLK_I8 || t.dtype == BLK_U8 || t.dtype == BLK_BOOL))
+		fail(V, "a Ref of %s; atomic_add takes i32 or a float dtype", blk_dtype_name(t.dtype));
 }
 
 /* atomic_max/min on i32 or f32; atomic_cas on i32 with a scalar compare value. */

@@ -142,7 +142,7 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 		return LLVMBuildSelect(E->b, x, t, f, "");
 	}
 	strncat(buf, " %d", size - strlen(buf) - 1);
-	return x;
+	return emit_to_i32(E, x, dt);
 }
 
 /* print: thread 0 of each program calls vprintf with the program ids and

@@ -69,6 +69,7 @@ LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt)
 	case BLK_F16: return E->f16;
 	case BLK_BF16: return E->bf16;
 	case BLK_I32: return E->i32;
+	case BLK_I8: case BLK_U8: return E->i8;
 	default: return E->i1;
 	}
 }
@@ -81,6 +82,20 @@ LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt)
 LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t)
 {
 	return LLVMBuildAlloca(E->entry, t, "");
+}
+
+LLVMValueRef emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	if (dt == BLK_I8)
+		return LLVMBuildSExt(E->b, x, E->i32, "");
+	return dt == BLK_U8 || dt == BLK_BOOL ? LLVMBuildZExt(E->b, x, E->i32, "") : x;
+}
+
+LLVMValueRef emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	if (dt == BLK_I8 || dt == BLK_U8)
+		return LLVMBuildTrunc(E->b, x, E->i8, "");
+	return dt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, x, emit_i32(E, 0), "") : x;
 }
 
 LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)

@@ -80,7 +80,7 @@ static LLVMValueRef widen(Emit *E, const Red *R, LLVMValueRef x)
 {
 	if (R->fl)
 		return emit_to_f32(E, x, R->dt);
-	return LLVMTypeOf(x) == E->i1 ? LLVMBuildZExt(E->b, x, E->i32, "") : x;
+	return emit_to_i32(E, x, R->dt);
 }
 
 /* Step 1 for the result register whose operand indices are rd. */
@@ -169,7 +169,7 @@ static LLVMValueRef narrow(Emit *E, const BlkOp *op, bool fl, LLVMValueRef v)
 	BlkDType rt = op->results[0]->type.dtype;
 	if (fl)
 		return emit_from_f32(E, v, rt);
-	return rt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, v, emit_i32(E, 0), "") : v;
+	return emit_from_i32(E, v, rt);
 }
 
 /* ---- argmax, argmin: (value, index) pairs ------------------------------------------ */

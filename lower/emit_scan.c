@@ -68,7 +68,7 @@ static int reg_of(const Scan *S, int r, int i, int j)
 static LLVMValueRef element(Emit *E, const Scan *S, int r, int i, int j)
 {
 	LLVMValueRef x = S->src->r[reg_of(S, r, i, j)];
-	x = S->fl ? emit_to_f32(E, x, S->dt) : x;
+	x = S->fl ? emit_to_f32(E, x, S->dt) : emit_to_i32(E, x, S->dt);
 	if (S->l->shape[S->axis] == S->l->pad[S->axis])
 		return x;
 	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, emit_coord(E, S->l, S->axis, i * S->spt + j),
@@ -219,7 +219,8 @@ void emit_scan(Emit *E, const BlkOp *op)
 			LLVMValueRef base = comb(E, &S, comb(E, &S, carry, bef[ri]), ex[ri]);
 			for (int j = 0; j < S.spt; j++) {
 				LLVMValueRef v = comb(E, &S, base, run[ri * S.spt + j]);
-				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? emit_from_f32(E, v, op->results[0]->type.dtype) : v;
+				BlkDType rt = op->results[0]->type.dtype;
+				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? emit_from_f32(E, v, rt) : emit_from_i32(E, v, rt);
 			}
 			carry = comb(E, &S, carry, tot[ri]);
 		}

@@ -70,17 +70,18 @@ def _byte_strides(strides, itemsize, shape):
 # ---- torch ---------------------------------------------------------------
 
 _TORCH_NAMES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
-                "int32": _lib.I32, "bool": _lib.BOOL}
+                "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8}
 _torch_dtypes = {}  # torch dtype object -> blk dtype, filled on first use
 
 
 def _torch_dtype(dt):
     if not _torch_dtypes:
         torch = sys.modules["torch"]
-        _torch_dtypes.update({getattr(torch, n): v for n, v in _TORCH_NAMES.items()})
+        _torch_dtypes.update({getattr(torch, n): v for n, v in _TORCH_NAMES.items()
+                              if hasattr(torch, n)})
     v = _torch_dtypes.get(dt)
     if v is None:
-        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 bool)")
+        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 i8 u8 bool)")
     return v
 
 
@@ -92,7 +93,8 @@ def _from_torch(x):
 
 # ---- __cuda_array_interface__ ----------------------------------------------
 
-_TYPESTR = {"<f4": _lib.F32, "<f2": _lib.F16, "<i4": _lib.I32, "|b1": _lib.BOOL}
+_TYPESTR = {"<f4": _lib.F32, "<f2": _lib.F16, "<i4": _lib.I32, "|b1": _lib.BOOL,
+            "|i1": _lib.I8, "|u1": _lib.U8}
 
 
 def _dlpack_device(x):
@@ -112,7 +114,7 @@ def _from_cai(x):
     if dt is None and hasattr(x, "__dlpack__"):
         return _from_dlpack(x)  # bf16 (JAX) has no typestr; DLPack has it
     if dt is None:
-        raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 bool; "
+        raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 i8 u8 bool; "
                        "bf16 through DLPack or torch)")
     shape = tuple(cai["shape"])
     strides = _byte_strides(cai.get("strides"), _lib.ITEMSIZE[dt], shape)
@@ -135,7 +137,7 @@ class _DLTensor(ctypes.Structure):
 _DL_CPU, _DL_CUDA = 1, 2
 # (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
 _DL_DTYPES = {(2, 32): _lib.F32, (2, 16): _lib.F16, (4, 16): _lib.BF16, (0, 32): _lib.I32,
-              (6, 8): _lib.BOOL, (1, 8): _lib.BOOL}
+              (6, 8): _lib.BOOL, (0, 8): _lib.I8, (1, 8): _lib.U8}
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -165,7 +167,7 @@ def _from_dlpack(x):
 # ---- NumPy -------------------------------------------------------------------
 
 _NUMPY_DTYPES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
-                 "int32": _lib.I32, "bool": _lib.BOOL}
+                 "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8}
 
 
 def _from_numpy(x):
@@ -173,7 +175,7 @@ def _from_numpy(x):
     if dt is None and x.dtype.name == "uint16":
         dt = _lib.BF16  # 16-bit patterns: the param's dtype (f16 or bf16) decides
     if dt is None:
-        raise BlkError(f"NumPy dtype {x.dtype} has no blk dtype (float32 float16 int32 bool; "
+        raise BlkError(f"NumPy dtype {x.dtype} has no blk dtype (float32 float16 int32 int8 uint8 bool; "
                        "bf16 as ml_dtypes.bfloat16 or uint16 bits)")
     strides = _byte_strides(x.strides, x.itemsize, x.shape)
     return Arg(x, _make(x.ctypes.data, dt, x.shape, strides), HOST, "numpy")
@@ -218,7 +220,7 @@ def _probe(x):
 
 # ---- allocation of outputs -----------------------------------------------------
 
-_NP_NAMES = ("float32", "float16", None, "int32", "bool")
+_NP_NAMES = ("float32", "float16", None, "int32", "bool", "int8", "uint8")
 
 
 def numpy_dtype(dt):
@@ -240,7 +242,8 @@ def empty(like, dtype, shape):
         return np.empty(shape, numpy_dtype(dtype))
     if fw == "torch":
         torch = sys.modules["torch"]
-        tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool")[dtype])
+        tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool", "int8",
+                              "uint8")[dtype])
         return torch.empty(shape, dtype=tdt, device=like.obj.device)
     if fw == "cupy":
         cupy = sys.modules["cupy"]
@@ -250,7 +253,8 @@ def empty(like, dtype, shape):
             return cupy.empty(shape, _NP_NAMES[dtype])
     if fw == "jax":
         jax = sys.modules["jax"]
-        jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_")[dtype])
+        jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_", "int8",
+                                  "uint8")[dtype])
         dev = [d for d in jax.devices() if d.id == like.device or len(jax.devices()) == 1][0]
         # A fresh buffer no JAX computation refers to; blk writes it once.
         return jax.device_put(jax.numpy.zeros(shape, jdt), dev).block_until_ready()

@@ -180,6 +180,39 @@ def test_dtypes():
     assert "NumPy dtype float64 has no blk dtype" in str(e)
 
 
+def test_int8_dtypes():
+    """i8 and u8 arrays go in and come out as NumPy int8/uint8; the
+    arithmetic wraps as NumPy's does."""
+    addi8 = blk.kernel(f"{EX}/add.blk", T="i8")
+    x = np.arange(-128, 128, dtype=np.int8)
+    z = addi8(x, x[::-1].copy(), interpret=True)
+    assert z.dtype == np.int8 and (z == (x + x[::-1])).all()
+    addu8 = blk.kernel(f"{EX}/add.blk", T="u8")
+    u = np.arange(256, dtype=np.uint8)
+    z = addu8(u, u, interpret=True)
+    assert z.dtype == np.uint8 and (z == u + u).all()
+    e = raises(blk.BlkError, addi8, u, u, interpret=True)
+    assert "launch of add" in str(e) and "u8" in str(e), e
+
+
+def test_grouped_matmul_prefetch():
+    """Scalar prefetch: examples/grouped_matmul.blk over a work list built
+    from ragged group sizes (one empty), against NumPy per group."""
+    bm, sizes, k, n = 16, [5, 0, 40, 21], 24, 40
+    m, g = sum(sizes), len(sizes)
+    work, lo = [], 0
+    for q, s in enumerate(sizes):
+        work += [(b, q, lo, lo + s) for b in range(lo // bm, (lo + s - 1) // bm + 1)] if s else []
+        lo += s
+    work += [(0, 0, 0, 0)] * 2  # padding items write nothing
+    x, w = rand(m, k), rand(g, k, n)
+    gmm = blk.kernel(f"{EX}/grouped_matmul.blk", T="f32", BM=bm, BN=16, BK=8)
+    y = gmm(np.array(work, np.int32), x, w, interpret=True)
+    ref = np.concatenate([x[o:o + s] @ w[q] for q, (o, s) in
+                          enumerate(zip(np.cumsum([0] + sizes[:-1]), sizes))])
+    close(y, ref, 1e-5)
+
+
 def test_dlpack_and_cai_adapters():
     x = rand(6, 8)[:, ::2]
 

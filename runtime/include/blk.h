@@ -44,6 +44,8 @@ enum {
 	BLK_DTYPE_BF16 = 2, /* stored as bfloat16 bits */
 	BLK_DTYPE_I32 = 3,
 	BLK_DTYPE_BOOL = 4, /* one byte, 0 or 1 */
+	BLK_DTYPE_I8 = 5,   /* signed byte */
+	BLK_DTYPE_U8 = 6,   /* unsigned byte */
 };
 
 #define BLK_TENSOR_MAX_RANK 4

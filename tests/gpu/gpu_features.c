@@ -128,6 +128,8 @@ typedef struct Case {
 #define BLK_bf16 BLK_BF16
 #define BLK_i32 BLK_I32
 #define BLK_bool BLK_BOOL
+#define BLK_i8 BLK_I8
+#define BLK_u8 BLK_U8
 
 /* ---- C references for the interpreter's trickier semantics --------------- */
 
@@ -947,6 +949,83 @@ static const Case cases[] = {
 	ASTYPE_FROM("astype_from_bf16", bf16, " * 10.0", f32, f16, i32, bool),
 	ASTYPE_FROM("astype_from_i32", i32, " * 1001", f32, f16, bf16, bool),
 	ASTYPE_FROM("astype_from_bool", bool, "", f32, f16, bf16, i32),
+	/* 8-bit integers: floats saturate (x * 200 spans -200 .. 200), i32 wraps */
+	ASTYPE_FROM("astype_f32_to_8bit", f32, " * 200.0", i8, u8, i32, bool),
+	ASTYPE_FROM("astype_bf16_to_8bit", bf16, " * 200.0", i8, u8, f32, f16),
+	ASTYPE_FROM("astype_i32_to_8bit", i32, " * 37", i8, u8, f32, bool),
+	ASTYPE_FROM("astype_bool_to_8bit", bool, "", i8, u8, f32, i32),
+	ASTYPE_FROM("astype_from_i8", i8, "", f32, bf16, i32, u8),
+	ASTYPE_FROM("astype_from_u8", u8, "", f16, i8, i32, bool),
+
+	/* i8/u8 arithmetic: in i32, wrapped to 8 bits after each op (inputs
+	 * cover every byte) */
+	CASE("int8_arith", false,
+	     "kernel int8_arith(\n"
+	     "    x: in i8[N] block (64) index (i) -> (i),\n"
+	     "    u: in u8[N] block (64) index (i) -> (i),\n"
+	     "    y: out i8[N] block (64) index (i) -> (i),\n"
+	     "    z: out u8[N] block (64) index (i) -> (i),\n"
+	     "    f: out f32[N] block (64) index (i) -> (i),\n"
+	     "    b: out bool[N] block (64) index (i) -> (i),\n"
+	     ") grid (cdiv(N, 64)) {\n"
+	     "    let a = x[...];\n"
+	     "    let w = u[...];\n"
+	     "    y[...] = a * 3 + 100 - abs(a) + (-a) + min(a, 5) + (a % 7) + (a >> 2) + (~a & 12);\n"
+	     "    z[...] = (w >> 1) + w.astype(i8).astype(u8) - (a.astype(f32) * 2.5).astype(u8) + (w << 3) + max(w, 200) + w ~/ 3;\n"
+	     "    f[...] = a.astype(f32) + w.astype(f32) + (a ~/ 7).astype(f32) + where(a > 0, a, -a).astype(f32);\n"
+	     "    b[...] = (a < -100) | (w >= 250) | (a.astype(u8) == w);\n"
+	     "}\n",
+	     A1('i', BLK_I8, 1000), A1('i', BLK_U8, 1000), A1('o', BLK_I8, 1000), A1('o', BLK_U8, 1000),
+	     A1('o', BLK_F32, 1000), A1('o', BLK_BOOL, 1000)),
+	/* reductions, scans, argmax, transpose on i8/u8, rows ragged */
+	CASE("int8_reduce_scan", false,
+	     "kernel int8_reduce_scan[BC = 64](\n"
+	     "    x: in i8[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    u: in u8[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    s: out i8[R] block (8) index (i) -> (i),\n"
+	     "    m: out u8[R] block (8) index (i) -> (i),\n"
+	     "    c: out i8[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    a: out i32[R] block (8) index (i) -> (i),\n"
+	     "    t: out u8[C, R] block (BC, 8) index (i) -> (0, i),\n"
+	     ") grid (cdiv(R, 8)) {\n"
+	     "    let v = x[...];\n"
+	     "    let w = u[...];\n"
+	     "    s[...] = v.sum(axis = 1);\n"
+	     "    m[...] = max(w, axis = 1) - min(w, axis = 1);\n"
+	     "    c[...] = cumsum(v, axis = 1) ^ (w.astype(i8) << 3) + cummax(v, axis = 0, reverse = true);\n"
+	     "    a[...] = argmax(w, axis = 1) + v.astype(i32).sum(axis = 1) + argmin(v, axis = 1);\n"
+	     "    t[...] = w.T;\n"
+	     "}\n",
+	     A2('i', BLK_I8, 13, 64), A2('i', BLK_U8, 13, 64), A1('o', BLK_I8, 13), A1('o', BLK_U8, 13),
+	     A2('o', BLK_I8, 13, 64), A1('o', BLK_I32, 13), A2('o', BLK_U8, 64, 13)),
+	/* W8A16: i8 weights with per-column scales, converted where they feed
+	 * the dot (the first thing a quantized linear layer does) */
+	CASE("int8_dequant_matmul", true,
+	     "kernel int8_dequant_matmul[T = f32, BM = 32, BN = 32, BK = 32](\n"
+	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in i8[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    s: in f32[N] block (BN) index (i, j) -> (j),\n"
+	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], w[ds(k * BK, BK), :].astype(T))\n"
+	     "    };\n"
+	     "    y[...] = (acc * s[...][None, :] * 0.01).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 70, 100), A2('i', BLK_I8, 100, 45), A1('i', BLK_F32, 45), A2('o', DT_T, 70, 45)),
+	/* u8 rows gathered, a u8 load with a fill, stores at a scatter */
+	CASE("int8_gather", false,
+	     "kernel int8_gather[B = 16](\n"
+	     "    ids: in i32[N] block (B) index (i) -> (i),\n"
+	     "    table: in u8[V, D],\n"
+	     "    y: out u8[N, D] block (B, D) index (i) -> (i, 0),\n"
+	     "    f: out f32[N, D] block (B, D) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let r = table[ids[...], :];\n"
+	     "    y[...] = r;\n"
+	     "    f[...] = load(table.at[ids[...] + 1, :], other = 255).astype(f32) - r.astype(f32);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 40), A2('i', BLK_U8, 9, 50), A2('o', BLK_U8, 40, 50), A2('o', BLK_F32, 40, 50)),
 
 	/* float -> int saturates; float -> bool is != 0 */
 	CHECKED("astype_saturate_truthy", false, check_saturate,
