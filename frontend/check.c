@@ -736,12 +736,12 @@ static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
 	c->scope = saved;
 }
 
-bool ck_is_param_name(const Ck *c, const char *name)
+int ck_is_param_name(const Ck *c, const char *name)
 {
 	for (int i = 0; c->k && c->k->ast && i < c->k->ast->nparams; i++)
 		if (strcmp(c->k->ast->params[i].name, name) == 0)
-			return true;
-	return false;
+			return c->k->params[i].access == BLK_ACCESS_IN && c->k->params[i].dtype == BLK_I32 ? 1 : 2;
+	return 0;
 }
 
 static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)

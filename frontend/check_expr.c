@@ -707,10 +707,13 @@ static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown name `%s`; blk writes `%s`", e->name, blk);
-		else if (c->in_map && ck_is_param_name(c, e->name))
+		else if (c->in_map && ck_is_param_name(c, e->name) == 1)
 			blk_error(c->d, e->loc, "an index map reads only `prefetch` arrays, and `%s` is "
 			          "not one (declare it `%s: prefetch i32[...]`: whole, read-only)",
 			          e->name, e->name);
+		else if (c->in_map && ck_is_param_name(c, e->name))
+			blk_error(c->d, e->loc, "an index map cannot read `%s`: maps read only `prefetch` "
+			          "arrays (i32, whole, read-only)", e->name);
 		else
 			blk_error(c->d, e->loc, "unknown name `%s`", e->name);
 		return ck_poison();

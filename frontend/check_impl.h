@@ -61,7 +61,9 @@ bool ck_converts(const CkType *t, BlkDType dt);
 
 /* Whether name is a builtin function. */
 bool ck_is_builtin(const char *name);
-bool ck_is_param_name(const Ck *c, const char *name); /* a parameter of the kernel being checked */
+/* A parameter of the kernel being checked: 1 an `in` i32 one (it could be
+ * `prefetch`), 2 another, 0 none. */
+int ck_is_param_name(const Ck *c, const char *name);
 
 /* spelling.c: what blk calls a Pallas/Triton/JAX/numpy spelling (NULL if
  * nothing); whether name is one of their modules (tl, pl, jnp, ...); and

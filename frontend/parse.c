@@ -922,8 +922,8 @@ static void parse_access(Parser *p, BlkAstParam *prm)
 		return;
 	}
 	if (k == BLK_TOK_IDENT || is_dtype_kw(k))
-		error_at(p, here(p), "expected an access ('in', 'out', 'inout', 'scratch' or 'prefetch'), found %s",
-		         blk_tok_describe(p->a, tok(p)));
+		error_at(p, here(p), "expected an access ('in', 'out', 'inout', 'scratch' or "
+		         "'prefetch'), found %s", blk_tok_describe(p->a, tok(p)));
 	else
 		expected(p, "an access ('in', 'out', 'inout', 'scratch' or 'prefetch')");
 }

@@ -890,6 +890,10 @@ static void verify_index_map(Verifier *V, const BlkParam *p)
 		i++;
 	}
 	verify_region(V, r, NULL);
+	for (const BlkOp *op = r->first; op; op = op->next)
+		if ((blk_op_flags(op->kind) & BLK_OPF_EFFECT) && op->kind != BLK_OP_LOAD)
+			fail(V, "param %s: index map op %s has an effect (a map only computes and reads)",
+			     p->name, blk_op_name(op->kind));
 	V->op = NULL;
 	const BlkOp *y = yield_of(r);
 	if (!y || y->noperands != p->rank) {

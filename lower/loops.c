@@ -11,6 +11,21 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref)
 	return pi >= 0 && pi < c->k->nparams && c->k->params[pi].access == BLK_ACCESS_IN;
 }
 
+/* A scalar read of an `in` array at scalar indices (a prefetch list's
+ * entry: `kl[k]`): nothing writes it, and a clone at another iteration
+ * reads another entry (or, past the end, the fill), so it may be sliced. */
+static bool scalar_read(const LowerCtx *c, const BlkOp *d)
+{
+	if (d->kind != BLK_OP_LOAD || d->results[0]->type.rank != 0 || blk_op_strided(d) ||
+	    !blk_loop_read_only(c, d->operands[0]))
+		return false;
+	const BlkAttr *idx = blk_op_attr(d, "idx");
+	for (int i = 0; idx && i < idx->index.n; i++)
+		if (idx->index.v[i].kind != BLK_INDEX_SCALAR)
+			return false;
+	return true;
+}
+
 bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v)
 {
 	if (!v->def)
@@ -18,7 +33,7 @@ bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v)
 	BlkOp *d = v->def;
 	if (d->parent != L->body || blk_pmap_get(in, d))
 		return true;
-	if (!(blk_op_flags(d->kind) & BLK_OPF_PURE) || d->nregions)
+	if ((!(blk_op_flags(d->kind) & BLK_OPF_PURE) && !scalar_read(L->c, d)) || d->nregions)
 		return false;
 	blk_pmap_put(L->c->a, in, d, d);
 	for (int i = 0; i < d->noperands; i++)
@@ -31,9 +46,11 @@ BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *
 {
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, op->noperands + 1);
 	BlkType *types = BLK_NEW_N(c->a, BlkType, op->nresults + 1);
+	bool moved = false;
 	for (int i = 0; i < op->noperands; i++) {
 		BlkValue *m = blk_pmap_get(vm, op->operands[i]);
 		ops[i] = m ? m : op->operands[i];
+		moved |= i > 0 && m;
 	}
 	for (int i = 0; i < op->nresults; i++)
 		types[i] = op->results[i]->type;
@@ -45,6 +62,13 @@ BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *
 	for (int i = 0; i < op->nresults; i++) {
 		n->results[i]->name = op->results[i]->name;
 		blk_pmap_put(c->a, vm, op->results[i], n->results[i]);
+	}
+	const BlkAttr *mask = op->kind == BLK_OP_LOAD && op->results[0]->type.rank == 0 && moved
+	                      ? blk_op_attr(n, "mask") : NULL;
+	if (mask && mask->kind == BLK_ATTR_STRING) { /* a scalar read (a prefetch entry) at */
+		char *all = blk_arena_strdup(c->a, mask->s); /* new indices: blockspec's proof */
+		memset(all, '1', strlen(all));            /* of its bounds was for the old */
+		blk_op_set_string(c->a, n, "mask", all);
 	}
 	return n;
 }

@@ -102,6 +102,9 @@ static bool make_arrays(const BlkcOptions *o, const BlkKernel *k, BlkArrayDesc *
 			blk_host_poison(host[i]);
 		} else {
 			blk_host_fill_random(host[i], o->seed * 1000003u + (uint64_t)p);
+			if (pa->prefetch) /* its values place blocks: random ones rarely mean much */
+				fprintf(stderr, "blkc: note: prefetch array '%s' is random (-8 .. 8); pass "
+				        "%s=FILE.npy for a real list\n", pa->name, pa->name);
 		}
 		i++;
 	}

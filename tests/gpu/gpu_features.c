@@ -1647,6 +1647,50 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I32, 5, 3), A3('i', BLK_F32, 9, 30, 20), A4('o', BLK_F32, 5, 3, 8, 16),
 	     A2('x', BLK_I32, 5, 3)),
+	/* block-sparse: the K slabs a loop visits come from a prefetch list
+	 * (random in -8..8: negative and past-the-end slabs read 0), read in
+	 * the loop and pipelined with the slabs; small tiles, then tiles of
+	 * the tensor-core (sm_90a: wgmma, warp specialized) path */
+	CASE("prefetch_blocksparse", true,
+	     "kernel prefetch_blocksparse[T = f32, BM = 32, BN = 32, BK = 32](\n"
+	     "    kl: prefetch i32[NK],\n"
+	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, NK, zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(kl[k] * BK, BK)], w[ds(kl[k] * BK, BK), :])\n"
+	     "    };\n"
+	     "    y[...] = acc.astype(T);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 7), A2('i', DT_T, 70, 200), A2('i', DT_T, 200, 45), A2('o', DT_T, 70, 45)),
+	CASE("prefetch_blocksparse_mma", true,
+	     "kernel prefetch_blocksparse_mma[T = f32, BM = 64, BN = 64, BK = 64, num_warps = 4, num_stages = 3](\n"
+	     "    kl: prefetch i32[NK],\n"
+	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, NK, zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(kl[k] * BK, BK)], w[ds(kl[k] * BK, BK), :])\n"
+	     "    };\n"
+	     "    y[...] = acc.astype(T);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 9), A2('i', DT_T, 300, 640), A2('i', DT_T, 640, 200), A2('o', DT_T, 300, 200)),
+	/* a seq K axis whose blocks a prefetch list picks (Pallas's form) */
+	CASE("prefetch_seq_k", true,
+	     "kernel prefetch_seq_k[T = f32, BM = 64, BN = 64, BK = 64, num_warps = 4](\n"
+	     "    kl: prefetch i32[NK],\n"
+	     "    x: in T[M, K] block (BM, BK) index (i, j, k) -> (i, kl[k]),\n"
+	     "    w: in T[K, N] block (BK, BN) index (i, j, k) -> (kl[k], j),\n"
+	     "    y: out f32[M, N] block (BM, BN) index (i, j, k) -> (i, j),\n"
+	     "    acc: scratch f32[BM, BN],\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN), seq NK) {\n"
+	     "    when program_id(2) == 0 { acc[...] = zeros((BM, BN), f32); }\n"
+	     "    acc[...] = acc[...] + dot(x[...], w[...]);\n"
+	     "    when program_id(2) == num_programs(2) - 1 { y[...] = acc[...]; }\n"
+	     "}\n",
+	     A1('i', BLK_I32, 9), A2('i', DT_T, 200, 640), A2('i', DT_T, 640, 130), A2('o', BLK_F32, 200, 130)),
 	FILLED("prefetch_huge", false, fill_huge, check_huge,
 	     "kernel prefetch_huge(\n"
 	     "    sel: prefetch i32[8],\n"

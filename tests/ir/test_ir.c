@@ -834,6 +834,21 @@ static void test_verify_prefetch(void **state)
 	assert_non_null(strstr(t_errors(&t), "param x: index map has 1 args, expected one per grid "
 	                                    "axis (1) and one per prefetch param"));
 	t_free(&t);
+	/* a map that writes the array it reads */
+	t_init(&t);
+	text = prefetch_ir(t.a, "i32", "8", "0", "%i: i32, %work: ref<i32[8]>");
+	const char *load = "    %0 = load %work, %i {idx = [i], fill = 0} : i32\n";
+	const char *at = strstr(text, load);
+	assert_non_null(at);
+	text = blk_arena_printf(t.a, "%.*s    store %%work, %%i, %%i {idx = [i]}\n%s", (int)(at - text),
+	                        text, at);
+	src = blk_source_from_string(t.a, "p.ir", text, strlen(text));
+	m = blk_ir_parse(t.a, t.d, src);
+	if (!m)
+		fail_msg("the storing map does not parse:\n%s", t_errors(&t));
+	assert_false(blk_ir_verify(m, t.d, "test"));
+	assert_non_null(strstr(t_errors(&t), "param x: index map op store has an effect"));
+	t_free(&t);
 }
 
 /* Kernel-level checks on hand-broken builds. */
