@@ -587,8 +587,8 @@ void blk_ck_dot_operands(const BlkAstExpr *e, const BlkAstExpr **a, const BlkAst
 	*b = e->kind == BLK_AST_BINARY ? e->rhs : e->args[1].value;
 }
 
-/* `acc + dot(a, b)`: the dot accumulates into acc when acc is exactly f32
- * of the dot's shape.  Returns 1 or 2 (the side of the dot) or 0. */
+/* `acc + dot(a, b)`: the dot accumulates into acc when acc is exactly the
+ * dot's result type (f32, i32 for 8-bit operands).  Returns 1 or 2 (the side of the dot) or 0. */
 static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r)
 {
 	const BlkAstExpr *side[2] = { e->lhs, e->rhs };
@@ -600,7 +600,7 @@ static int dot_side(Ck *c, const BlkAstExpr *e, const CkType *l, const CkType *r
 		const CkType *o = other[i];
 		if (!blk_ck_is_dot(side[i], in) || in->type.kind != CK_VALUE)
 			continue;
-		if (!o->weak && o->t.dtype == BLK_F32 && o->t.rank == 2 &&
+		if (!o->weak && o->t.dtype == in->type.t.dtype && o->t.rank == 2 &&
 		    dims_equal(2, o->t.dims, in->type.t.dims))
 			return i + 1;
 	}
@@ -1443,11 +1443,11 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		blk_error(c->d, e->loc, "dot needs two rank-2 tiles, got %s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	if (x.t.dtype != y.t.dtype || !blk_dtype_is_float(x.t.dtype)) {
-		blk_error(c->d, e->loc, "dot needs two f32, f16 or bf16 tiles of one dtype, got %s and %s%s",
-		          tstr(c, &x), tstr(c, &y),
-		          x.t.dtype == BLK_I8 || x.t.dtype == BLK_U8 || y.t.dtype == BLK_I8 || y.t.dtype == BLK_U8
-		          ? " (for 8-bit weights, convert them: `dot(x, w.astype(bf16))`)" : "");
+	bool i8 = x.t.dtype == BLK_I8 || x.t.dtype == BLK_U8;
+	if (x.t.dtype != y.t.dtype || (!blk_dtype_is_float(x.t.dtype) && !i8)) {
+		blk_error(c->d, e->loc, "dot needs two tiles of one dtype, f32, f16 or bf16 (an f32 "
+		          "result) or i8 or u8 (an i32 result), got %s and %s; convert one with astype",
+		          tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
 	if (!blk_sym_equal(x.t.dims[1], y.t.dims[0])) {
@@ -1455,7 +1455,8 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		return ck_poison();
 	}
 	const BlkSym *dims[2] = { x.t.dims[0], y.t.dims[1] };
-	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(BLK_F32, 2, dims) : ck_poison();
+	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(i8 ? BLK_I32 : BLK_F32, 2, dims)
+	                                            : ck_poison();
 }
 
 static CkType b_dot(Ck *c, const BlkAstExpr *e)

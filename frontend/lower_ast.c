@@ -229,7 +229,7 @@ static BlkValue *lw_dot_acc(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	blk_ck_dot_operands(dot, &a, &b);
 	o[0] = lw_expr(L, a, BLK_F32);
 	o[1] = lw_expr(L, b, BLK_F32);
-	o[2] = lw_expr(L, acc, BLK_F32);
+	o[2] = lw_expr(L, acc, in->type.t.dtype);
 	info(L, dot); /* the dot node itself emits nothing */
 	return blk_build1(&L->b, BLK_OP_DOT, dot->loc, in->type.t, 3, o);
 }

@@ -441,9 +441,29 @@ void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITi
 
 /* Row m of r accumulates over k ascending, each step one fmaf: the order the
  * GPU's SIMT path uses, so f32 results compare tightly. */
+/* i8/u8 operands: exact products summed in i32, wrapping (as the GPU's
+ * integer multiply-adds and tensor cores). */
+static void dot_int(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)
+{
+	int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
+	int32_t *ri = BLK_ITI(r);
+	const int32_t *ai = BLK_ITI(a), *bi = BLK_ITI(b);
+	for (int64_t i = 0; i < M * N; i++)
+		ri[i] = acc ? BLK_ITI(acc)[i] : 0;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t n = 0; n < N; n++)
+				ri[m * N + n] = (int32_t)((uint32_t)ri[m * N + n] +
+				                          (uint32_t)(ai[m * K + k] * bi[k * N + n]));
+}
+
 void blk_iop_dot(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)
 {
 	int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
+	if (!is_float(a->dtype)) {
+		dot_int(a, b, acc, r);
+		return;
+	}
 	float *rf = BLK_ITF(r);
 	const float *af = BLK_ITF(a), *bf = BLK_ITF(b);
 	if (acc)

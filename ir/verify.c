@@ -397,9 +397,12 @@ static void check_dot(Verifier *V, const BlkOp *op)
 	              (a->kind == BLK_TYPE_TILE || a->space == BLK_SPACE_SHARED);
 	if (!shared && (!is_tile(V, a, "operand", 0) || !is_tile(V, b, "operand", 1)))
 		return;
-	if (a->rank != 2 || b->rank != 2 || !blk_dtype_is_float(a->dtype) || a->dtype != b->dtype) {
-		fail(V, "operands have types %s and %s, expected two rank-2 tiles of one float dtype",
-		     ty(V, a), ty(V, b));
+	/* integer: i8 or u8 operands (i32 where the SIMT path staged them widened) */
+	bool i8 = blk_dtype_is_int(a->dtype);
+	if (a->rank != 2 || b->rank != 2 || (!blk_dtype_is_float(a->dtype) && !i8) ||
+	    a->dtype != b->dtype) {
+		fail(V, "operands have types %s and %s, expected two rank-2 tiles of one float dtype "
+		     "(or of one integer dtype)", ty(V, a), ty(V, b));
 		return;
 	}
 	int bt = blk_op_int(op, "b_trans", 0) != 0; /* lower/: b given as [N, K] */
@@ -408,7 +411,7 @@ static void check_dot(Verifier *V, const BlkOp *op)
 		return;
 	}
 	const BlkSym *mn[2] = { a->dims[0], b->dims[1 - bt] };
-	BlkType want = blk_type_tile(BLK_F32, 2, mn);
+	BlkType want = blk_type_tile(i8 ? BLK_I32 : BLK_F32, 2, mn);
 	if (op->noperands >= 3 && !want_type(V, operand(op, 2), &want, "operand", 2))
 		return;
 	want_type(V, &op->results[0]->type, &want, "result", 0);

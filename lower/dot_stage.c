@@ -120,7 +120,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	bool carried = loop_chain(dot, site, chain, &m) && m > 0;
 	int S = carried ? 2 : 1;
 	/* A's and B's rows: [R][ld] */
-	BlkDType dt = mma ? a->type.dtype : BLK_F32;
+	BlkDType dt = mma ? a->type.dtype : blk_dtype_is_float(a->type.dtype) ? BLK_F32 : BLK_I32;
 	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + 8 : PM + 4;
 	int64_t bld = mma ? N + 8 : bt ? PN + 4 : PN;
 	if (wg)

@@ -8,12 +8,15 @@
  * row pieces of B's row k with 128-bit shared loads (ld.shared.v4.f32; the
  * A reads of a warp are broadcasts) and does the outer product into its
  * micro-tile with llvm.fma.f32, so every element accumulates in k order
- * exactly like the interpreter's fmaf loop.
+ * exactly like the interpreter's fmaf loop.  An i8/u8 dot runs the same
+ * way on i32 (dot_stage.c widened A and B): a multiply and an add per
+ * element, wrapping, exact in any order.
  */
 #include "emit.h"
 
 typedef struct DotCtx {
 	const BlkLayout *l;
+	LLVMTypeRef et;      /* f32, or i32 for an integer dot */
 	int M, K, N;
 	int64_t lda, ldb;    /* floats between A's rows of k, B's rows of k */
 	LLVMValueRef pa, pb; /* the thread's first A / B element */
@@ -30,11 +33,12 @@ static LLVMValueRef thread_ptr(Emit *E, const ERef *r, LLVMValueRef t)
 }
 
 /* spt consecutive floats at byte offset `at` from p, as one vector load. */
-static void load_piece(Emit *E, LLVMValueRef p, int64_t at, int spt, LLVMValueRef *out)
+static void load_piece(Emit *E, LLVMTypeRef et, LLVMValueRef p, int64_t at, int spt,
+                       LLVMValueRef *out)
 {
 	LLVMValueRef o = emit_i32(E, at);
 	LLVMValueRef q = LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "");
-	LLVMTypeRef vt = LLVMVectorType(E->f32, (unsigned)spt);
+	LLVMTypeRef vt = LLVMVectorType(et, (unsigned)spt);
 	LLVMValueRef v = LLVMBuildLoad2(E->b, vt, q, "");
 	LLVMSetAlignment(v, (unsigned)(spt * 4));
 	for (int i = 0; i < spt; i++)
@@ -52,14 +56,16 @@ static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
 	LLVMValueRef pa = LLVMBuildGEP2(E->b, E->i8, D->pa, &ka, 1, "");
 	LLVMValueRef pb = LLVMBuildGEP2(E->b, E->i8, D->pb, &kb, 1, "");
 	for (int r = 0; r < nm; r += l->spt[0])
-		load_piece(E, pa, (int64_t)blk_layout_coord(l, 0, r, 0) * 4, l->spt[0], &a[r]);
+		load_piece(E, D->et, pa, (int64_t)blk_layout_coord(l, 0, r, 0) * 4, l->spt[0], &a[r]);
 	for (int r = 0; r < nn; r += l->spt[1])
-		load_piece(E, pb, (int64_t)blk_layout_coord(l, 1, r, 0) * 4, l->spt[1], &b[r]);
+		load_piece(E, D->et, pb, (int64_t)blk_layout_coord(l, 1, r, 0) * 4, l->spt[1], &b[r]);
 	LLVMTypeRef t = E->f32;
 	for (int i = 0; i < nm; i++)
 		for (int j = 0; j < nn; j++) {
 			LLVMValueRef args[3] = { a[i], b[j], acc[i * nn + j] };
-			acc[i * nn + j] = emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+			acc[i * nn + j] = D->et == E->i32
+			                  ? LLVMBuildAdd(E->b, acc[i * nn + j], LLVMBuildMul(E->b, a[i], b[j], ""), "")
+			                  : emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
 		}
 }
 
@@ -74,7 +80,7 @@ static void k_loop(Emit *E, const DotCtx *D, LLVMValueRef *acc, int nacc)
 	LLVMValueRef k = LLVMBuildPhi(E->b, E->i32, "k");
 	LLVMValueRef *phi = BLK_NEW_N(E->c->a, LLVMValueRef, nacc);
 	for (int i = 0; i < nacc; i++) {
-		phi[i] = LLVMBuildPhi(E->b, E->f32, "");
+		phi[i] = LLVMBuildPhi(E->b, D->et, "");
 		LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
 		acc[i] = phi[i];
 	}
@@ -104,7 +110,8 @@ static void two_ctas(Emit *E)
 
 void emit_dot(Emit *E, const BlkOp *op)
 {
-	DotCtx D = { .l = emit_layout(E, op->results[0]) };
+	DotCtx D = { .l = emit_layout(E, op->results[0]),
+	             .et = op->results[0]->type.dtype == BLK_I32 ? E->i32 : E->f32 };
 	if (D.l->mma) {
 		emit_mma(E, op);
 		return;

@@ -273,8 +273,10 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	blk_builder_before(&b, c->a, op);
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, 4);
 	ops[0] = op->operands[0], ops[1] = op->operands[1];
+	BlkType rt = op->results[0]->type;
 	ops[2] = op->noperands > 2 ? relayout(c, op, op->operands[2], l)
-	                           : blk_build_const_float(&b, op->loc, op->results[0]->type, 0.0);
+	         : rt.dtype == BLK_I32 ? blk_build_const_int(&b, op->loc, rt, 0)
+	                               : blk_build_const_float(&b, op->loc, rt, 0.0);
 	set_layout(c, ops[2], l);
 	set_layout(c, op->results[0], l);
 	op->operands = ops;

@@ -155,6 +155,28 @@ def grouped_table(torch, budget_ms):
         print(f"| {name} | bf16 | {m}x{n}x{k}, 8 groups | {ms:.3f} | {flops / ms / 1e9:.1f} | {reps} |")
 
 
+def int8_table(torch, budget_ms):
+    """A W8A8 linear layer's matmul at 4096^3: torch._int_mm (cuBLAS int8,
+    i32 out) beside the bf16 torch.mm of the same shape."""
+    m = k = n = 4096
+    gen = torch.Generator(device="cuda").manual_seed(8)
+    x = torch.randint(-128, 128, (m, k), device="cuda", generator=gen, dtype=torch.int8)
+    w = torch.randint(-128, 128, (n, k), device="cuda", generator=gen, dtype=torch.int8)
+    xb, wb = x.to(torch.bfloat16), w.to(torch.bfloat16)
+    print("| op | type | size | ms | TOP/s | reps |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    rows = [("torch.mm x @ w.T", "bf16", lambda: torch.mm(xb, wb.t()))]
+    if hasattr(torch, "_int_mm"):
+        rows.insert(0, ("torch._int_mm x @ w.T", "i8 -> i32", lambda: torch._int_mm(x, w.t())))
+    for name, ty, fn in rows:
+        try:
+            ms, reps = time_ms(torch, fn, budget_ms)
+        except (RuntimeError, TypeError) as e:
+            print(f"| {name} | {ty} | {m}x{n}x{k} | failed: {str(e).splitlines()[0]} | | |")
+            continue
+        print(f"| {name} | {ty} | {m}x{n}x{k} | {ms:.3f} | {2.0 * m * n * k / ms / 1e9:.1f} | {reps} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget-ms", type=float, default=4000,
@@ -176,6 +198,8 @@ def main():
     bandwidth_table(torch, args.budget_ms)
     print("\ngrouped (mixture-of-experts) matmul, as blk-bench's grouped_matmul row:\n")
     grouped_table(torch, args.budget_ms)
+    print("\nint8 matmul (W8A8), as examples/matmul_int8.blk:\n")
+    int8_table(torch, args.budget_ms)
     return 0
 
 

@@ -1013,6 +1013,37 @@ static const Case cases[] = {
 	     "    y[...] = (acc * s[...][None, :] * 0.01).astype(T);\n"
 	     "}\n",
 	     A2('i', DT_T, 70, 100), A2('i', BLK_I8, 100, 45), A1('i', BLK_F32, 45), A2('o', DT_T, 70, 45)),
+	/* dot of 8-bit tiles: exact in i32, accumulated over a loop (i8, B
+	 * stored [N, K] and used transposed) and in one dot of all K (u8:
+	 * products up to 65025, sums past 2^16; the SIMT path's k loop) */
+	CASE("int8_dot", false,
+	     "kernel int8_dot[BM = 32, BN = 32, BK = 32](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    u: in u8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    v: in u8[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = u[...] @ v[...] - dot(u[:, :8], v[:8, :]);\n"
+	     "}\n",
+	     A2('i', BLK_I8, 70, 100), A2('i', BLK_I8, 45, 100), A2('i', BLK_U8, 70, 100),
+	     A2('i', BLK_U8, 100, 45), A2('o', BLK_I32, 70, 45), A2('o', BLK_I32, 70, 45)),
+	/* the 8x8 register micro-tiles of 256 threads, ragged edges */
+	CASE("int8_dot_big", false,
+	     "kernel int8_dot_big[BM = 128, BN = 128, BK = 16, num_warps = 8](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_I8, 300, 200), A2('i', BLK_I8, 200, 260), A2('o', BLK_I32, 300, 260)),
 	/* u8 rows gathered, a u8 load with a fill, stores at a scatter */
 	CASE("int8_gather", false,
 	     "kernel int8_gather[B = 16](\n"

@@ -647,6 +647,47 @@ static void test_grouped_matmul(void **state)
 	}
 }
 
+/* ---- matmul_int8: W8A8, i8 and u8, per-row scales ---- */
+
+static void int8_case(const char *T8, int64_t M, int64_t N, int64_t K, const BlkDefine *extra,
+                      int nextra)
+{
+	BlkDefine defs[6] = { { "T8", T8 } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, "matmul_int8.blk", "matmul_int8", defs, 1 + nextra);
+	BlkDType dt = strcmp(T8, "u8") == 0 ? BLK_U8 : BLK_I8;
+	BlkHostArray *arr[5] = { input(dt, 2, M, K), input(dt, 2, N, K), input(BLK_F32, 1, M, 0),
+	                         input(BLK_F32, 1, N, 0), output(BLK_F32, 2, M, N) };
+	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			int64_t s = 0;
+			for (int64_t k = 0; k < K; k++)
+				s += (int64_t)blk_host_get(arr[0], (size_t)(i * K + k)) *
+				     (int64_t)blk_host_get(arr[1], (size_t)(j * K + k));
+			ref[i * N + j] = (double)(float)((float)s * (float)blk_host_get(arr[2], (size_t)i) *
+			                                 (float)blk_host_get(arr[3], (size_t)j));
+		}
+	char what[96];
+	snprintf(what, sizeof what, "matmul_int8 T8=%s %" PRId64 "x%" PRId64 "x%" PRId64, T8, M, N, K);
+	run_and_check(&r, arr, 5, 4, ref, what);
+	free(ref);
+	for (int i = 0; i < 5; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_matmul_int8(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "32" }, { "BK", "8" } };
+	int8_case("i8", 130, 70, 77, NULL, 0);
+	int8_case("u8", 130, 70, 77, NULL, 0);
+	int8_case("i8", 64, 64, 256, small, 3);
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -670,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_cumsum),
 		cmocka_unit_test(test_embedding),
 		cmocka_unit_test(test_grouped_matmul),
+		cmocka_unit_test(test_matmul_int8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
