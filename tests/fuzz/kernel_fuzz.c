@@ -10,7 +10,8 @@
  * or -1, i32 `& | ^ ~` and shifts by amounts from -4 to 35, i32
  * reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T` (square
  * blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the block,
- * gathers at i32 tiles of indices (some masked), `atomic_add`,
+ * gathers at i32 tiles of indices (some masked), i8/u8 arithmetic (wrapping,
+ * saturating casts, scans) widened back to i32, `atomic_add`,
  * `atomic_max` or `atomic_min` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
@@ -209,6 +210,60 @@ static void fexpr(Gen *g, int depth)
 	}
 }
 
+/* An i8 or u8 tile (dt) of the block's shape: every op computes in i32 and
+ * wraps to 8 bits, floats saturate into it, i32 keeps its low byte. */
+static void bexpr(Gen *g, int depth, const char *dt)
+{
+	if (depth <= 0) {
+		switch (pick(4)) {
+		case 0: out(g, "k.astype(%s)", dt); break;
+		case 1: out(g, "(%s * 150.0).astype(%s)", pick(2) ? "a" : "b", dt); break;
+		case 2: out(g, "((k * 37) ^ %d).astype(%s)", pick(256), dt); break;
+		default: out(g, "(a > b).astype(%s)", dt); break;
+		}
+		return;
+	}
+	static const char *ops[] = { "+", "-", "*", "&", "|", "^", "~/", "%", "<<", ">>" };
+	static const char *un[] = { "abs(%s)", "(-%s)", "(~%s)", "(%s + 7)", "(%s * 3 - 100)" };
+	char sub[2][16];
+	switch (pick(7)) {
+	case 0: case 1: case 2:
+		out(g, "(");
+		bexpr(g, depth - 1, dt);
+		out(g, " %s ", ops[pick(10)]);
+		bexpr(g, depth - 1, dt);
+		out(g, ")");
+		return;
+	case 3: {
+		const char *f = un[pick(5)];
+		const char *at = strstr(f, "%s");
+		snprintf(sub[0], sizeof sub[0], "%.*s", (int)(at - f), f);
+		snprintf(sub[1], sizeof sub[1], "%s", at + 2);
+		out(g, "%s", sub[0]);
+		bexpr(g, depth - 1, dt);
+		out(g, "%s", sub[1]);
+		return;
+	}
+	case 4:
+		out(g, "%s(", pick(2) ? "min" : "max");
+		bexpr(g, depth - 1, dt);
+		out(g, ", ");
+		bexpr(g, depth - 1, dt);
+		out(g, ")");
+		return;
+	case 5: /* through the other 8-bit dtype */
+		out(g, "(");
+		bexpr(g, depth - 1, strcmp(dt, "i8") == 0 ? "u8" : "i8");
+		out(g, ").astype(%s)", dt);
+		return;
+	default: /* scans wrap as they go */
+		out(g, "%s(", pick(2) ? "cumsum" : "cummax");
+		bexpr(g, depth - 1, dt);
+		out(g, ", axis = %d, reverse = %s)", g->rank == 2 ? pick(2) : 0, pick(2) ? "true" : "false");
+		return;
+	}
+}
+
 /* An i32 tile of the block's shape. */
 static void iexpr(Gen *g, int depth)
 {
@@ -221,7 +276,13 @@ static void iexpr(Gen *g, int depth)
 		}
 		return;
 	}
-	int c = pick(7);
+	int c = pick(8);
+	if (c == 7) { /* 8-bit integer arithmetic, widened back */
+		out(g, "(");
+		bexpr(g, depth - 1, pick(2) ? "i8" : "u8");
+		out(g, ").astype(i32)");
+		return;
+	}
 	if (c == 6 && pick(4) == 0) { /* argmax/argmin: of exact values, so the GPU's ties are the same */
 		static const char *arg[] = { "a", "b", "(a - b)", "where(a > 0.5, nan, b)" };
 		out(g, "(k * 0 + %s(%s", pick(2) ? "argmax" : "argmin", arg[pick(4)]);
