@@ -375,6 +375,21 @@ static bool check_huge(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 2, huge_ref, in, err);
 }
 
+/* paged_attention_decode: 5 sequences of lengths 0 .. 7 pages of 8 over a
+ * cache of 23 pages per KV head, each page table a random walk over them
+ * (repeats included); the entries past a sequence's pages are junk. */
+static void fill_pages(Arrays *a)
+{
+	uint64_t s = 77;
+	for (size_t i = 0; i < a->h[0]->count; i++) {
+		s = s * 6364136223846793005u + 1442695040888963407u;
+		blk_host_set(a->h[0], i, (double)((s >> 33) % 23) - (i % 7 == 6 ? 40 : 0));
+	}
+	static const int lens[5] = { 0, 1, 56, 17, 33 };
+	for (size_t b = 0; b < 5; b++)
+		blk_host_set(a->h[1], b, lens[b]);
+}
+
 static bool check_floordiv(const Arrays *in, const Arrays *out, char *err)
 {
 	return expect_exact(out, 2, floordiv_ref, in, err) && expect_exact(out, 3, mod_ref, in, err);
@@ -1731,6 +1746,39 @@ static const Case cases[] = {
 	     "    y[...] = x[...] + 1.0;\n"
 	     "}\n",
 	     A1('i', BLK_I32, 8), A2('i', BLK_F32, 100, 16), A3('o', BLK_F32, 8, 32, 16)),
+
+	/* paged attention decode (examples/paged_attention.blk's form): pages
+	 * the body finds in a prefetch table, read ahead in the loop; four
+	 * query heads per KV head, a sequence of length 0 */
+	FILLED("paged_attention_decode", true, fill_pages, NULL,
+	     "kernel paged_attention_decode[T = f32, G = 4, PS = 8, D = 32](\n"
+	     "    tables: prefetch i32[B, MP],\n"
+	     "    lens: prefetch i32[B],\n"
+	     "    q: in T[B, KVH, G, D] block (None, None, G, D) index (b, h) -> (b, h, 0, 0),\n"
+	     "    k: in T[KVH, NP, PS, D] block (None, NP, PS, D) index (b, h) -> (h, 0, 0, 0),\n"
+	     "    v: in T[KVH, NP, PS, D] block (None, NP, PS, D) index (b, h) -> (h, 0, 0, 0),\n"
+	     "    o: out T[B, KVH, G, D] block (None, None, G, D) index (b, h) -> (b, h, 0, 0),\n"
+	     ") grid (B, KVH) {\n"
+	     "    let b = program_id(0);\n"
+	     "    let len = lens[b];\n"
+	     "    let x = q[...];\n"
+	     "    let pages = min(cdiv(max(len, 0), PS), MP);\n"
+	     "    let (m, l, acc) = fori_loop(0, pages, (full((G,), -inf, f32), zeros((G,), f32), zeros((G, D), f32))) |p, (m, l, acc)| {\n"
+	     "        let page = tables[b, p];\n"
+	     "        let kb = k[page, :, :];\n"
+	     "        let vb = v[page, :, :];\n"
+	     "        let pos = expand_dims(p * PS + iota(PS), 0);\n"
+	     "        let s = where(pos < len, dot(x, kb.T) * rsqrt(D.astype(f32)), -inf);\n"
+	     "        let m_new = max(m, max(s, axis = 1));\n"
+	     "        let alpha = exp(m - m_new);\n"
+	     "        let e = exp(s - expand_dims(m_new, 1));\n"
+	     "        (m_new, l * alpha + sum(e, axis = 1), acc * expand_dims(alpha, 1) + dot(e.astype(T), vb))\n"
+	     "    };\n"
+	     "    let lk = expand_dims(l, 1);\n"
+	     "    o[...] = where(lk > 0.0, acc / lk, 0.0).astype(T);\n"
+	     "}\n",
+	     A2('i', BLK_I32, 5, 7), A1('i', BLK_I32, 5), A4('i', DT_T, 5, 3, 4, 32), A4('i', DT_T, 3, 23, 8, 32),
+	     A4('i', DT_T, 3, 23, 8, 32), A4('o', DT_T, 5, 3, 4, 32)),
 
 	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
 	CASE_TOL("histogram_gather", false, 2,

@@ -688,6 +688,83 @@ static void test_matmul_int8(void **state)
 	int8_case("i8", 64, 64, 256, small, 3);
 }
 
+/* ---- paged_attention: a page table that scatters each sequence ---- */
+
+static void paged_case(const char *T, int64_t B, int64_t MP, int64_t KVH, int64_t NP,
+                       const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[6] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	int64_t G = 8, PS = 16, D = 128;
+	for (int i = 0; i < nextra; i++) {
+		int64_t v = strtoll(extra[i].value, NULL, 10);
+		G = strcmp(extra[i].name, "G") == 0 ? v : G;
+		PS = strcmp(extra[i].name, "PS") == 0 ? v : PS;
+		D = strcmp(extra[i].name, "D") == 0 ? v : D;
+	}
+	Run r;
+	compile(&r, "paged_attention.blk", "paged_attention", defs, 1 + nextra);
+	BlkDType dt = dtype_of(T);
+	int64_t sq[4] = { B, KVH, G, D }, sc[4] = { KVH, NP, PS, D };
+	BlkHostArray *arr[6] = { input(BLK_I32, 2, B, MP), input(BLK_I32, 1, B, 0), blk_host_new(dt, 4, sq),
+	                         blk_host_new(dt, 4, sc), blk_host_new(dt, 4, sc), blk_host_new(dt, 4, sq) };
+	for (int i = 2; i < 5; i++)
+		blk_host_fill_random(arr[i], seed++);
+	blk_host_poison(arr[5]);
+	uint64_t s = seed++;
+	for (int64_t b = 0; b < B; b++) { /* lengths 0 .. MP*PS, pages anywhere in the cache */
+		s = s * 6364136223846793005u + 1442695040888963407u;
+		blk_host_set(arr[1], (size_t)b, b == 0 ? 0 : (double)((s >> 33) % (uint64_t)(MP * PS + 1)));
+		for (int64_t p = 0; p < MP; p++) {
+			s = s * 6364136223846793005u + 1442695040888963407u;
+			blk_host_set(arr[0], (size_t)(b * MP + p), (double)((s >> 33) % (uint64_t)NP));
+		}
+	}
+	double *ref = calloc((size_t)(B * KVH * G * D) + 1, sizeof *ref), *sc_ = calloc((size_t)(MP * PS) + 1, sizeof *sc_);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < KVH; h++)
+			for (int64_t g = 0; g < G; g++) {
+				int64_t len = (int64_t)blk_host_get(arr[1], (size_t)b), n = len, qo = ((b * KVH + h) * G + g) * D;
+				double mx = -INFINITY, l = 0;
+				for (int64_t t = 0; t < n; t++) {
+					int64_t page = (int64_t)blk_host_get(arr[0], (size_t)(b * MP + t / PS));
+					int64_t ko = ((h * NP + page) * PS + t % PS) * D;
+					double dotv = 0;
+					for (int64_t d = 0; d < D; d++)
+						dotv += blk_host_get(arr[2], (size_t)(qo + d)) * blk_host_get(arr[3], (size_t)(ko + d));
+					sc_[t] = dotv / sqrt((double)D);
+					mx = sc_[t] > mx ? sc_[t] : mx;
+				}
+				for (int64_t t = 0; t < n; t++)
+					l += exp(sc_[t] - mx);
+				for (int64_t t = 0; t < n; t++) {
+					int64_t page = (int64_t)blk_host_get(arr[0], (size_t)(b * MP + t / PS));
+					int64_t vo = ((h * NP + page) * PS + t % PS) * D;
+					for (int64_t d = 0; d < D; d++)
+						ref[qo + d] += exp(sc_[t] - mx) / l * blk_host_get(arr[4], (size_t)(vo + d));
+				}
+			}
+	char what[96];
+	snprintf(what, sizeof what, "paged_attention T=%s B=%" PRId64 " MP=%" PRId64 " KVH=%" PRId64, T, B, MP, KVH);
+	run_and_check(&r, arr, 6, 5, ref, what);
+	free(ref);
+	free(sc_);
+	for (int i = 0; i < 6; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_paged_attention(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "G", "4" }, { "PS", "8" }, { "D", "32" } };
+	for (int t = 0; t < 3; t++) {
+		paged_case(dtypes[t], 3, 4, 2, 20, NULL, 0);
+		paged_case(dtypes[t], 5, 7, 3, 50, small, 3);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -712,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_embedding),
 		cmocka_unit_test(test_grouped_matmul),
 		cmocka_unit_test(test_matmul_int8),
+		cmocka_unit_test(test_paged_attention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
