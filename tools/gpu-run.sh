@@ -2,7 +2,7 @@
 # gpu-run.sh - the runtime's GPU batch, run on the device machine from the
 # repository root with the build/ made on the CPU machine carried along
 # (the device machine has no LLVM; libblk carries it).  About 8 min warm; a
-# cold machine compiles every kernel once (gpu-examples alone ~3.5 min).
+# cold machine compiles every kernel once (gpu-examples once ran past 200 s).
 #
 #   tools/gpu-run.sh [blk-bench args...]
 #
