@@ -1439,8 +1439,15 @@ static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
 static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkType *yp)
 {
 	CkType x = *xp, y = *yp;
-	if (x.t.rank != 2 || y.t.rank != 2) {
-		blk_error(c->d, e->loc, "dot needs two rank-2 tiles, got %s and %s", tstr(c, &x), tstr(c, &y));
+	int r = x.t.rank;
+	if (r != y.t.rank || (r != 2 && r != 3)) {
+		blk_error(c->d, e->loc, "dot needs two rank-2 tiles (or two rank-3 ones with a leading "
+		          "batch dim), got %s and %s", tstr(c, &x), tstr(c, &y));
+		return ck_poison();
+	}
+	if (r == 3 && !blk_sym_equal(x.t.dims[0], y.t.dims[0])) {
+		blk_error(c->d, e->loc, "a batched dot needs the same batch dim on both tiles, got "
+		          "%s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
 	bool i8 = x.t.dtype == BLK_I8 || x.t.dtype == BLK_U8;
@@ -1450,13 +1457,13 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		          tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	if (!blk_sym_equal(x.t.dims[1], y.t.dims[0])) {
+	if (!blk_sym_equal(x.t.dims[r - 1], y.t.dims[r - 2])) {
 		blk_error(c->d, e->loc, "dot's inner dims differ: %s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	const BlkSym *dims[2] = { x.t.dims[0], y.t.dims[1] };
-	return ck_dims_ok(c, e->loc, 2, dims, true) ? ck_value(i8 ? BLK_I32 : BLK_F32, 2, dims)
-	                                            : ck_poison();
+	const BlkSym *dims[3] = { x.t.dims[0], x.t.dims[r - 2], y.t.dims[r - 1] };
+	const BlkSym **d = r == 3 ? dims : dims + 1;
+	return ck_dims_ok(c, e->loc, r, d, true) ? ck_value(i8 ? BLK_I32 : BLK_F32, r, d) : ck_poison();
 }
 
 static CkType b_dot(Ck *c, const BlkAstExpr *e)

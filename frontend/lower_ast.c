@@ -220,6 +220,71 @@ static BlkOpKind binop_kind(BlkAstOp op)
 	return k[op];
 }
 
+/* Batch b of a [B, R, C] tile: [R, C] (extract, through shared memory on
+ * the GPU, like tile indexing). */
+static BlkValue *batch_of(Lw *L, BlkLoc loc, BlkValue *t, BlkValue *b)
+{
+	BlkValue *ops[2] = { t, b };
+	BlkValue *v = blk_build1(&L->b, BLK_OP_EXTRACT, loc, tile(t->type.dtype, 2, t->type.dims + 1), 2, ops);
+	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 },
+	                    { BLK_INDEX_FULL, NULL, 0 } };
+	blk_op_set_index(L->a, v->def, "idx", 3, idx);
+	return v;
+}
+
+/* A shape expression as an i32 scalar (sizes through `size` ops). */
+static BlkValue *lw_sym(Lw *L, BlkLoc loc, const BlkSym *s)
+{
+	static const BlkOpKind ops[] = {
+		[BLK_SYM_ADD] = BLK_OP_ADD, [BLK_SYM_SUB] = BLK_OP_SUB, [BLK_SYM_MUL] = BLK_OP_MUL,
+		[BLK_SYM_FLOORDIV] = BLK_OP_FLOORDIV, [BLK_SYM_MOD] = BLK_OP_MOD,
+		[BLK_SYM_MIN] = BLK_OP_MIN, [BLK_SYM_MAX] = BLK_OP_MAX,
+	};
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	if (s->kind == BLK_SYM_CONST)
+		return lw_i32(L, loc, s->value);
+	if (s->kind == BLK_SYM_VAR) {
+		BlkValue *v = blk_build1(&L->b, BLK_OP_SIZE, loc, i32, 0, NULL);
+		blk_op_set_string(L->a, v->def, "name", s->name);
+		return v;
+	}
+	BlkValue *a = lw_sym(L, loc, s->a), *b = lw_sym(L, loc, s->b);
+	if (s->kind == BLK_SYM_CDIV) /* -(-a ~/ b) */
+		return op1(L, BLK_OP_NEG, loc, i32,
+		           op2(L, BLK_OP_FLOORDIV, loc, i32, op1(L, BLK_OP_NEG, loc, i32, a), b));
+	return op2(L, ops[s->kind], loc, i32, a, b);
+}
+
+/* dot of [B, M, K] and [B, K, N]: the IR's dot is 2-D, so a loop over the
+ * batch dots each pair and selects the result into its slot of the
+ * [B, M, N] carry. */
+static BlkValue *lw_dot(Lw *L, BlkLoc loc, BlkType rt, BlkValue *x, BlkValue *y)
+{
+	if (rt.rank == 2)
+		return op2(L, BLK_OP_DOT, loc, rt, x, y);
+	BlkValue *ops[4] = { lw_i32(L, loc, 0), lw_sym(L, loc, rt.dims[0]), lw_i32(L, loc, 1),
+	                     rt.dtype == BLK_I32 ? blk_build_const_int(&L->b, loc, rt, 0)
+	                                         : blk_build_const_float(&L->b, loc, rt, 0.0) };
+	BlkOp *f = blk_build(&L->b, BLK_OP_FOR, loc, 4, ops, 1, &rt, 1);
+	blk_op_set_int(L->a, f, "unroll", 0);
+	BlkValue *b = blk_region_add_arg(L->a, f->regions[0], blk_type_scalar(BLK_I32), "batch");
+	BlkValue *cur = blk_region_add_arg(L->a, f->regions[0], rt, NULL);
+	BlkBuilder saved = L->b;
+	blk_builder_at_end(&L->b, L->a, f->regions[0]);
+	BlkValue *d = op2(L, BLK_OP_DOT, loc, tile(rt.dtype, 2, rt.dims + 1), batch_of(L, loc, x, b),
+	                  batch_of(L, loc, y, b));
+	const BlkSym *one[3] = { blk_sym_const(L->a, 1), rt.dims[1], rt.dims[2] };
+	d = op1(L, BLK_OP_BROADCAST, loc, rt, op_axis(L, BLK_OP_EXPAND_DIMS, loc, tile(rt.dtype, 3, one), d, 0));
+	BlkValue *at = op2(L, BLK_OP_EQ, loc, tile(BLK_BOOL, 3, rt.dims),
+	                   op_axis(L, BLK_OP_IOTA, loc, tile(BLK_I32, 3, rt.dims), NULL, 0),
+	                   op1(L, BLK_OP_BROADCAST, loc, tile(BLK_I32, 3, rt.dims), b));
+	BlkValue *sel[3] = { at, d, cur };
+	BlkValue *next = blk_build1(&L->b, BLK_OP_SELECT, loc, rt, 3, sel);
+	blk_build(&L->b, BLK_OP_YIELD, loc, 1, &next, 0, NULL, 0);
+	L->b = saved;
+	return f->results[0];
+}
+
 /* `acc + dot(a, b)`: one dot with acc as its accumulator. */
 static BlkValue *lw_dot_acc(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
@@ -250,7 +315,7 @@ static BlkValue *lw_binary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return lw_dot_acc(L, e, in);
 	if (e->op == BLK_AST_OP_MATMUL) {
 		BlkValue *x = lw_expr(L, e->lhs, BLK_F32); /* in source order */
-		return op2(L, BLK_OP_DOT, e->loc, in->type.t, x, lw_expr(L, e->rhs, BLK_F32));
+		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->rhs, BLK_F32));
 	}
 	return lw_elementwise(L, binop_kind(e->op), e->loc, in, e->lhs, e->rhs);
 }
@@ -426,7 +491,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
-		return op2(L, BLK_OP_DOT, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
+		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
 	}
 	case CK_B_EXPAND_DIMS:
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,

@@ -1059,6 +1059,28 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A2('i', BLK_I8, 300, 200), A2('i', BLK_I8, 200, 260), A2('o', BLK_I32, 300, 260)),
+	/* batched dots: [H, M, K] x [H, K, N] per program, `dot` and `@`, an
+	 * epilogue on the [H, M, N] result; the tensor-core shapes in 16-bit;
+	 * an i8 batch (exact i32) */
+	CASE("dot_batched", true,
+	     "kernel dot_batched[T = f32, H = 3](\n"
+	     "    a: in T[N, H, M, K] block (None, H, M, K) index (i) -> (i, 0, 0, 0),\n"
+	     "    b: in T[N, H, K, P] block (None, H, K, P) index (i) -> (i, 0, 0, 0),\n"
+	     "    c: out f32[N, H, M, P] block (None, H, M, P) index (i) -> (i, 0, 0, 0),\n"
+	     ") grid (N) {\n"
+	     "    let s = dot(a[...], b[...]);\n"
+	     "    c[...] = s - max(s, axis = 2, keepdims = true) + (a[...] @ b[...]) * 0.5;\n"
+	     "}\n",
+	     A4('i', DT_T, 2, 3, 64, 32), A4('i', DT_T, 2, 3, 32, 64), A4('o', BLK_F32, 2, 3, 64, 64)),
+	CASE("dot_batched_int8", false,
+	     "kernel dot_batched_int8(\n"
+	     "    a: in i8[G, M, K],\n"
+	     "    b: in i8[G, K, P],\n"
+	     "    c: out i32[G, M, P],\n"
+	     ") {\n"
+	     "    c[...] = a[...] @ b[...] + 1;\n"
+	     "}\n",
+	     A3('i', BLK_I8, 4, 16, 40), A3('i', BLK_I8, 4, 40, 8), A3('o', BLK_I32, 4, 16, 8)),
 	/* u8 rows gathered, a u8 load with a fill, stores at a scatter */
 	CASE("int8_gather", false,
 	     "kernel int8_gather[B = 16](\n"
