@@ -41,7 +41,7 @@
 #include "frontend/frontend.h"
 #include "ir/hostdata.h"
 
-enum { MAX_ARRAYS = 7, ERR_LEN = 1024 };
+enum { MAX_ARRAYS = 8, ERR_LEN = 1024 };
 
 /* ---- the cases ------------------------------------------------------------ */
 
@@ -1801,6 +1801,43 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I32, 5, 7), A1('i', BLK_I32, 5), A4('i', DT_T, 5, 3, 4, 32), A4('i', DT_T, 3, 23, 8, 32),
 	     A4('i', DT_T, 3, 23, 8, 32), A4('o', DT_T, 5, 3, 4, 32)),
+
+	/* its flash-decoding split: runs of 3 pages per program (a 3-D grid),
+	 * empty runs writing m = -inf, l = 0 */
+	FILLED("paged_attention_split", true, fill_pages, NULL,
+	     "kernel paged_attention_split[T = f32, G = 4, PS = 8, D = 32, SP = 3](\n"
+	     "    tables: prefetch i32[B, MP],\n"
+	     "    lens: prefetch i32[B],\n"
+	     "    q: in T[B, KVH, G, D] block (None, None, G, D) index (b, h, s) -> (b, h, 0, 0),\n"
+	     "    k: in T[KVH, NP, PS, D] block (None, NP, PS, D) index (b, h, s) -> (h, 0, 0, 0),\n"
+	     "    v: in T[KVH, NP, PS, D] block (None, NP, PS, D) index (b, h, s) -> (h, 0, 0, 0),\n"
+	     "    ms: out f32[B, KVH * cdiv(MP, SP), G] block (None, None, G) index (b, h, s) -> (b, h * cdiv(MP, SP) + s, 0),\n"
+	     "    ls: out f32[B, KVH * cdiv(MP, SP), G] block (None, None, G) index (b, h, s) -> (b, h * cdiv(MP, SP) + s, 0),\n"
+	     "    accs: out f32[B, KVH * cdiv(MP, SP), G, D] block (None, None, G, D) index (b, h, s) -> (b, h * cdiv(MP, SP) + s, 0, 0),\n"
+	     ") grid (B, KVH, cdiv(MP, SP)) {\n"
+	     "    let b = program_id(0);\n"
+	     "    let len = lens[b];\n"
+	     "    let x = q[...];\n"
+	     "    let first = program_id(2) * SP;\n"
+	     "    let last = min(min(cdiv(max(len, 0), PS), MP), first + SP);\n"
+	     "    let (m, l, acc) = fori_loop(first, last, (full((G,), -inf, f32), zeros((G,), f32), zeros((G, D), f32))) |p, (m, l, acc)| {\n"
+	     "        let page = tables[b, p];\n"
+	     "        let kb = k[page, :, :];\n"
+	     "        let vb = v[page, :, :];\n"
+	     "        let pos = expand_dims(p * PS + iota(PS), 0);\n"
+	     "        let s = where(pos < len, dot(x, kb.T) * rsqrt(D.astype(f32)), -inf);\n"
+	     "        let m_new = max(m, max(s, axis = 1));\n"
+	     "        let alpha = where(m_new == -inf, 1.0, exp(m - m_new));\n"
+	     "        let e = where(s == -inf, 0.0, exp(s - expand_dims(m_new, 1)));\n"
+	     "        (m_new, l * alpha + sum(e, axis = 1), acc * expand_dims(alpha, 1) + dot(e.astype(T), vb))\n"
+	     "    };\n"
+	     "    ms[...] = m;\n"
+	     "    ls[...] = l;\n"
+	     "    accs[...] = acc;\n"
+	     "}\n",
+	     A2('i', BLK_I32, 5, 7), A1('i', BLK_I32, 5), A4('i', DT_T, 5, 3, 4, 32), A4('i', DT_T, 3, 23, 8, 32),
+	     A4('i', DT_T, 3, 23, 8, 32), A3('o', BLK_F32, 5, 9, 4), A3('o', BLK_F32, 5, 9, 4),
+	     A4('o', BLK_F32, 5, 9, 4, 32)),
 
 	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
 	CASE_TOL("histogram_gather", false, 2,

@@ -748,11 +748,41 @@ static void paged_case(const char *T, int64_t B, int64_t MP, int64_t KVH, int64_
 	char what[96];
 	snprintf(what, sizeof what, "paged_attention T=%s B=%" PRId64 " MP=%" PRId64 " KVH=%" PRId64, T, B, MP, KVH);
 	run_and_check(&r, arr, 6, 5, ref, what);
+	run_free(&r);
+	/* flash-decoding: runs of 3 pages, then the combine, to the same reference */
+	int64_t NS = (MP + 2) / 3;
+	char ns[16];
+	snprintf(ns, sizeof ns, "%" PRId64, NS);
+	defs[1 + nextra] = (BlkDefine){ "SP", "3" };
+	compile(&r, "paged_attention.blk", "paged_attention_split", defs, 2 + nextra);
+	int64_t s3[3] = { B, KVH * NS, G }, s4[4] = { B, KVH * NS, G, D };
+	BlkHostArray *part[9] = { arr[0], arr[1], arr[2], arr[3], arr[4], blk_host_new(BLK_F32, 3, s3),
+	                          blk_host_new(BLK_F32, 3, s3), blk_host_new(BLK_F32, 4, s4), NULL };
+	BlkArrayDesc ad[8];
+	void *data[8];
+	for (int i = 0; i < 8; i++)
+		ad[i] = part[i]->desc, data[i] = part[i]->data;
+	if (!blk_interp_run(r.k, ad, data, 8, NULL, r.d))
+		fail_msg("%s: the split kernel failed", what);
+	run_free(&r);
+	BlkDefine cdefs[6];
+	int nc = 0;
+	for (int i = 0; i < 1 + nextra; i++)
+		if (strcmp(defs[i].name, "PS") != 0)
+			cdefs[nc++] = defs[i];
+	cdefs[nc++] = (BlkDefine){ "NS", ns };
+	compile(&r, "paged_attention.blk", "paged_attention_combine", cdefs, nc);
+	blk_host_poison(arr[5]);
+	BlkHostArray *comb[4] = { part[5], part[6], part[7], arr[5] };
+	snprintf(what, sizeof what, "paged_attention_split+combine T=%s B=%" PRId64 " MP=%" PRId64, T, B, MP);
+	run_and_check(&r, comb, 4, 3, ref, what);
+	run_free(&r);
+	for (int i = 5; i < 8; i++)
+		blk_host_free(part[i]);
 	free(ref);
 	free(sc_);
 	for (int i = 0; i < 6; i++)
 		blk_host_free(arr[i]);
-	run_free(&r);
 }
 
 static void test_paged_attention(void **state)
