@@ -1839,6 +1839,38 @@ static const Case cases[] = {
 	     A4('i', DT_T, 3, 23, 8, 32), A3('o', BLK_F32, 5, 9, 4), A3('o', BLK_F32, 5, 9, 4),
 	     A4('o', BLK_F32, 5, 9, 4, 32)),
 
+	/* rotary embedding as users write it: halves of each head's row from
+	 * slices, written to slices of the output Ref; the head dim squeezed
+	 * in the middle of the array */
+	CASE("rope_halves", true,
+	     "kernel rope_halves[T = f32, BS = 16, D = 64](\n"
+	     "    x: in T[S, H, D] block (BS, None, D) index (i, h) -> (i, h, 0),\n"
+	     "    cs: in f32[S, D] block (BS, D) index (i, h) -> (i, 0),\n"
+	     "    y: out T[S, H, D] block (BS, None, D) index (i, h) -> (i, h, 0),\n"
+	     ") grid (cdiv(S, BS), H) {\n"
+	     "    let v = x[...].astype(f32);\n"
+	     "    let c = cs[:, :D ~/ 2];\n"
+	     "    let s = cs[:, D ~/ 2:];\n"
+	     "    y[:, :D ~/ 2] = (v[:, :D ~/ 2] * c - v[:, D ~/ 2:] * s).astype(T);\n"
+	     "    y[:, D ~/ 2:] = (v[:, D ~/ 2:] * c + v[:, :D ~/ 2] * s).astype(T);\n"
+	     "}\n",
+	     A3('i', DT_T, 37, 3, 64), A2('i', BLK_F32, 37, 64), A3('o', DT_T, 37, 3, 64)),
+	/* cross-entropy rows: logsumexp, the target's logit picked by a mask
+	 * (targets random in -8..8: negative ones pick nothing) */
+	CASE("xent_rows", false,
+	     "kernel xent_rows[BR = 4, C = 1000](\n"
+	     "    logits: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    target: in i32[R] block (BR) index (i) -> (i),\n"
+	     "    loss: out f32[R] block (BR) index (i) -> (i),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let z = logits[...] * 3.0;\n"
+	     "    let m = z.max(axis = 1, keepdims = true);\n"
+	     "    let lse = log(sum(exp(z - m), axis = 1)) + m[:, 0];\n"
+	     "    let t = target[...];\n"
+	     "    loss[...] = lse - sum(where(iota(C)[None, :] == t[:, None], z, 0.0), axis = 1);\n"
+	     "}\n",
+	     A2('i', BLK_F32, 13, 1000), A1('i', BLK_I32, 13), A1('o', BLK_F32, 13)),
+
 	/* histograms: atomic_add at a tile of bins, i32 and f32 weights */
 	CASE_TOL("histogram_gather", false, 2,
 	     "kernel histogram_gather[BB = 64](\n"
