@@ -13,7 +13,7 @@ CuPy arrays where installed; then kernels compiled ahead of time (carry/build/te
 the figures: a launch's host time from
 Python beside the same launch from C (carry/build/tools/launch-cost), and a
 new process's source-to-module time compiled vs read from the disk cache.
-Ends with "N passed, N failed".
+Ends with "N passed, N failed".  Test names as arguments run only those.
 """
 import os
 import subprocess
@@ -106,6 +106,54 @@ def test_examples():
             att = blk.kernel(f"{EX}/attention.blk", T=t, CAUSAL=causal)
             check(f"attention {t} causal={causal}", att(q, k, v),
                   F.scaled_dot_product_attention(f(q), f(k), f(v), is_causal=causal), tol)
+
+
+@case
+def test_new_examples():
+    """The examples of the language issue on torch tensors: scans, gathers,
+    scalar prefetch (grouped matmul, paged attention), 8-bit integers."""
+    for t in ("f32", "bf16"):
+        tol = TOL[t]
+        x = randn(37, 3001, t=t)
+        check(f"cumsum {t}", blk.kernel(f"{EX}/cumsum.blk", T=t)(x), f(x).cumsum(1), tol * 20)  
+        table = randn(500, 300, t=t)
+        ids = torch.randint(0, 500, (77,), device=DEV, dtype=torch.int32)
+        check(f"embedding {t}", blk.kernel(f"{EX}/embedding.blk", T=t)(ids, table),
+              f(table)[ids.long()], 0)
+        sizes, bm = [70, 0, 301, 5, 129], 128
+        m, k, n = sum(sizes), 136, 200
+        work, lo = [], 0
+        for g, s in enumerate(sizes):
+            work += [(b, g, lo, lo + s) for b in range(lo // bm, (lo + s - 1) // bm + 1)] if s else []
+            lo += s
+        work += [(0, 0, 0, 0)] * (len(sizes) - 1)  # padded to cdiv(M, BM) + G - 1 items
+        xg, wg = randn(m, k, t=t), randn(len(sizes), k, n, t=t)
+        y = blk.kernel(f"{EX}/grouped_matmul.blk", T=t)(
+            torch.tensor(work, device=DEV, dtype=torch.int32), xg, wg)
+        offs = [0] + list(torch.tensor(sizes).cumsum(0))
+        ref = torch.cat([f(xg[offs[g]:offs[g + 1]]) @ f(wg[g]) for g in range(len(sizes))])
+        check(f"grouped_matmul {t}", y, ref, tol)
+    xq = torch.randint(-128, 128, (130, 77), device=DEV, dtype=torch.int8)
+    wq = torch.randint(-128, 128, (70, 77), device=DEV, dtype=torch.int8)
+    sx, sw = torch.rand(130, device=DEV), torch.rand(70, device=DEV)
+    ref = (xq.double() @ wq.double().T) * sx.double()[:, None] * sw.double()[None, :]
+    check("matmul_int8", blk.kernel(f"{EX}/matmul_int8.blk")(xq, wq, sx, sw), ref, 1e-6)
+    b, mp, kvh, g, ps, d = 3, 5, 2, 8, 16, 128
+    tables = torch.randperm(b * mp, device=DEV, dtype=torch.int32).reshape(b, mp)
+    lens = torch.tensor([80, 0, 33], device=DEV, dtype=torch.int32)
+    q = randn(b, kvh, g, d, t="bf16")
+    kc, vc = randn(kvh, b * mp, ps, d, t="bf16"), randn(kvh, b * mp, ps, d, t="bf16")
+    o = blk.kernel(f"{EX}/paged_attention.blk", name="paged_attention")(tables, lens, q, kc, vc)
+    for s in range(b):
+        ln = int(lens[s])
+        if ln == 0:
+            check(f"paged_attention seq {s} (empty)", o[s], torch.zeros_like(f(o[s])), 0)
+            continue
+        pages = tables[s, :(ln + ps - 1) // ps].long()
+        ks = f(kc[:, pages].reshape(kvh, -1, d)[:, :ln])  # [kvh, ln, d]
+        vs = f(vc[:, pages].reshape(kvh, -1, d)[:, :ln])
+        ref = F.scaled_dot_product_attention(f(q[s]), ks, vs)  # the g rows share their KV head
+        check(f"paged_attention seq {s}", o[s], ref, TOL["bf16"])
 
 
 @case
@@ -316,9 +364,12 @@ def test_figures():
 def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
-    for t in (test_examples, test_strides_and_outputs, test_stream, test_second_gpu,
-              test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy, test_aot,
-              test_figures):
+    only = sys.argv[1:]  # test names to run, else all
+    for t in (test_examples, test_new_examples, test_strides_and_outputs, test_stream,
+              test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
+              test_aot, test_figures):
+        if only and t.__name__ not in only:
+            continue
         print(f"== {t.__name__}")
         t()
     failed = results.count(False)
