@@ -115,7 +115,7 @@ def test_new_examples():
     for t in ("f32", "bf16"):
         tol = TOL[t]
         x = randn(37, 3001, t=t)
-        check(f"cumsum {t}", blk.kernel(f"{EX}/cumsum.blk", T=t)(x), f(x).cumsum(1), tol * 20)  
+        check(f"cumsum {t}", blk.kernel(f"{EX}/cumsum.blk", T=t)(x), f(x).cumsum(1), tol * 20)
         table = randn(500, 300, t=t)
         ids = torch.randint(0, 500, (77,), device=DEV, dtype=torch.int32)
         check(f"embedding {t}", blk.kernel(f"{EX}/embedding.blk", T=t)(ids, table),
