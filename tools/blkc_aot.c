@@ -88,7 +88,8 @@ static void put_contract(FILE *f, const BlkKernel *k, const BlkArrayDesc *arrays
 		if (pa->access == BLK_ACCESS_SCRATCH)
 			continue;
 		const BlkArrayDesc *ad = &arrays[n++];
-		fprintf(f, " *   %s: %s %s[", pa->name, access_name(pa->access), blk_dtype_name(ad->dtype));
+		fprintf(f, " *   %s: %s %s[", pa->name, pa->prefetch ? "prefetch (in)" : access_name(pa->access),
+		        blk_dtype_name(ad->dtype));
 		for (int d = 0; d < ad->rank; d++)
 			fprintf(f, "%s%lld", d ? ", " : "", (long long)ad->shape[d]);
 		fprintf(f, "]\n");
