@@ -396,7 +396,7 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		return true;
 	}
 	*out = s->t.dtype;
-	if (w->weak == CK_WEAK_INT && (s->t.dtype == BLK_I8 || s->t.dtype == BLK_U8) &&
+	if (w->weak == CK_WEAK_INT && blk_dtype_is_byte(s->t.dtype) &&
 	    blk_int_wrap(s->t.dtype, w->i) != w->i) {
 		blk_error(c->d, loc, "the literal %lld does not fit %s (%s) in `%s`; convert with astype",
 		          (long long)w->i, tstr(c, s), s->t.dtype == BLK_I8 ? "-128 .. 127" : "0 .. 255",
@@ -1450,7 +1450,7 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		          "%s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	bool i8 = x.t.dtype == BLK_I8 || x.t.dtype == BLK_U8;
+	bool i8 = blk_dtype_is_byte(x.t.dtype);
 	if (x.t.dtype != y.t.dtype || (!blk_dtype_is_float(x.t.dtype) && !i8)) {
 		blk_error(c->d, e->loc, "dot needs two tiles of one dtype, f32, f16 or bf16 (an f32 "
 		          "result) or i8 or u8 (an i32 result), got %s and %s; convert one with astype",
@@ -1595,7 +1595,7 @@ static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
 	BlkDType dt = r->t.dtype;
 	if (b == CK_B_ATOMIC_ADD && dt == BLK_BOOL)
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
-	else if (dt == BLK_I8 || dt == BLK_U8)
+	else if (blk_dtype_is_byte(dt))
 		blk_error(c->d, e->loc, "%s needs a Ref of i32 or a float dtype, got %s (the GPU has no "
 		          "8-bit atomics)", e->name, tstr(c, r));
 	else if (b == CK_B_ATOMIC_CAS && dt != BLK_I32)

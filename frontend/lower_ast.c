@@ -232,6 +232,8 @@ static BlkValue *batch_of(Lw *L, BlkLoc loc, BlkValue *t, BlkValue *b)
 	return v;
 }
 
+static BlkValue *cdiv_of(Lw *L, BlkLoc loc, BlkValue *x, BlkValue *y);
+
 /* A shape expression as an i32 scalar (sizes through `size` ops). */
 static BlkValue *lw_sym(Lw *L, BlkLoc loc, const BlkSym *s)
 {
@@ -249,10 +251,7 @@ static BlkValue *lw_sym(Lw *L, BlkLoc loc, const BlkSym *s)
 		return v;
 	}
 	BlkValue *a = lw_sym(L, loc, s->a), *b = lw_sym(L, loc, s->b);
-	if (s->kind == BLK_SYM_CDIV) /* -(-a ~/ b) */
-		return op1(L, BLK_OP_NEG, loc, i32,
-		           op2(L, BLK_OP_FLOORDIV, loc, i32, op1(L, BLK_OP_NEG, loc, i32, a), b));
-	return op2(L, ops[s->kind], loc, i32, a, b);
+	return s->kind == BLK_SYM_CDIV ? cdiv_of(L, loc, a, b) : op2(L, ops[s->kind], loc, i32, a, b);
 }
 
 /* dot of [B, M, K] and [B, K, N]: the IR's dot is 2-D, so a loop over the
@@ -392,19 +391,24 @@ static bool positive_const(const BlkValue *y)
  * INT_MIN, and no negated operand of a shift -- the driver's ptxas (CUDA
  * 13.0) can miscompile `neg` then `shr.s32` into a wrong LEA.HI
  * (docs/gpu-notes.md, run 37).  specialize.c folds both forms. */
-static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)
+static BlkValue *cdiv_of(Lw *L, BlkLoc loc, BlkValue *x, BlkValue *y)
 {
 	BlkType i32 = blk_type_scalar(BLK_I32), b1 = blk_type_scalar(BLK_BOOL);
-	BlkValue *x = lw_scalar_i32(L, e->args[0].value), *y = lw_scalar_i32(L, e->args[1].value);
 	if (positive_const(y)) {
-		BlkValue *q = op2(L, BLK_OP_FLOORDIV, e->loc, i32, x, y);
-		BlkValue *r = op2(L, BLK_OP_MOD, e->loc, i32, x, y);
-		BlkValue *zero = blk_build_const_int(&L->b, e->loc, i32, 0);
-		BlkValue *up = op1(L, BLK_OP_CAST, e->loc, i32, op2(L, BLK_OP_NE, e->loc, b1, r, zero));
-		return op2(L, BLK_OP_ADD, e->loc, i32, q, up);
+		BlkValue *q = op2(L, BLK_OP_FLOORDIV, loc, i32, x, y);
+		BlkValue *r = op2(L, BLK_OP_MOD, loc, i32, x, y);
+		BlkValue *zero = blk_build_const_int(&L->b, loc, i32, 0);
+		BlkValue *up = op1(L, BLK_OP_CAST, loc, i32, op2(L, BLK_OP_NE, loc, b1, r, zero));
+		return op2(L, BLK_OP_ADD, loc, i32, q, up);
 	}
-	BlkValue *q = op2(L, BLK_OP_FLOORDIV, e->loc, i32, op1(L, BLK_OP_NEG, e->loc, i32, x), y);
-	return op1(L, BLK_OP_NEG, e->loc, i32, q);
+	BlkValue *q = op2(L, BLK_OP_FLOORDIV, loc, i32, op1(L, BLK_OP_NEG, loc, i32, x), y);
+	return op1(L, BLK_OP_NEG, loc, i32, q);
+}
+
+static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)
+{
+	BlkValue *x = lw_scalar_i32(L, e->args[0].value);
+	return cdiv_of(L, e->loc, x, lw_scalar_i32(L, e->args[1].value));
 }
 
 /* The operands of load's or an atomic's Ref r: a gathering `x.at[idx]`

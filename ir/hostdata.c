@@ -122,7 +122,7 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 			v = (double)(r >> 40) * 0x1p-23 - 1.0; /* 24 bits: exact in f32 */
 		else if (h->desc.dtype == BLK_I32)
 			v = (double)(r % 17) - 8.0;
-		else if (h->desc.dtype == BLK_I8 || h->desc.dtype == BLK_U8) /* every byte: wraps show */
+		else if (blk_dtype_is_byte(h->desc.dtype)) /* every byte: wraps show */
 			v = (double)blk_int_wrap(h->desc.dtype, (int64_t)(r >> 56));
 		else
 			v = (double)(r >> 63);
@@ -158,7 +158,7 @@ size_t blk_host_count_poison(const BlkHostArray *h)
 {
 	uint32_t bits = poison_bits(h->desc.dtype);
 	size_t es = (size_t)blk_dtype_size(h->desc.dtype), n = 0;
-	if (h->desc.dtype == BLK_I8 || h->desc.dtype == BLK_U8)
+	if (blk_dtype_is_byte(h->desc.dtype))
 		return 0; /* every byte is a value: no pattern tells "never written" */
 	for (size_t i = 0; i < h->count; i++) {
 		uint32_t v = 0;

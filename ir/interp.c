@@ -299,7 +299,7 @@ static void mem_puti(BlkDType dt, unsigned char *p, int32_t v)
 {
 	if (dt == BLK_BOOL)
 		*p = v != 0;
-	else if (dt == BLK_I8 || dt == BLK_U8)
+	else if (blk_dtype_is_byte(dt))
 		*p = (unsigned char)v;
 	else
 		memcpy(p, &v, 4);
@@ -1070,7 +1070,10 @@ static void run_step(Interp *I, const BlkIRef *scratch)
 		BlkIVal v = { .kind = BLK_IVAL_REF };
 		if (I->k->params[pi].access == BLK_ACCESS_SCRATCH)
 			v.r = scratch[pi];
-		else
+		else if (I->k->params[pi].prefetch) { /* bound above */
+			v.r = I->pf[pi];
+			ai++;
+		} else
 			block_ref(I, pi, ai++, &v.r);
 		set_val(I, I->body.args[pi], &v);
 	}

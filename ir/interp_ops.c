@@ -134,10 +134,8 @@ void blk_iop_cast(const BlkITile *a, BlkITile *r)
 				BLK_ITF(r)[i] = blk_iround(r->dtype, x);
 			else if (r->dtype == BLK_BOOL)
 				BLK_ITB(r)[i] = x != 0.0f;
-			else if (r->dtype == BLK_I32)
-				BLK_ITI(r)[i] = blk_f32_to_i32(x);
 			else
-				BLK_ITI(r)[i] = blk_f32_to_small_int(r->dtype, x);
+				BLK_ITI(r)[i] = blk_f32_to_int(r->dtype, x);
 		} else {
 			int32_t x = get_int(a, i * sa);
 			if (is_float(r->dtype))
@@ -294,11 +292,8 @@ void blk_iop_splat(BlkITile *r, bool isf, int64_t iv, double fv)
 			BLK_ITF(r)[i] = blk_iround(r->dtype, isf ? (float)fv : (float)iv);
 		else if (r->dtype == BLK_BOOL)
 			BLK_ITB(r)[i] = isf ? fv != 0.0 : iv != 0;
-		else if (isf)
-			BLK_ITI(r)[i] = r->dtype == BLK_I32 ? blk_f32_to_i32((float)fv)
-			                                    : blk_f32_to_small_int(r->dtype, (float)fv);
 		else
-			BLK_ITI(r)[i] = blk_int_wrap(r->dtype, iv);
+			BLK_ITI(r)[i] = isf ? blk_f32_to_int(r->dtype, (float)fv) : blk_int_wrap(r->dtype, iv);
 	}
 }
 
@@ -439,10 +434,8 @@ void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITi
 		}
 }
 
-/* Row m of r accumulates over k ascending, each step one fmaf: the order the
- * GPU's SIMT path uses, so f32 results compare tightly. */
 /* i8/u8 operands: exact products summed in i32, wrapping (as the GPU's
- * integer multiply-adds and tensor cores). */
+ * integer multiply-adds). */
 static void dot_int(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)
 {
 	int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
@@ -457,6 +450,8 @@ static void dot_int(const BlkITile *a, const BlkITile *b, const BlkITile *acc, B
 				                          (uint32_t)(ai[m * K + k] * bi[k * N + n]));
 }
 
+/* Row m of r accumulates over k ascending, each step one fmaf: the order the
+ * GPU's SIMT path uses, so f32 results compare tightly. */
 void blk_iop_dot(const BlkITile *a, const BlkITile *b, const BlkITile *acc, BlkITile *r)
 {
 	int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];

@@ -47,9 +47,14 @@ bool blk_dtype_is_float(BlkDType t)
 	return t == BLK_F32 || t == BLK_F16 || t == BLK_BF16;
 }
 
+bool blk_dtype_is_byte(BlkDType t)
+{
+	return t == BLK_I8 || t == BLK_U8;
+}
+
 bool blk_dtype_is_int(BlkDType t)
 {
-	return t == BLK_I32 || t == BLK_I8 || t == BLK_U8;
+	return t == BLK_I32 || blk_dtype_is_byte(t);
 }
 
 int32_t blk_int_wrap(BlkDType t, int64_t v)
@@ -61,8 +66,10 @@ int32_t blk_int_wrap(BlkDType t, int64_t v)
 	return (int32_t)(uint32_t)(uint64_t)v;
 }
 
-int32_t blk_f32_to_small_int(BlkDType t, float f)
+int32_t blk_f32_to_int(BlkDType t, float f)
 {
+	if (!blk_dtype_is_byte(t))
+		return blk_f32_to_i32(f);
 	float lo = t == BLK_U8 ? 0.0f : -128.0f, hi = t == BLK_U8 ? 255.0f : 127.0f;
 	if (f != f)
 		return 0;

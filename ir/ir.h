@@ -48,11 +48,13 @@ int blk_dtype_size(BlkDType t);
 bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
 bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 */
+bool blk_dtype_is_byte(BlkDType t);  /* i8 u8: one-byte integers, wrapped after each op */
 /* v wrapped to an integer dtype's range (two's complement, as NumPy's i8
  * and u8 arithmetic and astype do); i32 and others: as is. */
 int32_t blk_int_wrap(BlkDType t, int64_t v);
-/* f32 -> i8/u8 as astype converts: toward zero, saturated, NaN as 0. */
-int32_t blk_f32_to_small_int(BlkDType t, float f);
+/* f32 -> an integer dtype t as astype converts: toward zero, saturated to
+ * t's range, NaN as 0 (i32: blk_f32_to_i32). */
+int32_t blk_f32_to_int(BlkDType t, float f);
 
 /* f32 -> i32 as astype converts, and as a float constant of an integer
  * tile is taken: toward zero, saturated, NaN as 0 (cvt.rzi.s32.f32).  The

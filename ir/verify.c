@@ -590,7 +590,7 @@ static void check_store(Verifier *V, const BlkOp *op)
 		return;
 	if (op->kind == BLK_OP_SWAP)
 		want_type(V, &op->results[0]->type, &t, "result", 0);
-	if (op->kind == BLK_OP_ATOMIC_ADD && (t.dtype == BLK_I8 || t.dtype == BLK_U8 || t.dtype == BLK_BOOL))
+	if (op->kind == BLK_OP_ATOMIC_ADD && (blk_dtype_is_byte(t.dtype) || t.dtype == BLK_BOOL))
 		fail(V, "a Ref of %s; atomic_add takes i32 or a float dtype", blk_dtype_name(t.dtype));
 }
 
@@ -858,8 +858,7 @@ static void verify_prefetch(Verifier *V, const BlkParam *p)
 	if (p->dtype != BLK_I32 || p->access != BLK_ACCESS_IN)
 		fail(V, "param %s: a prefetch param is an `in` i32 array", p->name);
 	for (int d = 0; d < p->rank; d++)
-		if (p->squeezed[d] || (p->block[d] && p->block[d] != p->shape[d] &&
-		                       !blk_sym_equal(p->block[d], p->shape[d])))
+		if (p->squeezed[d] || (p->block[d] && !blk_sym_equal(p->block[d], p->shape[d])))
 			fail(V, "param %s: a prefetch param's block is the whole array", p->name);
 	const BlkOp *y = p->index_map ? yield_of(p->index_map) : NULL;
 	for (int i = 0; y && i < y->noperands; i++) {

@@ -3,7 +3,8 @@
  * Elementwise ops work register by register: operands share the result's
  * layout (tile.c made sure).  f16/bf16 compute in f32 and round after each
  * op (cvt.rn), as docs/language.md asks; i8/u8 live in i8 registers and
- * compute in i32 (sign- or zero-extended), truncated after each op.  Accuracy of the math on f32:
+ * compute in i32 (sign- or zero-extended), truncated after each op.
+ * Accuracy of the math on f32:
  * sqrt and div are IEEE (sqrt.rn, div.rn); rsqrt is 1/sqrt with both
  * correctly rounded (<= 1 ulp); exp is ex2.approx.ftz(x * log2 e) (about 2
  * ulp plus |x| ulp from the scaling; results below 2^-126 flush to 0: the
@@ -35,10 +36,8 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	bool fl = a && a->kind == BLK_ATTR_FLOAT;
 	if (dt == BLK_BOOL) /* as the interpreter: any nonzero value is true */
 		return LLVMConstInt(E->i1, fl ? f != 0 : a && a->i != 0, false);
-	if (dt == BLK_I8 || dt == BLK_U8)
-		return LLVMConstInt(E->i8, (unsigned long long)(uint8_t)(!a ? 0 : fl ?
-		                    blk_f32_to_small_int(dt, (float)a->f) : blk_int_wrap(dt, a->i)), false);
-	return emit_i32(E, !a ? 0 : fl ? blk_f32_to_i32((float)a->f) : a->i);
+	int32_t v = !a ? 0 : fl ? blk_f32_to_int(dt, (float)a->f) : blk_int_wrap(dt, a->i);
+	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)(int64_t)v, true);
 }
 
 LLVMValueRef emit_program_id(Emit *E, int a)
@@ -378,15 +377,9 @@ static bool is_cmp(BlkOpKind k)
 
 /* ---- casts ------------------------------------------------------------------------------ */
 
-static bool small_int(BlkDType dt)
-{
-	return dt == BLK_I8 || dt == BLK_U8;
-}
-
-
 static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 {
-	if (from == to || (small_int(from) && small_int(to))) /* i8 <-> u8: the same bits */
+	if (from == to || (blk_dtype_is_byte(from) && blk_dtype_is_byte(to))) /* i8 <-> u8: the same bits */
 		return x;
 	bool ff = blk_dtype_is_float(from), tf = blk_dtype_is_float(to);
 	if (ff && tf)
@@ -404,7 +397,7 @@ static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 		return emit_from_f32(E, LLVMBuildSIToFP(E->b, x, E->f32, ""), to);
 	if (to == BLK_BOOL)
 		return LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, false), "");
-	if (small_int(to)) /* i32 wraps, bool is 0 or 1 */
+	if (blk_dtype_is_byte(to)) /* i32 wraps, bool is 0 or 1 */
 		return from == BLK_BOOL ? LLVMBuildZExt(E->b, x, E->i8, "") : LLVMBuildTrunc(E->b, x, E->i8, "");
 	return emit_to_i32(E, x, from); /* bool, i8, u8 -> i32 */
 }
@@ -419,10 +412,11 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 		return cast(E, x[0], dt, rt);
 	if (k == BLK_OP_SELECT)
 		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
-	if (small_int(dt)) { /* in i32, then back to 8 bits */
+	if (blk_dtype_is_byte(dt)) { /* in i32, then back to 8 bits */
 		LLVMValueRef a = emit_to_i32(E, x[0], dt);
-		LLVMValueRef r = op->noperands == 1 ? unary_int(E, k, a) : binary_int(E, k, a, emit_to_i32(E, x[1], dt));
-		return is_cmp(k) ? r : LLVMBuildTrunc(E->b, r, E->i8, "");
+		LLVMValueRef r = op->noperands == 1 ? unary_int(E, k, a)
+		                                    : binary_int(E, k, a, emit_to_i32(E, x[1], dt));
+		return is_cmp(k) ? r : emit_from_i32(E, r, dt);
 	}
 	if (!blk_dtype_is_float(dt))
 		return op->noperands == 1 ? unary_int(E, k, x[0]) : binary_int(E, k, x[0], x[1]);

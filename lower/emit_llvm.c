@@ -93,7 +93,7 @@ LLVMValueRef emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt)
 
 LLVMValueRef emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
-	if (dt == BLK_I8 || dt == BLK_U8)
+	if (blk_dtype_is_byte(dt))
 		return LLVMBuildTrunc(E->b, x, E->i8, "");
 	return dt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, x, emit_i32(E, 0), "") : x;
 }

@@ -139,20 +139,24 @@ def grouped_table(torch, budget_ms):
         for g in range(len(sizes)):
             torch.mm(x[bounds[g]:bounds[g + 1]], w[g], out=y[bounds[g]:bounds[g + 1]])
 
-    print("| op | type | size | ms | TFLOP/s | reps |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    flops = 2.0 * m * n * k
-    rows = [("torch.mm per group", loop), ("dense torch.mm (all rows, one weight)",
-                                            lambda: torch.mm(x, w[0]))]
+    rows = [("torch.mm per group", "bf16", loop),
+            ("dense torch.mm (all rows, one weight)", "bf16", lambda: torch.mm(x, w[0]))]
     if hasattr(torch, "_grouped_mm"):
-        rows.insert(1, ("torch._grouped_mm", lambda: torch._grouped_mm(x, w, offs=offs)))
-    for name, fn in rows:
+        rows.insert(1, ("torch._grouped_mm", "bf16", lambda: torch._grouped_mm(x, w, offs=offs)))
+    ops_table(torch, budget_ms, rows, f"{m}x{n}x{k}, 8 groups", 2.0 * m * n * k, "TFLOP/s")
+
+
+def ops_table(torch, budget_ms, rows, size, ops, unit):
+    """Rows (name, type, fn) of one size doing `ops` operations a call."""
+    print(f"| op | type | size | ms | {unit} | reps |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, ty, fn in rows:
         try:
             ms, reps = time_ms(torch, fn, budget_ms)
         except (RuntimeError, TypeError) as e:
-            print(f"| {name} | bf16 | {m}x{n}x{k}, 8 groups | failed: {str(e).splitlines()[0]} | | |")
+            print(f"| {name} | {ty} | {size} | failed: {str(e).splitlines()[0]} | | |")
             continue
-        print(f"| {name} | bf16 | {m}x{n}x{k}, 8 groups | {ms:.3f} | {flops / ms / 1e9:.1f} | {reps} |")
+        print(f"| {name} | {ty} | {size} | {ms:.3f} | {ops / ms / 1e9:.1f} | {reps} |")
 
 
 def int8_table(torch, budget_ms):
@@ -163,18 +167,10 @@ def int8_table(torch, budget_ms):
     x = torch.randint(-128, 128, (m, k), device="cuda", generator=gen, dtype=torch.int8)
     w = torch.randint(-128, 128, (n, k), device="cuda", generator=gen, dtype=torch.int8)
     xb, wb = x.to(torch.bfloat16), w.to(torch.bfloat16)
-    print("| op | type | size | ms | TOP/s | reps |")
-    print("| --- | --- | --- | --- | --- | --- |")
     rows = [("torch.mm x @ w.T", "bf16", lambda: torch.mm(xb, wb.t()))]
     if hasattr(torch, "_int_mm"):
         rows.insert(0, ("torch._int_mm x @ w.T", "i8 -> i32", lambda: torch._int_mm(x, w.t())))
-    for name, ty, fn in rows:
-        try:
-            ms, reps = time_ms(torch, fn, budget_ms)
-        except (RuntimeError, TypeError) as e:
-            print(f"| {name} | {ty} | {m}x{n}x{k} | failed: {str(e).splitlines()[0]} | | |")
-            continue
-        print(f"| {name} | {ty} | {m}x{n}x{k} | {ms:.3f} | {2.0 * m * n * k / ms / 1e9:.1f} | {reps} |")
+    ops_table(torch, budget_ms, rows, f"{m}x{n}x{k}", 2.0 * m * n * k, "TOP/s")
 
 
 def main():

@@ -123,6 +123,22 @@ typedef struct Case {
 	     "}\n",                                                             \
 	     A1('i', BLK_##from, 333), A1('o', BLK_##to1, 333), A1('o', BLK_##to2, 333), \
 	     A1('o', BLK_##to3, 333), A1('o', BLK_##to4, 333))
+/* A [M, K] x [K, N] matmul over the K slabs a prefetch list kl of NK
+ * entries names, in blocks of cparams. */
+#define BLOCKSPARSE(name, cparams, nk, m, k, n)                                       \
+	CASE(name, true,                                                              \
+	     "kernel " name "[T = f32, " cparams "](\n"                                 \
+	     "    kl: prefetch i32[NK],\n"                                              \
+	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"                \
+	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"                \
+	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"              \
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"                                    \
+	     "    let acc = fori_loop(0, NK, zeros((BM, BN), f32)) |k, acc| {\n"        \
+	     "        acc + dot(x[:, ds(kl[k] * BK, BK)], w[ds(kl[k] * BK, BK), :])\n"  \
+	     "    };\n"                                                                 \
+	     "    y[...] = acc.astype(T);\n"                                            \
+	     "}\n",                                                                     \
+	     A1('i', BLK_I32, nk), A2('i', DT_T, m, k), A2('i', DT_T, k, n), A2('o', DT_T, m, n))
 #define BLK_f32 BLK_F32
 #define BLK_f16 BLK_F16
 #define BLK_bf16 BLK_BF16
@@ -1719,32 +1735,9 @@ static const Case cases[] = {
 	 * (random in -8..8: negative and past-the-end slabs read 0), read in
 	 * the loop and pipelined with the slabs; small tiles, then tiles of
 	 * the tensor-core (sm_90a: wgmma, warp specialized) path */
-	CASE("prefetch_blocksparse", true,
-	     "kernel prefetch_blocksparse[T = f32, BM = 32, BN = 32, BK = 32](\n"
-	     "    kl: prefetch i32[NK],\n"
-	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
-	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
-	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
-	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
-	     "    let acc = fori_loop(0, NK, zeros((BM, BN), f32)) |k, acc| {\n"
-	     "        acc + dot(x[:, ds(kl[k] * BK, BK)], w[ds(kl[k] * BK, BK), :])\n"
-	     "    };\n"
-	     "    y[...] = acc.astype(T);\n"
-	     "}\n",
-	     A1('i', BLK_I32, 7), A2('i', DT_T, 70, 200), A2('i', DT_T, 200, 45), A2('o', DT_T, 70, 45)),
-	CASE("prefetch_blocksparse_mma", true,
-	     "kernel prefetch_blocksparse_mma[T = f32, BM = 64, BN = 64, BK = 64, num_warps = 4, num_stages = 3](\n"
-	     "    kl: prefetch i32[NK],\n"
-	     "    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
-	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
-	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
-	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
-	     "    let acc = fori_loop(0, NK, zeros((BM, BN), f32)) |k, acc| {\n"
-	     "        acc + dot(x[:, ds(kl[k] * BK, BK)], w[ds(kl[k] * BK, BK), :])\n"
-	     "    };\n"
-	     "    y[...] = acc.astype(T);\n"
-	     "}\n",
-	     A1('i', BLK_I32, 9), A2('i', DT_T, 300, 640), A2('i', DT_T, 640, 200), A2('o', DT_T, 300, 200)),
+	BLOCKSPARSE("prefetch_blocksparse", "BM = 32, BN = 32, BK = 32", 7, 70, 200, 45),
+	BLOCKSPARSE("prefetch_blocksparse_mma", "BM = 64, BN = 64, BK = 64, num_warps = 4, num_stages = 3",
+	            9, 300, 640, 200),
 	/* a seq K axis whose blocks a prefetch list picks (Pallas's form) */
 	CASE("prefetch_seq_k", true,
 	     "kernel prefetch_seq_k[T = f32, BM = 64, BN = 64, BK = 64, num_warps = 4](\n"
