@@ -164,6 +164,11 @@ bool blk_layout_wgmma_fits(int M, int N, int nthreads)
 	       N >= 16 && N <= 256 && N == blk_pow2ceil(N) && M / (8 * warps) * (N / 4) <= 256;
 }
 
+int blk_layout_wgmma_k(int esize)
+{
+	return 32 / esize;
+}
+
 BlkLayout blk_layout_wgmma(const int *shape, int nthreads)
 {
 	BlkLayout l;

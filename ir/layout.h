@@ -145,6 +145,10 @@ int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
  * two from 16 to 256, W a multiple of 4. */
 BlkLayout blk_layout_wgmma(const int *shape, int nthreads);
 bool blk_layout_wgmma_fits(int M, int N, int nthreads);
+/* The k extent of one wgmma.mma_async over esize-byte operands: 32
+ * bytes of each row, k16 for f16/bf16, k32 for the 8-bit types (the
+ * accumulator layout is the same). */
+int blk_layout_wgmma_k(int esize);
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 /* l with dim axis shrunk to extent 1 held by one thread and register (the

@@ -235,38 +235,44 @@ static bool is16(BlkDType dt)
 	return dt == BLK_F16 || dt == BLK_BF16;
 }
 
-/* A wgmma operand: a rank-2 shared Ref of f16/bf16, swizzled, one dim
- * contiguous and the other's rows one swizzle span apart (what a matrix
- * descriptor can say, emit_wgmma.c). */
-static bool wgmma_operand(const BlkValue *v)
+/* A wgmma operand: a rank-2 shared Ref of f16/bf16 (or i8/u8),
+ * swizzled, one dim contiguous and the other's rows one swizzle span
+ * apart (what a matrix descriptor can say, emit_wgmma.c); an 8-bit one
+ * contiguous along k (dim kdim): wgmma transposes only 16-bit types. */
+static bool wgmma_operand(const BlkValue *v, int kdim)
 {
 	const BlkLayout *l = v->type.layout;
-	if (!shared_ref(v) || !l || v->type.rank != 2 || !l->swz || !is16(v->type.dtype))
+	if (!shared_ref(v) || !l || v->type.rank != 2 || !l->swz ||
+	    !(is16(v->type.dtype) || blk_dtype_is_byte(v->type.dtype)))
 		return false;
 	int c = l->sstride[1] == 1 ? 1 : l->sstride[0] == 1 ? 0 : -1;
-	return c >= 0 && l->sstride[1 - c] == l->swz / 2;
+	if (blk_dtype_is_byte(v->type.dtype) && c != kdim)
+		return false;
+	return c >= 0 && l->sstride[1 - c] == l->swz / blk_dtype_size(v->type.dtype);
 }
 
-/* A wgmma dot: a and b swizzled shared Refs (a k16 step or more), the
- * accumulator; M whole m64 blocks of its warpgroups, N a power of two
- * from 16 to 256. */
+/* A wgmma dot: a and b swizzled shared Refs (a k16 step or more; k32 of
+ * 8-bit types), the accumulator; M whole m64 blocks of its warpgroups, N
+ * a power of two from 16 to 256. */
 static void check_wgmma(Verifier *V, const BlkOp *op)
 {
 	const BlkLayout *r = op->results[0]->type.layout;
 	const BlkValue *a = op->noperands == 3 ? op->operands[0] : NULL;
 	bool a_regs = a && a->type.kind == BLK_TYPE_TILE && a->type.layout && a->type.layout->wg &&
 	              is16(a->type.dtype) && a->type.layout->shape[0] == r->shape[0];
-	if (op->noperands != 3 || !(a_regs || wgmma_operand(a)) || !wgmma_operand(op->operands[1])) {
-		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 shared Refs (shared<..., swizzle=..>, "
-		     "rows one swizzle span apart; a may be a tile of its rows in wgmma<>) and its accumulator");
+	if (op->noperands != 3 || !(a_regs || wgmma_operand(a, 1)) || !wgmma_operand(op->operands[1], 0)) {
+		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 (or i8/u8, contiguous along k) shared "
+		     "Refs (shared<..., swizzle=..>, rows one swizzle span apart; a may be an f16/bf16 tile of "
+		     "its rows in wgmma<>) and its accumulator");
 		return;
 	}
-	int64_t K;
-	if (!blk_sym_is_const(op->operands[0]->type.dims[1], &K) || K <= 0 || K % 16 ||
+	/* the operands' dtypes and the result's: verify.c's rules for every dot */
+	int64_t K, ks = blk_layout_wgmma_k(blk_dtype_size(a->type.dtype));
+	if (!blk_sym_is_const(op->operands[0]->type.dims[1], &K) || K <= 0 || K % ks ||
 	    !blk_layout_wgmma_fits(r->shape[0], r->shape[1], r->nthreads))
-		fail(V, "a wgmma dot of [%d, %lld] x [%lld, %d] over %d warps: K must be a multiple of 16, "
+		fail(V, "a wgmma dot of [%d, %lld] x [%lld, %d] over %d warps: K must be a multiple of %lld, "
 		     "M whole m64 blocks of each warpgroup, N a power of two from 16 to 256",
-		     r->shape[0], (long long)K, (long long)K, r->shape[1], r->nthreads / 32);
+		     r->shape[0], (long long)K, (long long)K, r->shape[1], r->nthreads / 32, (long long)ks);
 	if (op->nregions > 1)
 		fail(V, "has %d regions, expected at most one", op->nregions);
 }

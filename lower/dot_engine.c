@@ -6,9 +6,11 @@
  *          or both bf16, and the [M, N] tile and K fit the mma tiling over
  *          the kernel's warps (ir/layout.h, blk_layout_mma_fits);
  *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
- *          only, emit_wgmma.c): as "mma", when the [M, N] tile is whole m64
- *          blocks of the kernel's warpgroups and N a power of two from 16
- *          to 256 (blk_layout_wgmma_fits); A may come from another wgmma
+ *          only, emit_wgmma.c): as "mma" -- or both operands 8-bit (i8/u8,
+ *          exact i32 sums; both contiguous along k) -- when the [M, N]
+ *          tile is whole m64 blocks of the kernel's warpgroups and N a
+ *          power of two from 16 to 256 (blk_layout_wgmma_fits), K whole
+ *          wgmma steps (k16; k32 for 8 bits); A may come from another wgmma
  *          dot's result (attention's P: its accumulator registers are
  *          A's fragments, emit_wgmma.c);
  *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
@@ -27,13 +29,14 @@
 
 #include <string.h>
 
-/* NULL when dot can run on tensor cores, else why not. */
+/* Both operands f16 or both bf16: what mma.sync m16n8k16 multiplies. */
 static bool tc_dtypes(const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
 	return a->dtype == b->dtype && (a->dtype == BLK_F16 || a->dtype == BLK_BF16);
 }
 
+/* NULL when dot can run on tensor cores, else why not. */
 static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
@@ -45,18 +48,27 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 	return NULL;
 }
 
-/* NULL when dot can run on wgmma, else why not. */
+/* NULL when dot can run on wgmma, else why not.  8-bit operands (i8/u8,
+ * an i32 result) are read contiguous along k (wgmma transposes only
+ * 16-bit types): the pipeliner copies them by TMA or cp.async only as
+ * a [M, K] and b as the transpose of an [N, K] tile (`x @ w.T`, the
+ * layout of quantized weights); other orientations are staged through
+ * registers (dot_stage.c). */
 static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
-	if (!tc_dtypes(dot))
-		return "its operands are not both f16 or both bf16";
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	bool bytes = blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype);
+	if (!tc_dtypes(dot) && !bytes)
+		return "its operands are not both f16, both bf16 or both 8-bit";
 	if (strcmp(c->arch, "sm_90a") != 0)
 		return "wgmma needs --arch=sm_90a";
-	if ((int)blk_lower_dim(a->dims[1]) % 16 ||
+	int ks = blk_layout_wgmma_k(blk_dtype_size(a->dtype));
+	if ((int)blk_lower_dim(a->dims[1]) % ks ||
 	    !blk_layout_wgmma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]), c->nthreads))
-		return "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "
-		       "from 16 to 256 and K a multiple of 16";
+		return bytes ? "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "
+		               "from 16 to 256 and K a multiple of 32"
+		             : "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "
+		               "from 16 to 256 and K a multiple of 16";
 	return NULL;
 }
 
@@ -143,7 +155,7 @@ static void pick(void *ctx, BlkOp *op)
 		blk_op_set_string(p->c->a, op, "engine", wg ? "wgmma" : why ? "fma" : "mma");
 		if (!why && !wg)
 			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
-		else if (why)
+		else if (!wg)
 			take_transpose(p->c, op);
 		return;
 	}

@@ -16,7 +16,8 @@
  *   the operands' 16-bit type (the pad puts the 8 rows an ldmatrix phase
  *   reads on distinct bank groups); mma_steps.c then loads fragments;
  *   wgmma: the same shapes swizzled (ir/layout.h), a fence_async before
- *   the barrier (wgmma reads through the async proxy);
+ *   the barrier (wgmma reads through the async proxy); 8-bit B as [N, K]
+ *   stored through a trans_view (wgmma reads 8-bit types k-contiguous);
  * SIMT (exact f32): both as f32 (a cast first), A k-major -- [K][pad(M)+4],
  *   stored through a trans_view, so a thread's rows of A at one k are
  *   consecutive floats (the +4 staggers the transposing stores over the
@@ -112,6 +113,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkValue *a = dot->operands[0], *b = dot->operands[1];
 	bool mma = blk_lower_dot_tc(dot), wg = blk_lower_dot_wgmma(dot);
 	bool bt = !mma && blk_op_int(dot, "b_trans", 0);
+	bool bk = wg && blk_dtype_is_byte(b->type.dtype); /* 8-bit wgmma: B k-contiguous, [N, K] */
 	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
 	int64_t N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	int64_t PM = blk_pow2ceil((int)M), PN = blk_pow2ceil((int)N);
@@ -126,7 +128,8 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	if (wg)
 		ald = bld = 0;
 	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
-	BlkValue *bb = stage_buffer(c, site, dot->loc, dt, S, K, N, bld, "stage_b");
+	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, dt, S, N, K, 0, "stage_b")
+	                  : stage_buffer(c, site, dot->loc, dt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);
@@ -140,12 +143,13 @@ static void stage(LowerCtx *c, BlkOp *dot)
 		sa = blk_lower_trans_view(c, &bl, dot->loc, sa);
 	store_all(c, &bl, dot->loc, sa, a);
 	BlkValue *sb = blk_lower_slot_view(c, &bl, dot->loc, bb, p);
-	store_all(c, &bl, dot->loc, bt ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb, b);
+	BlkValue *tb = bt || bk ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb;
+	store_all(c, &bl, dot->loc, tb, b);
 	if (wg) /* the stores, to wgmma's proxy */
 		blk_build(&bl, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	dot->operands[0] = sa;
-	dot->operands[1] = sb;
+	dot->operands[1] = bk ? tb : sb; /* the SIMT dot reads b_trans's [N, K] itself */
 	dot->noperands = 3;
 	blk_op_remove_attr(dot, "b_trans");
 }

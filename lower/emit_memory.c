@@ -554,8 +554,9 @@ void emit_reshape_view(Emit *E, const BlkOp *op)
 }
 
 /* One piece of the copy: cp.async of `bytes` (16: .cg, 4 or 8: .ca), the
- * zero-filling .s form where the mask can fail; single 16-bit elements by
- * a plain load and st.shared. */
+ * zero-filling .s form where the mask can fail; pieces of 1 or 2 bytes
+ * (one 16-bit element, one or two 8-bit ones) by a plain load and
+ * st.shared. */
 static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef m, LLVMValueRef base,
                        int bytes)
 {
@@ -570,11 +571,12 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
 		emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
 		return;
 	}
-	LLVMValueRef x = LLVMBuildLoad2(E->b, E->i16, src, "");
-	LLVMSetAlignment(x, 2);
+	LLVMTypeRef it = LLVMIntTypeInContext(E->cx, (unsigned)bytes * 8);
+	LLVMValueRef x = LLVMBuildLoad2(E->b, it, src, "");
+	LLVMSetAlignment(x, (unsigned)bytes);
 	if (m)
-		x = LLVMBuildSelect(E->b, m, x, LLVMConstInt(E->i16, 0, false), "");
-	LLVMSetAlignment(LLVMBuildStore(E->b, x, dst), 2);
+		x = LLVMBuildSelect(E->b, m, x, LLVMConstInt(it, 0, false), "");
+	LLVMSetAlignment(LLVMBuildStore(E->b, x, dst), (unsigned)bytes);
 }
 
 /* async_copy dst <- src[idx]: each thread copies its pieces of the block

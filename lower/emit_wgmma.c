@@ -5,7 +5,9 @@
  *     k16 step and per m64 block of its warpgroup (warpgroup g of G owns
  *     rows 64g + 64G i, layout.h's blk_layout_wgmma), one
  *     wgmma.mma_async.m64nNk16 on two matrix descriptors, the
- *     accumulator registers tied in and out.  A descriptor (64 bits):
+ *     accumulator registers tied in and out; 8-bit operands, both
+ *     k-contiguous, take k32 steps of .s32.s8/.u8 into i32 registers
+ *     (the same accumulator layout).  A descriptor (64 bits):
  *     the start address >> 4 (before the swizzle: the hardware swizzles
  *     by address bits), the leading-dimension byte offset >> 4 at bit 16,
  *     the stride byte offset >> 4 at bit 32, the swizzle mode at bit 62
@@ -51,8 +53,9 @@ void emit_wgmma_commit(Emit *E)
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.commit_group.sync.aligned;", "~{memory}");
 }
 
-/* The accumulator registers regs[0..n) through inline PTX `text` whose
- * operands $0..$n-1 are them (tied in and out), then `extra` inputs. */
+/* The accumulator registers regs[0..n) (f32, or i32 of an integer dot)
+ * through inline PTX `text` whose operands $0..$n-1 are them (tied in
+ * and out), then `extra` inputs. */
 static void tied_asm(Emit *E, LLVMValueRef *regs, int n, LLVMValueRef *extra, int nextra, const char *cons_extra,
                      const char *text)
 {
@@ -60,9 +63,11 @@ static void tied_asm(Emit *E, LLVMValueRef *regs, int n, LLVMValueRef *extra, in
 	LLVMValueRef *args = BLK_NEW_N(E->c->a, LLVMValueRef, n + nextra);
 	size_t cap = (size_t)n * 12 + 64, at = 0;
 	char *cons = BLK_NEW_N(E->c->a, char, cap);
+	LLVMTypeRef rt = LLVMTypeOf(regs[0]);
+	const char *rc = LLVMGetTypeKind(rt) == LLVMIntegerTypeKind ? "r" : "f";
 	for (int i = 0; i < n; i++) {
-		ft[i] = E->f32;
-		at += (size_t)snprintf(cons + at, cap - at, "%s=f", i ? "," : "");
+		ft[i] = rt;
+		at += (size_t)snprintf(cons + at, cap - at, "%s=%s", i ? "," : "", rc);
 	}
 	for (int i = 0; i < nextra; i++)
 		args[i] = extra[i];
@@ -139,24 +144,31 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 		ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.fence.sync.aligned;", "~{memory}");
 	bool regs = !ra; /* A in registers: a tile in the wgmma layout of its rows */
 	bool ta = ra && ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
-	const char *ty = op->operands[0]->type.dtype == BLK_BF16 ? "bf16" : "f16";
-	int nd = N / 2;
+	BlkDType adt = op->operands[0]->type.dtype, bdt = op->operands[1]->type.dtype;
+	int kw = blk_layout_wgmma_k(blk_dtype_size(adt)), nd = N / 2;
 	size_t cap = (size_t)nd * 6 + 160, at = 0;
 	char *text = BLK_NEW_N(E->c->a, char, cap);
-	at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N, ty, ty);
+	if (blk_dtype_is_byte(adt)) /* integer: no scale or transpose immediates */
+		at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.%s.%s {", N,
+		                       adt == BLK_I8 ? "s8" : "u8", bdt == BLK_I8 ? "s8" : "u8");
+	else
+		at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N,
+		                       adt == BLK_BF16 ? "bf16" : "f16", adt == BLK_BF16 ? "bf16" : "f16");
 	for (int i = 0; i < nd; i++)
 		at += (size_t)snprintf(text + at, cap - at, "%s$%d", i ? "," : "", i);
 	if (regs)
 		snprintf(text + at, cap - at, "}, {$%d, $%d, $%d, $%d}, $%d, 1, 1, 1, %d;", nd, nd + 1, nd + 2,
 		         nd + 3, nd + 4, tb);
+	else if (blk_dtype_is_byte(adt))
+		snprintf(text + at, cap - at, "}, $%d, $%d, 1;", nd, nd + 1);
 	else
 		snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
 	const ETile *at_ = regs ? emit_tile(E, op->operands[0]) : NULL;
 	int na = regs ? blk_layout_regs_along(at_->l, 1) : 0;
 	LLVMValueRef row0 = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, 7), ""), emit_i32(E, 64), "");
 	LLVMValueRef *d = BLK_NEW_N(E->c->a, LLVMValueRef, nd);
-	for (int ks = 0; ks < K / 16; ks++) {
-		LLVMValueRef k0 = emit_i32(E, 16 * ks), zero = emit_i32(E, 0);
+	for (int ks = 0; ks < K / kw; ks++) {
+		LLVMValueRef k0 = emit_i32(E, kw * ks), zero = emit_i32(E, 0);
 		LLVMValueRef db = descriptor(E, rb, k0, zero);
 		for (int i = 0; i < reps; i++) {
 			for (int j = 0; j < N / 8; j++)

@@ -23,16 +23,17 @@
  */
 #include "lower_int.h"
 
-static BlkValue *view_k(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, int kdim, int64_t k0)
+/* ref's [k0, k0 + kw) along its dim kdim. */
+static BlkValue *view_kw(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, int kdim, int64_t k0, int kw)
 {
 	const BlkType *t = &ref->type;
 	const BlkSym *dims[2] = { t->dims[0], t->dims[1] };
-	dims[kdim] = blk_sym_const(c->a, 16);
+	dims[kdim] = blk_sym_const(c->a, kw);
 	BlkType vt = blk_type_ref(t->dtype, 2, dims, BLK_SPACE_SHARED);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	*l = *t->layout;
-	l->shape[kdim] = 16;
-	l->pad[kdim] = 16;
+	l->shape[kdim] = kw;
+	l->pad[kdim] = kw;
 	vt.layout = l;
 	BlkValue *ops[2] = { ref, blk_lower_i32(b, loc, k0) };
 	BlkValue *v = blk_build1(b, BLK_OP_VIEW, loc, vt, 2, ops);
@@ -40,6 +41,11 @@ static BlkValue *view_k(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, i
 	idx[kdim] = (BlkIndex){ BLK_INDEX_DS, dims[kdim], 0 };
 	blk_op_set_index(c->a, v->def, "idx", 2, idx);
 	return v;
+}
+
+static BlkValue *view_k(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, int kdim, int64_t k0)
+{
+	return view_kw(c, b, loc, ref, kdim, k0, 16);
 }
 
 static BlkType frag_type(LowerCtx *c, BlkDType dt, int frag, int64_t rows, int64_t cols, int wn)
@@ -204,14 +210,15 @@ static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
 	}
 }
 
-/* A wgmma dot: one dot on k16 views of its shared operands per step
- * (each a wgmma.mma_async of its warpgroups, issued without waiting), the
- * overlap ops between them, then wgmma_commit and wgmma_wait, whose
- * result replaces the dot's for every later use. */
+/* A wgmma dot: one dot on k16 views (k32 of 8-bit types) of its shared
+ * operands per step (each a wgmma.mma_async of its warpgroups, issued
+ * without waiting), the overlap ops between them, then wgmma_commit and
+ * wgmma_wait, whose result replaces the dot's for every later use. */
 static void split_wgmma(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
-	int n = (int)(blk_lower_dim(a->type.dims[1]) / 16), r = 0;
+	int kw = blk_layout_wgmma_k(blk_dtype_size(a->type.dtype));
+	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r = 0;
 	BlkOp *first = dot->nregions ? dot->regions[0]->first : NULL;
 	for (BlkOp *o = first; o; o = o->next)
 		r++;
@@ -225,8 +232,8 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 	BlkOp *last = dot;
 	for (int ks = 0, j = 0; ks < n; ks++) {
 		BlkValue *va = a->type.kind == BLK_TYPE_TILE ? wgmma_a_step(c, &bl, dot->loc, a, ks)
-		                                              : view_k(c, &bl, dot->loc, a, 1, 16 * ks);
-		BlkValue *vb = view_k(c, &bl, dot->loc, b, 0, 16 * ks);
+		                                              : view_kw(c, &bl, dot->loc, a, 1, kw * ks, kw);
+		BlkValue *vb = view_kw(c, &bl, dot->loc, b, 0, kw * ks, kw);
 		if (ks + 1 < n) {
 			BlkValue *ops[3] = { va, vb, acc };
 			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);

@@ -4,9 +4,10 @@
  * Requires: block refs lowered (blockspec.c: masks set), shapes constant,
  * dot engines chosen (dot_engine.c).  Applies to a `for` with a constant
  * step > 0 and any bounds (constants, or values of the program such as
- * program ids and sizes), and to each dot with engine "mma" or "wgmma" directly in its
- * body whose two operands are 2-D 16-bit slabs loaded in that body from
- * `in` arrays (zero fill), B also through a transpose (`x @ w.T`), at
+ * program ids and sizes), and to each dot with engine "mma" or "wgmma"
+ * directly in its body whose two operands are 2-D 16-bit slabs (8-bit
+ * ones for wgmma) loaded in that body from `in` arrays (zero fill), B
+ * also through a transpose (`x @ w.T`), at
  * indices that depend only on the iv and values from outside the loop --
  * or, for one of them, a tile from outside the loop (attention's q), which
  * is stored into a shared buffer once, before the loop; or, for A, the
@@ -79,6 +80,13 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v)
 	return blk_op_int(me, "warps_n", 0) == 1 && blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1;
 }
 
+/* A slab of dt can be staged for the dot: 16-bit types, and the 8-bit
+ * ones of a wgmma dot. */
+static bool slab_dtype(const Pipe *P, BlkDType dt)
+{
+	return blk_dtype_size(dt) == 2 || (blk_dtype_is_byte(dt) && blk_lower_dot_wgmma(P->s->dot));
+}
+
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
  * 16-bit tile from outside the loop (attention's q), kept in shared
  * memory for every iteration. */
@@ -87,7 +95,7 @@ static bool stageable(Pipe *P, int o)
 	Operand *x = &P->s->x[o];
 	BlkValue *v = P->s->dot->operands[o];
 	BlkOp *d = v->def;
-	if (o == 0 && from_rows_dot(P, v)) {
+	if (o == 0 && blk_dtype_size(v->type.dtype) == 2 && from_rows_dot(P, v)) {
 		x->regs = true;
 		return true;
 	}
@@ -103,9 +111,10 @@ static bool stageable(Pipe *P, int o)
 		v = d->operands[0];
 		d = v->def;
 	}
+	if (blk_dtype_is_byte(v->type.dtype) && o == 1 && !x->trans) /* wgmma reads 8 bits k-contiguous */
+		return false;
 	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
-	    v->type.rank != 2 ||
-	    blk_dtype_size(v->type.dtype) != 2 || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
+	    v->type.rank != 2 || !slab_dtype(P, v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;
 	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
@@ -251,8 +260,9 @@ BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
  * ahead of them all. */
 static int parts_of(const Pipe *P)
 {
-	int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
-	int p = (int)(K / 16 / 2);
+	const BlkType *a = &P->s->dot->operands[0]->type;
+	int64_t K = blk_lower_dim(a->dims[1]);
+	int p = (int)(K / blk_layout_wgmma_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
 

@@ -641,6 +641,7 @@ static bool encode_tmaps(BlkRuntime *rt, const BlkCompiled *c, const BlkTensor *
 		int es = blk_tensor_elem_size(x->dtype);
 		CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
 		                         : x->dtype == BLK_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+		                         : es == 1                   ? CU_TENSOR_MAP_DATA_TYPE_UINT8 /* bytes as they are */
 		                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 		CUtensorMapSwizzle sw = s->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
 		                        : s->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;

@@ -111,7 +111,8 @@ static float rnd(uint64_t *s)
 	return (float)(rng_next(s) >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 
-/* n random values in [-1, 1), rounded to dt: storage in buf, values in f. */
+/* n random values in [-1, 1), rounded to dt (i8: any byte value):
+ * storage in buf, values in f. */
 void fill(BlkDType dt, size_t n, void *buf, float *f, uint64_t seed)
 {
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -119,6 +120,10 @@ void fill(BlkDType dt, size_t n, void *buf, float *f, uint64_t seed)
 		float v = rnd(&s);
 		if (dt == BLK_F32) {
 			((float *)buf)[i] = v;
+		} else if (dt == BLK_I8) { /* every byte value */
+			int8_t b = (int8_t)(rng_next(&s) >> 56);
+			((int8_t *)buf)[i] = b;
+			v = b;
 		} else {
 			uint16_t h = dt == BLK_BF16 ? blk_f32_to_bf16(v) : blk_f32_to_f16(v);
 			((uint16_t *)buf)[i] = h;
@@ -133,6 +138,10 @@ double value_at(BlkDType dt, const void *buf, size_t i)
 {
 	if (dt == BLK_F32)
 		return ((const float *)buf)[i];
+	if (dt == BLK_I8)
+		return ((const int8_t *)buf)[i];
+	if (dt == BLK_I32)
+		return ((const int32_t *)buf)[i];
 	uint16_t h = ((const uint16_t *)buf)[i];
 	return dt == BLK_BF16 ? blk_bf16_to_f32(h) : blk_f16_to_f32(h);
 }
@@ -267,7 +276,7 @@ static double check_matmul(const Mats *x, BlkDType dt, int64_t s)
 
 double matmul_tol(BlkDType dt)
 {
-	return dt == BLK_F32 ? 1e-4 : dt == BLK_F16 ? 1e-2 : 2e-2;
+	return dt == BLK_F32 ? 1e-4 : dt == BLK_I8 ? 1e-5 : dt == BLK_F16 ? 1e-2 : 2e-2;
 }
 
 /* ---- autotuning -------------------------------------------------------- */

@@ -117,9 +117,11 @@ static double worse(double worst, double e)
 
 /* ---- linear-layer and batched matmuls vs cuBLAS ------------------------ */
 
-typedef enum { G_NT, G_EPILOGUE, G_BMM, G_SPLITK, G_GROUPED } GemmKind;
+typedef enum { G_NT, G_EPILOGUE, G_BMM, G_SPLITK, G_GROUPED, G_INT8 } GemmKind;
 
 /* One row: bt batches of C[M,N] = A[M,K] @ B; B is [N,K] for G_NT.
+ * G_INT8: matmul_int8.blk, W8A8: i8 A and B [N, K], C = (A @ B.T) scaled
+ * per row of A and of B, f32 (cuBLAS: the i32 product alone).
  * G_GROUPED: A's M rows in bt groups of ragged sizes (group_sizes), B
  * [bt, K, N], row i of C = A[i] @ B[group of i]. */
 typedef struct GemmRow {
@@ -147,6 +149,9 @@ typedef struct GemmRow {
 /* grouped_matmul: its work list is built for BM=128, so every candidate has it */
 #define GMM_MMA "BM=128,BN=128,BK=64,num_warps=8,num_stages=3"
 #define GMM_HOP HOP256 ";" HOP128 ";" HOPPP
+/* 8-bit: k32 wgmma steps, slabs of 128 bytes (one 128-byte swizzle span) */
+#define HOPI8 "BM=128,BN=256,BK=128,num_warps=8,num_stages=4;BM=128,BN=128,BK=128,num_warps=8,num_stages=5;" \
+	"BM=128,BN=128,BK=128,num_warps=4,num_stages=6"
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
@@ -162,6 +167,8 @@ static const GemmRow gemm_table[] = {
 	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT, NULL},
 	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8", NULL},
 	{G_GROUPED, "grouped_matmul", BLK_BF16, 8, 16384, 4096, 4096, GMM_MMA, GMM_HOP},
+	{G_INT8, "matmul_int8", BLK_I8, 1, 4096, 4096, 4096, SIMT, HOPI8},
+	{G_INT8, "matmul_int8", BLK_I8, 1, 8192, 8192, 8192, SIMT, HOPI8},
 };
 
 /* 8 groups (experts) of 16384 rows, ragged, none a multiple of 128. */
@@ -177,6 +184,8 @@ typedef struct Gemm {
 	size_t na, nb, nc;
 	void *ha, *hb, *hbias, *hc_blk, *hc_cb;
 	void *da, *db, *dbias, *dc_blk, *dc_cb;
+	float *hsx; /* G_INT8: A's row scales (B's are hbias) */
+	void *dsx;
 	int32_t *hwork; /* G_GROUPED: the work list, W items of (block, group, lo, hi) */
 	void *dwork;
 	int64_t nwork;
@@ -221,16 +230,20 @@ static bool gemm_make(BlkRuntime *rt, Gemm *g)
 	g->nc = bt * (size_t)r->m * (size_t)r->n;
 	g->ha = host_random(r->dt, g->na, 31);
 	g->hb = host_random(r->dt, g->nb, 32);
-	g->hbias = host_random(r->dt, (size_t)r->n, 33);
+	BlkDType sdt = r->kind == G_INT8 ? BLK_F32 : r->dt; /* bias, or B's scales */
+	g->hbias = host_random(sdt, (size_t)r->n, 33);
+	g->hsx = r->kind == G_INT8 ? host_random(BLK_F32, (size_t)r->m, 34) : NULL;
 	g->hc_blk = malloc(g->nc * osz);
 	g->hc_cb = malloc(g->nc * osz);
-	if (!g->ha || !g->hb || !g->hbias || !g->hc_blk || !g->hc_cb)
+	if (!g->ha || !g->hb || !g->hbias || !g->hc_blk || !g->hc_cb || (r->kind == G_INT8 && !g->hsx))
+		return false;
+	if (r->kind == G_INT8 && !(g->dsx = bufs_add(rt, &g->bufs, g->hsx, (size_t)r->m * sizeof(float))))
 		return false;
 	if (r->kind == G_GROUPED && !work_make(g))
 		return false;
 	return (g->da = bufs_add(rt, &g->bufs, g->ha, g->na * esz)) &&
 	       (g->db = bufs_add(rt, &g->bufs, g->hb, g->nb * esz)) &&
-	       (g->dbias = bufs_add(rt, &g->bufs, g->hbias, (size_t)r->n * esz)) &&
+	       (g->dbias = bufs_add(rt, &g->bufs, g->hbias, (size_t)r->n * blk_tensor_elem_size((int)sdt))) &&
 	       (g->dc_blk = bufs_add(rt, &g->bufs, NULL, g->nc * osz)) &&
 	       (g->dc_cb = bufs_add(rt, &g->bufs, NULL, g->nc * osz));
 }
@@ -238,6 +251,7 @@ static bool gemm_make(BlkRuntime *rt, Gemm *g)
 static void gemm_free(BlkRuntime *rt, Gemm *g)
 {
 	free(g->ha), free(g->hb), free(g->hbias), free(g->hc_blk), free(g->hc_cb), free(g->hwork);
+	free(g->hsx);
 	bufs_free(rt, &g->bufs);
 }
 
@@ -259,9 +273,14 @@ static void gemm_tensors(Gemm *g)
 		return;
 	}
 	g->l.t[n++] = blk_tensor_make(g->da, (int)r->dt, rank, sa + o);
-	g->l.t[n++] = blk_tensor_make(g->db, (int)r->dt, rank, r->kind == G_NT ? snt + o : sb + o);
+	bool nt = r->kind == G_NT || r->kind == G_INT8;
+	g->l.t[n++] = blk_tensor_make(g->db, (int)r->dt, rank, nt ? snt + o : sb + o);
 	if (r->kind == G_EPILOGUE)
 		g->l.t[n++] = blk_tensor_make(g->dbias, (int)r->dt, 1, sbias);
+	if (r->kind == G_INT8) {
+		g->l.t[n++] = blk_tensor_make(g->dsx, BLK_DTYPE_F32, 1, sa + 1);
+		g->l.t[n++] = blk_tensor_make(g->dbias, BLK_DTYPE_F32, 1, sbias);
+	}
 	g->l.t[n++] = blk_tensor_make(g->dc_blk, (int)g->out_dt, rank, sc + o);
 	g->l.n = n;
 }
@@ -309,10 +328,16 @@ static bool run_gemm_cublas(void *ctx)
 	}
 	if (r->kind == G_GROUPED)
 		return true;
-	cublasOperation_t ta = r->kind == G_NT ? CUBLAS_OP_T : CUBLAS_OP_N;
-	int ldb = r->kind == G_NT ? r->k : r->n;
+	bool nt = r->kind == G_NT || r->kind == G_INT8;
+	cublasOperation_t ta = nt ? CUBLAS_OP_T : CUBLAS_OP_N;
+	int ldb = nt ? r->k : r->n;
+	const int32_t ione = 1, izero = 0;
 	cublasStatus_t s;
-	if (r->kind == G_BMM)
+	if (r->kind == G_INT8) /* "TN", int8's layout: i32 sums, compute 32I */
+		s = g->cb->gemm_ex(g->cb->h, ta, CUBLAS_OP_N, r->n, r->m, r->k, &ione, g->db, CUDA_R_8I, ldb,
+		                   g->da, CUDA_R_8I, r->k, &izero, g->dc_cb, CUDA_R_32I, r->n,
+		                   CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+	else if (r->kind == G_BMM)
 		s = g->cb->gemm_strided(g->cb->h, ta, CUBLAS_OP_N, r->n, r->m, r->k, &one, g->db, t, ldb,
 		                        (long long)r->k * r->n, g->da, t, r->k, (long long)r->m * r->k,
 		                        &zero, g->dc_cb, tc, r->n, (long long)r->m * r->n, r->bt,
@@ -341,7 +366,7 @@ static double gemm_ref(const Gemm *g, size_t b, size_t i, size_t j)
 	size_t bb = r->kind == G_GROUPED ? (size_t)group_of((int64_t)i, &lo) : b; /* B's batch */
 	b = r->kind == G_GROUPED ? 0 : b;
 	for (size_t p = 0; p < k; p++) {
-		size_t ib = r->kind == G_NT ? j * k + p : (bb * k + p) * n + j;
+		size_t ib = r->kind == G_NT || r->kind == G_INT8 ? j * k + p : (bb * k + p) * n + j;
 		acc += value_at(r->dt, g->ha, (b * m + i) * k + p) * value_at(r->dt, g->hb, ib);
 	}
 	return acc;
@@ -353,7 +378,9 @@ static double gemm_ref(const Gemm *g, size_t b, size_t i, size_t j)
 static double gemm_check(const Gemm *g)
 {
 	const GemmRow *r = g->r;
-	double scale = 0, worst = 0;
+	bool q = r->kind == G_INT8; /* blk scales the exact i32 sums cuBLAS gives */
+	BlkDType cdt = q ? BLK_I32 : g->out_dt;
+	double scale = 0, cscale = 0, worst = 0, cworst = 0;
 	uint64_t seed = 78;
 	for (int s = 0; s < SAMPLES; s++) {
 		size_t b = rng_next(&seed) % (uint64_t)r->bt, i = rng_next(&seed) % (uint64_t)r->m;
@@ -361,19 +388,26 @@ static double gemm_check(const Gemm *g)
 		size_t j = s ? rng_next(&seed) % (uint64_t)r->n : (size_t)r->n - 1;
 		size_t at = (b * (size_t)r->m + i) * (size_t)r->n + j;
 		double ref = gemm_ref(g, b, i, j);
-		double act = r->kind == G_EPILOGUE ? gelu_tanh(ref + value_at(r->dt, g->hbias, j)) : ref;
-		scale = fmax(scale, fmax(fabs(ref), fabs(act)));
+		double act = r->kind == G_EPILOGUE ? gelu_tanh(ref + value_at(r->dt, g->hbias, j))
+		             : q ? ref * g->hsx[i] * value_at(BLK_F32, g->hbias, j) : ref;
+		scale = fmax(scale, fabs(act));
+		cscale = fmax(cscale, fabs(ref));
 		worst = worse(worst, fabs(value_at(g->out_dt, g->hc_blk, at) - act));
-		worst = worse(worst, fabs(value_at(g->out_dt, g->hc_cb, at) - ref));
+		cworst = worse(cworst, fabs(value_at(cdt, g->hc_cb, at) - ref));
 	}
-	for (size_t i = 0; r->kind != G_EPILOGUE && i < g->nc; i++)
-		worst = worse(worst, fabs(value_at(g->out_dt, g->hc_blk, i) - value_at(g->out_dt, g->hc_cb, i)));
-	return worst / (scale > 0 ? scale : 1);
+	for (size_t i = 0; r->kind != G_EPILOGUE && i < g->nc; i++) {
+		double c = value_at(cdt, g->hc_cb, i);
+		if (q)
+			c *= (double)g->hsx[i / (size_t)r->n] * value_at(BLK_F32, g->hbias, i % (size_t)r->n);
+		worst = worse(worst, fabs(value_at(g->out_dt, g->hc_blk, i) - c));
+	}
+	return worse(worst / (scale > 0 ? scale : 1), cworst / (cscale > 0 ? cscale : 1));
 }
 
 static void gemm_row(BlkRuntime *rt, Cublas *cb, const Options *o, const GemmRow *r)
 {
-	Gemm g = {.r = r, .cb = cb, .rt = rt, .out_dt = r->kind == G_SPLITK ? BLK_F32 : r->dt};
+	Gemm g = {.r = r, .cb = cb, .rt = rt,
+	          .out_dt = r->kind == G_SPLITK || r->kind == G_INT8 ? BLK_F32 : r->dt};
 	BlkProgram *p = NULL;
 	const char *config = r->hopper && strcmp(blk_runtime_arch(rt), "sm_90a") == 0 ? r->hopper : r->config;
 	bool ok = kernel_open(rt, o, r->name, r->dt, "", config, &g.l, &p) && gemm_make(rt, &g);
@@ -418,7 +452,9 @@ void gemm_rows(BlkRuntime *rt, Cublas *cb, const Options *o)
 	       "transposed; matmul_epilogue vs cuBLAS's plain matmul (no bias, no gelu: the fusion's "
 	       "cost shows as the gap); bmm vs cublasGemmStridedBatchedEx; matmul_splitk (f32 C, "
 	       "zeroed inside the timing) vs cublasGemmEx with an f32 C; grouped_matmul (scalar prefetch: "
-	       "a work list in the index maps) vs one cublasGemmEx per group.\n\n");
+	       "a work list in the index maps) vs one cublasGemmEx per group; matmul_int8 (W8A8: i8 x @ "
+	       "w.T, scaled to f32 per row) vs cublasGemmEx i8 -> i32 (compute 32I, TN); its TFLOP/s are "
+	       "TOP/s.\n\n");
 	printf("| op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS | "
 	       "check (rel err) | reps | config |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

@@ -1075,6 +1075,70 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A2('i', BLK_I8, 300, 200), A2('i', BLK_I8, 200, 260), A2('o', BLK_I32, 300, 260)),
+	/* 8-bit dots on wgmma (sm_90a; the SIMT path elsewhere): x @ w.T
+	 * pipelined, i8 and u8, over two consumer warpgroups -- by TMA where
+	 * rows are 16-byte multiples (K = 320, the last slab half past the
+	 * array, zero-filled) */
+	CASE("int8_wgmma_nt", false,
+	     "kernel int8_wgmma_nt[BM = 128, BN = 128, BK = 128, num_warps = 8, num_stages = 3](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    u: in u8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    v: in u8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + u[:, ds(k * BK, BK)] @ v[:, ds(k * BK, BK)].T\n"
+	     "    } - 7;\n"
+	     "}\n",
+	     A2('i', BLK_I8, 300, 320), A2('i', BLK_I8, 200, 320), A2('i', BLK_U8, 300, 320),
+	     A2('i', BLK_U8, 200, 320), A2('o', BLK_I32, 300, 200), A2('o', BLK_I32, 300, 200)),
+	/* rows of 102 and 77 bytes (no TMA: cp.async of 2- and 1-byte
+	 * pieces), one warpgroup, a run-time loop start, a scaled f32
+	 * epilogue (W8A8) */
+	CASE("int8_wgmma_odd", false,
+	     "kernel int8_wgmma_odd[BM = 64, BN = 64, BK = 64, num_stages = 2](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    s: in f32[N] block (BN) index (i, j) -> (j),\n"
+	     "    e: in u8[M, J] block (BM, J) index (i, j) -> (i, 0),\n"
+	     "    f: in u8[N, J] block (BN, J) index (i, j) -> (j, 0),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(program_id(0) % 2, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    c[...] = acc.astype(f32) * s[...][None, :] * 0.5;\n"
+	     "    d[...] = fori_loop(0, cdiv(J, 32), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + e[:, ds(k * 32, 32)] @ f[:, ds(k * 32, 32)].T\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_I8, 150, 102), A2('i', BLK_I8, 70, 102), A1('i', BLK_F32, 70), A2('i', BLK_U8, 150, 77),
+	     A2('i', BLK_U8, 70, 77), A2('o', BLK_F32, 150, 70), A2('o', BLK_I32, 150, 70)),
+	/* 8-bit operands wgmma cannot read as copied (B [K, N] is
+	 * n-contiguous; a computed A): staged through registers, B stored
+	 * transposed; one dot of all K and a loop */
+	CASE("int8_wgmma_staged", false,
+	     "kernel int8_wgmma_staged[BM = 64, BN = 64, BK = 32](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    u: in u8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    v: in u8[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = dot(a[...] >> 1, b[...].T) + u[...] @ v[...];\n"
+	     "    d[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(u[:, ds(k * BK, BK)], v[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_I8, 130, 96), A2('i', BLK_I8, 100, 96), A2('i', BLK_U8, 130, 96),
+	     A2('i', BLK_U8, 96, 100), A2('o', BLK_I32, 130, 100), A2('o', BLK_I32, 130, 100)),
 	/* batched dots: [H, M, K] x [H, K, N] per program, `dot` and `@`, an
 	 * epilogue on the [H, M, N] result; the tensor-core shapes in 16-bit;
 	 * an i8 batch (exact i32) */

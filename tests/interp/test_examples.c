@@ -652,7 +652,7 @@ static void test_grouped_matmul(void **state)
 static void int8_case(const char *T8, int64_t M, int64_t N, int64_t K, const BlkDefine *extra,
                       int nextra)
 {
-	BlkDefine defs[6] = { { "T8", T8 } };
+	BlkDefine defs[6] = { { "T", T8 } };
 	for (int i = 0; i < nextra; i++)
 		defs[1 + i] = extra[i];
 	Run r;
@@ -671,7 +671,7 @@ static void int8_case(const char *T8, int64_t M, int64_t N, int64_t K, const Blk
 			                                 (float)blk_host_get(arr[3], (size_t)j));
 		}
 	char what[96];
-	snprintf(what, sizeof what, "matmul_int8 T8=%s %" PRId64 "x%" PRId64 "x%" PRId64, T8, M, N, K);
+	snprintf(what, sizeof what, "matmul_int8 T=%s %" PRId64 "x%" PRId64 "x%" PRId64, T8, M, N, K);
 	run_and_check(&r, arr, 5, 4, ref, what);
 	free(ref);
 	for (int i = 0; i < 5; i++)

@@ -13,7 +13,7 @@ ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 run() {
-	for arch in sm_80 sm_90a; do
+	for arch in ${archs:-sm_80 sm_90a}; do
 		if ! "$dump" --emit=ptx --arch=$arch "$@" > "$tmp/k.ptx"; then
 			echo "FAIL lower ($arch): $*"; fail=1; continue
 		fi
@@ -54,7 +54,7 @@ for T in f32 f16 bf16; do
 done
 # the bench's f16/bf16 default: no spills at 4096^3; ragged assembles
 nospill() {
-	for arch in sm_80 sm_90a; do
+	for arch in ${archs:-sm_80 sm_90a}; do
 		if ! "$dump" --emit=ptx --arch=$arch "$@" > "$tmp/k.ptx" ||
 		   ! "$ptxas" -v -arch=$arch "$tmp/k.ptx" -o "$tmp/k.cubin" 2> "$tmp/err"; then
 			echo "FAIL ($arch): $*"; cat "$tmp/err"; fail=1; continue
@@ -79,4 +79,12 @@ for c in false true; do
 	nospill "$ex/attention.blk" BH=32 S=4096 -D T=bf16 -D CAUSAL=$c -D D=64 -D BQ=128 -D BK=32 -D num_warps=8
 	nospill "$ex/attention.blk" BH=32 S=4096 -D T=bf16 -D CAUSAL=$c -D D=128 -D BQ=64 -D BK=64 -D num_warps=8
 done
+# W8A8 (8-bit dots): the bench's wgmma config (sm_90a alone: the SIMT
+# path would need 392 KB of shared memory; 168 registers and 16 bytes of
+# spills, the f32 epilogue's scales: docs/gpu-notes.md, run 58); ragged u8
+# (sm_80: the SIMT path)
+archs=sm_90a
+run "$ex/matmul_int8.blk" M=4096 N=4096 K=4096 -D BM=128 -D BN=256 -D BK=128 -D num_warps=8 -D num_stages=4
+archs=
+run "$ex/matmul_int8.blk" M=300 N=200 K=77 -D T=u8 -D OUT=bf16
 exit $fail
