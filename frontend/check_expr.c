@@ -92,8 +92,8 @@ bool ck_converts(const CkType *t, BlkDType dt)
 {
 	if (t->weak == CK_WEAK_INT)
 		return dt != BLK_BOOL;
-	if (t->weak == CK_WEAK_FLOAT)
-		return blk_dtype_is_float(dt);
+	if (t->weak == CK_WEAK_FLOAT) /* fp8 too: a fill or full()'s value, rounded to it */
+		return blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt);
 	return t->t.dtype == dt;
 }
 
@@ -321,7 +321,7 @@ bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out)
 		return true;
 	}
 	if (!is_poison(&t))
-		blk_error(c->d, e->loc, "expected a dtype (f32, f16, bf16, i32, bool or a dtype parameter)");
+		blk_error(c->d, e->loc, "expected a dtype (f32, f16, bf16, i32, i8, u8, f8e4m3, f8e5m2, bool or a dtype parameter)");
 	return false;
 }
 
@@ -507,9 +507,22 @@ static bool is_shift(BlkAstOp op)
 }
 
 /* Whether op applies to dtype dt; reports if not. */
+/* fp8 tiles are storage and dot operands: what computes on them refuses
+ * them with the conversion to write (true: refused, reported at loc). */
+static bool fp8_refused(Ck *c, BlkLoc loc, const char *what, BlkDType dt)
+{
+	if (!blk_dtype_is_fp8(dt))
+		return false;
+	blk_error(c->d, loc, "`%s` does not apply to %s, an 8-bit float blk stores, converts and "
+	          "multiplies in `dot` only; convert first: x.astype(f32)", what, blk_dtype_name(dt));
+	return true;
+}
+
 static bool op_dtype_ok(Ck *c, const BlkAstExpr *e, BlkDType dt)
 {
 	const char *op = blk_ast_op_spelling(e->op);
+	if (fp8_refused(c, e->loc, op, dt))
+		return false;
 	switch (e->op) {
 	case BLK_AST_OP_AND:
 	case BLK_AST_OP_OR:
@@ -671,6 +684,8 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 		blk_error(c->d, e->loc, "`-` does not apply to bool");
 		return ck_poison();
 	}
+	if (fp8_refused(c, e->loc, "-", x.t.dtype))
+		return ck_poison();
 	x.konst = false;
 	return x;
 }
@@ -1165,6 +1180,8 @@ static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	CkType x;
 	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
+	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+		return ck_poison();
 	if (b == CK_B_ABS ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
 		return x;
 	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
@@ -1217,6 +1234,8 @@ static CkType b_reduce(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
 		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
 		return ck_poison();
 	}
+	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+		return ck_poison();
 	for (int d = 0; d < x.t.rank; d++) {
 		if (in->axis < 0 || d == in->axis)
 			dims[rank] = blk_sym_const(c->a, 1);
@@ -1250,6 +1269,8 @@ static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *
 		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
 		return ck_poison();
 	}
+	if (n == 2 && fp8_refused(c, e->loc, e->name, in->opdt)) /* where only selects */
+		return ck_poison();
 	acc = v[0];
 	for (int i = 1; i < n; i++, acc = ck_value(in->opdt, rank, dims))
 		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
@@ -1289,6 +1310,8 @@ static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		blk_error(c->d, g.pos[0]->loc, "`%s` scans a numeric tile, got %s", e->name, tstr(c, &x));
 		return ck_poison();
 	}
+	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+		return ck_poison();
 	if (!ax && x.t.rank > 1) {
 		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
 		          x.t.rank, e->name);
@@ -1395,6 +1418,8 @@ static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		blk_error(c->d, g.pos[0]->loc, "`%s` needs a numeric tile, got %s", e->name, tstr(c, &x));
 		return ck_poison();
 	}
+	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+		return ck_poison();
 	if (!g.kw[0] && x.t.rank > 1) {
 		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
 		          x.t.rank, e->name);
@@ -1450,11 +1475,11 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		          "%s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	bool i8 = blk_dtype_is_byte(x.t.dtype);
-	if (x.t.dtype != y.t.dtype || (!blk_dtype_is_float(x.t.dtype) && !i8)) {
-		blk_error(c->d, e->loc, "dot needs two tiles of one dtype, f32, f16 or bf16 (an f32 "
-		          "result) or i8 or u8 (an i32 result), got %s and %s; convert one with astype",
-		          tstr(c, &x), tstr(c, &y));
+	bool i8 = blk_dtype_is_byte(x.t.dtype), f8 = blk_dtype_is_fp8(x.t.dtype);
+	if (x.t.dtype != y.t.dtype || (!blk_dtype_is_float(x.t.dtype) && !i8 && !f8)) {
+		blk_error(c->d, e->loc, "dot needs two tiles of one dtype, f32, f16, bf16, f8e4m3 or "
+		          "f8e5m2 (an f32 result) or i8 or u8 (an i32 result), got %s and %s; convert one "
+		          "with astype", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
 	if (!blk_sym_equal(x.t.dims[r - 1], y.t.dims[r - 2])) {
@@ -1595,7 +1620,7 @@ static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
 	BlkDType dt = r->t.dtype;
 	if (b == CK_B_ATOMIC_ADD && dt == BLK_BOOL)
 		blk_error(c->d, e->loc, "atomic_add does not apply to bool");
-	else if (blk_dtype_is_byte(dt))
+	else if (blk_dtype_is_byte(dt) || blk_dtype_is_fp8(dt))
 		blk_error(c->d, e->loc, "%s needs a Ref of i32 or a float dtype, got %s (the GPU has no "
 		          "8-bit atomics)", e->name, tstr(c, r));
 	else if (b == CK_B_ATOMIC_CAS && dt != BLK_I32)

@@ -55,6 +55,8 @@
 	X(I32, "I32", "i32")                    \
 	X(I8, "I8", "i8")                       \
 	X(U8, "U8", "u8")                       \
+	X(F8E4M3, "F8E4M3", "f8e4m3")           \
+	X(F8E5M2, "F8E5M2", "f8e5m2")           \
 	X(BOOL, "BOOL", "bool")                 \
 	/* punctuation */                       \
 	X(LPAREN, "LPAREN", "(")                \

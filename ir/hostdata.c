@@ -71,6 +71,7 @@ double blk_host_get(const BlkHostArray *h, size_t i)
 	case BLK_I32: memcpy(&v, p, 4); return v;
 	case BLK_I8: return (int8_t)*p;
 	case BLK_U8: return *p;
+	case BLK_F8E4M3: case BLK_F8E5M2: return blk_fp8_to_f32(h->desc.dtype, *p);
 	default: return *p != 0;
 	}
 }
@@ -98,6 +99,7 @@ void blk_host_set(BlkHostArray *h, size_t i, double v)
 	case BLK_BF16: u = blk_f32_to_bf16(f); memcpy(p, &u, 2); break;
 	case BLK_I32: n = to_i32(v); memcpy(p, &n, 4); break;
 	case BLK_I8: case BLK_U8: *p = (unsigned char)blk_int_wrap(h->desc.dtype, to_i32(v)); break;
+	case BLK_F8E4M3: case BLK_F8E5M2: *p = blk_f32_to_fp8(h->desc.dtype, f); break;
 	default: *p = v != 0.0; break;
 	}
 }
@@ -120,6 +122,8 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 		double v;
 		if (blk_dtype_is_float(h->desc.dtype))
 			v = (double)(r >> 40) * 0x1p-23 - 1.0; /* 24 bits: exact in f32 */
+		else if (blk_dtype_is_fp8(h->desc.dtype)) /* [-4, 4): subnormals to 4's binade */
+			v = (double)(r >> 40) * 0x1p-21 - 4.0;
 		else if (h->desc.dtype == BLK_I32)
 			v = (double)(r % 17) - 8.0;
 		else if (blk_dtype_is_byte(h->desc.dtype)) /* every byte: wraps show */
@@ -138,6 +142,7 @@ static uint32_t poison_bits(BlkDType dt)
 	case BLK_F16: return 0x7e00u;
 	case BLK_BF16: return 0x7fc0u;
 	case BLK_I32: return 0xdeadbeefu;
+	case BLK_F8E4M3: case BLK_F8E5M2: return 0x7fu; /* NaN */
 	default: return 0xa5u;
 	}
 }
@@ -158,8 +163,8 @@ size_t blk_host_count_poison(const BlkHostArray *h)
 {
 	uint32_t bits = poison_bits(h->desc.dtype);
 	size_t es = (size_t)blk_dtype_size(h->desc.dtype), n = 0;
-	if (blk_dtype_is_byte(h->desc.dtype))
-		return 0; /* every byte is a value: no pattern tells "never written" */
+	if (blk_dtype_is_byte(h->desc.dtype) || blk_dtype_is_fp8(h->desc.dtype))
+		return 0; /* every byte is a value (fp8's NaN too): no pattern tells "never written" */
 	for (size_t i = 0; i < h->count; i++) {
 		uint32_t v = 0;
 		memcpy(&v, (const unsigned char *)h->data + i * es, es); /* little-endian host */
@@ -192,7 +197,7 @@ bool blk_host_compare(const BlkHostArray *out, const double *ref, double tol,
 		res->scale = 1.0;
 	for (size_t i = 0; i < out->count; i++) {
 		double o = blk_host_get(out, i), diff = fabs(o - ref[i]);
-		bool ok = !isnan(o) && (o == ref[i] || diff <= tol * res->scale);
+		bool ok = isnan(o) ? isnan(ref[i]) : o == ref[i] || diff <= tol * res->scale;
 		if (isfinite(diff) && diff > res->max_abs)
 			res->max_abs = diff;
 		if (ok)
@@ -209,13 +214,16 @@ bool blk_host_compare(const BlkHostArray *out, const double *ref, double tol,
 
 /* ---- .npy ----------------------------------------------------------------------- */
 
-/* The dtypes blk reads and writes; bf16 travels as its raw bits. */
+/* The dtypes blk reads and writes; bf16 travels as its raw bits, and so
+ * do f8e4m3 and f8e5m2 ('|u1': read back as u8, blkc run takes a '|u1'
+ * file for an fp8 parameter as its bits). */
 static const struct {
 	const char *descr;
 	BlkDType dt;
 } npy_dtypes[] = {
 	{ "<f4", BLK_F32 }, { "<f2", BLK_F16 }, { "<u2", BLK_BF16 },
 	{ "<i4", BLK_I32 }, { "|b1", BLK_BOOL }, { "|i1", BLK_I8 }, { "|u1", BLK_U8 },
+	{ "|u1", BLK_F8E4M3 }, { "|u1", BLK_F8E5M2 },
 };
 
 /* A cursor over the header text. */
@@ -390,7 +398,7 @@ static bool npy_dtype(const char *name, const char *descr, BlkDType *dt, BlkDiag
 		}
 	}
 	blk_error(d, no_loc, "%s: unsupported dtype '%s' (blk reads '<f4', '<f2', '<u2' as bf16 "
-	          "bits, '<i4' and '|b1')", name, descr);
+	          "bits, '<i4', '|b1', '|i1' and '|u1')", name, descr);
 	return false;
 }
 

@@ -10,8 +10,10 @@
  * bf16, so bf16 is written as '<u2' holding the raw bits, and '<u2' reads
  * back as bf16; the bits are kept exactly.  In NumPy:
  *     (np.load(f).astype(np.uint32) << 16).view(np.float32)
- * gives the values as f32.  Fortran order, other dtypes and big-endian data
- * are refused.
+ * gives the values as f32.  i8 and u8 are '|i1' and '|u1'; f8e4m3 and
+ * f8e5m2 are written as '|u1' holding their bits (view them as
+ * torch.float8_e4m3fn / float8_e5m2, or ml_dtypes'), and read back as u8.
+ * Fortran order, other dtypes and big-endian data are refused.
  */
 #ifndef BLK_HOSTDATA_H
 #define BLK_HOSTDATA_H
@@ -78,10 +80,14 @@ typedef struct BlkHostCompare {
  *   f16  1e-2: storing the result alone costs up to 2^-11 = 4.9e-4;
  *        1e-2 allows ~20 f16 ulps for f32 work rounded through f16;
  *   bf16 2e-2: one bf16 ulp is 2^-8 = 3.9e-3; 5 ulps;
- *   i32, bool: exact (0). */
+ *   i32, i8, u8, bool: exact (0);
+ *   f8e4m3, f8e5m2: exact (0) -- the kernel's conversion is the
+ *        interpreter's bit for bit; an fp8 result of a dot whose f32 sum
+ *        differs in its last bits may round one code apart (pass a
+ *        tolerance: one code is up to 2^-3 (e4m3) or 2^-2 (e5m2) of it). */
 double blk_host_default_tol(BlkDType dt);
 /* Compares out against ref[count] (doubles, e.g. from a C reference).
- * true when there is no mismatch. */
+ * NaN matches NaN.  true when there is no mismatch. */
 bool blk_host_compare(const BlkHostArray *out, const double *ref, double tol,
                       BlkHostCompare *res);
 

@@ -268,6 +268,7 @@ static float mem_getf(BlkDType dt, const unsigned char *p)
 	switch (dt) {
 	case BLK_F16: memcpy(&h, p, 2); return blk_f16_to_f32(h);
 	case BLK_BF16: memcpy(&h, p, 2); return blk_bf16_to_f32(h);
+	case BLK_F8E4M3: case BLK_F8E5M2: return blk_fp8_to_f32(dt, *p);
 	default: memcpy(&f, p, 4); return f;
 	}
 }
@@ -278,6 +279,7 @@ static void mem_putf(BlkDType dt, unsigned char *p, float f)
 	switch (dt) {
 	case BLK_F16: h = blk_f32_to_f16(f); memcpy(p, &h, 2); break;
 	case BLK_BF16: h = blk_f32_to_bf16(f); memcpy(p, &h, 2); break;
+	case BLK_F8E4M3: case BLK_F8E5M2: *p = blk_f32_to_fp8(dt, f); break;
 	default: memcpy(p, &f, 4); break;
 	}
 }
@@ -305,9 +307,10 @@ static void mem_puti(BlkDType dt, unsigned char *p, int32_t v)
 		memcpy(p, &v, 4);
 }
 
+/* Values held as floats: the float dtypes and fp8. */
 static bool dt_float(BlkDType dt)
 {
-	return dt == BLK_F32 || dt == BLK_F16 || dt == BLK_BF16;
+	return blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt);
 }
 
 /* Applies an index attr to r: operands from in->in[*next] on. */
@@ -432,7 +435,7 @@ static void load_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64
 	for (int64_t i = 0; i < len; i++) {
 		bool inb = i >= lo && i < hi;
 		if (dt_float(r->dtype))
-			BLK_ITF(a->t)[ti + i] = inb ? mem_getf(r->dtype, ELEM(r, off + i * st)) : a->fillf;
+			BLK_ITF(a->t)[ti + i] = inb ? mem_getf(r->dtype, ELEM(r, off + i * st)) : blk_iround(r->dtype, a->fillf);
 		else if (r->dtype == BLK_BOOL)
 			BLK_ITB(a->t)[ti + i] = (uint8_t)(inb ? mem_geti(r->dtype, ELEM(r, off + i * st)) : a->filli != 0);
 		else
@@ -735,6 +738,7 @@ static unsigned char *scratch_new(BlkDType dt, int rank, const int64_t *dims, Bl
 		case BLK_I32: memcpy(p + i * 4, &i32_poison, 4); break;
 		case BLK_F16: memcpy(p + i * 2, &f16_poison, 2); break;
 		case BLK_BF16: memcpy(p + i * 2, &bf16_poison, 2); break;
+		case BLK_F8E4M3: case BLK_F8E5M2: p[i] = 0x7f; break; /* NaN */
 		default: p[i] = 0xa5; break;
 		}
 	}

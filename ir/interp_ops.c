@@ -56,13 +56,15 @@ float blk_iround(BlkDType dt, float x)
 	switch (dt) {
 	case BLK_F16: return blk_f16_to_f32(blk_f32_to_f16(x));
 	case BLK_BF16: return blk_bf16_to_f32(blk_f32_to_bf16(x));
+	case BLK_F8E4M3: case BLK_F8E5M2: return blk_fp8_to_f32(dt, blk_f32_to_fp8(dt, x));
 	default: return x;
 	}
 }
 
+/* Values held as floats: the float dtypes and fp8. */
 static bool is_float(BlkDType dt)
 {
-	return dt == BLK_F32 || dt == BLK_F16 || dt == BLK_BF16;
+	return blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt);
 }
 
 /* Element i of a tile as an int (bool 0/1); the tile is not float. */

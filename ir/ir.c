@@ -42,6 +42,58 @@ bool blk_dtype_from_name(const char *name, BlkDType *out)
 	return false;
 }
 
+bool blk_dtype_is_fp8(BlkDType t)
+{
+	return t == BLK_F8E4M3 || t == BLK_F8E5M2;
+}
+
+/* An fp8 format: exponent and mantissa bits, its largest finite code. */
+static void fp8_format(BlkDType t, int *eb, int *mb, int *maxcode)
+{
+	bool e4 = t == BLK_F8E4M3;
+	*eb = e4 ? 4 : 5, *mb = e4 ? 3 : 2, *maxcode = e4 ? 0x7e : 0x7b;
+}
+
+float blk_fp8_to_f32(BlkDType t, uint8_t b)
+{
+	int eb, mb, mx;
+	fp8_format(t, &eb, &mb, &mx);
+	int bias = (1 << (eb - 1)) - 1, e = (b >> mb) & ((1 << eb) - 1), m = b & ((1 << mb) - 1);
+	float v;
+	if ((b & 0x7f) > mx)
+		v = t == BLK_F8E5M2 && (b & 0x7f) == 0x7c ? INFINITY : NAN;
+	else if (e == 0)
+		v = ldexpf((float)m, 1 - bias - mb);
+	else
+		v = ldexpf((float)(m | 1 << mb), e - bias - mb);
+	return b & 0x80 ? -v : v;
+}
+
+/* Rounds |f| at its binade's quantum (the subnormals' below the smallest
+ * normal exponent), then encodes: lower/emit_elementwise.c does the same
+ * in the kernel, so both agree bit for bit. */
+uint8_t blk_f32_to_fp8(BlkDType t, float f)
+{
+	int eb, mb, mx;
+	fp8_format(t, &eb, &mb, &mx);
+	int bias = (1 << (eb - 1)) - 1, emin = 1 - bias, e;
+	uint8_t s = signbit(f) ? 0x80 : 0;
+	float a = fabsf(f);
+	if (isnan(f))
+		return s | 0x7f;
+	if (a >= blk_fp8_to_f32(t, (uint8_t)mx))
+		return (uint8_t)(s | mx);
+	frexpf(a, &e);
+	e = e - 1 < emin ? emin : e - 1;
+	float r = rintf(ldexpf(a, mb - e)); /* a in quanta, rounded to even */
+	r = ldexpf(r, e - mb);
+	frexpf(r, &e);
+	e -= 1;
+	if (r == 0 || e < emin)
+		return (uint8_t)(s | (int)ldexpf(r, mb - emin));
+	return (uint8_t)(s | (e + bias) << mb | ((int)ldexpf(r, mb - e) - (1 << mb)));
+}
+
 bool blk_dtype_is_float(BlkDType t)
 {
 	return t == BLK_F32 || t == BLK_F16 || t == BLK_BF16;

@@ -34,7 +34,9 @@
 	X(I32, "i32", 4)         \
 	X(BOOL, "bool", 1)       \
 	X(I8, "i8", 1)           \
-	X(U8, "u8", 1)
+	X(U8, "u8", 1)           \
+	X(F8E4M3, "f8e4m3", 1)   \
+	X(F8E5M2, "f8e5m2", 1)
 
 typedef enum {
 #define X(e, n, b) BLK_##e,
@@ -49,6 +51,15 @@ bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
 bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 */
 bool blk_dtype_is_byte(BlkDType t);  /* i8 u8: one-byte integers, wrapped after each op */
+/* f8e4m3 f8e5m2: 8-bit floats for storage, conversions and dot (no
+ * arithmetic): e4m3 as OCP's E4M3FN (bias 7, no infinities, 0x7f NaN,
+ * largest 448), e5m2 as E5M2 (bias 15, infinities, largest 57344). */
+bool blk_dtype_is_fp8(BlkDType t);
+/* f -> an fp8 dtype's bits: round to nearest even, saturated to the
+ * largest finite value (infinities too, as cvt.rn.satfinite), NaN to
+ * 0x7f with f's sign. */
+uint8_t blk_f32_to_fp8(BlkDType t, float f);
+float blk_fp8_to_f32(BlkDType t, uint8_t b); /* exact */
 /* v wrapped to an integer dtype's range (two's complement, as NumPy's i8
  * and u8 arithmetic and astype do); i32 and others: as is. */
 int32_t blk_int_wrap(BlkDType t, int64_t v);

@@ -179,7 +179,7 @@ enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN, INT_OR_BOOL };
 static bool dtype_ok(BlkDType t, int cls)
 {
 	switch (cls) {
-	case NUMERIC: return t != BLK_BOOL;
+	case NUMERIC: return t != BLK_BOOL && !blk_dtype_is_fp8(t); /* fp8: stored, converted, dot */
 	case FLOAT: return blk_dtype_is_float(t);
 	case INT: return blk_dtype_is_int(t);
 	case BOOLEAN: return t == BLK_BOOL;
@@ -225,7 +225,7 @@ static void check_const(Verifier *V, const BlkOp *op)
 	const BlkType *t = &op->results[0]->type;
 	if (!at || (at->kind != BLK_ATTR_INT && at->kind != BLK_ATTR_FLOAT))
 		fail(V, "attribute 'value' must be an int or a float");
-	else if (at->kind == BLK_ATTR_FLOAT && !blk_dtype_is_float(t->dtype))
+	else if (at->kind == BLK_ATTR_FLOAT && !blk_dtype_is_float(t->dtype) && !blk_dtype_is_fp8(t->dtype))
 		fail(V, "float value for a result of type %s", ty(V, t));
 	is_tile(V, t, "result", 0);
 }
@@ -398,11 +398,11 @@ static void check_dot(Verifier *V, const BlkOp *op)
 	if (!shared && (!is_tile(V, a, "operand", 0) || !is_tile(V, b, "operand", 1)))
 		return;
 	/* integer: i8 or u8 operands (i32 where the SIMT path staged them widened) */
-	bool i8 = blk_dtype_is_int(a->dtype);
-	if (a->rank != 2 || b->rank != 2 || (!blk_dtype_is_float(a->dtype) && !i8) ||
+	bool i8 = blk_dtype_is_int(a->dtype), f8 = blk_dtype_is_fp8(a->dtype);
+	if (a->rank != 2 || b->rank != 2 || (!blk_dtype_is_float(a->dtype) && !i8 && !f8) ||
 	    a->dtype != b->dtype) {
 		fail(V, "operands have types %s and %s, expected two rank-2 tiles of one float dtype "
-		     "(or of one integer dtype)", ty(V, a), ty(V, b));
+		     "(or fp8, or one integer dtype)", ty(V, a), ty(V, b));
 		return;
 	}
 	int bt = blk_op_int(op, "b_trans", 0) != 0; /* lower/: b given as [N, K] */

@@ -235,18 +235,18 @@ static bool is16(BlkDType dt)
 	return dt == BLK_F16 || dt == BLK_BF16;
 }
 
-/* A wgmma operand: a rank-2 shared Ref of f16/bf16 (or i8/u8),
+/* A wgmma operand: a rank-2 shared Ref of f16/bf16 (or i8/u8/fp8),
  * swizzled, one dim contiguous and the other's rows one swizzle span
  * apart (what a matrix descriptor can say, emit_wgmma.c); an 8-bit one
  * contiguous along k (dim kdim): wgmma transposes only 16-bit types. */
 static bool wgmma_operand(const BlkValue *v, int kdim)
 {
 	const BlkLayout *l = v->type.layout;
-	if (!shared_ref(v) || !l || v->type.rank != 2 || !l->swz ||
-	    !(is16(v->type.dtype) || blk_dtype_is_byte(v->type.dtype)))
+	bool b8 = blk_dtype_is_byte(v->type.dtype) || blk_dtype_is_fp8(v->type.dtype);
+	if (!shared_ref(v) || !l || v->type.rank != 2 || !l->swz || !(is16(v->type.dtype) || b8))
 		return false;
 	int c = l->sstride[1] == 1 ? 1 : l->sstride[0] == 1 ? 0 : -1;
-	if (blk_dtype_is_byte(v->type.dtype) && c != kdim)
+	if (b8 && c != kdim)
 		return false;
 	return c >= 0 && l->sstride[1 - c] == l->swz / blk_dtype_size(v->type.dtype);
 }
@@ -261,7 +261,7 @@ static void check_wgmma(Verifier *V, const BlkOp *op)
 	bool a_regs = a && a->type.kind == BLK_TYPE_TILE && a->type.layout && a->type.layout->wg &&
 	              is16(a->type.dtype) && a->type.layout->shape[0] == r->shape[0];
 	if (op->noperands != 3 || !(a_regs || wgmma_operand(a, 1)) || !wgmma_operand(op->operands[1], 0)) {
-		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 (or i8/u8, contiguous along k) shared "
+		fail(V, "a wgmma dot takes a and b as swizzled f16/bf16 (or 8-bit, contiguous along k) shared "
 		     "Refs (shared<..., swizzle=..>, rows one swizzle span apart; a may be an f16/bf16 tile of "
 		     "its rows in wgmma<>) and its accumulator");
 		return;

@@ -7,7 +7,7 @@
  *          the kernel's warps (ir/layout.h, blk_layout_mma_fits);
  *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
  *          only, emit_wgmma.c): as "mma" -- or both operands 8-bit (i8/u8,
- *          exact i32 sums; both contiguous along k) -- when the [M, N]
+ *          exact i32 sums; fp8, f32 sums; both contiguous along k) -- when the [M, N]
  *          tile is whole m64 blocks of the kernel's warpgroups and N a
  *          power of two from 16 to 256 (blk_layout_wgmma_fits), K whole
  *          wgmma steps (k16; k32 for 8 bits); A may come from another wgmma
@@ -49,7 +49,7 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 }
 
 /* NULL when dot can run on wgmma, else why not.  8-bit operands (i8/u8,
- * an i32 result) are read contiguous along k (wgmma transposes only
+ * an i32 result; f8e4m3/f8e5m2, an f32 one) are read contiguous along k (wgmma transposes only
  * 16-bit types): the pipeliner copies them by TMA or cp.async only as
  * a [M, K] and b as the transpose of an [N, K] tile (`x @ w.T`, the
  * layout of quantized weights); other orientations are staged through
@@ -57,7 +57,8 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	bool bytes = blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype);
+	bool bytes = (blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype)) ||
+	             (blk_dtype_is_fp8(a->dtype) && blk_dtype_is_fp8(b->dtype));
 	if (!tc_dtypes(dot) && !bytes)
 		return "its operands are not both f16, both bf16 or both 8-bit";
 	if (strcmp(c->arch, "sm_90a") != 0)

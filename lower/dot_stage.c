@@ -113,7 +113,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkValue *a = dot->operands[0], *b = dot->operands[1];
 	bool mma = blk_lower_dot_tc(dot), wg = blk_lower_dot_wgmma(dot);
 	bool bt = !mma && blk_op_int(dot, "b_trans", 0);
-	bool bk = wg && blk_dtype_is_byte(b->type.dtype); /* 8-bit wgmma: B k-contiguous, [N, K] */
+	bool bk = wg && blk_dtype_size(b->type.dtype) == 1; /* 8-bit wgmma: B k-contiguous, [N, K] */
 	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
 	int64_t N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	int64_t PM = blk_pow2ceil((int)M), PN = blk_pow2ceil((int)N);
@@ -122,7 +122,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	bool carried = loop_chain(dot, site, chain, &m) && m > 0;
 	int S = carried ? 2 : 1;
 	/* A's and B's rows: [R][ld] */
-	BlkDType dt = mma ? a->type.dtype : blk_dtype_is_float(a->type.dtype) ? BLK_F32 : BLK_I32;
+	BlkDType dt = mma ? a->type.dtype : blk_dtype_is_byte(a->type.dtype) ? BLK_I32 : BLK_F32;
 	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + 8 : PM + 4;
 	int64_t bld = mma ? N + 8 : bt ? PN + 4 : PN;
 	if (wg)

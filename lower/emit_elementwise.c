@@ -33,6 +33,8 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	double f = !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), f);
+	if (blk_dtype_is_fp8(dt)) /* its bits */
+		return LLVMConstInt(E->i8, blk_f32_to_fp8(dt, (float)f), false);
 	bool fl = a && a->kind == BLK_ATTR_FLOAT;
 	if (dt == BLK_BOOL) /* as the interpreter: any nonzero value is true */
 		return LLVMConstInt(E->i1, fl ? f != 0 : a && a->i != 0, false);
@@ -377,10 +379,92 @@ static bool is_cmp(BlkOpKind k)
 
 /* ---- casts ------------------------------------------------------------------------------ */
 
+static LLVMValueRef iconst(Emit *E, int64_t v)
+{
+	return emit_i32(E, v);
+}
+
+/* An fp8 format's fields (ir.c's fp8_format): mantissa bits, exponent
+ * bias, largest finite code. */
+static void fp8_fields(BlkDType dt, int *mb, int *bias, int *maxcode)
+{
+	bool e4 = dt == BLK_F8E4M3;
+	*mb = e4 ? 3 : 2, *bias = e4 ? 7 : 15, *maxcode = e4 ? 0x7e : 0x7b;
+}
+
+/* fp8 bits (i8) -> f32, exactly (ir.c's blk_fp8_to_f32): a normal code
+ * rebuilt as f32 bits, a subnormal as m * 2^(emin - mb), the codes past
+ * the largest finite NaN (e5m2's 0x7c infinity). */
+static LLVMValueRef fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	int mb, bias, mx;
+	fp8_fields(dt, &mb, &bias, &mx);
+	LLVMValueRef b = LLVMBuildZExt(E->b, x, E->i32, "");
+	LLVMValueRef mag = LLVMBuildAnd(E->b, b, iconst(E, 0x7f), "");
+	LLVMValueRef sign = LLVMBuildShl(E->b, LLVMBuildAnd(E->b, b, iconst(E, 0x80), ""), iconst(E, 24), "");
+	LLVMValueRef e = LLVMBuildLShr(E->b, mag, iconst(E, mb), "");
+	LLVMValueRef m = LLVMBuildAnd(E->b, mag, iconst(E, (1 << mb) - 1), "");
+	LLVMValueRef normal = LLVMBuildOr(E->b,
+		LLVMBuildShl(E->b, LLVMBuildAdd(E->b, e, iconst(E, 127 - bias), ""), iconst(E, 23), ""),
+		LLVMBuildShl(E->b, m, iconst(E, 23 - mb), ""), "");
+	LLVMValueRef sub = LLVMBuildBitCast(E->b, LLVMBuildFMul(E->b, LLVMBuildUIToFP(E->b, m, E->f32, ""),
+	                                    fconst(E, ldexp(1.0, 1 - bias - mb)), ""), E->i32, "");
+	LLVMValueRef bits = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, e, iconst(E, 0), ""), sub,
+	                                    normal, "");
+	LLVMValueRef special = dt == BLK_F8E5M2
+		? LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, mag, iconst(E, 0x7c), ""),
+		                  iconst(E, 0x7f800000), iconst(E, 0x7fc00000), "")
+		: iconst(E, 0x7fc00000);
+	bits = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntUGT, mag, iconst(E, mx), ""), special, bits, "");
+	return LLVMBuildBitCast(E->b, LLVMBuildOr(E->b, bits, sign, ""), E->f32, "");
+}
+
+/* f32 -> fp8 bits (i8), as ir.c's blk_f32_to_fp8: |f| in quanta of its
+ * binade (at least the smallest normal's), rounded to even (rint), then
+ * encoded; saturated at the largest finite, NaN 0x7f, the sign kept. */
+static LLVMValueRef f32_to_fp8(Emit *E, LLVMValueRef f, BlkDType dt)
+{
+	int mb, bias, mx;
+	fp8_fields(dt, &mb, &bias, &mx);
+	int emin = 1 - bias;
+	LLVMValueRef bits = LLVMBuildBitCast(E->b, f, E->i32, "");
+	LLVMValueRef sign = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, bits, iconst(E, 24), ""), iconst(E, 0x80), "");
+	LLVMTypeRef ft = E->f32;
+	LLVMValueRef a = emit_intrinsic(E, "llvm.fabs", &ft, 1, &f, 1);
+	/* the exponent of |f|, at least emin; one quantum is 2^(e - mb) */
+	LLVMValueRef e = LLVMBuildSub(E->b, LLVMBuildLShr(E->b, LLVMBuildAnd(E->b, bits, iconst(E, 0x7f800000), ""),
+	                              iconst(E, 23), ""), iconst(E, 127), "");
+	e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, e, iconst(E, emin), ""), iconst(E, emin), e, "");
+	LLVMValueRef inv = LLVMBuildBitCast(E->b, LLVMBuildShl(E->b, LLVMBuildSub(E->b, iconst(E, 127 + mb), e, ""),
+	                                    iconst(E, 23), ""), E->f32, "");
+	LLVMValueRef q = LLVMBuildBitCast(E->b, LLVMBuildShl(E->b, LLVMBuildAdd(E->b, e, iconst(E, 127 - mb), ""),
+	                                  iconst(E, 23), ""), E->f32, "");
+	LLVMValueRef scaled = LLVMBuildFMul(E->b, a, inv, "");
+	LLVMValueRef r = LLVMBuildFMul(E->b, emit_intrinsic(E, "llvm.rint", &ft, 1, &scaled, 1), q, "");
+	/* encode r: normal (its own exponent >= emin) or subnormal */
+	LLVMValueRef rb = LLVMBuildBitCast(E->b, r, E->i32, "");
+	LLVMValueRef re = LLVMBuildSub(E->b, LLVMBuildLShr(E->b, rb, iconst(E, 23), ""), iconst(E, 127), "");
+	LLVMValueRef normal = LLVMBuildOr(E->b,
+		LLVMBuildShl(E->b, LLVMBuildAdd(E->b, re, iconst(E, bias), ""), iconst(E, mb), ""),
+		LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, rb, iconst(E, 23 - mb), ""), iconst(E, (1 << mb) - 1), ""), "");
+	LLVMValueRef sub = LLVMBuildFPToUI(E->b, LLVMBuildFMul(E->b, r, fconst(E, ldexp(1.0, mb - emin)), ""),
+	                                   E->i32, "");
+	LLVMValueRef code = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, re, iconst(E, emin), ""), sub,
+	                                    normal, "");
+	LLVMValueRef big = LLVMBuildFCmp(E->b, LLVMRealOGE, a, fconst(E, blk_fp8_to_f32(dt, (uint8_t)mx)), "");
+	code = LLVMBuildSelect(E->b, big, iconst(E, mx), code, "");
+	code = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, f, f, ""), iconst(E, 0x7f), code, "");
+	return LLVMBuildTrunc(E->b, LLVMBuildOr(E->b, code, sign, ""), E->i8, "");
+}
+
 static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 {
 	if (from == to || (blk_dtype_is_byte(from) && blk_dtype_is_byte(to))) /* i8 <-> u8: the same bits */
 		return x;
+	if (blk_dtype_is_fp8(from)) /* through f32, exact */
+		return cast(E, fp8_to_f32(E, x, from), BLK_F32, to);
+	if (blk_dtype_is_fp8(to))
+		return f32_to_fp8(E, cast(E, x, from, BLK_F32), to);
 	bool ff = blk_dtype_is_float(from), tf = blk_dtype_is_float(to);
 	if (ff && tf)
 		return emit_from_f32(E, emit_to_f32(E, x, from), to);

@@ -70,6 +70,7 @@ LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt)
 	case BLK_BF16: return E->bf16;
 	case BLK_I32: return E->i32;
 	case BLK_I8: case BLK_U8: return E->i8;
+	case BLK_F8E4M3: case BLK_F8E5M2: return E->i8; /* its bits */
 	default: return E->i1;
 	}
 }

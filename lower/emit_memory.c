@@ -349,6 +349,8 @@ static LLVMValueRef fill_of(Emit *E, const BlkOp *op, BlkDType dt)
 	double v = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
 	if (blk_dtype_is_float(dt))
 		return LLVMConstReal(emit_reg_type(E, dt), v);
+	if (blk_dtype_is_fp8(dt)) /* its bits */
+		return LLVMConstInt(E->i8, blk_f32_to_fp8(dt, (float)v), false);
 	int32_t i = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? blk_fill_to_i32(f->f) : (int32_t)f->i;
 	if (dt == BLK_BOOL) /* as the interpreter: any nonzero fill is true */
 		return LLVMConstInt(E->i1, i != 0, false);

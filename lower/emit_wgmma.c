@@ -6,8 +6,8 @@
  *     rows 64g + 64G i, layout.h's blk_layout_wgmma), one
  *     wgmma.mma_async.m64nNk16 on two matrix descriptors, the
  *     accumulator registers tied in and out; 8-bit operands, both
- *     k-contiguous, take k32 steps of .s32.s8/.u8 into i32 registers
- *     (the same accumulator layout).  A descriptor (64 bits):
+ *     k-contiguous, take k32 steps of .s32.s8/.u8 into i32 registers, or
+ *     of .f32.e4m3/.e5m2 (the same accumulator layout).  A descriptor (64 bits):
  *     the start address >> 4 (before the swizzle: the hardware swizzles
  *     by address bits), the leading-dimension byte offset >> 4 at bit 16,
  *     the stride byte offset >> 4 at bit 32, the swizzle mode at bit 62
@@ -127,6 +127,12 @@ static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
 	return LLVMBuildBitCast(E->b, v, E->i32, "");
 }
 
+/* An 8-bit operand's PTX type. */
+static const char *wgmma_type(BlkDType dt)
+{
+	return dt == BLK_I8 ? "s8" : dt == BLK_U8 ? "u8" : dt == BLK_F8E4M3 ? "e4m3" : "e5m2";
+}
+
 void emit_wgmma(Emit *E, const BlkOp *op)
 {
 	EVal *va = emit_val(E, op->operands[0]);
@@ -148,9 +154,10 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	int kw = blk_layout_wgmma_k(blk_dtype_size(adt)), nd = N / 2;
 	size_t cap = (size_t)nd * 6 + 160, at = 0;
 	char *text = BLK_NEW_N(E->c->a, char, cap);
-	if (blk_dtype_is_byte(adt)) /* integer: no scale or transpose immediates */
-		at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.%s.%s {", N,
-		                       adt == BLK_I8 ? "s8" : "u8", bdt == BLK_I8 ? "s8" : "u8");
+	bool f8 = blk_dtype_is_fp8(adt);
+	if (blk_dtype_size(adt) == 1) /* 8-bit: no transpose immediates (nor scales for integers) */
+		at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk32.%s.%s.%s {", N,
+		                       f8 ? "f32" : "s32", wgmma_type(adt), wgmma_type(bdt));
 	else
 		at += (size_t)snprintf(text, cap, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", N,
 		                       adt == BLK_BF16 ? "bf16" : "f16", adt == BLK_BF16 ? "bf16" : "f16");
@@ -159,8 +166,8 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	if (regs)
 		snprintf(text + at, cap - at, "}, {$%d, $%d, $%d, $%d}, $%d, 1, 1, 1, %d;", nd, nd + 1, nd + 2,
 		         nd + 3, nd + 4, tb);
-	else if (blk_dtype_is_byte(adt))
-		snprintf(text + at, cap - at, "}, $%d, $%d, 1;", nd, nd + 1);
+	else if (blk_dtype_size(adt) == 1)
+		snprintf(text + at, cap - at, f8 ? "}, $%d, $%d, 1, 1, 1;" : "}, $%d, $%d, 1;", nd, nd + 1);
 	else
 		snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
 	const ETile *at_ = regs ? emit_tile(E, op->operands[0]) : NULL;

@@ -84,7 +84,7 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v)
  * ones of a wgmma dot. */
 static bool slab_dtype(const Pipe *P, BlkDType dt)
 {
-	return blk_dtype_size(dt) == 2 || (blk_dtype_is_byte(dt) && blk_lower_dot_wgmma(P->s->dot));
+	return blk_dtype_size(dt) == 2 || (blk_dtype_size(dt) == 1 && blk_lower_dot_wgmma(P->s->dot));
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -111,7 +111,7 @@ static bool stageable(Pipe *P, int o)
 		v = d->operands[0];
 		d = v->def;
 	}
-	if (blk_dtype_is_byte(v->type.dtype) && o == 1 && !x->trans) /* wgmma reads 8 bits k-contiguous */
+	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* wgmma reads 8 bits k-contiguous */
 		return false;
 	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
 	    v->type.rank != 2 || !slab_dtype(P, v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||

@@ -7,7 +7,8 @@ not), layer_norm and rms_norm (bf16, 16384x4096), column sums
 16384x4096), an embedding lookup (F.embedding, 65536 rows of 1024 f32
 from 32768), with torch's own device-to-device copy as the
 bandwidth yardstick, and a grouped (MoE) matmul (a torch.mm per group,
-torch._grouped_mm where it exists, and one dense torch.mm of the same FLOPs).
+torch._grouped_mm where it exists, and one dense torch.mm of the same FLOPs),
+an int8 matmul (torch._int_mm) and an fp8 one (torch._scaled_mm).
 
 Method, as blk-bench's: warm-up, then the median of per-call CUDA-event
 timings (reps shrink when one call is slow).  Attention TFLOP/s count
@@ -173,6 +174,24 @@ def int8_table(torch, budget_ms):
     ops_table(torch, budget_ms, rows, f"{m}x{n}x{k}", 2.0 * m * n * k, "TOP/s")
 
 
+def fp8_table(torch, budget_ms):
+    """An FP8 linear layer's matmul at 4096^3 and 8192^3: torch._scaled_mm
+    (cuBLASLt, e4m3, per-row scales, bf16 out) as examples/matmul_fp8.blk
+    computes it."""
+    if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+        print("torch has no _scaled_mm / float8_e4m3fn: skipped")
+        return
+    for m in (4096, 8192):
+        gen = torch.Generator(device="cuda").manual_seed(9)
+        x = torch.randn((m, m), device="cuda", generator=gen).to(torch.float8_e4m3fn)
+        w = torch.randn((m, m), device="cuda", generator=gen).to(torch.float8_e4m3fn)
+        sx = torch.rand((m, 1), device="cuda", generator=gen)
+        sw = torch.rand((1, m), device="cuda", generator=gen)
+        rows = [("torch._scaled_mm x @ w.T", "e4m3 -> bf16",
+                 lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16))]
+        ops_table(torch, budget_ms, rows, f"{m}x{m}x{m}", 2.0 * m ** 3, "TFLOP/s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget-ms", type=float, default=4000,
@@ -196,6 +215,8 @@ def main():
     grouped_table(torch, args.budget_ms)
     print("\nint8 matmul (W8A8), as examples/matmul_int8.blk:\n")
     int8_table(torch, args.budget_ms)
+    print("\nfp8 matmul, as examples/matmul_fp8.blk:\n")
+    fp8_table(torch, args.budget_ms)
     return 0
 
 

@@ -70,7 +70,8 @@ def _byte_strides(strides, itemsize, shape):
 # ---- torch ---------------------------------------------------------------
 
 _TORCH_NAMES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
-                "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8}
+                "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8,
+                "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2}
 _torch_dtypes = {}  # torch dtype object -> blk dtype, filled on first use
 
 
@@ -81,7 +82,8 @@ def _torch_dtype(dt):
                               if hasattr(torch, n)})
     v = _torch_dtypes.get(dt)
     if v is None:
-        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 i8 u8 bool)")
+        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 i8 u8 bool; "
+                       "float8_e4m3fn and float8_e5m2 are f8e4m3 and f8e5m2)")
     return v
 
 
@@ -167,7 +169,8 @@ def _from_dlpack(x):
 # ---- NumPy -------------------------------------------------------------------
 
 _NUMPY_DTYPES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
-                 "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8}
+                 "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8,
+                 "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2}  # ml_dtypes' names
 
 
 def _from_numpy(x):
@@ -220,17 +223,20 @@ def _probe(x):
 
 # ---- allocation of outputs -----------------------------------------------------
 
-_NP_NAMES = ("float32", "float16", None, "int32", "bool", "int8", "uint8")
+_NP_NAMES = ("float32", "float16", None, "int32", "bool", "int8", "uint8", None, None)
+_ML_NAMES = {_lib.BF16: ("bfloat16", "uint16"), _lib.F8E4M3: ("float8_e4m3fn", "uint8"),
+             _lib.F8E5M2: ("float8_e5m2", "uint8")}
 
 
 def numpy_dtype(dt):
     import numpy as np
-    if dt == _lib.BF16:
+    if dt in _ML_NAMES:  # ml_dtypes' type where it is installed, else the bit patterns
+        name, bits = _ML_NAMES[dt]
         try:
             import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
+            return np.dtype(getattr(ml_dtypes, name))
         except ImportError:
-            return np.dtype(np.uint16)  # bf16 bit patterns
+            return np.dtype(bits)
     return np.dtype(_NP_NAMES[dt])
 
 
@@ -243,18 +249,18 @@ def empty(like, dtype, shape):
     if fw == "torch":
         torch = sys.modules["torch"]
         tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool", "int8",
-                              "uint8")[dtype])
+                              "uint8", "float8_e4m3fn", "float8_e5m2")[dtype])
         return torch.empty(shape, dtype=tdt, device=like.obj.device)
     if fw == "cupy":
         cupy = sys.modules["cupy"]
-        if dtype == _lib.BF16:
-            raise BlkError("CuPy has no bfloat16: pass the bf16 output array")
+        if _NP_NAMES[dtype] is None:
+            raise BlkError(f"CuPy has no {_lib.DTYPE_NAMES[dtype]}: pass the output array")
         with cupy.cuda.Device(like.device):
             return cupy.empty(shape, _NP_NAMES[dtype])
     if fw == "jax":
         jax = sys.modules["jax"]
         jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_", "int8",
-                                  "uint8")[dtype])
+                                  "uint8", "float8_e4m3fn", "float8_e5m2")[dtype])
         dev = [d for d in jax.devices() if d.id == like.device or len(jax.devices()) == 1][0]
         # A fresh buffer no JAX computation refers to; blk writes it once.
         return jax.device_put(jax.numpy.zeros(shape, jdt), dev).block_until_ready()

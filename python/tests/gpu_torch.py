@@ -156,6 +156,39 @@ def test_new_examples():
         check(f"paged_attention seq {s}", o[s], ref, TOL["bf16"])
 
 
+FP8_SRC = """
+kernel quant[T = f8e4m3, B = 256](x: in f32[N] block (B) index (i) -> (i),
+                                  q: out T[N] block (B) index (i) -> (i)) grid (cdiv(N, B)) {
+    q[...] = x[...].astype(T);
+}
+"""
+
+
+@case
+def test_fp8():
+    """torch.float8_e4m3fn / float8_e5m2 tensors in and out: blk's
+    conversion against torch's (in range: torch gives NaN past the largest
+    finite value where blk saturates), and examples/matmul_fp8.blk on
+    wgmma (the default config and the tuned one, ragged)."""
+    src = os.path.join(tempfile.mkdtemp(), "fp8.blk")
+    with open(src, "w") as f:
+        f.write(FP8_SRC)
+    for t, tt, top in (("f8e4m3", torch.float8_e4m3fn, 448.0), ("f8e5m2", torch.float8_e5m2, 57344.0)):
+        x = torch.randn(100003, device=DEV) * torch.exp2(torch.randint(-14, 14, (100003,), device=DEV))
+        x = x.clamp(-top, top)
+        q = blk.kernel(src, name="quant", T=t)(x)
+        assert q.dtype == tt, q.dtype
+        same = (q.view(torch.uint8) == x.to(tt).view(torch.uint8)).float().mean().item()
+        check(f"astype({t}) bits equal to torch's", torch.tensor(1.0 - same), torch.tensor(0.0), 0)
+        a = torch.randn(300, 333, device=DEV).to(tt)
+        w = torch.randn(200, 333, device=DEV).to(tt)
+        sx, sw = torch.rand(300, device=DEV), torch.rand(200, device=DEV)
+        ref = (a.double() @ w.double().T) * sx.double()[:, None] * sw.double()[None, :]
+        for cfg in ({}, {"BM": 128, "BN": 256, "BK": 128, "num_warps": 8, "num_stages": 4}):
+            y = blk.kernel(f"{EX}/matmul_fp8.blk", T=t, OUT="f32", **cfg)(a, w, sx, sw)
+            check(f"matmul_fp8 {t} {cfg or 'default'}", y, ref, 1e-3)
+
+
 @case
 def test_strides_and_outputs():
     mm = blk.kernel(f"{EX}/matmul.blk")
@@ -365,7 +398,7 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
-    for t in (test_examples, test_new_examples, test_strides_and_outputs, test_stream,
+    for t in (test_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):
         if only and t.__name__ not in only:

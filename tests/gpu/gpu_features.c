@@ -378,6 +378,26 @@ static void fill_huge(Arrays *a)
 		blk_host_set(a->h[0], i, (double)huge_sel[i]);
 }
 
+/* fp8_convert: f32 values at fp8's corners -- both formats' largest
+ * finite values and just past them, the rounding ties between codes and
+ * around the smallest subnormals, zeros of both signs, infinities, NaN
+ * -- then a random spread over 2^-20 .. 2^20. */
+static void fill_fp8(Arrays *a)
+{
+	static const float edge[] = {
+		0.0f, -0.0f, 1.0f, -1.0f, 448.0f, -448.0f, 464.0f, 470.0f, 1e6f, 57344.0f, 61440.0f, 6e4f,
+		INFINITY, -INFINITY, NAN, 0x1p-9f, 0x1p-10f, 0x3p-10f, 0x1p-16f, 0x1p-17f, 0x3p-17f, 0x1.1p0f,
+		0x1.3p0f, 0x1.28p0f, 0x1.18p0f, 0x1.5p-7f, 0x1.7p-8f, -0x1.ap-12f, 1e-30f, -3.0e-39f,
+	};
+	size_t n = a->h[0]->count, ne = sizeof edge / sizeof edge[0];
+	uint64_t s = 5;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		float r = ldexpf(1.0f + (float)((s >> 40) & 0xffff) / 65536.0f, (int)((s >> 20) % 41) - 20);
+		blk_host_set(a->h[0], i, i < ne ? edge[i] : (s >> 63) ? -r : r);
+	}
+}
+
 static double huge_ref(const Arrays *in, size_t i)
 {
 	int64_t b = huge_sel[i / (32 * 16)];
@@ -1139,6 +1159,72 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I8, 130, 96), A2('i', BLK_I8, 100, 96), A2('i', BLK_U8, 130, 96),
 	     A2('i', BLK_U8, 96, 100), A2('o', BLK_I32, 130, 100), A2('o', BLK_I32, 130, 100)),
+	/* fp8: f32 -> f8e4m3 / f8e5m2 (round to nearest even, saturated,
+	 * NaN kept) at every corner, back to f32, bf16 and i32 exactly, and
+	 * a constant and a fill of each format (f32 and bf16 outputs hold no
+	 * NaN: it is their poison) */
+	FILLED("fp8_convert", false, fill_fp8, NULL,
+	     "kernel fp8_convert[B = 128](\n"
+	     "    x: in f32[N] block (B) index (i) -> (i),\n"
+	     "    p: in f8e4m3[N] block (B) index (i) -> (i),\n"
+	     "    e: out f8e4m3[N] block (B) index (i) -> (i),\n"
+	     "    m: out f8e5m2[N] block (B) index (i) -> (i),\n"
+	     "    y: out f32[N] block (B) index (i) -> (i),\n"
+	     "    z: out bf16[N] block (B) index (i) -> (i),\n"
+	     "    k: out i32[N] block (B) index (i) -> (i),\n"
+	     "    c: out f8e5m2[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let q = x[...].astype(f8e4m3);\n"
+	     "    e[...] = q;\n"
+	     "    m[...] = x[...].astype(f8e5m2);\n"
+	     "    let qf = q.astype(f32);\n"
+	     "    let zf = x[...].astype(f8e5m2).astype(f32);\n"
+	     "    y[...] = where(qf == qf, qf * 2.0, -7.0) + load(p.at[ds(0, B)], other = -1.0e9).astype(f32);\n"
+	     "    z[...] = where(zf == zf, zf, 5.0).astype(bf16);\n"
+	     "    k[...] = q.astype(i32) + (x[...] * 1000.0).astype(i32).astype(f8e5m2).astype(i32);\n"
+	     "    c[...] = where(x[...] > 0.0, full((B,), 0.3, f8e5m2), x[...].astype(f8e5m2));\n"
+	     "}\n",
+	     A1('i', BLK_F32, 1000), A1('i', BLK_F8E4M3, 1000), A1('o', BLK_F8E4M3, 1000),
+	     A1('o', BLK_F8E5M2, 1000), A1('o', BLK_F32, 1000), A1('o', BLK_BF16, 1000), A1('o', BLK_I32, 1000),
+	     A1('o', BLK_F8E5M2, 1000)),
+	/* fp8 dots (f32 sums) on wgmma, x @ w.T over two consumer warpgroups:
+	 * e4m3 by TMA (rows of 320 bytes, the last slab half past the array),
+	 * e5m2 by cp.async of 1-byte pieces (K = 77); wgmma's fp8 sums are
+	 * not exact f32 (a wider tolerance) */
+	CASE_TOL("fp8_wgmma_nt", false, 100,
+	     "kernel fp8_wgmma_nt[BM = 128, BN = 128, BK = 128, num_warps = 8, num_stages = 3](\n"
+	     "    a: in f8e4m3[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in f8e4m3[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    u: in f8e5m2[M, J] block (BM, J) index (i, j) -> (i, 0),\n"
+	     "    v: in f8e5m2[N, J] block (BN, J) index (i, j) -> (j, 0),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out bf16[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = fori_loop(0, cdiv(J, 64), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + u[:, ds(k * 64, 64)] @ v[:, ds(k * 64, 64)].T\n"
+	     "    }.astype(bf16);\n"
+	     "}\n",
+	     A2('i', BLK_F8E4M3, 300, 320), A2('i', BLK_F8E4M3, 200, 320), A2('i', BLK_F8E5M2, 300, 77),
+	     A2('i', BLK_F8E5M2, 200, 77), A2('o', BLK_F32, 300, 200), A2('o', BLK_BF16, 300, 200)),
+	/* fp8 dots wgmma cannot read as copied (w [K, N]; a computed A):
+	 * staged through registers; and the SIMT path (a tile too small for
+	 * wgmma: exact f32 sums) */
+	CASE_TOL("fp8_dot_staged", false, 100,
+	     "kernel fp8_dot_staged[BM = 64, BN = 64](\n"
+	     "    a: in f8e4m3[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in f8e4m3[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let t = (a[...].astype(f32) * 0.5).astype(f8e4m3);\n"
+	     "    c[...] = dot(t, w[...]);\n"
+	     "    d[...] = dot(a[:16, :], w[...][:, :16]) [0:1, 0:1] + zeros((BM, BN), f32);\n"
+	     "}\n",
+	     A2('i', BLK_F8E4M3, 130, 96), A2('i', BLK_F8E4M3, 96, 100), A2('o', BLK_F32, 130, 100),
+	     A2('o', BLK_F32, 130, 100)),
 	/* batched dots: [H, M, K] x [H, K, N] per program, `dot` and `@`, an
 	 * epilogue on the [H, M, N] result; the tensor-core shapes in 16-bit;
 	 * an i8 batch (exact i32) */

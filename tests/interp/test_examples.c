@@ -688,6 +688,44 @@ static void test_matmul_int8(void **state)
 	int8_case("i8", 64, 64, 256, small, 3);
 }
 
+/* ---- matmul_fp8: e4m3 and e5m2, f32 sums, per-row scales ---- */
+
+static void fp8_case(const char *T, int64_t M, int64_t N, int64_t K, const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[6] = { { "T", T }, { "OUT", "f32" } };
+	for (int i = 0; i < nextra; i++)
+		defs[2 + i] = extra[i];
+	Run r;
+	compile(&r, "matmul_fp8.blk", "matmul_fp8", defs, 2 + nextra);
+	BlkDType dt = strcmp(T, "f8e5m2") == 0 ? BLK_F8E5M2 : BLK_F8E4M3;
+	BlkHostArray *arr[5] = { input(dt, 2, M, K), input(dt, 2, N, K), input(BLK_F32, 1, M, 0),
+	                         input(BLK_F32, 1, N, 0), output(BLK_F32, 2, M, N) };
+	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = 0;
+			for (int64_t k = 0; k < K; k++)
+				s += blk_host_get(arr[0], (size_t)(i * K + k)) * blk_host_get(arr[1], (size_t)(j * K + k));
+			ref[i * N + j] = s * blk_host_get(arr[2], (size_t)i) * blk_host_get(arr[3], (size_t)j);
+		}
+	char what[96];
+	snprintf(what, sizeof what, "matmul_fp8 T=%s %" PRId64 "x%" PRId64 "x%" PRId64, T, M, N, K);
+	run_and_check(&r, arr, 5, 4, ref, what);
+	free(ref);
+	for (int i = 0; i < 5; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_matmul_fp8(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "32" }, { "BK", "8" } };
+	fp8_case("f8e4m3", 130, 70, 77, NULL, 0);
+	fp8_case("f8e5m2", 130, 70, 77, NULL, 0);
+	fp8_case("f8e4m3", 64, 64, 256, small, 3);
+}
+
 /* ---- paged_attention: a page table that scatters each sequence ---- */
 
 static void paged_case(const char *T, int64_t B, int64_t MP, int64_t KVH, int64_t NP,
@@ -819,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_embedding),
 		cmocka_unit_test(test_grouped_matmul),
 		cmocka_unit_test(test_matmul_int8),
+		cmocka_unit_test(test_matmul_fp8),
 		cmocka_unit_test(test_paged_attention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,10 +134,10 @@ static void test_npy_errors(void **state)
 	expect_npy_error(img, n, "x.npy: trailing bytes after the data: expected 8 bytes, found 9");
 	n = image(img, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8);
 	expect_npy_error(img, n, "x.npy: unsupported dtype '>f4' (blk reads '<f4', '<f2', '<u2' as "
-	                         "bf16 bits, '<i4' and '|b1')");
+	                         "bf16 bits, '<i4', '|b1', '|i1' and '|u1')");
 	n = image(img, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\n", 16);
 	expect_npy_error(img, n, "x.npy: unsupported dtype '<f8' (blk reads '<f4', '<f2', '<u2' as "
-	                         "bf16 bits, '<i4' and '|b1')");
+	                         "bf16 bits, '<i4', '|b1', '|i1' and '|u1')");
 	n = image(img, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n", 16);
 	expect_npy_error(img, n, "x.npy: fortran_order arrays are not supported");
 	n = image(img, "{'descr': '<f4', 'fortran_order': False}\n", 0);

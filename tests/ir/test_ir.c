@@ -380,6 +380,69 @@ static void test_f16_edges(void **state)
 
 /* ---- types, builder, attributes ---------------------------------------- */
 
+/* The nearest finite code of fp8 dtype t to f, ties to the even code,
+ * past the largest the largest: a brute force over every code. */
+static uint8_t fp8_nearest(BlkDType t, float f)
+{
+	int best = -1;
+	double bd = 0, a = fabs((double)f);
+	for (int c = 0; c < 128; c++) {
+		float v = blk_fp8_to_f32(t, (uint8_t)c);
+		if (!isfinite(v))
+			continue;
+		double d = fabs(a - v);
+		if (best < 0 || d < bd || (d == bd && (c & 1) == 0))
+			best = c, bd = d;
+	}
+	return (uint8_t)((signbit(f) ? 0x80 : 0) | best);
+}
+
+static void test_fp8(void **state)
+{
+	(void)state;
+	BlkDType ts[2] = { BLK_F8E4M3, BLK_F8E5M2 };
+	for (int k = 0; k < 2; k++) {
+		BlkDType t = ts[k];
+		for (int c = 0; c < 256; c++) { /* every code decodes and encodes back */
+			float v = blk_fp8_to_f32(t, (uint8_t)c);
+			if (isnan(v))
+				assert_int_equal(blk_f32_to_fp8(t, v) & 0x7f, 0x7f);
+			else if (isfinite(v))
+				assert_int_equal(blk_f32_to_fp8(t, v), c == 0x80 ? 0x80 : c);
+		}
+		uint64_t s = 99 + (uint64_t)k;
+		for (int i = 0; i < 200000; i++) { /* random floats over the range and past it */
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			float m = (float)((s >> 40) & 0xffffff) / (float)(1 << 24);
+			int e = (int)((s >> 20) % 40) - (k ? 24 : 16);
+			float f = ldexpf(1.0f + m, e) * ((s >> 63) ? -1.0f : 1.0f);
+			if (blk_f32_to_fp8(t, f) != fp8_nearest(t, f))
+				fail_msg("%s: %a gave 0x%02x, nearest 0x%02x", blk_dtype_name(t), (double)f,
+				         blk_f32_to_fp8(t, f), fp8_nearest(t, f));
+		}
+	}
+	/* the formats' landmarks: 1, the largest finite, saturation, the
+	 * smallest subnormal and the ties around it, infinities, NaN */
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, 1.0f), 0x38);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, -448.0f), 0xfe);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, 470.0f), 0x7e);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, INFINITY), 0x7e);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, ldexpf(1, -9)), 0x01);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, ldexpf(1, -10)), 0x00);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, ldexpf(3, -10)), 0x02);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E4M3, NAN), 0x7f);
+	assert_true(isnan(blk_fp8_to_f32(BLK_F8E4M3, 0xff)));
+	assert_true(blk_fp8_to_f32(BLK_F8E4M3, 0x7e) == 448.0f);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E5M2, 1.0f), 0x3c);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E5M2, 57344.0f), 0x7b);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E5M2, -INFINITY), 0xfb);
+	assert_int_equal(blk_f32_to_fp8(BLK_F8E5M2, ldexpf(1, -16)), 0x01);
+	assert_true(blk_fp8_to_f32(BLK_F8E5M2, 0x7c) == INFINITY);
+	assert_true(isnan(blk_fp8_to_f32(BLK_F8E5M2, 0x7d)));
+	assert_int_equal(blk_dtype_size(BLK_F8E5M2), 1);
+	assert_true(blk_dtype_is_fp8(BLK_F8E4M3) && !blk_dtype_is_float(BLK_F8E4M3));
+}
+
 static void test_dtypes_and_ops(void **state)
 {
 	(void)state;
@@ -880,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_f16_random),
 		cmocka_unit_test(test_f16_edges),
 		cmocka_unit_test(test_bf16),
+		cmocka_unit_test(test_fp8),
 		cmocka_unit_test(test_dtypes_and_ops),
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_builder_attrs),

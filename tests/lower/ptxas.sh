@@ -87,4 +87,9 @@ archs=sm_90a
 run "$ex/matmul_int8.blk" M=4096 N=4096 K=4096 -D BM=128 -D BN=256 -D BK=128 -D num_warps=8 -D num_stages=4
 archs=
 run "$ex/matmul_int8.blk" M=300 N=200 K=77 -D T=u8 -D OUT=bf16
+# FP8: the same on wgmma's fp8 form, and ragged e5m2 (sm_80: SIMT in f32)
+archs=sm_90a
+run "$ex/matmul_fp8.blk" M=4096 N=4096 K=4096 -D BM=128 -D BN=256 -D BK=128 -D num_warps=8 -D num_stages=4
+archs=
+run "$ex/matmul_fp8.blk" M=300 N=200 K=77 -D T=f8e5m2 -D OUT=f32
 exit $fail
