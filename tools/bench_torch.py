@@ -177,7 +177,7 @@ def int8_table(torch, budget_ms):
 def fp8_table(torch, budget_ms):
     """An FP8 linear layer's matmul at 4096^3 and 8192^3: torch._scaled_mm
     (cuBLASLt, e4m3, per-row scales, bf16 out) as examples/matmul_fp8.blk
-    computes it."""
+    computes it, with cuBLAS's promoted sums and with fast accumulation."""
     if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
         print("torch has no _scaled_mm / float8_e4m3fn: skipped")
         return
@@ -188,7 +188,11 @@ def fp8_table(torch, budget_ms):
         sx = torch.rand((m, 1), device="cuda", generator=gen)
         sw = torch.rand((1, m), device="cuda", generator=gen)
         rows = [("torch._scaled_mm x @ w.T", "e4m3 -> bf16",
-                 lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16))]
+                 lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16)),
+                # Hopper's fast fp8 accumulation, as blk's (no promotion to f32)
+                ("torch._scaled_mm x @ w.T, use_fast_accum", "e4m3 -> bf16",
+                 lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16,
+                                          use_fast_accum=True))]
         ops_table(torch, budget_ms, rows, f"{m}x{m}x{m}", 2.0 * m ** 3, "TFLOP/s")
 
 

@@ -108,7 +108,9 @@ static bool interpret(const BlkKernel *k, const BlkArrayDesc *descs, BlkHostArra
 /* Compares every out/inout array with the interpreter's; false on a mismatch. */
 static bool compare(const BlkKernel *k, BlkHostArray **host, BlkHostArray **ref, BlkDiag *d)
 {
-	bool ok = true;
+	bool ok = true, fp8 = false;
+	for (int p = 0; p < k->nparams; p++)
+		fp8 |= blk_dtype_is_fp8(k->params[p].dtype);
 	for (int p = 0, i = 0; p < k->nparams; p++) {
 		const BlkParam *pa = &k->params[p];
 		if (pa->access == BLK_ACCESS_SCRATCH)
@@ -122,6 +124,10 @@ static bool compare(const BlkKernel *k, BlkHostArray **host, BlkHostArray **ref,
 		for (size_t e = 0; e < ref[at]->count; e++)
 			want[e] = blk_host_get(ref[at], e);
 		double tol = blk_host_default_tol(pa->dtype);
+		/* fp8 dots on sm_90a sum as Hopper's fp8 tensor cores do (about 14
+		 * bits a step, docs/language.md), not in exact f32 */
+		if (fp8 && blk_dtype_is_float(pa->dtype) && tol < 2e-2)
+			tol = 2e-2;
 		BlkHostCompare c;
 		bool same = blk_host_compare(host[at], want, tol, &c);
 		printf("  %s: max rel err %.3g vs the interpreter (tolerance %.0e): %s\n", pa->name,

@@ -178,15 +178,17 @@ def test_fp8():
         x = x.clamp(-top, top)
         q = blk.kernel(src, name="quant", T=t)(x)
         assert q.dtype == tt, q.dtype
-        same = (q.view(torch.uint8) == x.to(tt).view(torch.uint8)).float().mean().item()
-        check(f"astype({t}) bits equal to torch's", torch.tensor(1.0 - same), torch.tensor(0.0), 0)
+        differ = (q.view(torch.uint8) != x.to(tt).view(torch.uint8)).sum().item()
+        check(f"astype({t}): codes unlike torch's", torch.tensor(float(differ)), torch.tensor(0.0), 0)
         a = torch.randn(300, 333, device=DEV).to(tt)
         w = torch.randn(200, 333, device=DEV).to(tt)
         sx, sw = torch.rand(300, device=DEV), torch.rand(200, device=DEV)
         ref = (a.double() @ w.double().T) * sx.double()[:, None] * sw.double()[None, :]
         for cfg in ({}, {"BM": 128, "BN": 256, "BK": 128, "num_warps": 8, "num_stages": 4}):
             y = blk.kernel(f"{EX}/matmul_fp8.blk", T=t, OUT="f32", **cfg)(a, w, sx, sw)
-            check(f"matmul_fp8 {t} {cfg or 'default'}", y, ref, 1e-3)
+            # Hopper's fp8 sums keep about 14 bits a k32 step (blk, like
+            # Triton's default, does not promote them to f32 every slab)
+            check(f"matmul_fp8 {t} {cfg or 'default'}", y, ref, 2e-2)
 
 
 @case
