@@ -200,16 +200,21 @@ static void report_compute(BlkKernel *k, double flops, const Flops *f, double by
 		return;
 	}
 	bool tc = f->dtype == BLK_BF16 || f->dtype == BLK_F16;
-	/* Spec dense peaks (tensor cores for f16/bf16, FP32 FMA for f32) and
-	 * cuBLAS's measured rates on the H200 (DESIGN.md section 6). */
-	double peak = tc ? 989e12 : 67e12, measured = tc ? 737e12 : 50e12;
+	bool b8 = blk_dtype_size(f->dtype) == 1 && f->dtype != BLK_BOOL; /* i8/u8/fp8 on sm_90a */
+	/* Spec dense peaks (tensor cores for f16/bf16 and 8-bit types, FP32
+	 * FMA for f32) and cuBLAS's measured rates (f16/f32 on the H200,
+	 * DESIGN.md section 6; 8-bit on the H100, docs/gpu-notes.md runs 58-59:
+	 * int8 GemmEx 1204 TOP/s at 4096^3, fp8 _scaled_mm 1158 with fast
+	 * accumulation) */
+	double peak = b8 ? 1979e12 : tc ? 989e12 : 67e12, measured = b8 ? 1180e12 : tc ? 737e12 : 50e12;
+	tc = tc || b8;
 	printf("  dot FLOPs: %.4g G%s; arithmetic intensity %.1f FLOP/byte\n", flops / 1e9,
 	       f->guessed ? " (an estimate: an if taken, or a loop of unknown length left out)" : "",
 	       flops / bytes);
 	printf("  compute roofline: %.2f us at %.0f TFLOP/s (%s peak, H100/H200), %.2f us at %.0f "
-	       "(cuBLAS %s, measured on H200)\n", flops / peak * 1e6, peak / 1e12,
-	       tc ? "tensor-core" : "FP32", flops / measured * 1e6, measured / 1e12,
-	       tc ? "bf16" : "SGEMM");
+	       "(cuBLAS %s, measured on %s)\n", flops / peak * 1e6, peak / 1e12,
+	       b8 ? "8-bit tensor-core, sm_90a" : tc ? "tensor-core" : "FP32", flops / measured * 1e6,
+	       measured / 1e12, b8 ? "int8/fp8" : tc ? "bf16" : "SGEMM", b8 ? "H100" : "H200");
 	double mem = bytes / 3.35e12;
 	printf("  bound on H100: %s (%.2f us)\n", flops / peak > mem ? "compute" : "memory",
 	       (flops / peak > mem ? flops / peak : mem) * 1e6);

@@ -11,7 +11,8 @@
  * reductions, bool logic, `seq` grid axes, `when`, `dot` and `.T` (square
  * blocks), shifted `load(x.at[ds(1, B)], other=)` windows past the block,
  * gathers at i32 tiles of indices (some masked), i8/u8 arithmetic (wrapping,
- * saturating casts, scans) widened back to i32, `atomic_add`,
+ * saturating casts, scans) widened back to i32, inputs through f8e4m3 and
+ * f8e5m2 (rounding, saturation, `where` on fp8) and back, `atomic_add`,
  * `atomic_max` or `atomic_min` into an inout f32
  * vector, and scoped scratch.  Then, with random launch sizes and inputs:
  *   1. the frontend compiles it (a rejection is a finding: the generator
@@ -104,10 +105,29 @@ static bool fleaf_read(Gen *g)
 	return true;
 }
 
+/* An input through an fp8 dtype and back: exact scalings of a and b only,
+ * so kernel and interpreter round the same f32 (their conversions agree
+ * bit for bit); `where` moves the bytes as they are. */
+static void fleaf_fp8(Gen *g)
+{
+	static const char *f8[] = { "f8e4m3", "f8e5m2" };
+	const char *t = f8[pick(2)];
+	int s = 1 << pick(12);
+	if (pick(3) == 0)
+		out(g, "where(a > b, (a * %d.0).astype(%s), full((%s), %d.5, %s)).astype(f32)", s, t,
+		    g->rank == 2 ? "B0, B1" : "B0,", pick(500), t);
+	else
+		out(g, "(%s * %d.0).astype(%s).astype(f32)", pick(2) ? "a" : "b", s, t);
+}
+
 static void fleaf(Gen *g)
 {
 	if (pick(6) == 0 && fleaf_read(g))
 		return;
+	if (pick(12) == 0) {
+		fleaf_fp8(g);
+		return;
+	}
 	switch (pick(g->loops ? 7 : 6)) {
 	case 0: out(g, "a"); break;
 	case 1: out(g, "b"); break;
