@@ -128,8 +128,9 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	if (wg)
 		ald = bld = 0;
 	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
-	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, dt, S, N, K, 0, "stage_b")
-	                  : stage_buffer(c, site, dot->loc, dt, S, K, N, bld, "stage_b");
+	BlkDType bdt = mma ? b->type.dtype : dt; /* e4m3 x e5m2: each its own */
+	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, bdt, S, N, K, 0, "stage_b")
+	                  : stage_buffer(c, site, dot->loc, bdt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);

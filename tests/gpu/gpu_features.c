@@ -1209,6 +1209,23 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_F8E4M3, 300, 320), A2('i', BLK_F8E4M3, 200, 320), A2('i', BLK_F8E5M2, 300, 77),
 	     A2('i', BLK_F8E5M2, 200, 77), A2('o', BLK_F32, 300, 200), A2('o', BLK_BF16, 300, 200)),
+	/* e4m3 x e5m2 (FP8 training's activations x gradients): one dot mixes
+	 * the formats -- pipelined, staged through registers (a dot of all K),
+	 * and on the SIMT path (16 x 16) */
+	CASE_TOL("fp8_mixed", false, 100,
+	     "kernel fp8_mixed[BM = 64, BN = 64, BK = 64](\n"
+	     "    a: in f8e4m3[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    g: in f8e5m2[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], g[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = dot(a[...], g[...].T) + dot(g[...][:16, :], a[...][:16, :].T)[0:1, 0:1];\n"
+	     "}\n",
+	     A2('i', BLK_F8E4M3, 150, 128), A2('i', BLK_F8E5M2, 70, 128), A2('o', BLK_F32, 150, 70),
+	     A2('o', BLK_F32, 150, 70)),
 	/* fp8 dots wgmma cannot read as copied (w [K, N]; a computed A):
 	 * staged through registers; and the SIMT path (a tile too small for
 	 * wgmma: exact f32 sums) */
