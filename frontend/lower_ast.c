@@ -58,7 +58,7 @@ static BlkValue *op_axis(Lw *L, BlkOpKind k, BlkLoc loc, BlkType t, BlkValue *x,
 /* A compile-time constant as a `const` of type t (a splat for tiles). */
 static BlkValue *lw_const(Lw *L, BlkLoc loc, BlkType t, const CkType *k)
 {
-	if (blk_dtype_is_float(t.dtype))
+	if (blk_dtype_is_float(t.dtype) || blk_dtype_is_fp8(t.dtype))
 		return blk_build_const_float(&L->b, loc, t, k->weak == CK_WEAK_INT ? (double)k->i : k->f);
 	return blk_build_const_int(&L->b, loc, t, k->i);
 }
@@ -154,7 +154,7 @@ static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue *
 static void set_fill(Lw *L, BlkOp *op, BlkDType dt, const CkType *fill)
 {
 	bool k = fill->kind == CK_VALUE;
-	if (blk_dtype_is_float(dt))
+	if (blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt))
 		blk_op_set_float(L->a, op, "fill", !k ? 0.0 : fill->weak == CK_WEAK_INT ? (double)fill->i : fill->f);
 	else
 		blk_op_set_int(L->a, op, "fill", k ? fill->i : 0);

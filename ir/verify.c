@@ -174,7 +174,7 @@ static bool want_axis(Verifier *V, const BlkOp *op, int limit, int64_t *axis)
 }
 
 /* Dtype classes by op: what the elementwise ops accept. */
-enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN, INT_OR_BOOL };
+enum { ANY, NUMERIC, FLOAT, INT, BOOLEAN, INT_OR_BOOL, NOT_FP8 };
 
 static bool dtype_ok(BlkDType t, int cls)
 {
@@ -184,6 +184,7 @@ static bool dtype_ok(BlkDType t, int cls)
 	case INT: return blk_dtype_is_int(t);
 	case BOOLEAN: return t == BLK_BOOL;
 	case INT_OR_BOOL: return blk_dtype_is_int(t) || t == BLK_BOOL;
+	case NOT_FP8: return !blk_dtype_is_fp8(t);
 	default: return true;
 	}
 }
@@ -201,13 +202,16 @@ static int op_class(BlkOpKind k)
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
 	case BLK_OP_REDUCE_MIN: case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN: case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX:
 	case BLK_OP_SCAN_MIN: return NUMERIC;
+	case BLK_OP_EQ: case BLK_OP_NE: case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT:
+	case BLK_OP_GE: return NOT_FP8; /* bool compares too; fp8 would compare its bits */
 	default: return ANY;
 	}
 }
 
 static bool check_dtype_class(Verifier *V, const BlkOp *op, BlkDType t)
 {
-	static const char *names[] = { "any", "a numeric", "a float", "an integer", "a bool", "an integer or bool" };
+	static const char *names[] = { "any", "a numeric", "a float", "an integer", "a bool", "an integer or bool",
+		                       "a comparable (not fp8)" };
 	int cls = op_class(op->kind);
 	if (dtype_ok(t, cls))
 		return true;
@@ -590,7 +594,8 @@ static void check_store(Verifier *V, const BlkOp *op)
 		return;
 	if (op->kind == BLK_OP_SWAP)
 		want_type(V, &op->results[0]->type, &t, "result", 0);
-	if (op->kind == BLK_OP_ATOMIC_ADD && (blk_dtype_is_byte(t.dtype) || t.dtype == BLK_BOOL))
+	if (op->kind == BLK_OP_ATOMIC_ADD &&
+	    (blk_dtype_is_byte(t.dtype) || blk_dtype_is_fp8(t.dtype) || t.dtype == BLK_BOOL))
 		fail(V, "a Ref of %s; atomic_add takes i32 or a float dtype", blk_dtype_name(t.dtype));
 }
 

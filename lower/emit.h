@@ -114,6 +114,8 @@ LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond);
 void emit_end_if(Emit *E, LLVMBasicBlockRef cont);
 int64_t emit_divisor(const BlkValue *v);
 LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+/* fp8 bits (i8) -> f32, exactly as ir.c's blk_fp8_to_f32 (emit_elementwise.c). */
+LLVMValueRef emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 /* An integer or bool register as i32 (i8 sign-, u8 and bool zero-extended),
  * and an i32 back to dt's register (i8/u8 truncated, bool: != 0). */
 LLVMValueRef emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt);

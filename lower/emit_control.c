@@ -129,9 +129,10 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 		return NULL;
 	}
 	LLVMValueRef x = ev->t.r[0];
-	if (blk_dtype_is_float(dt)) {
+	if (blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt)) {
 		strncat(buf, " %g", size - strlen(buf) - 1);
-		return LLVMBuildFPExt(E->b, emit_to_f32(E, x, dt), LLVMDoubleTypeInContext(E->cx), "");
+		LLVMValueRef f = blk_dtype_is_fp8(dt) ? emit_fp8_to_f32(E, x, dt) : emit_to_f32(E, x, dt);
+		return LLVMBuildFPExt(E->b, f, LLVMDoubleTypeInContext(E->cx), "");
 	}
 	if (dt == BLK_BOOL) {
 		LLVMValueRef t = LLVMBuildGlobalStringPtr(E->b, "true", "true");

@@ -395,7 +395,7 @@ static void fp8_fields(BlkDType dt, int *mb, int *bias, int *maxcode)
 /* fp8 bits (i8) -> f32, exactly (ir.c's blk_fp8_to_f32): a normal code
  * rebuilt as f32 bits, a subnormal as m * 2^(emin - mb), the codes past
  * the largest finite NaN (e5m2's 0x7c infinity). */
-static LLVMValueRef fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
 	int mb, bias, mx;
 	fp8_fields(dt, &mb, &bias, &mx);
@@ -462,7 +462,7 @@ static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 	if (from == to || (blk_dtype_is_byte(from) && blk_dtype_is_byte(to))) /* i8 <-> u8: the same bits */
 		return x;
 	if (blk_dtype_is_fp8(from)) /* through f32, exact */
-		return cast(E, fp8_to_f32(E, x, from), BLK_F32, to);
+		return cast(E, emit_fp8_to_f32(E, x, from), BLK_F32, to);
 	if (blk_dtype_is_fp8(to))
 		return f32_to_fp8(E, cast(E, x, from, BLK_F32), to);
 	bool ff = blk_dtype_is_float(from), tf = blk_dtype_is_float(to);

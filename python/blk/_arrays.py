@@ -258,9 +258,11 @@ def empty(like, dtype, shape):
         with cupy.cuda.Device(like.device):
             return cupy.empty(shape, _NP_NAMES[dtype])
     if fw == "jax":
+        if dtype in (_lib.F8E4M3, _lib.F8E5M2):  # DLPack here carries no fp8 code
+            raise BlkError(f"blk takes fp8 ({_lib.DTYPE_NAMES[dtype]}) from torch or NumPy, not JAX")
         jax = sys.modules["jax"]
         jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_", "int8",
-                                  "uint8", "float8_e4m3fn", "float8_e5m2")[dtype])
+                                  "uint8")[dtype])
         dev = [d for d in jax.devices() if d.id == like.device or len(jax.devices()) == 1][0]
         # A fresh buffer no JAX computation refers to; blk writes it once.
         return jax.device_put(jax.numpy.zeros(shape, jdt), dev).block_until_ready()

@@ -213,14 +213,18 @@ class Kernel:
         for i, a in enumerate(args):
             if a is None:
                 shape = tuple(ts[i].shape[d] for d in range(ts[i].rank))
-                args[i] = from_array(empty(given, ts[i].dtype, shape))
+                want = ts[i].dtype
+                args[i] = from_array(empty(given, want, shape))
                 ts[i] = args[i].tensor
+                ts[i].dtype = want  # bit patterns (uint8 for fp8 without ml_dtypes) are the param's
 
     def _fix_bits16(self, i, a, ts):
-        # NumPy uint16 stands for the 16-bit float the param wants.
-        if a.obj.dtype.name == "uint16":
+        # NumPy uint16 stands for the 16-bit float the param wants, uint8
+        # for an fp8 one (NumPy has neither; ml_dtypes' arrays need no help).
+        name = a.obj.dtype.name
+        if name in ("uint16", "uint8"):
             want = _lib.DTYPE_NAMES.index(self.tensor_params[i].dtype)
-            if want in (_lib.F16, _lib.BF16):
+            if want in ((_lib.F16, _lib.BF16) if name == "uint16" else (_lib.F8E4M3, _lib.F8E5M2)):
                 ts[i].dtype = want
 
     def _outputs(self, args):

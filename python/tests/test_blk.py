@@ -195,6 +195,48 @@ def test_int8_dtypes():
     assert "launch of add" in str(e) and "u8" in str(e), e
 
 
+FP8_SRC = """
+kernel q8[T = f8e4m3](x: in f32[N], q: out T[N], back: out f32[N]) {
+    let q8 = x[...].astype(T);
+    q[...] = q8;
+    back[...] = q8.astype(f32);
+}
+kernel mm8(a: in f8e4m3[M, K], w: in f8e5m2[N, K], y: out f32[M, N]) {
+    y[...] = dot(a[...], w[...].T);
+}
+"""
+
+
+def fp8_value(bits, mb, bias):
+    """The value of fp8 codes (uint8) of a format with mb mantissa bits."""
+    b = bits.astype(np.int64)
+    e, m = (b & 0x7F) >> mb, b & ((1 << mb) - 1)
+    v = np.where(e == 0, m * 2.0 ** (1 - bias - mb), (m + (1 << mb)) * 2.0 ** (e - bias - mb))
+    return np.where(b & 0x80, -v, v)
+
+
+def test_fp8_dtypes():
+    """f8e4m3 and f8e5m2 travel through NumPy as uint8 bits (or ml_dtypes'
+    float8 where installed): a quantize that saturates, and a mixed-format
+    dot fed uint8 arrays."""
+    src = os.path.join(tempfile.mkdtemp(), "fp8.blk")
+    with open(src, "w") as f:
+        f.write(FP8_SRC)
+    x = np.array([0.0, 1.0, -1.5, 0.3, 448.0, 1e6, -1e6, 2.0 ** -9, 2.0 ** -10], dtype=np.float32)
+    for t, mb, bias, top in (("f8e4m3", 3, 7, 448.0), ("f8e5m2", 2, 15, 57344.0)):
+        q, back = blk.kernel(src, name="q8", T=t)(x, interpret=True)
+        bits = q.view(np.uint8) if q.dtype != np.uint8 else q
+        assert (fp8_value(bits, mb, bias) == back).all(), (t, bits, back)
+        assert back[5] == top and back[6] == -top, back  # saturated
+    mm = blk.kernel(src, name="mm8")
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (5, 7), dtype=np.uint8) & 0x77  # finite codes
+    w = rng.integers(0, 256, (4, 7), dtype=np.uint8) & 0x6F
+    y = mm(a, w, interpret=True)
+    want = fp8_value(a, 3, 7) @ fp8_value(w, 2, 15).T
+    assert np.allclose(y, want, rtol=1e-6), (y, want)
+
+
 def test_grouped_matmul_prefetch():
     """Scalar prefetch: examples/grouped_matmul.blk over a work list built
     from ragged group sizes (one empty), against NumPy per group."""

@@ -398,6 +398,35 @@ static void fill_fp8(Arrays *a)
 	}
 }
 
+/* fp8_convert's C reference: e and m (x rounded to each format), c (a
+ * full() of 0.3 where x > 0), y (the fill 300.0 where the shifted window
+ * leaves the block: 288 in e4m3); NaN matches NaN. */
+static double fp8_round(BlkDType t, double v)
+{
+	return blk_fp8_to_f32(t, blk_f32_to_fp8(t, (float)v));
+}
+
+static bool check_fp8(const Arrays *in, const Arrays *out, char *err)
+{
+	size_t n = out->h[2]->count, B = 128;
+	for (size_t i = 0; i < n; i++) {
+		double x = at(in, 0, i), q = fp8_round(BLK_F8E4M3, x);
+		double win = i % B < B - 8 && i + 8 < n ? at(in, 1, i + 8) : 288.0;
+		double want[4] = { q, fp8_round(BLK_F8E5M2, x), (q == q ? q * 2 : -7.0) + win,
+		                   x > 0 ? fp8_round(BLK_F8E5M2, 0.3) : fp8_round(BLK_F8E5M2, x) };
+		static const int arr[4] = { 2, 3, 4, 7 };
+		for (int k = 0; k < 4; k++) {
+			double got = at(out, arr[k], i);
+			if (got != want[k] && !(isnan(got) && isnan(want[k]))) {
+				snprintf(err, ERR_LEN, "C reference: array %d [%zu] = %g, want %g (x = %a)", arr[k], i,
+				         got, want[k], x);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 static double huge_ref(const Arrays *in, size_t i)
 {
 	int64_t b = huge_sel[i / (32 * 16)];
@@ -1163,7 +1192,7 @@ static const Case cases[] = {
 	 * NaN kept) at every corner, back to f32, bf16 and i32 exactly, and
 	 * a constant and a fill of each format (f32 and bf16 outputs hold no
 	 * NaN: it is their poison) */
-	FILLED("fp8_convert", false, fill_fp8, NULL,
+	FILLED("fp8_convert", false, fill_fp8, check_fp8,
 	     "kernel fp8_convert[B = 128](\n"
 	     "    x: in f32[N] block (B) index (i) -> (i),\n"
 	     "    p: in f8e4m3[N] block (B) index (i) -> (i),\n"
@@ -1179,7 +1208,7 @@ static const Case cases[] = {
 	     "    m[...] = x[...].astype(f8e5m2);\n"
 	     "    let qf = q.astype(f32);\n"
 	     "    let zf = x[...].astype(f8e5m2).astype(f32);\n"
-	     "    y[...] = where(qf == qf, qf * 2.0, -7.0) + load(p.at[ds(0, B)], other = -1.0e9).astype(f32);\n"
+	     "    y[...] = where(qf == qf, qf * 2.0, -7.0) + load(p.at[ds(8, B)], other = 300.0).astype(f32);\n"
 	     "    z[...] = where(zf == zf, zf, 5.0).astype(bf16);\n"
 	     "    k[...] = q.astype(i32) + (x[...] * 1000.0).astype(i32).astype(f8e5m2).astype(i32);\n"
 	     "    c[...] = where(x[...] > 0.0, full((B,), 0.3, f8e5m2), x[...].astype(f8e5m2));\n"
@@ -2251,6 +2280,16 @@ static const Case cases[] = {
 	 "    y[...] = iota(4);\n"
 	 "}\n",
 	 .expect = "program (1): flag true 3", .narrays = 1, .a = {A1('o', BLK_I32, 11)}},
+
+	/* an fp8 scalar prints its value (%g of the f32 it converts to) */
+	{.name = "print_fp8", .src =
+	 "kernel print_fp8(\n"
+	 "    y: out i32[N] block (4) index (i) -> (i),\n"
+	 ") grid (cdiv(N, 4)) {\n"
+	 "    print(\"q\", (program_id(0).astype(f32) * 0.3 - 0.6).astype(f8e4m3));\n"
+	 "    y[...] = iota(4);\n"
+	 "}\n",
+	 .expect = "program (1): q -0.3125", .narrays = 1, .a = {A1('o', BLK_I32, 11)}},
 
 	/* the text is not a format: a '%' in it prints as itself */
 	{.name = "print_percent_in_text", .src =

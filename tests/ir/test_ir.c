@@ -716,6 +716,8 @@ static const struct {
 	{ "  %x = exp %i : i32\n", "exp: operand 0 has dtype i32, expected a float dtype" },
 	{ "  %q = cast %a : f8e4m3[64, 64]\n  %x = add %q, %q : f8e4m3[64, 64]\n",
 	  "add: operand 0 has dtype f8e4m3, expected a numeric dtype" },
+	{ "  %q = cast %a : f8e5m2[64, 64]\n  %x = lt %q, %q : bool[64, 64]\n",
+	  "lt: operand 0 has dtype f8e5m2, expected a comparable (not fp8) dtype" },
 	{ "  %q = cast %a : f8e4m3[64, 64]\n  %w = cast %b : bf16[64, 32]\n  %x = dot %q, %w : f32[64, 32]\n",
 	  "dot: operands have types f8e4m3[64, 64] and bf16[64, 32], expected two rank-2 tiles of one float "
 	  "dtype (or two fp8 ones, or one integer dtype)" },
