@@ -647,31 +647,32 @@ static void test_grouped_matmul(void **state)
 	}
 }
 
-/* ---- matmul_int8: W8A8, i8 and u8, per-row scales ---- */
+/* ---- matmul_int8 (W8A8, i8 and u8) and matmul_fp8 (e4m3, e5m2): x @ w.T
+ * scaled per row of x and of w, f32 out.  The reference: int8's exact
+ * integer sums scaled in f32 as the kernel does; fp8's in double. */
 
-static void int8_case(const char *T8, int64_t M, int64_t N, int64_t K, const BlkDefine *extra,
-                      int nextra)
+static void scaled_case(const char *kernel, const char *T, BlkDType dt, int64_t M, int64_t N, int64_t K,
+                        const BlkDefine *extra, int nextra)
 {
-	BlkDefine defs[6] = { { "T", T8 } };
+	BlkDefine defs[6] = { { "T", T }, { "OUT", "f32" } };
 	for (int i = 0; i < nextra; i++)
-		defs[1 + i] = extra[i];
+		defs[2 + i] = extra[i];
 	Run r;
-	compile(&r, "matmul_int8.blk", "matmul_int8", defs, 1 + nextra);
-	BlkDType dt = strcmp(T8, "u8") == 0 ? BLK_U8 : BLK_I8;
+	char file[48];
+	snprintf(file, sizeof file, "%s.blk", kernel);
+	compile(&r, file, kernel, defs, 2 + nextra);
 	BlkHostArray *arr[5] = { input(dt, 2, M, K), input(dt, 2, N, K), input(BLK_F32, 1, M, 0),
 	                         input(BLK_F32, 1, N, 0), output(BLK_F32, 2, M, N) };
 	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
 	for (int64_t i = 0; i < M; i++)
 		for (int64_t j = 0; j < N; j++) {
-			int64_t s = 0;
+			double s = 0, sx = blk_host_get(arr[2], (size_t)i), sw = blk_host_get(arr[3], (size_t)j);
 			for (int64_t k = 0; k < K; k++)
-				s += (int64_t)blk_host_get(arr[0], (size_t)(i * K + k)) *
-				     (int64_t)blk_host_get(arr[1], (size_t)(j * K + k));
-			ref[i * N + j] = (double)(float)((float)s * (float)blk_host_get(arr[2], (size_t)i) *
-			                                 (float)blk_host_get(arr[3], (size_t)j));
+				s += blk_host_get(arr[0], (size_t)(i * K + k)) * blk_host_get(arr[1], (size_t)(j * K + k));
+			ref[i * N + j] = blk_dtype_is_fp8(dt) ? s * sx * sw : (double)(float)((float)s * (float)sx * (float)sw);
 		}
 	char what[96];
-	snprintf(what, sizeof what, "matmul_int8 T=%s %" PRId64 "x%" PRId64 "x%" PRId64, T8, M, N, K);
+	snprintf(what, sizeof what, "%s T=%s %" PRId64 "x%" PRId64 "x%" PRId64, kernel, T, M, N, K);
 	run_and_check(&r, arr, 5, 4, ref, what);
 	free(ref);
 	for (int i = 0; i < 5; i++)
@@ -683,47 +684,18 @@ static void test_matmul_int8(void **state)
 {
 	(void)state;
 	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "32" }, { "BK", "8" } };
-	int8_case("i8", 130, 70, 77, NULL, 0);
-	int8_case("u8", 130, 70, 77, NULL, 0);
-	int8_case("i8", 64, 64, 256, small, 3);
-}
-
-/* ---- matmul_fp8: e4m3 and e5m2, f32 sums, per-row scales ---- */
-
-static void fp8_case(const char *T, int64_t M, int64_t N, int64_t K, const BlkDefine *extra, int nextra)
-{
-	BlkDefine defs[6] = { { "T", T }, { "OUT", "f32" } };
-	for (int i = 0; i < nextra; i++)
-		defs[2 + i] = extra[i];
-	Run r;
-	compile(&r, "matmul_fp8.blk", "matmul_fp8", defs, 2 + nextra);
-	BlkDType dt = strcmp(T, "f8e5m2") == 0 ? BLK_F8E5M2 : BLK_F8E4M3;
-	BlkHostArray *arr[5] = { input(dt, 2, M, K), input(dt, 2, N, K), input(BLK_F32, 1, M, 0),
-	                         input(BLK_F32, 1, N, 0), output(BLK_F32, 2, M, N) };
-	double *ref = calloc((size_t)(M * N) + 1, sizeof *ref);
-	for (int64_t i = 0; i < M; i++)
-		for (int64_t j = 0; j < N; j++) {
-			double s = 0;
-			for (int64_t k = 0; k < K; k++)
-				s += blk_host_get(arr[0], (size_t)(i * K + k)) * blk_host_get(arr[1], (size_t)(j * K + k));
-			ref[i * N + j] = s * blk_host_get(arr[2], (size_t)i) * blk_host_get(arr[3], (size_t)j);
-		}
-	char what[96];
-	snprintf(what, sizeof what, "matmul_fp8 T=%s %" PRId64 "x%" PRId64 "x%" PRId64, T, M, N, K);
-	run_and_check(&r, arr, 5, 4, ref, what);
-	free(ref);
-	for (int i = 0; i < 5; i++)
-		blk_host_free(arr[i]);
-	run_free(&r);
+	scaled_case("matmul_int8", "i8", BLK_I8, 130, 70, 77, NULL, 0);
+	scaled_case("matmul_int8", "u8", BLK_U8, 130, 70, 77, NULL, 0);
+	scaled_case("matmul_int8", "i8", BLK_I8, 64, 64, 256, small, 3);
 }
 
 static void test_matmul_fp8(void **state)
 {
 	(void)state;
 	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "32" }, { "BK", "8" } };
-	fp8_case("f8e4m3", 130, 70, 77, NULL, 0);
-	fp8_case("f8e5m2", 130, 70, 77, NULL, 0);
-	fp8_case("f8e4m3", 64, 64, 256, small, 3);
+	scaled_case("matmul_fp8", "f8e4m3", BLK_F8E4M3, 130, 70, 77, NULL, 0);
+	scaled_case("matmul_fp8", "f8e5m2", BLK_F8E5M2, 130, 70, 77, NULL, 0);
+	scaled_case("matmul_fp8", "f8e4m3", BLK_F8E4M3, 64, 64, 256, small, 3);
 }
 
 /* ---- paged_attention: a page table that scatters each sequence ---- */
