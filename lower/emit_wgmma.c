@@ -149,6 +149,8 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 	if (!(ad && ad->kind == BLK_OP_DOT && blk_lower_dot_wgmma(ad))) /* its registers were others' */
 		ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.fence.sync.aligned;", "~{memory}");
 	bool regs = !ra; /* A in registers: a tile in the wgmma layout of its rows */
+	if (regs && blk_dtype_size(op->operands[0]->type.dtype) != 2) /* the pipeliner keeps 8 bits in shared */
+		blk_die("lower: emit: a wgmma dot with an 8-bit A in registers");
 	bool ta = ra && ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
 	BlkDType adt = op->operands[0]->type.dtype, bdt = op->operands[1]->type.dtype;
 	int kw = blk_layout_wgmma_k(blk_dtype_size(adt)), nd = N / 2;
