@@ -1475,13 +1475,14 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		          "%s and %s", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
-	bool i8 = blk_dtype_is_byte(x.t.dtype);
-	bool f8 = blk_dtype_is_fp8(x.t.dtype) && blk_dtype_is_fp8(y.t.dtype); /* e4m3 x e5m2 mix */
-	if ((x.t.dtype != y.t.dtype && !f8) || (!blk_dtype_is_float(x.t.dtype) && !i8 && !f8)) {
+	/* the 8-bit formats mix: i8 x u8 (asymmetric quantization), e4m3 x e5m2 */
+	bool i8 = blk_dtype_is_byte(x.t.dtype) && blk_dtype_is_byte(y.t.dtype);
+	bool f8 = blk_dtype_is_fp8(x.t.dtype) && blk_dtype_is_fp8(y.t.dtype);
+	if ((x.t.dtype != y.t.dtype && !f8 && !i8) || (!blk_dtype_is_float(x.t.dtype) && !i8 && !f8)) {
 		blk_error(c->d, e->loc, "dot needs two tiles of one dtype, f32, f16 or bf16 (an f32 "
-		          "result) or i8 or u8 (an i32 result), or two fp8 tiles (f8e4m3 or f8e5m2, "
-		          "mixed or not: an f32 result), got %s and %s; convert one with astype",
-		          tstr(c, &x), tstr(c, &y));
+		          "result), or two 8-bit integer tiles (i8 or u8, mixed or not: an i32 result), "
+		          "or two fp8 tiles (f8e4m3 or f8e5m2, mixed or not: an f32 result), got %s and "
+		          "%s; convert one with astype", tstr(c, &x), tstr(c, &y));
 		return ck_poison();
 	}
 	if (!blk_sym_equal(x.t.dims[r - 1], y.t.dims[r - 2])) {

@@ -403,10 +403,11 @@ static void check_dot(Verifier *V, const BlkOp *op)
 		return;
 	/* integer: i8 or u8 operands (i32 where the SIMT path staged them widened) */
 	bool i8 = blk_dtype_is_int(a->dtype), f8 = blk_dtype_is_fp8(a->dtype) && blk_dtype_is_fp8(b->dtype);
+	bool mix = f8 || (blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype)); /* 8-bit formats mix */
 	if (a->rank != 2 || b->rank != 2 || (!blk_dtype_is_float(a->dtype) && !i8 && !f8) ||
-	    (a->dtype != b->dtype && !f8)) {
+	    (a->dtype != b->dtype && !mix)) {
 		fail(V, "operands have types %s and %s, expected two rank-2 tiles of one float dtype "
-		     "(or two fp8 ones, or one integer dtype)", ty(V, a), ty(V, b));
+		     "(or two fp8 ones, or two 8-bit integer ones, or one integer dtype)", ty(V, a), ty(V, b));
 		return;
 	}
 	int bt = blk_op_int(op, "b_trans", 0) != 0; /* lower/: b given as [N, K] */

@@ -63,6 +63,8 @@ static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot)
 		return "its operands are not both f16, both bf16 or both 8-bit";
 	if (strcmp(c->arch, "sm_90a") != 0)
 		return "wgmma needs --arch=sm_90a";
+	if (bytes && blk_dtype_is_byte(a->dtype) && a->dtype != b->dtype)
+		return "i8 with u8 needs PTX ISA 8.4 (wgmma with mixed integer types), newer than blk emits";
 	int ks = blk_layout_wgmma_k(blk_dtype_size(a->dtype));
 	if ((int)blk_lower_dim(a->dims[1]) % ks ||
 	    !blk_layout_wgmma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]), c->nthreads))

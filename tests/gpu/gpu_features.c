@@ -1255,6 +1255,23 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_F8E4M3, 150, 128), A2('i', BLK_F8E5M2, 70, 128), A2('o', BLK_F32, 150, 70),
 	     A2('o', BLK_F32, 150, 70)),
+	/* u8 x i8 (asymmetric quantization: unsigned activations, signed
+	 * weights), exact: a loop, a dot of all K, a 16 x 16 one -- all on the
+	 * SIMT path (wgmma's mixed-integer form needs PTX ISA 8.4) */
+	CASE("int8_mixed", false,
+	     "kernel int8_mixed[BM = 64, BN = 64, BK = 64](\n"
+	     "    a: in u8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], w[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = dot(w[...][:64, :], a[...].T) + dot(a[...][:16, :], w[...][:16, :].T)[0:1, 0:1];\n"
+	     "}\n",
+	     A2('i', BLK_U8, 150, 128), A2('i', BLK_I8, 70, 128), A2('o', BLK_I32, 150, 70),
+	     A2('o', BLK_I32, 150, 70)),
 	/* fp8 dots wgmma cannot read as copied (w [K, N]; a computed A):
 	 * staged through registers; and the SIMT path (a tile too small for
 	 * wgmma: exact f32 sums) */

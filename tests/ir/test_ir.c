@@ -720,7 +720,7 @@ static const struct {
 	  "lt: operand 0 has dtype f8e5m2, expected a comparable (not fp8) dtype" },
 	{ "  %q = cast %a : f8e4m3[64, 64]\n  %w = cast %b : bf16[64, 32]\n  %x = dot %q, %w : f32[64, 32]\n",
 	  "dot: operands have types f8e4m3[64, 64] and bf16[64, 32], expected two rank-2 tiles of one float "
-	  "dtype (or two fp8 ones, or one integer dtype)" },
+	  "dtype (or two fp8 ones, or two 8-bit integer ones, or one integer dtype)" },
 	{ "  %x = select %a, %a, %a : f32[64, 64]\n",
 	  "select: operand 0 has type f32[64, 64], expected bool[64, 64]" },
 	{ "  %x = dot %a, %a : f32[64, 64]\n  %y = dot %a, %b, %a : f32[64, 32]\n",
