@@ -47,8 +47,7 @@ bool blk_dtype_is_fp8(BlkDType t)
 	return t == BLK_F8E4M3 || t == BLK_F8E5M2;
 }
 
-/* An fp8 format: exponent and mantissa bits, its largest finite code. */
-static void fp8_format(BlkDType t, int *eb, int *mb, int *maxcode)
+void blk_fp8_format(BlkDType t, int *eb, int *mb, int *maxcode)
 {
 	bool e4 = t == BLK_F8E4M3;
 	*eb = e4 ? 4 : 5, *mb = e4 ? 3 : 2, *maxcode = e4 ? 0x7e : 0x7b;
@@ -57,7 +56,7 @@ static void fp8_format(BlkDType t, int *eb, int *mb, int *maxcode)
 float blk_fp8_to_f32(BlkDType t, uint8_t b)
 {
 	int eb, mb, mx;
-	fp8_format(t, &eb, &mb, &mx);
+	blk_fp8_format(t, &eb, &mb, &mx);
 	int bias = (1 << (eb - 1)) - 1, e = (b >> mb) & ((1 << eb) - 1), m = b & ((1 << mb) - 1);
 	float v;
 	if ((b & 0x7f) > mx)
@@ -75,7 +74,7 @@ float blk_fp8_to_f32(BlkDType t, uint8_t b)
 uint8_t blk_f32_to_fp8(BlkDType t, float f)
 {
 	int eb, mb, mx;
-	fp8_format(t, &eb, &mb, &mx);
+	blk_fp8_format(t, &eb, &mb, &mx);
 	int bias = (1 << (eb - 1)) - 1, emin = 1 - bias, e;
 	uint8_t s = signbit(f) ? 0x80 : 0;
 	float a = fabsf(f);

@@ -59,6 +59,9 @@ bool blk_dtype_is_fp8(BlkDType t);
  * largest finite value (infinities too, as cvt.rn.satfinite), NaN to
  * 0x7f with f's sign. */
 uint8_t blk_f32_to_fp8(BlkDType t, float f);
+/* An fp8 format's exponent and mantissa bits and its largest finite code
+ * (the kernel's conversions, lower/emit_elementwise.c, read it too). */
+void blk_fp8_format(BlkDType t, int *eb, int *mb, int *maxcode);
 float blk_fp8_to_f32(BlkDType t, uint8_t b); /* exact */
 /* v wrapped to an integer dtype's range (two's complement, as NumPy's i8
  * and u8 arithmetic and astype do); i32 and others: as is. */

@@ -384,12 +384,13 @@ static LLVMValueRef iconst(Emit *E, int64_t v)
 	return emit_i32(E, v);
 }
 
-/* An fp8 format's fields (ir.c's fp8_format): mantissa bits, exponent
- * bias, largest finite code. */
+/* An fp8 format's fields: mantissa bits, exponent bias, largest finite
+ * code (ir.c's blk_fp8_format). */
 static void fp8_fields(BlkDType dt, int *mb, int *bias, int *maxcode)
 {
-	bool e4 = dt == BLK_F8E4M3;
-	*mb = e4 ? 3 : 2, *bias = e4 ? 7 : 15, *maxcode = e4 ? 0x7e : 0x7b;
+	int eb;
+	blk_fp8_format(dt, &eb, mb, maxcode);
+	*bias = (1 << (eb - 1)) - 1;
 }
 
 /* fp8 bits (i8) -> f32, exactly (ir.c's blk_fp8_to_f32): a normal code
