@@ -260,6 +260,9 @@ typedef struct BlkAstKernel {
 	int ncparams;
 	BlkAstParam *params;
 	int nparams;
+	const char **dynamic; /* `dynamic (M, N)`: launch sizes passed at run time */
+	BlkLoc *dynamic_loc;
+	int ndynamic;
 	bool has_grid; /* `grid (...)` was given (possibly empty) */
 	BlkLoc grid_loc;
 	BlkAstGridAxis *grid;

@@ -808,6 +808,35 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 			bind_param(c, &ak->params[i], i, ok[i]);
 }
 
+/* `dynamic (M, N)`: each name a launch size of this kernel, once. */
+static void check_dynamic(Ck *c, const BlkAstKernel *ak)
+{
+	CkKernel *k = c->k;
+	k->size_dyn = BLK_NEW_N(c->a, int64_t, k->nsizes + 1);
+	for (int i = 0; i < ak->ndynamic; i++) {
+		const char *n = ak->dynamic[i];
+		int s = 0;
+		while (s < k->nsizes && strcmp(k->sizes[s], n) != 0)
+			s++;
+		for (int j = 0; j < i; j++)
+			if (strcmp(ak->dynamic[j], n) == 0) {
+				blk_error(c->d, ak->dynamic_loc[i], "`%s` is named twice in `dynamic (...)`", n);
+				break;
+			}
+		if (s < k->nsizes) {
+			k->size_dyn[s] = 1;
+			continue;
+		}
+		blk_error(c->d, ak->dynamic_loc[i], "`%s` in `dynamic (...)` is not a launch size of `%s`",
+		          n, ak->name);
+		if (k->nsizes)
+			blk_note(c->d, ak->dynamic_loc[i], "launch sizes are the names in the parameters' "
+			         "shapes, such as `%s`", k->sizes[0]);
+		else
+			blk_note(c->d, ak->dynamic_loc[i], "the parameters' shapes are all constants");
+	}
+}
+
 /* ---- files ---------------------------------------------------------------------------- */
 
 static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDefine *defs,
@@ -820,6 +849,7 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 	check_params(c, ak);
 	if (!k->params) /* too many */
 		return;
+	check_dynamic(c, ak);
 	ck_block(c, ak->body);
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].access == BLK_ACCESS_OUT && !k->written[i])

@@ -135,6 +135,7 @@ typedef struct CkKernel {
 	bool *written;        /* per param: a store or atomic_add names it */
 	int nsizes;
 	const char **sizes;
+	int64_t *size_dyn;    /* per size: 1 if `dynamic (...)` names it, else 0 */
 	int grid_rank;
 	const BlkSym *grid[BLK_MAX_RANK];
 	bool grid_seq[BLK_MAX_RANK];

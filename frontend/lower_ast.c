@@ -791,6 +791,7 @@ static void lw_signature(Lw *L, BlkKernel *K)
 			K->params[i].index_map = lw_index_map(L, &k->ast->params[i], i);
 	K->nsizes = k->nsizes;
 	K->sizes = k->sizes;
+	K->size_dyn = k->size_dyn;
 	K->grid_rank = k->grid_rank;
 	memcpy(K->grid, k->grid, sizeof K->grid);
 	memcpy(K->grid_seq, k->grid_seq, sizeof K->grid_seq);

@@ -977,6 +977,25 @@ static void parse_grid(Parser *p, BlkAstKernel *k)
 	k->ngrid = v.n;
 }
 
+/* "dynamic" "(" IDENT { "," IDENT } [ "," ] ")" -- `dynamic` is a word
+ * here, not a keyword, so it stays free as a name elsewhere. */
+static void parse_dynamic(Parser *p, BlkAstKernel *k)
+{
+	Vec names = {0}, locs = {0};
+	next(p);
+	expect(p, BLK_TOK_LPAREN);
+	if (!at(p, BLK_TOK_RPAREN))
+		do {
+			BlkLoc *l = vec_push(p, &locs, sizeof(BlkLoc));
+			const char **n = vec_push(p, &names, sizeof(const char *));
+			*n = expect_ident(p, "a launch size name", l);
+		} while (more(p, BLK_TOK_RPAREN));
+	expect(p, BLK_TOK_RPAREN);
+	k->dynamic = names.data;
+	k->dynamic_loc = locs.data;
+	k->ndynamic = names.n;
+}
+
 /* The kernel header up to the body's "{". */
 static void parse_header(Parser *p, BlkAstKernel *k)
 {
@@ -994,6 +1013,9 @@ static void parse_header(Parser *p, BlkAstKernel *k)
 		while (more(p, BLK_TOK_RPAREN));
 		expect(p, BLK_TOK_RPAREN);
 	}
+	if (at(p, BLK_TOK_IDENT) && tok(p)->len == 7 && memcmp(tok(p)->text, "dynamic", 7) == 0 &&
+	    peek2(p) == BLK_TOK_LPAREN)
+		parse_dynamic(p, k);
 	if (at(p, BLK_TOK_GRID))
 		parse_grid(p, k);
 	k->cparams = cps.data;
@@ -1004,6 +1026,7 @@ static void parse_header(Parser *p, BlkAstKernel *k)
 
 /* kernel = "kernel" IDENT [ "[" cparam { "," cparam } [ "," ] "]" ]
  *          "(" param { "," param } [ "," ] ")"
+ *          [ "dynamic" "(" IDENT { "," IDENT } [ "," ] ")" ]
  *          [ "grid" "(" [ gridaxis { "," gridaxis } [ "," ] ] ")" ]
  *          block ; */
 static BlkAstKernel *parse_kernel(Parser *p)

@@ -17,6 +17,7 @@
 #include "ir.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What the binding knows about each size. */
@@ -238,4 +239,126 @@ bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
 			ok &= check_dims(&b, p, &arrays[ai++]);
 	}
 	return ok && blk_check_launch_dims(k, values, d);
+}
+
+/* ---- dynamic sizes ------------------------------------------------------------ */
+
+enum { MAX_CANDIDATES = 32 };
+
+typedef struct Candidates {
+	int n;
+	int64_t v[MAX_CANDIDATES];
+} Candidates;
+
+static void add_candidate(Candidates *c, const BlkSym *s)
+{
+	int64_t v;
+	if (!s || !blk_sym_is_const(s, &v) || v <= 1 || c->n == MAX_CANDIDATES)
+		return;
+	for (int i = 0; i < c->n; i++)
+		if (c->v[i] == v)
+			return;
+	c->v[c->n++] = v;
+}
+
+static void ds_candidates(const BlkRegion *r, Candidates *c)
+{
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		for (int i = 0; i < op->nattrs; i++)
+			for (int j = 0; op->attrs[i].kind == BLK_ATTR_INDEX && j < op->attrs[i].index.n; j++)
+				if (op->attrs[i].index.v[j].kind == BLK_INDEX_DS)
+					add_candidate(c, op->attrs[i].index.v[j].size);
+		for (int i = 0; i < op->nregions; i++)
+			ds_candidates(op->regions[i], c);
+	}
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	a = a < 0 ? -a : a;
+	b = b < 0 ? -b : b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The lcm of the candidates dividing v (v > 1). */
+static int64_t size_class(const Candidates *c, int64_t v)
+{
+	int64_t g = 1;
+	for (int i = 0; i < c->n; i++)
+		if (v % c->v[i] == 0) {
+			int64_t l = g / gcd64(g, c->v[i]) * c->v[i];
+			g = l <= (INT64_C(1) << 30) ? l : g;
+		}
+	return g;
+}
+
+bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayDesc *arrays,
+                       int narrays, int64_t *csizes, BlkArrayDesc *carrays)
+{
+	bool any = false;
+	Candidates c = { 1, { 16 } };
+	for (int pi = 0; pi < k->nparams; pi++)
+		for (int d = 0; d < k->params[pi].rank; d++)
+			add_candidate(&c, k->params[pi].block[d]);
+	ds_candidates(k->body, &c);
+	for (int i = 0; i < k->nsizes; i++) {
+		int64_t v = sizes[i];
+		csizes[i] = v;
+		any |= v < 0; /* already a class */
+		if (k->size_dyn && k->size_dyn[i] > 0 && v != 1 && v >= 0) {
+			csizes[i] = -size_class(&c, v);
+			any = true;
+		}
+	}
+	if (carrays != arrays)
+		memcpy(carrays, arrays, sizeof *carrays * (size_t)(narrays > 0 ? narrays : 0));
+	if (!any)
+		return false;
+	/* static values substituted first: what is left names dynamic sizes */
+	int64_t *stat = calloc((size_t)k->nsizes + 1, sizeof *stat);
+	const char **snames = calloc((size_t)k->nsizes + 1, sizeof *snames);
+	int64_t *divs = calloc((size_t)k->nsizes + 1, sizeof *divs);
+	const char **dnames = calloc((size_t)k->nsizes + 1, sizeof *dnames);
+	BlkArena *a = blk_arena_create();
+	if (!stat || !snames || !divs || !dnames || !a)
+		blk_die("out of memory");
+	BlkSymEnv senv = { 0, snames, stat }, denv = { 0, dnames, divs };
+	for (int i = 0; i < k->nsizes; i++) {
+		if (csizes[i] >= 0)
+			snames[senv.n] = k->sizes[i], stat[senv.n++] = csizes[i];
+		else
+			dnames[denv.n] = k->sizes[i], divs[denv.n++] = -csizes[i];
+	}
+	int ai = 0;
+	for (int pi = 0; pi < k->nparams && ai < narrays; pi++) {
+		const BlkParam *p = &k->params[pi];
+		if (p->access == BLK_ACCESS_SCRATCH)
+			continue;
+		BlkArrayDesc *x = &carrays[ai++];
+		bool later = false; /* a dim after this one is dynamic */
+		for (int d = p->rank - 1; d >= 0 && d < x->rank; d--) {
+			if (later && x->strides[d] >= 0) /* as Triton: a multiple of 16, or not */
+				x->strides[d] = x->strides[d] % 16 ? -1 : -16;
+			const BlkSym *s = blk_sym_subst(a, p->shape[d], &senv);
+			int64_t v;
+			if (blk_sym_is_const(s, &v) || x->shape[d] < 0) {
+				later |= x->shape[d] < 0;
+				continue;
+			}
+			int64_t g = blk_sym_divisor(s, &denv);
+			x->shape[d] = -(g > 0 ? g : 1);
+			later = true;
+		}
+	}
+	blk_arena_destroy(a);
+	free(stat);
+	free(snames);
+	free(divs);
+	free(dnames);
+	return true;
 }

@@ -300,6 +300,10 @@ typedef struct BlkKernel {
 	BlkParam *params;        /* declaration order */
 	int nsizes;
 	const char **sizes;      /* launch sizes, in order of first appearance */
+	/* per size (NULL: all 0): 0 compiled in at each launch; > 0 dynamic, a
+	 * kernel argument (`dynamic (M)`), the value a known divisor of it
+	 * (1 before specialization; the class the launch fell in after) */
+	int64_t *size_dyn;
 	int grid_rank;
 	const BlkSym *grid[BLK_MAX_RANK];
 	bool grid_seq[BLK_MAX_RANK]; /* sequential axis: runs in order inside one program, scratch persists */
@@ -397,6 +401,24 @@ bool blk_bind_sizes(const BlkKernel *k, const BlkArrayDesc *arrays, int narrays,
 /* What bound sizes imply (blk_bind_sizes calls it last): every grid extent
  * >= 0, every block and scratch dim >= 1, all below 2^31. */
 bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d);
+
+/* ---- dynamic sizes (`dynamic (M)`) ------------------------------------- */
+
+/* The compiled code of a kernel with dynamic sizes depends only on the
+ * launch's class, not on those sizes' values.  From bound sizes and the
+ * arrays, blk_dynamic_class writes the class as sizes and array descs in
+ * which a run-time quantity is negative: -g for "not known now, divisible
+ * by g".  A dynamic size equal to 1 stays 1 (compiled in, as Triton does);
+ * any other gets g = the lcm of those of 16, the kernel's constant block
+ * dims and its constant ds sizes that divide it.  An array dim whose
+ * shape uses a dynamic size becomes -(the divisor that implies), and the
+ * strides of the dims before it -16 if a multiple of 16, else -1.  Everything else is
+ * copied.  csizes/carrays may be the same memory as sizes/arrays.
+ * Returns whether anything is dynamic.  The compiled code then takes each
+ * negative size (i32) and each negative stride (i64) as a kernel argument
+ * (lower.h). */
+bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayDesc *arrays,
+                       int narrays, int64_t *csizes, BlkArrayDesc *carrays);
 
 /* ---- the interpreter (the oracle for GPU results) ---------------------- */
 

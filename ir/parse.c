@@ -772,7 +772,8 @@ static void parse_cparams(Parser *P, BlkKernel *k)
 	expect(P, "]");
 }
 
-/* sizes = "sizes" "(" [ NAME { "," NAME } ] ")" */
+/* sizes = "sizes" "(" [ size { "," size } ] ")" ;
+ * size = NAME [ "dynamic" [ "(" INT ")" ] ]  (INT: a known divisor) */
 static void parse_sizes(Parser *P, BlkKernel *k)
 {
 	expect(P, "sizes");
@@ -780,7 +781,21 @@ static void parse_sizes(Parser *P, BlkKernel *k)
 	while (!is(&P->tok, ")")) {
 		k->sizes = blk_arena_grow(P->a, k->sizes, (size_t)k->nsizes, (size_t)k->nsizes + 1,
 		                          sizeof *k->sizes);
+		k->size_dyn = blk_arena_grow(P->a, k->size_dyn, (size_t)k->nsizes, (size_t)k->nsizes + 1,
+		                             sizeof *k->size_dyn);
+		k->size_dyn[k->nsizes] = 0;
 		k->sizes[k->nsizes++] = expect_ident(P, "a size name");
+		if (accept(P, "dynamic")) {
+			k->size_dyn[k->nsizes - 1] = 1;
+			if (accept(P, "(")) {
+				BlkLoc l = P->tok.loc;
+				int64_t v = expect_int(P);
+				if (v < 1)
+					fail(P, l, "a dynamic size's divisor must be at least 1, got %lld", (long long)v);
+				k->size_dyn[k->nsizes - 1] = v;
+				expect(P, ")");
+			}
+		}
 		if (!accept(P, ","))
 			break;
 	}

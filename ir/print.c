@@ -292,8 +292,14 @@ static void print_header(FILE *out, const BlkKernel *k)
 		print_cparam(out, &k->cparams[i]);
 	}
 	fputs("]\n  sizes (", out);
-	for (int i = 0; i < k->nsizes; i++)
+	for (int i = 0; i < k->nsizes; i++) {
+		int64_t dyn = k->size_dyn ? k->size_dyn[i] : 0;
 		fprintf(out, "%s%s", i ? ", " : "", k->sizes[i]);
+		if (dyn > 0)
+			fputs(" dynamic", out);
+		if (dyn > 1) /* what specialization knows: a divisor */
+			fprintf(out, "(%lld)", (long long)dyn);
+	}
 	fputs(")\n  grid (", out);
 	for (int i = 0; i < k->grid_rank; i++) {
 		fputs(i ? ", " : "", out);

@@ -160,6 +160,45 @@ const BlkSym *blk_sym_subst(BlkArena *a, const BlkSym *s, const BlkSymEnv *env)
 	}
 }
 
+static int64_t gcd_u(int64_t a, int64_t b)
+{
+	a = a < 0 ? -a : a;
+	b = b < 0 ? -b : b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int64_t blk_sym_divisor(const BlkSym *s, const BlkSymEnv *divs)
+{
+	int64_t v, x, y;
+	switch (s->kind) {
+	case BLK_SYM_CONST: return s->value < 0 ? -s->value : s->value;
+	case BLK_SYM_VAR: return lookup(divs, s->name, &v) && v > 0 ? v : 1;
+	case BLK_SYM_ADD:
+	case BLK_SYM_SUB:
+	case BLK_SYM_MIN:
+	case BLK_SYM_MAX:
+		return gcd_u(blk_sym_divisor(s->a, divs), blk_sym_divisor(s->b, divs));
+	case BLK_SYM_MUL:
+		x = blk_sym_divisor(s->a, divs), y = blk_sym_divisor(s->b, divs);
+		if (!x || !y)
+			return 0;
+		return x <= INT32_MAX && y <= INT32_MAX ? x * y : 1;
+	default: return 1;
+	}
+}
+
+bool blk_sym_uses(const BlkSym *s, const char *name)
+{
+	if (s->kind == BLK_SYM_VAR)
+		return strcmp(s->name, name) == 0;
+	return s->kind != BLK_SYM_CONST && (blk_sym_uses(s->a, name) || blk_sym_uses(s->b, name));
+}
+
 static int precedence(BlkSymKind k)
 {
 	switch (k) {

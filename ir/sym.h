@@ -58,6 +58,14 @@ bool blk_sym_eval(const BlkSym *s, const BlkSymEnv *env, int64_t *out);
 /* Replaces bound variables by their values and refolds. */
 const BlkSym *blk_sym_subst(BlkArena *a, const BlkSym *s, const BlkSymEnv *env);
 
+/* A number that provably divides s's value, when every variable named in
+ * divs divides by its value there (a variable not named: 1).  0 means s
+ * is 0 (everything divides it).  Sums, min and max keep the common
+ * divisor, products multiply; a division or a modulus knows nothing. */
+int64_t blk_sym_divisor(const BlkSym *s, const BlkSymEnv *divs);
+/* Whether s names variable `name`. */
+bool blk_sym_uses(const BlkSym *s, const char *name);
+
 /* Writes the expression in the language's own syntax: M, 64, cdiv(M, 64),
  * (K - 1) * 2.  Returns the number of characters written. */
 int blk_sym_print(FILE *out, const BlkSym *s);

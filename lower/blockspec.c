@@ -20,49 +20,130 @@
 
 /* ---- value ranges of i32 scalars ------------------------------------------- */
 
+/* [lo, hi], or with a dynamic size in the bound, [lo, top * mul + add]
+ * (top a symbolic count: a grid extent, a loop's trip bound). */
 typedef struct Range {
 	int64_t lo, hi;
 	bool known;
+	const BlkSym *top;
+	int64_t mul, add;
 } Range;
 
-static const Range unknown = { 0, 0, false };
+static const Range unknown = { 0, 0, false, NULL, 0, 0 };
 
 static Range range_of(LowerCtx *c, const BlkValue *v);
+
+static Range numeric(int64_t lo, int64_t hi)
+{
+	return (Range){ lo, hi, true, NULL, 0, 0 };
+}
+
+/* i in [lo, n - 1] for n a shape expression. */
+static Range below(int64_t lo, const BlkSym *n)
+{
+	int64_t v;
+	if (blk_sym_is_const(n, &v))
+		return numeric(lo, v > lo ? v - 1 : lo);
+	return (Range){ lo, 0, true, n, 1, -1 };
+}
+
+/* The shape expression an i32 scalar computes from constants and `size`
+ * ops (cdiv in either of lower_ast.c's forms), or NULL. */
+static const BlkSym *sym_of(LowerCtx *c, const BlkValue *v, int depth)
+{
+	int64_t x;
+	if (blk_lower_const_int(v, &x))
+		return blk_sym_const(c->a, x);
+	const BlkOp *op = v->def;
+	if (!op || depth > 16 || v->type.rank != 0 || v->type.dtype != BLK_I32)
+		return NULL;
+	if (op->kind == BLK_OP_SIZE)
+		return blk_sym_var(c->a, blk_op_attr(op, "name")->s);
+	if (op->kind == BLK_OP_NEG) { /* -((-a) // b) */
+		const BlkOp *q = op->operands[0]->def;
+		if (!q || q->kind != BLK_OP_FLOORDIV || !q->operands[0]->def ||
+		    q->operands[0]->def->kind != BLK_OP_NEG)
+			return NULL;
+		const BlkSym *a = sym_of(c, q->operands[0]->def->operands[0], depth + 1);
+		const BlkSym *d = sym_of(c, q->operands[1], depth + 1);
+		return a && d ? blk_sym_binary(c->a, BLK_SYM_CDIV, a, d) : NULL;
+	}
+	if (op->kind == BLK_OP_ADD && op->operands[1]->def && op->operands[1]->def->kind == BLK_OP_CAST &&
+	    op->operands[0]->def && op->operands[0]->def->kind == BLK_OP_FLOORDIV) {
+		/* a // b + (a % b != 0), the operands the same values */
+		const BlkOp *q = op->operands[0]->def, *ne = op->operands[1]->def->operands[0]->def;
+		const BlkOp *r = ne && ne->kind == BLK_OP_NE ? ne->operands[0]->def : NULL;
+		if (r && r->kind == BLK_OP_MOD && r->operands[0] == q->operands[0] &&
+		    r->operands[1] == q->operands[1]) {
+			const BlkSym *a = sym_of(c, q->operands[0], depth + 1);
+			const BlkSym *d = sym_of(c, q->operands[1], depth + 1);
+			return a && d ? blk_sym_binary(c->a, BLK_SYM_CDIV, a, d) : NULL;
+		}
+	}
+	static const BlkSymKind kinds[] = {
+		[BLK_OP_ADD] = BLK_SYM_ADD, [BLK_OP_SUB] = BLK_SYM_SUB, [BLK_OP_MUL] = BLK_SYM_MUL,
+		[BLK_OP_FLOORDIV] = BLK_SYM_FLOORDIV, [BLK_OP_MOD] = BLK_SYM_MOD,
+		[BLK_OP_MIN] = BLK_SYM_MIN, [BLK_OP_MAX] = BLK_SYM_MAX,
+	};
+	if ((unsigned)op->kind >= sizeof kinds / sizeof kinds[0] || op->noperands != 2 ||
+	    (!kinds[op->kind] && op->kind != BLK_OP_ADD))
+		return NULL;
+	const BlkSym *a = sym_of(c, op->operands[0], depth + 1), *d = sym_of(c, op->operands[1], depth + 1);
+	return a && d ? blk_sym_binary(c->a, kinds[op->kind], a, d) : NULL;
+}
 
 static Range range_iv(LowerCtx *c, const BlkValue *v)
 {
 	BlkOp *f = v->owner ? v->owner->parent : NULL;
-	int64_t lo, hi, st;
+	int64_t lo, st;
 	if (!f || f->kind != BLK_OP_FOR || v->index != 0 ||
-	    !blk_lower_const_int(f->operands[0], &lo) || !blk_lower_const_int(f->operands[1], &hi) ||
-	    !blk_lower_const_int(f->operands[2], &st) || st <= 0)
+	    !blk_lower_const_int(f->operands[0], &lo) || !blk_lower_const_int(f->operands[2], &st) ||
+	    st <= 0)
 		return unknown;
-	(void)c;
-	return (Range){ lo, hi > lo ? hi - 1 : lo, true };
+	const BlkSym *hi = sym_of(c, f->operands[1], 0);
+	return hi ? below(lo, hi) : unknown;
 }
 
 static Range range_binary(BlkOpKind k, Range x, Range y)
 {
 	if (!x.known || !y.known)
 		return unknown;
+	if (x.top || y.top) { /* a symbolic bound: offsets and scales of it */
+		if (y.top && (k == BLK_OP_ADD || k == BLK_OP_MUL)) {
+			Range t = x;
+			x = y, y = t;
+		}
+		if (y.top)
+			return unknown;
+		switch (k) {
+		case BLK_OP_ADD: return (Range){ x.lo + y.lo, 0, true, x.top, x.mul, x.add + y.hi };
+		case BLK_OP_SUB: return (Range){ x.lo - y.hi, 0, true, x.top, x.mul, x.add - y.lo };
+		case BLK_OP_MUL:
+			if (y.lo == y.hi && y.lo >= 0)
+				return (Range){ x.lo * y.lo, 0, true, x.top, x.mul * y.lo, x.add * y.lo };
+			return unknown;
+		case BLK_OP_MIN: return numeric(x.lo < y.lo ? x.lo : y.lo, y.hi);
+		default: return unknown;
+		}
+	}
 	switch (k) {
-	case BLK_OP_ADD: return (Range){ x.lo + y.lo, x.hi + y.hi, true };
-	case BLK_OP_SUB: return (Range){ x.lo - y.hi, x.hi - y.lo, true };
-	case BLK_OP_MIN: return (Range){ x.lo < y.lo ? x.lo : y.lo, x.hi < y.hi ? x.hi : y.hi, true };
-	case BLK_OP_MAX: return (Range){ x.lo > y.lo ? x.lo : y.lo, x.hi > y.hi ? x.hi : y.hi, true };
+	case BLK_OP_ADD: return numeric(x.lo + y.lo, x.hi + y.hi);
+	case BLK_OP_SUB: return numeric(x.lo - y.hi, x.hi - y.lo);
+	case BLK_OP_MIN: return numeric(x.lo < y.lo ? x.lo : y.lo, x.hi < y.hi ? x.hi : y.hi);
+	case BLK_OP_MAX: return numeric(x.lo > y.lo ? x.lo : y.lo, x.hi > y.hi ? x.hi : y.hi);
 	case BLK_OP_MUL:
 		if (y.lo == y.hi && y.lo >= 0)
-			return (Range){ x.lo * y.lo, x.hi * y.lo, true };
+			return numeric(x.lo * y.lo, x.hi * y.lo);
 		if (x.lo == x.hi && x.lo >= 0)
-			return (Range){ y.lo * x.lo, y.hi * x.lo, true };
+			return numeric(y.lo * x.lo, y.hi * x.lo);
 		return unknown;
 	case BLK_OP_FLOORDIV:
 		if (y.lo == y.hi && y.lo > 0 && x.lo >= 0)
-			return (Range){ x.lo / y.lo, x.hi / y.lo, true };
+			return numeric(x.lo / y.lo, x.hi / y.lo);
 		return unknown;
 	case BLK_OP_MOD:
 		if (y.lo == y.hi && y.lo > 0)
-			return (Range){ 0, y.lo - 1, true };
+			return numeric(0, y.lo - 1);
 		return unknown;
 	default: return unknown;
 	}
@@ -72,18 +153,49 @@ static Range range_of(LowerCtx *c, const BlkValue *v)
 {
 	int64_t x;
 	if (blk_lower_const_int(v, &x))
-		return (Range){ x, x, true };
+		return numeric(x, x);
 	if (!v->def)
 		return range_iv(c, v);
 	const BlkOp *op = v->def;
 	if (op->kind == BLK_OP_PROGRAM_ID) {
 		int64_t a = blk_op_int(op, "axis", 0);
-		int64_t g = a < c->k->grid_rank ? blk_lower_dim(c->k->grid[a]) : 1;
-		return (Range){ 0, g > 0 ? g - 1 : 0, true };
+		return a < c->k->grid_rank ? below(0, c->k->grid[a]) : numeric(0, 0);
 	}
 	if (op->noperands == 2 && v->type.rank == 0)
 		return range_binary(op->kind, range_of(c, op->operands[0]), range_of(c, op->operands[1]));
 	return unknown;
+}
+
+/* top * mul <= x, for x a dynamic shape expression: top * mul is x, or top
+ * is cdiv(x, mul) and mul divides x at this launch, or x // mul. */
+static bool prove_scaled_le(LowerCtx *c, const BlkSym *top, int64_t mul, const BlkSym *x)
+{
+	const BlkSym *p = blk_sym_binary(c->a, BLK_SYM_MUL, top, blk_sym_const(c->a, mul));
+	if (blk_sym_equal(p, x))
+		return true;
+	int64_t q;
+	if ((top->kind != BLK_SYM_CDIV && top->kind != BLK_SYM_FLOORDIV) || !blk_sym_is_const(top->b, &q) ||
+	    q != mul || !blk_sym_equal(top->a, x))
+		return false;
+	int64_t g = blk_lower_divisor(c, x);
+	return top->kind == BLK_SYM_FLOORDIV || g % q == 0;
+}
+
+/* Elements [l, l + ext) all lie in [0, bext).  A dynamic bext may be 0
+ * at a launch: only a bound of the same expression (a loop or grid that
+ * then runs nothing) proves anything against it. */
+static bool provably_inside(LowerCtx *c, Range l, const BlkSym *ext, const BlkSym *bext)
+{
+	int64_t b, e;
+	if (!l.known || l.lo < 0)
+		return false;
+	if (!blk_sym_is_const(ext, &e)) /* a whole dynamic dim: from its start */
+		return !l.top && l.lo == 0 && l.hi == 0 && blk_sym_equal(ext, bext);
+	if (!l.top)
+		return blk_sym_is_const(bext, &b) && l.hi + e <= b;
+	if (l.add + e > 0 || l.mul <= 0 || blk_sym_is_const(bext, &b))
+		return false;
+	return prove_scaled_le(c, l.top, l.mul, bext);
 }
 
 /* ---- seq axes become loops -------------------------------------------------- */
@@ -113,11 +225,10 @@ static BlkRegion *wrap_in_loop(LowerCtx *c, BlkRegion *r, int axis)
 	blk_builder_at_end(&b, c->a, r);
 	b.before = stop;
 	BlkType i32 = blk_type_scalar(BLK_I32);
-	BlkValue *bounds[3] = {
-		blk_build_const_int(&b, c->k->loc, i32, 0),
-		blk_build_const_int(&b, c->k->loc, i32, blk_lower_dim(c->k->grid[axis])),
-		blk_build_const_int(&b, c->k->loc, i32, 1),
-	};
+	BlkValue *bounds[3]; /* in this order: the first marks where the moved ops end */
+	bounds[0] = blk_build_const_int(&b, c->k->loc, i32, 0);
+	bounds[1] = blk_lower_build_sym(&b, c->k->loc, c->k->grid[axis]);
+	bounds[2] = blk_build_const_int(&b, c->k->loc, i32, 1);
 	BlkOp *loop = blk_build(&b, BLK_OP_FOR, c->k->loc, 3, bounds, 0, NULL, 1);
 	BlkRegion *body = loop->regions[0];
 	BlkValue *iv = blk_region_add_arg(c->a, body, i32, "seq");
@@ -168,13 +279,14 @@ static void eval_index_map(LowerCtx *c, const BlkParam *p, BlkBuilder *b, BlkVal
 	blk_die("lower: index map without yield");
 }
 
-static BlkValue *mul_const(LowerCtx *c, BlkBuilder *b, BlkValue *x, int64_t k)
+static BlkValue *mul_dim(LowerCtx *c, BlkBuilder *b, BlkValue *x, const BlkSym *k)
 {
-	int64_t v;
+	int64_t v, kv;
 	BlkType i32 = blk_type_scalar(BLK_I32);
-	if (blk_lower_const_int(x, &v))
-		return blk_build_const_int(b, c->k->loc, i32, v * k);
-	BlkValue *o[2] = { x, blk_build_const_int(b, c->k->loc, i32, k) };
+	bool kc = blk_sym_is_const(k, &kv);
+	if (blk_lower_const_int(x, &v) && (kc || v == 0))
+		return blk_build_const_int(b, c->k->loc, i32, v * (kc ? kv : 0));
+	BlkValue *o[2] = { x, blk_lower_build_sym(b, c->k->loc, k) };
 	return blk_build1(b, BLK_OP_MUL, c->k->loc, i32, 2, o);
 }
 
@@ -183,7 +295,7 @@ static BlkValue *mul_const(LowerCtx *c, BlkBuilder *b, BlkValue *x, int64_t k)
 typedef struct RefInfo {
 	int rank;
 	Range lstart[BLK_MAX_RANK];
-	int64_t ext[BLK_MAX_RANK], bext[BLK_MAX_RANK];
+	const BlkSym *ext[BLK_MAX_RANK], *bext[BLK_MAX_RANK];
 	bool gmask[BLK_MAX_RANK];
 	bool strided; /* a view with a strided ds dim: its indices are not the block's */
 } RefInfo;
@@ -211,10 +323,10 @@ static bool reads_memory(const BlkValue *v, int depth)
 /* A block index read from an array may be anything: one outside
  * [0, nblocks) becomes nblocks, whose block is just as wholly outside the
  * array, so that index * block dim cannot wrap around i32 into it. */
-static BlkValue *clamp_block_index(LowerCtx *c, BlkBuilder *b, BlkValue *x, int64_t nblocks)
+static BlkValue *clamp_block_index(LowerCtx *c, BlkBuilder *b, BlkValue *x, const BlkSym *nblocks)
 {
 	BlkType i32 = blk_type_scalar(BLK_I32), i1 = blk_type_scalar(BLK_BOOL);
-	BlkValue *n = blk_build_const_int(b, c->k->loc, i32, nblocks);
+	BlkValue *n = blk_lower_build_sym(b, c->k->loc, nblocks);
 	BlkValue *z = blk_build_const_int(b, c->k->loc, i32, 0);
 	BlkValue *lo[2] = { x, z }, *hi[2] = { x, n };
 	BlkValue *in[2] = { blk_build1(b, BLK_OP_GE, c->k->loc, i1, 2, lo),
@@ -232,18 +344,20 @@ static BlkValue *make_block_ref(LowerCtx *c, int pi, BlkBuilder *b, BlkValue **p
 	RefInfo *ri = BLK_NEW(c->a, RefInfo);
 	char *mask = mask_buf(c, p->rank);
 	for (int d = 0; d < p->rank; d++) {
-		int64_t bd = p->squeezed[d] ? 1 : blk_lower_dim(p->block[d]);
-		int64_t ad = blk_lower_dim(p->shape[d]);
+		const BlkSym *bd = p->squeezed[d] ? blk_sym_const(c->a, 1) : p->block[d], *ad = p->shape[d];
 		if (reads_memory(bidx[d], 0))
-			bidx[d] = clamp_block_index(c, b, bidx[d], (ad + bd - 1) / bd);
-		starts[d] = mul_const(c, b, bidx[d], bd);
+			bidx[d] = clamp_block_index(c, b, bidx[d], blk_sym_binary(c->a, BLK_SYM_CDIV, ad, bd));
+		starts[d] = mul_dim(c, b, bidx[d], bd);
+		int64_t bv;
 		Range r = range_of(c, bidx[d]);
-		bool fits = r.known && r.lo >= 0 && r.hi * bd + bd <= ad;
+		bool fits = blk_sym_is_const(bd, &bv)
+		            ? provably_inside(c, range_binary(BLK_OP_MUL, r, numeric(bv, bv)), bd, ad)
+		            : r.known && !r.top && r.lo == 0 && r.hi == 0 && blk_sym_equal(bd, ad);
 		mask[d] = fits ? '0' : '1';
 		if (p->squeezed[d])
 			continue;
 		int o = ri->rank++;
-		ri->lstart[o] = (Range){ 0, 0, true };
+		ri->lstart[o] = numeric(0, 0);
 		ri->ext[o] = ri->bext[o] = bd;
 		ri->gmask[o] = !fits;
 	}
@@ -278,17 +392,13 @@ static RefInfo *info_for(MaskCtx *m, BlkValue *ref)
 	ri = BLK_NEW(m->c->a, RefInfo);
 	ri->rank = ref->type.rank;
 	for (int d = 0; d < ri->rank; d++) {
-		ri->lstart[d] = (Range){ 0, 0, true };
-		ri->ext[d] = ri->bext[d] = blk_lower_dim(ref->type.dims[d]);
+		ri->lstart[d] = numeric(0, 0);
+		ri->ext[d] = ri->bext[d] = ref->type.dims[d];
 	}
 	blk_pmap_put(m->c->a, m->info, ref, ri);
 	return ri;
 }
 
-static bool provably_inside(Range l, int64_t ext, int64_t bext)
-{
-	return l.known && l.lo >= 0 && l.hi + ext <= bext;
-}
 
 static void mask_access(void *ctx, BlkOp *op)
 {
@@ -302,7 +412,7 @@ static void mask_access(void *ctx, BlkOp *op)
 	for (int d = 0; d < ri->rank; d++) {
 		BlkIndexKind kind = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
 		Range l = ri->lstart[d];
-		int64_t ext = ri->ext[d];
+		const BlkSym *ext = ri->ext[d];
 		if (kind == BLK_INDEX_GATHER) { /* indices from memory: always checked */
 			next++;
 			mask[d] = '1';
@@ -311,11 +421,12 @@ static void mask_access(void *ctx, BlkOp *op)
 		if (kind != BLK_INDEX_FULL) {
 			Range s = range_of(m->c, op->operands[next++]);
 			l = range_binary(BLK_OP_ADD, l, s);
-			ext = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
+			int64_t e = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
 			if (blk_index_step(&idx->index.v[d]) > 1) /* the span of the strided elements */
-				ext = (ext - 1) * blk_index_step(&idx->index.v[d]) + 1;
+				e = (e - 1) * blk_index_step(&idx->index.v[d]) + 1;
+			ext = blk_sym_const(m->c->a, e);
 		}
-		mask[d] = ri->strided || ri->gmask[d] || !provably_inside(l, ext, ri->bext[d]) ? '1' : '0';
+		mask[d] = ri->strided || ri->gmask[d] || !provably_inside(m->c, l, ext, ri->bext[d]) ? '1' : '0';
 		if (kind == BLK_INDEX_SCALAR)
 			continue;
 		int o = vi->rank++;
@@ -335,29 +446,58 @@ static void mask_access(void *ctx, BlkOp *op)
 static bool map_grid(LowerCtx *c)
 {
 	int n = 0, z = -1;
+	const BlkSym *one = blk_sym_const(c->a, 1), *zs = one; /* CUDA z's extent so far */
 	c->grid[0] = c->grid[1] = c->grid[2] = 1;
+	c->grid_dynamic = false;
 	for (int a = 0; a < c->k->grid_rank; a++) {
 		c->par_axis[a] = -1;
-		c->par_div[a] = 0;
+		c->par_div[a] = c->par_mod[a] = NULL;
 		if (c->k->grid_seq[a])
 			continue;
-		int64_t g = blk_lower_dim(c->k->grid[a]);
+		const BlkSym *g = c->k->grid[a];
 		if (n == 3) { /* a fourth parallel axis shares CUDA z with the third, this one fastest */
-			c->par_div[z] = g ? (unsigned)g : 1, c->par_mod[z] = c->grid[2];
-			c->par_div[a] = 1, c->par_mod[a] = (unsigned)g;
-			g *= c->grid[2];
+			c->par_div[z] = g, c->par_mod[z] = zs;
+			c->par_div[a] = one, c->par_mod[a] = g;
+			g = blk_sym_binary(c->a, BLK_SYM_MUL, g, zs);
 		}
-		if (g > (n ? 65535 : INT32_MAX)) {
+		int64_t v;
+		bool known = blk_sym_is_const(g, &v);
+		if (known && v > (n ? 65535 : INT32_MAX)) {
 			blk_error(c->d, c->k->loc, "kernel %s: grid axis %d (%lld programs%s) exceeds "
-			          "the CUDA grid limits", c->k->name, a, (long long)g,
+			          "the CUDA grid limits", c->k->name, a, (long long)v,
 			          n == 3 ? " with the axis it shares CUDA z with" : "");
 			return false;
 		}
+		c->grid_dynamic |= !known; /* the launch evaluates it (blk_lower_cuda_grid) */
 		z = n == 2 ? a : z;
+		zs = n >= 2 ? g : zs;
 		c->par_axis[a] = n < 3 ? n : 2;
-		c->grid[c->par_axis[a]] = (unsigned)g;
+		c->grid[c->par_axis[a]] = known ? (unsigned)v : 0;
 		n += n < 3;
 	}
+	return true;
+}
+
+bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3])
+{
+	BlkSymEnv env = { k->nsizes, k->sizes, sizes };
+	int n = 0;
+	int64_t g[3] = { 1, 1, 1 };
+	for (int a = 0; a < k->grid_rank; a++) {
+		int64_t v;
+		if (k->grid_seq[a])
+			continue;
+		if (!blk_sym_eval(k->grid[a], &env, &v) || v < 0)
+			return false;
+		if (n == 3)
+			g[2] *= v;
+		else
+			g[n++] = v;
+	}
+	if (g[0] > INT32_MAX || g[1] > 65535 || g[2] > 65535)
+		return false;
+	for (int i = 0; i < 3; i++)
+		grid[i] = (unsigned)g[i];
 	return true;
 }
 

@@ -32,6 +32,9 @@ typedef struct ERef {
 	int64_t lalign[BLK_MAX_RANK]; /* a known divisor of l */
 	int64_t offalign;             /* a known divisor of off */
 	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK], ext[BLK_MAX_RANK];
+	/* where a dynamic size makes one run-time (global Refs only): its value
+	 * (stride i64, extents i32), the int64 above then a known divisor */
+	LLVMValueRef dstride[BLK_MAX_RANK], dbext[BLK_MAX_RANK], daext[BLK_MAX_RANK];
 	int64_t step[BLK_MAX_RANK]; /* element k of a dim is index k * step (a strided ds; 0: 1) */
 	int swz;       /* shared, swizzled (layout.h): swz bytes, column blocks */
 	int64_t sblk;  /* sblk elements apart along the dim of stride 1 (0: one) */
@@ -63,9 +66,17 @@ typedef struct Emit {
 	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (c->tmaps) */
 	LLVMValueRef bar_id;  /* i32: that named barrier */
 	LLVMValueRef prog;    /* i32: the consumer program's index (ping-pong), or NULL */
+	LLVMValueRef *size_args; /* per k->sizes entry: its i32 kernel argument if dynamic, else NULL */
+	LLVMValueRef (*stride_args)[BLK_MAX_RANK]; /* per array, dim: i64 argument of a dynamic stride */
 } Emit;
 
 /* emit_llvm.c */
+/* Dynamic sizes: size `name` (its kernel argument) and a shape expression
+ * of them, i32, computed where the builder is. */
+LLVMValueRef emit_size(Emit *E, const char *name);
+LLVMValueRef emit_sym(Emit *E, const BlkSym *s);
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
+LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
 EVal *emit_val(Emit *E, const BlkValue *v);
 void emit_bind(Emit *E, const BlkValue *v, EVal *ev);
 ETile *emit_tile(Emit *E, const BlkValue *v);
@@ -177,6 +188,12 @@ void emit_if(Emit *E, const BlkOp *op);
 void emit_scoped(Emit *E, const BlkOp *op);
 void emit_print(Emit *E, const BlkOp *op);
 void emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
+/* Dynamic sizes: size `name` (its kernel argument) and a shape expression
+ * of them, i32, computed where the builder is. */
+LLVMValueRef emit_size(Emit *E, const char *name);
+LLVMValueRef emit_sym(Emit *E, const BlkSym *s);
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
+LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
 /* The byte offset smem-plan gave buf's local_alloc. */
 int64_t emit_alloc_offset(const BlkValue *buf);
 

@@ -52,10 +52,12 @@ LLVMValueRef emit_program_id(Emit *E, int a)
 	LLVMValueRef v = emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0);
 	if (!E->c->par_div[a]) /* not folded */
 		return v;
-	if (E->c->par_div[a] > 1)
-		v = LLVMBuildUDiv(E->b, v, emit_i32(E, E->c->par_div[a]), "");
+	int64_t d = 0, m = 0;
+	bool dc = blk_sym_is_const(E->c->par_div[a], &d), mc = blk_sym_is_const(E->c->par_mod[a], &m);
 	/* an axis of 0 programs launches none: any divisor will do */
-	return LLVMBuildURem(E->b, v, emit_i32(E, E->c->par_mod[a] ? E->c->par_mod[a] : 1), "");
+	if (!dc || d > 1)
+		v = LLVMBuildUDiv(E->b, v, dc ? emit_i32(E, d) : emit_sym(E, E->c->par_div[a]), "");
+	return LLVMBuildURem(E->b, v, mc ? emit_i32(E, m > 0 ? m : 1) : emit_sym(E, E->c->par_mod[a]), "");
 }
 
 static LLVMValueRef program_id(Emit *E, const BlkOp *op)
@@ -77,7 +79,9 @@ void emit_leaf(Emit *E, const BlkOp *op)
 	if (op->kind == BLK_OP_PROGRAM_ID)
 		s = program_id(E, op);
 	else if (op->kind == BLK_OP_NUM_PROGRAMS)
-		s = emit_i32(E, axis < E->c->k->grid_rank ? blk_lower_dim(E->c->k->grid[axis]) : 1);
+		s = axis < E->c->k->grid_rank ? emit_sym(E, E->c->k->grid[axis]) : emit_i32(E, 1);
+	else if (op->kind == BLK_OP_SIZE)
+		s = emit_size(E, blk_op_attr(op, "name")->s);
 	else if (op->kind != BLK_OP_IOTA)
 		s = const_of(E, op);
 	int rd[BLK_MAX_RANK];
@@ -293,7 +297,7 @@ static LLVMValueRef unary_int(Emit *E, BlkOpKind k, LLVMValueRef x)
  * everywhere as blk_i32_floordiv/blk_i32_mod (ir/ir.c): LLVM's sdiv by 0
  * or of INT32_MIN by -1 is undefined and let it delete the kernel's
  * stores, so the divisor is 1 there and the result selected after. */
-static LLVMValueRef floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
+LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
 {
 	LLVMValueRef y0 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, 0), "");
 	LLVMValueRef ym1 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, -1), "");
@@ -353,8 +357,8 @@ static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_ADD: return LLVMBuildAdd(E->b, x, y, "");
 	case BLK_OP_SUB: return LLVMBuildSub(E->b, x, y, "");
 	case BLK_OP_MUL: return LLVMBuildMul(E->b, x, y, "");
-	case BLK_OP_FLOORDIV: return floor_divmod(E, false, x, y);
-	case BLK_OP_MOD: return floor_divmod(E, true, x, y);
+	case BLK_OP_FLOORDIV: return emit_floor_divmod(E, false, x, y);
+	case BLK_OP_MOD: return emit_floor_divmod(E, true, x, y);
 	case BLK_OP_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, y, ""), x, y, "");
 	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
 	case BLK_OP_AND: return LLVMBuildAnd(E->b, x, y, "");

@@ -399,7 +399,8 @@ static void grid_constants(Emit *E, int first, int n)
 static void make_function(Emit *E)
 {
 	const BlkKernel *k = E->c->k;
-	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams + BLK_MAX_TMAPS + 1);
+	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams * (BLK_MAX_RANK + 1) + k->nsizes +
+	                            BLK_MAX_TMAPS + 1);
 	int n = 0;
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].access != BLK_ACCESS_SCRATCH)
@@ -407,6 +408,14 @@ static void make_function(Emit *E)
 	int nptr = n;
 	for (int i = 0; i < E->c->ntmaps; i++) /* CUtensorMaps by value */
 		pt[n++] = E->p0;
+	int nfixed = n;
+	for (int i = 0; k->size_dyn && i < k->nsizes; i++) /* dynamic sizes, then strides */
+		if (k->size_dyn[i] > 0)
+			pt[n++] = E->i32;
+	for (int ai = 0; ai < nptr; ai++)
+		for (int d = 0; d < E->c->arrays[ai].rank; d++)
+			if (E->c->arrays[ai].strides[d] < 0)
+				pt[n++] = E->i64;
 	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)n, false);
 	E->fn = LLVMAddFunction(E->mod, E->c->entry, ft);
 	LLVMSetFunctionCallConv(E->fn, 71); /* ptx_kernel */
@@ -424,8 +433,50 @@ static void make_function(Emit *E)
 		LLVMAddAttributeAtIndex(E->fn, (unsigned)j + 1, LLVMCreateEnumAttribute(E->cx, noalias, 0));
 		j++;
 	}
+	E->size_args = BLK_NEW_N(E->c->a, LLVMValueRef, k->nsizes + 1);
+	E->stride_args = blk_arena_alloc(E->c->a, sizeof *E->stride_args * (size_t)(nptr + 1));
+	for (int i = 0; k->size_dyn && i < k->nsizes; i++)
+		if (k->size_dyn[i] > 0) {
+			E->size_args[i] = LLVMGetParam(E->fn, (unsigned)nfixed++);
+			LLVMSetValueName2(E->size_args[i], k->sizes[i], strlen(k->sizes[i]));
+		}
+	for (int ai = 0; ai < nptr; ai++)
+		for (int d = 0; d < E->c->arrays[ai].rank; d++)
+			if (E->c->arrays[ai].strides[d] < 0)
+				E->stride_args[ai][d] = LLVMGetParam(E->fn, (unsigned)nfixed++);
 	/* reqntid implies maxntid; ptxas refuses both */
 	emit_annotation(E, "reqntidx", E->c->nthreads + E->c->extra_threads);
+}
+
+LLVMValueRef emit_size(Emit *E, const char *name)
+{
+	const BlkKernel *k = E->c->k;
+	for (int i = 0; i < k->nsizes; i++)
+		if (strcmp(k->sizes[i], name) == 0 && E->size_args[i])
+			return E->size_args[i];
+	blk_die("lower: emit: size %s is not a kernel argument", name);
+}
+
+LLVMValueRef emit_sym(Emit *E, const BlkSym *s)
+{
+	if (s->kind == BLK_SYM_CONST)
+		return emit_i32(E, s->value);
+	if (s->kind == BLK_SYM_VAR)
+		return emit_size(E, s->name);
+	LLVMValueRef x = emit_sym(E, s->a), y = emit_sym(E, s->b), t;
+	switch (s->kind) {
+	case BLK_SYM_ADD: return LLVMBuildAdd(E->b, x, y, "");
+	case BLK_SYM_SUB: return LLVMBuildSub(E->b, x, y, "");
+	case BLK_SYM_MUL: return LLVMBuildMul(E->b, x, y, "");
+	case BLK_SYM_FLOORDIV: return emit_floor_divmod(E, false, x, y);
+	case BLK_SYM_MOD: return emit_floor_divmod(E, true, x, y);
+	case BLK_SYM_CDIV: /* -((-x) // y) */
+		t = emit_floor_divmod(E, false, LLVMBuildNeg(E->b, x, ""), y);
+		return LLVMBuildNeg(E->b, t, "");
+	case BLK_SYM_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
+	case BLK_SYM_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, y, ""), x, y, "");
+	default: blk_die("lower: emit: shape expression kind %d", (int)s->kind);
+	}
 }
 
 static void make_smem(Emit *E)

@@ -38,6 +38,12 @@ static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
 	return LLVMBuildICmp(E->b, LLVMIntULT, i, emit_i32(E, n), "");
 }
 
+/* i < an extent that is n, or the run-time dn (a dynamic size). */
+static LLVMValueRef in_ext(Emit *E, LLVMValueRef i, int64_t n, LLVMValueRef dn)
+{
+	return dn ? LLVMBuildICmp(E->b, LLVMIntULT, i, dn, "") : in_range(E, i, n);
+}
+
 /* Dim d's step (a strided ds: element k is index k * step). */
 static int64_t ref_step(const ERef *r, int d)
 {
@@ -47,6 +53,33 @@ static int64_t ref_step(const ERef *r, int d)
 static LLVMValueRef mul64(Emit *E, LLVMValueRef i32v, int64_t k)
 {
 	return LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), emit_i64(E, k), "");
+}
+
+/* i32v times a stride that is k, or the run-time dk (i64). */
+static LLVMValueRef mul_stride(Emit *E, LLVMValueRef i32v, int64_t k, LLVMValueRef dk)
+{
+	return dk ? LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), dk, "") : mul64(E, i32v, k);
+}
+
+/* An array's stride along d (a dynamic one: its argument, *div a divisor). */
+static int64_t array_stride(Emit *E, int ai, int d, LLVMValueRef *dyn)
+{
+	int64_t s = E->c->arrays[ai].strides[d];
+	*dyn = s < 0 ? E->stride_args[ai][d] : NULL;
+	return s < 0 ? -s : s;
+}
+
+/* A param's extent (shape or block dim): constant, or the run-time value
+ * of its expression of dynamic sizes (*dyn), the divisor known of it. */
+static int64_t param_extent(Emit *E, const BlkSym *s, LLVMValueRef *dyn)
+{
+	int64_t v;
+	*dyn = NULL;
+	if (blk_sym_is_const(s, &v))
+		return v;
+	*dyn = emit_sym(E, s);
+	v = blk_lower_divisor(E->c, s);
+	return v > 0 ? v : (int64_t)1 << 30;
 }
 
 void emit_block_ref(Emit *E, const BlkOp *op)
@@ -68,13 +101,16 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	 * is known of the offset (elements; 16 bytes at most is ever used) */
 	int ab = ad->align > 0 && ad->align < 16 ? ad->align : 16, es = blk_dtype_size(p->dtype);
 	r->offalign = ab >= es ? ab / es : 1;
+	int ai = blk_lower_array_index(k, pi);
 	for (int d = 0; d < p->rank; d++) {
-		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0];
+		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0], dst, dae, dbe;
+		int64_t st = array_stride(E, ai, d, &dst), ae = param_extent(E, p->shape[d], &dae);
+		(void)ad;
 		if (p->squeezed[d]) {
-			r->off = LLVMBuildAdd(E->b, r->off, mul64(E, s, ad->strides[d]), "");
-			r->offalign = gcd64(r->offalign, ad->strides[d]);
+			r->off = LLVMBuildAdd(E->b, r->off, mul_stride(E, s, st, dst), "");
+			r->offalign = gcd64(r->offalign, st);
 			if (mask && mask->s[d] == '1')
-				r->alive = emit_and(E, r->alive, in_range(E, s, ad->shape[d]));
+				r->alive = emit_and(E, r->alive, in_ext(E, s, ae, dae));
 			continue;
 		}
 		int o = r->rank++;
@@ -82,9 +118,10 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 		r->l[o] = emit_i32(E, 0);
 		r->galign[o] = emit_divisor(op->operands[d]);
 		r->lalign[o] = (int64_t)1 << 30;
-		r->stride[o] = ad->strides[d];
-		r->ext[o] = r->bext[o] = blk_lower_dim(p->block[d]);
-		r->aext[o] = ad->shape[d];
+		r->stride[o] = st, r->dstride[o] = dst;
+		r->ext[o] = r->bext[o] = param_extent(E, p->block[d], &dbe);
+		r->dbext[o] = dbe;
+		r->aext[o] = ae, r->daext[o] = dae;
 	}
 	emit_bind(E, op->results[0], ev);
 }
@@ -98,6 +135,7 @@ typedef struct Gather {
 	const ETile *idx[BLK_MAX_RANK];
 	LLVMValueRef l[BLK_MAX_RANK], g[BLK_MAX_RANK];
 	int64_t stride[BLK_MAX_RANK], bext[BLK_MAX_RANK], aext[BLK_MAX_RANK];
+	LLVMValueRef dstride[BLK_MAX_RANK], dbext[BLK_MAX_RANK], daext[BLK_MAX_RANK];
 	bool mask[BLK_MAX_RANK];
 } Gather;
 
@@ -112,6 +150,7 @@ static void note_gather(Emit *E, const BlkValue *iv, const ERef *in, int d, bool
 	gt->idx[j] = emit_tile(E, iv);
 	gt->l[j] = in->l[d], gt->g[j] = in->g[d];
 	gt->stride[j] = in->stride[d], gt->bext[j] = in->bext[d], gt->aext[j] = in->aext[d];
+	gt->dstride[j] = in->dstride[d], gt->dbext[j] = in->dbext[d], gt->daext[j] = in->daext[d];
 	gt->mask[j] = m;
 	gt->rank = iv->type.rank;
 }
@@ -126,6 +165,7 @@ static void insert_gathered(Emit *E, ERef *v, bool *dmask, Gather *gt)
 		v->g[o + s] = v->g[o], v->l[o + s] = v->l[o], v->stride[o + s] = v->stride[o];
 		v->galign[o + s] = v->galign[o], v->lalign[o + s] = v->lalign[o];
 		v->bext[o + s] = v->bext[o], v->aext[o + s] = v->aext[o], v->ext[o + s] = v->ext[o];
+		v->dstride[o + s] = v->dstride[o], v->dbext[o + s] = v->dbext[o], v->daext[o + s] = v->daext[o];
 		dmask[o + s] = dmask[o];
 	}
 	for (int o = p; o < p + s; o++) {
@@ -133,6 +173,7 @@ static void insert_gathered(Emit *E, ERef *v, bool *dmask, Gather *gt)
 		v->stride[o] = 0;
 		v->galign[o] = v->lalign[o] = (int64_t)1 << 30;
 		v->bext[o] = v->aext[o] = v->ext[o] = (int64_t)1 << 30;
+		v->dstride[o] = v->dbext[o] = v->daext[o] = NULL;
 		dmask[o] = false;
 	}
 	v->rank += s;
@@ -158,6 +199,7 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 		v->g[o] = in->g[d], v->l[o] = in->l[d], v->stride[o] = in->stride[d];
 		v->galign[o] = in->galign[d], v->lalign[o] = in->lalign[d];
 		v->bext[o] = in->bext[d], v->aext[o] = in->aext[d], v->ext[o] = in->ext[d];
+		v->dstride[o] = in->dstride[d], v->dbext[o] = in->dbext[d], v->daext[o] = in->daext[d];
 		v->step[o] = st;
 		if (kind != BLK_INDEX_FULL) {
 			const BlkValue *sv = op->operands[next++];
@@ -173,12 +215,12 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 			v->ext[o] = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
 		}
 		if (kind == BLK_INDEX_SCALAR) {
-			v->off = LLVMBuildAdd(E->b, v->off, mul64(E, v->g[o], in->stride[d]), "");
+			v->off = LLVMBuildAdd(E->b, v->off, mul_stride(E, v->g[o], in->stride[d], in->dstride[d]), "");
 			v->offalign = gcd64(v->offalign, in->stride[d]);
 			if (m)
 				v->alive = emit_and(E, v->alive,
-				                    emit_and(E, in_range(E, v->l[o], in->bext[d]),
-				                             in_range(E, v->g[o], in->aext[d])));
+				                    emit_and(E, in_ext(E, v->l[o], in->bext[d], in->dbext[d]),
+				                             in_ext(E, v->g[o], in->aext[d], in->daext[d])));
 			continue;
 		}
 		if (dmask)
@@ -212,7 +254,7 @@ static int vec_width(const Walk *w)
 {
 	const ERef *v = w->v;
 	int R = v->rank, last = R - 1;
-	if (R == 0 || v->stride[last] != 1 || ref_step(v, last) > 1)
+	if (R == 0 || v->stride[last] != 1 || v->dstride[last] || ref_step(v, last) > 1)
 		return 1;
 	int esz = blk_dtype_size(v->dt), V = w->l->spt[last];
 	while (V * esz > 16)
@@ -267,8 +309,8 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 		w->tc[d] = emit_thread_part(E, l, d);
 		if (ref_step(v, d) > 1) /* from here on the coordinate is scaled by the step */
 			w->tc[d] = LLVMBuildMul(E->b, w->tc[d], emit_i32(E, ref_step(v, d)), "");
-		off = LLVMBuildAdd(E->b, off, mul64(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
-		                                    v->stride[d]), "");
+		off = LLVMBuildAdd(E->b, off, mul_stride(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
+		                                         v->stride[d], v->dstride[d]), "");
 	}
 	LLVMTypeRef et = emit_mem_type(E, v->dt);
 	w->tbase = LLVMBuildGEP2(E->b, et, v->base, &off, 1, "");
@@ -285,7 +327,7 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 	int rd[BLK_MAX_RANK];
 	blk_layout_reg_split(w->l, r, rd);
 	int64_t coff = 0;
-	LLVMValueRef m = v->alive;
+	LLVMValueRef m = v->alive, doff = NULL; /* doff: the part of run-time strides */
 	for (int d = 0; d < v->rank; d++) {
 		int k = blk_layout_coord(w->l, d, rd[d], 0), st = (int)ref_step(v, d);
 		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, k * st), "");
@@ -293,10 +335,15 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 			m = emit_and(E, m, in_range(E, st > 1 ? LLVMBuildAdd(E->b, emit_thread_part(E, w->l, d),
 			                                                     emit_i32(E, k), "") : c,
 			                            w->l->shape[d]));
-		coff += k * st * v->stride[d];
+		if (v->dstride[d] && k) {
+			LLVMValueRef x = LLVMBuildMul(E->b, emit_i64(E, (int64_t)k * st), v->dstride[d], "");
+			doff = doff ? LLVMBuildAdd(E->b, doff, x, "") : x;
+		} else if (!v->dstride[d]) {
+			coff += k * st * v->stride[d];
+		}
 		if (w->dmask[d]) {
-			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d]));
-			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d]));
+			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d], v->dbext[d]));
+			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d], v->daext[d]));
 		}
 	}
 	LLVMValueRef goff = NULL;
@@ -304,10 +351,10 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 		const Gather *gt = &w->gt;
 		LLVMValueRef x = gt->idx[j]->r[r];
 		if (gt->mask[j]) {
-			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, gt->l[j], x, ""), gt->bext[j]));
-			m = emit_and(E, m, in_range(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->aext[j]));
+			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->l[j], x, ""), gt->bext[j], gt->dbext[j]));
+			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->aext[j], gt->daext[j]));
 		}
-		LLVMValueRef o = mul64(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->stride[j]);
+		LLVMValueRef o = mul_stride(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->stride[j], gt->dstride[j]);
 		goff = goff ? LLVMBuildAdd(E->b, goff, o, "") : o;
 	}
 	*mask = m;
@@ -322,6 +369,8 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 	LLVMValueRef o = emit_i64(E, coff);
 	if (goff)
 		o = LLVMBuildAdd(E->b, goff, o, "");
+	if (doff)
+		o = LLVMBuildAdd(E->b, doff, o, "");
 	return LLVMBuildGEP2(E->b, emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
 }
 
@@ -531,6 +580,7 @@ void emit_trans_view(Emit *E, const BlkOp *op)
 	ERef *r = &ev->ref;
 	swap_v(r->g), swap_v(r->l);
 	swap_i(r->galign), swap_i(r->lalign), swap_i(r->stride), swap_i(r->bext), swap_i(r->aext);
+	swap_v(r->dstride), swap_v(r->dbext), swap_v(r->daext);
 	swap_i(r->ext);
 	emit_bind(E, op->results[0], ev);
 }

@@ -209,3 +209,65 @@ BlkValue *blk_lower_trans_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue 
 	t.layout = l;
 	return blk_build1(b, BLK_OP_TRANS_VIEW, loc, t, 1, &ref);
 }
+
+/* ---- dynamic sizes ------------------------------------------------------------- */
+
+BlkSymEnv blk_lower_dyn_env(LowerCtx *c)
+{
+	const BlkKernel *k = c->k;
+	BlkSymEnv env = { 0, BLK_NEW_N(c->a, const char *, k->nsizes + 1),
+	                  BLK_NEW_N(c->a, int64_t, k->nsizes + 1) };
+	for (int i = 0; k->size_dyn && i < k->nsizes; i++)
+		if (k->size_dyn[i] > 0) {
+			((const char **)env.names)[env.n] = k->sizes[i];
+			((int64_t *)env.values)[env.n++] = k->size_dyn[i];
+		}
+	return env;
+}
+
+int64_t blk_lower_divisor(LowerCtx *c, const BlkSym *s)
+{
+	BlkSymEnv env = blk_lower_dyn_env(c);
+	return blk_sym_divisor(s, &env);
+}
+
+bool blk_lower_is_dynamic(const LowerCtx *c)
+{
+	for (int i = 0; c->k->size_dyn && i < c->k->nsizes; i++)
+		if (c->k->size_dyn[i] > 0)
+			return true;
+	return false;
+}
+
+BlkValue *blk_lower_build_sym(BlkBuilder *b, BlkLoc loc, const BlkSym *s)
+{
+	static const BlkOpKind ops[] = {
+		[BLK_SYM_ADD] = BLK_OP_ADD, [BLK_SYM_SUB] = BLK_OP_SUB, [BLK_SYM_MUL] = BLK_OP_MUL,
+		[BLK_SYM_FLOORDIV] = BLK_OP_FLOORDIV, [BLK_SYM_MOD] = BLK_OP_MOD,
+		[BLK_SYM_MIN] = BLK_OP_MIN, [BLK_SYM_MAX] = BLK_OP_MAX,
+	};
+	BlkType i32 = blk_type_scalar(BLK_I32), b1 = blk_type_scalar(BLK_BOOL);
+	if (s->kind == BLK_SYM_CONST)
+		return blk_build_const_int(b, loc, i32, s->value);
+	if (s->kind == BLK_SYM_VAR) {
+		BlkValue *v = blk_build1(b, BLK_OP_SIZE, loc, i32, 0, NULL);
+		blk_op_set_string(b->arena, v->def, "name", s->name);
+		return v;
+	}
+	BlkValue *x[2] = { blk_lower_build_sym(b, loc, s->a), blk_lower_build_sym(b, loc, s->b) };
+	int64_t d;
+	if (s->kind != BLK_SYM_CDIV)
+		return blk_build1(b, ops[s->kind], loc, i32, 2, x);
+	if (blk_sym_is_const(s->b, &d) && d > 0) { /* a // b + (a % b != 0), as lower_ast.c */
+		BlkValue *q = blk_build1(b, BLK_OP_FLOORDIV, loc, i32, 2, x);
+		BlkValue *r[2] = { blk_build1(b, BLK_OP_MOD, loc, i32, 2, x),
+		                   blk_build_const_int(b, loc, i32, 0) };
+		BlkValue *ne = blk_build1(b, BLK_OP_NE, loc, b1, 2, r);
+		BlkValue *up = blk_build1(b, BLK_OP_CAST, loc, i32, 1, &ne);
+		BlkValue *sum[2] = { q, up };
+		return blk_build1(b, BLK_OP_ADD, loc, i32, 2, sum);
+	}
+	x[0] = blk_build1(b, BLK_OP_NEG, loc, i32, 1, &x[0]);
+	BlkValue *q = blk_build1(b, BLK_OP_FLOORDIV, loc, i32, 2, x);
+	return blk_build1(b, BLK_OP_NEG, loc, i32, 1, &q);
+}

@@ -45,9 +45,16 @@ typedef struct BlkCompiled {
 	unsigned threads;      /* per program (CTA) */
 	size_t smem_bytes;     /* dynamic shared memory per CTA */
 	unsigned grid[3];      /* CUDA grid for these sizes */
+	bool grid_dynamic;     /* grid depends on dynamic sizes: blk_lower_cuda_grid at each launch */
 	int ntmaps;            /* tensor maps the launch passes (sm_90a TMA loads) */
 	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 } BlkCompiled;
+
+/* The CUDA grid of k (as checked, not lowered) at these sizes, the way
+ * blockspec.c maps grid axes to CUDA's: parallel axes in order to x, y,
+ * z, a fourth folded into z.  false if an extent is unbound or over
+ * CUDA's limits.  For a kernel whose grid names dynamic sizes. */
+bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3]);
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after
  * and --help): clone, the IR passes, emit-llvm, ptx. */

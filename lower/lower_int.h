@@ -49,7 +49,8 @@ typedef struct LowerCtx {
 	/* A fourth parallel axis folds into CUDA z with the third: a folded
 	 * axis's program id is (ctaid / par_div) % par_mod (par_div 0: not
 	 * folded). */
-	unsigned par_div[BLK_MAX_RANK], par_mod[BLK_MAX_RANK];
+	const BlkSym *par_div[BLK_MAX_RANK], *par_mod[BLK_MAX_RANK];
+	bool grid_dynamic;     /* a grid extent names a dynamic size: the launch computes grid */
 	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
 	const char *entry;
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
@@ -131,6 +132,13 @@ enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of value
 BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
+/* Dynamic sizes (`dynamic (M)`; ir.h blk_dynamic_class): after specialize,
+ * k->size_dyn holds the divisor each is known to have at this launch. */
+BlkSymEnv blk_lower_dyn_env(LowerCtx *c);              /* name -> divisor */
+int64_t blk_lower_divisor(LowerCtx *c, const BlkSym *s); /* blk_sym_divisor under it */
+bool blk_lower_is_dynamic(const LowerCtx *c);
+/* s as i32 scalar IR before b's point (sizes through `size` ops). */
+BlkValue *blk_lower_build_sym(BlkBuilder *b, BlkLoc loc, const BlkSym *s);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
 /* Moves op from its region to the end of region r; or to just after pos. */
 void blk_lower_move_op(BlkOp *op, BlkRegion *r);

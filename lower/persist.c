@@ -108,7 +108,7 @@ bool blk_lower_persist(LowerCtx *c)
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
 		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
-		if (c->k->grid_seq[a])
+		if (c->k->grid_seq[a] || c->grid_dynamic) /* a dynamic count of tiles: one program each */
 			return true;
 	int64_t T = cuda_grid(c);
 	if (!applies(c, T))

@@ -147,13 +147,39 @@ static bool run_backend(LowerCtx *c)
 	return ok;
 }
 
+/* The launch as the lowering may see it: a kernel with dynamic sizes gets
+ * only their class (ir.h blk_dynamic_class), so two launches of one class
+ * compile to the same code; env binds the sizes that are compiled in. */
+static void launch_class(LowerCtx *c, const BlkKernel *k, const int64_t *sizes,
+                         const BlkArrayDesc *arrays)
+{
+	c->sizes = sizes, c->arrays = arrays;
+	c->env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	if (!sizes || !arrays)
+		return;
+	int n = 0;
+	for (int i = 0; i < k->nparams; i++)
+		n += k->params[i].access != BLK_ACCESS_SCRATCH;
+	int64_t *cs = BLK_NEW_N(c->a, int64_t, k->nsizes + 1);
+	BlkArrayDesc *ca = BLK_NEW_N(c->a, BlkArrayDesc, n + 1);
+	if (!blk_dynamic_class(k, sizes, arrays, n, cs, ca))
+		return;
+	const char **names = BLK_NEW_N(c->a, const char *, k->nsizes + 1);
+	int64_t *vals = BLK_NEW_N(c->a, int64_t, k->nsizes + 1);
+	int m = 0;
+	for (int i = 0; i < k->nsizes; i++)
+		if (cs[i] >= 0)
+			names[m] = k->sizes[i], vals[m++] = cs[i];
+	c->sizes = cs, c->arrays = ca;
+	c->env = (BlkSymEnv){ m, names, vals };
+}
+
 bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
                       const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCompiled *out)
 {
 	static const BlkLowerOptions none = { 0 };
-	LowerCtx c = { .a = a, .d = d, .orig = k, .sizes = sizes, .arrays = arrays,
-	               .opt = opt ? opt : &none };
-	c.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	LowerCtx c = { .a = a, .d = d, .orig = k, .opt = opt ? opt : &none };
+	launch_class(&c, k, sizes, arrays);
 	c.entry = k->name;
 	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
 	memset(out, 0, sizeof *out);
@@ -174,6 +200,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	out->ntmaps = c.ntmaps;
 	memcpy(out->tmaps, c.tmaps, sizeof out->tmaps);
 	memcpy(out->grid, c.grid, sizeof out->grid);
+	out->grid_dynamic = c.grid_dynamic;
 	return true;
 }
 
@@ -233,9 +260,8 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
                         const int64_t *sizes, const BlkArrayDesc *arrays, const BlkLowerOptions *opt)
 {
 	static const BlkLowerOptions none = { 0 };
-	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .orig = k, .sizes = sizes, .arrays = arrays,
-	               .opt = opt ? opt : &none };
-	c.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .orig = k, .opt = opt ? opt : &none };
+	launch_class(&c, k, sizes, arrays);
 	c.entry = k->name;
 	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
 	if (!check_launch(&c, k))

@@ -4,26 +4,67 @@
  * param shape, block dim, grid extent and ds size a constant; `size` and
  * `num_programs` ops replaced by constants; constant i32 scalar arithmetic
  * folded (so ds starts such as k * 32 keep only what depends on k).
+ *
+ * Dynamic sizes (`dynamic (M)`) are the exception: the launch gives only
+ * their class (a divisor, ir.h blk_dynamic_class), kept in k->size_dyn.
+ * Array shapes, Ref types, block dims and grid extents may still name
+ * them, their `size` ops stay (kernel arguments) and a `num_programs` of
+ * such an axis becomes that arithmetic; tile shapes and ds sizes must not
+ * depend on them (an error at the op).
  */
 #include "lower_int.h"
 
 #include <string.h>
 
+/* A shape entry at this launch: constant, or (Refs, array shapes, the
+ * grid) an expression of dynamic sizes.  *ok false for a constant out of
+ * range. */
 static const BlkSym *subst(LowerCtx *c, const BlkSym *s, bool *ok)
 {
 	if (!s)
 		return s;
 	const BlkSym *r = blk_sym_subst(c->a, s, &c->env);
 	int64_t v;
-	if (!blk_sym_is_const(r, &v) || v < 0 || v > INT32_MAX)
+	if (blk_sym_is_const(r, &v) && (v < 0 || v > INT32_MAX))
 		*ok = false;
 	return r;
 }
 
-static void subst_type(LowerCtx *c, BlkType *t, bool *ok)
+static bool is_const(const BlkSym *s)
 {
-	for (int d = 0; d < t->rank; d++)
+	int64_t v;
+	return !s || blk_sym_is_const(s, &v);
+}
+
+/* The dynamic size s names (for messages). */
+static const char *dyn_name(const BlkSym *s)
+{
+	if (s->kind == BLK_SYM_VAR)
+		return s->name;
+	if (s->kind == BLK_SYM_CONST)
+		return NULL;
+	const char *n = dyn_name(s->a);
+	return n ? n : dyn_name(s->b);
+}
+
+/* A tile's shape, a ds size: compiled in, whatever is dynamic. */
+static void must_be_const(LowerCtx *c, BlkLoc loc, const BlkSym *s, const char *what, bool *ok)
+{
+	if (is_const(s) || !*ok)
+		return;
+	blk_error(c->d, loc, "%s depends on dynamic size `%s` (%s); tile shapes are compiled in, so "
+	          "they may use only compile-time parameters and sizes that are not dynamic",
+	          what, dyn_name(s), blk_sym_str(c->a, s));
+	*ok = false;
+}
+
+static void subst_type(LowerCtx *c, BlkType *t, BlkLoc loc, bool *ok)
+{
+	for (int d = 0; d < t->rank; d++) {
 		t->dims[d] = subst(c, t->dims[d], ok);
+		if (t->kind == BLK_TYPE_TILE)
+			must_be_const(c, loc, t->dims[d], "the shape of this value", ok);
+	}
 }
 
 static void subst_index_attr(LowerCtx *c, BlkOp *op, bool *ok)
@@ -36,21 +77,22 @@ static void subst_index_attr(LowerCtx *c, BlkOp *op, bool *ok)
 		for (int j = 0; j < at->index.n; j++) {
 			v[j] = at->index.v[j];
 			v[j].size = subst(c, v[j].size, ok);
+			must_be_const(c, op->loc, v[j].size, "a ds size", ok);
 		}
 		at->index.v = v;
 	}
 }
 
-static void subst_region(LowerCtx *c, BlkRegion *r, bool *ok)
+static void subst_region(LowerCtx *c, BlkRegion *r, BlkLoc loc, bool *ok)
 {
 	for (int i = 0; r && i < r->nargs; i++)
-		subst_type(c, &r->args[i]->type, ok);
+		subst_type(c, &r->args[i]->type, loc, ok);
 	for (BlkOp *op = r ? r->first : NULL; op; op = op->next) {
 		for (int i = 0; i < op->nresults; i++)
-			subst_type(c, &op->results[i]->type, ok);
+			subst_type(c, &op->results[i]->type, op->loc, ok);
 		subst_index_attr(c, op, ok);
 		for (int i = 0; i < op->nregions; i++)
-			subst_region(c, op->regions[i], ok);
+			subst_region(c, op->regions[i], op->loc, ok);
 	}
 }
 
@@ -64,10 +106,24 @@ static void subst_kernel(LowerCtx *c, bool *ok)
 		for (int d = 0; d < p->rank; d++) {
 			p->shape[d] = subst(c, p->shape[d], ok);
 			p->block[d] = subst(c, p->block[d], ok);
+			if (p->access == BLK_ACCESS_SCRATCH || p->prefetch)
+				must_be_const(c, p->loc, p->shape[d], p->prefetch ? "a prefetch array's shape"
+				              : "a scratch buffer's shape", ok);
 		}
-		subst_region(c, p->index_map, ok);
+		subst_region(c, p->index_map, p->loc, ok);
 	}
-	subst_region(c, k->body, ok);
+	subst_region(c, k->body, k->loc, ok);
+}
+
+/* k->size_dyn: the divisor each dynamic size has at this launch (the
+ * canonical sizes say -divisor), 0 for the rest. */
+static void note_dynamic(LowerCtx *c)
+{
+	BlkKernel *k = c->k;
+	int64_t *dyn = BLK_NEW_N(c->a, int64_t, k->nsizes + 1);
+	for (int i = 0; i < k->nsizes; i++)
+		dyn[i] = c->sizes && c->sizes[i] < 0 ? -c->sizes[i] : 0;
+	k->size_dyn = dyn;
 }
 
 /* ---- folding -------------------------------------------------------------- */
@@ -86,8 +142,8 @@ static bool fold_value(LowerCtx *c, BlkOp *op, int64_t *out)
 		return false;
 	case BLK_OP_NUM_PROGRAMS:
 		x = blk_op_int(op, "axis", 0);
-		*out = x < c->k->grid_rank ? blk_lower_dim(c->k->grid[x]) : 1;
-		return true;
+		*out = 1;
+		return x >= c->k->grid_rank || blk_sym_is_const(c->k->grid[x], out);
 	case BLK_OP_NEG:
 		if (op->results[0]->type.rank != 0 || !blk_lower_const_int(op->operands[0], &x))
 			return false;
@@ -138,10 +194,16 @@ static void fold_op(void *ctx, BlkOp *op)
 	FoldCtx *f = ctx;
 	LowerCtx *c = f->c;
 	int64_t v;
-	if (op->nresults != 1 || !fold_value(c, op, &v))
-		return;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, op);
+	if (op->kind == BLK_OP_NUM_PROGRAMS && !fold_value(c, op, &v)) { /* a dynamic extent */
+		BlkValue *n = blk_lower_build_sym(&b, op->loc, c->k->grid[blk_op_int(op, "axis", 0)]);
+		blk_replace_uses(f->top, op->results[0], n);
+		blk_op_erase(op);
+		return;
+	}
+	if (op->nresults != 1 || !fold_value(c, op, &v))
+		return;
 	BlkValue *k = blk_build_const_int(&b, op->loc, op->results[0]->type, v);
 	blk_replace_uses(f->top, op->results[0], k);
 	blk_op_erase(op);
@@ -150,7 +212,10 @@ static void fold_op(void *ctx, BlkOp *op)
 bool blk_lower_specialize(LowerCtx *c)
 {
 	bool ok = true;
+	note_dynamic(c);
 	subst_kernel(c, &ok);
+	if (!ok && blk_diag_error_count(c->d))
+		return false;
 	if (!ok) {
 		blk_error(c->d, c->k->loc, "kernel %s: a shape is not a valid constant at this launch",
 		          c->k->name);

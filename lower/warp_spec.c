@@ -152,15 +152,16 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	const BlkArrayDesc *ad = &c->arrays[blk_lower_array_index(c->k, pi)];
 	const BlkLayout *l = x->buf->type.layout;
 	int es = blk_dtype_size(p->dtype);
+	int64_t row = ad->strides[0] < 0 ? -ad->strides[0] : ad->strides[0]; /* dynamic: a divisor */
 	if (p->rank != 2 || p->squeezed[0] || p->squeezed[1] || (ad->align > 0 && ad->align < 16) || ad->strides[1] != 1 ||
-	    (ad->strides[0] * es) % 16 || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
+	    (row * es) % 16 || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
 	    ad->shape[1] > INT32_MAX)
 		return false;
 	const BlkAttr *idx = blk_op_attr(ld, "idx");
 	for (int d = 0; d < 2; d++) {
 		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
-		int64_t block = p->block[d] ? blk_lower_dim(p->block[d]) : ad->shape[d];
-		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && block != ad->shape[d]))
+		const BlkSym *block = p->block[d] ? p->block[d] : p->shape[d];
+		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && !blk_sym_equal(block, p->shape[d])))
 			return false;
 	}
 	return true;

@@ -201,6 +201,8 @@ void blk_program_destroy(BlkProgram *p)
 		next = f->next;
 		blk_cache_clear(&f->cache, drv);
 		free(f->last_arrays);
+		free(f->spec_sizes), free(f->spec_csizes), free(f->spec_carrays);
+		free(f->last_sizes), free(f->last_csizes), free(f->last_carrays);
 		free(f);
 	}
 	blk_arena_destroy(p->arena);
@@ -489,6 +491,37 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 	return e;
 }
 
+/* The launch's class (ir.h blk_dynamic_class) into f->spec_*; the cache
+ * key of a kernel with dynamic sizes is the class's, sizes included. */
+static char *class_key(BlkFunc *f, const LaunchArgs *la, int n)
+{
+	const BlkKernel *k = f->kernel;
+	BlkRuntime *rt = f->prog->rt;
+	size_t ns = (size_t)k->nsizes + 1, na = (size_t)(n > 0 ? n : 1);
+	if (!f->spec_sizes)
+		f->spec_sizes = calloc(ns, sizeof *f->spec_sizes);
+	if (!f->spec_csizes)
+		f->spec_csizes = calloc(ns, sizeof *f->spec_csizes);
+	if (!f->spec_carrays)
+		f->spec_carrays = calloc(na, sizeof *f->spec_carrays);
+	if (!f->spec_sizes || !f->spec_csizes || !f->spec_carrays)
+		return NULL;
+	memcpy(f->spec_sizes, la->sizes, sizeof *la->sizes * (size_t)k->nsizes);
+	if (!blk_dynamic_class(k, la->sizes, la->arrays, n, f->spec_csizes, f->spec_carrays))
+		return blk_cache_key(k->name, rt->arch, la->arrays, n);
+	char *key = blk_cache_key(k->name, rt->arch, f->spec_carrays, n);
+	size_t len = key ? strlen(key) : 0, cap = len + 24 * ns + 8;
+	char *full = key ? realloc(key, cap) : NULL;
+	if (!full) {
+		free(key);
+		return NULL;
+	}
+	len += (size_t)snprintf(full + len, cap - len, " sizes");
+	for (int i = 0; i < k->nsizes; i++)
+		len += (size_t)snprintf(full + len, cap - len, " %lld", (long long)f->spec_csizes[i]);
+	return full;
+}
+
 /* The cached specialization for these tensors, compiled on a miss. */
 static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *cached)
 {
@@ -496,7 +529,7 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 	LaunchArgs la;
 	BlkCacheEntry *e = NULL;
 	if (args_alloc(rt, f->kernel, n, &la) && blk_rt_bind(f, t, n, la.arrays, la.sizes)) {
-		char *key = blk_cache_key(f->kernel->name, rt->arch, la.arrays, n);
+		char *key = class_key(f, &la, n);
 		e = key ? blk_cache_find(&f->cache, key) : NULL;
 		*cached = e != NULL;
 		if (e) {
@@ -661,31 +694,63 @@ static bool encode_tmaps(BlkRuntime *rt, const BlkCompiled *c, const BlkTensor *
 	return true;
 }
 
-static bool enqueue(BlkRuntime *rt, const BlkCacheEntry *e, const BlkTensor *t, int n, BlkStream s)
+/* What a launch of a kernel with dynamic sizes passes: its sizes and
+ * their class (f->spec_* or f->last_*). */
+typedef struct DynArgs {
+	const int64_t *sizes, *csizes;
+	const BlkArrayDesc *carrays;
+} DynArgs;
+
+static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, const BlkTensor *t, int n,
+                    BlkStream s, const DynArgs *dyn)
 {
 	const BlkCompiled *c = &e->compiled;
+	const BlkKernel *k = f->kernel;
 	CUtensorMap maps[BLK_MAX_TMAPS];
-	int na = n + c->ntmaps;
+	int na = n + c->ntmaps + k->nsizes + n * BLK_MAX_RANK;
 	CUdeviceptr *ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *ptrs);
 	void **args = calloc((size_t)(na > 0 ? na : 1), sizeof *args);
-	bool ok = ptrs && args;
+	/* after the pointers and tensor maps: each dynamic size (i32), then
+	 * each dynamic stride (i64), as emit_llvm.c's make_function takes them */
+	int32_t *dsz = calloc((size_t)k->nsizes + 1, sizeof *dsz);
+	int64_t *dst = calloc((size_t)(n * BLK_MAX_RANK + 1), sizeof *dst);
+	bool ok = ptrs && args && dsz && dst;
 	for (int i = 0; ok && i < n; i++) {
 		ptrs[i] = (CUdeviceptr)(uintptr_t)t[i].data;
 		args[i] = &ptrs[i];
 	}
 	for (int i = 0; ok && i < c->ntmaps; i++)
 		args[n + i] = &maps[i];
+	int m = n + c->ntmaps, ns = 0, nst = 0;
+	for (int i = 0; ok && dyn->csizes && i < k->nsizes; i++)
+		if (dyn->csizes[i] < 0) {
+			dsz[ns] = (int32_t)dyn->sizes[i];
+			args[m++] = &dsz[ns++];
+		}
+	for (int i = 0; ok && dyn->carrays && i < n; i++)
+		for (int d = 0; d < dyn->carrays[i].rank; d++)
+			if (dyn->carrays[i].strides[d] < 0) {
+				dst[nst] = t[i].strides[d];
+				args[m++] = &dst[nst++];
+			}
+	unsigned grid[3] = { c->grid[0], c->grid[1], c->grid[2] };
 	if (!ok)
 		blk_rt_error(rt, "out of memory");
+	else if (c->grid_dynamic && !blk_lower_cuda_grid(k, dyn->sizes, grid))
+		ok = blk_rt_error(rt, "launch of %s: its grid exceeds CUDA's limits at these sizes", k->name);
+	else if (!grid[0] || !grid[1] || !grid[2])
+		ok = true; /* an empty grid (a zero size) has nothing to do */
 	else if (!encode_tmaps(rt, c, t, n, maps))
 		ok = false;
 	else
-		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, c->grid[0], c->grid[1], c->grid[2],
+		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2],
 		                                              c->threads, 1, 1, (unsigned)c->smem_bytes,
 		                                              (CUstream)s, args, NULL),
 		                  "cuLaunchKernel");
 	free(ptrs);
 	free(args);
+	free(dsz);
+	free(dst);
 	return ok;
 }
 
@@ -709,12 +774,23 @@ static BlkCacheEntry *same_as_last(BlkFunc *f, const BlkTensor *t, int n)
 
 static void remember(BlkFunc *f, BlkCacheEntry *e, const BlkTensor *t, int n)
 {
+	size_t ns = (size_t)f->kernel->nsizes + 1, na = (size_t)(n > 0 ? n : 1);
 	if (!f->last_arrays)
-		f->last_arrays = calloc((size_t)(n > 0 ? n : 1), sizeof *f->last_arrays);
-	if (!f->last_arrays || n != f->ntensors) {
+		f->last_arrays = calloc(na, sizeof *f->last_arrays);
+	if (!f->last_sizes)
+		f->last_sizes = calloc(ns, sizeof *f->last_sizes);
+	if (!f->last_csizes)
+		f->last_csizes = calloc(ns, sizeof *f->last_csizes);
+	if (!f->last_carrays)
+		f->last_carrays = calloc(na, sizeof *f->last_carrays);
+	if (!f->last_arrays || !f->last_sizes || !f->last_csizes || !f->last_carrays ||
+	    !f->spec_sizes || n != f->ntensors) {
 		f->last = NULL;
 		return;
 	}
+	memcpy(f->last_sizes, f->spec_sizes, ns * sizeof *f->last_sizes);
+	memcpy(f->last_csizes, f->spec_csizes, ns * sizeof *f->last_csizes);
+	memcpy(f->last_carrays, f->spec_carrays, na * sizeof *f->last_carrays);
 	for (int i = 0; i < n; i++) {
 		BlkArrayDesc *a = &f->last_arrays[i];
 		memset(a, 0, sizeof *a);
@@ -734,10 +810,12 @@ bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream st
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
 	BlkCacheEntry *e = same_as_last(f, tensors, ntensors);
+	DynArgs dyn = { f->last_sizes, f->last_csizes, f->last_carrays };
 	if (e)
 		f->cache.hits++;
 	else {
 		e = specialize_guarded(f, tensors, ntensors, &cached);
+		dyn = (DynArgs){ f->spec_sizes, f->spec_csizes, f->spec_carrays };
 		if (e)
 			remember(f, e, tensors, ntensors);
 	}
@@ -745,7 +823,7 @@ bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream st
 	    !load_entry(rt, e))
 		return false;
 	/* An empty grid (a zero size) has nothing to do. */
-	if (!e->compiled.grid[0] || !e->compiled.grid[1] || !e->compiled.grid[2])
+	if (!e->compiled.grid_dynamic && (!e->compiled.grid[0] || !e->compiled.grid[1] || !e->compiled.grid[2]))
 		return true;
-	return enqueue(rt, e, tensors, ntensors, stream);
+	return enqueue(rt, f, e, tensors, ntensors, stream, &dyn);
 }

@@ -54,6 +54,12 @@ struct BlkFunc {
 	 * takes it without binding sizes or building its key again. */
 	BlkCacheEntry *last;
 	BlkArrayDesc *last_arrays;
+	/* Dynamic sizes (`dynamic (M)`): a launch's sizes (kernel arguments,
+	 * and its grid) and its class as blk_dynamic_class writes it (which
+	 * sizes and strides are passed) -- spec_* of the last specialization,
+	 * last_* of the launch `last` is for. */
+	int64_t *spec_sizes, *spec_csizes, *last_sizes, *last_csizes;
+	BlkArrayDesc *spec_carrays, *last_carrays;
 	BlkFunc *next;
 };
 

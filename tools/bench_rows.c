@@ -157,6 +157,9 @@ typedef struct GemmRow {
 static const GemmRow gemm_table[] = {
 	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256 ";" HOPPP},
 	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256 ";" HOPPP},
+	/* the same kernel with dynamic (M, N, K): sizes as arguments */
+	{G_NT, "matmul_dynamic", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256 ";" HOPPP},
+	{G_NT, "matmul_dynamic", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256 ";" HOPPP},
 	{G_EPILOGUE, "matmul_epilogue", BLK_BF16, 1, 4096, 4096, 4096, MMA256 ";" MMA128,
 	 HOP256 ";" HOPTALL ";" HOP128 ";" HOPPP},
 	{G_BMM, "bmm", BLK_BF16, 16, 1024, 1024, 1024, MMA256, HOP256 ";" HOPPP},

@@ -331,6 +331,13 @@ int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *
 	int64_t sizes[BLK_MAX_SIZES];
 	BlkArrayDesc arrays[BLK_MAX_PARAMS];
 	int nv = split_arches(a, o->arch, arches), n = 0;
+	for (int i = 0; k->size_dyn && i < k->nsizes; i++)
+		if (k->size_dyn[i] > 0) {
+			blk_error(d, k->loc, "kernel %s: --emit=c compiles for fixed sizes, but `%s` is dynamic; "
+			          "drop `dynamic (...)` for an ahead-of-time build, or launch it through libblk",
+			          k->name, k->sizes[i]);
+			return BLKC_ERROR;
+		}
 	for (int i = 0; i < nv; i++) {
 		v[i].arch = arches[i];
 		if (!blkc_lower_at_sizes(o, a, d, k, arches[i], sizes, arrays, &n, &v[i].c))

@@ -52,6 +52,7 @@ typedef struct Case {
 
 #define MM(M, N, K, name, defs) {name, #M "x" #N "x" #K, 3, {{M, K}, {K, N}, {M, N}}, defs, 0}
 #define NT(M, N, K, defs) {"matmul_nt", #M "x" #N "x" #K, 3, {{M, K}, {N, K}, {M, N}}, defs, 0}
+#define DYN(M, N, K, defs) {"matmul_dynamic", #M "x" #N "x" #K, 3, {{M, K}, {N, K}, {M, N}}, defs, 0}
 #define EPI(M, N, K, defs) \
 	{"matmul_epilogue", #M "x" #N "x" #K, 4, {{M, K}, {K, N}, {N}, {M, N}}, defs, 0}
 #define BMM(B, M, N, K, defs) \
@@ -107,6 +108,8 @@ static const Case cases[] = {
 	MM(2100, 2200, 200, "matmul", PING),
 	MM(1000, 4300, 136, "matmul", PING),
 	NT(1100, 2500, 72, PING),
+	DYN(1100, 2500, 72, PING),
+	DYN(2048, 1024, 256, PING),
 	EPI(2050, 2100, 264, PING),
 	BMM(5, 700, 900, 136, PING),
 	{"add", "4096", 3, {{4096}, {4096}, {4096}}, NONE, 0},
@@ -117,6 +120,9 @@ static const Case cases[] = {
 	{"softmax", "5x1000", 2, {{5, 1000}, {5, 1000}}, {"BR=1"}, 0},
 	NT(256, 256, 256, NONE),
 	NT(130, 70, 33, NONE),
+	DYN(256, 256, 256, NONE),
+	DYN(130, 70, 33, NONE),
+	DYN(1, 300, 77, MMA),
 	NT(300, 200, 77, MMA),
 	EPI(256, 256, 256, NONE),
 	EPI(130, 70, 33, NONE),

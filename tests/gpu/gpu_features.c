@@ -2757,6 +2757,240 @@ static bool run_offline_case(BlkRuntime *rt, const Case *c, BlkDType t, uint64_t
 	return ok;
 }
 
+/* ---- dynamic sizes: one program over many sizes -------------------------- */
+
+/* A kernel with `dynamic (...)` launched through one program at each set
+ * of sizes, each launch checked against the interpreter on its own random
+ * inputs with poisoned outputs; an array dim -(i + 1) is size i of the
+ * set.  At the end the program must have compiled exactly `classes`
+ * kernels (ir.h blk_dynamic_class: one per divisibility class hit). */
+enum { MAX_SETS = 12 };
+typedef struct Sweep {
+	Case c;
+	int nsets;
+	int64_t sets[MAX_SETS][4];
+	unsigned classes;
+} Sweep;
+
+#define SZ(i) (-(i) - 1)
+
+static Case at_sizes(const Case *c, const int64_t *set)
+{
+	Case x = *c;
+	for (int i = 0; i < x.narrays; i++)
+		for (int d = 0; d < x.a[i].rank; d++)
+			if (x.a[i].shape[d] < 0)
+				x.a[i].shape[d] = set[-x.a[i].shape[d] - 1];
+	return x;
+}
+
+static bool sweep_launch(BlkRuntime *rt, BlkFunc *f, const Case *c, BlkDType t, uint64_t seed)
+{
+	Arrays ref = {0}, gpu = {0};
+	char err[ERR_LEN] = "", rel[32] = "-";
+	int stage = 0;
+	void *dev[MAX_ARRAYS] = {0};
+	BlkTensor ts[MAX_ARRAYS];
+	bool ok = arrays_make(&ref, c, t, seed) && arrays_make(&gpu, c, t, seed);
+	ok = ok && reference(c, t, seed, &ref, NULL, &stage, err);
+	for (int i = 0; ok && i < gpu.n; i++)
+		ok = blk_mem_alloc(rt, gpu.h[i]->nbytes ? gpu.h[i]->nbytes : 1, &dev[i]) &&
+		     blk_memcpy_htod(rt, dev[i], gpu.h[i]->data, gpu.h[i]->nbytes);
+	if (ok) {
+		make_tensors(c, t, &gpu, dev, ts);
+		ok = launch_and_sync(rt, f, ts, gpu.n, NULL);
+		for (int i = 0; ok && i < gpu.n; i++)
+			if (c->a[i].role != 'i')
+				ok = blk_memcpy_dtoh(rt, gpu.h[i]->data, dev[i], gpu.h[i]->nbytes);
+		if (!ok)
+			set_err(err, "gpu: ", blk_runtime_last_error(rt));
+	}
+	double max_rel = 0;
+	ok = ok && compare_all(c, t, &gpu, &ref, &max_rel, err);
+	if (ok)
+		snprintf(rel, sizeof rel, "%.2e", max_rel);
+	row(c, t, rel, ok, err);
+	for (int i = 0; i < gpu.n; i++)
+		blk_mem_free(rt, dev[i]);
+	arrays_free(&ref);
+	arrays_free(&gpu);
+	return ok;
+}
+
+static const Sweep sweeps[] = {
+	/* NN matmul, every size dynamic: block multiples, ragged, size 1 */
+	{CASE("dyn_matmul", true,
+	      "kernel dyn_matmul[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3](\n"
+	      "    a: in  T[M, K] block (BM, K)  index (i, j) -> (i, 0),\n"
+	      "    b: in  T[K, N] block (K, BN)  index (i, j) -> (0, j),\n"
+	      "    c: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	      ") dynamic (M, N, K) grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	      "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	      "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	      "    };\n"
+	      "    c[...] = acc.astype(T);\n"
+	      "}\n",
+	      A2('i', DT_T, SZ(0), SZ(2)), A2('i', DT_T, SZ(2), SZ(1)), A2('o', DT_T, SZ(0), SZ(1))),
+	 /* classes (M, N, K) of the candidates 16, 32, 64: (64,64,64) twice,
+	  * (1,1,1) twice, (16,16,16), (M = 1 compiled in, 64, 32): 4 */
+	 6, {{128, 192, 64}, {256, 64, 128}, {130, 70, 33}, {67, 95, 129}, {48, 80, 16}, {1, 64, 96}},
+	 4},
+	/* a linear layer as served: x @ w.T + bias, relu; only the batch M
+	 * dynamic (K, N compiled in) */
+	{CASE("dyn_linear", true,
+	      "kernel dyn_linear[T = f32, BM = 64, BN = 64, BK = 32](\n"
+	      "    x: in  T[M, K] block (BM, K)  index (i, j) -> (i, 0),\n"
+	      "    w: in  T[N, K] block (BN, K)  index (i, j) -> (j, 0),\n"
+	      "    bias: in T[N] block (BN) index (i, j) -> (j),\n"
+	      "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	      ") dynamic (M) grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	      "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	      "        acc + x[:, ds(k * BK, BK)] @ w[:, ds(k * BK, BK)].T\n"
+	      "    };\n"
+	      "    y[...] = max(acc + bias[...].astype(f32)[None, :], 0.0).astype(T);\n"
+	      "}\n",
+	      A2('i', DT_T, SZ(0), 96), A2('i', DT_T, 80, 96), A1('i', DT_T, 80), A2('o', DT_T, SZ(0), 80)),
+	 /* M: 1 (static), 3/17/100/1000 (class 1), 64/128/192 (class 64) */
+	 8, {{1}, {3}, {17}, {64}, {100}, {128}, {192}, {1000}},
+	 3},
+	/* rows of a softmax, rows dynamic; a 3-axis grid with the batch */
+	{CASE("dyn_softmax", true,
+	      "kernel dyn_softmax[T = f32, BR = 4](\n"
+	      "    x: in  T[B, R, 128] block (None, BR, 128) index (b, i) -> (b, i, 0),\n"
+	      "    y: out T[B, R, 128] block (None, BR, 128) index (b, i) -> (b, i, 0),\n"
+	      ") dynamic (B, R) grid (B, cdiv(R, BR)) {\n"
+	      "    let v = x[...].astype(f32);\n"
+	      "    let e = exp(v - max(v, axis = 1)[:, None]);\n"
+	      "    y[...] = (e / sum(e, axis = 1)[:, None]).astype(T);\n"
+	      "}\n",
+	      A3('i', DT_T, SZ(0), SZ(1), 128), A3('o', DT_T, SZ(0), SZ(1), 128)),
+	 /* (B, R) of 4, 16, 128: (1,1) twice, (B = 1, 1), (16,16), (B = 1, 16) */
+	 5, {{3, 7}, {1, 5}, {16, 64}, {5, 9}, {1, 32}},
+	 4},
+	/* a 4-axis grid (the last two share CUDA z), its extents dynamic */
+	{CASE("dyn_grid4", false,
+	      "kernel dyn_grid4(\n"
+	      "    x: in  f32[A, B, C, D] block (None, None, None, None) index (a, b, c, d) -> (a, b, c, d),\n"
+	      "    y: out f32[A, B, C, D] block (None, None, None, None) index (a, b, c, d) -> (a, b, c, d),\n"
+	      ") dynamic (A, B, C, D) grid (A, B, C, D) {\n"
+	      "    y[...] = x[...] * (program_id(3) + 1).astype(f32) + (program_id(2) * 100 + num_programs(3)).astype(f32);\n"
+	      "}\n",
+	      A4('i', BLK_F32, SZ(0), SZ(1), SZ(2), SZ(3)), A4('o', BLK_F32, SZ(0), SZ(1), SZ(2), SZ(3))),
+	 /* all of class 1 (strides too: none a multiple of 16), then B = 1 */
+	 3, {{2, 3, 5, 7}, {3, 2, 7, 5}, {4, 1, 3, 6}},
+	 2},
+	/* a seq axis accumulating in scratch over a dynamic count of blocks */
+	{CASE("dyn_seq", false,
+	      "kernel dyn_seq[BK = 32](\n"
+	      "    x: in  f32[R, K] block (None, BK) index (r, k) -> (r, k),\n"
+	      "    y: out f32[R] block (None) index (r, k) -> (r),\n"
+	      "    acc: scratch f32[BK],\n"
+	      ") dynamic (R, K) grid (R, seq cdiv(K, BK)) {\n"
+	      "    when program_id(1) == 0 { acc[...] = zeros((BK,), f32); }\n"
+	      "    acc[...] = acc[...] + x[...];\n"
+	      "    when program_id(1) == num_programs(1) - 1 { y[...] = sum(acc[...]); }\n"
+	      "}\n",
+	      A2('i', BLK_F32, SZ(0), SZ(1)), A1('o', BLK_F32, SZ(0))),
+	 /* (R, K) of 16, 32: (1,1) twice, (1,32), (16,32) */
+	 4, {{5, 100}, {7, 64}, {9, 33}, {16, 320}},
+	 3},
+	/* attention with dynamic batch*heads and sequence length: the
+	 * sequence's masks and loop bounds come from arguments */
+	{CASE("dyn_attention", true,
+	      "kernel dyn_attention[T = f32, BQ = 64, BK = 64, D = 64](\n"
+	      "    q: in  T[BH, S, D] block (None, BQ, D) index (i, h) -> (h, i, 0),\n"
+	      "    k: in  T[BH, S, D] block (None, S, D)  index (i, h) -> (h, 0, 0),\n"
+	      "    v: in  T[BH, S, D] block (None, S, D)  index (i, h) -> (h, 0, 0),\n"
+	      "    o: out T[BH, S, D] block (None, BQ, D) index (i, h) -> (h, i, 0),\n"
+	      ") dynamic (BH, S) grid (cdiv(S, BQ), BH) {\n"
+	      "    let x = q[...];\n"
+	      "    let (m, l, acc) = fori_loop(0, cdiv(S, BK), (full((BQ,), -inf, f32), zeros((BQ,), f32), zeros((BQ, D), f32))) |j, (m, l, acc)| {\n"
+	      "        let cols = expand_dims(j * BK + iota(BK), 0);\n"
+	      "        let s = where(cols < S, dot(x, k[ds(j * BK, BK), :].T) * 0.125, -inf);\n"
+	      "        let m_new = max(m, max(s, axis = 1));\n"
+	      "        let p = exp(s - expand_dims(m_new, 1));\n"
+	      "        let alpha = exp(m - m_new);\n"
+	      "        (m_new, l * alpha + sum(p, axis = 1), acc * expand_dims(alpha, 1) + dot(p.astype(T), v[ds(j * BK, BK), :]))\n"
+	      "    };\n"
+	      "    o[...] = (acc / expand_dims(l, 1)).astype(T);\n"
+	      "}\n",
+	      A3('i', DT_T, SZ(0), SZ(1), 64), A3('i', DT_T, SZ(0), SZ(1), 64), A3('i', DT_T, SZ(0), SZ(1), 64),
+	      A3('o', DT_T, SZ(0), SZ(1), 64)),
+	 /* (BH, S) of 16, 64: (1,64) twice, (1,1), (BH = 1, 1) */
+	 4, {{2, 128}, {3, 100}, {4, 256}, {1, 77}},
+	 3},
+};
+
+/* dyn_linear (f32) launched at M = 1 .. 100 through one program: as many
+ * compiles as classes of M (1 compiled in; multiples of 64, 32, 16; the
+ * rest), the outputs checked only by the sweep above. */
+static bool count_classes(BlkRuntime *rt)
+{
+	const Case *c = &sweeps[1].c;
+	BlkProgram *p;
+	BlkFunc *f = load_func(rt, c, BLK_F32, &p);
+	void *dev[4] = {0};
+	int64_t shapes[4][2] = {{100, 96}, {80, 96}, {80, 1}, {100, 80}};
+	bool ok = f != NULL;
+	for (int i = 0; ok && i < 4; i++)
+		ok = blk_mem_alloc(rt, (size_t)(shapes[i][0] * shapes[i][1] * 4), &dev[i]);
+	for (int64_t m = 1; ok && m <= 100; m++) {
+		int64_t x[2] = {m, 96}, y[2] = {m, 80};
+		BlkTensor ts[4] = {
+			blk_tensor_make(dev[0], BLK_DTYPE_F32, 2, x), blk_tensor_make(dev[1], BLK_DTYPE_F32, 2, shapes[1]),
+			blk_tensor_make(dev[2], BLK_DTYPE_F32, 1, shapes[2]), blk_tensor_make(dev[3], BLK_DTYPE_F32, 2, y),
+		};
+		ok = blk_launch(f, ts, 4, NULL);
+	}
+	ok = ok && blk_synchronize(rt);
+	unsigned compiles = 0, hits = 0;
+	if (p)
+		blk_program_cache_stats(p, &compiles, &hits);
+	printf("| %-28s | f32  | %u compiles for M = 1..100 (5 classes) | %s |%s%s\n", "dyn_linear_count", compiles,
+	       ok && compiles == 5 ? "PASS" : "FAIL", ok ? "" : " ", ok ? "" : blk_runtime_last_error(rt));
+	for (int i = 0; i < 4; i++)
+		blk_mem_free(rt, dev[i]);
+	blk_program_destroy(p);
+	return ok && compiles == 5;
+}
+
+static int run_sweeps(BlkRuntime *rt, int *total)
+{
+	int failed = 0;
+	uint64_t seed = 9001;
+	const char *only = getenv("BLK_GPU_CASES");
+	for (size_t i = 0; i < sizeof sweeps / sizeof sweeps[0]; i++) {
+		const Sweep *w = &sweeps[i];
+		if (only && *only && !strstr(w->c.name, only))
+			continue;
+		for (int j = 0; j < (w->c.typed ? 3 : 1); j++) {
+			BlkDType t = j == 0 ? BLK_F32 : j == 1 ? BLK_F16 : BLK_BF16;
+			BlkProgram *p;
+			BlkFunc *f = load_func(rt, &w->c, t, &p);
+			bool ok = f != NULL;
+			for (int s = 0; f && s < w->nsets; s++, seed += 8) {
+				Case c = at_sizes(&w->c, w->sets[s]);
+				ok &= sweep_launch(rt, f, &c, t, seed);
+				(*total)++;
+			}
+			unsigned compiles = 0, hits = 0;
+			if (p)
+				blk_program_cache_stats(p, &compiles, &hits);
+			bool counted = compiles == w->classes;
+			printf("| %-28s | %-4s | %u compiles for %d sizes (%u classes expected) | %s |\n", w->c.name,
+			       w->c.typed ? blk_dtype_name(t) : "-", compiles, w->nsets, w->classes,
+			       f && counted ? "PASS" : "FAIL");
+			if (!f)
+				printf("  load: %s\n", blk_runtime_last_error(rt));
+			failed += !ok || !counted || !f;
+			blk_program_destroy(p);
+		}
+	}
+	if (!only || !*only || strstr("dyn_linear_count", only))
+		failed += !count_classes(rt);
+	return failed;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static const BlkDType float_types[] = {BLK_F32, BLK_F16, BLK_BF16};
@@ -2816,7 +3050,10 @@ int main(void)
 	if (!rt)
 		return status;
 	header("max rel");
-	int failed = run_all(rt, false);
+	int failed = run_all(rt, false), swept = 0;
+	int sweep_failed = run_sweeps(rt, &swept);
+	printf("\ndynamic sizes: %d launches, %d sweeps failed\n", swept, sweep_failed);
+	failed += sweep_failed;
 	blk_runtime_destroy(rt);
 	return failed ? 1 : 0;
 }

@@ -220,6 +220,12 @@ static void test_matmul_nt(void **state)
 	gemm_all(&(Gemm){ .file = "matmul_nt.blk", .name = "matmul_nt", .nt = true }, 0);
 }
 
+static void test_matmul_dynamic(void **state)
+{
+	(void)state;
+	gemm_all(&(Gemm){ .file = "matmul_dynamic.blk", .name = "matmul_dynamic", .nt = true }, 0);
+}
+
 static void test_matmul_epilogue(void **state)
 {
 	(void)state;
@@ -818,6 +824,7 @@ int main(void)
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_matmul_acc),
 		cmocka_unit_test(test_matmul_nt),
+		cmocka_unit_test(test_matmul_dynamic),
 		cmocka_unit_test(test_matmul_epilogue),
 		cmocka_unit_test(test_bmm),
 		cmocka_unit_test(test_matmul_splitk),
