@@ -46,6 +46,7 @@ typedef struct BlkCompiled {
 	size_t smem_bytes;     /* dynamic shared memory per CTA */
 	unsigned grid[3];      /* CUDA grid for these sizes */
 	bool grid_dynamic;     /* grid depends on dynamic sizes: blk_lower_cuda_grid at each launch */
+	int persist_ctas;      /* then also persistent (persist.c): (min(x*y*z, this), 1, 1) */
 	int ntmaps;            /* tensor maps the launch passes (sm_90a TMA loads) */
 	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 } BlkCompiled;

@@ -51,6 +51,7 @@ typedef struct LowerCtx {
 	 * folded). */
 	const BlkSym *par_div[BLK_MAX_RANK], *par_mod[BLK_MAX_RANK];
 	bool grid_dynamic;     /* a grid extent names a dynamic size: the launch computes grid */
+	int persist_ctas;      /* persist.c with a dynamic grid: CTAs = min(programs, this) at launch */
 	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
 	const char *entry;
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */

@@ -51,22 +51,35 @@ static bool applies(const LowerCtx *c, int64_t T)
 
 static BlkValue *bin(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
 {
+	int64_t u, v;
+	if (k == BLK_OP_MUL && blk_lower_const_int(x, &u) && blk_lower_const_int(y, &v))
+		return blk_lower_i32(b, loc, u * v); /* constant grids: the products folded, as before */
 	BlkValue *o[2] = { x, y };
 	return blk_build1(b, k, loc, blk_type_scalar(BLK_I32), 2, o);
 }
 
 /* The CUDA grid coordinates of tile t: z slowest; within a z, x in groups
  * of GROUP_M (the last group may be shorter), y fastest inside a group. */
+/* The grid's extent along CUDA axis a: a constant, or (dynamic sizes) the
+ * arithmetic of the kernel's axis a. */
+static BlkValue *extent(LowerCtx *c, BlkBuilder *b, BlkLoc loc, int a)
+{
+	if (!c->grid_dynamic)
+		return blk_lower_i32(b, loc, c->grid[a]);
+	return a < c->k->grid_rank ? blk_lower_build_sym(b, loc, c->k->grid[a]) : blk_lower_i32(b, loc, 1);
+}
+
 static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue **xyz)
 {
-	int64_t g0 = c->grid[0], g1 = c->grid[1];
-	BlkValue *plane = blk_lower_i32(b, loc, g0 * g1);
+	BlkValue *g0 = extent(c, b, loc, 0);
+	BlkValue *g1 = extent(c, b, loc, 1);
+	BlkValue *plane = bin(b, BLK_OP_MUL, loc, g0, g1);
 	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
 	BlkValue *r = bin(b, BLK_OP_MOD, loc, t, plane);
-	BlkValue *per = blk_lower_i32(b, loc, GROUP_M * g1);
+	BlkValue *per = bin(b, BLK_OP_MUL, loc, g1, blk_lower_i32(b, loc, GROUP_M));
 	BlkValue *group = bin(b, BLK_OP_FLOORDIV, loc, r, per); /* one builder call an argument: a fixed op order */
 	BlkValue *first = bin(b, BLK_OP_MUL, loc, group, blk_lower_i32(b, loc, GROUP_M));
-	BlkValue *left = bin(b, BLK_OP_SUB, loc, blk_lower_i32(b, loc, g0), first);
+	BlkValue *left = bin(b, BLK_OP_SUB, loc, g0, first);
 	BlkValue *rows = bin(b, BLK_OP_MIN, loc, left, blk_lower_i32(b, loc, GROUP_M));
 	BlkValue *in = bin(b, BLK_OP_MOD, loc, r, per);
 	xyz[0] = bin(b, BLK_OP_ADD, loc, first, bin(b, BLK_OP_MOD, loc, in, rows));
@@ -95,6 +108,8 @@ static void collect_pid(void *ctx, BlkOp *op)
  * them: axis a is CUDA axis a. */
 static int64_t cuda_grid(LowerCtx *c)
 {
+	if (c->grid_dynamic) /* T is known at launch only: taken as many, P = min(T, SMs) there */
+		return c->k->grid_rank > 3 ? 0 : INT32_MAX;
 	c->grid[0] = c->grid[1] = c->grid[2] = 1;
 	for (int a = 0; a < c->k->grid_rank && a < 3; a++) {
 		c->grid[a] = (unsigned)blk_lower_dim(c->k->grid[a]);
@@ -108,7 +123,7 @@ bool blk_lower_persist(LowerCtx *c)
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
 		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
-		if (c->k->grid_seq[a] || c->grid_dynamic) /* a dynamic count of tiles: one program each */
+		if (c->k->grid_seq[a])
 			return true;
 	int64_t T = cuda_grid(c);
 	if (!applies(c, T))
@@ -122,7 +137,16 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", 0);
 	int64_t P = T < sms(c) ? T : sms(c);
-	BlkValue *ops[3] = { pid, blk_lower_i32(&b, loc, T), blk_lower_i32(&b, loc, P) };
+	BlkValue *ops[3] = { pid, NULL, NULL };
+	if (c->grid_dynamic) { /* T = the grid's programs, P = min(T, SMs): the launch's CTAs */
+		BlkValue *t01 = bin(&b, BLK_OP_MUL, loc, extent(c, &b, loc, 0), extent(c, &b, loc, 1));
+		ops[1] = bin(&b, BLK_OP_MUL, loc, t01, extent(c, &b, loc, 2));
+		ops[2] = bin(&b, BLK_OP_MIN, loc, ops[1], blk_lower_i32(&b, loc, sms(c)));
+		c->persist_ctas = sms(c);
+	} else {
+		ops[1] = blk_lower_i32(&b, loc, T);
+		ops[2] = blk_lower_i32(&b, loc, P);
+	}
 	BlkOp *loop = blk_build(&b, BLK_OP_FOR, loc, 3, ops, 0, NULL, 1);
 	blk_op_set_int(c->a, loop, "unroll", 0);
 	BlkRegion *lb = loop->regions[0];
@@ -144,6 +168,9 @@ bool blk_lower_persist(LowerCtx *c)
 	}
 	blk_builder_at_end(&in, c->a, lb);
 	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);
-	c->grid[0] = (unsigned)P, c->grid[1] = c->grid[2] = 1;
+	if (!c->grid_dynamic)
+		c->grid[0] = (unsigned)P, c->grid[1] = c->grid[2] = 1;
+	for (int a = 0; a < c->k->grid_rank; a++)
+		c->par_axis[a] = a;
 	return true;
 }

@@ -201,6 +201,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	memcpy(out->tmaps, c.tmaps, sizeof out->tmaps);
 	memcpy(out->grid, c.grid, sizeof out->grid);
 	out->grid_dynamic = c.grid_dynamic;
+	out->persist_ctas = c.persist_ctas;
 	return true;
 }
 

@@ -255,6 +255,7 @@ static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
 	out->grid[1] = (unsigned)blk_disk_take_num(r, "gridy");
 	out->grid[2] = (unsigned)blk_disk_take_num(r, "gridz");
 	out->grid_dynamic = blk_disk_take_num(r, "griddyn") != 0;
+	out->persist_ctas = (int)blk_disk_take_num(r, "persist");
 	out->ntmaps = (int)blk_disk_take_num(r, "tmaps");
 	if (out->ntmaps < 0 || out->ntmaps > BLK_MAX_TMAPS)
 		return false;
@@ -354,9 +355,9 @@ void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const Bl
 	FILE *f = open_memstream(&payload, &plen);
 	if (!f)
 		return;
-	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\ngriddyn %d\ntmaps %d\n",
-	        c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2], c->grid_dynamic ? 1 : 0,
-	        c->ntmaps);
+	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\ngriddyn %d\npersist %d\n"
+	        "tmaps %d\n", c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2],
+	        c->grid_dynamic ? 1 : 0, c->persist_ctas, c->ntmaps);
 	for (int i = 0; i < c->ntmaps; i++)
 		fprintf(f, "tmap %d\nbox %d\nby %d\nswizzle %d\n", c->tmaps[i].array, c->tmaps[i].box[0],
 		        c->tmaps[i].box[1], c->tmaps[i].swizzle);

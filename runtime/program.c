@@ -734,18 +734,20 @@ static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, co
 				args[m++] = &dst[nst++];
 			}
 	unsigned grid[3] = { c->grid[0], c->grid[1], c->grid[2] };
-	if (!ok)
-		blk_rt_error(rt, "out of memory");
-	else if (c->grid_dynamic && !blk_lower_cuda_grid(k, dyn->sizes, grid))
+	if (!ptrs || !args || !dsz || !dst)
+		ok = blk_rt_error(rt, "out of memory");
+	if (ok && c->grid_dynamic && !blk_lower_cuda_grid(k, dyn->sizes, grid))
 		ok = blk_rt_error(rt, "launch of %s: its grid exceeds CUDA's limits at these sizes", k->name);
-	else if (!grid[0] || !grid[1] || !grid[2])
-		ok = true; /* an empty grid (a zero size) has nothing to do */
-	else if (!encode_tmaps(rt, c, t, n, maps))
-		ok = false;
-	else
-		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2],
-		                                              c->threads, 1, 1, (unsigned)c->smem_bytes,
-		                                              (CUstream)s, args, NULL),
+	if (ok && c->grid_dynamic && c->persist_ctas > 0) { /* persist.c: P = min(T, SMs) CTAs */
+		uint64_t T = (uint64_t)grid[0] * grid[1] * grid[2];
+		grid[0] = (unsigned)(T < (uint64_t)c->persist_ctas ? T : (uint64_t)c->persist_ctas);
+		grid[1] = grid[2] = T > 0;
+	}
+	/* an empty grid (a zero size) has nothing to do */
+	if (ok && grid[0] && grid[1] && grid[2])
+		ok = encode_tmaps(rt, c, t, n, maps) &&
+		     blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], c->threads, 1, 1,
+		                                              (unsigned)c->smem_bytes, (CUstream)s, args, NULL),
 		                  "cuLaunchKernel");
 	free(ptrs);
 	free(args);

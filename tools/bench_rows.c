@@ -416,11 +416,14 @@ static void gemm_row(BlkRuntime *rt, Cublas *cb, const Options *o, const GemmRow
 	bool ok = kernel_open(rt, o, r->name, r->dt, "", config, &g.l, &p) && gemm_make(rt, &g);
 	size_t obytes = g.nc * blk_tensor_elem_size((int)g.out_dt);
 	gemm_tensors(&g);
-	/* The tuner times its candidates on these tensors at the first launch;
-	 * split-K adds into C, so it is tuned first and zeroed for the check
-	 * (the runtime's tuner does not reset an accumulated output). */
-	if (ok && r->kind == G_SPLITK && strchr(config, ';'))
-		ok = run_gemm_blk(&g) && blk_synchronize(rt);
+	/* The tuner times its candidates on these tensors at the first launch,
+	 * so it runs first and C is poisoned again: the check sees only what
+	 * the chosen candidate writes (split-K adds into C and is zeroed
+	 * for the check: the runtime's tuner does not reset an accumulated
+	 * output). */
+	if (ok && strchr(config, ';'))
+		ok = run_gemm_blk(&g) && blk_synchronize(rt) &&
+		     (r->kind == G_SPLITK || blk_memset(rt, g.dc_blk, 0xff, obytes));
 	ok = ok && run_gemm_blk(&g) && run_gemm_cublas(&g) && blk_synchronize(rt) &&
 	     blk_memcpy_dtoh(rt, g.hc_blk, g.dc_blk, obytes) && blk_memcpy_dtoh(rt, g.hc_cb, g.dc_cb, obytes);
 	if (!ok)

@@ -2791,8 +2791,10 @@ static bool sweep_launch(BlkRuntime *rt, BlkFunc *f, const Case *c, BlkDType t, 
 	int stage = 0;
 	void *dev[MAX_ARRAYS] = {0};
 	BlkTensor ts[MAX_ARRAYS];
+	char *printed = NULL;
 	bool ok = arrays_make(&ref, c, t, seed) && arrays_make(&gpu, c, t, seed);
-	ok = ok && reference(c, t, seed, &ref, NULL, &stage, err);
+	ok = ok && reference(c, t, seed, &ref, &printed, &stage, err);
+	free(printed);
 	for (int i = 0; ok && i < gpu.n; i++)
 		ok = blk_mem_alloc(rt, gpu.h[i]->nbytes ? gpu.h[i]->nbytes : 1, &dev[i]) &&
 		     blk_memcpy_htod(rt, dev[i], gpu.h[i]->data, gpu.h[i]->nbytes);
