@@ -205,26 +205,41 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	return true;
 }
 
-static bool const_type(const BlkType *t)
+/* s is constant, or names only dynamic sizes of k (what specialize leaves
+ * in array shapes, block dims and Ref types). */
+static bool specialized_dim(const BlkKernel *k, const BlkSym *s)
+{
+	if (s->kind == BLK_SYM_CONST)
+		return true;
+	if (s->kind == BLK_SYM_VAR) {
+		for (int i = 0; k->size_dyn && i < k->nsizes; i++)
+			if (k->size_dyn[i] > 0 && strcmp(k->sizes[i], s->name) == 0)
+				return true;
+		return false;
+	}
+	return specialized_dim(k, s->a) && specialized_dim(k, s->b);
+}
+
+static bool const_type(const BlkKernel *k, const BlkType *t)
 {
 	int64_t v;
 	for (int d = 0; d < t->rank; d++)
-		if (!blk_sym_is_const(t->dims[d], &v))
+		if (t->kind == BLK_TYPE_REF ? !specialized_dim(k, t->dims[d]) : !blk_sym_is_const(t->dims[d], &v))
 			return false;
 	return true;
 }
 
 /* The first op of r (nested regions too) that breaks `needs`, or NULL. */
-static const BlkOp *unmet(const BlkRegion *r, unsigned needs)
+static const BlkOp *unmet(const BlkKernel *k, const BlkRegion *r, unsigned needs)
 {
 	for (const BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nresults; i++)
-			if ((needs & NEEDS_CONST) && !const_type(&op->results[i]->type))
+			if ((needs & NEEDS_CONST) && !const_type(k, &op->results[i]->type))
 				return op;
 		if ((needs & NEEDS_ENGINE) && op->kind == BLK_OP_DOT && !blk_op_attr(op, "engine"))
 			return op;
 		for (int i = 0; i < op->nregions; i++) {
-			const BlkOp *u = unmet(op->regions[i], needs);
+			const BlkOp *u = unmet(k, op->regions[i], needs);
 			if (u)
 				return u;
 		}
@@ -239,17 +254,16 @@ static bool needs_met(BlkDiag *d, const BlkKernel *k, const char *pass, unsigned
 	bool params = true;
 	for (int i = 0; i < k->nparams && (needs & NEEDS_CONST); i++)
 		for (int j = 0; j < k->params[i].rank; j++) {
-			int64_t v;
-			params &= blk_sym_is_const(k->params[i].shape[j], &v) &&
-			          (!k->params[i].block[j] || blk_sym_is_const(k->params[i].block[j], &v));
+			params &= specialized_dim(k, k->params[i].shape[j]) &&
+			          (!k->params[i].block[j] || specialized_dim(k, k->params[i].block[j]));
 		}
-	const BlkOp *op = unmet(k->body, needs & NEEDS_CONST);
+	const BlkOp *op = unmet(k, k->body, needs & NEEDS_CONST);
 	if (!params || op) {
 		blk_error(d, op ? op->loc : k->loc, "pass %s needs constant shapes: run --pass=specialize on it first",
 		          pass);
 		return false;
 	}
-	op = unmet(k->body, needs & NEEDS_ENGINE);
+	op = unmet(k, k->body, needs & NEEDS_ENGINE);
 	if (op) {
 		blk_error(d, op->loc, "pass %s needs every dot's engine: run --pass=dot-engine on it first", pass);
 		return false;

@@ -106,9 +106,8 @@ static void subst_kernel(LowerCtx *c, bool *ok)
 		for (int d = 0; d < p->rank; d++) {
 			p->shape[d] = subst(c, p->shape[d], ok);
 			p->block[d] = subst(c, p->block[d], ok);
-			if (p->access == BLK_ACCESS_SCRATCH || p->prefetch)
-				must_be_const(c, p->loc, p->shape[d], p->prefetch ? "a prefetch array's shape"
-				              : "a scratch buffer's shape", ok);
+			if (p->access == BLK_ACCESS_SCRATCH)
+				must_be_const(c, p->loc, p->shape[d], "a scratch buffer's shape", ok);
 		}
 		subst_region(c, p->index_map, p->loc, ok);
 	}

@@ -236,12 +236,41 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
                  const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays)
 {
 	const char *arch = o->arch;
+	BlkCompiled at = *c; /* a grid of dynamic sizes: the one these sizes launch */
+	if (c->grid_dynamic && blk_lower_cuda_grid(k, sizes, at.grid) && c->persist_ctas > 0) {
+		unsigned long long t = (unsigned long long)at.grid[0] * at.grid[1] * at.grid[2];
+		at.grid[0] = (unsigned)(t < (unsigned long long)c->persist_ctas ? t : (unsigned long long)c->persist_ctas);
+		at.grid[1] = at.grid[2] = t > 0;
+	}
 	printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
-	       k->name, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2]);
+	       k->name, c->threads, c->smem_bytes, at.grid[0], at.grid[1], at.grid[2]);
+	int64_t csizes[BLK_MAX_SIZES + 1];
+	BlkArrayDesc carrays[BLK_MAX_PARAMS + 1];
+	int na = 0;
+	for (int i = 0; i < k->nparams; i++)
+		na += k->params[i].access != BLK_ACCESS_SCRATCH;
+	if (blk_dynamic_class(k, sizes, arrays, na, csizes, carrays)) {
+		printf("  dynamic sizes (kernel arguments; this code serves every size of the class):");
+		const char *sep = " ";
+		for (int i = 0; i < k->nsizes; i++) {
+			if (!k->size_dyn || !k->size_dyn[i])
+				continue;
+			if (csizes[i] >= 0)
+				printf("%s%s = %lld (compiled in)", sep, k->sizes[i], (long long)csizes[i]);
+			else if (csizes[i] < -1)
+				printf("%s%s a multiple of %lld", sep, k->sizes[i], (long long)-csizes[i]);
+			else
+				printf("%s%s any", sep, k->sizes[i]);
+			sep = ", ";
+		}
+		printf("\n");
+	}
 	int regs = report_ptxas(c->ptx, arch);
-	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, c, regs);
+	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, &at, regs);
 	report_traffic(k, arrays);
-	/* The kernel itself, specialized in place: nothing uses it after. */
+	/* The kernel itself, specialized in place (every size compiled in, so
+	 * the loops' trip counts are known): nothing uses it after. */
+	k->size_dyn = NULL;
 	BlkLowerOptions lo = {.arch = arch};
 	Flops f = {0};
 	if (blk_lower_run_pass(a, d, m, k, "specialize", sizes, arrays, &lo))

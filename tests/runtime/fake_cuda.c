@@ -24,6 +24,15 @@ static int launches, tensor_maps;
 static unsigned last_grid[3];
 static int ctx_dummy, module_dummy, stream_dummy;
 
+/* How many kernel arguments the next launch's args holds (set by the
+ * test, since the driver itself is not told). */
+static int fake_nargs;
+
+void fake_cuda_set_nargs(int n)
+{
+	fake_nargs = n;
+}
+
 /* For the tests (dlsym): launches so far and the last one's grid. */
 int fake_cuda_launches(void)
 {
@@ -39,6 +48,21 @@ int fake_cuda_tensor_maps(void)
 unsigned fake_cuda_last_ctas(void)
 {
 	return last_grid[0] * last_grid[1] * last_grid[2];
+}
+
+/* The last launch's grid along axis a, and the first 4 bytes of its
+ * argument i (i32 sizes; the low half of an i64 stride), copied at launch. */
+enum { FAKE_ARGS = 32 };
+static int32_t last_args[FAKE_ARGS];
+
+unsigned fake_cuda_last_grid(int a)
+{
+	return a >= 0 && a < 3 ? last_grid[a] : 0;
+}
+
+int32_t fake_cuda_last_arg(int i)
+{
+	return i >= 0 && i < FAKE_ARGS ? last_args[i] : 0;
 }
 
 static CUresult get_error_name(CUresult r, const char **s)
@@ -232,6 +256,9 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	launches++;
 	last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
+	memset(last_args, 0, sizeof last_args);
+	for (int i = 0; args && i < fake_nargs && i < FAKE_ARGS; i++) /* every argument is >= 4 bytes */
+		memcpy(&last_args[i], args[i], sizeof last_args[i]);
 	clock_ms += 1.0 + 64.0 / (double)(gx * gy * gz);
 	return CUDA_SUCCESS;
 }

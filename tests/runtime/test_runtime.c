@@ -861,6 +861,73 @@ static void test_launch_fast_path(void **state)
 	blk_runtime_destroy(rt);
 }
 
+/* `dynamic (M, N, K)`: one compile per class of sizes, and the launch
+ * passes the sizes (i32, in the kernel's order: M, K, N) and the strides
+ * that depend on them (i64: a's, b's, c's rows) after the pointers, with
+ * the grid computed from these sizes. */
+static void test_dynamic_sizes(void **state)
+{
+	need_program(state);
+	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
+	setenv("BLK_CACHE", "0", 1);
+	BlkRuntime *rt = fake_runtime();
+	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(fake);
+	void (*set_nargs)(int);
+	int32_t (*arg)(int);
+	unsigned (*grid)(int);
+	*(void **)&set_nargs = dlsym(fake, "fake_cuda_set_nargs");
+	*(void **)&arg = dlsym(fake, "fake_cuda_last_arg");
+	*(void **)&grid = dlsym(fake, "fake_cuda_last_grid");
+	assert_true(set_nargs && arg && grid);
+	static const char src[] =
+		"kernel dyn[BM = 64, BN = 64, BK = 16](\n"
+		"    a: in  f32[M, K] block (BM, K)  index (i, j) -> (i, 0),\n"
+		"    b: in  f32[N, K] block (BN, K)  index (i, j) -> (j, 0),\n"
+		"    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+		") dynamic (M, N, K) grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+		"    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+		"        acc + a[:, ds(k * BK, BK)] @ b[:, ds(k * BK, BK)].T\n"
+		"    };\n"
+		"}\n";
+	BlkProgram *p = blk_program_load_source(rt, "dyn", src, NULL, 0);
+	assert_non_null(p);
+	BlkFunc *f = blk_program_kernel(p, NULL);
+	void *d[3];
+	for (int i = 0; i < 3; i++)
+		assert_true(blk_mem_alloc(rt, 128 * 128 * 4, &d[i]));
+	/* M, N, K; the compiles expected after it (classes of 16, 64: the
+	 * candidates), the grid, the size arguments */
+	static const struct { int64_t m, n, k; unsigned compiles, gx, gy; int nargs; int32_t a[6]; } runs[] = {
+		{100, 70, 33, 1, 2, 2, 9, {100, 33, 70, 33, 33, 70}},
+		{90, 50, 17, 1, 2, 1, 9, {90, 17, 50, 17, 17, 50}},   /* same class: no compile */
+		{128, 64, 32, 2, 2, 1, 9, {128, 32, 64, 32, 32, 64}}, /* multiples of 64, 16 */
+		{1, 70, 33, 3, 1, 2, 8, {33, 70, 33, 33, 70, 0}},     /* M = 1 is compiled in */
+	};
+	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+		int64_t sa[2] = {runs[r].m, runs[r].k}, sb[2] = {runs[r].n, runs[r].k}, sc[2] = {runs[r].m, runs[r].n};
+		BlkTensor t[3] = {blk_tensor_make(d[0], BLK_DTYPE_F32, 2, sa), blk_tensor_make(d[1], BLK_DTYPE_F32, 2, sb),
+		                  blk_tensor_make(d[2], BLK_DTYPE_F32, 2, sc)};
+		set_nargs(runs[r].nargs);
+		if (!blk_launch(f, t, 3, NULL))
+			fail_msg("%s", blk_runtime_last_error(rt));
+		unsigned compiles, hits;
+		blk_program_cache_stats(p, &compiles, &hits);
+		assert_int_equal(compiles, runs[r].compiles);
+		assert_int_equal(grid(0), runs[r].gx);
+		assert_int_equal(grid(1), runs[r].gy);
+		for (int i = 3; i < runs[r].nargs; i++)
+			assert_int_equal(arg(i), runs[r].a[i - 3]);
+	}
+	set_nargs(0);
+	for (int i = 0; i < 3; i++)
+		blk_mem_free(rt, d[i]);
+	blk_program_destroy(p);
+	blk_runtime_destroy(rt);
+	dlclose(fake);
+	unsetenv("BLK_CACHE");
+}
+
 /* A[m, k], B[k, n], C[m, n] in bf16, contiguous, in device memory. */
 static void bf16_matmul_tensors(BlkRuntime *rt, int64_t m, int64_t n, int64_t k, BlkTensor *t)
 {
@@ -1034,6 +1101,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_fake_driver),
 		cmocka_unit_test(test_tma_tensor_maps),
 		cmocka_unit_test(test_launch_fast_path),
+		cmocka_unit_test(test_dynamic_sizes),
 	};
 	int failed = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("launch", launch_tests, setup_matmul, teardown_matmul);
