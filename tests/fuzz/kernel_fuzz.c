@@ -392,10 +392,13 @@ static void generate(Gen *g, int *t, bool *atomics)
 		out(g, "    s: inout f32[M] block (B0) index (i, j) -> (i),\n");
 	/* a seq axis runs its programs in order inside one CTA: same results */
 	const char *seq = pick(4) == 0 ? "seq " : "";
+	/* half the kernels take some sizes as run-time arguments */
+	static const char *const dyn2[] = { "", ") dynamic (M", ") dynamic (N", ") dynamic (M, N" };
+	const char *dyn = g->rank == 2 ? dyn2[pick(4)] : pick(2) ? ") dynamic (N" : "";
 	if (g->rank == 2)
-		out(g, ") grid (cdiv(M, B0), %scdiv(N, B1)) {\n", seq);
+		out(g, "%s) grid (cdiv(M, B0), %scdiv(N, B1)) {\n", dyn, seq);
 	else
-		out(g, ") grid (%scdiv(N, B0)) {\n", seq);
+		out(g, "%s) grid (%scdiv(N, B0)) {\n", dyn, seq);
 	out(g, "    let a = x[...].astype(f32);\n    let b = y[...].astype(f32);\n");
 	out(g, "    let k = n[...];\n");
 	int depth = 1 + pick(3);
