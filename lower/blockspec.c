@@ -478,6 +478,22 @@ static bool map_grid(LowerCtx *c)
 	return true;
 }
 
+bool blk_lower_launch_grid(const BlkCompiled *c, const BlkKernel *k, const int64_t *sizes,
+                           unsigned grid[3])
+{
+	memcpy(grid, c->grid, sizeof c->grid);
+	if (!c->grid_dynamic)
+		return true;
+	if (!blk_lower_cuda_grid(k, sizes, grid))
+		return false;
+	if (c->persist_ctas > 0) { /* persist.c: P = min(T, SMs) CTAs walk the T tiles */
+		uint64_t t = (uint64_t)grid[0] * grid[1] * grid[2];
+		grid[0] = (unsigned)(t < (uint64_t)c->persist_ctas ? t : (uint64_t)c->persist_ctas);
+		grid[1] = grid[2] = t > 0;
+	}
+	return true;
+}
+
 bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3])
 {
 	BlkSymEnv env = { k->nsizes, k->sizes, sizes };

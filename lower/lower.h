@@ -56,6 +56,11 @@ typedef struct BlkCompiled {
  * z, a fourth folded into z.  false if an extent is unbound or over
  * CUDA's limits.  For a kernel whose grid names dynamic sizes. */
 bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3]);
+/* The grid c launches with at these sizes: c->grid, or for a dynamic grid
+ * blk_lower_cuda_grid's, a persistent one (c->persist_ctas) as min(its
+ * programs, persist_ctas) CTAs.  false as blk_lower_cuda_grid. */
+bool blk_lower_launch_grid(const BlkCompiled *c, const BlkKernel *k, const int64_t *sizes,
+                           unsigned grid[3]);
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after
  * and --help): clone, the IR passes, emit-llvm, ptx. */

@@ -569,8 +569,9 @@ static BlkCacheEntry *specialize_guarded(BlkFunc *f, const BlkTensor *t, int n, 
 	return s.e;
 }
 
-static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached, BlkCompiledInfo *info)
+static void fill_info(const BlkFunc *f, const BlkCacheEntry *e, bool cached, BlkCompiledInfo *info)
 {
+	const BlkRuntime *rt = f->prog->rt;
 	if (!info)
 		return;
 	info->entry = e->compiled.entry;
@@ -578,7 +579,9 @@ static void fill_info(const BlkRuntime *rt, const BlkCacheEntry *e, bool cached,
 	info->arch = rt->arch;
 	info->threads = e->compiled.threads;
 	info->smem_bytes = e->compiled.smem_bytes;
-	memcpy(info->grid, e->compiled.grid, sizeof info->grid);
+	/* the grid these tensors launch (a dynamic one: from their sizes) */
+	if (!f->spec_sizes || !blk_lower_launch_grid(&e->compiled, f->kernel, f->spec_sizes, info->grid))
+		memcpy(info->grid, e->compiled.grid, sizeof info->grid);
 	info->cached = cached;
 	info->jit_log = e->jit_log;
 }
@@ -590,7 +593,7 @@ bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCom
 		return false;
 	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (e)
-		fill_info(f->prog->rt, e, cached, info);
+		fill_info(f, e, cached, info);
 	return e != NULL;
 }
 
@@ -733,16 +736,11 @@ static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, co
 				dst[nst] = t[i].strides[d];
 				args[m++] = &dst[nst++];
 			}
-	unsigned grid[3] = { c->grid[0], c->grid[1], c->grid[2] };
+	unsigned grid[3];
 	if (!ptrs || !args || !dsz || !dst)
 		ok = blk_rt_error(rt, "out of memory");
-	if (ok && c->grid_dynamic && !blk_lower_cuda_grid(k, dyn->sizes, grid))
+	if (ok && !blk_lower_launch_grid(c, k, dyn->sizes, grid))
 		ok = blk_rt_error(rt, "launch of %s: its grid exceeds CUDA's limits at these sizes", k->name);
-	if (ok && c->grid_dynamic && c->persist_ctas > 0) { /* persist.c: P = min(T, SMs) CTAs */
-		uint64_t T = (uint64_t)grid[0] * grid[1] * grid[2];
-		grid[0] = (unsigned)(T < (uint64_t)c->persist_ctas ? T : (uint64_t)c->persist_ctas);
-		grid[1] = grid[2] = T > 0;
-	}
 	/* an empty grid (a zero size) has nothing to do */
 	if (ok && grid[0] && grid[1] && grid[2])
 		ok = encode_tmaps(rt, c, t, n, maps) &&

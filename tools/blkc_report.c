@@ -237,11 +237,7 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 {
 	const char *arch = o->arch;
 	BlkCompiled at = *c; /* a grid of dynamic sizes: the one these sizes launch */
-	if (c->grid_dynamic && blk_lower_cuda_grid(k, sizes, at.grid) && c->persist_ctas > 0) {
-		unsigned long long t = (unsigned long long)at.grid[0] * at.grid[1] * at.grid[2];
-		at.grid[0] = (unsigned)(t < (unsigned long long)c->persist_ctas ? t : (unsigned long long)c->persist_ctas);
-		at.grid[1] = at.grid[2] = t > 0;
-	}
+	blk_lower_launch_grid(c, k, sizes, at.grid);
 	printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
 	       k->name, c->threads, c->smem_bytes, at.grid[0], at.grid[1], at.grid[2]);
 	int64_t csizes[BLK_MAX_SIZES + 1];

@@ -255,6 +255,21 @@ def test_grouped_matmul_prefetch():
     close(y, ref, 1e-5)
 
 
+def test_dynamic_sizes_one_compile_per_class():
+    """`dynamic (M, N, K)`: offline compiles over seven batch sizes give one
+    kernel per class of M (1 compiled in; none of 16, 32, 64 dividing it;
+    a multiple of 64), each with the grid of its own sizes; the
+    interpreter's result is the same at every M."""
+    mm = blk.kernel(f"{EX}/matmul_dynamic.blk", T="f32")
+    for m in (1, 3, 17, 64, 100, 128, 192):
+        a, b = np.zeros((m, 96), np.float32), np.zeros((80, 96), np.float32)
+        assert mm.compile(a, b)["grid"] == ((m + 63) // 64, 2, 1)
+    assert mm.cache_stats(-1)["compiles"] == 3
+    for m in (1, 37):
+        a, b = rand(m, 40), rand(24, 40)
+        close(mm(a, b, interpret=True), a @ b.T, 1e-5)
+
+
 def test_dlpack_and_cai_adapters():
     x = rand(6, 8)[:, ::2]
 
