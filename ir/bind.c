@@ -261,15 +261,53 @@ static void add_candidate(Candidates *c, const BlkSym *s)
 	c->v[c->n++] = v;
 }
 
-static void ds_candidates(const BlkRegion *r, Candidates *c)
+/* The size dim d of Ref v runs along (through views to the param whose
+ * Ref it is: a shape entry that is a size alone), or -1. */
+static int size_along(const BlkKernel *k, const BlkValue *v, int d, int depth)
+{
+	const BlkOp *op = v->def;
+	if (!op) { /* a body arg: the param's dims less the squeezed ones */
+		if (v->owner != k->body || v->index < 0 || v->index >= k->nparams)
+			return -1;
+		const BlkParam *p = &k->params[v->index];
+		for (int e = 0, r = 0; e < p->rank; e++) {
+			if (p->squeezed[e] || r++ != d)
+				continue;
+			for (int i = 0; p->shape[e]->kind == BLK_SYM_VAR && i < k->nsizes; i++)
+				if (strcmp(k->sizes[i], p->shape[e]->name) == 0)
+					return i;
+			return -1;
+		}
+		return -1;
+	}
+	if (op->kind != BLK_OP_VIEW || depth > 32)
+		return -1;
+	const BlkAttr *idx = blk_op_attr(op, "idx"); /* result dim d: the d-th input dim kept */
+	for (int e = 0, r = 0; e < op->operands[0]->type.rank; e++) {
+		BlkIndexKind kind = idx && e < idx->index.n ? idx->index.v[e].kind : BLK_INDEX_FULL;
+		if (kind == BLK_INDEX_SCALAR)
+			continue;
+		if (kind == BLK_INDEX_GATHER)
+			return -1;
+		if (r++ == d)
+			return size_along(k, op->operands[0], e, depth + 1);
+	}
+	return -1;
+}
+
+/* Each constant ds size, a candidate of the size its dim runs along. */
+static void ds_candidates(const BlkKernel *k, const BlkRegion *r, Candidates *c)
 {
 	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
-		for (int i = 0; i < op->nattrs; i++)
-			for (int j = 0; op->attrs[i].kind == BLK_ATTR_INDEX && j < op->attrs[i].index.n; j++)
-				if (op->attrs[i].index.v[j].kind == BLK_INDEX_DS)
-					add_candidate(c, op->attrs[i].index.v[j].size);
+		const BlkAttr *idx = blk_op_attr(op, "idx");
+		bool ref = op->noperands > 0 && op->operands[0]->type.kind == BLK_TYPE_REF;
+		for (int j = 0; ref && idx && idx->kind == BLK_ATTR_INDEX && j < idx->index.n; j++) {
+			int s = idx->index.v[j].kind == BLK_INDEX_DS ? size_along(k, op->operands[0], j, 0) : -1;
+			if (s >= 0)
+				add_candidate(&c[s], idx->index.v[j].size);
+		}
 		for (int i = 0; i < op->nregions; i++)
-			ds_candidates(op->regions[i], c);
+			ds_candidates(k, op->regions[i], c);
 	}
 }
 
@@ -301,20 +339,28 @@ bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayD
                        int narrays, int64_t *csizes, BlkArrayDesc *carrays)
 {
 	bool any = false;
-	Candidates c = { 1, { 16 } };
+	/* per size: 16, the constant block dims along it, the ds sizes along it */
+	Candidates *c = calloc((size_t)k->nsizes + 1, sizeof *c);
+	if (!c)
+		blk_die("out of memory");
+	for (int i = 0; i < k->nsizes; i++)
+		c[i] = (Candidates){ 1, { 16 } };
 	for (int pi = 0; pi < k->nparams; pi++)
 		for (int d = 0; d < k->params[pi].rank; d++)
-			add_candidate(&c, k->params[pi].block[d]);
-	ds_candidates(k->body, &c);
+			for (int i = 0; k->params[pi].shape[d]->kind == BLK_SYM_VAR && i < k->nsizes; i++)
+				if (strcmp(k->sizes[i], k->params[pi].shape[d]->name) == 0)
+					add_candidate(&c[i], k->params[pi].block[d]);
+	ds_candidates(k, k->body, c);
 	for (int i = 0; i < k->nsizes; i++) {
 		int64_t v = sizes[i];
 		csizes[i] = v;
 		any |= v < 0; /* already a class */
 		if (k->size_dyn && k->size_dyn[i] > 0 && v != 1 && v >= 0) {
-			csizes[i] = -size_class(&c, v);
+			csizes[i] = -size_class(&c[i], v);
 			any = true;
 		}
 	}
+	free(c);
 	if (carrays != arrays)
 		memcpy(carrays, arrays, sizeof *carrays * (size_t)(narrays > 0 ? narrays : 0));
 	if (!any)

@@ -409,8 +409,9 @@ bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d
  * arrays, blk_dynamic_class writes the class as sizes and array descs in
  * which a run-time quantity is negative: -g for "not known now, divisible
  * by g".  A dynamic size equal to 1 stays 1 (compiled in, as Triton does);
- * any other gets g = the lcm of those of 16, the kernel's constant block
- * dims and its constant ds sizes that divide it.  An array dim whose
+ * any other gets g = the lcm of those of its candidates that divide it:
+ * 16, the constant block dims of the array dims it is the shape of, and
+ * the constant ds sizes of accesses along such dims.  An array dim whose
  * shape uses a dynamic size becomes -(the divisor that implies), and the
  * strides of the dims before it -16 if a multiple of 16, else -1.  Everything else is
  * copied.  csizes/carrays may be the same memory as sizes/arrays.

@@ -211,8 +211,8 @@ def test_strides_and_outputs():
 def test_dynamic_sizes():
     """matmul_dynamic (`dynamic (M, N, K)`) on torch tensors over a sweep of
     batch sizes, strided views among them: each result against torch, and
-    one compile per class of M (1; none of 16, 32, 64 dividing it; 16; 32;
-    a multiple of 64) however many values."""
+    one compile per class of M (1; neither 16 nor BM = 64 dividing it; 16;
+    64) however many values, and one for the strided view."""
     mm = blk.kernel(f"{EX}/matmul_dynamic.blk", T="bf16")
     w = randn(384, 256, t="bf16")
     for m in (1, 7, 16, 32, 64, 100, 128, 333, 1000, 1024):
@@ -222,7 +222,7 @@ def test_dynamic_sizes():
     check("matmul_dynamic strided x", mm(big[:, 7:263], w), f(big[:, 7:263]) @ f(w).T, TOL["bf16"])
     s = mm.cache_stats(0)
     print(f"  matmul_dynamic: {s['compiles']} compiles for 11 launches")
-    assert s["compiles"] <= 7, s
+    assert s["compiles"] <= 5, s
 
 
 @case

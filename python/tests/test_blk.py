@@ -257,8 +257,8 @@ def test_grouped_matmul_prefetch():
 
 def test_dynamic_sizes_one_compile_per_class():
     """`dynamic (M, N, K)`: offline compiles over seven batch sizes give one
-    kernel per class of M (1 compiled in; none of 16, 32, 64 dividing it;
-    a multiple of 64), each with the grid of its own sizes; the
+    kernel per class of M (1 compiled in; neither 16 nor BM = 64 dividing
+    it; a multiple of 64), each with the grid of its own sizes; the
     interpreter's result is the same at every M."""
     mm = blk.kernel(f"{EX}/matmul_dynamic.blk", T="f32")
     for m in (1, 3, 17, 64, 100, 128, 192):

@@ -896,12 +896,12 @@ static void test_dynamic_sizes(void **state)
 	void *d[3];
 	for (int i = 0; i < 3; i++)
 		assert_true(blk_mem_alloc(rt, 128 * 128 * 4, &d[i]));
-	/* M, N, K; the compiles expected after it (classes of 16, 64: the
-	 * candidates), the grid, the size arguments */
+	/* M, N, K; the compiles expected after it (classes of 16 and the
+	 * block dim 64 for M and N, of 16 for K), the grid, the size arguments */
 	static const struct { int64_t m, n, k; unsigned compiles, gx, gy; int nargs; int32_t a[6]; } runs[] = {
 		{100, 70, 33, 1, 2, 2, 9, {100, 33, 70, 33, 33, 70}},
 		{90, 50, 17, 1, 2, 1, 9, {90, 17, 50, 17, 17, 50}},   /* same class: no compile */
-		{128, 64, 32, 2, 2, 1, 9, {128, 32, 64, 32, 32, 64}}, /* multiples of 64, 16 */
+		{128, 64, 32, 2, 2, 1, 9, {128, 32, 64, 32, 32, 64}}, /* multiples of 64, 64, 16 */
 		{1, 70, 33, 3, 1, 2, 8, {33, 70, 33, 33, 70, 0}},     /* M = 1 is compiled in */
 	};
 	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
