@@ -28,6 +28,17 @@ static bool tiles_static(const BlkKernel *k, const BlkRegion *r, BlkDiag *d)
 {
 	bool ok = true;
 	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		for (int i = 0; i < op->nattrs && ok; i++) /* a view's window too */
+			for (int j = 0; op->attrs[i].kind == BLK_ATTR_INDEX && j < op->attrs[i].index.n && ok; j++) {
+				const char *n = op->attrs[i].index.v[j].kind == BLK_INDEX_DS
+				                ? dynamic_in(k, op->attrs[i].index.v[j].size) : NULL;
+				if (n) {
+					blk_error(d, op->loc, "this ds size depends on `%s`, which `dynamic (...)` makes "
+					          "a run-time value; a window's size must be known when the kernel is "
+					          "compiled", n);
+					ok = false;
+				}
+			}
 		for (int i = 0; i < op->nresults && ok; i++) {
 			const BlkType *t = &op->results[i]->type;
 			for (int j = 0; j < t->rank && t->kind == BLK_TYPE_TILE && ok; j++) {

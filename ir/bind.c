@@ -386,19 +386,19 @@ bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayD
 		if (p->access == BLK_ACCESS_SCRATCH)
 			continue;
 		BlkArrayDesc *x = &carrays[ai++];
-		bool later = false; /* a dim after this one is dynamic */
-		for (int d = p->rank - 1; d >= 0 && d < x->rank; d--) {
-			if (later && x->strides[d] >= 0) /* as Triton: a multiple of 16, or not */
-				x->strides[d] = x->strides[d] % 16 ? -1 : -16;
+		for (int d = 0; d < p->rank && d < x->rank; d++) {
+			/* any stride may come from a dynamic size (a transposed or
+			 * sliced view of a bigger tensor): as Triton, 0 and 1 exactly,
+			 * else a positive multiple of 16, or not */
+			int64_t st = x->strides[d];
+			if (st != 0 && st != 1)
+				x->strides[d] = st > 0 && st % 16 == 0 ? -16 : -1;
 			const BlkSym *s = blk_sym_subst(a, p->shape[d], &senv);
 			int64_t v;
-			if (blk_sym_is_const(s, &v) || x->shape[d] < 0) {
-				later |= x->shape[d] < 0;
+			if (blk_sym_is_const(s, &v) || x->shape[d] < 0)
 				continue;
-			}
 			int64_t g = blk_sym_divisor(s, &denv);
 			x->shape[d] = -(g > 0 ? g : 1);
-			later = true;
 		}
 	}
 	blk_arena_destroy(a);

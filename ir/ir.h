@@ -412,8 +412,9 @@ bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d
  * any other gets g = the lcm of those of its candidates that divide it:
  * 16, the constant block dims of the array dims it is the shape of, and
  * the constant ds sizes of accesses along such dims.  An array dim whose
- * shape uses a dynamic size becomes -(the divisor that implies), and the
- * strides of the dims before it -16 if a multiple of 16, else -1.  Everything else is
+ * shape uses a dynamic size becomes -(the divisor that implies), and every
+ * stride of every array other than 0 and 1 -16 if a positive multiple of
+ * 16, else -1 (a view's strides may come from any size).  Everything else is
  * copied.  csizes/carrays may be the same memory as sizes/arrays.
  * Returns whether anything is dynamic.  The compiled code then takes each
  * negative size (i32) and each negative stride (i64) as a kernel argument

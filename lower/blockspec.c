@@ -68,13 +68,16 @@ static const BlkSym *sym_of(LowerCtx *c, const BlkValue *v, int depth)
 		const BlkSym *d = sym_of(c, q->operands[1], depth + 1);
 		return a && d ? blk_sym_binary(c->a, BLK_SYM_CDIV, a, d) : NULL;
 	}
-	if (op->kind == BLK_OP_ADD && op->operands[1]->def && op->operands[1]->def->kind == BLK_OP_CAST &&
-	    op->operands[0]->def && op->operands[0]->def->kind == BLK_OP_FLOORDIV) {
-		/* a // b + (a % b != 0), the operands the same values */
-		const BlkOp *q = op->operands[0]->def, *ne = op->operands[1]->def->operands[0]->def;
+	const BlkOp *up = op->noperands == 2 ? op->operands[1]->def : NULL;
+	if (op->kind == BLK_OP_ADD && up && up->kind == BLK_OP_CAST &&
+	    up->operands[0]->type.dtype == BLK_BOOL && op->operands[0]->def &&
+	    op->operands[0]->def->kind == BLK_OP_FLOORDIV) {
+		/* a // b + (a % b != 0): the same a and b, compared with 0 */
+		const BlkOp *q = op->operands[0]->def, *ne = up->operands[0]->def;
 		const BlkOp *r = ne && ne->kind == BLK_OP_NE ? ne->operands[0]->def : NULL;
+		int64_t zero = 1;
 		if (r && r->kind == BLK_OP_MOD && r->operands[0] == q->operands[0] &&
-		    r->operands[1] == q->operands[1]) {
+		    r->operands[1] == q->operands[1] && blk_lower_const_int(ne->operands[1], &zero) && zero == 0) {
 			const BlkSym *a = sym_of(c, q->operands[0], depth + 1);
 			const BlkSym *d = sym_of(c, q->operands[1], depth + 1);
 			return a && d ? blk_sym_binary(c->a, BLK_SYM_CDIV, a, d) : NULL;

@@ -152,9 +152,14 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	const BlkArrayDesc *ad = &c->arrays[blk_lower_array_index(c->k, pi)];
 	const BlkLayout *l = x->buf->type.layout;
 	int es = blk_dtype_size(p->dtype);
-	int64_t row = ad->strides[0] < 0 ? -ad->strides[0] : ad->strides[0]; /* dynamic: a divisor */
+	/* rows a positive multiple of 16 bytes apart: a stride compiled in, or
+	 * the class "a positive multiple of 16" of a dynamic kernel's argument
+	 * (a static kernel's negative stride is a real one, passed as an
+	 * argument too: no TMA) */
+	int64_t row = ad->strides[0];
+	bool rows_ok = row > 0 ? (row * es) % 16 == 0 : row == -16 && blk_lower_is_dynamic(c);
 	if (p->rank != 2 || p->squeezed[0] || p->squeezed[1] || (ad->align > 0 && ad->align < 16) || ad->strides[1] != 1 ||
-	    (row * es) % 16 || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
+	    !rows_ok || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
 	    ad->shape[1] > INT32_MAX)
 		return false;
 	const BlkAttr *idx = blk_op_attr(ld, "idx");

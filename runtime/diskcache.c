@@ -5,8 +5,11 @@
  * for one signature (NAME.blkt, tuner.c), are written to one file in the
  * cache directory ($BLK_CACHE_DIR, else $XDG_CACHE_HOME/blk, else
  * ~/.cache/blk; BLK_CACHE=0 turns it off).  The key is everything that
- * decides the output: blk's version, the arch, the in-memory cache key
- * (kernel, dtypes, shapes, strides), the defines and the source text.  The
+ * decides the output: blk's version and the build of the library (its
+ * file's size and modification time: a rebuilt compiler never reads the
+ * old one's kernels, whose ABI may differ), the arch, the in-memory cache
+ * key (kernel, dtypes, shapes, strides or their class), the defines and
+ * the source text.  The
  * file is named by a hash of the key and holds the key itself, so a hash
  * collision is a miss, never a wrong kernel.
  *
@@ -28,9 +31,11 @@
  * is trimmed, oldest first (hits refresh an entry's time), to 3/4 of its
  * bound ($BLK_CACHE_MAX_MB, default 512).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "rt.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -107,14 +112,30 @@ const char *blk_runtime_cache_dir(const BlkRuntime *rt)
 
 /* ---- keys ----------------------------------------------------------------- */
 
+/* The library (or program) holding this code, as size and modification
+ * time: dladdr of an object of ours names its file. */
+static const char here = 1;
+
+static void build_id(char *out, size_t n)
+{
+	Dl_info info;
+	struct stat st;
+	if (dladdr(&here, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
+		snprintf(out, n, "%lld.%lld.%ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		         (long)st.st_mtim.tv_nsec);
+	else
+		snprintf(out, n, "unknown");
+}
+
 char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_key, size_t *len)
 {
-	char *text = NULL;
+	char *text = NULL, build[96];
+	build_id(build, sizeof build);
 	FILE *f = open_memstream(&text, len);
 	if (!f)
 		return NULL;
-	fprintf(f, "blk %s\narch %s\nsms %d\nkernel %s\ndefines %d\n", BLK_VERSION, rt->arch, rt->sms,
-	        mem_key, p->ndefines);
+	fprintf(f, "blk %s\nbuild %s\narch %s\nsms %d\nkernel %s\ndefines %d\n", BLK_VERSION, build, rt->arch,
+	        rt->sms, mem_key, p->ndefines);
 	for (int i = 0; i < p->ndefines; i++)
 		fprintf(f, "%s=%s\n", p->defines[i].name, p->defines[i].value);
 	fprintf(f, "source %zu\n", p->source_len);

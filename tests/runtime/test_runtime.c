@@ -919,6 +919,23 @@ static void test_dynamic_sizes(void **state)
 		for (int i = 3; i < runs[r].nargs; i++)
 			assert_int_equal(arg(i), runs[r].a[i - 3]);
 	}
+	/* b as the transpose of a [K, N] tensor (strides 1, N): N is its
+	 * stride, an argument like any other; N = 64 and 128 share a class */
+	for (int r = 0; r < 2; r++) {
+		int64_t n = 64 << r, sa[2] = {128, 32}, sb[2] = {n, 32}, sc[2] = {128, n};
+		BlkTensor t[3] = {blk_tensor_make(d[0], BLK_DTYPE_F32, 2, sa), blk_tensor_make(d[1], BLK_DTYPE_F32, 2, sb),
+		                  blk_tensor_make(d[2], BLK_DTYPE_F32, 2, sc)};
+		t[1].strides[0] = 1, t[1].strides[1] = n;
+		set_nargs(9);
+		if (!blk_launch(f, t, 3, NULL))
+			fail_msg("%s", blk_runtime_last_error(rt));
+		unsigned compiles, hits;
+		blk_program_cache_stats(p, &compiles, &hits);
+		assert_int_equal(compiles, 4);
+		assert_int_equal(arg(6), 32); /* a's rows */
+		assert_int_equal(arg(7), (int32_t)n); /* b's dim 1 */
+		assert_int_equal(arg(8), (int32_t)n); /* c's rows */
+	}
 	set_nargs(0);
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, d[i]);
