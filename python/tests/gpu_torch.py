@@ -418,7 +418,8 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
-    for t in (test_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_stream,
+    for t in (test_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_dynamic_sizes,
+              test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):
         if only and t.__name__ not in only:
