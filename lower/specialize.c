@@ -3,7 +3,9 @@
  * Requires: a verified clone and the launch sizes.  Produces: every type,
  * param shape, block dim, grid extent and ds size a constant; `size` and
  * `num_programs` ops replaced by constants; constant i32 scalar arithmetic
- * folded (so ds starts such as k * 32 keep only what depends on k).
+ * folded (so ds starts such as k * 32 keep only what depends on k), and a
+ * scalar `select` on a constant condition replaced by the arm it takes
+ * (attention's `where(CAUSAL, ..)` loop bound, so blockspec sees cdiv).
  *
  * Dynamic sizes (`dynamic (M)`) are the exception: the launch gives only
  * their class (a divisor, ir.h blk_dynamic_class), kept in k->size_dyn.
@@ -198,6 +200,12 @@ static void fold_op(void *ctx, BlkOp *op)
 	if (op->kind == BLK_OP_NUM_PROGRAMS && !fold_value(c, op, &v)) { /* a dynamic extent */
 		BlkValue *n = blk_lower_build_sym(&b, op->loc, c->k->grid[blk_op_int(op, "axis", 0)]);
 		blk_replace_uses(f->top, op->results[0], n);
+		blk_op_erase(op);
+		return;
+	}
+	if (op->kind == BLK_OP_SELECT && op->results[0]->type.rank == 0 &&
+	    blk_lower_const_int(op->operands[0], &v)) { /* where(CAUSAL, a, b): the arm taken */
+		blk_replace_uses(f->top, op->results[0], op->operands[v ? 1 : 2]);
 		blk_op_erase(op);
 		return;
 	}

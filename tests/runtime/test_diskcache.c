@@ -100,9 +100,11 @@ static void only_entry(char *path, size_t len)
 {
 	DIR *d = opendir(dir);
 	path[0] = '\0';
-	for (struct dirent *e; d && (e = readdir(d));)
-		if (strstr(e->d_name, ".blkc"))
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t n = strlen(e->d_name); /* an entry, not a test's NAME.blkc.keep */
+		if (n > 5 && strcmp(e->d_name + n - 5, ".blkc") == 0)
 			snprintf(path, len, "%s/%s", dir, e->d_name);
+	}
 	closedir(d);
 	assert_true(path[0] != '\0');
 }
