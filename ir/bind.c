@@ -311,25 +311,13 @@ static void ds_candidates(const BlkKernel *k, const BlkRegion *r, Candidates *c)
 	}
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	a = a < 0 ? -a : a;
-	b = b < 0 ? -b : b;
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* The lcm of the candidates dividing v (v > 1). */
 static int64_t size_class(const Candidates *c, int64_t v)
 {
 	int64_t g = 1;
 	for (int i = 0; i < c->n; i++)
 		if (v % c->v[i] == 0) {
-			int64_t l = g / gcd64(g, c->v[i]) * c->v[i];
+			int64_t l = g / blk_gcd(g, c->v[i]) * c->v[i];
 			g = l <= (INT64_C(1) << 30) ? l : g;
 		}
 	return g;

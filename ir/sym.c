@@ -160,7 +160,7 @@ const BlkSym *blk_sym_subst(BlkArena *a, const BlkSym *s, const BlkSymEnv *env)
 	}
 }
 
-static int64_t gcd_u(int64_t a, int64_t b)
+int64_t blk_gcd(int64_t a, int64_t b)
 {
 	a = a < 0 ? -a : a;
 	b = b < 0 ? -b : b;
@@ -182,7 +182,7 @@ int64_t blk_sym_divisor(const BlkSym *s, const BlkSymEnv *divs)
 	case BLK_SYM_SUB:
 	case BLK_SYM_MIN:
 	case BLK_SYM_MAX:
-		return gcd_u(blk_sym_divisor(s->a, divs), blk_sym_divisor(s->b, divs));
+		return blk_gcd(blk_sym_divisor(s->a, divs), blk_sym_divisor(s->b, divs));
 	case BLK_SYM_MUL:
 		x = blk_sym_divisor(s->a, divs), y = blk_sym_divisor(s->b, divs);
 		if (!x || !y)

@@ -58,6 +58,9 @@ bool blk_sym_eval(const BlkSym *s, const BlkSymEnv *env, int64_t *out);
 /* Replaces bound variables by their values and refolds. */
 const BlkSym *blk_sym_subst(BlkArena *a, const BlkSym *s, const BlkSymEnv *env);
 
+/* The greatest common divisor of |a| and |b| (gcd(0, x) = |x|). */
+int64_t blk_gcd(int64_t a, int64_t b);
+
 /* A number that provably divides s's value, when every variable named in
  * divs divides by its value there (a variable not named: 1).  0 means s
  * is 0 (everything divides it).  Sums, min and max keep the common

@@ -225,18 +225,6 @@ void emit_end_if(Emit *E, LLVMBasicBlockRef cont)
 	LLVMPositionBuilderAtEnd(E->b, cont);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	a = a < 0 ? -a : a;
-	b = b < 0 ? -b : b;
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* A known divisor of an i32 scalar (for vector alignment); 1 if nothing
  * better is known.  0 has every divisor: 1 << 30 stands for that. */
 int64_t emit_divisor(const BlkValue *v)
@@ -249,7 +237,7 @@ int64_t emit_divisor(const BlkValue *v)
 		int64_t lo, st;
 		if (f && f->kind == BLK_OP_FOR && v->index == 0 &&
 		    blk_lower_const_int(f->operands[0], &lo) && blk_lower_const_int(f->operands[2], &st))
-			return gcd64(lo == 0 ? (int64_t)1 << 30 : lo, st) ? gcd64(lo == 0 ? (int64_t)1 << 30 : lo, st) : 1;
+			return blk_gcd(lo == 0 ? (int64_t)1 << 30 : lo, st) ? blk_gcd(lo == 0 ? (int64_t)1 << 30 : lo, st) : 1;
 		return 1;
 	}
 	const BlkOp *op = v->def;
@@ -258,7 +246,7 @@ int64_t emit_divisor(const BlkValue *v)
 		return p > ((int64_t)1 << 30) ? (int64_t)1 << 30 : p;
 	}
 	if ((op->kind == BLK_OP_ADD || op->kind == BLK_OP_SUB) && v->type.rank == 0)
-		return gcd64(emit_divisor(op->operands[0]), emit_divisor(op->operands[1]));
+		return blk_gcd(emit_divisor(op->operands[0]), emit_divisor(op->operands[1]));
 	return 1;
 }
 

@@ -21,16 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* ---- block refs and indexing ---------------------------------------------------- */
 
 static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
@@ -108,7 +98,7 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 		(void)ad;
 		if (p->squeezed[d]) {
 			r->off = LLVMBuildAdd(E->b, r->off, mul_stride(E, s, st, dst), "");
-			r->offalign = gcd64(r->offalign, st);
+			r->offalign = blk_gcd(r->offalign, st);
 			if (mask && mask->s[d] == '1')
 				r->alive = emit_and(E, r->alive, in_ext(E, s, ae, dae));
 			continue;
@@ -210,13 +200,13 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 			v->step[o] = st * blk_index_step(&idx->index.v[d]);
 			v->g[o] = LLVMBuildAdd(E->b, in->g[d], s, "");
 			v->l[o] = LLVMBuildAdd(E->b, in->l[d], s, "");
-			v->galign[o] = gcd64(in->galign[d], div);
-			v->lalign[o] = gcd64(in->lalign[d], div);
+			v->galign[o] = blk_gcd(in->galign[d], div);
+			v->lalign[o] = blk_gcd(in->lalign[d], div);
 			v->ext[o] = kind == BLK_INDEX_DS ? blk_lower_dim(idx->index.v[d].size) : 1;
 		}
 		if (kind == BLK_INDEX_SCALAR) {
 			v->off = LLVMBuildAdd(E->b, v->off, mul_stride(E, v->g[o], in->stride[d], in->dstride[d]), "");
-			v->offalign = gcd64(v->offalign, in->stride[d]);
+			v->offalign = blk_gcd(v->offalign, in->stride[d]);
 			if (m)
 				v->alive = emit_and(E, v->alive,
 				                    emit_and(E, in_ext(E, v->l[o], in->bext[d], in->dbext[d]),

@@ -71,8 +71,19 @@ static bool make_funcs(BlkProgram *p)
 		f->prog = p;
 		f->kernel = k;
 		f->ntensors = count_tensors(k);
-		*tail = f;
+		*tail = f; /* linked first: blk_program_destroy frees what is made below */
 		tail = &f->next;
+		/* a launch's sizes and class (dynamic sizes), the last one's too */
+		size_t ns = (size_t)k->nsizes + 1, na = (size_t)f->ntensors + 1;
+		f->spec_sizes = calloc(ns, sizeof *f->spec_sizes);
+		f->spec_csizes = calloc(ns, sizeof *f->spec_csizes);
+		f->spec_carrays = calloc(na, sizeof *f->spec_carrays);
+		f->last_sizes = calloc(ns, sizeof *f->last_sizes);
+		f->last_csizes = calloc(ns, sizeof *f->last_csizes);
+		f->last_carrays = calloc(na, sizeof *f->last_carrays);
+		if (!f->spec_sizes || !f->spec_csizes || !f->spec_carrays || !f->last_sizes ||
+		    !f->last_csizes || !f->last_carrays)
+			return blk_rt_error(p->rt, "out of memory");
 	}
 	return true;
 }
@@ -497,15 +508,7 @@ static char *class_key(BlkFunc *f, const LaunchArgs *la, int n)
 {
 	const BlkKernel *k = f->kernel;
 	BlkRuntime *rt = f->prog->rt;
-	size_t ns = (size_t)k->nsizes + 1, na = (size_t)(n > 0 ? n : 1);
-	if (!f->spec_sizes)
-		f->spec_sizes = calloc(ns, sizeof *f->spec_sizes);
-	if (!f->spec_csizes)
-		f->spec_csizes = calloc(ns, sizeof *f->spec_csizes);
-	if (!f->spec_carrays)
-		f->spec_carrays = calloc(na, sizeof *f->spec_carrays);
-	if (!f->spec_sizes || !f->spec_csizes || !f->spec_carrays)
-		return NULL;
+	size_t ns = (size_t)k->nsizes + 1;
 	memcpy(f->spec_sizes, la->sizes, sizeof *la->sizes * (size_t)k->nsizes);
 	if (!blk_dynamic_class(k, la->sizes, la->arrays, n, f->spec_csizes, f->spec_carrays))
 		return blk_cache_key(k->name, rt->arch, la->arrays, n);
@@ -777,14 +780,7 @@ static void remember(BlkFunc *f, BlkCacheEntry *e, const BlkTensor *t, int n)
 	size_t ns = (size_t)f->kernel->nsizes + 1, na = (size_t)(n > 0 ? n : 1);
 	if (!f->last_arrays)
 		f->last_arrays = calloc(na, sizeof *f->last_arrays);
-	if (!f->last_sizes)
-		f->last_sizes = calloc(ns, sizeof *f->last_sizes);
-	if (!f->last_csizes)
-		f->last_csizes = calloc(ns, sizeof *f->last_csizes);
-	if (!f->last_carrays)
-		f->last_carrays = calloc(na, sizeof *f->last_carrays);
-	if (!f->last_arrays || !f->last_sizes || !f->last_csizes || !f->last_carrays ||
-	    !f->spec_sizes || n != f->ntensors) {
+	if (!f->last_arrays || n != f->ntensors) {
 		f->last = NULL;
 		return;
 	}
