@@ -59,15 +59,13 @@ static int give_threads(BlkLayout *l, int left, const int *cap)
 	return left;
 }
 
-BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads)
+/* The blocked layout with vec elements a thread along the last dim. */
+static BlkLayout blocked_vec(int rank, const int *shape, int vec, int nthreads)
 {
 	BlkLayout l;
 	layout_init(&l, rank, shape, nthreads);
 	if (rank == 0)
 		return l;
-	int vec = 16 / blk_dtype_size(dt);
-	if (vec > 8)
-		vec = 8;
 	int last = rank - 1;
 	l.spt[last] = l.pad[last] < vec ? l.pad[last] : vec;
 	/* A row first gets one warp's lanes at most, the warps go to the
@@ -81,6 +79,17 @@ BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthrea
 	give_threads(&l, give_threads(&l, nthreads, cap), NULL);
 	pack_threads(&l);
 	return l;
+}
+
+BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads)
+{
+	int vec = 16 / blk_dtype_size(dt);
+	return blocked_vec(rank, shape, vec > 8 ? 8 : vec, nthreads);
+}
+
+BlkLayout blk_layout_copy(int rank, const int *shape, BlkDType dt, int nthreads)
+{
+	return blocked_vec(rank, shape, 16 / blk_dtype_size(dt), nthreads);
 }
 
 /* Threads go to whichever dim has more micro-tiles left per thread, so
@@ -131,9 +140,9 @@ int blk_layout_mma_wn(int M, int N, int nthreads)
 	return best;
 }
 
-bool blk_layout_mma_fits(int M, int N, int K, int nthreads)
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads, int esize)
 {
-	return K > 0 && K % 16 == 0 && blk_layout_mma_wn(M, N, nthreads) > 0;
+	return K > 0 && K % blk_layout_tc_k(esize) == 0 && blk_layout_mma_wn(M, N, nthreads) > 0;
 }
 
 BlkLayout blk_layout_mma(const int *shape, int nthreads)
@@ -164,7 +173,7 @@ bool blk_layout_wgmma_fits(int M, int N, int nthreads)
 	       N >= 16 && N <= 256 && N == blk_pow2ceil(N) && M / (8 * warps) * (N / 4) <= 256;
 }
 
-int blk_layout_wgmma_k(int esize)
+int blk_layout_tc_k(int esize)
 {
 	return 32 / esize;
 }
@@ -179,21 +188,22 @@ BlkLayout blk_layout_wgmma(const int *shape, int nthreads)
 	return l;
 }
 
-bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn)
+bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn, int esize)
 {
-	int warps = nthreads / 32;
-	if (nthreads % 32 || warps < 1 || wn < 1 || warps % wn || shape[0] < 1 || shape[1] < 1)
+	int warps = nthreads / 32, ks = esize == 1 || esize == 2 ? blk_layout_tc_k(esize) : 0;
+	if (nthreads % 32 || warps < 1 || wn < 1 || warps % wn || shape[0] < 1 || shape[1] < 1 || !ks)
 		return false;
 	if (frag == BLK_FRAG_A)
-		return shape[0] % (16 * (warps / wn)) == 0 && shape[1] % 16 == 0;
-	return frag == BLK_FRAG_B && shape[0] % 16 == 0 && shape[1] % (16 * wn) == 0;
+		return shape[0] % (16 * (warps / wn)) == 0 && shape[1] % ks == 0;
+	return frag == BLK_FRAG_B && shape[0] % ks == 0 && shape[1] % (16 * wn) == 0;
 }
 
-BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn)
+BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn, int esize)
 {
 	BlkLayout l;
 	layout_init(&l, 2, shape, nthreads);
 	l.frag = frag;
+	l.kstep = blk_layout_tc_k(esize);
 	l.thr[0] = 8 * (nthreads / 32 / wn), l.thr[1] = 4 * wn;
 	return l;
 }
@@ -323,9 +333,9 @@ int blk_layout_axis_warps(const BlkLayout *l, int axis)
 int blk_layout_nregs(const BlkLayout *l)
 {
 	if (l->frag == BLK_FRAG_A)
-		return l->shape[0] / (2 * l->thr[0]) * (l->shape[1] / 16) * 4;
+		return l->shape[0] / (2 * l->thr[0]) * (l->shape[1] / l->kstep) * 4;
 	if (l->frag == BLK_FRAG_B)
-		return l->shape[0] / 16 * (l->shape[1] / (2 * l->thr[1])) * 2;
+		return l->shape[0] / l->kstep * (l->shape[1] / (2 * l->thr[1])) * 2;
 	int n = 1;
 	for (int d = 0; d < l->rank; d++)
 		n *= blk_layout_regs_along(l, d);
@@ -409,7 +419,8 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 				return false;
 		return a->swz == b->swz && a->sblk == b->sblk;
 	}
-	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag || a->wg != b->wg)
+	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag || a->wg != b->wg ||
+	    a->kstep != b->kstep)
 		return false;
 	for (int d = 0; d < a->rank; d++)
 		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
@@ -569,7 +580,7 @@ static const char *shared_from_text(const BlkLayoutText *t, BlkLayout *out)
 }
 
 const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *shape, int nthreads,
-                                 BlkLayout *out)
+                                 int esize, BlkLayout *out)
 {
 	layout_init(out, rank, shape, nthreads);
 	if (strcmp(t->kind, "shared") == 0)
@@ -598,9 +609,9 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		if (rank != 2 || !w || t->nkeys != 1)
 			return "mma_a<warps=[wm,wn]> and mma_b<...> are for rank-2 tiles";
 		if (w[0] < 1 || w[1] < 1 || w[0] * w[1] * 32 != nthreads ||
-		    !blk_layout_mma_operand_fits(frag, shape, nthreads, w[1]))
+		    !blk_layout_mma_operand_fits(frag, shape, nthreads, w[1], esize))
 			return "these warps are not an mma operand layout of this tile and kernel";
-		*out = blk_layout_mma_operand(frag, shape, nthreads, w[1]);
+		*out = blk_layout_mma_operand(frag, shape, nthreads, w[1], esize);
 		return NULL;
 	}
 	bool slice = strcmp(t->kind, "slice") == 0;

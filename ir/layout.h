@@ -46,8 +46,10 @@ typedef struct BlkLayout {
 	bool mma; /* the mma.sync C fragment (printed as "mma<...>"), see blk_layout_mma */
 	/* An mma.sync operand fragment (BLK_FRAG_A "mma_a<...>", BLK_FRAG_B
 	 * "mma_b<...>"): see blk_layout_mma_operand.  thr holds the warp grid
-	 * as the accumulator's does ([8wm, 4wn]); spt and tsh are unused. */
+	 * as the accumulator's does ([8wm, 4wn]); spt and tsh are unused;
+	 * kstep is the k elements of one mma.sync (blk_layout_tc_k). */
 	int frag;
+	int kstep;
 	/* A *split* dim (lbits[d] > 0, mma layouts only): its thread index is
 	 * lbits[d] bits at tsh[d] (low part) and the rest at hsh[d] (high
 	 * part).  Reductions, broadcasts and transposes convert such a value
@@ -99,6 +101,10 @@ BlkLayout blk_layout_shared_swap(const BlkLayout *l, int a, int b);
 /* The default layout: coalesced along the last dim, vec elements per
  * thread there (16 bytes of dtype when the extent allows). */
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads);
+/* The same with 16 bytes a thread for 8-bit types too (blocked caps them
+ * at 8 elements, the registers an elementwise op takes): the layout of a
+ * copy that holds nothing in registers (cp.async). */
+BlkLayout blk_layout_copy(int rank, const int *shape, BlkDType dt, int nthreads);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
 /* The tensor-core accumulator for an [M, N] tile: the m16n8 C fragment of
@@ -117,9 +123,12 @@ BlkLayout blk_layout_mma(const int *shape, int nthreads);
  * broadcasts stay inside the warp). */
 BlkLayout blk_layout_mma_grid(const int *shape, int nthreads, int wn);
 bool blk_layout_mma_grid_fits(int M, int N, int nthreads, int wn);
-/* The operand fragments of mma.sync m16n8k16 for a dot over a wm x wn warp
- * grid, as ldmatrix loads them: registers are i32, each two 16-bit
- * elements, k16 step major.  A [M, K]: per k16 step ks and m16 instance mi
+/* The operand fragments of mma.sync m16n8k16 (16-bit types) or m16n8k32
+ * (8-bit ones) for a dot over a wm x wn warp grid, as ldmatrix loads them:
+ * registers are i32, each 4 bytes of a row (two 16-bit elements, four
+ * 8-bit ones), k step major.  The two shapes are the same bytes: a k32
+ * step of bytes is laid out as a k16 step of 16-bit pairs.  Below, "k16"
+ * is one step, kstep = blk_layout_tc_k(esize) elements.  A [M, K]: per k16 step ks and m16 instance mi
  * (rows 2mi and 2mi+1 of the accumulator's row reps), the four registers
  * a0..a3 of mma.sync, register (ks * M/(16wm) + mi) * 4 + q; every warp
  * column holds its warp row's copy.  B [K, N]: per ks and n8 block j
@@ -128,10 +137,10 @@ bool blk_layout_mma_grid_fits(int M, int N, int nthreads, int wn);
  * convert_layout (from an accumulator over one warp column) and
  * extract_slice (whole k16 steps), and used only by a dot (docs/ir.md). */
 enum { BLK_FRAG_A = 1, BLK_FRAG_B = 2 };
-BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn);
-bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn);
+BlkLayout blk_layout_mma_operand(int frag, const int *shape, int nthreads, int wn, int esize);
+bool blk_layout_mma_operand_fits(int frag, const int *shape, int nthreads, int wn, int esize);
 int blk_layout_warps_n(const BlkLayout *l); /* an mma or fragment layout's wn */
-bool blk_layout_mma_fits(int M, int N, int K, int nthreads);
+bool blk_layout_mma_fits(int M, int N, int K, int nthreads, int esize);
 int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
 /* The accumulator of wgmma.mma_async m64nNk16 over W = nthreads / 32
  * warps, W / 4 warpgroups along M: warpgroup g owns rows 64g + [0, 64)
@@ -145,10 +154,10 @@ int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
  * two from 16 to 256, W a multiple of 4. */
 BlkLayout blk_layout_wgmma(const int *shape, int nthreads);
 bool blk_layout_wgmma_fits(int M, int N, int nthreads);
-/* The k extent of one wgmma.mma_async over esize-byte operands: 32
- * bytes of each row, k16 for f16/bf16, k32 for the 8-bit types (the
- * accumulator layout is the same). */
-int blk_layout_wgmma_k(int esize);
+/* The k extent of one tensor-core step (wgmma.mma_async or mma.sync)
+ * over esize-byte operands: 32 bytes of each row, k16 for f16/bf16, k32
+ * for the 8-bit types (the accumulator layout is the same). */
+int blk_layout_tc_k(int esize);
 /* l without dim axis: what a reduction over axis leaves, in place. */
 BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 /* l with dim axis shrunk to extent 1 held by one thread and register (the
@@ -196,7 +205,7 @@ typedef struct BlkLayoutText {
 /* Rebuilds the layout of a tile of this shape in a kernel of nthreads
  * threads; NULL, or what is wrong with the text. */
 const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *shape, int nthreads,
-                                 BlkLayout *out);
+                                 int esize, BlkLayout *out);
 /* Largest power of two >= n (1 for n <= 1). */
 int blk_pow2ceil(int n);
 

@@ -399,7 +399,7 @@ static const BlkLayout *parse_layout(Parser *P, const BlkType *t)
 	}
 	BlkLayout *l = BLK_NEW(P->a, BlkLayout);
 	int warps = P->k && P->k->num_warps > 0 ? P->k->num_warps : 4;
-	const char *why = blk_layout_from_text(&lt, t->rank, shape, 32 * warps, l);
+	const char *why = blk_layout_from_text(&lt, t->rank, shape, 32 * warps, blk_dtype_size(t->dtype), l);
 	if (why)
 		fail(P, loc, "bad layout %s<...>: %s", lt.kind, why);
 	return l;

@@ -213,8 +213,8 @@ static void check_dot_frags(Verifier *V, const BlkOp *op)
 			     lstr(V, layout(op, i)), lstr(V, r));
 }
 
-/* A tensor-core dot's shape is whole mma.sync tiles: K a multiple of 16,
- * M and N whole operand fragments over its warps. */
+/* A tensor-core dot's shape is whole mma.sync tiles: K a multiple of 16
+ * (32 for 8-bit operands), M and N whole operand fragments over its warps. */
 static void check_mma_shape(Verifier *V, const BlkOp *op)
 {
 	const BlkType *a = &op->operands[0]->type;
@@ -222,12 +222,12 @@ static void check_mma_shape(Verifier *V, const BlkOp *op)
 	int64_t K;
 	if (a->rank != 2 || !blk_sym_is_const(a->dims[1], &K))
 		return; /* the tile-level rules name it */
-	int shape[2] = { r->shape[0], (int)K }, wn = blk_layout_warps_n(r);
-	if (K <= 0 || K % 16 || !blk_layout_mma_operand_fits(BLK_FRAG_A, shape, r->nthreads, wn) ||
-	    !blk_layout_mma_operand_fits(BLK_FRAG_B, (int[2]){ (int)K, r->shape[1] }, r->nthreads, wn))
-		fail(V, "a tensor-core dot of [%d, %lld] x [%lld, %d] over %s: K must be a multiple of 16 "
+	int shape[2] = { r->shape[0], (int)K }, wn = blk_layout_warps_n(r), es = blk_dtype_size(a->dtype);
+	if (K <= 0 || !blk_layout_mma_operand_fits(BLK_FRAG_A, shape, r->nthreads, wn, es) ||
+	    !blk_layout_mma_operand_fits(BLK_FRAG_B, (int[2]){ (int)K, r->shape[1] }, r->nthreads, wn, es))
+		fail(V, "a tensor-core dot of [%d, %lld] x [%lld, %d] over %s: K must be a multiple of %d "
 		     "and M, N whole m16 / n16 tiles of its warps",
-		     r->shape[0], (long long)K, (long long)K, r->shape[1], lstr(V, r));
+		     r->shape[0], (long long)K, (long long)K, r->shape[1], lstr(V, r), es == 1 ? 32 : 16);
 }
 
 static bool is16(BlkDType dt)
@@ -267,7 +267,7 @@ static void check_wgmma(Verifier *V, const BlkOp *op)
 		return;
 	}
 	/* the operands' dtypes and the result's: verify.c's rules for every dot */
-	int64_t K, ks = blk_layout_wgmma_k(blk_dtype_size(a->type.dtype));
+	int64_t K, ks = blk_layout_tc_k(blk_dtype_size(a->type.dtype));
 	if (!blk_sym_is_const(op->operands[0]->type.dims[1], &K) || K <= 0 || K % ks ||
 	    !blk_layout_wgmma_fits(r->shape[0], r->shape[1], r->nthreads))
 		fail(V, "a wgmma dot of [%d, %lld] x [%lld, %d] over %d warps: K must be a multiple of %lld, "
@@ -391,7 +391,9 @@ static void check_shared_view(Verifier *V, const BlkOp *op)
 }
 
 /* local_load: the fragments of a rank-2 shared Ref; A is read along k
- * (its rows' stride 1), B either way (ldmatrix with or without .trans). */
+ * (its rows' stride 1), B either way (ldmatrix with or without .trans)
+ * when 16-bit, along k when 8-bit (ldmatrix transposes only 16-bit
+ * elements); rows 16 bytes apart. */
 static void check_local_load(Verifier *V, const BlkOp *op)
 {
 	const BlkType *s = &op->operands[0]->type, *r = &op->results[0]->type;
@@ -402,19 +404,22 @@ static void check_local_load(Verifier *V, const BlkOp *op)
 	}
 	BlkType plain = *r;
 	plain.layout = NULL;
-	if (!is16(s->dtype) || plain.rank != 2 || plain.dtype != s->dtype ||
+	bool b8 = blk_dtype_is_byte(s->dtype) || blk_dtype_is_fp8(s->dtype);
+	const int *st = s->layout->sstride;
+	int kdim = r->layout->frag == BLK_FRAG_A ? 1 : 0;
+	if (!(is16(s->dtype) || b8) || plain.rank != 2 || plain.dtype != s->dtype ||
 	    !blk_sym_equal(plain.dims[0], s->dims[0]) || !blk_sym_equal(plain.dims[1], s->dims[1]))
-		fail(V, "result %s is not the f16/bf16 tile of %s", ty(V, r), ty(V, s));
-	else if (s->layout->sstride[1] != 1 && (r->layout->frag == BLK_FRAG_A || s->layout->sstride[0] != 1))
-		fail(V, "ldmatrix reads rows of 8 contiguous elements: %s has none along %s", lstr(V, s->layout),
-		     r->layout->frag == BLK_FRAG_A ? "k" : "k or n");
-	else if (s->layout->sstride[s->layout->sstride[1] == 1 ? 0 : 1] % 8)
-		fail(V, "ldmatrix reads 16-byte rows: the row stride of %s is not a multiple of 8 elements",
+		fail(V, "result %s is not the f16/bf16 (or 8-bit) tile of %s", ty(V, r), ty(V, s));
+	else if (st[kdim] != 1 && (kdim == 1 || b8 || st[1] != 1))
+		fail(V, "ldmatrix reads rows of 16 contiguous bytes: %s has none along %s", lstr(V, s->layout),
+		     kdim == 1 || b8 ? "k" : "k or n");
+	else if ((st[st[1] == 1 ? 0 : 1] * blk_dtype_size(s->dtype)) % 16)
+		fail(V, "ldmatrix reads 16-byte rows: the row stride of %s is not a multiple of 16 bytes",
 		     lstr(V, s->layout));
 }
 
-/* extract_slice: whole k16 steps of a fragment tile, so its registers are
- * a run of the operand's. */
+/* extract_slice: whole k steps (blk_layout_tc_k) of a fragment tile, so
+ * its registers are a run of the operand's. */
 static void check_extract_slice(Verifier *V, const BlkOp *op)
 {
 	const BlkType *a = &op->operands[0]->type, *r = &op->results[0]->type;
@@ -434,10 +439,11 @@ static void check_extract_slice(Verifier *V, const BlkOp *op)
 	}
 	int kdim = la->frag == BLK_FRAG_A ? 1 : 0;
 	int64_t axis = blk_op_int(op, "axis", -1), start = blk_op_int(op, "start", -1);
-	if (axis != kdim || start < 0 || start % 16 || lr->shape[kdim] % 16 ||
+	int ks = la->kstep;
+	if (axis != kdim || start < 0 || start % ks || lr->shape[kdim] % ks ||
 	    start + lr->shape[kdim] > la->shape[kdim] || lr->shape[1 - kdim] != la->shape[1 - kdim])
-		fail(V, "slices [%lld, +%d) of axis %lld: a fragment slice is whole k16 steps along k "
-		     "(axis %d) inside extent %d", (long long)start, lr->shape[kdim], (long long)axis,
+		fail(V, "slices [%lld, +%d) of axis %lld: a fragment slice is whole k%d steps along k "
+		     "(axis %d) inside extent %d", (long long)start, lr->shape[kdim], (long long)axis, ks,
 		     kdim, la->shape[kdim]);
 }
 

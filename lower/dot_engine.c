@@ -2,9 +2,11 @@
  *
  * Requires: shapes constant (specialize.c).  Produces: every `dot` gets
  * attr engine, read by every later pass instead of re-deciding:
- *   "mma"  tensor cores (mma.sync m16n8k16, emit_mma.c): both operands f16
- *          or both bf16, and the [M, N] tile and K fit the mma tiling over
- *          the kernel's warps (ir/layout.h, blk_layout_mma_fits);
+ *   "mma"  tensor cores (mma.sync, emit_mma.c): both operands f16 or both
+ *          bf16 (m16n8k16), or both 8-bit (m16n8k32: i8/u8, exact i32
+ *          sums; fp8 on sm_89 and newer, f32 sums), and the [M, N] tile
+ *          and K fit the mma tiling over the kernel's warps (ir/layout.h,
+ *          blk_layout_mma_fits);
  *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
  *          only, emit_wgmma.c): as "mma" -- or both operands 8-bit (i8/u8,
  *          exact i32 sums; fp8, f32 sums; both contiguous along k) -- when the [M, N]
@@ -27,6 +29,7 @@
  */
 #include "lower_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Both operands f16 or both bf16: what mma.sync m16n8k16 multiplies. */
@@ -36,15 +39,29 @@ static bool tc_dtypes(const BlkOp *dot)
 	return a->dtype == b->dtype && (a->dtype == BLK_F16 || a->dtype == BLK_BF16);
 }
 
-/* NULL when dot can run on tensor cores, else why not. */
+/* Both operands 8-bit integers (i8/u8, either mix: i32 sums) or both fp8
+ * (e4m3/e5m2, either mix: f32 sums). */
+static bool byte_dtypes(const BlkOp *dot)
+{
+	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
+	return (blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype)) ||
+	       (blk_dtype_is_fp8(a->dtype) && blk_dtype_is_fp8(b->dtype));
+}
+
+/* NULL when dot can run on mma.sync (m16n8k16 for 16-bit operands,
+ * m16n8k32 for 8-bit ones), else why not. */
 static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	if (!tc_dtypes(dot))
-		return "its operands are not both f16 or both bf16";
+	if (!tc_dtypes(dot) && !byte_dtypes(dot))
+		return "its operands are not both f16, both bf16, both 8-bit integers or both fp8";
+	if (blk_dtype_is_fp8(a->dtype) && atoi(c->arch + 3) < 89)
+		return "fp8 mma.sync needs sm_89 or newer";
 	if (!blk_layout_mma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]),
-	                         (int)blk_lower_dim(a->dims[1]), c->nthreads))
-		return "its shape does not fit the mma.sync tiling over the kernel's warps";
+	                         (int)blk_lower_dim(a->dims[1]), c->nthreads, blk_dtype_size(a->dtype)))
+		return blk_dtype_size(a->dtype) == 1
+		               ? "its shape does not fit the mma.sync tiling over the kernel's warps (K a multiple of 32)"
+		               : "its shape does not fit the mma.sync tiling over the kernel's warps";
 	return NULL;
 }
 
@@ -57,15 +74,12 @@ static const char *mma_refusal(const LowerCtx *c, const BlkOp *dot)
 static const char *wgmma_refusal(const LowerCtx *c, const BlkOp *dot)
 {
 	const BlkType *a = &dot->operands[0]->type, *b = &dot->operands[1]->type;
-	bool bytes = (blk_dtype_is_byte(a->dtype) && blk_dtype_is_byte(b->dtype)) ||
-	             (blk_dtype_is_fp8(a->dtype) && blk_dtype_is_fp8(b->dtype));
+	bool bytes = byte_dtypes(dot);
 	if (!tc_dtypes(dot) && !bytes)
 		return "its operands are not both f16, both bf16 or both 8-bit";
 	if (strcmp(c->arch, "sm_90a") != 0)
 		return "wgmma needs --arch=sm_90a";
-	if (bytes && blk_dtype_is_byte(a->dtype) && a->dtype != b->dtype)
-		return "i8 with u8 needs PTX ISA 8.4 (wgmma with mixed integer types), newer than blk emits";
-	int ks = blk_layout_wgmma_k(blk_dtype_size(a->dtype));
+	int ks = blk_layout_tc_k(blk_dtype_size(a->dtype));
 	if ((int)blk_lower_dim(a->dims[1]) % ks ||
 	    !blk_layout_wgmma_fits((int)blk_lower_dim(a->dims[0]), (int)blk_lower_dim(b->dims[1]), c->nthreads))
 		return bytes ? "its shape is not whole m64 blocks of the kernel's warpgroups with N a power of two "

@@ -12,12 +12,13 @@
  *   barrier
  *   d = dot A, B, acc                    -- A, B: views of the slots
  *
- * tensor cores: A [M, K] in rows of K + 8 and B [K, N] in rows of N + 8 of
- *   the operands' 16-bit type (the pad puts the 8 rows an ldmatrix phase
- *   reads on distinct bank groups); mma_steps.c then loads fragments;
- *   wgmma: the same shapes swizzled (ir/layout.h), a fence_async before
- *   the barrier (wgmma reads through the async proxy); 8-bit B as [N, K]
- *   stored through a trans_view (wgmma reads 8-bit types k-contiguous);
+ * tensor cores: A [M, K] in rows of K + 16 bytes and B [K, N] in rows of
+ *   N + 16 bytes of the operands' type (the pad puts the 8 rows an
+ *   ldmatrix phase reads on distinct bank groups); mma_steps.c then loads
+ *   fragments; wgmma: the same shapes swizzled (ir/layout.h), a
+ *   fence_async before the barrier (wgmma reads through the async proxy);
+ *   8-bit B as [N, K] stored through a trans_view (both read 8-bit types
+ *   k-contiguous: ldmatrix and wgmma transpose only 16-bit ones);
  * SIMT (exact f32): both as f32 (a cast first), A k-major -- [K][pad(M)+4],
  *   stored through a trans_view, so a thread's rows of A at one k are
  *   consecutive floats (the +4 staggers the transposing stores over the
@@ -113,7 +114,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkValue *a = dot->operands[0], *b = dot->operands[1];
 	bool mma = blk_lower_dot_tc(dot), wg = blk_lower_dot_wgmma(dot);
 	bool bt = !mma && blk_op_int(dot, "b_trans", 0);
-	bool bk = wg && blk_dtype_size(b->type.dtype) == 1; /* 8-bit wgmma: B k-contiguous, [N, K] */
+	bool bk = mma && blk_dtype_size(b->type.dtype) == 1; /* 8-bit: B k-contiguous, [N, K] */
 	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
 	int64_t N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	int64_t PM = blk_pow2ceil((int)M), PN = blk_pow2ceil((int)N);
@@ -123,13 +124,14 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	int S = carried ? 2 : 1;
 	/* A's and B's rows: [R][ld] */
 	BlkDType dt = mma ? a->type.dtype : blk_dtype_is_byte(a->type.dtype) ? BLK_I32 : BLK_F32;
-	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + 8 : PM + 4;
-	int64_t bld = mma ? N + 8 : bt ? PN + 4 : PN;
+	int64_t pad = 16 / blk_dtype_size(a->type.dtype); /* 16 bytes */
+	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + pad : PM + 4;
+	int64_t bld = mma ? (bk ? K : N) + pad : bt ? PN + 4 : PN;
 	if (wg)
 		ald = bld = 0;
 	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
 	BlkDType bdt = mma ? b->type.dtype : dt; /* e4m3 x e5m2: each its own */
-	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, bdt, S, N, K, 0, "stage_b")
+	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, bdt, S, N, K, bld, "stage_b")
 	                  : stage_buffer(c, site, dot->loc, bdt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
 	BlkBuilder bl;

@@ -1,6 +1,9 @@
 /* emit_mma.c - the tensor-core ops of the GPU level (mma_steps.c makes
  * them): mma.sync m16n8k16 on f16/bf16 fragments, f32 accumulator (sm_80
- * and up).
+ * and up), and m16n8k32 on 8-bit ones: i8/u8 with an i32 accumulator
+ * (sm_80), fp8 with an f32 one (sm_89).  A k32 step of bytes is laid out
+ * as a k16 step of 16-bit pairs (ir/layout.h), so one ldmatrix addressing
+ * serves both, in bytes.
  *
  *   local_load: a shared [R, C] Ref into fragments, one ldmatrix.x4 per
  *     four 8x8 matrices.  A (mma_a, k-contiguous rows): for m16 instance i
@@ -21,6 +24,7 @@
  */
 #include "emit.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static LLVMValueRef gep(Emit *E, LLVMValueRef p, int64_t bytes)
@@ -102,34 +106,36 @@ void emit_local_load(Emit *E, const BlkOp *op)
 	LLVMValueRef *out = ev->t.r;
 	int64_t kb;
 	LLVMValueRef t;
+	/* in bytes: a k step is 32 bytes of a row (k16 of 16-bit, k32 of 8-bit
+	 * types), an ldmatrix row 16 bytes, so the addressing is one for both */
+	int es = blk_dtype_size(op->results[0]->type.dtype);
 	if (l->frag == BLK_FRAG_A) { /* [M, K], rows of k */
-		int64_t ld = r->stride[0], mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / 16;
-		/* row 8 wm-index + i + q0 * 8wm (rep 2mi or 2mi+1), column q1 * 8 */
+		int64_t ld = r->stride[0] * es, mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / l->kstep;
+		/* row 8 wm-index + i + q0 * 8wm (rep 2mi or 2mi+1), byte column q1 * 16 */
 		LLVMValueRef row = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, mul(E, L.wm, 8), L.i8, ""),
 		                                mul(E, L.q0, 8 * wm), "");
-		t = LLVMBuildAdd(E->b, mul(E, row, ld), mul(E, L.q1, 8), "");
-		LLVMValueRef p = emit_shared_ptr(E, r, mul(E, t, 2), &kb);
+		t = LLVMBuildAdd(E->b, mul(E, row, ld), mul(E, L.q1, 16), "");
+		LLVMValueRef p = emit_shared_ptr(E, r, t, &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int mi = 0; mi < mi_n; mi++)
-				ldmatrix(E, gep(E, p, kb + mi * 16 * wm * ld * 2 + ks * 32), false,
+				ldmatrix(E, gep(E, p, kb + mi * 16 * wm * ld + ks * 32), false,
 				         &out[(ks * mi_n + mi) * 4]);
 	} else { /* [K, N] */
-		bool kmajor = r->stride[0] == 1; /* [N][K] in memory: plain ldmatrix */
-		int64_t ld = kmajor ? r->stride[1] : r->stride[0], nj = l->shape[1] / (8 * wn),
-		        nks = l->shape[0] / 16;
+		bool kmajor = r->stride[0] == 1; /* [N][K] in memory: plain ldmatrix (always for 8 bits) */
+		int64_t ld = (kmajor ? r->stride[1] : r->stride[0]) * es, nj = l->shape[1] / (8 * wn),
+		        nks = l->shape[0] / l->kstep;
 		/* n8 block 2jp or 2jp+1 by q1 (column 8 wn-index + q1 * 8wn), k
-		 * half by q0: k row q0 * 8 + i, or k column q0 * 8 of row n + i */
+		 * half by q0: k row q0 * 8 + i, or byte column q0 * 16 of row n + i */
 		LLVMValueRef n0 = LLVMBuildAdd(E->b, mul(E, L.wn, 8), mul(E, L.q1, 8 * wn), "");
-		LLVMValueRef k8 = mul(E, L.q0, 8);
 		int64_t ks_b, jp_b;
 		if (kmajor) {
-			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, n0, L.i8, ""), ld), k8, "");
-			ks_b = 16 * 2, jp_b = 16 * wn * ld * 2;
+			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, n0, L.i8, ""), ld), mul(E, L.q0, 16), "");
+			ks_b = 32, jp_b = 16 * wn * ld;
 		} else {
-			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, k8, L.i8, ""), ld), n0, "");
-			ks_b = 16 * ld * 2, jp_b = 16 * wn * 2;
+			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, mul(E, L.q0, 8), L.i8, ""), ld), mul(E, n0, es), "");
+			ks_b = 16 * ld, jp_b = 16 * wn * es;
 		}
-		LLVMValueRef p = emit_shared_ptr(E, r, mul(E, t, 2), &kb);
+		LLVMValueRef p = emit_shared_ptr(E, r, t, &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int jp = 0; jp < nj / 2; jp++)
 				ldmatrix(E, gep(E, p, kb + ks * ks_b + jp * jp_b), !kmajor, &out[(ks * nj + jp * 2) * 2]);
@@ -171,7 +177,8 @@ void emit_extract_slice(Emit *E, const BlkOp *op)
 	}
 	int n = blk_layout_nregs(l);
 	/* registers are k16-step major: step s starts at s * (registers a step) */
-	int64_t first = blk_op_int(op, "start", 0) / 16 * (n / (l->shape[l->frag == BLK_FRAG_A ? 1 : 0] / 16));
+	int ks = l->kstep;
+	int64_t first = blk_op_int(op, "start", 0) / ks * (n / (l->shape[l->frag == BLK_FRAG_A ? 1 : 0] / ks));
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, l);
 	for (int i = 0; i < n; i++)
@@ -179,15 +186,48 @@ void emit_extract_slice(Emit *E, const BlkOp *op)
 	emit_bind(E, op->results[0], ev);
 }
 
-/* dot on fragments: per k16 step, mma.sync for each (m16, n8) pair. */
+/* fp8 mma.sync: PTX 8.4, no LLVM 19 intrinsic, so inline PTX (no side
+ * effects: the scheduler may move it like the intrinsic). */
+static LLVMValueRef mma_fp8(Emit *E, BlkDType at, BlkDType bt, LLVMValueRef *args)
+{
+	char text[160];
+	snprintf(text, sizeof text,
+	         "mma.sync.aligned.m16n8k32.row.col.f32.%s.%s.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
+	         "{$10,$11,$12,$13};",
+	         at == BLK_F8E4M3 ? "e4m3" : "e5m2", bt == BLK_F8E4M3 ? "e4m3" : "e5m2");
+	static const char cons[] = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+	LLVMTypeRef pt[10], f4[4] = { E->f32, E->f32, E->f32, E->f32 };
+	for (int i = 0; i < 10; i++)
+		pt[i] = i < 6 ? E->i32 : E->f32;
+	LLVMTypeRef ft = LLVMFunctionType(LLVMStructTypeInContext(E->cx, f4, 4, false), pt, 10, false);
+	LLVMValueRef f = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, strlen(cons), false, false,
+	                                  LLVMInlineAsmDialectATT, false);
+	return LLVMBuildCall2(E->b, ft, f, args, 10, "");
+}
+
+/* The mma.sync intrinsic for a dot of at x bt: m16n8k16 (f16, bf16; f32
+ * sums) or m16n8k32 (i8/u8 in any mix; exact i32 sums, wrapping). */
+static const char *mma_intrinsic(BlkDType at, BlkDType bt)
+{
+	if (at == BLK_BF16)
+		return "llvm.nvvm.mma.m16n8k16.row.col.bf16";
+	if (at == BLK_F16)
+		return "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
+	if (at == BLK_I8)
+		return bt == BLK_I8 ? "llvm.nvvm.mma.m16n8k32.row.col.s8" : "llvm.nvvm.mma.m16n8k32.row.col.s8.u8";
+	return bt == BLK_U8 ? "llvm.nvvm.mma.m16n8k32.row.col.u8" : "llvm.nvvm.mma.m16n8k32.row.col.u8.s8";
+}
+
+/* dot on fragments: per k step, mma.sync for each (m16, n8) pair. */
 void emit_mma(Emit *E, const BlkOp *op)
 {
 	if (!emit_layout(E, op->operands[0])->frag) /* mma_steps.c splits every one */
-		blk_die("lower: emit: a tensor-core dot not split into k16 steps");
+		blk_die("lower: emit: a tensor-core dot not split into k steps");
 	const ETile *fa = emit_tile(E, op->operands[0]), *fb = emit_tile(E, op->operands[1]);
 	const BlkLayout *l = emit_layout(E, op->results[0]);
-	const char *mma = op->operands[0]->type.dtype == BLK_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-	                                                          : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
+	BlkDType at = op->operands[0]->type.dtype, bt = op->operands[1]->type.dtype;
+	bool fp8 = blk_dtype_is_fp8(at);
+	const char *mma = fp8 ? NULL : mma_intrinsic(at, bt);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, l);
 	int nacc = blk_layout_nregs(l), nn = blk_layout_regs_along(l, 1);
@@ -195,7 +235,7 @@ void emit_mma(Emit *E, const BlkOp *op)
 	const ETile *acc = emit_tile(E, op->operands[2]);
 	for (int r = 0; r < nacc; r++)
 		ev->t.r[r] = acc->r[r];
-	int nks = fa->l->shape[1] / 16;
+	int nks = fa->l->shape[1] / fa->l->kstep;
 	for (int ks = 0; ks < nks; ks++) {
 		LLVMValueRef *af = &fa->r[ks * mi_n * 4], *bf = &fb->r[ks * nj_n * 2];
 		for (int mi = 0; mi < mi_n; mi++)
@@ -206,7 +246,7 @@ void emit_mma(Emit *E, const BlkOp *op)
 				LLVMValueRef args[10] = { af[4 * mi], af[4 * mi + 1], af[4 * mi + 2], af[4 * mi + 3],
 				                          bf[2 * j], bf[2 * j + 1],
 				                          ev->t.r[c[0]], ev->t.r[c[1]], ev->t.r[c[2]], ev->t.r[c[3]] };
-				LLVMValueRef d = call_cast(E, mma, NULL, 0, args, 10);
+				LLVMValueRef d = fp8 ? mma_fp8(E, at, bt, args) : call_cast(E, mma, NULL, 0, args, 10);
 				for (int k = 0; k < 4; k++)
 					ev->t.r[c[k]] = LLVMBuildExtractValue(E->b, d, (unsigned)k, "");
 			}

@@ -153,7 +153,7 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 		blk_die("lower: emit: a wgmma dot with an 8-bit A in registers");
 	bool ta = ra && ra->stride[0] == 1, tb = rb->stride[1] == 1; /* A m-contiguous; B n-contiguous */
 	BlkDType adt = op->operands[0]->type.dtype, bdt = op->operands[1]->type.dtype;
-	int kw = blk_layout_wgmma_k(blk_dtype_size(adt)), nd = N / 2;
+	int kw = blk_layout_tc_k(blk_dtype_size(adt)), nd = N / 2;
 	size_t cap = (size_t)nd * 6 + 160, at = 0;
 	char *text = BLK_NEW_N(E->c->a, char, cap);
 	bool f8 = blk_dtype_is_fp8(adt);

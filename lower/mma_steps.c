@@ -1,4 +1,5 @@
-/* mma_steps.c - a tensor-core dot becomes its k16 steps: fragment loads
+/* mma_steps.c - a tensor-core dot becomes its k steps (k16; k32 for 8-bit
+ * operands, ir/layout.h blk_layout_tc_k; "k16" below means one): fragment loads
  * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
  * below) becomes one dot per step on k16 views of its shared operands,
  * then wgmma_commit and wgmma_wait.
@@ -43,18 +44,13 @@ static BlkValue *view_kw(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, 
 	return v;
 }
 
-static BlkValue *view_k(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, int kdim, int64_t k0)
-{
-	return view_kw(c, b, loc, ref, kdim, k0, 16);
-}
-
 static BlkType frag_type(LowerCtx *c, BlkDType dt, int frag, int64_t rows, int64_t cols, int wn)
 {
 	const BlkSym *dims[2] = { blk_sym_const(c->a, rows), blk_sym_const(c->a, cols) };
 	BlkType t = blk_type_tile(dt, 2, dims);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	int shape[2] = { (int)rows, (int)cols };
-	*l = blk_layout_mma_operand(frag, shape, c->nthreads, wn);
+	*l = blk_layout_mma_operand(frag, shape, c->nthreads, wn, blk_dtype_size(dt));
 	t.layout = l;
 	return t;
 }
@@ -64,7 +60,7 @@ typedef struct Steps {
 	BlkOp *dot;
 	BlkValue *a, *b, *areg; /* areg: all of A as mma_a fragments, or NULL */
 	int64_t M, N;
-	int wn;
+	int wn, ks; /* ks: k elements a step, 16 (32 for 8-bit operands) */
 } Steps;
 
 /* The fragments of step ks: A, B. */
@@ -72,18 +68,19 @@ static void load_step(Steps *S, BlkBuilder *bl, int ks, BlkValue **fa, BlkValue 
 {
 	LowerCtx *c = S->c;
 	BlkLoc loc = S->dot->loc;
-	BlkDType dt = S->b->type.dtype;
-	BlkType ta = frag_type(c, dt, BLK_FRAG_A, S->M, 16, S->wn);
+	int kw = S->ks;
+	BlkType ta = frag_type(c, S->a->type.dtype, BLK_FRAG_A, S->M, kw, S->wn);
 	if (S->areg) {
 		*fa = blk_build1(bl, BLK_OP_EXTRACT_SLICE, loc, ta, 1, &S->areg);
 		blk_op_set_int(c->a, (*fa)->def, "axis", 1);
-		blk_op_set_int(c->a, (*fa)->def, "start", 16 * ks);
+		blk_op_set_int(c->a, (*fa)->def, "start", kw * ks);
 	} else {
-		BlkValue *v = view_k(c, bl, loc, S->a, 1, 16 * ks);
+		BlkValue *v = view_kw(c, bl, loc, S->a, 1, kw * ks, kw);
 		*fa = blk_build1(bl, BLK_OP_LOCAL_LOAD, loc, ta, 1, &v);
 	}
-	BlkValue *v = view_k(c, bl, loc, S->b, 0, 16 * ks);
-	*fb = blk_build1(bl, BLK_OP_LOCAL_LOAD, loc, frag_type(c, dt, BLK_FRAG_B, 16, S->N, S->wn), 1, &v);
+	BlkValue *v = view_kw(c, bl, loc, S->b, 0, kw * ks, kw);
+	*fb = blk_build1(bl, BLK_OP_LOCAL_LOAD, loc, frag_type(c, S->b->type.dtype, BLK_FRAG_B, kw, S->N, S->wn), 1,
+	                 &v);
 }
 
 /* Of r overlap ops spread over n steps, op j goes after step j * n /
@@ -99,11 +96,12 @@ static void split(LowerCtx *c, BlkOp *dot)
 	S.M = blk_lower_dim(dot->results[0]->type.dims[0]);
 	S.N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	S.wn = blk_layout_warps_n(dot->results[0]->type.layout);
-	int n = (int)(blk_lower_dim(S.a->type.dims[1]) / 16);
+	S.ks = blk_layout_tc_k(blk_dtype_size(S.a->type.dtype));
+	int n = (int)(blk_lower_dim(S.a->type.dims[1]) / S.ks);
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);
 	if (S.a->type.kind == BLK_TYPE_TILE) {
-		BlkType t = frag_type(c, S.a->type.dtype, BLK_FRAG_A, S.M, 16 * n, S.wn);
+		BlkType t = frag_type(c, S.a->type.dtype, BLK_FRAG_A, S.M, S.ks * n, S.wn);
 		S.areg = blk_build1(&bl, BLK_OP_CONVERT_LAYOUT, dot->loc, t, 1, &S.a);
 	}
 	/* the overlap ops, out of the region, in order */
@@ -217,7 +215,7 @@ static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
 static void split_wgmma(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
-	int kw = blk_layout_wgmma_k(blk_dtype_size(a->type.dtype));
+	int kw = blk_layout_tc_k(blk_dtype_size(a->type.dtype));
 	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r = 0;
 	BlkOp *first = dot->nregions ? dot->regions[0]->first : NULL;
 	for (BlkOp *o = first; o; o = o->next)

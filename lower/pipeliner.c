@@ -5,9 +5,10 @@
  * dot engines chosen (dot_engine.c).  Applies to a `for` with a constant
  * step > 0 and any bounds (constants, or values of the program such as
  * program ids and sizes), and to each dot with engine "mma" or "wgmma"
- * directly in its body whose two operands are 2-D 16-bit slabs (8-bit
- * ones for wgmma) loaded in that body from `in` arrays (zero fill), B
- * also through a transpose (`x @ w.T`), at
+ * directly in its body whose two operands are 2-D 16-bit or 8-bit slabs
+ * loaded in that body from `in` arrays (zero fill), B also through a
+ * transpose (`x @ w.T`; 8-bit B only so: both engines read bytes
+ * contiguous along k), at
  * indices that depend only on the iv and values from outside the loop --
  * or, for one of them, a tile from outside the loop (attention's q), which
  * is stored into a shared buffer once, before the loop; or, for A, the
@@ -15,8 +16,8 @@
  * when both run over one warp column: its accumulator registers are the A
  * fragments (emit_mma.c), so A stays in registers.
  * With S = num_stages >= 2, each operand X gets a buffer
- * bufX = local_alloc [S, R, C + 8] (the +8 spreads ldmatrix's row reads
- * over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
+ * bufX = local_alloc [S, R, C + 16 bytes] (the pad spreads ldmatrix's row
+ * reads over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
  * fence_async before the barrier: cp.async writes through the generic
  * proxy, wgmma reads through the async one) and:
  *
@@ -80,11 +81,11 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v)
 	return blk_op_int(me, "warps_n", 0) == 1 && blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1;
 }
 
-/* A slab of dt can be staged for the dot: 16-bit types, and the 8-bit
- * ones of a wgmma dot. */
-static bool slab_dtype(const Pipe *P, BlkDType dt)
+/* A slab of dt can be staged for the dot: 16-bit and 8-bit types (the
+ * engines take no others). */
+static bool slab_dtype(BlkDType dt)
 {
-	return blk_dtype_size(dt) == 2 || (blk_dtype_size(dt) == 1 && blk_lower_dot_wgmma(P->s->dot));
+	return blk_dtype_size(dt) == 2 || blk_dtype_size(dt) == 1;
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -111,10 +112,10 @@ static bool stageable(Pipe *P, int o)
 		v = d->operands[0];
 		d = v->def;
 	}
-	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* wgmma reads 8 bits k-contiguous */
+	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* 8 bits are read k-contiguous */
 		return false;
 	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
-	    v->type.rank != 2 || !slab_dtype(P, v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
+	    v->type.rank != 2 || !slab_dtype(v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;
 	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
@@ -157,7 +158,7 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	if (blk_lower_dot_wgmma(P->s->dot)) /* wgmma reads swizzled rows, no pad */
 		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
 	else
-		*l = blk_layout_shared(rank, shape + 3 - rank, PAD);
+		*l = blk_layout_shared(rank, shape + 3 - rank, PAD_BYTES / blk_dtype_size(dt));
 	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
 	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &t, 0)->results[0];
@@ -262,7 +263,7 @@ static int parts_of(const Pipe *P)
 {
 	const BlkType *a = &P->s->dot->operands[0]->type;
 	int64_t K = blk_lower_dim(a->dims[1]);
-	int p = (int)(K / blk_layout_wgmma_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
+	int p = (int)(K / blk_layout_tc_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
 

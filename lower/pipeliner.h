@@ -5,7 +5,7 @@
 
 #include "lower_int.h"
 
-enum { PAD = 8 }; /* elements added to each row of a slot */
+enum { PAD_BYTES = 16 }; /* added to each row of a slot (ldmatrix's rows on distinct banks) */
 
 typedef struct Operand {
 	bool regs;        /* A from registers: the mma fragments of an earlier dot */

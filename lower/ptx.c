@@ -21,7 +21,9 @@
  * Checked against O3 on every example: same FMA/ld.shared.v4/bar.sync
  * counts in the matmul inner loop, no new spills (docs/backend.md).
  * Each arch gets the lowest PTX version that has it, so the driver JITs
- * the result wherever that arch runs (sm_90a PTX only runs on sm_90).
+ * the result wherever that arch runs (sm_90a PTX only runs on sm_90);
+ * a kernel with an fp8 mma.sync or a mixed i8/u8 wgmma gets 8.4, the
+ * first that has them.
  */
 #include "lower_int.h"
 
@@ -74,7 +76,20 @@ static const char passes[] =
 	"loop-mssa(licm,loop-rotate,licm),"
 	"gvn,instcombine<no-verify-fixpoint>,simplifycfg,infer-alignment)";
 
-static LLVMTargetMachineRef make_tm(const char *arch)
+/* fp8 mma.sync (m16n8k32 .e4m3/.e5m2, sm_89 and up) and wgmma of i8 with
+ * u8 are PTX ISA 8.4: only a kernel that has one asks for it, so the rest
+ * keep the arch's lowest. */
+static void find_ptx84(void *ctx, BlkOp *op)
+{
+	if (op->kind != BLK_OP_DOT || op->noperands != 3)
+		return;
+	BlkDType a = op->operands[0]->type.dtype, b = op->operands[1]->type.dtype;
+	if ((blk_dtype_is_fp8(a) && blk_lower_dot_mma(op)) ||
+	    (blk_dtype_is_byte(a) && a != b && blk_lower_dot_wgmma(op)))
+		*(bool *)ctx = true;
+}
+
+static LLVMTargetMachineRef make_tm(const char *arch, bool ptx84)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_nvptx);
@@ -82,7 +97,7 @@ static LLVMTargetMachineRef make_tm(const char *arch)
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
 		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
-	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, arch_features(arch),
+	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, ptx84 ? "+ptx84" : arch_features(arch),
 	                               LLVMCodeGenLevelDefault, LLVMRelocDefault,
 	                               LLVMCodeModelDefault);
 }
@@ -94,7 +109,9 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 {
-	LLVMTargetMachineRef tm = make_tm(c->arch);
+	bool ptx84 = false;
+	blk_lower_walk(c->k->body, find_ptx84, &ptx84);
+	LLVMTargetMachineRef tm = make_tm(c->arch, ptx84);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
 	LLVMDisposeTargetData(td);

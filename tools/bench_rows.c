@@ -152,6 +152,10 @@ typedef struct GemmRow {
 /* 8-bit: k32 wgmma steps, slabs of 128 bytes (one 128-byte swizzle span) */
 #define HOPI8 "BM=128,BN=256,BK=128,num_warps=8,num_stages=4;BM=128,BN=128,BK=128,num_warps=8,num_stages=5;" \
 	"BM=128,BN=128,BK=128,num_warps=4,num_stages=6"
+/* 8-bit on mma.sync (sm_80/sm_89, or BLK_ARCH=sm_80 on an H100): k32
+ * steps, slabs of 128 bytes (as MMA256's 64 bf16) */
+#define MMAI8 "BM=256,BN=128,BK=128,num_warps=8,num_stages=3;BM=128,BN=256,BK=128,num_warps=8,num_stages=3;" \
+	"BM=128,BN=128,BK=128,num_warps=8,num_stages=4"
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
 static const GemmRow gemm_table[] = {
@@ -170,8 +174,8 @@ static const GemmRow gemm_table[] = {
 	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT, NULL},
 	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8", NULL},
 	{G_GROUPED, "grouped_matmul", BLK_BF16, 8, 16384, 4096, 4096, GMM_MMA, GMM_HOP},
-	{G_INT8, "matmul_int8", BLK_I8, 1, 4096, 4096, 4096, SIMT, HOPI8},
-	{G_INT8, "matmul_int8", BLK_I8, 1, 8192, 8192, 8192, SIMT, HOPI8},
+	{G_INT8, "matmul_int8", BLK_I8, 1, 4096, 4096, 4096, MMAI8, HOPI8},
+	{G_INT8, "matmul_int8", BLK_I8, 1, 8192, 8192, 8192, MMAI8, HOPI8},
 };
 
 /* 8 groups (experts) of 16384 rows, ragged, none a multiple of 128. */

@@ -1188,6 +1188,29 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I8, 130, 96), A2('i', BLK_I8, 100, 96), A2('i', BLK_U8, 130, 96),
 	     A2('i', BLK_U8, 96, 100), A2('o', BLK_I32, 130, 100), A2('o', BLK_I32, 130, 100)),
+	/* 8-bit dots on mma.sync m16n8k32 on every arch (a 32-row block over
+	 * 4 warps is no whole m64 block, so never wgmma): i8 x @ w.T exact in
+	 * i32, and e4m3 x e5m2 with B [K, N] (n-contiguous: staged transposed,
+	 * ldmatrix reads bytes only along k) on sm_89 and up (PTX 8.4; the
+	 * SIMT path on sm_80); K ragged (the last slab zero-filled) */
+	CASE_TOL("mma8_small", false, 100,
+	     "kernel mma8_small[BM = 32, BN = 64, BK = 64](\n"
+	     "    a: in i8[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in i8[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    e: in f8e4m3[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    f: in f8e5m2[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out i32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), i32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    d[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(e[:, ds(k * BK, BK)], f[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_I8, 70, 200), A2('i', BLK_I8, 100, 200), A2('i', BLK_F8E4M3, 70, 200),
+	     A2('i', BLK_F8E5M2, 200, 100), A2('o', BLK_I32, 70, 100), A2('o', BLK_F32, 70, 100)),
 	/* fp8: f32 -> f8e4m3 / f8e5m2 (round to nearest even, saturated,
 	 * NaN kept) at every corner, back to f32, bf16 and i32 exactly, and
 	 * a constant and a fill of each format (f32 and bf16 outputs hold no

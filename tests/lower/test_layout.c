@@ -77,8 +77,8 @@ static void mma_128x128(void **state)
 {
 	(void)state;
 	int shape[2] = { 128, 128 };
-	assert_true(blk_layout_mma_fits(128, 128, 32, 256));
-	assert_false(blk_layout_mma_fits(128, 128, 24, 256));
+	assert_true(blk_layout_mma_fits(128, 128, 32, 256, 2));
+	assert_false(blk_layout_mma_fits(128, 128, 24, 256, 2));
 	BlkLayout l = blk_layout_mma(shape, 256);
 	assert_true(l.mma && l.dot && blk_layout_split(&l));
 	assert_int_equal(l.thr[0], 32);
