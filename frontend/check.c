@@ -693,9 +693,10 @@ static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 static void check_grid(Ck *c, const BlkAstKernel *ak)
 {
 	CkKernel *k = c->k;
-	if (ak->ngrid > BLK_MAX_RANK) {
-		blk_error(c->d, ak->grid_loc, "a grid has at most %d axes, this one has %d", BLK_MAX_RANK,
+	if (ak->ngrid > BLK_MAX_GRID) {
+		blk_error(c->d, ak->grid_loc, "a grid has at most %d axes, this one has %d", BLK_MAX_GRID,
 		          ak->ngrid);
+		k->grid_bad = true; /* no index-map arity errors against a grid that is not there */
 		return;
 	}
 	k->grid_rank = ak->ngrid;
@@ -714,7 +715,7 @@ static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
 	BlkCkBind *saved = c->scope;
 	if (!p->has_index)
 		return;
-	if (p->nindex_params != k->grid_rank)
+	if (p->nindex_params != k->grid_rank && !k->grid_bad)
 		blk_error(c->d, p->index_loc, "the index map takes %d parameter%s but the grid has %d ax%s",
 		          p->nindex_params, p->nindex_params == 1 ? "" : "s", k->grid_rank,
 		          k->grid_rank == 1 ? "is" : "es");

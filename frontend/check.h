@@ -137,8 +137,9 @@ typedef struct CkKernel {
 	const char **sizes;
 	int64_t *size_dyn;    /* per size: 1 if `dynamic (...)` names it, else 0 */
 	int grid_rank;
-	const BlkSym *grid[BLK_MAX_RANK];
-	bool grid_seq[BLK_MAX_RANK];
+	bool grid_bad;        /* more axes than BLK_MAX_GRID (reported once) */
+	const BlkSym *grid[BLK_MAX_GRID];
+	bool grid_seq[BLK_MAX_GRID];
 } CkKernel;
 
 typedef struct CkMap {

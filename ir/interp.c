@@ -46,8 +46,8 @@ typedef struct Interp {
 	BlkSymEnv env;
 	const BlkArrayDesc *arrays;
 	void *const *data;
-	int64_t grid[BLK_MAX_RANK];
-	int64_t pid[BLK_MAX_RANK];
+	int64_t grid[BLK_MAX_GRID];
+	int64_t pid[BLK_MAX_GRID];
 	bool failed;
 	/* the frame: one slot per SSA value, its shape evaluated once */
 	int nslots, cap_slots;

@@ -23,6 +23,8 @@
 #include "sym.h"
 
 #define BLK_MAX_RANK 4
+/* Grid axes: any up to this many, folded onto CUDA's three (blockspec.c). */
+#define BLK_MAX_GRID 8
 
 /* ---- dtypes ------------------------------------------------------------ */
 
@@ -305,8 +307,8 @@ typedef struct BlkKernel {
 	 * (1 before specialization; the class the launch fell in after) */
 	int64_t *size_dyn;
 	int grid_rank;
-	const BlkSym *grid[BLK_MAX_RANK];
-	bool grid_seq[BLK_MAX_RANK]; /* sequential axis: runs in order inside one program, scratch persists */
+	const BlkSym *grid[BLK_MAX_GRID];
+	bool grid_seq[BLK_MAX_GRID]; /* sequential axis: runs in order inside one program, scratch persists */
 	int ncparams;
 	BlkCParam *cparams;
 	int num_warps, num_stages;

@@ -819,8 +819,8 @@ static void parse_grid(Parser *P, BlkKernel *k)
 	expect(P, "grid");
 	expect(P, "(");
 	while (!is(&P->tok, ")")) {
-		if (k->grid_rank == BLK_MAX_RANK)
-			fail(P, P->tok.loc, "more than %d grid axes", BLK_MAX_RANK);
+		if (k->grid_rank == BLK_MAX_GRID)
+			fail(P, P->tok.loc, "more than %d grid axes", BLK_MAX_GRID);
 		k->grid_seq[k->grid_rank] = is(&P->tok, "seq") && !ends_sym(&P->next);
 		if (k->grid_seq[k->grid_rank])
 			next(P);

@@ -937,8 +937,8 @@ static void verify_kernel(Verifier *V, const BlkKernel *k)
 {
 	V->k = k;
 	V->op = NULL;
-	if (k->grid_rank < 0 || k->grid_rank > BLK_MAX_RANK)
-		fail(V, "grid rank %d, expected 0 to %d", k->grid_rank, BLK_MAX_RANK);
+	if (k->grid_rank < 0 || k->grid_rank > BLK_MAX_GRID)
+		fail(V, "grid rank %d, expected 0 to %d", k->grid_rank, BLK_MAX_GRID);
 	if (!k->body) {
 		fail(V, "no body");
 		return;

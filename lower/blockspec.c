@@ -446,9 +446,13 @@ static void mask_access(void *ctx, BlkOp *op)
 
 /* ---- the pass ---------------------------------------------------------------------- */
 
+/* Grid axes onto CUDA's x, y, z in order, seq axes skipped.  Parallel axes
+ * past the third share CUDA z with it, the later the faster: an axis in z
+ * is (ctaid.z / par_div) % par_mod, par_div the product of the extents of
+ * the z axes after it. */
 static bool map_grid(LowerCtx *c)
 {
-	int n = 0, z = -1;
+	int n = 0, nz = 0, zax[BLK_MAX_GRID];
 	const BlkSym *one = blk_sym_const(c->a, 1), *zs = one; /* CUDA z's extent so far */
 	c->grid[0] = c->grid[1] = c->grid[2] = 1;
 	c->grid_dynamic = false;
@@ -458,8 +462,13 @@ static bool map_grid(LowerCtx *c)
 		if (c->k->grid_seq[a])
 			continue;
 		const BlkSym *g = c->k->grid[a];
-		if (n == 3) { /* a fourth parallel axis shares CUDA z with the third, this one fastest */
-			c->par_div[z] = g, c->par_mod[z] = zs;
+		if (n == 3) { /* folded: the z axes so far step by this one's extent */
+			for (int i = 0; i < nz; i++) {
+				int b = zax[i];
+				if (!c->par_div[b])
+					c->par_div[b] = one, c->par_mod[b] = c->k->grid[b];
+				c->par_div[b] = blk_sym_binary(c->a, BLK_SYM_MUL, c->par_div[b], g);
+			}
 			c->par_div[a] = one, c->par_mod[a] = g;
 			g = blk_sym_binary(c->a, BLK_SYM_MUL, g, zs);
 		}
@@ -468,12 +477,12 @@ static bool map_grid(LowerCtx *c)
 		if (known && v > (n ? 65535 : INT32_MAX)) {
 			blk_error(c->d, c->k->loc, "kernel %s: grid axis %d (%lld programs%s) exceeds "
 			          "the CUDA grid limits", c->k->name, a, (long long)v,
-			          n == 3 ? " with the axis it shares CUDA z with" : "");
+			          n == 3 ? " with the axes it shares CUDA z with" : "");
 			return false;
 		}
 		c->grid_dynamic |= !known; /* the launch evaluates it (blk_lower_cuda_grid) */
-		z = n == 2 ? a : z;
-		zs = n >= 2 ? g : zs;
+		if (n >= 2)
+			zs = g, zax[nz++] = a;
 		c->par_axis[a] = n < 3 ? n : 2;
 		c->grid[c->par_axis[a]] = known ? (unsigned)v : 0;
 		n += n < 3;
@@ -526,7 +535,7 @@ bool blk_lower_blockspec(LowerCtx *c)
 	if (!map_grid(c))
 		return false;
 	BlkRegion *inner = k->body;
-	BlkValue *pids[BLK_MAX_RANK] = { 0 };
+	BlkValue *pids[BLK_MAX_GRID] = { 0 };
 	for (int a = 0; a < k->grid_rank; a++)
 		if (k->grid_seq[a]) {
 			inner = wrap_in_loop(c, inner, a);

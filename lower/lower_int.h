@@ -45,14 +45,14 @@ typedef struct LowerCtx {
 	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
 	size_t transit_bytes;  /* the transit region's size (tile.c) */
 	unsigned grid[3];
-	int par_axis[BLK_MAX_RANK]; /* grid axis -> CUDA axis (0..2), -1 for seq */
+	int par_axis[BLK_MAX_GRID]; /* grid axis -> CUDA axis (0..2), -1 for seq */
 	/* A fourth parallel axis folds into CUDA z with the third: a folded
 	 * axis's program id is (ctaid / par_div) % par_mod (par_div 0: not
 	 * folded). */
-	const BlkSym *par_div[BLK_MAX_RANK], *par_mod[BLK_MAX_RANK];
+	const BlkSym *par_div[BLK_MAX_GRID], *par_mod[BLK_MAX_GRID];
 	bool grid_dynamic;     /* a grid extent names a dynamic size: the launch computes grid */
 	int persist_ctas;      /* persist.c with a dynamic grid: CTAs = min(programs, this) at launch */
-	BlkValue *seq_iv[BLK_MAX_RANK]; /* seq grid axis -> its loop's iv (blockspec.c) */
+	BlkValue *seq_iv[BLK_MAX_GRID]; /* seq grid axis -> its loop's iv (blockspec.c) */
 	const char *entry;
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
 	const char *ptx;

@@ -135,7 +135,7 @@ kernel g4(o: out i32[A, B, C, D] block (1, 1, 1, 1) index (a, b, c, d) -> (a, b,
 }
 G4
 expect 0 'grid \(2, 3, 35\)' "$BLKC" --report "$T/g4.blk" A=2 B=3 C=5 D=7
-expect 1 'kernel g4: grid axis 3 \(70000 programs with the axis it shares CUDA z with\) exceeds the CUDA grid limits' \
+expect 1 'kernel g4: grid axis 3 \(70000 programs with the axes it shares CUDA z with\) exceeds the CUDA grid limits' \
 	"$BLKC" --emit=ptx "$T/g4.blk" A=2 B=3 C=7 D=10000
 
 # run in the interpreter, .npy out and back in

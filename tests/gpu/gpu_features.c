@@ -285,6 +285,22 @@ static bool check_strided(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 1, strided_y_ref, in, err) && expect_exact(out, 2, strided_e_ref, in, err);
 }
 
+/* grid6d over o [2, 6, 15, 4] with E = 3, F = 5 (B = 2, C = 3): element
+ * (a, b * 3 + e, c * 5 + f, d) = 1e5 a + 1e4 b + 1e3 c + 100 d + 10 e + f
+ * + 1e6 * F. */
+static double grid6d_ref(const Arrays *in, size_t i)
+{
+	(void)in;
+	size_t d = i % 4, cf = i / 4 % 15, be = i / 60 % 6, a = i / 360;
+	size_t b = be / 3, e = be % 3, c = cf / 5, f = cf % 5;
+	return (double)(100000 * a + 10000 * b + 1000 * c + 100 * d + 10 * e + f + 5000000);
+}
+
+static bool check_grid6d(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 0, grid6d_ref, in, err);
+}
+
 /* grid4d: o[a, b, c, d] = 1000a + 100b + 10c + d + 10000 * num_programs(3). */
 static double grid4d_ref(const Arrays *in, size_t i)
 {
@@ -2180,6 +2196,40 @@ static const Case cases[] = {
 	     "    y[...] = x[...] * 2.0 + (program_id(2) * 7 + program_id(3)).astype(T);\n"
 	     "}\n",
 	     A4('i', DT_T, 3, 2, 10, 19), A4('o', DT_T, 3, 2, 10, 19)),
+
+	/* grids of five and six axes: the parallel ones past the third share
+	 * CUDA z, the later the faster (each decoded by a divide and a
+	 * modulo); grouped-query heads as two axes (KV group, head in group);
+	 * a seq axis among them; dynamic sizes too */
+	CHECKED("grid6d", false, check_grid6d,
+	     "kernel grid6d[E = 3, F = 5](\n"
+	     "    o: out i32[A, B, C, D] block (1, 1, 1, 1) index (a, b, c, d, e, f) -> (a, b * E + e, c * F + f, d),\n"
+	     ") dynamic (C) grid (A, cdiv(B, E), cdiv(C, F), D, E, F) {\n"
+	     "    o[0, 0, 0, 0] = program_id(0) * 100000 + program_id(1) * 10000 + program_id(2) * 1000\n"
+	     "        + program_id(3) * 100 + program_id(4) * 10 + program_id(5) + num_programs(5) * 1000000;\n"
+	     "}\n",
+	     A4('o', BLK_I32, 2, 6, 15, 4)),
+	CASE("grid5d_gqa", true,
+	     "kernel grid5d_gqa[T = f32, R = 2, BS = 8, BD = 16](\n"
+	     "    x: in T[Bt, H, S, D] block (None, None, BS, BD) index (b, g, r, s, d) -> (b, g * R + r, s, d),\n"
+	     "    kv: in T[Bt, G, S, D] block (None, None, BS, BD) index (b, g, r, s, d) -> (b, g, s, d),\n"
+	     "    y: out T[Bt, H, S, D] block (None, None, BS, BD) index (b, g, r, s, d) -> (b, g * R + r, s, d),\n"
+	     ") grid (Bt, G, R, cdiv(S, BS), cdiv(D, BD)) {\n"
+	     "    y[...] = x[...] * kv[...] + (program_id(2) * 5 + program_id(4)).astype(T);\n"
+	     "}\n",
+	     A4('i', DT_T, 3, 6, 19, 40), A4('i', DT_T, 3, 3, 19, 40), A4('o', DT_T, 3, 6, 19, 40)),
+	CASE("grid5d_seq", true,
+	     "kernel grid5d_seq[T = f32, BR = 4, BC = 8](\n"
+	     "    x: in T[H, K, R, C] block (None, None, BR, BC) index (h, g, k, i, j) -> (h, k, i, j),\n"
+	     "    y: out f32[H, G, R, C] block (None, None, BR, BC) index (h, g, k, i, j) -> (h, g, i, j),\n"
+	     "    acc: scratch f32[BR, BC],\n"
+	     ") dynamic (R) grid (H, G, seq K, cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    when program_id(2) == 0 { acc[...] = zeros((BR, BC), f32); }\n"
+	     "    acc[...] = acc[...] + x[...].astype(f32) * (program_id(2) + program_id(1) + 1).astype(f32)\n"
+	     "        + (program_id(0) * 3 + program_id(3) * 5 + program_id(4)).astype(f32);\n"
+	     "    when program_id(2) == num_programs(2) - 1 { y[...] = acc[...]; }\n"
+	     "}\n",
+	     A4('i', DT_T, 3, 4, 10, 19), A4('o', BLK_F32, 3, 2, 10, 19)),
 
 	/* ---- the Hopper path (wgmma, warp specialized, persistent) on kernels
 	 * shaped like users', f16/bf16 on sm_90a; f32 runs them exact */
