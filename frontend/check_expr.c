@@ -698,6 +698,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
 	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape", "argmax", "argmin",
+	"swapaxes",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -1506,23 +1507,91 @@ static CkType b_dot(Ck *c, const BlkAstExpr *e)
 	return dot_type(c, e, &x, &y);
 }
 
-static CkType transpose_of(Ck *c, BlkLoc loc, CkType x)
+/* x with its dims permuted: result dim d is x's dim in->perm[d]. */
+static CkType permuted(const CkType *x, const CkInfo *in)
 {
-	if (x.t.rank != 2) {
-		blk_error(c->d, loc, "transpose needs a rank-2 tile, got %s", tstr(c, &x));
-		return ck_poison();
-	}
-	const BlkSym *dims[2] = { x.t.dims[1], x.t.dims[0] };
-	return ck_value(x.t.dtype, 2, dims);
+	const BlkSym *dims[BLK_MAX_RANK];
+	for (int d = 0; d < x->t.rank; d++)
+		dims[d] = x->t.dims[in->perm[d]];
+	return ck_value(x->t.dtype, x->t.rank, dims);
 }
 
-static CkType b_transpose(Ck *c, const BlkAstExpr *e)
+/* `x.T`: rank 2 only -- numpy reverses every axis of a higher rank, which
+ * is rarely the batched transpose meant. */
+static CkType transpose_of(Ck *c, BlkLoc loc, CkType x, CkInfo *in)
+{
+	if (x.t.rank != 2) {
+		if (x.t.rank > 2)
+			blk_error(c->d, loc, "x.T needs a rank-2 tile, got %s: for a batched transpose write "
+			          "swapaxes(x, -1, -2), for every axis reversed transpose(x, (%s))",
+			          tstr(c, &x), x.t.rank == 3 ? "2, 1, 0" : "3, 2, 1, 0");
+		else
+			blk_error(c->d, loc, "transpose needs a rank-2 tile, got %s", tstr(c, &x));
+		return ck_poison();
+	}
+	in->perm[0] = 1, in->perm[1] = 0;
+	return permuted(&x, in);
+}
+
+/* transpose(x) (rank 2), transpose(x, (p0, p1, ..)) or transpose(x, axes =
+ * ..), the method x.transpose(p0, p1, ..): numpy's permutation, negative
+ * axes counted from the end. */
+static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	CkType x;
+	const BlkAstExpr *ax = NULL;
+	int nax = e->nargs - 1;
+	for (int i = 1; i < e->nargs; i++)
+		if (e->args[i].name && strcmp(e->args[i].name, "axes") != 0) {
+			blk_error(c->d, e->args[i].loc, "`transpose` has no argument named `%s`", e->args[i].name);
+			return ck_poison();
+		} else if (e->args[i].name && e->nargs != 2) {
+			blk_error(c->d, e->args[i].loc, "`axes =` is the only argument after the tile");
+			return ck_poison();
+		}
+	if (e->nargs < 1 || !value_arg(c, e->args[0].value, &x))
+		return ck_poison();
+	if (nax == 0)
+		return transpose_of(c, e->loc, x, in);
+	ax = e->args[1].value;
+	bool tuple = nax == 1 && ax->kind == BLK_AST_TUPLE;
+	int n = tuple ? ax->nelems : nax;
+	if (n != x.t.rank) {
+		blk_error(c->d, ax->loc, "transpose of %s takes %d axes, got %d", tstr(c, &x), x.t.rank, n);
+		return ck_poison();
+	}
+	bool seen[BLK_MAX_RANK] = { false };
+	for (int d = 0; d < n; d++) {
+		const BlkAstExpr *el = tuple ? ax->elems[d] : e->args[1 + d].value;
+		if (!axis_arg(c, el, x.t.rank, &in->perm[d]))
+			return ck_poison();
+		if (seen[in->perm[d]]) {
+			blk_error(c->d, el->loc, "axis %d appears twice: transpose's axes are a permutation of "
+			          "0 .. %d", in->perm[d], x.t.rank - 1);
+			return ck_poison();
+		}
+		seen[in->perm[d]] = true;
+	}
+	return permuted(&x, in);
+}
+
+/* swapaxes(x, a, b), x.swapaxes(a, b): dims a and b exchanged. */
+static CkType b_swapaxes(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	CkType x;
-	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
+	int a, b;
+	if (!get_args(c, e, 3, 3, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
-	return transpose_of(c, e->loc, x);
+	if (x.t.rank < 2) {
+		blk_error(c->d, e->loc, "swapaxes needs a tile of rank 2 or more, got %s", tstr(c, &x));
+		return ck_poison();
+	}
+	if (!axis_arg(c, g.pos[1], x.t.rank, &a) || !axis_arg(c, g.pos[2], x.t.rank, &b))
+		return ck_poison();
+	for (int d = 0; d < x.t.rank; d++)
+		in->perm[d] = d == a ? b : d == b ? a : d;
+	return permuted(&x, in);
 }
 
 static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
@@ -1682,8 +1751,8 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
 	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD || b == CK_B_ARGMAX || b == CK_B_ARGMIN;
-	if (b == CK_B_RESHAPE)
-		return true; /* numpy's positional dims: b_reshape */
+	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES)
+		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
 	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
 		const char *blk = ck_blk_spelling(c, e->name);
 		if (b != CK_B_NONE)
@@ -1692,7 +1761,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .argmax, .argmin, "
-			          ".cumsum, .cumprod, .reshape, .astype)", e->name);
+			          ".cumsum, .cumprod, .reshape, .transpose, .swapaxes, .astype)", e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
@@ -1733,7 +1802,8 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_RESHAPE: return b_reshape(c, e);
 	case CK_B_ARGMAX: case CK_B_ARGMIN: return b_arg(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
-	case CK_B_TRANSPOSE: return b_transpose(c, e);
+	case CK_B_TRANSPOSE: return b_transpose(c, e, in);
+	case CK_B_SWAPAXES: return b_swapaxes(c, e, in);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
 	case CK_B_CDIV: return b_cdiv(c, e);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
@@ -1809,7 +1879,7 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_AT: return check_index(c, e, in);
 	case BLK_AST_ASTYPE: return check_astype(c, e);
 	case BLK_AST_TRANSPOSE:
-		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t) : ck_poison();
+		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t, in) : ck_poison();
 	default:
 		if (ck_foreign_qualified(c, e->lhs, e->name, e->loc))
 			return ck_poison();

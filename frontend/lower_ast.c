@@ -221,9 +221,17 @@ static BlkOpKind binop_kind(BlkAstOp op)
 }
 
 /* Batch b of a [B, R, C] tile: [R, C] (extract, through shared memory on
- * the GPU, like tile indexing). */
+ * the GPU, like tile indexing).  Of t = swapaxes(u, 1, 2) it is the 2-D
+ * transpose of u's batch b, so the dot sees `x @ w.T` (its fast forms). */
 static BlkValue *batch_of(Lw *L, BlkLoc loc, BlkValue *t, BlkValue *b)
 {
+	const BlkOp *d = t->def;
+	const BlkAttr *pa = d && d->kind == BLK_OP_TRANSPOSE ? blk_op_attr(d, "perm") : NULL;
+	if (pa && pa->kind == BLK_ATTR_STRING && strcmp(pa->s, "021") == 0) {
+		BlkValue *u = batch_of(L, loc, d->operands[0], b);
+		const BlkSym *dims[2] = { u->type.dims[1], u->type.dims[0] };
+		return op1(L, BLK_OP_TRANSPOSE, loc, tile(t->type.dtype, 2, dims), u);
+	}
 	BlkValue *ops[2] = { t, b };
 	BlkValue *v = blk_build1(&L->b, BLK_OP_EXTRACT, loc, tile(t->type.dtype, 2, t->type.dims + 1), 2, ops);
 	BlkIndex idx[3] = { { BLK_INDEX_SCALAR, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 },
@@ -468,10 +476,29 @@ static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		[CK_B_RSQRT] = BLK_OP_RSQRT, [CK_B_TANH] = BLK_OP_TANH, [CK_B_ABS] = BLK_OP_ABS,
 		[CK_B_SIGMOID] = BLK_OP_SIGMOID, [CK_B_ERF] = BLK_OP_ERF, [CK_B_LOG1P] = BLK_OP_LOG1P,
 		[CK_B_EXPM1] = BLK_OP_EXPM1, [CK_B_FLOOR] = BLK_OP_FLOOR, [CK_B_CEIL] = BLK_OP_CEIL,
-		[CK_B_TRANSPOSE] = BLK_OP_TRANSPOSE,
 	};
 	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);
 	return op1(L, k[in->builtin], e->loc, in->type.t, x);
+}
+
+/* transpose of x by in->perm (attr perm: the operand dim of each result
+ * dim, as digits; absent for rank 2's swap). */
+static BlkValue *lw_transpose(Lw *L, BlkLoc loc, const CkInfo *in, BlkValue *x)
+{
+	int r = in->type.t.rank, moved = 0;
+	for (int d = 0; d < r; d++)
+		moved += in->perm[d] != d;
+	if (!moved)
+		return x;
+	BlkValue *v = op1(L, BLK_OP_TRANSPOSE, loc, in->type.t, x);
+	if (r == 2)
+		return v;
+	char perm[BLK_MAX_RANK + 1];
+	for (int d = 0; d < r; d++)
+		perm[d] = (char)('0' + in->perm[d]);
+	perm[r] = 0;
+	blk_op_set_string(L->a, v->def, "perm", perm);
+	return v;
 }
 
 static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
@@ -497,6 +524,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
 		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
 	}
+	case CK_B_TRANSPOSE: case CK_B_SWAPAXES:
+		return lw_transpose(L, e->loc, in, lw_expr(L, e->args[0].value, in->type.t.dtype));
 	case CK_B_EXPAND_DIMS:
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
 		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);
@@ -642,7 +671,7 @@ static BlkValue *lw_expr(Lw *L, const BlkAstExpr *e, BlkDType want)
 	case BLK_AST_AT: return lw_index(L, e, in);
 	case BLK_AST_ASTYPE: return lw_astype(L, e, in);
 	case BLK_AST_TRANSPOSE:
-		return op1(L, BLK_OP_TRANSPOSE, e->loc, in->type.t, lw_expr(L, e->lhs, in->type.t.dtype));
+		return lw_transpose(L, e->loc, in, lw_expr(L, e->lhs, in->type.t.dtype));
 	case BLK_AST_FORI:
 		if (in->nbinds > 1)
 			blk_die("lower_ast: a loop with %d carries used as one value", in->nbinds);

@@ -909,7 +909,12 @@ static void exec_shape(Interp *I, const Instr *in)
 	int ax;
 	switch (op->kind) {
 	case BLK_OP_BROADCAST: blk_iop_broadcast(a, &r); break;
-	case BLK_OP_TRANSPOSE: blk_iop_transpose(a, &r); break;
+	case BLK_OP_TRANSPOSE: {
+		int perm[BLK_MAX_RANK];
+		blk_transpose_perm(op, a->rank, perm); /* verified */
+		blk_iop_transpose(a, perm, &r);
+		break;
+	}
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
 		if ((ax = axis_attr(I, in, a->rank)) >= 0)
 			blk_iop_scan(op->kind, a, ax, blk_op_int(op, "reverse", 0) != 0, &r);

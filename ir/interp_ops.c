@@ -267,14 +267,20 @@ void blk_iop_broadcast(const BlkITile *a, BlkITile *r)
 	}
 }
 
-void blk_iop_transpose(const BlkITile *a, BlkITile *r)
+void blk_iop_transpose(const BlkITile *a, const int *perm, BlkITile *r)
 {
-	int64_t m = a->dims[0], n = a->dims[1];
+	int64_t ast[BLK_MAX_RANK], st = 1, idx[BLK_MAX_RANK] = { 0 };
+	for (int d = a->rank - 1; d >= 0; d--)
+		ast[d] = st, st *= a->dims[d];
 	size_t es = (size_t)blk_itile_esize(r->dtype);
-	for (int64_t i = 0; i < m; i++)
-		for (int64_t j = 0; j < n; j++)
-			memcpy(r->buf->data + (size_t)(j * m + i) * es,
-			       a->buf->data + (size_t)(i * n + j) * es, es);
+	for (int64_t i = 0; i < r->n; i++) { /* idx: result coordinates, row-major */
+		int64_t from = 0;
+		for (int d = 0; d < r->rank; d++)
+			from += idx[d] * ast[perm[d]];
+		memcpy(r->buf->data + (size_t)i * es, a->buf->data + (size_t)from * es, es);
+		for (int d = r->rank - 1; d >= 0 && ++idx[d] == r->dims[d]; d--)
+			idx[d] = 0;
+	}
 }
 
 void blk_iop_iota(int axis, BlkITile *r)

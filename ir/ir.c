@@ -359,6 +359,26 @@ bool blk_op_gathers(const BlkOp *op)
 	return false;
 }
 
+bool blk_transpose_perm(const BlkOp *op, int rank, int *perm)
+{
+	const BlkAttr *a = blk_op_attr(op, "perm");
+	if (!a) {
+		perm[0] = 1, perm[1] = 0;
+		return rank == 2;
+	}
+	if (a->kind != BLK_ATTR_STRING || rank < 1 || rank > BLK_MAX_RANK || (int)strlen(a->s) != rank)
+		return false;
+	bool seen[BLK_MAX_RANK] = { false };
+	for (int d = 0; d < rank; d++) {
+		int p = a->s[d] - '0';
+		if (p < 0 || p >= rank || seen[p])
+			return false;
+		seen[p] = true;
+		perm[d] = p;
+	}
+	return true;
+}
+
 bool blk_op_strided(const BlkOp *op)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx");

@@ -222,6 +222,10 @@ bool blk_op_is_scan(BlkOpKind k);
 bool blk_op_gathers(const BlkOp *op);
 /* An access with a DS dim of step > 1 (its idx attr). */
 bool blk_op_strided(const BlkOp *op);
+/* A transpose's order: perm[d] the operand dim of result dim d, from attr
+ * perm ("021") or, without it, rank 2's swap; false if it is not a
+ * permutation of rank dims. */
+bool blk_transpose_perm(const BlkOp *op, int rank, int *perm);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

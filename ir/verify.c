@@ -340,18 +340,22 @@ static void check_expand_dims(Verifier *V, const BlkOp *op)
 	want_type(V, &op->results[0]->type, &want, "result", 0);
 }
 
+/* transpose: rank 2 swaps its dims; attr perm (digits, one per dim: the
+ * operand dim of each result dim, a permutation) any other order. */
 static void check_transpose(Verifier *V, const BlkOp *op)
 {
 	const BlkType *x = operand(op, 0);
 	if (!is_tile(V, x, "operand", 0))
 		return;
-	if (x->rank != 2) {
-		fail(V, "operand 0 has type %s, expected rank 2", ty(V, x));
+	int perm[BLK_MAX_RANK];
+	if (!blk_transpose_perm(op, x->rank, perm)) {
+		fail(V, "attr perm must list each of operand 0's %d dims once (digits, e.g. \"021\"); "
+		     "without it the operand is rank 2", x->rank);
 		return;
 	}
 	BlkType want = *x;
-	want.dims[0] = x->dims[1];
-	want.dims[1] = x->dims[0];
+	for (int d = 0; d < x->rank; d++)
+		want.dims[d] = x->dims[perm[d]];
 	want_type(V, &op->results[0]->type, &want, "result", 0);
 }
 

@@ -66,9 +66,13 @@ static void source_coords(const BlkOp *op, const BlkLayout *src, LLVMValueRef *r
 {
 	int a = (int)blk_op_int(op, "axis", 0);
 	switch (op->kind) {
-	case BLK_OP_TRANSPOSE:
-		c[0] = rc[1], c[1] = rc[0];
+	case BLK_OP_TRANSPOSE: {
+		int perm[BLK_MAX_RANK];
+		blk_transpose_perm(op, rrank, perm);
+		for (int d = 0; d < rrank; d++)
+			c[perm[d]] = rc[d];
 		return;
+	}
 	case BLK_OP_EXPAND_DIMS:
 		for (int d = 0, o = 0; d < rrank; d++)
 			if (d != a)

@@ -285,6 +285,31 @@ static bool check_strided(const Arrays *in, const Arrays *out, char *err)
 	return expect_exact(out, 1, strided_y_ref, in, err) && expect_exact(out, 2, strided_e_ref, in, err);
 }
 
+/* transpose_perm: x [3, 5, 7]; r[c, a, b] = x[a, b, c], s[a, c, b] = 2 x[a,
+ * b, c], t = 2 x. */
+static double tp_r(const Arrays *in, size_t i)
+{
+	size_t b = i % 5, a = i / 5 % 3, c = i / 15;
+	return at(in, 0, (a * 5 + b) * 7 + c);
+}
+
+static double tp_s(const Arrays *in, size_t i)
+{
+	size_t b = i % 5, c = i / 5 % 7, a = i / 35;
+	return 2 * at(in, 0, (a * 5 + b) * 7 + c);
+}
+
+static double tp_t(const Arrays *in, size_t i)
+{
+	return 2 * at(in, 0, i);
+}
+
+static bool check_transpose_perm(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, tp_r, in, err) && expect_exact(out, 2, tp_s, in, err) &&
+	       expect_exact(out, 3, tp_t, in, err);
+}
+
 /* grid6d over o [2, 6, 15, 4] with E = 3, F = 5 (B = 2, C = 3): element
  * (a, b * 3 + e, c * 5 + f, d) = 1e5 a + 1e4 b + 1e3 c + 100 d + 10 e + f
  * + 1e6 * F. */
@@ -1340,6 +1365,37 @@ static const Case cases[] = {
 	     "    c[...] = s - max(s, axis = 2, keepdims = true) + (a[...] @ b[...]) * 0.5;\n"
 	     "}\n",
 	     A4('i', DT_T, 2, 3, 64, 32), A4('i', DT_T, 2, 3, 32, 64), A4('o', BLK_F32, 2, 3, 64, 64)),
+	/* batched dots with the second operand transposed per batch (heads of
+	 * attention in one block: q @ k^T), as swapaxes and as the method
+	 * transpose; each batch's B is `k.T`, the 2-D dot's fast form;
+	 * ragged S (the K block past the array, masked) */
+	CASE("dot_batched_trans", true,
+	     "kernel dot_batched_trans[T = f32, H = 2, BQ = 32](\n"
+	     "    q: in T[N, H, S, D] block (None, H, BQ, D) index (b, i) -> (b, 0, i, 0),\n"
+	     "    k: in T[N, H, S, D] block (None, H, 64, D) index (b, i) -> (b, 0, 0, 0),\n"
+	     "    o: out f32[N, H, S, S] block (None, H, BQ, 64) index (b, i) -> (b, 0, i, 0),\n"
+	     "    p: out f32[N, H, S, S] block (None, H, BQ, 64) index (b, i) -> (b, 0, i, 0),\n"
+	     ") grid (N, cdiv(S, BQ)) {\n"
+	     "    o[...] = dot(q[...], swapaxes(k[...], 1, 2));\n"
+	     "    p[...] = (q[...] @ k[...].transpose(0, 2, 1)) * 0.5 - 1.0;\n"
+	     "}\n",
+	     A4('i', DT_T, 3, 2, 40, 32), A4('i', DT_T, 3, 2, 40, 32), A4('o', BLK_F32, 3, 2, 40, 40),
+	     A4('o', BLK_F32, 3, 2, 40, 40)),
+	/* transposes of any rank: a permutation, swapaxes with negative axes,
+	 * the identity (nothing moves), checked against C */
+	CHECKED("transpose_perm", false, check_transpose_perm,
+	     "kernel transpose_perm(\n"
+	     "    x: in f32[A, B, C],\n"
+	     "    r: out f32[C, A, B],\n"
+	     "    s: out f32[A, C, B],\n"
+	     "    t: out f32[A, B, C],\n"
+	     ") {\n"
+	     "    r[...] = transpose(x[...], (2, 0, 1));\n"
+	     "    s[...] = x[...].swapaxes(-1, -2) * 2.0;\n"
+	     "    t[...] = x[...].transpose(0, 1, 2) + transpose(x[...], axes = (0, 1, 2));\n"
+	     "}\n",
+	     A3('i', BLK_F32, 3, 5, 7), A3('o', BLK_F32, 7, 3, 5), A3('o', BLK_F32, 3, 7, 5),
+	     A3('o', BLK_F32, 3, 5, 7)),
 	CASE("dot_batched_int8", false,
 	     "kernel dot_batched_int8(\n"
 	     "    a: in i8[G, M, K],\n"

@@ -762,6 +762,17 @@ static const struct {
 	{ "  %x = cumsum %c {axis = 0} : bool\n", "cumsum: operand 0 has dtype bool, expected a numeric dtype" },
 	{ "  %x = transpose %b : f32[64, 32]\n",
 	  "transpose: result 0 has type f32[64, 32], expected f32[32, 64]" },
+	{ "  %x = transpose %b {perm = \"00\"} : f32[32, 64]\n",
+	  "transpose: attr perm must list each of operand 0's 2 dims once (digits, e.g. \"021\"); without it "
+	  "the operand is rank 2" },
+	{ "  %x = transpose %b {perm = \"012\"} : f32[32, 64]\n",
+	  "transpose: attr perm must list each of operand 0's 2 dims once (digits, e.g. \"021\"); without it "
+	  "the operand is rank 2" },
+	{ "  %t = reshape %a : f32[4, 16, 64]\n  %x = transpose %t : f32[64, 16, 4]\n",
+	  "transpose: attr perm must list each of operand 0's 3 dims once (digits, e.g. \"021\"); without it "
+	  "the operand is rank 2" },
+	{ "  %t = reshape %a : f32[4, 16, 64]\n  %x = transpose %t {perm = \"201\"} : f32[4, 64, 16]\n",
+	  "transpose: result 0 has type f32[4, 64, 16], expected f32[64, 4, 16]" },
 	{ "  %x = expand_dims %b {axis = 1} : f32[64, 32, 1]\n",
 	  "expand_dims: result 0 has type f32[64, 32, 1], expected f32[64, 1, 32]" },
 	{ "  %x = broadcast %b : f32[64, 64]\n", "broadcast: cannot broadcast f32[64, 32] to f32[64, 64]" },
