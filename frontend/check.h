@@ -71,7 +71,7 @@ typedef enum {
 	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
 	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD, CK_B_ATOMIC_MAX, CK_B_ATOMIC_MIN, CK_B_ATOMIC_CAS,
 	CK_B_POW, CK_B_CUMSUM, CK_B_CUMPROD, CK_B_CUMMAX, CK_B_CUMMIN, CK_B_RESHAPE,
-	CK_B_ARGMAX, CK_B_ARGMIN, CK_B_SWAPAXES,
+	CK_B_ARGMAX, CK_B_ARGMIN, CK_B_SWAPAXES, CK_B_FLIP,
 	CK_NUM_BUILTINS
 } CkBuiltin;
 
@@ -112,6 +112,7 @@ typedef struct CkInfo {
 	BlkDType opdt;
 	int axis;
 	int perm[BLK_MAX_RANK]; /* TRANSPOSE, SWAPAXES, `.T`: result dim d is operand dim perm[d] */
+	int flip;               /* FLIP: a bit per reversed dim */
 	bool keepdims, reduce, reverse;
 	CkType fill;
 	int dot_side; /* BINARY ADD as `acc + dot`: 1 lhs is the dot, 2 rhs */

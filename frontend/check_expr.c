@@ -698,7 +698,7 @@ static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
 	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
 	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
 	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape", "argmax", "argmin",
-	"swapaxes",
+	"swapaxes", "flip",
 };
 
 static CkBuiltin builtin_of(const char *name)
@@ -816,8 +816,13 @@ static bool step_of(Ck *c, const BlkAstExpr *e, const char *what, int64_t *out)
 		return false;
 	if (*out >= 1 && *out <= CK_MAX_DIM)
 		return true;
-	blk_error(c->d, e->loc, "%s must be from 1 to %lld, got %lld", what, (long long)CK_MAX_DIM,
-	          (long long)*out);
+	if (*out < 0)
+		blk_error(c->d, e->loc, "%s must be from 1 to %lld, got %lld: to reverse a tile write flip(t, "
+		          "axis = k) (of a loaded window of a Ref: flip(x[...], axis = k))", what,
+		          (long long)CK_MAX_DIM, (long long)*out);
+	else
+		blk_error(c->d, e->loc, "%s must be from 1 to %lld, got %lld", what, (long long)CK_MAX_DIM,
+		          (long long)*out);
 	return false;
 }
 
@@ -1575,6 +1580,28 @@ static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return permuted(&x, in);
 }
 
+/* flip(x, axis = k) (or flip(x, k)): dim k reversed; flip(x): every dim
+ * (numpy's and JAX's). */
+static CkType b_flip(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	if (!get_args(c, e, 1, 2, "axis", NULL, &g) || !value_arg(c, g.pos[0], &x))
+		return ck_poison();
+	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
+	if (x.t.rank == 0) {
+		blk_error(c->d, e->loc, "flip needs a tile, got %s", tstr(c, &x));
+		return ck_poison();
+	}
+	int a;
+	if (ax && !axis_arg(c, ax, x.t.rank, &a))
+		return ck_poison();
+	in->flip = ax ? 1 << a : (1 << x.t.rank) - 1;
+	for (int d = 0; d < x.t.rank; d++)
+		in->perm[d] = d;
+	return x;
+}
+
 /* swapaxes(x, a, b), x.swapaxes(a, b): dims a and b exchanged. */
 static CkType b_swapaxes(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
@@ -1751,7 +1778,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
 	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD || b == CK_B_ARGMAX || b == CK_B_ARGMIN;
-	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES)
+	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES || b == CK_B_FLIP)
 		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
 	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
 		const char *blk = ck_blk_spelling(c, e->name);
@@ -1804,6 +1831,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_DOT: return b_dot(c, e);
 	case CK_B_TRANSPOSE: return b_transpose(c, e, in);
 	case CK_B_SWAPAXES: return b_swapaxes(c, e, in);
+	case CK_B_FLIP: return b_flip(c, e, in);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
 	case CK_B_CDIV: return b_cdiv(c, e);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);

@@ -227,7 +227,7 @@ static BlkValue *batch_of(Lw *L, BlkLoc loc, BlkValue *t, BlkValue *b)
 {
 	const BlkOp *d = t->def;
 	const BlkAttr *pa = d && d->kind == BLK_OP_TRANSPOSE ? blk_op_attr(d, "perm") : NULL;
-	if (pa && pa->kind == BLK_ATTR_STRING && strcmp(pa->s, "021") == 0) {
+	if (pa && pa->kind == BLK_ATTR_STRING && strcmp(pa->s, "021") == 0 && !blk_op_attr(d, "flip")) {
 		BlkValue *u = batch_of(L, loc, d->operands[0], b);
 		const BlkSym *dims[2] = { u->type.dims[1], u->type.dims[0] };
 		return op1(L, BLK_OP_TRANSPOSE, loc, tile(t->type.dtype, 2, dims), u);
@@ -482,16 +482,19 @@ static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 }
 
 /* transpose of x by in->perm (attr perm: the operand dim of each result
- * dim, as digits; absent for rank 2's swap). */
+ * dim, as digits; absent for rank 2's swap), dims in->flip reversed (attr
+ * flip, a bit per result dim). */
 static BlkValue *lw_transpose(Lw *L, BlkLoc loc, const CkInfo *in, BlkValue *x)
 {
 	int r = in->type.t.rank, moved = 0;
 	for (int d = 0; d < r; d++)
 		moved += in->perm[d] != d;
-	if (!moved)
+	if (!moved && !in->flip)
 		return x;
 	BlkValue *v = op1(L, BLK_OP_TRANSPOSE, loc, in->type.t, x);
-	if (r == 2)
+	if (in->flip)
+		blk_op_set_int(L->a, v->def, "flip", in->flip);
+	if (r == 2 && moved)
 		return v;
 	char perm[BLK_MAX_RANK + 1];
 	for (int d = 0; d < r; d++)
@@ -524,7 +527,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
 		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
 	}
-	case CK_B_TRANSPOSE: case CK_B_SWAPAXES:
+	case CK_B_TRANSPOSE: case CK_B_SWAPAXES: case CK_B_FLIP:
 		return lw_transpose(L, e->loc, in, lw_expr(L, e->args[0].value, in->type.t.dtype));
 	case CK_B_EXPAND_DIMS:
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,

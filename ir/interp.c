@@ -912,7 +912,7 @@ static void exec_shape(Interp *I, const Instr *in)
 	case BLK_OP_TRANSPOSE: {
 		int perm[BLK_MAX_RANK];
 		blk_transpose_perm(op, a->rank, perm); /* verified */
-		blk_iop_transpose(a, perm, &r);
+		blk_iop_transpose(a, perm, blk_transpose_flip(op), &r);
 		break;
 	}
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:

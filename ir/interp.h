@@ -85,7 +85,7 @@ void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile 
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r);
 /* NumPy broadcast of a into r's shape (dims align right, 1 stretches). */
 void blk_iop_broadcast(const BlkITile *a, BlkITile *r);
-void blk_iop_transpose(const BlkITile *a, const int *perm, BlkITile *r); /* r dim d = a dim perm[d] */
+void blk_iop_transpose(const BlkITile *a, const int *perm, int flip, BlkITile *r); /* r dim d = a dim perm[d], reversed where flip has bit d */
 void blk_iop_reduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r);
 void blk_iop_argreduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r);
 void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITile *r);

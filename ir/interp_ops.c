@@ -267,7 +267,7 @@ void blk_iop_broadcast(const BlkITile *a, BlkITile *r)
 	}
 }
 
-void blk_iop_transpose(const BlkITile *a, const int *perm, BlkITile *r)
+void blk_iop_transpose(const BlkITile *a, const int *perm, int flip, BlkITile *r)
 {
 	int64_t ast[BLK_MAX_RANK], st = 1, idx[BLK_MAX_RANK] = { 0 };
 	for (int d = a->rank - 1; d >= 0; d--)
@@ -276,7 +276,7 @@ void blk_iop_transpose(const BlkITile *a, const int *perm, BlkITile *r)
 	for (int64_t i = 0; i < r->n; i++) { /* idx: result coordinates, row-major */
 		int64_t from = 0;
 		for (int d = 0; d < r->rank; d++)
-			from += idx[d] * ast[perm[d]];
+			from += (flip >> d & 1 ? r->dims[d] - 1 - idx[d] : idx[d]) * ast[perm[d]];
 		memcpy(r->buf->data + (size_t)i * es, a->buf->data + (size_t)from * es, es);
 		for (int d = r->rank - 1; d >= 0 && ++idx[d] == r->dims[d]; d--)
 			idx[d] = 0;

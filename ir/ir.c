@@ -379,6 +379,16 @@ bool blk_transpose_perm(const BlkOp *op, int rank, int *perm)
 	return true;
 }
 
+int blk_transpose_flip(const BlkOp *op)
+{
+	return (int)blk_op_int(op, "flip", 0);
+}
+
+bool blk_transpose_plain(const BlkOp *op)
+{
+	return op->kind == BLK_OP_TRANSPOSE && !blk_op_attr(op, "perm") && !blk_op_attr(op, "flip");
+}
+
 bool blk_op_strided(const BlkOp *op)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx");

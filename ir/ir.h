@@ -226,6 +226,11 @@ bool blk_op_strided(const BlkOp *op);
  * perm ("021") or, without it, rank 2's swap; false if it is not a
  * permutation of rank dims. */
 bool blk_transpose_perm(const BlkOp *op, int rank, int *perm);
+/* A transpose's attr flip: a bit per result dim that runs backwards (0:
+ * none).  A plain transpose (rank 2's swap, no flip) is what dot operands
+ * take as `w.T`. */
+int blk_transpose_flip(const BlkOp *op);
+bool blk_transpose_plain(const BlkOp *op);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

@@ -341,16 +341,21 @@ static void check_expand_dims(Verifier *V, const BlkOp *op)
 }
 
 /* transpose: rank 2 swaps its dims; attr perm (digits, one per dim: the
- * operand dim of each result dim, a permutation) any other order. */
+ * operand dim of each result dim, a permutation) any other order; attr
+ * flip reverses result dims (a bit each). */
 static void check_transpose(Verifier *V, const BlkOp *op)
 {
 	const BlkType *x = operand(op, 0);
 	if (!is_tile(V, x, "operand", 0))
 		return;
-	int perm[BLK_MAX_RANK];
+	int perm[BLK_MAX_RANK], flip = blk_transpose_flip(op);
 	if (!blk_transpose_perm(op, x->rank, perm)) {
 		fail(V, "attr perm must list each of operand 0's %d dims once (digits, e.g. \"021\"); "
 		     "without it the operand is rank 2", x->rank);
+		return;
+	}
+	if (flip < 0 || flip >= 1 << x->rank) {
+		fail(V, "attr flip must be a bit per reversed dim of the result (0 to %d)", (1 << x->rank) - 1);
 		return;
 	}
 	BlkType want = *x;

@@ -147,7 +147,7 @@ static int pick_wn(const LowerCtx *c, const BlkOp *dot)
 static void take_transpose(LowerCtx *c, BlkOp *dot)
 {
 	BlkOp *t = dot->operands[1]->def;
-	if (!t || t->kind != BLK_OP_TRANSPOSE || t->parent != dot->parent ||
+	if (!t || !blk_transpose_plain(t) || t->parent != dot->parent ||
 	    blk_lower_uses(dot->parent, dot->operands[1]) != 1 || blk_op_attr(dot, "b_trans"))
 		return;
 	dot->operands[1] = t->operands[0];

@@ -61,16 +61,23 @@ static LLVMValueRef transit_read(Emit *E, const ETile *src, LLVMValueRef *c)
 /* ---- the ops ---------------------------------------------------------------------- */
 
 /* Source coordinates of result coordinates rc (all but reductions). */
-static void source_coords(const BlkOp *op, const BlkLayout *src, LLVMValueRef *rc, int rrank,
+static void source_coords(Emit *E, const BlkOp *op, const BlkLayout *src, LLVMValueRef *rc, int rrank,
                           LLVMValueRef zero, LLVMValueRef *c)
 {
 	int a = (int)blk_op_int(op, "axis", 0);
 	switch (op->kind) {
 	case BLK_OP_TRANSPOSE: {
-		int perm[BLK_MAX_RANK];
+		int perm[BLK_MAX_RANK], flip = blk_transpose_flip(op);
 		blk_transpose_perm(op, rrank, perm);
 		for (int d = 0; d < rrank; d++)
 			c[perm[d]] = rc[d];
+		for (int d = 0; d < rrank && flip; d++) { /* padding lanes keep theirs: inside the region */
+			if (!(flip >> d & 1))
+				continue;
+			int n = src->shape[perm[d]];
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, rc[d], emit_i32(E, n), "");
+			c[perm[d]] = LLVMBuildSelect(E->b, in, LLVMBuildSub(E->b, emit_i32(E, n - 1), rc[d], ""), rc[d], "");
+		}
 		return;
 	}
 	case BLK_OP_EXPAND_DIMS:
@@ -138,7 +145,7 @@ void emit_transit(Emit *E, const BlkOp *op)
 		blk_layout_reg_split(l, r, rd);
 		for (int d = 0; d < l->rank; d++)
 			rc[d] = emit_coord(E, l, d, rd[d]);
-		source_coords(op, src->l, rc, l->rank, emit_i32(E, 0), c);
+		source_coords(E, op, src->l, rc, l->rank, emit_i32(E, 0), c);
 		ev->t.r[r] = transit_read(E, src, c);
 	}
 	emit_bind(E, op->results[0], ev);

@@ -106,7 +106,7 @@ static bool stageable(Pipe *P, int o)
 		x->C = blk_lower_dim(v->type.dims[1]);
 		return true;
 	}
-	if (o == 1 && d && d->kind == BLK_OP_TRANSPOSE && d->parent == P->L.body &&
+	if (o == 1 && d && blk_transpose_plain(d) && d->parent == P->L.body &&
 	    blk_lower_uses(P->L.body, v) == 1) {
 		x->trans = d;
 		v = d->operands[0];

@@ -310,6 +310,36 @@ static bool check_transpose_perm(const Arrays *in, const Arrays *out, char *err)
 	       expect_exact(out, 3, tp_t, in, err);
 }
 
+/* flip_tiles over x [10, 19] in blocks of 4 x 8: element (i, j) of a block
+ * flipped along a dim reads the mirror inside its block, 0 past the array. */
+static double flip_src(const Arrays *in, size_t i, bool rows, bool cols)
+{
+	size_t r = i / 19, c = i % 19;
+	size_t sr = rows ? r / 4 * 4 + 3 - r % 4 : r, sc = cols ? c / 8 * 8 + 7 - c % 8 : c;
+	return sr < 10 && sc < 19 ? at(in, 0, sr * 19 + sc) : 0.0;
+}
+
+static double flip_a(const Arrays *in, size_t i)
+{
+	return flip_src(in, i, false, true);
+}
+
+static double flip_b(const Arrays *in, size_t i)
+{
+	return flip_src(in, i, true, true);
+}
+
+static double flip_c(const Arrays *in, size_t i)
+{
+	return 2 * at(in, 0, i); /* flipped twice: itself */
+}
+
+static bool check_flip(const Arrays *in, const Arrays *out, char *err)
+{
+	return expect_exact(out, 1, flip_a, in, err) && expect_exact(out, 2, flip_b, in, err) &&
+	       expect_exact(out, 3, flip_c, in, err);
+}
+
 /* grid6d over o [2, 6, 15, 4] with E = 3, F = 5 (B = 2, C = 3): element
  * (a, b * 3 + e, c * 5 + f, d) = 1e5 a + 1e4 b + 1e3 c + 100 d + 10 e + f
  * + 1e6 * F. */
@@ -1396,6 +1426,22 @@ static const Case cases[] = {
 	     "}\n",
 	     A3('i', BLK_F32, 3, 5, 7), A3('o', BLK_F32, 7, 3, 5), A3('o', BLK_F32, 3, 7, 5),
 	     A3('o', BLK_F32, 3, 5, 7)),
+	/* flip: one axis, every axis, and after a permutation; blocks ragged
+	 * at the edges (the zeros a masked load reads come first), checked
+	 * against C */
+	CHECKED("flip_tiles", false, check_flip,
+	     "kernel flip_tiles[BR = 4, BC = 8](\n"
+	     "    x: in f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    a: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    b: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    c: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    a[...] = flip(x[...], axis = 1);\n"
+	     "    b[...] = flip(x[...]);\n"
+	     "    c[...] = flip(flip(x[...], -2), axis = 0) + x[...];\n"
+	     "}\n",
+	     A2('i', BLK_F32, 10, 19), A2('o', BLK_F32, 10, 19), A2('o', BLK_F32, 10, 19),
+	     A2('o', BLK_F32, 10, 19)),
 	CASE("dot_batched_int8", false,
 	     "kernel dot_batched_int8(\n"
 	     "    a: in i8[G, M, K],\n"

@@ -771,6 +771,8 @@ static const struct {
 	{ "  %t = reshape %a : f32[4, 16, 64]\n  %x = transpose %t : f32[64, 16, 4]\n",
 	  "transpose: attr perm must list each of operand 0's 3 dims once (digits, e.g. \"021\"); without it "
 	  "the operand is rank 2" },
+	{ "  %x = transpose %b {flip = 4} : f32[32, 64]\n",
+	  "transpose: attr flip must be a bit per reversed dim of the result (0 to 3)" },
 	{ "  %t = reshape %a : f32[4, 16, 64]\n  %x = transpose %t {perm = \"201\"} : f32[4, 64, 16]\n",
 	  "transpose: result 0 has type f32[4, 64, 16], expected f32[64, 4, 16]" },
 	{ "  %x = expand_dims %b {axis = 1} : f32[64, 32, 1]\n",
