@@ -58,6 +58,11 @@ struct BlkTuner {
 	int ncands, cap;
 	int warmup, reps;
 	Signature *sigs;
+	/* Kernels with dynamic sizes: per tensor dim, whether its extent is
+	 * one (signature() buckets those); known once a candidate loads. */
+	bool dyn_known, dyn_any;
+	int ndyn;                   /* tensors dyn_dim covers */
+	bool (*dyn_dim)[BLK_MAX_RANK];
 	Signature *last;            /* the last launch's, with its tensors: */
 	BlkTensor *last_ts;         /* a hit skips building the key */
 	int last_n;
@@ -383,6 +388,70 @@ void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps)
 
 /* ---- signatures -------------------------------------------------------- */
 
+static bool load_candidate(BlkTuner *t, int i);
+
+/* Which tensor dims are dynamic sizes, from the first candidate that
+ * loads (`dynamic (...)` is the source's, the same in every candidate). */
+static void find_dynamic_dims(BlkTuner *t)
+{
+	for (int i = 0; i < t->ncands && !t->dyn_known; i++) {
+		if (!load_candidate(t, i))
+			continue;
+		const BlkKernel *k = t->cands[i].f->kernel;
+		t->dyn_known = true;
+		t->ndyn = t->cands[i].f->ntensors;
+		t->dyn_dim = blk_arena_alloc(t->arena, (size_t)(t->ndyn > 0 ? t->ndyn : 1) * sizeof *t->dyn_dim);
+		memset(t->dyn_dim, 0, (size_t)(t->ndyn > 0 ? t->ndyn : 1) * sizeof *t->dyn_dim);
+		for (int p = 0, o = 0; p < k->nparams && o < t->ndyn; p++) {
+			const BlkParam *pm = &k->params[p];
+			if (pm->access == BLK_ACCESS_SCRATCH)
+				continue;
+			for (int d = 0; d < pm->rank; d++)
+				for (int s = 0; s < k->nsizes; s++)
+					if (k->size_dyn && k->size_dyn[s] && pm->shape[d]->kind == BLK_SYM_VAR &&
+					    strcmp(pm->shape[d]->name, k->sizes[s]) == 0)
+						t->dyn_dim[o][d] = t->dyn_any = true;
+			o++;
+		}
+	}
+}
+
+/* The key a choice is kept under: the exact dtypes, shapes and strides --
+ * except, in a kernel with dynamic sizes, a dynamic extent counts by its
+ * power-of-two bucket (1, 2, 3-4, .., 2049-4096, ..) and a stride other
+ * than 0 and 1 only by whether 16 divides it, so one tuning serves the
+ * sizes of a bucket (a server's changing batch) instead of timing the
+ * candidates again for each new value. */
+static char *signature_of(const BlkTuner *t, const BlkTensor *ts, int n)
+{
+	if (!t->dyn_any || n <= 0 || n != t->ndyn || !ts)
+		return blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+	BlkTensor *b = malloc((size_t)n * sizeof *b);
+	if (!b)
+		return NULL;
+	memcpy(b, ts, (size_t)n * sizeof *b);
+	for (int i = 0; i < n; i++)
+		for (int d = 0; d < b[i].rank && d < BLK_MAX_RANK; d++) {
+			if (t->dyn_dim[i][d] && b[i].shape[d] > 1) {
+				int64_t p = 1;
+				while (p < b[i].shape[d])
+					p *= 2;
+				b[i].shape[d] = p;
+			}
+			if (b[i].strides[d] != 0 && b[i].strides[d] != 1)
+				b[i].strides[d] = b[i].strides[d] % 16 == 0 ? -16 : -1;
+		}
+	char *key = blk_tuner_key(t->kernel, t->rt->arch, b, n);
+	free(b);
+	return key;
+}
+
+static char *signature(BlkTuner *t, const BlkTensor *ts, int n)
+{
+	find_dynamic_dims(t);
+	return signature_of(t, ts, n);
+}
+
 char *blk_tuner_key(const char *kernel, const char *arch, const BlkTensor *t, int n)
 {
 	if (n < 0 || (n > 0 && !t))
@@ -507,7 +576,7 @@ static int compile_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
  * the tensors are checked and before anything is compiled. */
 static int prepare(BlkTuner *t, const BlkTensor *ts, int n, bool *ok, bool need_device)
 {
-	char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+	char *key = signature(t, ts, n);
 	note(t, "%s: %d candidate%s\n", key ? key : t->kernel, t->ncands, t->ncands == 1 ? "" : "s");
 	free(key);
 	if (!check_all(t, ts, n, ok) || (need_device && !blk_rt_enter(t->rt, "blk_tuner_launch")))
@@ -614,7 +683,7 @@ static bool timed_tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s, Blk
 	} else if (ok && prepare(t, ts, n, ok, true) > 0 && (tm.timer = blk_timer_create(t->rt)) &&
 	           time_all(t, &tm, ok, &r)) {
 		r.candidates = t->ncands;
-		char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+		char *key = signature(t, ts, n);
 		done = key ? add_signature(t, key, &r) : blk_rt_error(t->rt, "out of memory");
 	}
 	blk_timer_destroy(tm.timer);
@@ -692,7 +761,7 @@ static void to_disk(const BlkTuner *t, const char *sig, const BlkTunerResult *r)
  * launches the winner. */
 static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
 {
-	char *sig = ensure_candidates(t) ? blk_tuner_key(t->kernel, t->rt->arch, ts, n) : NULL;
+	char *sig = ensure_candidates(t) ? signature(t, ts, n) : NULL;
 	BlkTunerResult r = {.config = -1};
 	if (sig && t->rt->cache_dir && from_disk(t, sig, ts, n, &r))
 		return add_signature(t, sig, &r) && blk_launch(t->cands[r.config].f, ts, n, s);
@@ -732,7 +801,7 @@ static Signature *lookup(BlkTuner *t, const BlkTensor *ts, int n)
 {
 	if (t->last && n == t->last_n && (n == 0 || ts) && same_layout(t->last_ts, ts, n))
 		return t->last;
-	char *key = blk_tuner_key(t->kernel, t->rt->arch, ts, n);
+	char *key = ensure_candidates(t) ? signature(t, ts, n) : NULL;
 	Signature *sig = key ? find_signature(t, key) : NULL;
 	free(key);
 	if (sig)
@@ -754,7 +823,7 @@ bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, B
 {
 	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_best"))
 		return false;
-	char *key = blk_tuner_key(t->kernel, t->rt->arch, tensors, ntensors);
+	char *key = signature_of(t, tensors, ntensors);
 	Signature *sig = key ? find_signature(t, key) : NULL;
 	if (!sig)
 		blk_rt_error(t->rt, "tuner: %s has not been tuned", key ? key : "this launch");

@@ -1085,6 +1085,63 @@ static void test_tuner_fake_driver(void **state)
 	dlclose(fake);
 }
 
+/* A kernel with dynamic sizes is tuned once per power-of-two bucket of
+ * each dynamic extent: a new M in a tuned bucket launches the winner
+ * alone (no timing), a new bucket tunes again; size 1 is its own. */
+static void test_tuner_dynamic_buckets(void **state)
+{
+	need_program(state);
+	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
+	BlkRuntime *rt = fake_runtime();
+	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(fake);
+	int (*launches)(void);
+	*(void **)&launches = dlsym(fake, "fake_cuda_launches");
+	assert_non_null(launches);
+	char path[1024];
+	snprintf(path, sizeof path, "%s/matmul_dynamic.blk", env_or("BLK_EXAMPLES_DIR", BLK_EXAMPLES_DIR));
+	BlkTuner *t = blk_tuner_create(rt, path, NULL, "matmul_dynamic", NULL, 0);
+	assert_non_null(t);
+	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=32,num_warps=4"));
+	assert_true(blk_tuner_add_config_text(t, "BM=32,BN=32,BK=32,num_warps=2"));
+	blk_tuner_set_timing(t, 2, 5);
+	void *da = NULL, *db = NULL, *dc = NULL;
+	assert_true(blk_mem_alloc(rt, 600 * 72 * 4, &da) && blk_mem_alloc(rt, 136 * 72 * 4, &db) &&
+	            blk_mem_alloc(rt, 600 * 136 * 4, &dc));
+	static const struct { int64_t m; int launched; } steps[] = {
+		{200, 15}, /* bucket 129..256: 2 candidates x (2 + 5), then the winner */
+		{250, 1},  /* the same bucket: the winner alone */
+		{129, 1},
+		{256, 1},
+		{300, 15}, /* 257..512: tuned again */
+		{511, 1},
+		{1, 15},   /* size 1 is a bucket (and a class) of its own */
+	};
+	size_t loglen = 0;
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		int64_t sa[2] = {steps[i].m, 72}, sb[2] = {136, 72}, sc[2] = {steps[i].m, 136};
+		BlkTensor ts[3] = {blk_tensor_make(da, BLK_DTYPE_F32, 2, sa), blk_tensor_make(db, BLK_DTYPE_F32, 2, sb),
+		                   blk_tensor_make(dc, BLK_DTYPE_F32, 2, sc)};
+		int before = launches();
+		if (!blk_tuner_launch(t, ts, 3, NULL))
+			fail_msg("M = %lld: %s\nlog:\n%s", (long long)steps[i].m, blk_runtime_last_error(rt),
+			         blk_tuner_log(t));
+		if (launches() - before != steps[i].launched)
+			fail_msg("M = %lld: %d launches, expected %d", (long long)steps[i].m, launches() - before,
+			         steps[i].launched);
+		size_t now = strlen(blk_tuner_log(t));
+		assert_true(steps[i].launched == 1 ? now == loglen : now > loglen);
+		loglen = now;
+		BlkTunerResult r;
+		assert_true(blk_tuner_best(t, ts, 3, &r));
+		assert_int_equal(r.config, 1); /* more CTAs: faster under the fake */
+	}
+	blk_mem_free(rt, da), blk_mem_free(rt, db), blk_mem_free(rt, dc);
+	blk_tuner_destroy(t);
+	blk_runtime_destroy(rt);
+	dlclose(fake);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1116,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_default_candidate),
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
+		cmocka_unit_test(test_tuner_dynamic_buckets),
 		cmocka_unit_test(test_tma_tensor_maps),
 		cmocka_unit_test(test_launch_fast_path),
 		cmocka_unit_test(test_dynamic_sizes),
