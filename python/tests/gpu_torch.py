@@ -307,6 +307,7 @@ def test_interpret_on_torch():
 def test_autotune():
     d = tempfile.mkdtemp(prefix="blk-tune-")
     os.environ["BLK_CACHE_DIR"] = d
+    os.environ.pop("BLK_CACHE", None)  # the disk cache on, even where the caller turned it off
     configs = [dict(BM=64, BN=64, BK=32, num_warps=4), dict(BM=128, BN=128, BK=32, num_warps=8),
                dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)]
     mm = blk.autotune(f"{EX}/matmul.blk", configs=configs, key=["M", "N", "K"], T="bf16")
