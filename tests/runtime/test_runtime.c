@@ -1005,21 +1005,28 @@ static void test_tma_tensor_maps(void **state)
 
 /* ---- tuner under the fake driver (tests/runtime/fake_cuda.c) ----------- */
 
+/* The fake driver's library (dlclose it) and its launch counter. */
+static void *fake_counter(int (**launches)(void))
+{
+	void *fake = dlopen(env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA), RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(fake);
+	*(void **)launches = dlsym(fake, "fake_cuda_launches");
+	assert_non_null(*launches);
+	return fake;
+}
+
 /* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 384 threads
  * per CTA are refused: the winner is the config with the most CTAs that
  * the "GPU" takes. */
 static void test_tuner_fake_driver(void **state)
 {
 	need_program(state);
-	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
 	BlkRuntime *rt = fake_runtime();
-	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
-	assert_non_null(fake);
 	int (*launches)(void);
+	void *fake = fake_counter(&launches);
 	unsigned (*ctas)(void);
-	*(void **)&launches = dlsym(fake, "fake_cuda_launches");
 	*(void **)&ctas = dlsym(fake, "fake_cuda_last_ctas");
-	assert_true(launches && ctas);
+	assert_non_null(ctas);
 
 	BlkTuner *t = matmul_tuner(rt);
 	assert_true(blk_tuner_add_config_text(t, "BM=64,BN=64,BK=16,num_warps=4"));  /* 12 CTAs */
@@ -1091,13 +1098,9 @@ static void test_tuner_fake_driver(void **state)
 static void test_tuner_dynamic_buckets(void **state)
 {
 	need_program(state);
-	const char *fake_path = env_or("BLK_FAKE_CUDA", BLK_FAKE_CUDA);
 	BlkRuntime *rt = fake_runtime();
-	void *fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
-	assert_non_null(fake);
 	int (*launches)(void);
-	*(void **)&launches = dlsym(fake, "fake_cuda_launches");
-	assert_non_null(launches);
+	void *fake = fake_counter(&launches);
 	char path[1024];
 	snprintf(path, sizeof path, "%s/matmul_dynamic.blk", env_or("BLK_EXAMPLES_DIR", BLK_EXAMPLES_DIR));
 	BlkTuner *t = blk_tuner_create(rt, path, NULL, "matmul_dynamic", NULL, 0);
