@@ -11,7 +11,10 @@
  *      and view (per dim of the Ref operand): '1' where an element can fall
  *      outside its block or its array, '0' where interval arithmetic proves
  *      it cannot.  So matmul at 1024^3 with 64x64 blocks has no checks,
- *      and at 130x70x33 checks exactly the ragged dims.
+ *      and at 130x70x33 checks exactly the ragged dims;
+ *   4. i32 comparisons `<` and `>=` (of index tiles, iota and the like)
+ *      that the same intervals decide become constants (fold_compare):
+ *      attention's `cols < S` when BK divides S.
  * Parallel grid axes map, in order, to the CUDA grid's x, y, z.
  */
 #include "lower_int.h"
@@ -164,7 +167,13 @@ static Range range_of(LowerCtx *c, const BlkValue *v)
 		int64_t a = blk_op_int(op, "axis", 0);
 		return a < c->k->grid_rank ? below(0, c->k->grid[a]) : numeric(0, 0);
 	}
-	if (op->noperands == 2 && v->type.rank == 0)
+	if (v->type.dtype != BLK_I32)
+		return unknown;
+	if (op->kind == BLK_OP_IOTA) /* tiles of indices: each element's range */
+		return below(0, v->type.dims[blk_op_int(op, "axis", 0)]);
+	if (op->kind == BLK_OP_BROADCAST || op->kind == BLK_OP_EXPAND_DIMS)
+		return range_of(c, op->operands[0]);
+	if (op->noperands == 2 && (v->type.rank == 0 || (blk_op_flags(op->kind) & BLK_OPF_ELEMENTWISE)))
 		return range_binary(op->kind, range_of(c, op->operands[0]), range_of(c, op->operands[1]));
 	return unknown;
 }
@@ -444,6 +453,53 @@ static void mask_access(void *ctx, BlkOp *op)
 		blk_pmap_put(m->c->a, m->info, op->results[0], vi);
 }
 
+/* ---- comparisons the ranges decide ------------------------------------------------ */
+
+static bool in_i32(Range r)
+{
+	return r.known && !r.top && r.lo >= INT32_MIN && r.hi <= INT32_MAX;
+}
+
+/* 1 when x < y always holds, 0 when never, -1 when the ranges do not say:
+ * numerically, or x in [lo, top * mul - 1] against y the shape expression
+ * top * mul provably does not exceed (attention's `cols < S` with BK | S). */
+static int less(LowerCtx *c, const BlkValue *x, const BlkValue *y)
+{
+	Range a = range_of(c, x), b = range_of(c, y);
+	if (in_i32(a) && in_i32(b))
+		return a.hi < b.lo ? 1 : a.lo >= b.hi ? 0 : -1;
+	while (y->def && y->def->kind == BLK_OP_BROADCAST)
+		y = y->def->operands[0];
+	const BlkSym *s = y->type.rank == 0 ? sym_of(c, y, 0) : NULL;
+	if (a.known && a.top && a.add == -1 && a.lo >= INT32_MIN && s && prove_scaled_le(c, a.top, a.mul, s))
+		return 1;
+	return -1;
+}
+
+/* An i32 comparison (tiles of indices, masks) that the ranges decide
+ * becomes a constant, so the where() it feeds folds away in LLVM: the
+ * bounds check of a block proved inside its array costs nothing per
+ * element. */
+static void fold_compare(void *ctx, BlkOp *op)
+{
+	LowerCtx *c = ctx;
+	if (op->noperands != 2 || op->nresults != 1 || op->operands[0]->type.dtype != BLK_I32 ||
+	    op->operands[1]->type.dtype != BLK_I32)
+		return;
+	BlkValue *x = op->operands[0], *y = op->operands[1];
+	int v;
+	switch (op->kind) {
+	case BLK_OP_LT: v = less(c, x, y); break;
+	case BLK_OP_GE: v = less(c, x, y), v = v < 0 ? v : !v; break;
+	default: return;
+	}
+	if (v < 0)
+		return;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, op);
+	blk_replace_uses(c->k->body, op->results[0], blk_build_const_int(&b, op->loc, op->results[0]->type, v));
+}
+
 /* ---- the pass ---------------------------------------------------------------------- */
 
 /* Grid axes onto CUDA's x, y, z in order, seq axes skipped.  Parallel axes
@@ -560,5 +616,6 @@ bool blk_lower_blockspec(LowerCtx *c)
 			make_block_ref(c, pi, &b, pids, pf, k->body->args[pi], &info);
 	MaskCtx m = { c, &info };
 	blk_lower_walk(k->body, mask_access, &m);
+	blk_lower_walk(k->body, fold_compare, c);
 	return true;
 }
