@@ -18,6 +18,7 @@
 #include "emit.h"
 
 #include <math.h>
+#include <string.h>
 
 static LLVMValueRef fconst(Emit *E, double v)
 {
@@ -516,11 +517,37 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 	return is_cmp(k) ? r : emit_from_f32(E, r, dt);
 }
 
+/* f32 registers lo, hi to bf16/f16 with one cvt.rn.{bf16,f16}x2.f32 (sm_80
+ * and up; LLVM 19 converts each alone): the pair the later packing of
+ * mma/wgmma operands and 4-byte stores wants, the same rounding. */
+static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef *out)
+{
+	const char *text = to == BLK_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
+	LLVMTypeRef pt[2] = { E->f32, E->f32 };
+	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
+	LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)"=r,f,f", 6, false, false,
+	                                  LLVMInlineAsmDialectATT, false);
+	LLVMValueRef args[2] = { hi, lo };
+	LLVMValueRef v = LLVMBuildBitCast(E->b, LLVMBuildCall2(E->b, ft, f, args, 2, ""),
+	                                  LLVMVectorType(emit_reg_type(E, to), 2), "");
+	out[0] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 0), "");
+	out[1] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 1), "");
+}
+
 void emit_elementwise(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, emit_layout(E, op->results[0]));
 	int n = blk_layout_nregs(ev->t.l);
+	BlkDType rt = op->results[0]->type.dtype;
+	if (op->kind == BLK_OP_CAST && op->operands[0]->type.dtype == BLK_F32 && (rt == BLK_BF16 || rt == BLK_F16) &&
+	    n % 2 == 0 && blk_layout_nregs(emit_tile(E, op->operands[0])->l) == n) {
+		const ETile *in = emit_tile(E, op->operands[0]);
+		for (int r = 0; r < n; r += 2)
+			cast_pair(E, rt, in->r[r], in->r[r + 1], &ev->t.r[r]);
+		emit_bind(E, op->results[0], ev);
+		return;
+	}
 	ETile *in[3];
 	for (int i = 0; i < op->noperands && i < 3; i++)
 		in[i] = emit_tile(E, op->operands[i]);
