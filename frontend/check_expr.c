@@ -1778,7 +1778,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
 	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD || b == CK_B_ARGMAX || b == CK_B_ARGMIN;
-	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES || b == CK_B_FLIP)
+	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES)
 		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
 	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
 		const char *blk = ck_blk_spelling(c, e->name);

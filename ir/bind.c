@@ -378,9 +378,7 @@ bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayD
 			/* any stride may come from a dynamic size (a transposed or
 			 * sliced view of a bigger tensor): as Triton, 0 and 1 exactly,
 			 * else a positive multiple of 16, or not */
-			int64_t st = x->strides[d];
-			if (st != 0 && st != 1)
-				x->strides[d] = st > 0 && st % 16 == 0 ? -16 : -1;
+			x->strides[d] = blk_stride_class(x->strides[d]);
 			const BlkSym *s = blk_sym_subst(a, p->shape[d], &senv);
 			int64_t v;
 			if (blk_sym_is_const(s, &v) || x->shape[d] < 0)

@@ -379,6 +379,11 @@ bool blk_transpose_perm(const BlkOp *op, int rank, int *perm)
 	return true;
 }
 
+int64_t blk_stride_class(int64_t st)
+{
+	return st == 0 || st == 1 ? st : st > 0 && st % 16 == 0 ? -16 : -1;
+}
+
 int blk_transpose_flip(const BlkOp *op)
 {
 	return (int)blk_op_int(op, "flip", 0);

@@ -231,6 +231,9 @@ bool blk_transpose_perm(const BlkOp *op, int rank, int *perm);
  * take as `w.T`. */
 int blk_transpose_flip(const BlkOp *op);
 bool blk_transpose_plain(const BlkOp *op);
+/* A stride as a kernel with dynamic sizes sees it (blk_dynamic_class): 0
+ * and 1 exactly, else -16 for a positive multiple of 16, -1 for any other. */
+int64_t blk_stride_class(int64_t stride);
 unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):

@@ -82,6 +82,11 @@ void emit_bind(Emit *E, const BlkValue *v, EVal *ev);
 ETile *emit_tile(Emit *E, const BlkValue *v);
 const BlkLayout *emit_layout(Emit *E, const BlkValue *v);
 ETile emit_new_tile(Emit *E, const BlkLayout *l);
+/* A call of inline PTX `text` with LLVM constraints `cons` on args[0..n)
+ * (at most 16), returning `ret` (void: LLVMVoidType); `side_effects`
+ * keeps it in place, else LLVM may move or drop it like an intrinsic. */
+LLVMValueRef emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
+                      bool side_effects);
 LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
                             LLVMValueRef *args, int nargs);
 LLVMValueRef emit_i32(Emit *E, int64_t v);

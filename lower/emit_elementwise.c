@@ -18,7 +18,6 @@
 #include "emit.h"
 
 #include <math.h>
-#include <string.h>
 
 static LLVMValueRef fconst(Emit *E, double v)
 {
@@ -523,12 +522,8 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef *out)
 {
 	const char *text = to == BLK_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
-	LLVMTypeRef pt[2] = { E->f32, E->f32 };
-	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
-	LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)"=r,f,f", 6, false, false,
-	                                  LLVMInlineAsmDialectATT, false);
 	LLVMValueRef args[2] = { hi, lo };
-	LLVMValueRef v = LLVMBuildBitCast(E->b, LLVMBuildCall2(E->b, ft, f, args, 2, ""),
+	LLVMValueRef v = LLVMBuildBitCast(E->b, emit_asm(E, E->i32, args, 2, text, "=r,f,f", false),
 	                                  LLVMVectorType(emit_reg_type(E, to), 2), "");
 	out[0] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 0), "");
 	out[1] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 1), "");

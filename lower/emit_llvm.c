@@ -111,6 +111,18 @@ LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt)
 
 /* ---- intrinsics ------------------------------------------------------------------ */
 
+LLVMValueRef emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
+                      bool side_effects)
+{
+	LLVMTypeRef pt[16];
+	for (int i = 0; i < n && i < 16; i++)
+		pt[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, false);
+	LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), side_effects,
+	                                  false, LLVMInlineAsmDialectATT, false);
+	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)n, "");
+}
+
 LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
                             LLVMValueRef *args, int nargs)
 {

@@ -195,14 +195,9 @@ static LLVMValueRef mma_fp8(Emit *E, BlkDType at, BlkDType bt, LLVMValueRef *arg
 	         "mma.sync.aligned.m16n8k32.row.col.f32.%s.%s.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, "
 	         "{$10,$11,$12,$13};",
 	         at == BLK_F8E4M3 ? "e4m3" : "e5m2", bt == BLK_F8E4M3 ? "e4m3" : "e5m2");
-	static const char cons[] = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
-	LLVMTypeRef pt[10], f4[4] = { E->f32, E->f32, E->f32, E->f32 };
-	for (int i = 0; i < 10; i++)
-		pt[i] = i < 6 ? E->i32 : E->f32;
-	LLVMTypeRef ft = LLVMFunctionType(LLVMStructTypeInContext(E->cx, f4, 4, false), pt, 10, false);
-	LLVMValueRef f = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, strlen(cons), false, false,
-	                                  LLVMInlineAsmDialectATT, false);
-	return LLVMBuildCall2(E->b, ft, f, args, 10, "");
+	LLVMTypeRef f4[4] = { E->f32, E->f32, E->f32, E->f32 };
+	return emit_asm(E, LLVMStructTypeInContext(E->cx, f4, 4, false), args, 10, text,
+	                "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", false);
 }
 
 /* The mma.sync intrinsic for a dot of at x bt: m16n8k16 (f16, bf16; f32

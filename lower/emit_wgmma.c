@@ -29,18 +29,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A call of inline PTX `text` with constraints `cons`, returning `ret`
- * (void: LLVMVoidType), side effects always. */
+/* Inline PTX that stays in place (barriers, fences, async ops). */
 static LLVMValueRef ptx_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text,
                             const char *cons)
 {
-	LLVMTypeRef pt[8];
-	for (int i = 0; i < n; i++)
-		pt[i] = LLVMTypeOf(args[i]);
-	LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, false);
-	LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), true, false,
-	                                  LLVMInlineAsmDialectATT, false);
-	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)n, "");
+	return emit_asm(E, ret, args, n, text, cons, true);
 }
 
 void emit_fence_async(Emit *E)
@@ -412,11 +405,6 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 
 void emit_tmap_addresses(Emit *E)
 {
-	for (int i = 0; i < E->c->ntmaps; i++) {
-		LLVMTypeRef pt = E->p0;
-		LLVMTypeRef ft = LLVMFunctionType(E->i64, &pt, 1, false);
-		LLVMValueRef f = LLVMGetInlineAsm(ft, (char *)"mov.b64 $0, $1;", 15, (char *)"=l,l", 4, false, false,
-		                                  LLVMInlineAsmDialectATT, false);
-		E->tmap_params[i] = LLVMBuildCall2(E->b, ft, f, &E->tmap_params[i], 1, "");
-	}
+	for (int i = 0; i < E->c->ntmaps; i++)
+		E->tmap_params[i] = emit_asm(E, E->i64, &E->tmap_params[i], 1, "mov.b64 $0, $1;", "=l,l", false);
 }

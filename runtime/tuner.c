@@ -400,8 +400,8 @@ static void find_dynamic_dims(BlkTuner *t)
 		const BlkKernel *k = t->cands[i].f->kernel;
 		t->dyn_known = true;
 		t->ndyn = t->cands[i].f->ntensors;
-		t->dyn_dim = blk_arena_alloc(t->arena, (size_t)(t->ndyn > 0 ? t->ndyn : 1) * sizeof *t->dyn_dim);
-		memset(t->dyn_dim, 0, (size_t)(t->ndyn > 0 ? t->ndyn : 1) * sizeof *t->dyn_dim);
+		size_t bytes = (size_t)(t->ndyn > 0 ? t->ndyn : 1) * sizeof *t->dyn_dim;
+		t->dyn_dim = memset(blk_arena_alloc(t->arena, bytes), 0, bytes);
 		for (int p = 0, o = 0; p < k->nparams && o < t->ndyn; p++) {
 			const BlkParam *pm = &k->params[p];
 			if (pm->access == BLK_ACCESS_SCRATCH)
@@ -438,8 +438,7 @@ static char *signature_of(const BlkTuner *t, const BlkTensor *ts, int n)
 					p *= 2;
 				b[i].shape[d] = p;
 			}
-			if (b[i].strides[d] != 0 && b[i].strides[d] != 1)
-				b[i].strides[d] = b[i].strides[d] % 16 == 0 ? -16 : -1;
+			b[i].strides[d] = blk_stride_class(b[i].strides[d]);
 		}
 	char *key = blk_tuner_key(t->kernel, t->rt->arch, b, n);
 	free(b);
