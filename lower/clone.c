@@ -7,22 +7,24 @@
 
 #include <string.h>
 
-static void clone_region(LowerCtx *c, BlkPtrMap *vm, const BlkRegion *from, BlkRegion *to);
+static void clone_region(LowerCtx *c, BlkPtrMap *vm, const BlkRegion *from, BlkRegion *to, bool open);
 
-static BlkValue *mapped(BlkPtrMap *vm, BlkValue *v)
+/* v's copy; a value from outside what is copied stays itself where the
+ * copy is open (one op), and is an error in a whole kernel's copy. */
+static BlkValue *mapped(BlkPtrMap *vm, BlkValue *v, bool open)
 {
 	BlkValue *n = blk_pmap_get(vm, v);
-	if (!n)
+	if (!n && !open)
 		blk_die("lower: clone: a value is used outside its scope");
-	return n;
+	return n ? n : v;
 }
 
-static void clone_op(LowerCtx *c, BlkPtrMap *vm, const BlkOp *op, BlkBuilder *b)
+static BlkOp *clone_op(LowerCtx *c, BlkPtrMap *vm, const BlkOp *op, BlkBuilder *b, bool open)
 {
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, op->noperands + 1);
 	BlkType *types = BLK_NEW_N(c->a, BlkType, op->nresults + 1);
 	for (int i = 0; i < op->noperands; i++)
-		ops[i] = mapped(vm, op->operands[i]);
+		ops[i] = mapped(vm, op->operands[i], open);
 	for (int i = 0; i < op->nresults; i++)
 		types[i] = op->results[i]->type;
 	BlkOp *n = blk_build(b, op->kind, op->loc, op->noperands, ops, op->nresults, types,
@@ -36,10 +38,11 @@ static void clone_op(LowerCtx *c, BlkPtrMap *vm, const BlkOp *op, BlkBuilder *b)
 		blk_pmap_put(c->a, vm, op->results[i], n->results[i]);
 	}
 	for (int i = 0; i < op->nregions; i++)
-		clone_region(c, vm, op->regions[i], n->regions[i]);
+		clone_region(c, vm, op->regions[i], n->regions[i], open);
+	return n;
 }
 
-static void clone_region(LowerCtx *c, BlkPtrMap *vm, const BlkRegion *from, BlkRegion *to)
+static void clone_region(LowerCtx *c, BlkPtrMap *vm, const BlkRegion *from, BlkRegion *to, bool open)
 {
 	for (int i = 0; i < from->nargs; i++) {
 		BlkValue *v = blk_region_add_arg(c->a, to, from->args[i]->type, from->args[i]->name);
@@ -48,7 +51,7 @@ static void clone_region(LowerCtx *c, BlkPtrMap *vm, const BlkRegion *from, BlkR
 	BlkBuilder b;
 	blk_builder_at_end(&b, c->a, to);
 	for (const BlkOp *op = from->first; op; op = op->next)
-		clone_op(c, vm, op, &b);
+		clone_op(c, vm, op, &b, open);
 }
 
 static BlkRegion *clone_top(LowerCtx *c, const BlkRegion *r)
@@ -57,8 +60,13 @@ static BlkRegion *clone_top(LowerCtx *c, const BlkRegion *r)
 		return NULL;
 	BlkPtrMap vm = { 0 };
 	BlkRegion *n = blk_region_create(c->a);
-	clone_region(c, &vm, r, n);
+	clone_region(c, &vm, r, n, false);
 	return n;
+}
+
+BlkOp *blk_lower_clone_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op)
+{
+	return clone_op(c, vm, op, b, true);
 }
 
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k)

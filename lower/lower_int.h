@@ -60,10 +60,16 @@ typedef struct LowerCtx {
 
 /* Passes, in pipeline order (pipeline.c lists them). */
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
+/* A deep copy of op (its regions too) at b; vm maps what is copied to the
+ * copy, values from outside op stay themselves. */
+BlkOp *blk_lower_clone_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
 bool blk_lower_reduce_hoist(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
+/* loop_split.c: a loop's iterations whose i32 compares are all true,
+ * split off into a loop without them (causal attention's diagonal). */
+bool blk_lower_loop_split(LowerCtx *c);
 bool blk_lower_pipeline(LowerCtx *c);
 bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);

@@ -1,6 +1,6 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> persist -> pipeline
+ *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps
  *         -> smem-plan -> emit-llvm -> ptx
  *
@@ -35,6 +35,7 @@ static const struct {
 	{ "blockspec", blk_lower_blockspec, NEEDS_SIZES | NEEDS_CONST },
 	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },
 	{ "dot-engine", blk_lower_dot_engine, NEEDS_CONST },
+	{ "loop-split", blk_lower_loop_split, NEEDS_CONST | NEEDS_ENGINE },
 	{ "persist", blk_lower_persist, NEEDS_CONST | NEEDS_ENGINE },
 	{ "pipeline", blk_lower_pipeline, NEEDS_CONST | NEEDS_ENGINE },
 	{ "prefetch", blk_lower_prefetch, NEEDS_CONST | NEEDS_ENGINE },
@@ -293,7 +294,7 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 		       blk_ir_verify(m, d, pass);
 	}
 	BlkLoc nowhere = { 0 };
-	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, reduce-hoist, dot-engine, persist, pipeline, prefetch, tile, dot-stage, mma-steps, smem-plan)",
+	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, reduce-hoist, dot-engine, loop-split, persist, pipeline, prefetch, tile, dot-stage, mma-steps, smem-plan)",
 	          pass);
 	return false;
 }

@@ -397,28 +397,33 @@ bool pipe_in_flight(const Pipe *P, const BlkOp *dot)
 	       blk_lower_uses(body, dot->operands[2]) == 1;
 }
 
+bool pipe_choose(Pipe *P)
+{
+	BlkOp *f = P->L.loop, *y = P->L.body->last;
+	P->n = 0;
+	if (!blk_lower_const_int(f->operands[2], &P->step) || P->step <= 0 || !y || y->kind != BLK_OP_YIELD)
+		return false;
+	for (BlkOp *op = P->L.body->first; op; op = op->next) {
+		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_tc(op) ||
+		    op->operands[0]->type.kind != BLK_TYPE_TILE)
+			continue;
+		P->s = &P->all[P->n];
+		memset(P->s, 0, sizeof *P->s);
+		P->s->dot = op;
+		if (stageable(P, 0) && stageable(P, 1) && (P->s->x[0].load || P->s->x[1].load) &&
+		    P->s->x[0].load != P->s->x[1].load && P->n < MAX_DOTS)
+			P->n++;
+	}
+	return P->n > 0;
+}
+
 static void pipeline_loop(void *ctx, BlkOp *f)
 {
 	LowerCtx *c = ctx;
 	if (f->kind != BLK_OP_FOR || c->k->num_stages < 2)
 		return;
 	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = c->k->num_stages };
-	BlkOp *y = P.L.body->last;
-	if (!blk_lower_const_int(f->operands[2], &P.step) || P.step <= 0 || !y || y->kind != BLK_OP_YIELD)
-		return;
-	for (BlkOp *op = P.L.body->first, *next; op; op = next) {
-		next = op->next;
-		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_tc(op) ||
-		    op->operands[0]->type.kind != BLK_TYPE_TILE)
-			continue;
-		P.s = &P.all[P.n];
-		memset(P.s, 0, sizeof *P.s);
-		P.s->dot = op;
-		if (stageable(&P, 0) && stageable(&P, 1) && (P.s->x[0].load || P.s->x[1].load) &&
-		    P.s->x[0].load != P.s->x[1].load && P.n < MAX_DOTS)
-			P.n++;
-	}
-	if (P.n && !blk_pipe_warp_specialize(&P))
+	if (pipe_choose(&P) && !blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }
 

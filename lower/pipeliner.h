@@ -63,6 +63,11 @@ BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
  * registers before the next iteration's dot. */
 bool pipe_in_flight(const Pipe *P, const BlkOp *dot);
 
+/* The dots of P->L.loop (P->L and P->S set) whose slabs this pass can
+ * stage, into P->all[0..n); false if none (or the loop's step is not a
+ * positive constant). */
+bool pipe_choose(Pipe *P);
+
 /* warp_spec.c: the loop's wgmma dots fed by a producer warpgroup, if it
  * applies (else false, nothing changed). */
 bool blk_pipe_warp_specialize(Pipe *P);

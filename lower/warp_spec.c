@@ -49,6 +49,16 @@
  * consumers' barriers (tile.c's, the epilogue's) become a named barrier
  * of their threads alone (emit_wgmma.c).
  *
+ * Loops in a row: the loops that follow the pipelined one in its region
+ * and stage the same slabs (same dots, operands of one shape, dtype and
+ * copy path, the same tile from before them), needing no result of the
+ * loops before them, join it (gather): the producer runs a loop of copies
+ * for each, one after the other, slot and phase carried from one to the
+ * next, and so do the consumers, each loop handing its last slot back
+ * before the next begins.  That is causal attention split at its
+ * diagonal (loop_split.c, or written so by hand): one ring of slots,
+ * filled without a break at the split.
+ *
  * Ping-pong: in that outer loop, a kernel of one warpgroup gets two
  * consumer programs (warp_specialize {consumers = 2, programs = 2}, region
  * 0's argument %prog the program's index).  Program p takes the tiles
@@ -76,6 +86,8 @@
 
 #include <stdint.h>
 #include <string.h>
+
+enum { MAX_GROUP = 4 }; /* sibling loops fed by one producer */
 
 static BlkValue *i32c(BlkBuilder *b, BlkLoc loc, int64_t v)
 {
@@ -183,8 +195,9 @@ static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue
 		need(c, set, r, d->operands[i]);
 }
 
-/* The ops of the outer loop's body the producer's copies need: the inner
- * loop's bounds and the loads' (and their index ops') operands. */
+/* The ops of region ob (the outer loop's body, or the kernel's) the
+ * producer's copies need: the inner loop's bounds and the loads' (and
+ * their index ops') operands. */
 static void needed_outer(Pipe *P, const BlkRegion *ob, BlkPtrMap *set)
 {
 	LowerCtx *c = P->L.c;
@@ -256,32 +269,16 @@ static BlkValue *mapped(BlkPtrMap *vm, BlkValue *v)
 	return m ? m : v;
 }
 
-/* The producer's loop: the same iterations, copies only (inside a copy of
- * the outer loop, with the ops its copies need, where there is one). */
-static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkValue *const *orange)
+/* One producer loop at b for P's loop: the same iterations, copies only,
+ * from slot and phase; returns it (its results: the next slot, phase). */
+static BlkOp *producer_loop(Pipe *P, BlkBuilder *b, BlkValue *bars, BlkValue *slot0, BlkValue *phase0,
+                            BlkPtrMap *vm)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	BlkLoc loc = f->loc;
-	BlkBuilder b;
-	blk_builder_at_end(&b, c->a, r);
-	BlkValue *zero = i32c(&b, loc, 0), *slot0 = zero, *phase0 = zero;
-	BlkPtrMap vm = { 0 };
-	BlkOp *po = NULL;
-	if (outer) {
-		po = slot_loop(c, &b, outer, orange, zero, zero, "tp");
-		BlkRegion *ob = outer->regions[0], *pb = po->regions[0];
-		blk_pmap_put(c->a, &vm, ob->args[0], pb->args[0]);
-		slot0 = pb->args[1], phase0 = pb->args[2];
-		BlkPtrMap set = { 0 };
-		needed_outer(P, ob, &set);
-		blk_builder_at_end(&b, c->a, pb);
-		for (BlkOp *op = ob->first; op && op != f; op = op->next)
-			if (blk_pmap_get(&set, op))
-				blk_loop_copy_op(c, &b, &vm, op);
-	}
-	BlkValue *range[3] = { mapped(&vm, f->operands[0]), mapped(&vm, f->operands[1]), mapped(&vm, f->operands[2]) };
-	BlkOp *pf = slot_loop(c, &b, f, range, slot0, phase0, "kp");
+	BlkValue *range[3] = { mapped(vm, f->operands[0]), mapped(vm, f->operands[1]), mapped(vm, f->operands[2]) };
+	BlkOp *pf = slot_loop(c, b, f, range, slot0, phase0, "kp");
 	BlkRegion *body = pf->regions[0];
 	BlkValue *iv = body->args[0], *slot = body->args[1], *phase = body->args[2];
 	BlkBuilder in;
@@ -299,12 +296,12 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkVal
 			Operand *x = &P->all[i].x[o];
 			if (!x->load)
 				continue;
-			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, &vm);
+			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, vm);
 			if (x->tma) {
-				tma_copy(P, &in, x, bars, slot, &vm);
+				tma_copy(P, &in, x, bars, slot, vm);
 				continue;
 			}
-			BlkOp *cp = pipe_copy(P, &in, NULL, x, slot, &vm, 0, 1);
+			BlkOp *cp = pipe_copy(P, &in, NULL, x, slot, vm, 0, 1);
 			blk_op_set_int(c->a, cp, "threads", 128);
 		}
 	mbar(&in, BLK_OP_ASYNC_ARRIVE, loc, bars, slot, NULL);
@@ -312,9 +309,45 @@ static void producer(Pipe *P, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkVal
 	next_slot(P, &in, loc, slot, phase, &ns, &np);
 	BlkValue *y[2] = { ns, np };
 	blk_build(&in, BLK_OP_YIELD, loc, 2, y, 0, NULL, 0);
+	return pf;
+}
+
+/* The producer: a loop of copies for each loop of the group, one after
+ * the other through the same slots (inside a copy of the outer loop, with
+ * the ops their copies need, where there is one). */
+static void producer(Pipe **G, int ng, BlkRegion *r, BlkValue *bars, BlkOp *outer, BlkValue *const *orange)
+{
+	LowerCtx *c = G[0]->L.c;
+	BlkOp *f = G[0]->L.loop;
+	BlkLoc loc = f->loc;
+	BlkBuilder b;
+	blk_builder_at_end(&b, c->a, r);
+	BlkValue *zero = i32c(&b, loc, 0), *slot = zero, *phase = zero;
+	BlkPtrMap vm = { 0 }, set = { 0 };
+	BlkOp *po = NULL, *from = f; /* where the ops of f's region the copies need may come from */
+	if (outer) {
+		po = slot_loop(c, &b, outer, orange, zero, zero, "tp");
+		BlkRegion *ob = outer->regions[0], *pb = po->regions[0];
+		blk_pmap_put(c->a, &vm, ob->args[0], pb->args[0]);
+		slot = pb->args[1], phase = pb->args[2];
+		blk_builder_at_end(&b, c->a, pb);
+		from = ob->first;
+	}
+	/* the ops the copies need: at the top, those before f stay outside
+	 * the warp_specialize and are used as they are */
+	for (int k = 0; k < ng; k++)
+		needed_outer(G[k], f->parent, &set);
+	for (BlkOp *op = from; op && op != G[ng - 1]->L.loop; op = op->next)
+		if (op->nregions == 0 && blk_pmap_get(&set, op))
+			blk_loop_copy_op(c, &b, &vm, op);
+	for (int k = 0; k < ng; k++) {
+		BlkOp *pf = producer_loop(G[k], &b, bars, slot, phase, &vm);
+		slot = pf->results[0], phase = pf->results[1];
+	}
 	if (po) {
+		BlkValue *y[2] = { slot, phase };
 		blk_builder_at_end(&b, c->a, po->regions[0]);
-		blk_build(&b, BLK_OP_YIELD, loc, 2, pf->results, 0, NULL, 0);
+		blk_build(&b, BLK_OP_YIELD, loc, 2, y, 0, NULL, 0);
 	}
 }
 
@@ -355,13 +388,23 @@ static BlkValue *trips_at(Pipe *P, BlkBuilder *b, BlkOp *outer, BlkValue *t)
 	return pipe_binop(b, BLK_OP_MAX, loc, n, i32c(b, loc, 0));
 }
 
+/* The slabs the group's loops take at outer iteration t. */
+static BlkValue *group_trips_at(Pipe **G, int ng, BlkBuilder *b, BlkOp *outer, BlkValue *t)
+{
+	BlkValue *n = trips_at(G[0], b, outer, t);
+	for (int k = 1; k < ng; k++)
+		n = pipe_binop(b, BLK_OP_ADD, G[0]->L.loop->loc, n, trips_at(G[k], b, outer, t));
+	return n;
+}
+
 /* Ping-pong (above): program prog's share of the outer loop, its slot and
  * phase stepped over the other program's tile, and the turns around the
  * inner loop.  range: the outer loop's own (the producer's). */
-static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
+static void ping_pong(Pipe **G, int ng, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 {
+	Pipe *P = G[0];
 	LowerCtx *c = P->L.c;
-	BlkOp *f = P->L.loop;
+	BlkOp *f = P->L.loop, *last = G[ng - 1]->L.loop;
 	BlkLoc loc = f->loc;
 	BlkValue *prog = blk_region_add_arg(c->a, ws->regions[0], blk_type_scalar(BLK_I32), "prog");
 	BlkBuilder b;
@@ -371,7 +414,7 @@ static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 	BlkValue *t = outer->regions[0]->args[0];
 	blk_builder_before(&b, c->a, f);
 	BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, t, range[0]);
-	BlkValue *n = trips_at(P, &b, outer, pipe_binop(&b, BLK_OP_SUB, loc, t, range[2]));
+	BlkValue *n = group_trips_at(G, ng, &b, outer, pipe_binop(&b, BLK_OP_SUB, loc, t, range[2]));
 	BlkValue *o[3] = { later, n, i32c(&b, loc, 0) };
 	n = blk_build1(&b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 	int is = f->noperands - 2, ip = f->noperands - 1; /* the slot and phase carries' inits */
@@ -385,8 +428,8 @@ static void ping_pong(Pipe *P, BlkOp *ws, BlkOp *outer, BlkValue *const *range)
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
 	blk_build(&in, BLK_OP_TURN_WAIT, loc, 1, &prog, 0, NULL, 0);
-	/* right after the loop: the other program may issue while this one drains */
-	blk_builder_before(&b, c->a, f->next);
+	/* right after the last loop: the other program may issue while this one drains */
+	blk_builder_before(&b, c->a, last->next);
 	BlkValue *next = pipe_binop(&b, BLK_OP_ADD, loc, t, range[2]);
 	BlkValue *more = pipe_binop(&b, BLK_OP_LT, loc, next, range[1]);
 	iff = blk_build(&b, BLK_OP_IF, loc, 1, &more, 0, NULL, 2);
@@ -423,8 +466,11 @@ static void stored_once(Pipe *P, BlkOp *outer)
 }
 
 /* The consumers' loop: the original, waiting for each slab and handing
- * the previous one's slot back. */
-static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
+ * the previous one's slot back; slot and phase carried from slot0 and
+ * phase0 (zero: a value for the carries' placeholders).  release: the
+ * slot of its last iteration goes back after it (a loop or a tile of the
+ * outer loop follows). */
+static void consumer(Pipe *P, BlkValue *bars, BlkValue *slot0, BlkValue *phase0, BlkValue *zero, bool release)
 {
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
@@ -432,23 +478,8 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 	bool inflight = true; /* else each dot waits for its group: this slot is free at once */
 	for (int i = 0; i < P->n; i++)
 		inflight = inflight && pipe_in_flight(P, P->all[i].dot);
-	BlkBuilder pre;
-	blk_builder_before(&pre, c->a, outer ? outer : f);
-	BlkValue *zero = i32c(&pre, loc, 0), *slot0 = zero, *phase0 = zero;
-	BlkLoop OL = { .c = c, .loop = outer, .body = outer ? outer->regions[0] : NULL };
-	if (outer) { /* through the outer loop too: its yield gives the inner loop's last */
-		if (!OL.body->last || OL.body->last->kind != BLK_OP_YIELD)
-			blk_die("lower: warp_spec: the outer loop's body does not end in a yield");
-		slot0 = blk_loop_add_carry(&OL, zero, zero);
-		phase0 = blk_loop_add_carry(&OL, zero, zero);
-	}
 	BlkValue *slot = blk_loop_add_carry(&P->L, slot0, zero), *phase = blk_loop_add_carry(&P->L, phase0, zero);
 	slot->name = "slot", phase->name = "phase";
-	if (outer) {
-		BlkOp *oy = OL.body->last;
-		oy->operands[oy->noperands - 2] = f->results[f->nresults - 2];
-		oy->operands[oy->noperands - 1] = f->results[f->nresults - 1];
-	}
 	BlkOp *first = P->all[0].dot, *last = P->all[P->n - 1].dot;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, first);
@@ -484,8 +515,103 @@ static void consumer(Pipe *P, BlkValue *bars, BlkOp *outer)
 	next_slot(P, &end, loc, slot, phase, &ns, &np);
 	y->operands[y->noperands - 2] = ns;
 	y->operands[y->noperands - 1] = np;
-	if (outer && inflight) /* after the loop (and its drain, mma_steps.c): the last slot back */
+	if (release && inflight) /* after the loop (and its drain, mma_steps.c): the last slot back */
 		release_last(P, bars, f);
+}
+
+/* The group's loops on the consumers' side, one slot and phase carried
+ * through them all (and through the outer loop, whose yield gives the
+ * last loop's). */
+static void consumers(Pipe **G, int ng, BlkValue *bars, BlkOp *outer)
+{
+	LowerCtx *c = G[0]->L.c;
+	BlkOp *f = G[0]->L.loop;
+	BlkLoc loc = f->loc;
+	BlkBuilder pre;
+	blk_builder_before(&pre, c->a, outer ? outer : f);
+	BlkValue *zero = i32c(&pre, loc, 0), *slot = zero, *phase = zero;
+	BlkLoop OL = { .c = c, .loop = outer, .body = outer ? outer->regions[0] : NULL };
+	if (outer) { /* through the outer loop too: its yield gives the inner loops' last */
+		if (!OL.body->last || OL.body->last->kind != BLK_OP_YIELD)
+			blk_die("lower: warp_spec: the outer loop's body does not end in a yield");
+		slot = blk_loop_add_carry(&OL, zero, zero);
+		phase = blk_loop_add_carry(&OL, zero, zero);
+	}
+	for (int k = 0; k < ng; k++) {
+		BlkOp *fk = G[k]->L.loop;
+		consumer(G[k], bars, slot, phase, zero, outer || k < ng - 1);
+		slot = fk->results[fk->nresults - 2], phase = fk->results[fk->nresults - 1];
+	}
+	if (outer) {
+		BlkOp *oy = OL.body->last;
+		oy->operands[oy->noperands - 2] = slot;
+		oy->operands[oy->noperands - 1] = phase;
+	}
+}
+
+/* P and Q stage the same slabs: dots alike in number and operands (the
+ * same fixed tile, slabs of one shape and dtype, copied alike), so Q's
+ * loop can take P's slots. */
+static bool same_slabs(const Pipe *P, const Pipe *Q)
+{
+	if (P->n != Q->n)
+		return false;
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			const Operand *x = &P->all[i].x[o], *y = &Q->all[i].x[o];
+			if (!x->load != !y->load || x->regs != y->regs || x->fixed != y->fixed || !x->trans != !y->trans ||
+			    x->R != y->R || x->C != y->C)
+				return false;
+			if (x->load && x->load->results[0]->type.dtype != y->load->results[0]->type.dtype)
+				return false;
+		}
+	return true;
+}
+
+/* What Q's loop needs of its region from f on is plain ops (constants,
+ * index arithmetic), none of the loops before it: the producer, which
+ * runs none of those loops, computes its bounds and indices itself. */
+static bool needs_plain_ops(Pipe *Q, BlkOp *f)
+{
+	BlkPtrMap set = { 0 };
+	needed_outer(Q, f->parent, &set);
+	for (const BlkOp *op = f; op && op != Q->L.loop; op = op->next)
+		if (op->nregions && blk_pmap_get(&set, op))
+			return false;
+	return true;
+}
+
+/* The loops after G[0]'s in its region that the producer feeds through the
+ * same slots (G[0]'s buffers made, its TMA choices taken), up to the
+ * first loop that cannot join: each qualifies for this form, stages the
+ * same slabs by the same copies, and needs no result of the loops before
+ * it.  Two loops of the same keys, as a causal attention split at its
+ * diagonal.  Returns the group's size. */
+static int gather(Pipe **G)
+{
+	LowerCtx *c = G[0]->L.c;
+	BlkOp *f = G[0]->L.loop;
+	int ng = 1;
+	for (BlkOp *g = f->next; g && ng < MAX_GROUP; g = g->next) {
+		if (g->kind != BLK_OP_FOR)
+			continue;
+		Pipe *Q = BLK_NEW(c->a, Pipe);
+		*Q = (Pipe){ .L = { .c = c, .loop = g, .body = g->regions[0] }, .S = G[0]->S, .D = G[0]->D };
+		if (!pipe_choose(Q) || !applies(Q) || !same_slabs(G[0], Q) || !needs_plain_ops(Q, f))
+			break;
+		bool same = true;
+		for (int i = 0; i < Q->n; i++)
+			for (int o = 0; o < 2; o++) {
+				Operand *x = &Q->all[i].x[o];
+				x->buf = G[0]->all[i].x[o].buf;
+				x->tma = x->load && tma_ok(Q, x);
+				same = same && x->tma == G[0]->all[i].x[o].tma;
+			}
+		if (!same)
+			break;
+		G[ng++] = Q;
+	}
+	return ng;
 }
 
 bool blk_pipe_warp_specialize(Pipe *P)
@@ -513,6 +639,8 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++)
 			P->all[i].x[o].tma = P->all[i].x[o].load && tma_ok(P, &P->all[i].x[o]);
+	Pipe *G[MAX_GROUP] = { P };
+	int ng = gather(G);
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */
 	for (int s = 0; s < 2 * P->S; s++) {
 		BlkOp *in = mbar(&pre, BLK_OP_MBARRIER_INIT, loc, bars, i32c(&pre, loc, s), NULL);
@@ -528,11 +656,16 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	for (int i = 0; outer && i < 3; i++)
 		range[i] = outer->operands[i];
 	stored_once(P, outer);
-	consumer(P, bars, outer);
+	for (int k = 1; k < ng; k++) /* the fixed tile's buffer, stored once for all */
+		for (int i = 0; i < P->n; i++)
+			for (int o = 0; o < 2; o++)
+				G[k]->all[i].x[o].buf = P->all[i].x[o].buf;
+	consumers(G, ng, bars, outer);
 	if (pp)
-		ping_pong(P, ws, outer, range);
-	producer(P, ws->regions[1], bars, outer, range);
-	pipe_erase_loads(P);
-	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loop, its carries' inits, the rest */
+		ping_pong(G, ng, ws, outer, range);
+	producer(G, ng, ws->regions[1], bars, outer, range);
+	for (int k = 0; k < ng; k++)
+		pipe_erase_loads(G[k]);
+	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loops, their carries' inits, the rest */
 	return true;
 }

@@ -729,6 +729,36 @@ static bool check_cas(const Arrays *in, const Arrays *out, char *err)
 	return false;
 }
 
+/* Causal attention in two loops (Triton's tutorial's form), named. */
+#define ATTN_TWO_LOOPS(name) \
+	"kernel " name "[T = f32, BQ = 128, BK = 64, D = 32, num_warps = 8, num_stages = 2](\n"\
+	"    q: in  T[BH, S, D] block (None, BQ, D) index (i, h) -> (h, i, 0),\n"\
+	"    k: in  T[BH, S, D] block (None, S, D)  index (i, h) -> (h, 0, 0),\n"\
+	"    v: in  T[BH, S, D] block (None, S, D)  index (i, h) -> (h, 0, 0),\n"\
+	"    o: out T[BH, S, D] block (None, BQ, D) index (i, h) -> (h, i, 0),\n"\
+	") grid (cdiv(S, BQ), BH) {\n"\
+	"    let x = q[...];\n"\
+	"    let rows = expand_dims(program_id(0) * BQ + iota(BQ), 1);\n"\
+	"    let hi = min(cdiv((program_id(0) + 1) * BQ, BK), cdiv(S, BK));\n"\
+	"    let mid = min(program_id(0) * BQ ~/ BK, hi);\n"\
+	"    let (m1, l1, a1) = fori_loop(0, mid, (full((BQ,), -inf, f32), zeros((BQ,), f32), zeros((BQ, D), f32))) |j, (m, l, acc)| {\n"\
+	"        let s = dot(x, k[ds(j * BK, BK), :].T) * 0.17;\n"\
+	"        let m_new = max(m, max(s, axis = 1));\n"\
+	"        let p = exp(s - expand_dims(m_new, 1));\n"\
+	"        let alpha = exp(m - m_new);\n"\
+	"        (m_new, l * alpha + sum(p, axis = 1), acc * expand_dims(alpha, 1) + dot(p.astype(T), v[ds(j * BK, BK), :]))\n"\
+	"    };\n"\
+	"    let (m, l, acc) = fori_loop(mid, hi, (m1, l1, a1)) |j, (m, l, acc)| {\n"\
+	"        let cols = expand_dims(j * BK + iota(BK), 0);\n"\
+	"        let s = where(cols <= rows && cols < S, dot(x, k[ds(j * BK, BK), :].T) * 0.17, -inf);\n"\
+	"        let m_new = max(m, max(s, axis = 1));\n"\
+	"        let p = exp(s - expand_dims(m_new, 1));\n"\
+	"        let alpha = exp(m - m_new);\n"\
+	"        (m_new, l * alpha + sum(p, axis = 1), acc * expand_dims(alpha, 1) + dot(p.astype(T), v[ds(j * BK, BK), :]))\n"\
+	"    };\n"\
+	"    o[...] = (acc / expand_dims(l, 1)).astype(T);\n"\
+	"}\n"
+
 static const Case cases[] = {
 	/* ---- elementwise functions, one each */
 	UNARY("unary_tanh", "tanh(v * 2.0)"),
@@ -2492,6 +2522,48 @@ static const Case cases[] = {
 	 "    y[...] = iota(4);\n"
 	 "}\n",
 	 .expect = "program (1): ratio 50% done 1", .narrays = 1, .a = {A1('o', BLK_I32, 11)}},
+
+	/* causal attention written as Triton's tutorial does: the key blocks
+	 * below the diagonal in one loop without a mask, the diagonal ones in a
+	 * second with it.  On sm_90a one producer feeds both loops through the
+	 * same slots (warp_spec.c's group); ragged S; the second case has
+	 * more tiles than SMs (persistent) */
+	CASE("attn_two_loops", true, ATTN_TWO_LOOPS("attn_two_loops"),
+	     A3('i', DT_T, 2, 300, 32), A3('i', DT_T, 2, 300, 32), A3('i', DT_T, 2, 300, 32),
+	     A3('o', DT_T, 2, 300, 32)),
+	CASE("attn_two_loops_persist", true, ATTN_TWO_LOOPS("attn_two_loops_persist"),
+	     A3('i', DT_T, 48, 320, 32), A3('i', DT_T, 48, 320, 32), A3('i', DT_T, 48, 320, 32),
+	     A3('o', DT_T, 48, 320, 32)),
+	/* loop-split's two directions on a banded matmul: `cols <= rows + W`
+	 * holds on a prefix of the K blocks (split off without it), `cols >=
+	 * rows - W` on a suffix; ragged M and K */
+	CASE("band_dot", true,
+	     "kernel band_dot[T = f32, BM = 32, BK = 16, W = 20](\n"
+	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
+	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(M, BM)) {\n"
+	     "    let rows = expand_dims(program_id(0) * BM + iota(BM), 1);\n"
+	     "    o[...] = fori_loop(0, cdiv(K, BK), zeros((BM, N), f32)) |j, acc| {\n"
+	     "        let cols = expand_dims(j * BK + iota(BK), 0);\n"
+	     "        let x = where(cols >= rows - W && cols <= rows + W, a[:, ds(j * BK, BK)], 0.0);\n"
+	     "        acc + dot(x, b[ds(j * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 24), A2('o', BLK_F32, 70, 24)),
+	CASE("suffix_dot", true,
+	     "kernel suffix_dot[T = f32, BM = 32, BK = 16](\n"
+	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
+	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(M, BM)) {\n"
+	     "    let rows = expand_dims(program_id(0) * BM + iota(BM), 1);\n"
+	     "    o[...] = fori_loop(0, cdiv(K, BK), zeros((BM, N), f32)) |j, acc| {\n"
+	     "        let cols = expand_dims(j * BK + iota(BK), 0);\n"
+	     "        acc + dot(where(cols > rows - 7, a[:, ds(j * BK, BK)], 0.0), b[ds(j * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 24), A2('o', BLK_F32, 70, 24)),
 };
 
 /* ---- host arrays -------------------------------------------------------- */
