@@ -5,7 +5,7 @@
  *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
  *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
  *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more]
- *             [--bandwidth-only] [--only NAME,NAME] [--offline]
+ *             [--bandwidth-only] [--attention-only] [--only NAME,NAME] [--offline]
  *
  * The matmul rows of the dtypes in --autotune (default: f32) run through the
  * runtime's autotuner over a candidate list (the built-in one below, or
@@ -19,7 +19,8 @@
  * come the newer examples' rows (bench_rows.c: matmul_nt, matmul_epilogue,
  * bmm and split-K against cuBLAS; colsum, layernorm, rmsnorm and cumsum
  * as bandwidth; attention at tools/bench_torch.py's shapes); --no-more skips
- * them, --bandwidth-only runs the bandwidth table alone, --only NAME,NAME
+ * them, --bandwidth-only runs the bandwidth table alone, --attention-only
+ * the attention table alone, --only NAME,NAME
  * the linear-layer rows of those ops alone (matmul_nt, grouped_matmul...).
  *
  * Method (.library/device/METHOD.md): the same random inputs for both; both
@@ -701,6 +702,10 @@ static bool parse_args(int argc, char **argv, Options *o)
 			o->more = false;
 			continue;
 		}
+		if (strcmp(a, "--attention-only") == 0) {
+			o->attention_only = true;
+			continue;
+		}
 		if (strcmp(a, "--bandwidth-only") == 0) {
 			o->bandwidth_only = true;
 			continue;
@@ -754,7 +759,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
 		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
 		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
-		        "[--bandwidth-only] [--only NAME,NAME] [--offline]\n");
+		        "[--bandwidth-only] [--attention-only] [--only NAME,NAME] [--offline]\n");
 		return 2;
 	}
 	if (o.offline)
@@ -775,8 +780,11 @@ int main(int argc, char **argv)
 		blk_runtime_destroy(rt);
 		return 0;
 	}
-	if (o.bandwidth_only) {
-		bandwidth(rt, &o);
+	if (o.bandwidth_only || o.attention_only) {
+		if (o.bandwidth_only)
+			bandwidth(rt, &o);
+		if (o.attention_only)
+			attention_rows(rt, &o);
 		cb.destroy(cb.h);
 		blk_runtime_destroy(rt);
 		return 0;

@@ -26,6 +26,7 @@ typedef struct Options {
 	bool bandwidth;
 	bool more;             /* the newer examples' rows (--no-more turns them off) */
 	bool bandwidth_only;   /* --bandwidth-only: the bandwidth table alone */
+	bool attention_only;   /* --attention-only: the attention table alone */
 	const char *only;      /* --only NAME,NAME: those linear-layer rows alone (e.g. grouped_matmul) */
 } Options;
 

@@ -200,6 +200,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget-ms", type=float, default=4000,
                     help="timing budget per row (reps shrink past it)")
+    ap.add_argument("--attention-only", action="store_true",
+                    help="the attention table alone (as blk-bench --attention-only)")
     args = ap.parse_args()
     try:
         import torch
@@ -213,6 +215,8 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}\n")
     print("torch.nn.functional.scaled_dot_product_attention (default backend choice):\n")
     attention_table(torch, args.budget_ms)
+    if args.attention_only:
+        return 0
     print("\ntorch layer_norm, rms_norm, x.sum(0), x.cumsum(1) and F.embedding as bandwidth:\n")
     bandwidth_table(torch, args.budget_ms)
     print("\ngrouped (mixture-of-experts) matmul, as blk-bench's grouped_matmul row:\n")
