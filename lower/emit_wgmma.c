@@ -274,9 +274,30 @@ enum { BAR_CONSUMERS = 1, BAR_TURNS = 4 };
  * from 0 (its copies spread over its 128 threads).  Two programs: each
  * runs region 0 with thread ids from 0, barrier 1 + its index, and its
  * index as the region's argument; the producer's barrier is then 3. */
+/* Registers moved from the producer to the consumers (setmaxnreg): with
+ * two consumer warpgroups the CTA's 384 threads start at 168 registers
+ * each (65536 / 384, 8 at a time; `.minnctapersm 1` makes ptxas count on
+ * that at entry, else it ignores setmaxnreg); the producer, which only
+ * copies, keeps 40 and the consumers take 232: 40 * 128 + 232 * 256 =
+ * 168 * 384, so each inc finds its registers in the CTA's pool.  Their
+ * accumulators and epilogues (bias, gelu, attention's softmax) then fit
+ * without the 168 cap.  Other splits keep the registers as they are. */
+enum { PRODUCER_REGS = 40, CONSUMER_REGS = 232 };
+
+static void set_max_registers(Emit *E, bool inc)
+{
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0,
+	        inc ? "setmaxnreg.inc.sync.aligned.u32 232;" : "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}");
+}
+
 void emit_warp_specialize(Emit *E, const BlkOp *op)
 {
 	int n = (int)blk_op_int(op, "consumers", 1), progs = (int)blk_op_int(op, "programs", 1);
+	bool moves = n == 2 && strcmp(E->c->arch, "sm_90a") == 0;
+	_Static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536 / 384 / 8 * 8 * 384,
+	               "the consumers' registers come from the producer's");
+	if (moves)
+		emit_annotation(E, "minctasm", 1);
 	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, 128 * n), "");
 	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(E->cx, E->fn, "consumers");
 	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(E->cx, E->fn, "producer");
@@ -285,6 +306,8 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	int bt = E->bar_threads;
 	LLVMValueRef tid = E->tid, bid = E->bar_id, prog = E->prog;
 	LLVMPositionBuilderAtEnd(E->b, yes);
+	if (moves)
+		set_max_registers(E, true);
 	E->bar_threads = 128 * n / progs, E->bar_id = emit_i32(E, BAR_CONSUMERS);
 	if (progs > 1) {
 		int per = 128 * n / progs; /* a power of two: one warpgroup */
@@ -299,6 +322,8 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	emit_region(E, op->regions[0]);
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, no);
+	if (moves)
+		set_max_registers(E, false);
 	E->prog = prog;
 	E->bar_threads = 128, E->bar_id = emit_i32(E, BAR_CONSUMERS + progs);
 	E->tid = LLVMBuildSub(E->b, tid, emit_i32(E, 128 * n), "");

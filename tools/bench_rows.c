@@ -707,7 +707,7 @@ typedef struct AttnRow {
 
 /* bf16, BH=32, S=4096: tools/bench_torch.py's shapes. */
 #define ATTN64 "BQ=64,BK=64,num_warps=4;BQ=128,BK=64,num_warps=8;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=4;BQ=128,BK=128,num_warps=8,num_stages=2;BQ=128,BK=128,num_warps=8,num_stages=3"
-#define ATTN128 "BQ=128,BK=64,num_warps=8;BQ=64,BK=64,num_warps=4;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3;BQ=128,BK=32,num_warps=8,num_stages=3;BQ=64,BK=32,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=4"
+#define ATTN128 "BQ=128,BK=128,num_warps=8,num_stages=2;BQ=128,BK=64,num_warps=8;BQ=64,BK=64,num_warps=4;BQ=128,BK=32,num_warps=8;BQ=64,BK=64,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=3;BQ=128,BK=32,num_warps=8,num_stages=3;BQ=64,BK=32,num_warps=4,num_stages=3;BQ=128,BK=64,num_warps=8,num_stages=4"
 static const AttnRow attn_table[] = {
 	{32, 4096, 64, false, ATTN64},
 	{32, 4096, 64, true, ATTN64},
