@@ -7,7 +7,8 @@
  * Accuracy of the math on f32:
  * sqrt and div are IEEE (sqrt.rn, div.rn); rsqrt is 1/sqrt with both
  * correctly rounded (<= 1 ulp); exp is ex2.approx.ftz(x * log2 e) (about 2
- * ulp plus |x| ulp from the scaling; results below 2^-126 flush to 0: the
+ * ulp plus |x| ulp from the scaling; of a - b, b broadcast, |b| ulp:
+ * exp_of_difference; results below 2^-126 flush to 0: the
  * non-ftz form costs three more instructions an element, which softmax
  * and attention pay per score); log is lg2.approx(x) * ln 2 (about 2
  * ulp, absolute 2^-22 near 1); tanh is 1 - 2 / (exp(2x) + 1), the
@@ -529,6 +530,32 @@ static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LL
 	out[1] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 1), "");
 }
 
+/* exp(a - b) in f32 with b broadcast (softmax's exp(x - max), attention's
+ * exp(s - m)): ex2(fma(a, log2 e, -(b log2 e))), b log2 e once for the
+ * registers that share b -- one instruction an element fewer than
+ * ex2((a - b) log2 e), the subtraction left to whatever else reads it.
+ * The argument's error becomes about |b| ulp instead of |a - b|. */
+static bool exp_of_difference(Emit *E, const BlkOp *op, EVal *ev, int n)
+{
+	const BlkOp *d = op->operands[0]->def;
+	if (op->kind != BLK_OP_EXP || op->results[0]->type.dtype != BLK_F32 || !d || d->kind != BLK_OP_SUB ||
+	    !d->operands[1]->def || d->operands[1]->def->kind != BLK_OP_BROADCAST)
+		return false;
+	const ETile *a = emit_tile(E, d->operands[0]), *b = emit_tile(E, d->operands[1]);
+	if (blk_layout_nregs(a->l) != n || blk_layout_nregs(b->l) != n)
+		return false;
+	LLVMValueRef log2e = fconst(E, 1.4426950408889634);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef bl = LLVMBuildFNeg(E->b, LLVMBuildFMul(E->b, b->r[r], log2e, ""), "");
+		LLVMValueRef args[3] = { a->r[r], log2e, bl };
+		LLVMTypeRef t = E->f32;
+		LLVMValueRef x = emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+		ev->t.r[r] = call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", x);
+	}
+	emit_bind(E, op->results[0], ev);
+	return true;
+}
+
 void emit_elementwise(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
@@ -543,6 +570,8 @@ void emit_elementwise(Emit *E, const BlkOp *op)
 		emit_bind(E, op->results[0], ev);
 		return;
 	}
+	if (exp_of_difference(E, op, ev, n))
+		return;
 	ETile *in[3];
 	for (int i = 0; i < op->noperands && i < 3; i++)
 		in[i] = emit_tile(E, op->operands[i]);
