@@ -617,5 +617,6 @@ bool blk_lower_blockspec(LowerCtx *c)
 	MaskCtx m = { c, &info };
 	blk_lower_walk(k->body, mask_access, &m);
 	blk_lower_walk(k->body, fold_compare, c);
+	blk_lower_fold_logic(k->body); /* the selects the fold decided, and/or of constants */
 	return true;
 }

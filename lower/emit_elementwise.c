@@ -533,8 +533,10 @@ static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LL
 /* exp(a - b) in f32 with b broadcast (softmax's exp(x - max), attention's
  * exp(s - m)): ex2(fma(a, log2 e, -(b log2 e))), b log2 e once for the
  * registers that share b -- one instruction an element fewer than
- * ex2((a - b) log2 e), the subtraction left to whatever else reads it.
- * The argument's error becomes about |b| ulp instead of |a - b|. */
+ * ex2((a - b) log2 e), the subtraction left to whatever else reads it;
+ * with a = x * c, c a scalar (attention's scores times their scale),
+ * ex2(fma(x, c log2 e, -(b log2 e))), one more.  The argument's error
+ * becomes about |b| ulp instead of |a - b|. */
 static bool exp_of_difference(Emit *E, const BlkOp *op, EVal *ev, int n)
 {
 	const BlkOp *d = op->operands[0]->def;
@@ -544,10 +546,15 @@ static bool exp_of_difference(Emit *E, const BlkOp *op, EVal *ev, int n)
 	const ETile *a = emit_tile(E, d->operands[0]), *b = emit_tile(E, d->operands[1]);
 	if (blk_layout_nregs(a->l) != n || blk_layout_nregs(b->l) != n)
 		return false;
-	LLVMValueRef log2e = fconst(E, 1.4426950408889634);
+	LLVMValueRef log2e = fconst(E, 1.4426950408889634), scale = log2e;
+	BlkValue *x, *c;
+	if (blk_lower_scaled(d->operands[0], &x, &c) && blk_layout_nregs(emit_tile(E, x)->l) == n) {
+		a = emit_tile(E, x); /* a = x * c: the fma takes c too */
+		scale = LLVMBuildFMul(E->b, emit_tile(E, c)->r[0], log2e, "");
+	}
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef bl = LLVMBuildFNeg(E->b, LLVMBuildFMul(E->b, b->r[r], log2e, ""), "");
-		LLVMValueRef args[3] = { a->r[r], log2e, bl };
+		LLVMValueRef args[3] = { a->r[r], scale, bl };
 		LLVMTypeRef t = E->f32;
 		LLVMValueRef x = emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
 		ev->t.r[r] = call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", x);

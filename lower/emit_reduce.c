@@ -312,6 +312,16 @@ void emit_reduce(Emit *E, const BlkOp *op)
 		emit_argreduce(E, op, &R);
 		return;
 	}
+	/* max(x * c) = max(x) * c for c positive, exactly (rounding is
+	 * monotone): the scaled tile then need not exist where nothing else
+	 * reads it (exp_of_difference, emit_elementwise.c) */
+	BlkValue *x, *c = NULL;
+	if ((op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) &&
+	    blk_lower_scaled(op->operands[0], &x, &c) && blk_lower_positive(c, 0) &&
+	    blk_layout_nregs(emit_tile(E, x)->l) == blk_layout_nregs(R.src->l))
+		R.src = emit_tile(E, x);
+	else
+		c = NULL;
 	const BlkLayout *l = R.src->l, *s = emit_layout(E, op->results[0]);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, s);
@@ -326,6 +336,7 @@ void emit_reduce(Emit *E, const BlkOp *op)
 	if (nw > 1)
 		cross_warp(E, &R, &ev->t, l->tsh[R.axis] > 5 ? l->tsh[R.axis] : 5, nw);
 	for (int r = 0; r < n; r++)
-		ev->t.r[r] = narrow(E, op, R.fl, ev->t.r[r]);
+		ev->t.r[r] = narrow(E, op, R.fl, c ? LLVMBuildFMul(E->b, ev->t.r[r], emit_tile(E, c)->r[0], "")
+		                                     : ev->t.r[r]);
 	emit_bind(E, op->results[0], ev);
 }

@@ -271,3 +271,85 @@ BlkValue *blk_lower_build_sym(BlkBuilder *b, BlkLoc loc, const BlkSym *s)
 	BlkValue *q = blk_build1(b, BLK_OP_FLOORDIV, loc, i32, 2, x);
 	return blk_build1(b, BLK_OP_NEG, loc, i32, 1, &q);
 }
+
+bool blk_lower_scaled(const BlkValue *v, BlkValue **x, BlkValue **c)
+{
+	const BlkOp *d = v->def;
+	if (!d || d->kind != BLK_OP_MUL || v->type.dtype != BLK_F32)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		const BlkOp *b = d->operands[i]->def;
+		if (b && b->kind == BLK_OP_BROADCAST && b->operands[0]->type.rank == 0) {
+			*c = b->operands[0];
+			*x = d->operands[1 - i];
+			return true;
+		}
+	}
+	return false;
+}
+
+bool blk_lower_positive(const BlkValue *c, int depth)
+{
+	const BlkOp *d = c->def;
+	if (!d || depth > 8 || c->type.rank != 0)
+		return false;
+	switch (d->kind) {
+	case BLK_OP_CONST: {
+		const BlkAttr *a = blk_op_attr(d, "value");
+		return a && (a->kind == BLK_ATTR_FLOAT ? a->f > 0 && a->f <= 3.4e38 : a->kind == BLK_ATTR_INT && a->i > 0);
+	}
+	case BLK_OP_CAST: /* to f32: no positive value of i32, f16 or bf16 rounds to 0 */
+		return c->type.dtype == BLK_F32 && blk_lower_positive(d->operands[0], depth + 1);
+	case BLK_OP_SQRT:
+	case BLK_OP_RSQRT:
+		return blk_lower_positive(d->operands[0], depth + 1);
+	default:
+		return false;
+	}
+}
+
+bool blk_lower_splat_int(const BlkValue *v, int64_t *k)
+{
+	while (v->def && v->def->kind == BLK_OP_BROADCAST)
+		v = v->def->operands[0];
+	const BlkAttr *a = v->def && v->def->kind == BLK_OP_CONST ? blk_op_attr(v->def, "value") : NULL;
+	if (!a || a->kind != BLK_ATTR_INT)
+		return false;
+	*k = a->i;
+	return true;
+}
+
+static void fold_logic_op(BlkRegion *top, BlkOp *op)
+{
+	int64_t k;
+	if (op->kind == BLK_OP_SELECT && blk_lower_splat_int(op->operands[0], &k)) {
+		blk_replace_uses(top, op->results[0], op->operands[k ? 1 : 2]);
+		blk_op_erase(op);
+		return;
+	}
+	if ((op->kind != BLK_OP_AND && op->kind != BLK_OP_OR) || op->results[0]->type.dtype != BLK_BOOL)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (!blk_lower_splat_int(op->operands[i], &k))
+			continue;
+		bool absorbs = (op->kind == BLK_OP_OR) == (k != 0); /* x || true, x && false */
+		blk_replace_uses(top, op->results[0], op->operands[absorbs ? i : 1 - i]);
+		blk_op_erase(op);
+		return;
+	}
+}
+
+static void fold_logic_in(BlkRegion *top, BlkRegion *r)
+{
+	for (BlkOp *op = r->first, *next; op; op = next) {
+		next = op->next;
+		for (int i = 0; i < op->nregions; i++)
+			fold_logic_in(top, op->regions[i]);
+		fold_logic_op(top, op);
+	}
+}
+
+void blk_lower_fold_logic(BlkRegion *r)
+{
+	fold_logic_in(r, r);
+}

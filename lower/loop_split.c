@@ -11,7 +11,9 @@
  * the loop can compute before it starts -- causal attention's
  * `cols <= rows` below the diagonal, `cols < S` before the last key
  * block -- and this pass makes that side a loop of its own, the compares
- * replaced by `true` (LLVM then drops the selects they feed):
+ * replaced by `true` (LLVM then drops the selects they feed).  and/or
+ * with a constant operand are folded first: a compare whose value nothing
+ * then reads is no reason to split.
  *
  *   sp = the first iteration whose compares may be false
  *   mid = min(max(sp, lo), hi)
@@ -63,19 +65,6 @@ static bool varies(const BlkRegion *body, const BlkValue *v, int depth)
 	return false;
 }
 
-/* v is an integer (or bool) constant, a scalar or a splat, maybe
- * broadcast. */
-static bool splat_int(const BlkValue *v, int64_t *k)
-{
-	while (v->def && v->def->kind == BLK_OP_BROADCAST)
-		v = v->def->operands[0];
-	const BlkAttr *a = v->def && v->def->kind == BLK_OP_CONST ? blk_op_attr(v->def, "value") : NULL;
-	if (!a || a->kind != BLK_ATTR_INT)
-		return false;
-	*k = a->i;
-	return true;
-}
-
 static bool small(int64_t x)
 {
 	return x > -BIG_OFFSET && x < BIG_OFFSET;
@@ -86,7 +75,7 @@ static bool affine(const BlkRegion *body, BlkValue *v, Affine *out, int depth)
 	int64_t k;
 	if (v->type.dtype != BLK_I32 || depth > DEPTH)
 		return false;
-	if (splat_int(v, &k)) {
+	if (blk_lower_splat_int(v, &k)) {
 		*out = (Affine){ 0, NULL, k, k };
 		return small(k);
 	}
@@ -207,27 +196,6 @@ static BlkValue *split_point(LowerCtx *c, BlkBuilder *b, const BlkRegion *body, 
 	return binop(b, BLK_OP_SUB, loc, zero, q);
 }
 
-/* and/or with a constant operand, in the body, give way to what they
- * are (`!CAUSAL || cols <= rows` with CAUSAL false is true): a compare
- * whose value nothing then reads is no reason to split. */
-static void fold_logic(BlkRegion *body)
-{
-	for (BlkOp *op = body->first, *next; op; op = next) {
-		next = op->next;
-		if ((op->kind != BLK_OP_AND && op->kind != BLK_OP_OR) || op->results[0]->type.dtype != BLK_BOOL)
-			continue;
-		for (int i = 0; i < 2; i++) {
-			int64_t k;
-			if (!splat_int(op->operands[i], &k))
-				continue;
-			bool absorbs = (op->kind == BLK_OP_OR) == (k != 0); /* x || true, x && false */
-			blk_replace_uses(body, op->results[0], op->operands[absorbs ? i : 1 - i]);
-			blk_op_erase(op);
-			break;
-		}
-	}
-}
-
 static bool has_dot(const BlkRegion *body)
 {
 	for (const BlkOp *op = body->first; op; op = op->next)
@@ -244,7 +212,7 @@ static void split_loop(void *ctx, BlkOp *f)
 	    !has_dot(f->regions[0]))
 		return;
 	BlkRegion *body = f->regions[0];
-	fold_logic(body);
+	blk_lower_fold_logic(body); /* `!CAUSAL || cols <= rows`, CAUSAL false: true */
 	Split all[MAX_SPLIT];
 	int n = 0;
 	bool prefix = false;

@@ -134,6 +134,22 @@ void blk_lower_move_to_end(BlkOp *op, BlkRegion *r);
 /* The index of param pi among the non-scratch params (the arrays). */
 int blk_lower_array_index(const BlkKernel *k, int pi);
 enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of values */
+/* v is an integer (or bool) constant, a scalar or a splat, maybe
+ * broadcast: its value in *k. */
+bool blk_lower_splat_int(const BlkValue *v, int64_t *k);
+/* In r and the regions in it: and/or with a constant operand become that
+ * constant or the other operand, a select on a constant condition the
+ * operand it picks (`!CAUSAL || cols <= rows` with CAUSAL false; a mask
+ * the comparison fold proved). */
+void blk_lower_fold_logic(BlkRegion *r);
+/* v is x * c, c an f32 scalar broadcast over x's shape (a softmax's scale
+ * times its scores): *x and *c, else false. */
+bool blk_lower_scaled(const BlkValue *v, BlkValue **x, BlkValue **c);
+/* The f32 scalar c is positive and finite at every launch: a constant,
+ * a conversion, square root or reciprocal square root of one (attention's
+ * rsqrt(D)). */
+bool blk_lower_positive(const BlkValue *c, int depth);
+
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */
 BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
