@@ -248,6 +248,7 @@ static void split_loop(void *ctx, BlkOp *f)
 		blk_replace_uses(g->regions[0], r, blk_build_const_int(&cb, r->def->loc, r->type, 1));
 		blk_op_erase(r->def);
 	}
+	blk_lower_fold_logic(g->regions[0]); /* the masks those compares fed: gone */
 	BlkOp *first = prefix ? g : f, *second = prefix ? f : g;
 	if (!prefix) /* f's results now go through g */
 		for (int i = 0; i < f->nresults; i++)
