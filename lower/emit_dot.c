@@ -99,10 +99,12 @@ static void k_loop(Emit *E, const DotCtx *D, LLVMValueRef *acc, int nacc)
 /* The 8x8 micro-tiles need ~120 registers; capping at 128 keeps two CTAs
  * of up to 256 threads per SM, so one CTA's barrier wait hides behind the
  * other's FMAs (the prefetched next slab costs 16 registers more, which
- * ptxas would otherwise take: 145 at 128x128x16, one CTA per SM). */
-static void two_ctas(Emit *E)
+ * ptxas would otherwise take: 145 at 128x128x16, one CTA per SM).  A
+ * larger micro-tile (8x16: 128 accumulators) cannot live in 128: capped,
+ * ptxas spilled 3.4 KB a thread at 128x256x16; it keeps one CTA. */
+static void two_ctas(Emit *E, int nacc)
 {
-	if (E->min_ctas_set || E->c->nthreads > 256)
+	if (E->min_ctas_set || E->c->nthreads > 256 || nacc > 64)
 		return;
 	emit_annotation(E, "minctasm", 2);
 	E->min_ctas_set = true;
@@ -138,7 +140,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 	LLVMValueRef tn = LLVMBuildMul(E->b, emit_thread_coord(E, D.l, 1), emit_i32(E, D.l->spt[1] * 4), "");
 	D.pa = thread_ptr(E, ra, tm);
 	D.pb = thread_ptr(E, rb, tn);
-	two_ctas(E);
+	two_ctas(E, nacc);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->t = emit_new_tile(E, D.l);
 	const ETile *acc = emit_tile(E, op->operands[2]);

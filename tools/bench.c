@@ -297,7 +297,9 @@ static const char *const default_candidates[3] = {
 	            "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
 	            "BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
 	            "BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
-	            "BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8",
+	            "BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8;"
+	            "BM=128,BN=256,BK=16,num_warps=8;BM=256,BN=128,BK=16,num_warps=8;"
+	            "BM=128,BN=256,BK=32,num_warps=8",
 	[BLK_F16] = "BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
 	            "BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
 	            "BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"

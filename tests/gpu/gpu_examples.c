@@ -74,6 +74,8 @@ typedef struct Case {
 #define NONE {NULL}
 /* The benchmark's f32 configuration: 8x8 register micro-tiles. */
 #define BIG {"BM=128", "BN=128", "BK=16", "num_warps=8"}
+/* 8x16 micro-tiles (128 accumulators a thread, one CTA per SM). */
+#define WIDE {"BM=128", "BN=256", "BK=16", "num_warps=8"}
 /* A tensor-core configuration like the benchmark's (64x32 warp tiles, cp.async). */
 #define MMA {"BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 /* More tiles than SMs: on sm_90a a persistent, warp-specialized grid. */
@@ -95,6 +97,7 @@ static const Case cases[] = {
 	MM(130, 70, 33, "matmul", NONE),
 	MM(256, 256, 256, "matmul", BIG),
 	MM(300, 200, 77, "matmul", BIG),
+	MM(300, 520, 77, "matmul", WIDE),
 	MM(256, 256, 256, "matmul_acc", NONE),
 	MM(130, 70, 33, "matmul_acc", NONE),
 	MM(600, 1300, 200, "matmul", PERSIST),
