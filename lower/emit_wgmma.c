@@ -269,11 +269,6 @@ void emit_mbarrier(Emit *E, const BlkOp *op)
  * program), then the producer's, then the two programs' turns. */
 enum { BAR_CONSUMERS = 1, BAR_TURNS = 4 };
 
-/* Consumers (warpgroups 0 .. n-1) run region 0 with their own barrier
- * (bar.sync 1, 128n), the producer warpgroup region 1 with thread ids
- * from 0 (its copies spread over its 128 threads).  Two programs: each
- * runs region 0 with thread ids from 0, barrier 1 + its index, and its
- * index as the region's argument; the producer's barrier is then 3. */
 /* Registers moved from the producer to the consumers (setmaxnreg): with
  * two consumer warpgroups the CTA's 384 threads start at 168 registers
  * each (65536 / 384, 8 at a time; `.minnctapersm 1` makes ptxas count on
@@ -286,18 +281,27 @@ enum { PRODUCER_REGS = 40, CONSUMER_REGS = 232 };
 
 static void set_max_registers(Emit *E, bool inc)
 {
-	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0,
-	        inc ? "setmaxnreg.inc.sync.aligned.u32 232;" : "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}");
+	char text[64];
+	snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec",
+	         inc ? CONSUMER_REGS : PRODUCER_REGS);
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, text, "~{memory}");
 }
 
+/* Consumers (warpgroups 0 .. n-1) run region 0 with their own barrier
+ * (bar.sync 1, 128n), the producer warpgroup region 1 with thread ids
+ * from 0 (its copies spread over its 128 threads).  Two programs: each
+ * runs region 0 with thread ids from 0, barrier 1 + its index, and its
+ * index as the region's argument; the producer's barrier is then 3. */
 void emit_warp_specialize(Emit *E, const BlkOp *op)
 {
 	int n = (int)blk_op_int(op, "consumers", 1), progs = (int)blk_op_int(op, "programs", 1);
 	bool moves = n == 2 && strcmp(E->c->arch, "sm_90a") == 0;
 	_Static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536 / 384 / 8 * 8 * 384,
 	               "the consumers' registers come from the producer's");
-	if (moves)
+	if (moves) { /* and no SIMT dot's two CTAs (emit_dot.c): the count at entry is 168 */
 		emit_annotation(E, "minctasm", 1);
+		E->min_ctas_set = true;
+	}
 	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, 128 * n), "");
 	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(E->cx, E->fn, "consumers");
 	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(E->cx, E->fn, "producer");

@@ -1,6 +1,7 @@
 /* irutil.c - small IR helpers the passes of lower/ share. */
 #include "lower_int.h"
 
+#include <float.h>
 #include <string.h>
 
 static size_t pmap_hash(const void *p, size_t cap)
@@ -294,9 +295,12 @@ bool blk_lower_positive(const BlkValue *c, int depth)
 	if (!d || depth > 8 || c->type.rank != 0)
 		return false;
 	switch (d->kind) {
-	case BLK_OP_CONST: {
+	case BLK_OP_CONST: { /* as stored: an f32 (1e-50 is 0 there), or an i32 */
 		const BlkAttr *a = blk_op_attr(d, "value");
-		return a && (a->kind == BLK_ATTR_FLOAT ? a->f > 0 && a->f <= 3.4e38 : a->kind == BLK_ATTR_INT && a->i > 0);
+		float f = a && a->kind == BLK_ATTR_FLOAT ? (float)a->f : 0;
+		if (c->type.dtype == BLK_F32)
+			return a && a->kind == BLK_ATTR_FLOAT && f > 0 && f <= FLT_MAX;
+		return c->type.dtype == BLK_I32 && a && a->kind == BLK_ATTR_INT && a->i > 0;
 	}
 	case BLK_OP_CAST: /* to f32: no positive value of i32, f16 or bf16 rounds to 0 */
 		return c->type.dtype == BLK_F32 && blk_lower_positive(d->operands[0], depth + 1);

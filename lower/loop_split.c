@@ -2,7 +2,9 @@
  * off into a loop of their own without them.
  *
  * Requires: block refs lowered (blockspec.c), shapes constant, dot engines
- * chosen.  Applies to a `for` with step 1 that runs a dot in its body and
+ * chosen.  Produces: the split loops (below), `split` computed before
+ * them.  Applies to a `for` with step 1 that runs a tensor-core dot
+ * (engine mma or wgmma) in its body and
  * compares i32 tiles there whose two sides are, element by element,
  * affine in the loop's iv: coef * iv + base + [lo, hi], base a scalar
  * that does not change in the loop (a program id times a block, a size),
@@ -32,7 +34,11 @@
 #include <string.h>
 
 enum { MAX_SPLIT = 8, DEPTH = 16 };
-#define BIG_OFFSET ((int64_t)1 << 40) /* offsets past this are not tracked */
+/* Coefficients and offsets past this are not tracked: the split point's
+ * arithmetic stays well inside i32, as the compare's own operands must
+ * (they are i32 values; coef * j + base is assumed not to wrap, as the
+ * kernel's index arithmetic is). */
+#define BIG_OFFSET ((int64_t)1 << 30)
 
 /* v, element by element, is coef * iv + base + [lo, hi]. */
 typedef struct Affine {
@@ -41,6 +47,15 @@ typedef struct Affine {
 	int64_t lo, hi;
 } Affine;
 
+/* v is defined by an op in body (or in a region inside it). */
+static bool inside(const BlkRegion *body, const BlkValue *v)
+{
+	for (const BlkRegion *r = v->def ? v->def->parent : NULL; r; r = r->parent ? r->parent->parent : NULL)
+		if (r == body)
+			return true;
+	return false;
+}
+
 /* v depends on the loop's region args (its iv, its carries) or reads
  * memory in it: values of one iteration, not of the whole loop. */
 static bool varies(const BlkRegion *body, const BlkValue *v, int depth)
@@ -48,12 +63,7 @@ static bool varies(const BlkRegion *body, const BlkValue *v, int depth)
 	if (v->owner == body)
 		return true;
 	const BlkOp *d = v->def;
-	if (!d)
-		return false;
-	bool inside = false;
-	for (const BlkRegion *r = d->parent; r && !inside; r = r->parent ? r->parent->parent : NULL)
-		inside = r == body;
-	if (!inside)
+	if (!d || !inside(body, v))
 		return false;
 	if (depth > DEPTH || d->nregions || d->kind == BLK_OP_LOAD || d->kind == BLK_OP_SWAP ||
 	    !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE || d->kind == BLK_OP_CONST || d->kind == BLK_OP_SIZE ||
@@ -158,10 +168,7 @@ static BlkValue *hoisted(LowerCtx *c, BlkBuilder *b, const BlkRegion *body, BlkP
 	if (m)
 		return m;
 	BlkOp *d = v->def;
-	bool inside = false;
-	for (const BlkRegion *r = d ? d->parent : NULL; r && !inside; r = r->parent ? r->parent->parent : NULL)
-		inside = r == body;
-	if (!inside)
+	if (!inside(body, v))
 		return v;
 	for (int i = 0; i < d->noperands; i++)
 		hoisted(c, b, body, vm, d->operands[i]);
@@ -196,10 +203,14 @@ static BlkValue *split_point(LowerCtx *c, BlkBuilder *b, const BlkRegion *body, 
 	return binop(b, BLK_OP_SUB, loc, zero, q);
 }
 
+/* A tensor-core dot in the body: its loop is pipelined whatever its
+ * bounds.  (A SIMT dot's loop is prefetched only with constant bounds,
+ * prefetch.c, which a split point is not: there the copy would cost more
+ * than the masks it saves.) */
 static bool has_dot(const BlkRegion *body)
 {
 	for (const BlkOp *op = body->first; op; op = op->next)
-		if (op->kind == BLK_OP_DOT)
+		if (op->kind == BLK_OP_DOT && blk_lower_dot_tc(op))
 			return true;
 	return false;
 }

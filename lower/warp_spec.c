@@ -338,7 +338,7 @@ static void producer(Pipe **G, int ng, BlkRegion *r, BlkValue *bars, BlkOp *oute
 	for (int k = 0; k < ng; k++)
 		needed_outer(G[k], f->parent, &set);
 	for (BlkOp *op = from; op && op != G[ng - 1]->L.loop; op = op->next)
-		if (op->nregions == 0 && blk_pmap_get(&set, op))
+		if (blk_pmap_get(&set, op)) /* plain: needs_plain_ops */
 			blk_loop_copy_op(c, &b, &vm, op);
 	for (int k = 0; k < ng; k++) {
 		BlkOp *pf = producer_loop(G[k], &b, bars, slot, phase, &vm);
@@ -568,15 +568,26 @@ static bool same_slabs(const Pipe *P, const Pipe *Q)
 	return true;
 }
 
-/* What Q's loop needs of its region from f on is plain ops (constants,
- * index arithmetic), none of the loops before it: the producer, which
- * runs none of those loops, computes its bounds and indices itself. */
-static bool needs_plain_ops(Pipe *Q, BlkOp *f)
+/* An op the producer may run again for its own copies: pure (constants,
+ * index arithmetic, block refs) or a read of an `in` array, nothing with
+ * regions (a loop's results are the consumers'). */
+static bool plain(const LowerCtx *c, const BlkOp *op)
+{
+	if (op->nregions)
+		return false;
+	return (blk_op_flags(op->kind) & BLK_OPF_PURE) ||
+	       (op->kind == BLK_OP_LOAD && blk_loop_read_only(c, op->operands[0]));
+}
+
+/* What Q's loop needs of its region from op `from` on is plain: the
+ * producer, which runs none of the consumers' other work, computes its
+ * bounds and indices itself. */
+static bool needs_plain_ops(Pipe *Q, BlkOp *from)
 {
 	BlkPtrMap set = { 0 };
-	needed_outer(Q, f->parent, &set);
-	for (const BlkOp *op = f; op && op != Q->L.loop; op = op->next)
-		if (op->nregions && blk_pmap_get(&set, op))
+	needed_outer(Q, Q->L.loop->parent, &set);
+	for (const BlkOp *op = from; op && op != Q->L.loop; op = op->next)
+		if (blk_pmap_get(&set, op) && !plain(Q->L.c, op))
 			return false;
 	return true;
 }
@@ -587,17 +598,17 @@ static bool needs_plain_ops(Pipe *Q, BlkOp *f)
  * same slabs by the same copies, and needs no result of the loops before
  * it.  Two loops of the same keys, as a causal attention split at its
  * diagonal.  Returns the group's size. */
-static int gather(Pipe **G)
+static int gather(Pipe **G, BlkOp *outer)
 {
 	LowerCtx *c = G[0]->L.c;
-	BlkOp *f = G[0]->L.loop;
+	BlkOp *f = G[0]->L.loop, *from = outer ? outer->regions[0]->first : f;
 	int ng = 1;
 	for (BlkOp *g = f->next; g && ng < MAX_GROUP; g = g->next) {
 		if (g->kind != BLK_OP_FOR)
 			continue;
 		Pipe *Q = BLK_NEW(c->a, Pipe);
 		*Q = (Pipe){ .L = { .c = c, .loop = g, .body = g->regions[0] }, .S = G[0]->S, .D = G[0]->D };
-		if (!pipe_choose(Q) || !applies(Q) || !same_slabs(G[0], Q) || !needs_plain_ops(Q, f))
+		if (!pipe_choose(Q) || !applies(Q) || !same_slabs(G[0], Q) || !needs_plain_ops(Q, from))
 			break;
 		bool same = true;
 		for (int i = 0; i < Q->n; i++)
@@ -623,6 +634,8 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkLoc loc = f->loc;
 	bool ok;
 	BlkOp *outer = outer_loop(P, &ok), *top = outer ? outer : f;
+	if (outer && !needs_plain_ops(P, outer->regions[0]->first))
+		return false; /* the producer could not compute the tile's bounds */
 	P->D = P->S; /* the producer fills every slot */
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, top);
@@ -640,7 +653,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 		for (int o = 0; o < 2; o++)
 			P->all[i].x[o].tma = P->all[i].x[o].load && tma_ok(P, &P->all[i].x[o]);
 	Pipe *G[MAX_GROUP] = { P };
-	int ng = gather(G);
+	int ng = gather(G, outer);
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */
 	for (int s = 0; s < 2 * P->S; s++) {
 		BlkOp *in = mbar(&pre, BLK_OP_MBARRIER_INIT, loc, bars, i32c(&pre, loc, s), NULL);

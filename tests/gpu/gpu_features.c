@@ -759,6 +759,23 @@ static bool check_cas(const Arrays *in, const Arrays *out, char *err)
 	"    o[...] = (acc / expand_dims(l, 1)).astype(T);\n"\
 	"}\n"
 
+/* A matmul whose K runs in two loops, named. */
+#define TWO_K_LOOPS(name) \
+	"kernel " name "[T = f32, BM = 128, BN = 128, BK = 64, num_warps = 8, num_stages = 3](\n" \
+	"    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n" \
+	"    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n" \
+	"    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n" \
+	") grid (cdiv(M, BM), cdiv(N, BN)) {\n" \
+	"    let nk = cdiv(K, BK);\n" \
+	"    let half = nk ~/ 2;\n" \
+	"    let acc = fori_loop(0, half, zeros((BM, BN), f32)) |k, acc| {\n" \
+	"        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n" \
+	"    };\n" \
+	"    c[...] = fori_loop(half, nk, acc) |k, acc| {\n" \
+	"        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n" \
+	"    };\n" \
+	"}\n"
+
 static const Case cases[] = {
 	/* ---- elementwise functions, one each */
 	UNARY("unary_tanh", "tanh(v * 2.0)"),
@@ -2536,9 +2553,11 @@ static const Case cases[] = {
 	     A3('o', DT_T, 48, 320, 32)),
 	/* loop-split's two directions on a banded matmul: `cols <= rows + W`
 	 * holds on a prefix of the K blocks (split off without it), `cols >=
-	 * rows - W` on a suffix; ragged M and K */
+	 * rows - W` on a suffix; ragged M and K.  f16/bf16 run on wgmma (one
+	 * warpgroup, warp specialized: the split loops share the producer;
+	 * suffix_dot's mask-free loop comes second); f32 is not split */
 	CASE("band_dot", true,
-	     "kernel band_dot[T = f32, BM = 32, BK = 16, W = 20](\n"
+	     "kernel band_dot[T = f32, BM = 64, BK = 32, W = 20](\n"
 	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
 	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
 	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
@@ -2550,9 +2569,9 @@ static const Case cases[] = {
 	     "        acc + dot(x, b[ds(j * BK, BK), :])\n"
 	     "    };\n"
 	     "}\n",
-	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 24), A2('o', BLK_F32, 70, 24)),
+	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 32), A2('o', BLK_F32, 70, 32)),
 	CASE("suffix_dot", true,
-	     "kernel suffix_dot[T = f32, BM = 32, BK = 16](\n"
+	     "kernel suffix_dot[T = f32, BM = 64, BK = 32](\n"
 	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
 	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
 	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
@@ -2563,7 +2582,15 @@ static const Case cases[] = {
 	     "        acc + dot(where(cols > rows - 7, a[:, ds(j * BK, BK)], 0.0), b[ds(j * BK, BK), :])\n"
 	     "    };\n"
 	     "}\n",
-	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 24), A2('o', BLK_F32, 70, 24)),
+	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 32), A2('o', BLK_F32, 70, 32)),
+	/* a matmul's K in two loops: on sm_90a both are fed by one producer
+	 * and each leaves its wgmma group in flight (3 slots), so the first
+	 * hands its last slot back after its drain (warp_spec.c's
+	 * release_last); ragged M, N and K, then more tiles than SMs */
+	CASE("two_k_loops", true, TWO_K_LOOPS("two_k_loops"),
+	     A2('i', DT_T, 300, 330), A2('i', DT_T, 330, 200), A2('o', BLK_F32, 300, 200)),
+	CASE("two_k_loops_persist", true, TWO_K_LOOPS("two_k_loops_persist"),
+	     A2('i', DT_T, 2100, 200), A2('i', DT_T, 200, 2200), A2('o', BLK_F32, 2100, 2200)),
 };
 
 /* ---- host arrays -------------------------------------------------------- */
