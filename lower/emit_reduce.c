@@ -317,7 +317,7 @@ void emit_reduce(Emit *E, const BlkOp *op)
 	 * reads it (exp_of_difference, emit_elementwise.c) */
 	BlkValue *x, *c = NULL;
 	if ((op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) &&
-	    blk_lower_scaled(op->operands[0], &x, &c) && blk_lower_positive(c, 0) &&
+	    blk_lower_scaled(op->operands[0], &x, &c) && blk_lower_positive(c) &&
 	    blk_layout_nregs(emit_tile(E, x)->l) == blk_layout_nregs(R.src->l))
 		R.src = emit_tile(E, x);
 	else

@@ -273,6 +273,14 @@ BlkValue *blk_lower_build_sym(BlkBuilder *b, BlkLoc loc, const BlkSym *s)
 	return blk_build1(b, BLK_OP_NEG, loc, i32, 1, &q);
 }
 
+bool blk_lower_within(const BlkRegion *r, const BlkValue *v)
+{
+	for (const BlkRegion *q = v->def ? v->def->parent : v->owner; q; q = q->parent ? q->parent->parent : NULL)
+		if (q == r)
+			return true;
+	return false;
+}
+
 bool blk_lower_scaled(const BlkValue *v, BlkValue **x, BlkValue **c)
 {
 	const BlkOp *d = v->def;
@@ -289,7 +297,7 @@ bool blk_lower_scaled(const BlkValue *v, BlkValue **x, BlkValue **c)
 	return false;
 }
 
-bool blk_lower_positive(const BlkValue *c, int depth)
+static bool positive(const BlkValue *c, int depth)
 {
 	const BlkOp *d = c->def;
 	if (!d || depth > 8 || c->type.rank != 0)
@@ -303,13 +311,18 @@ bool blk_lower_positive(const BlkValue *c, int depth)
 		return c->type.dtype == BLK_I32 && a && a->kind == BLK_ATTR_INT && a->i > 0;
 	}
 	case BLK_OP_CAST: /* to f32: no positive value of i32, f16 or bf16 rounds to 0 */
-		return c->type.dtype == BLK_F32 && blk_lower_positive(d->operands[0], depth + 1);
+		return c->type.dtype == BLK_F32 && positive(d->operands[0], depth + 1);
 	case BLK_OP_SQRT:
 	case BLK_OP_RSQRT:
-		return blk_lower_positive(d->operands[0], depth + 1);
+		return positive(d->operands[0], depth + 1);
 	default:
 		return false;
 	}
+}
+
+bool blk_lower_positive(const BlkValue *c)
+{
+	return positive(c, 0);
 }
 
 bool blk_lower_splat_int(const BlkValue *v, int64_t *k)

@@ -47,27 +47,15 @@ typedef struct Affine {
 	int64_t lo, hi;
 } Affine;
 
-/* v is defined by an op in body (or in a region inside it). */
-static bool inside(const BlkRegion *body, const BlkValue *v)
-{
-	for (const BlkRegion *r = v->def ? v->def->parent : NULL; r; r = r->parent ? r->parent->parent : NULL)
-		if (r == body)
-			return true;
-	return false;
-}
-
-/* v depends on the loop's region args (its iv, its carries) or reads
- * memory in it: values of one iteration, not of the whole loop. */
+/* v depends on the loop's region args (its iv, its carries, a nested
+ * loop's) or reads memory in it: values of one iteration, not of the
+ * whole loop. */
 static bool varies(const BlkRegion *body, const BlkValue *v, int depth)
 {
-	if (v->owner == body)
-		return true;
-	const BlkOp *d = v->def;
-	if (!d || !inside(body, v))
+	if (!blk_lower_within(body, v))
 		return false;
-	if (depth > DEPTH || d->nregions || d->kind == BLK_OP_LOAD || d->kind == BLK_OP_SWAP ||
-	    !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE || d->kind == BLK_OP_CONST || d->kind == BLK_OP_SIZE ||
-	      d->kind == BLK_OP_PROGRAM_ID || d->kind == BLK_OP_NUM_PROGRAMS || d->kind == BLK_OP_CAST))
+	const BlkOp *d = v->def;
+	if (!d || depth > DEPTH || d->nregions || !(blk_op_flags(d->kind) & BLK_OPF_PURE))
 		return true;
 	for (int i = 0; i < d->noperands; i++)
 		if (varies(body, d->operands[i], depth + 1))
@@ -168,7 +156,7 @@ static BlkValue *hoisted(LowerCtx *c, BlkBuilder *b, const BlkRegion *body, BlkP
 	if (m)
 		return m;
 	BlkOp *d = v->def;
-	if (!inside(body, v))
+	if (!blk_lower_within(body, v))
 		return v;
 	for (int i = 0; i < d->noperands; i++)
 		hoisted(c, b, body, vm, d->operands[i]);

@@ -148,7 +148,10 @@ bool blk_lower_scaled(const BlkValue *v, BlkValue **x, BlkValue **c);
 /* The f32 scalar c is positive and finite at every launch: a constant,
  * a conversion, square root or reciprocal square root of one (attention's
  * rsqrt(D)). */
-bool blk_lower_positive(const BlkValue *c, int depth);
+bool blk_lower_positive(const BlkValue *c);
+/* v is defined in region r or a region inside it (an op's result or a
+ * region's arg): not invariant in a loop whose body r is. */
+bool blk_lower_within(const BlkRegion *r, const BlkValue *v);
 
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */

@@ -12,6 +12,7 @@
 #include "lower_int.h"
 
 #include <llvm-c/Core.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/limits.h"
@@ -293,8 +294,10 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 		return needs_met(d, k, pass, ir_passes[i].needs) && ir_passes[i].run(&c) &&
 		       blk_ir_verify(m, d, pass);
 	}
+	char names[256] = "";
+	for (int i = 0; i < NPASSES; i++) /* the table's, so the message cannot fall behind it */
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", ir_passes[i].name);
 	BlkLoc nowhere = { 0 };
-	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: specialize, blockspec, reduce-hoist, dot-engine, loop-split, persist, pipeline, prefetch, tile, dot-stage, mma-steps, smem-plan)",
-	          pass);
+	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: %s)", pass, names);
 	return false;
 }

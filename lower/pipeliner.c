@@ -61,10 +61,7 @@ static bool zero_fill(const BlkOp *ld)
 /* v is defined outside the loop (the same in every iteration). */
 static bool invariant(const Pipe *P, const BlkValue *v)
 {
-	for (const BlkRegion *r = v->def ? v->def->parent : v->owner; r; r = r->parent ? r->parent->parent : NULL)
-		if (r == P->L.body)
-			return false;
-	return true;
+	return !blk_lower_within(P->L.body, v);
 }
 
 /* v (A of a dot over one warp column) is, through elementwise ops of the

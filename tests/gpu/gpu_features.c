@@ -759,6 +759,22 @@ static bool check_cas(const Arrays *in, const Arrays *out, char *err)
 	"    o[...] = (acc / expand_dims(l, 1)).astype(T);\n"\
 	"}\n"
 
+/* x @ b with x's elements outside KEEP (of rows, cols and W) zeroed, K
+ * in blocks of BK, named. */
+#define MASKED_DOT(name, w, keep) \
+	"kernel " name "[T = f32, BM = 64, BK = 32, W = " w "](\n" \
+	"    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n" \
+	"    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n" \
+	"    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n" \
+	") grid (cdiv(M, BM)) {\n" \
+	"    let rows = expand_dims(program_id(0) * BM + iota(BM), 1);\n" \
+	"    o[...] = fori_loop(0, cdiv(K, BK), zeros((BM, N), f32)) |j, acc| {\n" \
+	"        let cols = expand_dims(j * BK + iota(BK), 0);\n" \
+	"        let x = where(" keep ", a[:, ds(j * BK, BK)], 0.0);\n" \
+	"        acc + dot(x, b[ds(j * BK, BK), :])\n" \
+	"    };\n" \
+	"}\n"
+
 /* A matmul whose K runs in two loops, named. */
 #define TWO_K_LOOPS(name) \
 	"kernel " name "[T = f32, BM = 128, BN = 128, BK = 64, num_warps = 8, num_stages = 3](\n" \
@@ -2556,32 +2572,9 @@ static const Case cases[] = {
 	 * rows - W` on a suffix; ragged M and K.  f16/bf16 run on wgmma (one
 	 * warpgroup, warp specialized: the split loops share the producer;
 	 * suffix_dot's mask-free loop comes second); f32 is not split */
-	CASE("band_dot", true,
-	     "kernel band_dot[T = f32, BM = 64, BK = 32, W = 20](\n"
-	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
-	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
-	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
-	     ") grid (cdiv(M, BM)) {\n"
-	     "    let rows = expand_dims(program_id(0) * BM + iota(BM), 1);\n"
-	     "    o[...] = fori_loop(0, cdiv(K, BK), zeros((BM, N), f32)) |j, acc| {\n"
-	     "        let cols = expand_dims(j * BK + iota(BK), 0);\n"
-	     "        let x = where(cols >= rows - W && cols <= rows + W, a[:, ds(j * BK, BK)], 0.0);\n"
-	     "        acc + dot(x, b[ds(j * BK, BK), :])\n"
-	     "    };\n"
-	     "}\n",
+	CASE("band_dot", true, MASKED_DOT("band_dot", "20", "cols >= rows - W && cols <= rows + W"),
 	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 32), A2('o', BLK_F32, 70, 32)),
-	CASE("suffix_dot", true,
-	     "kernel suffix_dot[T = f32, BM = 64, BK = 32](\n"
-	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
-	     "    b: in T[K, N] block (K, N) index (i) -> (0, 0),\n"
-	     "    o: out f32[M, N] block (BM, N) index (i) -> (i, 0),\n"
-	     ") grid (cdiv(M, BM)) {\n"
-	     "    let rows = expand_dims(program_id(0) * BM + iota(BM), 1);\n"
-	     "    o[...] = fori_loop(0, cdiv(K, BK), zeros((BM, N), f32)) |j, acc| {\n"
-	     "        let cols = expand_dims(j * BK + iota(BK), 0);\n"
-	     "        acc + dot(where(cols > rows - 7, a[:, ds(j * BK, BK)], 0.0), b[ds(j * BK, BK), :])\n"
-	     "    };\n"
-	     "}\n",
+	CASE("suffix_dot", true, MASKED_DOT("suffix_dot", "7", "cols > rows - W"),
 	     A2('i', DT_T, 70, 100), A2('i', DT_T, 100, 32), A2('o', BLK_F32, 70, 32)),
 	/* a matmul's K in two loops: on sm_90a both are fed by one producer
 	 * and each leaves its wgmma group in flight (3 slots), so the first
