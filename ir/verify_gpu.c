@@ -518,7 +518,8 @@ static void check_no_operands(Verifier *V, const BlkOp *op)
 {
 	if (op->noperands || op->nresults || op->nregions)
 		fail(V, "takes no operands and gives nothing");
-	else if (op->kind == BLK_OP_ASYNC_WAIT && blk_op_int(op, "pending", -1) < 0)
+	else if ((op->kind == BLK_OP_ASYNC_WAIT || op->kind == BLK_OP_TMA_STORE_WAIT) &&
+	         blk_op_int(op, "pending", -1) < 0)
 		fail(V, "attr pending must be a count of groups (0 or more)");
 }
 
@@ -589,6 +590,27 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	         !blk_sym_is_const(dst->dims[0], &rows) || rows > 256)
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
+}
+
+/* tma_store: a swizzled rank-2 slot of at most 256 rows written to a
+ * block of the same rank and dtype. */
+static void check_tma_store(Verifier *V, const BlkOp *op)
+{
+	if (op->noperands < 2 || op->nresults || op->nregions || !shared_ref(op->operands[0]) ||
+	    op->operands[1]->type.kind != BLK_TYPE_REF || op->operands[1]->type.space != BLK_SPACE_GLOBAL) {
+		fail(V, "takes a swizzled shared slot, a global Ref and its indices");
+		return;
+	}
+	const BlkType *src = &op->operands[0]->type, *dst = &op->operands[1]->type;
+	int rank, nidx;
+	copy_indices(op, dst, &rank, &nidx);
+	int64_t rows;
+	if (op->noperands != 2 + nidx)
+		fail(V, "has %d index operands, its idx takes %d", op->noperands - 2, nidx);
+	else if (rank != 2 || src->rank != 2 || dst->dtype != src->dtype || !src->layout || !src->layout->swz ||
+	         !blk_sym_is_const(src->dims[0], &rows) || rows > 256)
+		fail(V, "writes %s to a rank-%d block of %s: TMA stores a swizzled rank-2 slot of at most 256 rows",
+		     ty(V, src), rank, ty(V, dst));
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's
@@ -666,8 +688,10 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_ASYNC_COMMIT:
 	case BLK_OP_FENCE_ASYNC:
 	case BLK_OP_WGMMA_COMMIT:
-	case BLK_OP_ASYNC_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_ASYNC_WAIT:
+	case BLK_OP_TMA_STORE_WAIT: check_no_operands(V, op); break;
 	case BLK_OP_TMA_LOAD: check_tma_load(V, op); break;
+	case BLK_OP_TMA_STORE: check_tma_store(V, op); break;
 	case BLK_OP_MBARRIER_EXPECT_TX:
 	case BLK_OP_MBARRIER_INIT:
 	case BLK_OP_MBARRIER_WAIT:

@@ -173,6 +173,9 @@ void emit_turn(Emit *E, const BlkOp *op);
  * more than BLK_MAX_TMAPS), and one tma_load. */
 bool emit_collect_tmaps(Emit *E);
 void emit_tma_load(Emit *E, const BlkOp *op);
+void emit_tma_store(Emit *E, const BlkOp *op);
+bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t);
+void emit_tma_store_wait(Emit *E, const BlkOp *op);
 /* Each tensor map param's generic address, once (an asm of the param,
  * which LLVM lowers to cvta.param).  With every grid constant in one
  * annotation, LLVM also converts the params' direct uses without a local

@@ -290,6 +290,8 @@ void emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_WARP_SPECIALIZE: emit_warp_specialize(E, op); return;
 	case BLK_OP_TURN_WAIT: case BLK_OP_TURN_PASS: emit_turn(E, op); return;
 	case BLK_OP_TMA_LOAD: emit_tma_load(E, op); return;
+	case BLK_OP_TMA_STORE: emit_tma_store(E, op); return;
+	case BLK_OP_TMA_STORE_WAIT: emit_tma_store_wait(E, op); return;
 	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
 	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:

@@ -696,6 +696,8 @@ void emit_memory(Emit *E, const BlkOp *op)
 		emit_barrier(E);
 	if (op->kind != BLK_OP_LOAD) {
 		const ETile *t = emit_tile(E, op->operands[op->noperands - 1]);
+		if (w.gt.n == 0 && emit_store_stmatrix(E, op, &ev->ref, t))
+			return;
 		do_store(E, &ev->ref, t, &w, blk_op_is_atomic(op->kind) ? op : NULL);
 	}
 }

@@ -120,6 +120,52 @@ static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
 	return LLVMBuildBitCast(E->b, v, E->i32, "");
 }
 
+/* A store of a 16-bit tile in the wgmma layout into a whole swizzled
+ * shared Ref by stmatrix (sm_90): per pair of row registers and pair of
+ * n8 blocks, one .x4 of the four 8x8 matrices the warp holds there, each
+ * thread's register the packed pair its fragment has (rows g and g + 8 of
+ * columns 2t, 2t + 1), lane l giving the address of row l % 8 of matrix
+ * l / 8.  A 128-byte swizzle puts the 8 rows of a matrix on 8 bank groups.
+ * false where the store is not that (the element walk then stores it). */
+bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t)
+{
+	const BlkLayout *l = t->l;
+	bool sm90 = strncmp(E->c->arch, "sm_90", 5) == 0;
+	if (op->kind != BLK_OP_STORE || !sm90 || v->space != BLK_SPACE_SHARED || !v->swz || v->rank != 2 ||
+	    v->stride[1] != 1 || v->alive || !l->wg || blk_dtype_size(v->dt) != 2 || op->noperands != 2 ||
+	    l->shape[0] != l->pad[0] || l->shape[1] != l->pad[1] || v->ext[0] != l->shape[0] ||
+	    v->ext[1] != l->shape[1] || blk_layout_regs_along(l, 1) % 4 || blk_layout_regs_along(l, 0) % 2)
+		return false;
+	int nr = blk_layout_regs_along(l, 1), rows = blk_layout_regs_along(l, 0);
+	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
+	/* the thread's row part is 16 w + g (g = lane / 4): lane l's row in
+	 * its matrix is l % 8, its matrix's half (l / 8) % 2 */
+	LLVMValueRef g = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 2), ""), emit_i32(E, 7), "");
+	LLVMValueRef row = LLVMBuildSub(E->b, emit_thread_part(E, l, 0), g, "");
+	row = LLVMBuildAdd(E->b, row, LLVMBuildAnd(E->b, lane, emit_i32(E, 15), ""), "");
+	LLVMValueRef col = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 4), ""), emit_i32(E, 8), "");
+	LLVMTypeRef vt = LLVMVoidTypeInContext(E->cx);
+	LLVMValueRef owner = emit_owner(E, l);
+	LLVMBasicBlockRef cont = emit_begin_if(E, owner);
+	for (int r0 = 0; r0 < rows; r0 += 2)
+		for (int q = 0; q < nr / 4; q++) {
+			LLVMValueRef c[2] = {
+				LLVMBuildAdd(E->b, row, emit_i32(E, blk_layout_coord(l, 0, r0, 0)), ""),
+				LLVMBuildAdd(E->b, col, emit_i32(E, blk_layout_coord(l, 1, 4 * q, 0)), ""),
+			};
+			LLVMValueRef a[5];
+			a[0] = LLVMBuildPtrToInt(E->b, emit_swizzled_ptr(E, v, c), E->i32, "");
+			for (int m = 0; m < 4; m++) {
+				int r = (r0 + (m & 1)) * nr + 4 * q + 2 * (m >> 1);
+				a[1 + m] = pack2(E, t->r[r], t->r[r + 1]);
+			}
+			ptx_asm(E, vt, a, 5, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
+			        "r,r,r,r,r,~{memory}");
+		}
+	emit_end_if(E, cont);
+	return true;
+}
+
 /* An 8-bit operand's PTX type. */
 static const char *wgmma_type(BlkDType dt)
 {
@@ -354,12 +400,14 @@ void emit_turn(Emit *E, const BlkOp *op)
 
 /* ---- TMA ------------------------------------------------------------------ */
 
-/* The tensor map of a tma_load: its array, boxes of one column block
- * (swizzle bytes wide) by the slot's rows, the slot's swizzle. */
+/* The tensor map of a tma_load or tma_store: its array, boxes of one
+ * column block (swizzle bytes wide) by the slot's rows, the slot's
+ * swizzle. */
 static BlkTmapSpec tmap_of(const LowerCtx *c, const BlkOp *op)
 {
 	const BlkKernel *k = c->k;
-	int ai = blk_lower_array_index(k, blk_lower_ref_param(op->operands[3]));
+	bool load = op->kind == BLK_OP_TMA_LOAD;
+	int ai = blk_lower_array_index(k, blk_lower_ref_param(op->operands[load ? 3 : 1]));
 	const BlkType *d = &op->operands[0]->type;
 	int swz = d->layout ? d->layout->swz : 0;
 	BlkTmapSpec s = { ai, { swz / blk_dtype_size(d->dtype), (int)blk_lower_dim(d->dims[0]) }, swz };
@@ -382,7 +430,7 @@ typedef struct Collect {
 static void collect(void *ctx, BlkOp *op)
 {
 	Collect *k = ctx;
-	if (op->kind != BLK_OP_TMA_LOAD)
+	if (op->kind != BLK_OP_TMA_LOAD && op->kind != BLK_OP_TMA_STORE)
 		return;
 	BlkTmapSpec s = tmap_of(k->c, op);
 	if (find_tmap(k->c, &s) >= 0)
@@ -429,6 +477,48 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 		        "[$0], [$1, {$2, $3}], [$4];",
 		        "r,l,r,r,r,~{memory}");
 	}
+	emit_end_if(E, cont);
+}
+
+/* Thread 0: one cp.async.bulk.tensor store of each column block of the
+ * slot to the block's array coordinates (TMA writes nothing past the
+ * array), then a bulk group of them.  The writing threads fenced their
+ * stores to the async proxy and met at a barrier before. */
+void emit_tma_store(Emit *E, const BlkOp *op)
+{
+	const ERef *src = &emit_val(E, op->operands[0])->ref;
+	BlkTmapSpec s = tmap_of(E->c, op);
+	int t = find_tmap(E->c, &s);
+	if (t < 0)
+		blk_die("lower: emit: a tma_store without its tensor map");
+	ERef dst;
+	emit_index_ref(E, op, 2, &emit_val(E, op->operands[1])->ref, &dst);
+	LLVMValueRef origin = emit_swizzled_origin(E, src);
+	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(src->dt);
+	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
+	LLVMBasicBlockRef cont = first_thread(E);
+	for (int j = 0; j < cols / s.box[0]; j++) {
+		LLVMValueRef a[4] = {
+			E->tmap_params[t],
+			LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s.box[0]), ""),
+			dst.g[0],
+			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), ""),
+		};
+		ptx_asm(E, v, a, 4, "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];",
+		        "l,r,r,r,~{memory}");
+	}
+	ptx_asm(E, v, NULL, 0, "cp.async.bulk.commit_group;", "~{memory}");
+	emit_end_if(E, cont);
+}
+
+/* Thread 0, which issued the tma_stores: until at most `pending` of its
+ * bulk groups still read shared memory. */
+void emit_tma_store_wait(Emit *E, const BlkOp *op)
+{
+	char text[64];
+	snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %d;", (int)blk_op_int(op, "pending", 0));
+	LLVMBasicBlockRef cont = first_thread(E);
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, text, "~{memory}");
 	emit_end_if(E, cont);
 }
 

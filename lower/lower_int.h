@@ -75,7 +75,10 @@ bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_dot_stage(LowerCtx *c);
 bool blk_lower_mma_steps(LowerCtx *c);
+/* tma_store.c: a wgmma accumulator's output block stored by TMA. */
+bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
+enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 
@@ -171,6 +174,13 @@ void blk_lower_move_op(BlkOp *op, BlkRegion *r);
 void blk_lower_move_after(BlkOp *op, BlkOp *pos);
 /* The param a global Ref comes from (through views of its block_ref), or -1. */
 int blk_lower_ref_param(const BlkValue *ref);
+/* Param pi's array is one TMA can address on this launch (sm_90a, tensor
+ * maps allowed): 2-D, no squeezed dim, contiguous rows a positive multiple
+ * of 16 bytes apart, a 16-byte aligned start, extents that fit an i32. */
+bool blk_lower_tma_array(const LowerCtx *c, int pi);
+/* The programs of the warp_specialize whose consumer region holds op (1
+ * where none does): each has its own copy of that region's buffers. */
+int blk_lower_programs_at(const BlkOp *op);
 /* buf[slot]: a view of a shared buffer without its first dim, keeping the
  * other dims' strides. */
 BlkValue *blk_lower_slot_view(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *buf, BlkValue *slot);

@@ -43,6 +43,7 @@ static const struct {
 	{ "tile", blk_lower_tile, NEEDS_CONST | NEEDS_ENGINE },
 	{ "dot-stage", blk_lower_dot_stage, NEEDS_CONST | NEEDS_ENGINE },
 	{ "mma-steps", blk_lower_mma_steps, NEEDS_CONST | NEEDS_ENGINE },
+	{ "tma-store", blk_lower_tma_store, NEEDS_SIZES | NEEDS_CONST | NEEDS_ENGINE },
 	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };
 enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };

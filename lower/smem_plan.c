@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_SMEM = 232448 }; /* the most a CTA can opt into on sm_90 */
 
 typedef struct Buf {
 	BlkOp *op;
@@ -63,16 +62,6 @@ static int64_t buffer_bytes(const BlkType *t)
 	return n * blk_dtype_size(t->dtype);
 }
 
-/* The programs of a warp_specialize whose consumer region holds op (1
- * where none does). */
-static int programs_of(const BlkOp *op)
-{
-	for (const BlkRegion *r = op->parent; r && r->parent; r = r->parent->parent)
-		if (r->parent->kind == BLK_OP_WARP_SPECIALIZE && r == r->parent->regions[0])
-			return (int)blk_op_int(r->parent, "programs", 1);
-	return 1;
-}
-
 static int kernel_programs(const BlkRegion *body)
 {
 	for (const BlkOp *op = body->first; op; op = op->next)
@@ -99,7 +88,7 @@ static void number(Plan *p, BlkRegion *r)
 			/* a swizzle repeats every 8 rows of it, from an aligned start */
 			const BlkLayout *l = op->results[0]->type.layout;
 			b->align = l && l->swz ? 8 * l->swz : 16;
-			int progs = b->transit ? kernel_programs(p->c->k->body) : programs_of(op);
+			int progs = b->transit ? kernel_programs(p->c->k->body) : blk_lower_programs_at(op);
 			if (progs > 1) {
 				int64_t per = (b->bytes + b->align - 1) & ~(b->align - 1);
 				blk_op_set_int(p->c->a, op, "program_bytes", per);
@@ -209,9 +198,9 @@ bool blk_lower_smem_plan(LowerCtx *c)
 			total = b->off + b->bytes;
 	}
 	c->smem_bytes = (size_t)((total + 15) & ~(int64_t)15);
-	if (c->smem_bytes > MAX_SMEM) {
+	if (c->smem_bytes > BLK_LOWER_MAX_SMEM) {
 		blk_error(c->d, c->k->loc, "kernel %s needs %zu bytes of shared memory at this launch; "
-		          "the most a CTA can have is %d", c->k->name, c->smem_bytes, MAX_SMEM);
+		          "the most a CTA can have is %d", c->k->name, c->smem_bytes, BLK_LOWER_MAX_SMEM);
 		return false;
 	}
 	return true;

@@ -148,32 +148,20 @@ static bool applies(const Pipe *P)
 	return true;
 }
 
-/* Operand x's slabs can come by TMA (cp.async.bulk.tensor): a 2-D `in`
- * array with 16-byte aligned rows and start (its tensor map's rules), a
- * swizzled slot of at most 256 rows, and zero fill that agrees with the
- * load's masks: along each dim the slab spans its whole block, or the
- * block the whole array (TMA zero-fills past the array, not the block). */
+/* Operand x's slabs can come by TMA (cp.async.bulk.tensor): an array TMA
+ * can address (blk_lower_tma_array), a swizzled slot of at most 256 rows,
+ * and zero fill that agrees with the load's masks: along each dim the slab
+ * spans its whole block, or the block the whole array (TMA zero-fills past
+ * the array, not the block). */
 static bool tma_ok(const Pipe *P, const Operand *x)
 {
 	const LowerCtx *c = P->L.c;
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
-	if (c->opt->no_tma || strcmp(c->arch, "sm_90a") != 0 || pi < 0 || !c->arrays)
+	const BlkLayout *l = x->buf->type.layout;
+	if (!blk_lower_tma_array(c, pi) || !l || !l->swz || x->R > 256)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
-	const BlkArrayDesc *ad = &c->arrays[blk_lower_array_index(c->k, pi)];
-	const BlkLayout *l = x->buf->type.layout;
-	int es = blk_dtype_size(p->dtype);
-	/* rows a positive multiple of 16 bytes apart: a stride compiled in, or
-	 * the class "a positive multiple of 16" of a dynamic kernel's argument
-	 * (a static kernel's negative stride is a real one, passed as an
-	 * argument too: no TMA) */
-	int64_t row = ad->strides[0];
-	bool rows_ok = row > 0 ? (row * es) % 16 == 0 : row == -16 && blk_lower_is_dynamic(c);
-	if (p->rank != 2 || p->squeezed[0] || p->squeezed[1] || (ad->align > 0 && ad->align < 16) || ad->strides[1] != 1 ||
-	    !rows_ok || !l || !l->swz || x->R > 256 || ad->shape[0] > INT32_MAX ||
-	    ad->shape[1] > INT32_MAX)
-		return false;
 	const BlkAttr *idx = blk_op_attr(ld, "idx");
 	for (int d = 0; d < 2; d++) {
 		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;

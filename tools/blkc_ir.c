@@ -8,12 +8,13 @@
 #include "blkc.h"
 #include "lower/lower.h"
 
-/* sizes and arrays from the bindings, or false with *given = false when
+/* sizes and arrays from the bindings (a kernel with no sizes needs none:
+ * its arrays are the params' shapes, contiguous), with *given = false when
  * there are none (a pass that needs them says so). */
 static bool bind(const BlkcOptions *o, const BlkKernel *k, int64_t *sizes, BlkArrayDesc *arrays,
                  bool *given, BlkDiag *d)
 {
-	*given = o->nbindings > 0;
+	*given = o->nbindings > 0 || k->nsizes == 0;
 	if (!*given)
 		return true;
 	if (!blkc_kernel_fits(k, d))

@@ -957,9 +957,10 @@ static void bf16_matmul_tensors(BlkRuntime *rt, int64_t m, int64_t n, int64_t k,
 }
 
 /* A bf16 matmul on sm_90a whose rows are 16-byte aligned gets its slabs by
- * TMA: the launch encodes one tensor map per operand (A and B), at every
- * launch; an A with rows of 66 bytes falls back to cp.async (B keeps its
- * map: both ways in one producer). */
+ * TMA and stores C by TMA: the launch encodes one tensor map per array (A,
+ * B, C), at every launch; an A with rows of 66 bytes falls back to
+ * cp.async (B keeps its map: both ways in one producer), a C with rows of
+ * 242 bytes to stores from registers. */
 static void test_tma_tensor_maps(void **state)
 {
 	need_program(state);
@@ -980,12 +981,17 @@ static void test_tma_tensor_maps(void **state)
 	int before = maps();
 	if (!blk_launch(f, t, 3, NULL) || !blk_launch(f, t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
-	assert_int_equal(maps() - before, 4);
+	assert_int_equal(maps() - before, 6);
 	t[0].shape[1] = 33, t[0].strides[0] = 33, t[1].shape[0] = 33; /* A's rows: 66 bytes */
 	before = maps();
 	if (!blk_launch(f, t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
-	assert_int_equal(maps() - before, 1); /* B's alone: A by cp.async */
+	assert_int_equal(maps() - before, 2); /* B's and C's: A by cp.async */
+	t[1].shape[1] = t[2].shape[1] = 120, t[2].strides[0] = 121; /* C's rows: 242 bytes */
+	before = maps();
+	if (!blk_launch(f, t, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(maps() - before, 1); /* B's alone: C from registers */
 	/* 16 x 16 tiles, more than the device's 132 SMs: a persistent grid of
 	 * one CTA per SM (the fake reports 132) */
 	unsigned (*ctas)(void);
