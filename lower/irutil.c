@@ -371,21 +371,27 @@ void blk_lower_fold_logic(BlkRegion *r)
 	fold_logic_in(r, r);
 }
 
-bool blk_lower_tma_array(const LowerCtx *c, int pi)
+bool blk_lower_tma_array(const LowerCtx *c, int pi, int max_rank)
 {
 	if (c->opt->no_tma || strcmp(c->arch, "sm_90a") != 0 || pi < 0 || !c->arrays)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkArrayDesc *ad = &c->arrays[blk_lower_array_index(c->k, pi)];
-	int es = blk_dtype_size(p->dtype);
-	/* rows a positive multiple of 16 bytes apart: a stride compiled in, or
-	 * the class "a positive multiple of 16" of a dynamic kernel's argument
-	 * (a static kernel's negative stride is a real one, passed as an
-	 * argument too: no TMA) */
-	int64_t row = ad->strides[0];
-	bool rows_ok = row > 0 ? (row * es) % 16 == 0 : row == -16 && blk_lower_is_dynamic(c);
-	return p->rank == 2 && !p->squeezed[0] && !p->squeezed[1] && !(ad->align > 0 && ad->align < 16) &&
-	       ad->strides[1] == 1 && rows_ok && ad->shape[0] <= INT32_MAX && ad->shape[1] <= INT32_MAX;
+	int es = blk_dtype_size(p->dtype), R = p->rank;
+	if (R < 2 || R > max_rank || p->squeezed[R - 2] || p->squeezed[R - 1] || ad->strides[R - 1] != 1 ||
+	    (ad->align > 0 && ad->align < 16))
+		return false;
+	for (int d = 0; d < R; d++) {
+		/* every dim but the last a positive multiple of 16 bytes apart: a
+		 * stride compiled in, or the class "a positive multiple of 16" of a
+		 * dynamic kernel's argument (a static kernel's negative stride is
+		 * a real one, passed as an argument too: no TMA) */
+		int64_t st = ad->strides[d];
+		bool ok = d == R - 1 || (st > 0 ? (st * es) % 16 == 0 : st == -16 && blk_lower_is_dynamic(c));
+		if (!ok || ad->shape[d] > INT32_MAX || (d < R - 2 && !p->squeezed[d]))
+			return false;
+	}
+	return true;
 }
 
 int blk_lower_programs_at(const BlkOp *op)

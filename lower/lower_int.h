@@ -175,9 +175,10 @@ void blk_lower_move_after(BlkOp *op, BlkOp *pos);
 /* The param a global Ref comes from (through views of its block_ref), or -1. */
 int blk_lower_ref_param(const BlkValue *ref);
 /* Param pi's array is one TMA can address on this launch (sm_90a, tensor
- * maps allowed): 2-D, no squeezed dim, contiguous rows a positive multiple
- * of 16 bytes apart, a 16-byte aligned start, extents that fit an i32. */
-bool blk_lower_tma_array(const LowerCtx *c, int pi);
+ * maps allowed): rank 2 to max_rank, the dims before the last two squeezed
+ * in its block (a batch), rows and batches a positive multiple of 16 bytes
+ * apart, contiguous rows, a 16-byte aligned start, extents that fit an i32. */
+bool blk_lower_tma_array(const LowerCtx *c, int pi, int max_rank);
 /* The programs of the warp_specialize whose consumer region holds op (1
  * where none does): each has its own copy of that region's buffers. */
 int blk_lower_programs_at(const BlkOp *op);

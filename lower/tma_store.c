@@ -223,7 +223,7 @@ bool blk_lower_tma_store(LowerCtx *c)
 		const BlkValue *ref = st->operands[0];
 		int cw, pi = blk_lower_ref_param(ref);
 		if (ref->type.kind != BLK_TYPE_REF || ref->type.space != BLK_SPACE_GLOBAL || !ref->def ||
-		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi))
+		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3))
 			continue;
 		BlkOp *anchor = anchor_of(st, ref->def);
 		Scan s = { .param = pi, .store = st };

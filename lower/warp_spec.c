@@ -159,7 +159,7 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
 	const BlkLayout *l = x->buf->type.layout;
-	if (!blk_lower_tma_array(c, pi) || !l || !l->swz || x->R > 256)
+	if (!blk_lower_tma_array(c, pi, 2) || !l || !l->swz || x->R > 256)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkAttr *idx = blk_op_attr(ld, "idx");

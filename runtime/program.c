@@ -669,29 +669,33 @@ static bool check_grid(BlkRuntime *rt, const BlkCompiled *c)
 }
 
 /* The kernel's tensor maps (lower.h's BlkTmapSpec) over this launch's
- * arrays: 2-D, innermost dim first, zeros out of bounds. */
+ * arrays: 2-D, or 3-D with boxes one deep along the first dim (a batch),
+ * innermost dim first, zeros out of bounds. */
 static bool encode_tmaps(BlkRuntime *rt, const BlkCompiled *c, const BlkTensor *t, int n, CUtensorMap *maps)
 {
 	for (int i = 0; i < c->ntmaps; i++) {
 		const BlkTmapSpec *s = &c->tmaps[i];
-		if (s->array < 0 || s->array >= n || t[s->array].rank != 2)
-			return blk_rt_error(rt, "kernel '%s': tensor map %d names no 2-D array", c->entry, i);
+		if (s->array < 0 || s->array >= n || t[s->array].rank < 2 || t[s->array].rank > 3)
+			return blk_rt_error(rt, "kernel '%s': tensor map %d names no 2-D or 3-D array", c->entry, i);
 		const BlkTensor *x = &t[s->array];
-		int es = blk_tensor_elem_size(x->dtype);
+		int es = blk_tensor_elem_size(x->dtype), R = x->rank;
 		CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
 		                         : x->dtype == BLK_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
 		                         : es == 1                   ? CU_TENSOR_MAP_DATA_TYPE_UINT8 /* bytes as they are */
 		                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 		CUtensorMapSwizzle sw = s->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
 		                        : s->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
-		/* an empty dim (nothing is read) still needs a valid map */
-		cuuint64_t dims[2] = { x->shape[1] > 0 ? (cuuint64_t)x->shape[1] : 1,
-		                       x->shape[0] > 0 ? (cuuint64_t)x->shape[0] : 1 };
-		cuuint64_t row = x->strides[0] > 0 ? (cuuint64_t)x->strides[0] : dims[0];
-		cuuint64_t strides[1] = { row * (cuuint64_t)es };
-		cuuint32_t box[2] = { (cuuint32_t)s->box[0], (cuuint32_t)s->box[1] }, one[2] = { 1, 1 };
-		if (!blk_rt_check(rt, rt->drv->cuTensorMapEncodeTiled(&maps[i], dt, 2, x->data, dims, strides, box, one,
-		                                                      CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+		cuuint64_t dims[3], strides[2];
+		cuuint32_t box[3] = { (cuuint32_t)s->box[0], (cuuint32_t)s->box[1], 1 }, one[3] = { 1, 1, 1 };
+		for (int d = 0; d < R; d++) { /* an empty dim (nothing is read) still needs a valid map */
+			dims[d] = x->shape[R - 1 - d] > 0 ? (cuuint64_t)x->shape[R - 1 - d] : 1;
+			if (d > 0)
+				strides[d - 1] = (x->strides[R - 1 - d] > 0 ? (cuuint64_t)x->strides[R - 1 - d]
+				                  : d == 1 ? dims[0] : strides[d - 2] / (cuuint64_t)es * dims[d - 1]) *
+				                 (cuuint64_t)es;
+		}
+		if (!blk_rt_check(rt, rt->drv->cuTensorMapEncodeTiled(&maps[i], dt, (cuuint32_t)R, x->data, dims, strides,
+		                                                      box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
 		                                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
 		                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
 		                  "cuTensorMapEncodeTiled"))

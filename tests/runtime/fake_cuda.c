@@ -45,6 +45,14 @@ int fake_cuda_tensor_maps(void)
 	return tensor_maps;
 }
 
+/* The rank of the last tensor map encoded. */
+static unsigned last_map_rank;
+
+unsigned fake_cuda_last_map_rank(void)
+{
+	return last_map_rank;
+}
+
 unsigned fake_cuda_last_ctas(void)
 {
 	return last_grid[0] * last_grid[1] * last_grid[2];
@@ -244,6 +252,7 @@ static CUresult tensor_map_encode_tiled(CUtensorMap *m, CUtensorMapDataType dt, 
 			return CUDA_ERROR_INVALID_VALUE;
 	memset(m, 0, sizeof *m);
 	tensor_maps++;
+	last_map_rank = rank;
 	return CUDA_SUCCESS;
 }
 

@@ -1004,6 +1004,28 @@ static void test_tma_tensor_maps(void **state)
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, big[i].data), blk_mem_free(rt, t[i].data);
 	blk_program_destroy(p);
+	/* a batched matmul: C [Bt, M, N], its batch squeezed in the block, is
+	 * stored through a 3-D map (A and B, 3-D too, come by cp.async) */
+	unsigned (*rank)(void);
+	*(void **)&rank = dlsym(fake, "fake_cuda_last_map_rank");
+	char bmm[1024];
+	snprintf(bmm, sizeof bmm, "%s/bmm.blk", env_or("BLK_EXAMPLES_DIR", BLK_EXAMPLES_DIR));
+	p = blk_program_load(rt, bmm, defs, 6);
+	assert_non_null(p);
+	int64_t bshapes[3][3] = {{3, 128, 64}, {3, 64, 128}, {3, 128, 128}};
+	for (int i = 0; i < 3; i++) {
+		void *d = NULL;
+		assert_true(blk_mem_alloc(rt, (size_t)(bshapes[i][0] * bshapes[i][1] * bshapes[i][2]) * 2, &d));
+		t[i] = blk_tensor_make(d, BLK_DTYPE_BF16, 3, bshapes[i]);
+	}
+	before = maps();
+	if (!blk_launch(blk_program_kernel(p, NULL), t, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(maps() - before, 1);
+	assert_int_equal(rank(), 3);
+	for (int i = 0; i < 3; i++)
+		blk_mem_free(rt, t[i].data);
+	blk_program_destroy(p);
 	blk_runtime_destroy(rt);
 	dlclose(fake);
 	unsetenv("BLK_CACHE");
