@@ -611,6 +611,10 @@ static void check_tma_store(Verifier *V, const BlkOp *op)
 	         !blk_sym_is_const(src->dims[0], &rows) || rows > 256)
 		fail(V, "writes %s to a rank-%d block of %s: TMA stores a swizzled rank-2 slot of at most 256 rows",
 		     ty(V, src), rank, ty(V, dst));
+	else if (blk_op_attr(op, "reduce") && (blk_op_attr(op, "reduce")->kind != BLK_ATTR_STRING ||
+	                                       strcmp(blk_op_attr(op, "reduce")->s, "add") != 0 ||
+	                                       src->dtype != BLK_F32))
+		fail(V, "attr reduce must be \"add\", of f32 elements");
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's

@@ -482,7 +482,8 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 
 /* Thread 0: one cp.async.bulk.tensor store of each column block of the
  * slot to the block's array coordinates (TMA writes nothing past the
- * array), then a bulk group of them.  A 3-D array (a batch, squeezed in
+ * array; with reduce = "add", cp.reduce.async.bulk.tensor adds each element
+ * atomically), then a bulk group of them.  A 3-D array (a batch, squeezed in
  * the block) has a 3-D map; the batch coordinate is the block's start
  * along it (its block_ref's operand 0).  The writing threads fenced their
  * stores to the async proxy and met at a barrier before. */
@@ -497,6 +498,8 @@ void emit_tma_store(Emit *E, const BlkOp *op)
 	emit_index_ref(E, op, 2, &emit_val(E, op->operands[1])->ref, &dst);
 	const BlkOp *br = op->operands[1]->def;
 	int rank = br->noperands; /* the array's */
+	const BlkAttr *red = blk_op_attr(op, "reduce");
+	bool add = red != NULL; /* the verifier admits "add" alone */
 	LLVMValueRef origin = emit_swizzled_origin(E, src);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(src->dt);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
@@ -508,17 +511,14 @@ void emit_tma_store(Emit *E, const BlkOp *op)
 			dst.g[0],
 			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), ""),
 		};
+		char text[160];
 		if (rank == 3) {
 			a[4] = a[3];
 			a[3] = emit_tile(E, br->operands[0])->r[0];
-			ptx_asm(E, v, a, 5,
-			        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [$0, {$1, $2, $3}], [$4];",
-			        "l,r,r,r,r,~{memory}");
-		} else {
-			ptx_asm(E, v, a, 4,
-			        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];",
-			        "l,r,r,r,~{memory}");
 		}
+		snprintf(text, sizeof text, "cp%s.async.bulk.tensor.%dd.global.shared::cta%s.tile.bulk_group [$0, {$1, $2%s}], [$%d];",
+		         add ? ".reduce" : "", rank, add ? ".add" : "", rank == 3 ? ", $3" : "", rank + 1);
+		ptx_asm(E, v, a, rank + 2, text, rank == 3 ? "l,r,r,r,r,~{memory}" : "l,r,r,r,~{memory}");
 	}
 	ptx_asm(E, v, NULL, 0, "cp.async.bulk.commit_group;", "~{memory}");
 	emit_end_if(E, cont);

@@ -3,7 +3,8 @@
  *
  * Requires: mma-steps (wgmma accumulators in their layout; the epilogue's
  * ops -- bias, activation, the cast -- in it too).  Applies, on sm_90a, to
- * a `store` of a whole block of a 2-D output array that TMA can address
+ * a `store` (or an f32 `atomic_add`: split-K's partial sums, by TMA's
+ * element-wise atomic add, attr reduce = "add") of a whole block of a 2-D output array that TMA can address
  * (blk_lower_tma_array) from a tile in the wgmma<> layout, where that
  * store is the array's only access and every loop around it writes
  * another block each iteration (its block start follows the loop's iv: the
@@ -112,7 +113,7 @@ static bool value_ok(const BlkOp *st, int *cw)
 	const BlkValue *v = st->operands[st->noperands - 1];
 	const BlkType *t = &v->type, *rt = &st->operands[0]->type;
 	if (st->noperands != 2 || t->kind != BLK_TYPE_TILE || t->rank != 2 || !t->layout || !t->layout->wg ||
-	    t->dtype == BLK_BOOL || rt->rank != 2)
+	    t->dtype == BLK_BOOL || rt->rank != 2 || (st->kind == BLK_OP_ATOMIC_ADD && t->dtype != BLK_F32))
 		return false;
 	const BlkAttr *idx = blk_op_attr(st, "idx");
 	for (int d = 0; d < 2; d++)
@@ -186,6 +187,8 @@ static void rewrite(LowerCtx *c, BlkOp *st, BlkOp *anchor, int cw, int slots)
 		BlkValue *tv[3] = { slot, ref, blk_lower_i32(&b, loc, (int64_t)j * cw) };
 		BlkOp *t = blk_build(&b, BLK_OP_TMA_STORE, loc, 3, tv, 0, NULL, 0);
 		blk_op_set_index(c->a, t, "idx", 2, cols);
+		if (st->kind == BLK_OP_ATOMIC_ADD) /* TMA adds each element atomically */
+			blk_op_set_string(c->a, t, "reduce", "add");
 		const BlkAttr *mask = blk_op_attr(st, "mask");
 		if (mask)
 			blk_op_set_string(c->a, t, "mask", mask->s);
@@ -208,7 +211,7 @@ typedef struct Found {
 static void find(void *ctx, BlkOp *op)
 {
 	Found *f = ctx;
-	if (op->kind == BLK_OP_STORE && f->n < 16)
+	if ((op->kind == BLK_OP_STORE || op->kind == BLK_OP_ATOMIC_ADD) && f->n < 16)
 		f->stores[f->n++] = op;
 }
 
