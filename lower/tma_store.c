@@ -79,7 +79,20 @@ typedef struct Scan {
 	const BlkOp *store;
 	bool other;          /* another op reads or writes the array */
 	int64_t bytes;       /* every local_alloc's, each aligned to 1024 */
+	int nmaps;           /* the tensor maps of the TMA ops so far (emit's: array, rows, swizzle) */
+	int64_t maps[BLK_MAX_TMAPS + 1][3];
 } Scan;
+
+/* Counts the map of a TMA op on param pi with slot type t, once. */
+static void note_map(Scan *s, int pi, const BlkType *t)
+{
+	int64_t key[3] = { pi, blk_lower_dim(t->dims[0]), t->layout ? t->layout->swz : 0 };
+	for (int i = 0; i < s->nmaps; i++)
+		if (memcmp(s->maps[i], key, sizeof key) == 0)
+			return;
+	if (s->nmaps <= BLK_MAX_TMAPS)
+		memcpy(s->maps[s->nmaps++], key, sizeof key);
+}
 
 static int64_t alloc_bytes(const BlkType *t)
 {
@@ -96,6 +109,8 @@ static void scan(void *ctx, BlkOp *op)
 	Scan *s = ctx;
 	if (op->kind == BLK_OP_LOCAL_ALLOC)
 		s->bytes += alloc_bytes(&op->results[0]->type) * blk_lower_programs_at(op);
+	if (op->kind == BLK_OP_TMA_LOAD || op->kind == BLK_OP_TMA_STORE)
+		note_map(s, blk_lower_ref_param(op->operands[op->kind == BLK_OP_TMA_LOAD ? 3 : 1]), &op->operands[0]->type);
 	if (op == s->store || op->kind == BLK_OP_VIEW || op->kind == BLK_OP_BLOCK_REF)
 		return;
 	for (int i = 0; i < op->noperands; i++) {
@@ -231,7 +246,12 @@ bool blk_lower_tma_store(LowerCtx *c)
 		BlkOp *anchor = anchor_of(st, ref->def);
 		Scan s = { .param = pi, .store = st };
 		blk_lower_walk(c->k->body, scan, &s);
-		if (!anchor || s.other)
+		int shape[2] = { (int)blk_lower_dim(st->operands[1]->type.dims[0]), cw };
+		BlkLayout sl = blk_layout_shared_swizzled(2, shape, blk_dtype_size(ref->type.dtype));
+		BlkType slot = blk_type_ref(ref->type.dtype, 2, st->operands[1]->type.dims, BLK_SPACE_SHARED);
+		slot.layout = &sl;
+		note_map(&s, pi, &slot);
+		if (!anchor || s.other || s.nmaps > BLK_MAX_TMAPS) /* no map left for it */
 			continue;
 		int64_t chunk = blk_lower_dim(st->operands[1]->type.dims[0]) * cw * blk_dtype_size(ref->type.dtype);
 		/* room beside every other buffer (an upper bound: smem-plan may
