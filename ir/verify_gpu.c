@@ -592,8 +592,24 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 		     rank, ty(V, src), ty(V, dst));
 }
 
+/* The part of dst a tma_store's idx selects has the slot's shape, whole
+ * column blocks (the swizzle's bytes) wide. */
+static bool tma_store_fits(const BlkOp *op, const BlkType *src, const BlkType *dst)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	for (int d = 0; d < 2; d++) {
+		const BlkIndex *ix = idx && d < idx->index.n ? &idx->index.v[d] : NULL;
+		const BlkSym *ext = ix && ix->kind == BLK_INDEX_DS ? ix->size : dst->dims[d];
+		if (!blk_sym_equal(ext, src->dims[d]))
+			return false;
+	}
+	int64_t cols;
+	int bw = src->layout->swz / blk_dtype_size(src->dtype);
+	return blk_sym_is_const(src->dims[1], &cols) && bw > 0 && cols % bw == 0;
+}
+
 /* tma_store: a swizzled rank-2 slot of at most 256 rows written to a
- * block of the same rank and dtype. */
+ * part of a block_ref's block of the same shape and dtype. */
 static void check_tma_store(Verifier *V, const BlkOp *op)
 {
 	if (op->noperands < 2 || op->nresults || op->nregions || !shared_ref(op->operands[0]) ||
@@ -611,6 +627,12 @@ static void check_tma_store(Verifier *V, const BlkOp *op)
 	         !blk_sym_is_const(src->dims[0], &rows) || rows > 256)
 		fail(V, "writes %s to a rank-%d block of %s: TMA stores a swizzled rank-2 slot of at most 256 rows",
 		     ty(V, src), rank, ty(V, dst));
+	else if (!op->operands[1]->def || op->operands[1]->def->kind != BLK_OP_BLOCK_REF)
+		fail(V, "writes to a block_ref's block (its array's tensor map and coordinates), not %s",
+		     op->operands[1]->def ? blk_op_name(op->operands[1]->def->kind) : "a region argument");
+	else if (!tma_store_fits(op, src, dst))
+		fail(V, "writes %s to a part of %s of another shape, or not whole column blocks of %d bytes",
+		     ty(V, src), ty(V, dst), src->layout->swz);
 	else if (blk_op_attr(op, "reduce") && (blk_op_attr(op, "reduce")->kind != BLK_ATTR_STRING ||
 	                                       strcmp(blk_op_attr(op, "reduce")->s, "add") != 0 ||
 	                                       src->dtype != BLK_F32))

@@ -525,11 +525,13 @@ void emit_tma_store(Emit *E, const BlkOp *op)
 }
 
 /* Thread 0, which issued the tma_stores: until at most `pending` of its
- * bulk groups still read shared memory. */
+ * bulk groups still read shared memory (writes = 1: still write global
+ * memory). */
 void emit_tma_store_wait(Emit *E, const BlkOp *op)
 {
 	char text[64];
-	snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %d;", (int)blk_op_int(op, "pending", 0));
+	snprintf(text, sizeof text, "cp.async.bulk.wait_group%s %d;", blk_op_int(op, "writes", 0) ? "" : ".read",
+	         (int)blk_op_int(op, "pending", 0));
 	LLVMBasicBlockRef cont = first_thread(E);
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, text, "~{memory}");
 	emit_end_if(E, cont);

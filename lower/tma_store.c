@@ -4,12 +4,11 @@
  * Requires: mma-steps (wgmma accumulators in their layout; the epilogue's
  * ops -- bias, activation, the cast -- in it too).  Applies, on sm_90a, to
  * a `store` (or an f32 `atomic_add`: split-K's partial sums, by TMA's
- * element-wise atomic add, attr reduce = "add") of a whole block of a 2-D output array that TMA can address
- * (blk_lower_tma_array) from a tile in the wgmma<> layout, where that
- * store is the array's only access and every loop around it writes
- * another block each iteration (its block start follows the loop's iv: the
- * persistent loop over tiles).  Produces, per column chunk of one swizzle
- * span (128 bytes: 64 bf16 columns, 32 f32 ones):
+ * element-wise atomic add, attr reduce = "add") of a whole block of an
+ * output array TMA can address (blk_lower_tma_array: 2-D, or 3-D with a
+ * batch dim squeezed in the block) from a tile in the wgmma<> layout,
+ * where that store (or add) is the array's only access.  Produces, per
+ * column chunk of one swizzle span (128 bytes: 64 bf16 columns, 32 f32):
  *
  *     tma_store_wait {pending = p}   the slot's last tma_store has read it
  *     barrier
@@ -18,10 +17,14 @@
  *     barrier
  *     tma_store %slot, %ref, %col            one thread; a bulk group
  *
- * into two slots (one where shared memory has room for only one) of a
- * local_alloc placed before the outermost loop around the store, so the
- * slots alternate across tiles too; after that loop, tma_store_wait
- * {pending = 0}: no CTA leaves while TMA still reads its shared memory.
+ * into two slots (one where shared memory has room for only one, or where
+ * there is one chunk) of a local_alloc placed before the outermost loop
+ * around the store; chunk j takes slot j % 2 in every execution.  Chunk 0
+ * first waits for every earlier group's writes too ({writes = 1}): TMA
+ * does not order two bulk groups' writes, and a loop may write one block
+ * twice (a persistent tile loop never does; by then the previous tile's
+ * writes have long landed).  After that loop, tma_store_wait {pending =
+ * 0}: no CTA leaves while TMA still reads its shared memory.
  *
  * Why: the wgmma layout gives a thread two adjacent columns of a row, so
  * a direct store writes 4 bytes an instruction (bf16), 16 bytes of each of
@@ -33,27 +36,10 @@
 
 #include <string.h>
 
-enum { DEPTH = 24 };
-
-/* v follows iv through the ops that compute it (depth-limited). */
-static bool follows(const BlkValue *v, const BlkValue *iv, int depth)
-{
-	if (v == iv)
-		return true;
-	if (!v->def || depth == 0)
-		return false;
-	for (int i = 0; i < v->def->noperands; i++)
-		if (follows(v->def->operands[i], iv, depth - 1))
-			return true;
-	return false;
-}
-
 /* The op of the store's thread region (the kernel's body or a
- * warp_specialize's consumer region) that holds it, or NULL; each loop on
- * the way must move the block (a block start follows its iv), or two of
- * its iterations could write one block by two bulk groups, which TMA does
- * not order. */
-static BlkOp *anchor_of(BlkOp *st, const BlkOp *blockref)
+ * warp_specialize's consumer region) that holds it, or NULL (the
+ * producer's region). */
+static BlkOp *anchor_of(BlkOp *st)
 {
 	BlkOp *a = st;
 	for (;;) {
@@ -63,13 +49,6 @@ static BlkOp *anchor_of(BlkOp *st, const BlkOp *blockref)
 			return a;
 		if (owner->kind == BLK_OP_WARP_SPECIALIZE)
 			return NULL;
-		if (owner->kind == BLK_OP_FOR) {
-			bool moves = false;
-			for (int i = 0; i < blockref->noperands && !moves; i++)
-				moves = follows(blockref->operands[i], r->args[0], DEPTH);
-			if (!moves)
-				return NULL;
-		}
 		a = owner;
 	}
 }
@@ -107,7 +86,8 @@ static int64_t alloc_bytes(const BlkType *t)
 static void scan(void *ctx, BlkOp *op)
 {
 	Scan *s = ctx;
-	if (op->kind == BLK_OP_LOCAL_ALLOC)
+	const BlkAttr *role = blk_op_attr(op, "role");
+	if (op->kind == BLK_OP_LOCAL_ALLOC && !role) /* the transit region: c->transit_bytes */
 		s->bytes += alloc_bytes(&op->results[0]->type) * blk_lower_programs_at(op);
 	if (op->kind == BLK_OP_TMA_LOAD || op->kind == BLK_OP_TMA_STORE)
 		note_map(s, blk_lower_ref_param(op->operands[op->kind == BLK_OP_TMA_LOAD ? 3 : 1]), &op->operands[0]->type);
@@ -140,15 +120,12 @@ static bool value_ok(const BlkOp *st, int *cw)
 	return l.swz && shape[0] <= 256 && *cw % 16 == 0;
 }
 
-/* Groups a chunk's tma_store_wait may leave in flight: those issued
- * since its slot's last chunk (in this execution of the store, or for
- * the first chunks in the previous one). */
-static int pending_for(int j, int n, int slots)
+/* Groups chunk j > 0's tma_store_wait may leave in flight: those issued
+ * since its slot's last chunk (j - slots), or this execution's j (chunk
+ * 0 waited for every earlier group). */
+static int pending_for(int j, int slots)
 {
-	if (j >= slots)
-		return slots - 1;
-	int last = j + (n - 1 - j) / slots * slots; /* the previous execution's */
-	return n - 1 - last + j;
+	return j >= slots ? slots - 1 : j;
 }
 
 static BlkValue *chunk_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *v, int j, int cw)
@@ -159,7 +136,7 @@ static BlkValue *chunk_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *v, i
 	BlkType t = blk_type_tile(v->type.dtype, 2, dims);
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	int shape[2] = { (int)blk_lower_dim(v->type.dims[0]), cw };
-	*l = blk_layout_wgmma(shape, c->nthreads);
+	*l = blk_layout_wgmma(shape, v->type.layout->nthreads);
 	t.layout = l;
 	BlkValue *s = blk_build1(b, BLK_OP_EXTRACT_SLICE, loc, t, 1, &v);
 	blk_op_set_int(c->a, s->def, "axis", 1);
@@ -192,7 +169,9 @@ static void rewrite(LowerCtx *c, BlkOp *st, BlkOp *anchor, int cw, int slots)
 	BlkIndex whole[2] = { full, full }, cols[2] = { full, { BLK_INDEX_DS, blk_sym_const(c->a, cw), 0 } };
 	for (int j = 0; j < n; j++) {
 		BlkOp *w = blk_build(&b, BLK_OP_TMA_STORE_WAIT, loc, 0, NULL, 0, NULL, 0);
-		blk_op_set_int(c->a, w, "pending", pending_for(j, n, slots));
+		blk_op_set_int(c->a, w, "pending", j ? pending_for(j, slots) : 0);
+		if (j == 0) /* the last execution's writes landed: none races these */
+			blk_op_set_int(c->a, w, "writes", 1);
 		blk_build(&b, BLK_OP_BARRIER, loc, 0, NULL, 0, NULL, 0);
 		BlkValue *slot = blk_lower_slot_view(c, &b, loc, buf, blk_lower_i32(&b, loc, j % slots));
 		BlkValue *sv[2] = { slot, chunk_of(c, &b, loc, v, j, cw) };
@@ -243,7 +222,7 @@ bool blk_lower_tma_store(LowerCtx *c)
 		if (ref->type.kind != BLK_TYPE_REF || ref->type.space != BLK_SPACE_GLOBAL || !ref->def ||
 		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3))
 			continue;
-		BlkOp *anchor = anchor_of(st, ref->def);
+		BlkOp *anchor = anchor_of(st);
 		Scan s = { .param = pi, .store = st };
 		blk_lower_walk(c->k->body, scan, &s);
 		int shape[2] = { (int)blk_lower_dim(st->operands[1]->type.dims[0]), cw };
