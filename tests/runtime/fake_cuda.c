@@ -45,12 +45,19 @@ int fake_cuda_tensor_maps(void)
 	return tensor_maps;
 }
 
-/* The rank of the last tensor map encoded. */
+/* The last tensor map encoded: its rank, then per dim (innermost first)
+ * extent, box and the byte stride of the dims after the first. */
 static unsigned last_map_rank;
+static unsigned long long last_map[3][5];
 
 unsigned fake_cuda_last_map_rank(void)
 {
 	return last_map_rank;
+}
+
+unsigned long long fake_cuda_last_map(int what, int d)
+{
+	return what >= 0 && what < 3 && d >= 0 && d < 5 ? last_map[what][d] : 0;
 }
 
 unsigned fake_cuda_last_ctas(void)
@@ -253,6 +260,11 @@ static CUresult tensor_map_encode_tiled(CUtensorMap *m, CUtensorMapDataType dt, 
 	memset(m, 0, sizeof *m);
 	tensor_maps++;
 	last_map_rank = rank;
+	for (cuuint32_t i = 0; i < rank; i++) {
+		last_map[0][i] = dims[i];
+		last_map[1][i] = box[i];
+		last_map[2][i] = i + 1 < rank ? strides[i] : 0;
+	}
 	return CUDA_SUCCESS;
 }
 

@@ -1023,6 +1023,14 @@ static void test_tma_tensor_maps(void **state)
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(maps() - before, 1);
 	assert_int_equal(rank(), 3);
+	unsigned long long (*map)(int, int);
+	*(void **)&map = dlsym(fake, "fake_cuda_last_map");
+	/* dims {N, M, Bt}, boxes {64 columns (128 bytes), BM rows, 1 matrix},
+	 * strides {a row, a matrix} in bytes */
+	unsigned long long want[3][3] = {{128, 128, 3}, {64, 64, 1}, {256, 128 * 256, 0}};
+	for (int w = 0; w < 3; w++)
+		for (int d = 0; d < 3; d++)
+			assert_int_equal(map(w, d), want[w][d]);
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, t[i].data);
 	blk_program_destroy(p);
