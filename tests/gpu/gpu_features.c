@@ -2584,6 +2584,52 @@ static const Case cases[] = {
 	     A2('i', DT_T, 300, 330), A2('i', DT_T, 330, 200), A2('o', BLK_F32, 300, 200)),
 	CASE("two_k_loops_persist", true, TWO_K_LOOPS("two_k_loops_persist"),
 	     A2('i', DT_T, 2100, 200), A2('i', DT_T, 200, 2200), A2('o', BLK_F32, 2100, 2200)),
+	/* the epilogue's TMA store (tma_store.c) at ragged edges: rows of 272
+	 * bytes (bf16) take a tensor map, and TMA clips the blocks past M = 200
+	 * and N = 136; an elementwise epilogue and the cast to T before it */
+	CASE("tma_store_edges", true,
+	     "kernel tma_store_edges[T = f32, BM = 128, BN = 128, BK = 64, num_warps = 8, num_stages = 3](\n"
+	     "    a: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    c[...] = max(acc * 0.5, 0.0).astype(T);\n"
+	     "}\n",
+	     A2('i', DT_T, 200, 64), A2('i', DT_T, 64, 136), A2('o', DT_T, 200, 136)),
+	/* a batched output (its batch dim squeezed in the block): a 3-D tensor
+	 * map, the batch coordinate the block's start; ragged M */
+	CASE("tma_store_batch", true,
+	     "kernel tma_store_batch[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 2](\n"
+	     "    a: in T[Bt, M, K] block (None, BM, K) index (i, j, b) -> (b, i, 0),\n"
+	     "    b: in T[Bt, K, N] block (None, K, BN) index (i, j, b) -> (b, 0, j),\n"
+	     "    c: out T[Bt, M, N] block (None, BM, BN) index (i, j, b) -> (b, i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN), Bt) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    c[...] = acc.astype(T);\n"
+	     "}\n",
+	     A3('i', DT_T, 3, 100, 32), A3('i', DT_T, 3, 32, 128), A3('o', DT_T, 3, 100, 128)),
+	/* one block written three times in a loop: each TMA store's chunk 0
+	 * waits for the last one's writes, so the last values stay */
+	CASE("tma_store_rewrite", true,
+	     "kernel tma_store_rewrite[T = f32, BM = 64, BN = 128, BK = 32, num_warps = 4, num_stages = 2](\n"
+	     "    a: in T[M, K] block (BM, K) index (i) -> (i, 0),\n"
+	     "    b: in T[K, N] block (K, BN) index (i) -> (0, 0),\n"
+	     "    c: out T[M, N] block (BM, BN) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(M, BM)) {\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    let n = fori_loop(0, 3, 0) |r, n| {\n"
+	     "        c[...] = (acc * (r + 1).astype(f32)).astype(T);\n"
+	     "        n + 1\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', DT_T, 130, 64), A2('i', DT_T, 64, 128), A2('o', DT_T, 130, 128)),
 };
 
 /* ---- host arrays -------------------------------------------------------- */
