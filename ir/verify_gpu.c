@@ -569,6 +569,15 @@ static void check_mbarrier(Verifier *V, const BlkOp *op)
 		fail(V, "attr bytes must be the TMA bytes the phase waits for (1 or more)");
 }
 
+/* A TMA box's shared side: a swizzled rank-2 slot of at most 256 rows (a
+ * box's most) of the global Ref's dtype, whose indexing keeps rank dims. */
+static bool tma_slot(const BlkType *slot, const BlkType *global, int rank)
+{
+	int64_t rows;
+	return rank == 2 && slot->rank == 2 && slot->dtype == global->dtype && slot->layout && slot->layout->swz &&
+	       blk_sym_is_const(slot->dims[0], &rows) && rows <= 256;
+}
+
 /* tma_load: a swizzled rank-2 slot, an mbarrier (bars, index), a global
  * Ref of the same dtype and its indices as `load` takes them, keeping two
  * dims; the slot's rows fit a TMA box (at most 256). */
@@ -583,11 +592,9 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[3]->type;
 	int rank, nidx;
 	copy_indices(op, src, &rank, &nidx);
-	int64_t rows;
 	if (op->noperands != 4 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 4, nidx);
-	else if (rank != 2 || dst->rank != 2 || dst->dtype != src->dtype || !dst->layout || !dst->layout->swz ||
-	         !blk_sym_is_const(dst->dims[0], &rows) || rows > 256)
+	else if (!tma_slot(dst, src, rank))
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
 }
@@ -620,11 +627,9 @@ static void check_tma_store(Verifier *V, const BlkOp *op)
 	const BlkType *src = &op->operands[0]->type, *dst = &op->operands[1]->type;
 	int rank, nidx;
 	copy_indices(op, dst, &rank, &nidx);
-	int64_t rows;
 	if (op->noperands != 2 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 2, nidx);
-	else if (rank != 2 || src->rank != 2 || dst->dtype != src->dtype || !src->layout || !src->layout->swz ||
-	         !blk_sym_is_const(src->dims[0], &rows) || rows > 256)
+	else if (!tma_slot(src, dst, rank))
 		fail(V, "writes %s to a rank-%d block of %s: TMA stores a swizzled rank-2 slot of at most 256 rows",
 		     ty(V, src), rank, ty(V, dst));
 	else if (!op->operands[1]->def || op->operands[1]->def->kind != BLK_OP_BLOCK_REF)

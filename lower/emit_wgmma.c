@@ -448,19 +448,27 @@ bool emit_collect_tmaps(Emit *E)
 	return k.ok;
 }
 
+/* The kernel's tensor-map parameter a tma_load or tma_store uses (its
+ * spec in *s), collected before emission. */
+static LLVMValueRef map_of(Emit *E, const BlkOp *op, BlkTmapSpec *s)
+{
+	*s = tmap_of(E->c, op);
+	int t = find_tmap(E->c, s);
+	if (t < 0)
+		blk_die("lower: emit: a %s without its tensor map", blk_op_name(op->kind));
+	return E->tmap_params[t];
+}
+
 /* Thread 0: one cp.async.bulk.tensor a column block of the slot, at the
  * block's array coordinates (column, row), completing on the barrier. */
 void emit_tma_load(Emit *E, const BlkOp *op)
 {
 	const ERef *dst = &emit_val(E, op->operands[0])->ref;
-	BlkTmapSpec s = tmap_of(E->c, op);
-	int t = find_tmap(E->c, &s);
-	if (t < 0)
-		blk_die("lower: emit: a tma_load without its tensor map");
+	BlkTmapSpec s;
+	LLVMValueRef map = map_of(E, op, &s);
 	ERef src;
 	emit_index_ref(E, op, 4, &emit_val(E, op->operands[3])->ref, &src);
 	LLVMValueRef bar = LLVMBuildPtrToInt(E->b, mbarrier_at(E, op, 1), E->i32, "");
-	LLVMValueRef map = E->tmap_params[t];
 	LLVMValueRef origin = emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
 	LLVMBasicBlockRef cont = first_thread(E);
@@ -490,34 +498,26 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 void emit_tma_store(Emit *E, const BlkOp *op)
 {
 	const ERef *src = &emit_val(E, op->operands[0])->ref;
-	BlkTmapSpec s = tmap_of(E->c, op);
-	int t = find_tmap(E->c, &s);
-	if (t < 0)
-		blk_die("lower: emit: a tma_store without its tensor map");
+	BlkTmapSpec s;
+	LLVMValueRef map = map_of(E, op, &s);
 	ERef dst;
 	emit_index_ref(E, op, 2, &emit_val(E, op->operands[1])->ref, &dst);
-	const BlkOp *br = op->operands[1]->def;
+	const BlkOp *br = op->operands[1]->def; /* the verifier's: a block_ref */
 	int rank = br->noperands; /* the array's */
-	const BlkAttr *red = blk_op_attr(op, "reduce");
-	bool add = red != NULL; /* the verifier admits "add" alone */
+	bool add = blk_op_attr(op, "reduce") != NULL; /* the verifier admits "add" alone */
+	char text[160];
+	snprintf(text, sizeof text, "cp%s.async.bulk.tensor.%dd.global.shared::cta%s.tile.bulk_group [$0, {$1, $2%s}], [$%d];",
+	         add ? ".reduce" : "", rank, add ? ".add" : "", rank == 3 ? ", $3" : "", rank + 1);
 	LLVMValueRef origin = emit_swizzled_origin(E, src);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(src->dt);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
 	LLVMBasicBlockRef cont = first_thread(E);
 	for (int j = 0; j < cols / s.box[0]; j++) {
-		LLVMValueRef a[5] = {
-			E->tmap_params[t],
-			LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s.box[0]), ""),
-			dst.g[0],
-			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), ""),
-		};
-		char text[160];
-		if (rank == 3) {
-			a[4] = a[3];
-			a[3] = emit_tile(E, br->operands[0])->r[0];
-		}
-		snprintf(text, sizeof text, "cp%s.async.bulk.tensor.%dd.global.shared::cta%s.tile.bulk_group [$0, {$1, $2%s}], [$%d];",
-		         add ? ".reduce" : "", rank, add ? ".add" : "", rank == 3 ? ", $3" : "", rank + 1);
+		LLVMValueRef col = LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s.box[0]), "");
+		LLVMValueRef at = LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), "");
+		LLVMValueRef a[5] = { map, col, dst.g[0], at };
+		if (rank == 3)
+			a[3] = emit_tile(E, br->operands[0])->r[0], a[4] = at;
 		ptx_asm(E, v, a, rank + 2, text, rank == 3 ? "l,r,r,r,r,~{memory}" : "l,r,r,r,~{memory}");
 	}
 	ptx_asm(E, v, NULL, 0, "cp.async.bulk.commit_group;", "~{memory}");

@@ -79,6 +79,8 @@ bool blk_lower_mma_steps(LowerCtx *c);
 bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
 enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
+/* The bytes a local_alloc of type t spans (smem_plan.c): padded rows whole. */
+int64_t blk_lower_buffer_bytes(const BlkType *t);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 

@@ -52,7 +52,7 @@ static int64_t pos_of(const Plan *p, const BlkOp *op)
  * rows -- its first dim's extent times its stride, as a local_alloc is
  * row-major -- since a SIMT dot reads the padding columns of its staged
  * rows (emit_dot.c: threads cover the padded extent); else dense. */
-static int64_t buffer_bytes(const BlkType *t)
+int64_t blk_lower_buffer_bytes(const BlkType *t)
 {
 	int64_t n = 1;
 	for (int d = 0; d < t->rank; d++)
@@ -84,7 +84,7 @@ static void number(Plan *p, BlkRegion *r)
 			Buf *b = &p->bufs[p->nbufs++];
 			*b = (Buf){ .op = op, .start = p->n - 1, .end = p->n - 1 };
 			b->transit = role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0;
-			b->bytes = buffer_bytes(&op->results[0]->type);
+			b->bytes = blk_lower_buffer_bytes(&op->results[0]->type);
 			/* a swizzle repeats every 8 rows of it, from an aligned start */
 			const BlkLayout *l = op->results[0]->type.layout;
 			b->align = l && l->swz ? 8 * l->swz : 16;

@@ -57,15 +57,15 @@ typedef struct Scan {
 	int param;
 	const BlkOp *store;
 	bool other;          /* another op reads or writes the array */
-	int64_t bytes;       /* every local_alloc's, each aligned to 1024 */
+	int64_t bytes;       /* every local_alloc's but the transit region's, each aligned to 1024 */
 	int nmaps;           /* the tensor maps of the TMA ops so far (emit's: array, rows, swizzle) */
 	int64_t maps[BLK_MAX_TMAPS + 1][3];
 } Scan;
 
-/* Counts the map of a TMA op on param pi with slot type t, once. */
-static void note_map(Scan *s, int pi, const BlkType *t)
+/* Counts the map (param pi, boxes of rows x one swizzle span) once. */
+static void note_map(Scan *s, int pi, int64_t rows, int swz)
 {
-	int64_t key[3] = { pi, blk_lower_dim(t->dims[0]), t->layout ? t->layout->swz : 0 };
+	int64_t key[3] = { pi, rows, swz };
 	for (int i = 0; i < s->nmaps; i++)
 		if (memcmp(s->maps[i], key, sizeof key) == 0)
 			return;
@@ -73,24 +73,17 @@ static void note_map(Scan *s, int pi, const BlkType *t)
 		memcpy(s->maps[s->nmaps++], key, sizeof key);
 }
 
-static int64_t alloc_bytes(const BlkType *t)
-{
-	int64_t n = blk_dtype_size(t->dtype);
-	for (int d = 0; d < t->rank; d++)
-		n *= blk_lower_dim(t->dims[d]);
-	if (t->layout && t->rank > 0 && !t->layout->swz) /* padded rows */
-		n = blk_lower_dim(t->dims[0]) * t->layout->sstride[0] * blk_dtype_size(t->dtype);
-	return (n + 1023) / 1024 * 1024;
-}
-
 static void scan(void *ctx, BlkOp *op)
 {
 	Scan *s = ctx;
-	const BlkAttr *role = blk_op_attr(op, "role");
-	if (op->kind == BLK_OP_LOCAL_ALLOC && !role) /* the transit region: c->transit_bytes */
-		s->bytes += alloc_bytes(&op->results[0]->type) * blk_lower_programs_at(op);
-	if (op->kind == BLK_OP_TMA_LOAD || op->kind == BLK_OP_TMA_STORE)
-		note_map(s, blk_lower_ref_param(op->operands[op->kind == BLK_OP_TMA_LOAD ? 3 : 1]), &op->operands[0]->type);
+	if (op->kind == BLK_OP_LOCAL_ALLOC && !blk_op_attr(op, "role")) /* the transit region: c->transit_bytes */
+		s->bytes += (blk_lower_buffer_bytes(&op->results[0]->type) + 1023) / 1024 * 1024 *
+		            blk_lower_programs_at(op);
+	if (op->kind == BLK_OP_TMA_LOAD || op->kind == BLK_OP_TMA_STORE) {
+		const BlkType *slot = &op->operands[0]->type;
+		note_map(s, blk_lower_ref_param(op->operands[op->kind == BLK_OP_TMA_LOAD ? 3 : 1]),
+		         blk_lower_dim(slot->dims[0]), slot->layout ? slot->layout->swz : 0);
+	}
 	if (op == s->store || op->kind == BLK_OP_VIEW || op->kind == BLK_OP_BLOCK_REF)
 		return;
 	for (int i = 0; i < op->noperands; i++) {
@@ -225,14 +218,11 @@ bool blk_lower_tma_store(LowerCtx *c)
 		BlkOp *anchor = anchor_of(st);
 		Scan s = { .param = pi, .store = st };
 		blk_lower_walk(c->k->body, scan, &s);
-		int shape[2] = { (int)blk_lower_dim(st->operands[1]->type.dims[0]), cw };
-		BlkLayout sl = blk_layout_shared_swizzled(2, shape, blk_dtype_size(ref->type.dtype));
-		BlkType slot = blk_type_ref(ref->type.dtype, 2, st->operands[1]->type.dims, BLK_SPACE_SHARED);
-		slot.layout = &sl;
-		note_map(&s, pi, &slot);
+		int swz = cw * blk_dtype_size(ref->type.dtype); /* a chunk's row */
+		int64_t rows = blk_lower_dim(st->operands[1]->type.dims[0]), chunk = rows * swz;
+		note_map(&s, pi, rows, swz);
 		if (!anchor || s.other || s.nmaps > BLK_MAX_TMAPS) /* no map left for it */
 			continue;
-		int64_t chunk = blk_lower_dim(st->operands[1]->type.dims[0]) * cw * blk_dtype_size(ref->type.dtype);
 		/* room beside every other buffer (an upper bound: smem-plan may
 		 * overlap some), each program its own slots */
 		int progs = blk_lower_programs_at(st);
