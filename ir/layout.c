@@ -59,8 +59,9 @@ static int give_threads(BlkLayout *l, int left, const int *cap)
 	return left;
 }
 
-/* The blocked layout with vec elements a thread along the last dim. */
-static BlkLayout blocked_vec(int rank, const int *shape, int vec, int nthreads)
+/* The blocked layout with vec elements a thread along the last dim, and at
+ * most lanes threads of a warp across it. */
+static BlkLayout blocked_vec(int rank, const int *shape, int vec, int lanes, int nthreads)
 {
 	BlkLayout l;
 	layout_init(&l, rank, shape, nthreads);
@@ -75,7 +76,7 @@ static BlkLayout blocked_vec(int rank, const int *shape, int vec, int nthreads)
 	 * contiguous bytes. */
 	int cap[BLK_MAX_RANK];
 	for (int d = 0; d < rank; d++)
-		cap[d] = d == last ? 32 : 1 << 30;
+		cap[d] = d == last ? lanes : 1 << 30;
 	give_threads(&l, give_threads(&l, nthreads, cap), NULL);
 	pack_threads(&l);
 	return l;
@@ -84,12 +85,17 @@ static BlkLayout blocked_vec(int rank, const int *shape, int vec, int nthreads)
 BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthreads)
 {
 	int vec = 16 / blk_dtype_size(dt);
-	return blocked_vec(rank, shape, vec > 8 ? 8 : vec, nthreads);
+	return blocked_vec(rank, shape, vec > 8 ? 8 : vec, 32, nthreads);
 }
 
 BlkLayout blk_layout_copy(int rank, const int *shape, BlkDType dt, int nthreads)
 {
-	return blocked_vec(rank, shape, 16 / blk_dtype_size(dt), nthreads);
+	return blocked_vec(rank, shape, 16 / blk_dtype_size(dt), 32, nthreads);
+}
+
+BlkLayout blk_layout_copy_across(int rank, const int *shape, BlkDType dt, int nthreads)
+{
+	return blocked_vec(rank, shape, 1, 32 / blk_dtype_size(dt), nthreads);
 }
 
 /* Threads go to whichever dim has more micro-tiles left per thread, so

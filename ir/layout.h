@@ -105,6 +105,11 @@ BlkLayout blk_layout_blocked(int rank, const int *shape, BlkDType dt, int nthrea
  * at 8 elements, the registers an elementwise op takes): the layout of a
  * copy that holds nothing in registers (cp.async). */
 BlkLayout blk_layout_copy(int rank, const int *shape, BlkDType dt, int nthreads);
+/* A copy into a destination that lies the other way (a k-major slot):
+ * one element a thread a piece, a warp's lanes along 32 bytes of a source
+ * row (one sector) and the rest of the warp on the next rows, so its
+ * writes go down as many destination rows as lanes share a row. */
+BlkLayout blk_layout_copy_across(int rank, const int *shape, BlkDType dt, int nthreads);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
 /* The tensor-core accumulator for an [M, N] tile: the m16n8 C fragment of

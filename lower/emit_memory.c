@@ -622,7 +622,9 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
 }
 
 /* async_copy dst <- src[idx]: each thread copies its pieces of the block
- * (blk_layout_copy: 16 bytes along the row where alignment allows) to the same coordinates of dst, through dst's strides; with
+ * (blk_layout_copy: 16 bytes along the row where alignment allows;
+ * blk_layout_copy_across where dst lies transposed) to the same
+ * coordinates of dst, through dst's strides; with
  * part/parts only that share of its pieces.  Padding lanes copy nothing. */
 void emit_async_copy(Emit *E, const BlkOp *op)
 {
@@ -635,7 +637,10 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
 	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
 	/* attr threads: the warps that share the copy (a producer warpgroup) */
-	*l = blk_layout_copy(2, shape, t->dtype, (int)blk_op_int(op, "threads", E->c->nthreads));
+	int threads = (int)blk_op_int(op, "threads", E->c->nthreads);
+	/* dst k-major (its rows along the source's columns): pieces of one element */
+	*l = dst->stride[1] != 1 && dst->stride[0] == 1 ? blk_layout_copy_across(2, shape, t->dtype, threads)
+	                                               : blk_layout_copy(2, shape, t->dtype, threads);
 	walk_init(E, &w, &v, l);
 	while (w.vec > 1 && (dst->stride[0] % w.vec || dst->stride[1] != 1))
 		w.vec /= 2;

@@ -2,7 +2,8 @@
  * operands, ir/layout.h blk_layout_tc_k; "k16" below means one): fragment loads
  * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
  * below) becomes one dot per step on k16 views of its shared operands,
- * then wgmma_commit and wgmma_wait.
+ * then wgmma_commit and wgmma_wait.  An exact SIMT dot with overlap ops
+ * (split_simt) becomes one dot a k step, the ops between them.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
  * (pipeliner.c, dot_stage.c) or with A from registers.  Produces, for
@@ -137,6 +138,44 @@ static void split(LowerCtx *c, BlkOp *dot)
 				blk_lower_move_after(ovl[j], last);
 				last = ovl[j];
 			}
+		}
+	}
+}
+
+/* An exact SIMT dot with overlap ops (the pipeliner's next copies): one
+ * dot a k step on k-wide views of its shared slabs, accumulating in turn,
+ * the ops spread between them as for mma -- so the copies queue between
+ * the steps' shared loads instead of ahead of them all.  Each element
+ * still takes its products in k order: the same FMAs, the same bits. */
+static void split_simt(LowerCtx *c, BlkOp *dot)
+{
+	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
+	int n = (int)blk_lower_dim(a->type.dims[1]), r = 0;
+	for (BlkOp *o = dot->regions[0]->first; o; o = o->next)
+		r++;
+	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, r + 1);
+	r = 0;
+	for (BlkOp *o = dot->regions[0]->first; o; o = o->next)
+		ovl[r++] = o;
+	dot->nregions = 0;
+	BlkBuilder bl;
+	blk_builder_before(&bl, c->a, dot);
+	BlkOp *last = dot;
+	for (int ks = 0, j = 0; ks < n; ks++) {
+		BlkValue *va = view_kw(c, &bl, dot->loc, a, 1, ks, 1), *vb = view_kw(c, &bl, dot->loc, b, 0, ks, 1);
+		if (ks + 1 < n) {
+			BlkValue *ops[3] = { va, vb, acc };
+			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
+			blk_op_set_string(c->a, d, "engine", "fma");
+			acc = d->results[0];
+		} else {
+			dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = acc;
+		}
+		for (; j < r && overlap_step(j, r, n) == ks; j++) {
+			BlkOp *after = ks + 1 < n ? bl.before->prev : last;
+			blk_lower_move_after(ovl[j], after);
+			if (ks + 1 == n)
+				last = ovl[j];
 		}
 	}
 }
@@ -286,6 +325,8 @@ static void visit(void *ctx, BlkOp *op)
 	}
 	if (blk_lower_dot_mma(op))
 		split(c, op);
+	else if (op->nregions && op->regions[0]->first)
+		split_simt(c, op);
 }
 
 bool blk_lower_mma_steps(LowerCtx *c)

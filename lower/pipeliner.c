@@ -78,11 +78,33 @@ static bool from_rows_dot(const Pipe *P, const BlkValue *v)
 	return blk_op_int(me, "warps_n", 0) == 1 && blk_lower_dot_mma(d) && blk_op_int(d, "warps_n", 0) == 1;
 }
 
-/* A slab of dt can be staged for the dot: 16-bit and 8-bit types (the
- * engines take no others). */
-static bool slab_dtype(BlkDType dt)
+/* The dot is the exact SIMT one (engine "fma") on f32 operands. */
+static bool simt_f32(const BlkOp *dot)
 {
+	const BlkAttr *e = blk_op_attr(dot, "engine");
+	return e && e->kind == BLK_ATTR_STRING && strcmp(e->s, "fma") == 0 &&
+	       dot->operands[0]->type.dtype == BLK_F32 && dot->operands[1]->type.dtype == BLK_F32;
+}
+
+/* A slab of dt can be staged for the dot: 16-bit and 8-bit types on tensor
+ * cores (the engines take no others), f32 for the SIMT dot. */
+static bool slab_dtype(const BlkOp *dot, BlkDType dt)
+{
+	if (simt_f32(dot))
+		return dt == BLK_F32;
 	return blk_dtype_size(dt) == 2 || blk_dtype_size(dt) == 1;
+}
+
+/* How the SIMT dot's slots lie (emit_dot.c's outer product reads, at one
+ * k, a thread's rows of A and its columns of B as consecutive floats):
+ * both k-major, A [K, M] read through a trans_view, B [K, N].  A slab
+ * that lies the other way ([M, K] A, or w of `x @ w.T`) is transposed by
+ * its copy (one 4-byte cp.async an element). */
+static void simt_orient(const BlkOp *dot, int o, Operand *x)
+{
+	bool t = x->trans != NULL; /* the load is [K, M] for A, [N, K] for B */
+	x->kmajor = o == 0 ? !t : t != (blk_op_int(dot, "b_trans", 0) != 0);
+	x->dot_trans = o == 0;
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -103,7 +125,8 @@ static bool stageable(Pipe *P, int o)
 		x->C = blk_lower_dim(v->type.dims[1]);
 		return true;
 	}
-	if (o == 1 && d && blk_transpose_plain(d) && d->parent == P->L.body &&
+	bool simt = simt_f32(P->s->dot);
+	if ((o == 1 || simt) && d && blk_transpose_plain(d) && d->parent == P->L.body &&
 	    blk_lower_uses(P->L.body, v) == 1) {
 		x->trans = d;
 		v = d->operands[0];
@@ -112,7 +135,7 @@ static bool stageable(Pipe *P, int o)
 	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* 8 bits are read k-contiguous */
 		return false;
 	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
-	    v->type.rank != 2 || !slab_dtype(v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
+	    v->type.rank != 2 || !slab_dtype(P->s->dot, v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;
 	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
@@ -121,6 +144,10 @@ static bool stageable(Pipe *P, int o)
 	x->load = d;
 	x->R = blk_lower_dim(v->type.dims[0]);
 	x->C = blk_lower_dim(v->type.dims[1]);
+	if (simt)
+		simt_orient(P->s->dot, o, x);
+	else
+		x->dot_trans = x->trans != NULL;
 	return true;
 }
 
@@ -154,7 +181,14 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
 	if (blk_lower_dot_wgmma(P->s->dot)) /* wgmma reads swizzled rows, no pad */
 		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
-	else
+	else if (simt_f32(P->s->dot)) {
+		/* k-major rows of a power of two (the dot's threads cover that
+		 * much) + 4 floats: the rows of a transposing copy's writes
+		 * then start 4 banks apart */
+		if (x->kmajor)
+			shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
+		*l = blk_layout_shared(rank, shape, blk_pow2ceil(shape[2]) + 4 - shape[2]);
+	} else
 		*l = blk_layout_shared(rank, shape + 3 - rank, PAD_BYTES / blk_dtype_size(dt));
 	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
@@ -178,7 +212,7 @@ BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
  * source had a transpose. */
 BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
 {
-	return x->trans ? blk_lower_trans_view(P->L.c, b, x->trans->loc, view) : view;
+	return x->dot_trans ? blk_lower_trans_view(P->L.c, b, P->s->dot->loc, view) : view;
 }
 
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
@@ -193,6 +227,8 @@ BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *s
 		blk_builder_at_end(&in, c->a, iff->regions[0]);
 	}
 	BlkValue *dst = pipe_slot_view(P, &in, x, slot);
+	if (x->kmajor)
+		dst = blk_lower_trans_view(c, &in, x->load->loc, dst);
 	int n = x->load->noperands + 1;
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, n);
 	ops[0] = dst;
@@ -260,6 +296,8 @@ static int parts_of(const Pipe *P)
 {
 	const BlkType *a = &P->s->dot->operands[0]->type;
 	int64_t K = blk_lower_dim(a->dims[1]);
+	if (!blk_lower_dot_tc(P->s->dot))
+		return 2; /* SIMT (gpu-notes run 44): more groups of cp.async cost ptxas's padding before each */
 	int p = (int)(K / blk_layout_tc_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
@@ -307,6 +345,8 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, r);
 	int parts = parts_of(P);
+	if (!blk_lower_dot_tc(dot)) /* the slots lie as the dot reads them (simt_orient) */
+		blk_op_remove_attr(dot, "b_trans");
 	for (int o = 0; o < 2; o++)
 		for (int p = 0; p < parts && P->s->x[o].load; p++)
 			pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
@@ -401,7 +441,7 @@ bool pipe_choose(Pipe *P)
 	if (!blk_lower_const_int(f->operands[2], &P->step) || P->step <= 0 || !y || y->kind != BLK_OP_YIELD)
 		return false;
 	for (BlkOp *op = P->L.body->first; op; op = op->next) {
-		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !blk_lower_dot_tc(op) ||
+		if (op->kind != BLK_OP_DOT || op->noperands < 2 || !(blk_lower_dot_tc(op) || simt_f32(op)) ||
 		    op->operands[0]->type.kind != BLK_TYPE_TILE)
 			continue;
 		P->s = &P->all[P->n];
@@ -414,13 +454,35 @@ bool pipe_choose(Pipe *P)
 	return P->n > 0;
 }
 
+/* A loop with SIMT dots keeps the stages whose slots fit SIMT_SMEM (2 at
+ * least); where not even 2 fit, dot_stage.c stages them instead. */
+static bool simt_stages(Pipe *P)
+{
+	int64_t per = 0;
+	bool simt = false;
+	for (int i = 0; i < P->n; i++) {
+		simt = simt || simt_f32(P->all[i].dot);
+		for (int o = 0; o < 2; o++) {
+			const Operand *x = &P->all[i].x[o];
+			int64_t cols = x->kmajor ? x->R : x->C;
+			if (x->load)
+				per += (x->kmajor ? x->C : x->R) * (blk_pow2ceil((int)cols) + 4) * 4;
+		}
+	}
+	if (!simt)
+		return true;
+	while (P->S > 2 && P->S * per > SIMT_SMEM)
+		P->S--;
+	return P->S * per <= SIMT_SMEM;
+}
+
 static void pipeline_loop(void *ctx, BlkOp *f)
 {
 	LowerCtx *c = ctx;
 	if (f->kind != BLK_OP_FOR || c->k->num_stages < 2)
 		return;
 	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = c->k->num_stages };
-	if (pipe_choose(&P) && !blk_pipe_warp_specialize(&P))
+	if (pipe_choose(&P) && simt_stages(&P) && !blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }
 

@@ -6,12 +6,17 @@
 #include "lower_int.h"
 
 enum { PAD_BYTES = 16 }; /* added to each row of a slot (ldmatrix's rows on distinct banks) */
+/* the most shared memory an f32 (SIMT) dot's slots take: two programs an
+ * SM, with room for a small transit region beside each */
+enum { SIMT_SMEM = 110 * 1024 };
 
 typedef struct Operand {
 	bool regs;        /* A from registers: the mma fragments of an earlier dot */
 	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
 	BlkOp *load;      /* the slab's load */
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
+	bool kmajor;      /* SIMT: the slot holds the slab transposed ([C, R]); copies write through a trans_view */
+	bool dot_trans;   /* the dot reads the slot through a trans_view */
 	BlkPtrMap in;     /* the body ops its indices depend on */
 	BlkValue *buf;    /* [S, R, C] */
 	bool tma;         /* warp specialized: copied by TMA (warp_spec.c) */
