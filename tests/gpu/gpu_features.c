@@ -1246,6 +1246,32 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I8, 70, 100), A2('i', BLK_I8, 45, 100), A2('i', BLK_U8, 70, 100),
 	     A2('i', BLK_U8, 100, 45), A2('o', BLK_I32, 70, 45), A2('o', BLK_I32, 70, 45)),
+	/* exact f32 dots on cp.async slabs (pipeliner.c) in every orientation,
+	 * ragged M, N, K, 3 stages: x.T @ y (A's slab lies k-major, copied as
+	 * it lies), x @ w.T (both copied transposed, 4 bytes an element),
+	 * x.T @ w.T (B alone transposed) */
+	CASE("f32_simt_orient", false,
+	     "kernel f32_simt_orient[BM = 64, BN = 64, BK = 16, num_warps = 4, num_stages = 3](\n"
+	     "    at: in f32[K, M] block (K, BM) index (i, j) -> (0, i),\n"
+	     "    y: in f32[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    x: in f32[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    w: in f32[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    e: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(at[ds(k * BK, BK), :].T, y[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    d[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], w[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "    e[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(at[ds(k * BK, BK), :].T, w[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_F32, 77, 70), A2('i', BLK_F32, 77, 45), A2('i', BLK_F32, 70, 77), A2('i', BLK_F32, 45, 77),
+	     A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45)),
 	/* the 8x8 register micro-tiles of 256 threads, ragged edges */
 	CASE("int8_dot_big", false,
 	     "kernel int8_dot_big[BM = 128, BN = 128, BK = 16, num_warps = 8](\n"

@@ -104,6 +104,34 @@ static void mma_128x128(void **state)
 	assert_int_equal(m.thr[1], 8);
 }
 
+/* A transposing copy of an f32 [128, 16] slab over 256 threads: one
+ * element a piece, a warp's lanes on 8 consecutive k (32 bytes) of 4
+ * rows, so in a k-major slot with rows of 128 + 4 floats the 32 lanes
+ * write 32 distinct banks: (4k + m) mod 32. */
+static void copy_across_128x16(void **state)
+{
+	(void)state;
+	int shape[2] = { 128, 16 };
+	BlkLayout l = blk_layout_copy_across(2, shape, BLK_F32, 256);
+	assert_int_equal(l.spt[1], 1);
+	assert_int_equal(l.thr[1], 8);
+	assert_int_equal(l.thr[0], 32);
+	assert_int_equal(blk_layout_nregs(&l), 8);
+	for (int r = 0; r < 8; r++) {
+		int rd[2], banks = 0;
+		blk_layout_reg_split(&l, r, rd);
+		for (int lane = 0; lane < 32; lane++) {
+			int m = blk_layout_coord(&l, 0, rd[0], thread_index(&l, 0, lane));
+			int k = blk_layout_coord(&l, 1, rd[1], thread_index(&l, 1, lane));
+			banks |= 1 << ((k * 132 + m) % 32);
+		}
+		assert_int_equal((unsigned)banks, 0xffffffffu);
+	}
+	/* 16-bit: 16 lanes a row (still 32 bytes) */
+	BlkLayout h = blk_layout_copy_across(2, shape, BLK_BF16, 256);
+	assert_int_equal(h.thr[1], 16);
+}
+
 /* The wgmma accumulator [256, 128] over 8 warps (two warpgroups, two m64
  * blocks each): every thread's (row, col) is wgmma's D fragment -- warp w
  * of warpgroup g rows 64g + 16w + 8h + lane/4 of m64 block i (128 rows
@@ -202,6 +230,7 @@ int main(void)
 		cmocka_unit_test(replicas),
 		cmocka_unit_test(dot_128x128),
 		cmocka_unit_test(mma_128x128),
+		cmocka_unit_test(copy_across_128x16),
 		cmocka_unit_test(row_per_warp_and_slice),
 		cmocka_unit_test(wgmma_256x128),
 		cmocka_unit_test(shared_swizzled),
