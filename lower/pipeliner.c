@@ -1,5 +1,6 @@
-/* pipeliner.c - the software pipeliner: a tensor-core dot's operand slabs
- * go from global to shared memory by cp.async, num_stages slabs deep.
+/* pipeliner.c - the software pipeliner: a dot's operand slabs go from
+ * global to shared memory by cp.async, num_stages slabs deep -- a
+ * tensor-core dot's, and the exact SIMT (f32 fma) dot's (below).
  *
  * Requires: block refs lowered (blockspec.c: masks set), shapes constant,
  * dot engines chosen (dot_engine.c).  Applies to a `for` with a constant
@@ -47,6 +48,16 @@
  * iteration, before the first of them.  A loop inside another loop starts
  * with a barrier: the previous execution's last reads of the slots come
  * before this one's first copies.
+ *
+ * An f32 dot of engine "fma" whose two operands are such slabs is taken
+ * the same way, its slots laid out as emit_dot.c reads them (simt_orient):
+ * k-major, [S, K, pad(M) + 4] and [S, K, pad(N) + 4].  A slab that lies
+ * along k (A as loaded, w of `x @ w.T`) is written through a trans_view,
+ * one 4-byte cp.async an element, so nothing is staged through registers;
+ * the dot reads A through a trans_view and B as it lies, and loses
+ * b_trans.  Its copies go in its region in two parts each (mma_steps.c
+ * splits the dot into k steps around them).  The stages are cut to what
+ * fits SIMT_SMEM; where not even two fit, dot_stage.c stages the operands.
  */
 #include "pipeliner.h"
 

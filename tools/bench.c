@@ -284,7 +284,8 @@ double matmul_tol(BlkDType dt)
 
 /* Candidates per dtype (indexed by BlkDType), ';' between configs.
  * f32 runs the SIMT dot: tiles of 64 or 128 rows and columns, K slabs of 16
- * or 32, 4 or 8 warps, in the pairs whose per-thread micro-tile fits the
+ * or 32, 4 or 8 warps, led by the cp.async slabs 3 and 4 deep (num_stages;
+ * 2, the examples' default, is the rest), in the pairs whose per-thread micro-tile fits the
  * registers without spilling (BM=BN=128 needs 8 warps: with 4, ptxas uses
  * 255 registers).  Smaller tiles fill the 132 SMs at 1024³, where
  * BM=BN=128 gives 64 CTAs.  f16/bf16 (tensor cores) lead with BK=64 slabs
@@ -293,7 +294,9 @@ double matmul_tol(BlkDType dt)
  * num_stages cp.async staging buffers (branch mma3: 3 stages 159 KB of
  * shared memory and 170 registers, 4 stages 212 KB). */
 static const char *const default_candidates[3] = {
-	[BLK_F32] = "BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
+	[BLK_F32] = "BM=128,BN=128,BK=16,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8,num_stages=4;"
+	            "BM=64,BN=128,BK=16,num_warps=4,num_stages=3;BM=128,BN=128,BK=32,num_warps=8,num_stages=3;"
+	            "BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
 	            "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
 	            "BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
 	            "BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
@@ -688,7 +691,7 @@ static bool parse_args(int argc, char **argv, Options *o)
 	bool ok = true;
 	*o = (Options){.sizes = {1024, 2048, 4096, 8192}, .nsizes = 4, .budget_ms = 4000,
 	               .examples = "examples", .bandwidth = true, .more = true, .tune = {[BLK_F32] = true},
-	               .config = {"BM=128,BN=128,BK=16,num_warps=8",
+	               .config = {"BM=128,BN=128,BK=16,num_warps=8,num_stages=3",
 	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3",
 	                          "BM=256,BN=128,BK=64,num_warps=8,num_stages=3"}};
 	const char *env = getenv("BLK_EXAMPLES_DIR");

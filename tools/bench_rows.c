@@ -156,8 +156,9 @@ typedef struct GemmRow {
  * steps, slabs of 128 bytes (as MMA256's 64 bf16) */
 #define MMAI8 "BM=256,BN=128,BK=128,num_warps=8,num_stages=3;BM=128,BN=256,BK=128,num_warps=8,num_stages=3;" \
 	"BM=128,BN=128,BK=128,num_warps=8,num_stages=4"
-#define SIMT "BM=128,BN=128,BK=16,num_warps=8"
-#define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8"
+/* exact f32: cp.async slabs 3 deep (docs/gpu-notes.md, run 44) */
+#define SIMT "BM=128,BN=128,BK=16,num_warps=8,num_stages=3"
+#define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8,num_stages=3;BM=128,BN=64,BK=16,num_warps=8,num_stages=3"
 static const GemmRow gemm_table[] = {
 	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256 ";" HOPPP},
 	{G_NT, "matmul_nt", BLK_BF16, 1, 8192, 8192, 8192, MMA256, HOP256 ";" HOPPP},
