@@ -308,7 +308,7 @@ static int parts_of(const Pipe *P)
 	const BlkType *a = &P->s->dot->operands[0]->type;
 	int64_t K = blk_lower_dim(a->dims[1]);
 	if (!blk_lower_dot_tc(P->s->dot))
-		return 2; /* SIMT (gpu-notes run 44): more groups of cp.async cost ptxas's padding before each */
+		return 2; /* SIMT (gpu-notes run 102): more groups of cp.async cost ptxas's padding before each */
 	int p = (int)(K / blk_layout_tc_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }

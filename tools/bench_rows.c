@@ -156,7 +156,7 @@ typedef struct GemmRow {
  * steps, slabs of 128 bytes (as MMA256's 64 bf16) */
 #define MMAI8 "BM=256,BN=128,BK=128,num_warps=8,num_stages=3;BM=128,BN=256,BK=128,num_warps=8,num_stages=3;" \
 	"BM=128,BN=128,BK=128,num_warps=8,num_stages=4"
-/* exact f32: cp.async slabs 3 deep (docs/gpu-notes.md, run 44) */
+/* exact f32: cp.async slabs 3 deep (docs/gpu-notes.md, run 102) */
 #define SIMT "BM=128,BN=128,BK=16,num_warps=8,num_stages=3"
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8,num_stages=3;BM=128,BN=64,BK=16,num_warps=8,num_stages=3"
 static const GemmRow gemm_table[] = {
