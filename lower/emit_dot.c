@@ -146,7 +146,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 	const ETile *acc = emit_tile(E, op->operands[2]);
 	for (int i = 0; i < nacc; i++)
 		ev->t.r[i] = acc->r[i];
-	if (D.K <= 64)
+	if (D.K <= SIMT_UNROLL)
 		for (int k = 0; k < D.K; k++)
 			k_step(E, &D, emit_i32(E, k), ev->t.r);
 	else

@@ -79,6 +79,7 @@ bool blk_lower_mma_steps(LowerCtx *c);
 bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
 enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
+enum { SIMT_UNROLL = 64 }; /* a SIMT dot's k steps emitted unrolled; more run as a loop (emit_dot.c) */
 /* The bytes a local_alloc of type t spans (smem_plan.c): padded rows whole. */
 int64_t blk_lower_buffer_bytes(const BlkType *t);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);

@@ -158,6 +158,11 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 	for (BlkOp *o = dot->regions[0]->first; o; o = o->next)
 		ovl[r++] = o;
 	dot->nregions = 0;
+	if (n > SIMT_UNROLL) { /* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
+		for (int j = 0; j < r; j++)
+			blk_lower_move_after(ovl[j], j ? ovl[j - 1] : dot->prev);
+		return;
+	}
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);
 	BlkOp *last = dot;

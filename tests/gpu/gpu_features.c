@@ -1272,6 +1272,19 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_F32, 77, 70), A2('i', BLK_F32, 77, 45), A2('i', BLK_F32, 70, 77), A2('i', BLK_F32, 45, 77),
 	     A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45)),
+	/* an f32 slab of 80 k steps on cp.async slots: more than emit_dot.c
+	 * unrolls, so its k loop, the next copies before it; K = 200 ragged */
+	CASE("f32_simt_long_k", false,
+	     "kernel f32_simt_long_k[BM = 64, BN = 64, BK = 80, num_warps = 4, num_stages = 2](\n"
+	     "    x: in f32[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    y: in f32[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], y[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_F32, 70, 200), A2('i', BLK_F32, 200, 45), A2('o', BLK_F32, 70, 45)),
 	/* the 8x8 register micro-tiles of 256 threads, ragged edges */
 	CASE("int8_dot_big", false,
 	     "kernel int8_dot_big[BM = 128, BN = 128, BK = 16, num_warps = 8](\n"
