@@ -147,6 +147,20 @@ void blk_lower_move_after(BlkOp *op, BlkOp *pos)
 	pos->next = op;
 }
 
+void blk_lower_move_before(BlkOp *op, BlkOp *pos)
+{
+	BlkRegion *r = pos->parent;
+	blk_op_erase(op); /* only unlinks: the results keep their uses */
+	op->parent = r;
+	op->next = pos;
+	op->prev = pos->prev;
+	if (pos->prev)
+		pos->prev->next = op;
+	else
+		r->first = op;
+	pos->prev = op;
+}
+
 void blk_lower_move_to_end(BlkOp *op, BlkRegion *r)
 {
 	for (BlkOp *next; op; op = next) {

@@ -172,9 +172,10 @@ bool blk_lower_is_dynamic(const LowerCtx *c);
 /* s as i32 scalar IR before b's point (sizes through `size` ops). */
 BlkValue *blk_lower_build_sym(BlkBuilder *b, BlkLoc loc, const BlkSym *s);
 int64_t blk_lower_dim(const BlkSym *s); /* a specialized dim; dies if symbolic */
-/* Moves op from its region to the end of region r; or to just after pos. */
+/* Moves op from its region to the end of region r; or to just after (before) pos. */
 void blk_lower_move_op(BlkOp *op, BlkRegion *r);
 void blk_lower_move_after(BlkOp *op, BlkOp *pos);
+void blk_lower_move_before(BlkOp *op, BlkOp *pos);
 /* The param a global Ref comes from (through views of its block_ref), or -1. */
 int blk_lower_ref_param(const BlkValue *ref);
 /* Param pi's array is one TMA can address on this launch (sm_90a, tensor

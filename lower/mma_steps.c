@@ -160,7 +160,7 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 	dot->nregions = 0;
 	if (n > SIMT_UNROLL) { /* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
 		for (int j = 0; j < r; j++)
-			blk_lower_move_after(ovl[j], j ? ovl[j - 1] : dot->prev);
+			blk_lower_move_before(ovl[j], dot);
 		return;
 	}
 	BlkBuilder bl;

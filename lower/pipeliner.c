@@ -180,8 +180,9 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 	return t;
 }
 
-/* bufX = local_alloc [S, R, C] with rows of C + PAD; [R, C] for a tile
- * from outside the loop, stored into it once. */
+/* bufX = local_alloc [S, R, C] with rows of C + PAD (SIMT: k-major, see
+ * simt_orient); [R, C] for a tile from outside the loop, stored into it
+ * once. */
 void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 {
 	LowerCtx *c = P->L.c;
@@ -196,9 +197,13 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 		/* k-major rows of a power of two (the dot's threads cover that
 		 * much) + 4 floats: the rows of a transposing copy's writes
 		 * then start 4 banks apart */
-		if (x->kmajor)
-			shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
-		*l = blk_layout_shared(rank, shape, blk_pow2ceil(shape[2]) + 4 - shape[2]);
+		if (x->kmajor) { /* [S, C, R]: the slab transposed */
+			shape[1] = (int)x->C;
+			shape[2] = (int)x->R;
+			shape64[1] = x->C;
+			shape64[2] = x->R;
+		}
+		*l = blk_layout_shared(rank, shape + 3 - rank, blk_pow2ceil(shape[2]) + 4 - shape[2]);
 	} else
 		*l = blk_layout_shared(rank, shape + 3 - rank, PAD_BYTES / blk_dtype_size(dt));
 	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
@@ -219,8 +224,8 @@ BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
 	return x->fixed ? x->buf : blk_lower_slot_view(P->L.c, b, x->load->loc, x->buf, slot);
 }
 
-/* The dot's operand from a slot view: B through a trans_view where the
- * source had a transpose. */
+/* The dot's operand from a slot view, through a trans_view where
+ * dot_trans. */
 BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
 {
 	return x->dot_trans ? blk_lower_trans_view(P->L.c, b, P->s->dot->loc, view) : view;
@@ -388,10 +393,12 @@ static void pipeline(Pipe *P)
 		blk_op_set_int(c->a, P->all[i].dot, "wait_pending", 1);
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, f);
-	for (int i = 0; i < P->n; i++)
+	for (int i = 0; i < P->n; i++) {
+		P->s = &P->all[i]; /* the dot whose slots these are */
 		for (int o = 0; o < 2; o++)
 			if (!P->all[i].x[o].regs)
 				pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
+	}
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
@@ -462,6 +469,16 @@ bool pipe_choose(Pipe *P)
 		    P->s->x[0].load != P->s->x[1].load && P->n < MAX_DOTS)
 			P->n++;
 	}
+	/* beside tensor-core dots, SIMT ones stay with dot_stage.c: the loop
+	 * keeps the tensor cores' stages, slots, fence and warp specialization */
+	bool tc = false;
+	for (int i = 0; i < P->n; i++)
+		tc = tc || blk_lower_dot_tc(P->all[i].dot);
+	int n = 0;
+	for (int i = 0; i < P->n; i++)
+		if (!tc || blk_lower_dot_tc(P->all[i].dot))
+			P->all[n++] = P->all[i];
+	P->n = n;
 	return P->n > 0;
 }
 

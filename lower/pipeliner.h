@@ -18,7 +18,7 @@ typedef struct Operand {
 	bool kmajor;      /* SIMT: the slot holds the slab transposed ([C, R]); copies write through a trans_view */
 	bool dot_trans;   /* the dot reads the slot through a trans_view */
 	BlkPtrMap in;     /* the body ops its indices depend on */
-	BlkValue *buf;    /* [S, R, C] */
+	BlkValue *buf;    /* [S, R, C]; [S, C, R] where kmajor */
 	bool tma;         /* warp specialized: copied by TMA (warp_spec.c) */
 	int64_t R, C;
 } Operand;
@@ -45,12 +45,13 @@ typedef struct Pipe {
 /* x op y, an i32 (a bool for lt, eq) scalar. */
 BlkValue *pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y);
 /* bufX = local_alloc [S, R, C] (swizzled for wgmma, rows padded for
- * ldmatrix), or [R, C] for a tile from outside the loop, stored once. */
+ * ldmatrix; SIMT: k-major, rows of pow2 + 4 floats), or [R, C] for a tile
+ * from outside the loop, stored once. */
 void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name);
-/* bufX[slot] as an [R, C] shared Ref. */
+/* bufX[slot] as a shared Ref of the buffer's last two dims. */
 BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot);
-/* The dot's operand from a slot view (B through a trans_view where the
- * source had a transpose). */
+/* The dot's operand from a slot view, through a trans_view where
+ * dot_trans (B of `x @ w.T` on tensor cores; the SIMT dot's A). */
 BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view);
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
  * `if cond` (cond NULL: none); the copy. */

@@ -1285,6 +1285,23 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A2('i', BLK_F32, 70, 200), A2('i', BLK_F32, 200, 45), A2('o', BLK_F32, 70, 45)),
+	/* an exact f32 dot beside a bf16 one in one loop: the bf16 slabs go
+	 * by cp.async, the f32 ones stay with dot_stage.c (pipe_choose) */
+	CASE("f32_beside_bf16", false,
+	     "kernel f32_beside_bf16[BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3](\n"
+	     "    a: in f32[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    b: in f32[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    p: in bf16[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    q: in bf16[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let (s, t) = fori_loop(0, cdiv(K, BK), (zeros((BM, BN), f32), zeros((BM, BN), f32))) |k, (s, t)| {\n"
+	     "        (s + dot(a[:, ds(k * BK, BK)], b[ds(k * BK, BK), :]), t + dot(p[:, ds(k * BK, BK)], q[ds(k * BK, BK), :]))\n"
+	     "    };\n"
+	     "    c[...] = s + t;\n"
+	     "}\n",
+	     A2('i', BLK_F32, 200, 100), A2('i', BLK_F32, 100, 130), A2('i', BLK_BF16, 200, 100),
+	     A2('i', BLK_BF16, 100, 130), A2('o', BLK_F32, 200, 130)),
 	/* the 8x8 register micro-tiles of 256 threads, ragged edges */
 	CASE("int8_dot_big", false,
 	     "kernel int8_dot_big[BM = 128, BN = 128, BK = 16, num_warps = 8](\n"

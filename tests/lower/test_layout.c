@@ -118,14 +118,15 @@ static void copy_across_128x16(void **state)
 	assert_int_equal(l.thr[0], 32);
 	assert_int_equal(blk_layout_nregs(&l), 8);
 	for (int r = 0; r < 8; r++) {
-		int rd[2], banks = 0;
+		int rd[2];
+		unsigned banks = 0;
 		blk_layout_reg_split(&l, r, rd);
 		for (int lane = 0; lane < 32; lane++) {
 			int m = blk_layout_coord(&l, 0, rd[0], thread_index(&l, 0, lane));
 			int k = blk_layout_coord(&l, 1, rd[1], thread_index(&l, 1, lane));
-			banks |= 1 << ((k * 132 + m) % 32);
+			banks |= 1u << ((k * 132 + m) % 32);
 		}
-		assert_int_equal((unsigned)banks, 0xffffffffu);
+		assert_int_equal(banks, 0xffffffffu);
 	}
 	/* 16-bit: 16 lanes a row (still 32 bytes) */
 	BlkLayout h = blk_layout_copy_across(2, shape, BLK_BF16, 256);
