@@ -84,6 +84,22 @@ static void load_step(Steps *S, BlkBuilder *bl, int ks, BlkValue **fa, BlkValue 
 	                 &v);
 }
 
+/* The dot region's ops (overlap ops: the pipeliner's next copies), in
+ * order, and their count in *r; the dot loses its region. */
+static BlkOp **take_overlap(LowerCtx *c, BlkOp *dot, int *r)
+{
+	BlkOp *first = dot->nregions ? dot->regions[0]->first : NULL;
+	*r = 0;
+	for (BlkOp *o = first; o; o = o->next)
+		(*r)++;
+	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, *r + 1);
+	*r = 0;
+	for (BlkOp *o = first; o; o = o->next)
+		ovl[(*r)++] = o;
+	dot->nregions = 0;
+	return ovl;
+}
+
 /* Of r overlap ops spread over n steps, op j goes after step j * n /
  * (r - 1), the last after the last step. */
 static int overlap_step(int j, int r, int n)
@@ -105,15 +121,8 @@ static void split(LowerCtx *c, BlkOp *dot)
 		BlkType t = frag_type(c, S.a->type.dtype, BLK_FRAG_A, S.M, S.ks * n, S.wn);
 		S.areg = blk_build1(&bl, BLK_OP_CONVERT_LAYOUT, dot->loc, t, 1, &S.a);
 	}
-	/* the overlap ops, out of the region, in order */
-	int r = 0;
-	for (BlkOp *o = dot->nregions ? dot->regions[0]->first : NULL; o; o = o->next)
-		r++;
-	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, r + 1);
-	r = 0;
-	for (BlkOp *o = dot->nregions ? dot->regions[0]->first : NULL; o; o = o->next)
-		ovl[r++] = o;
-	dot->nregions = 0;
+	int r;
+	BlkOp **ovl = take_overlap(c, dot, &r);
 	BlkValue *fa[2], *fb[2], *acc = dot->operands[2];
 	load_step(&S, &bl, 0, &fa[0], &fb[0]);
 	BlkOp *last = dot; /* the last step's overlap ops go after it, in order */
@@ -150,14 +159,8 @@ static void split(LowerCtx *c, BlkOp *dot)
 static void split_simt(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
-	int n = (int)blk_lower_dim(a->type.dims[1]), r = 0;
-	for (BlkOp *o = dot->regions[0]->first; o; o = o->next)
-		r++;
-	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, r + 1);
-	r = 0;
-	for (BlkOp *o = dot->regions[0]->first; o; o = o->next)
-		ovl[r++] = o;
-	dot->nregions = 0;
+	int n = (int)blk_lower_dim(a->type.dims[1]), r;
+	BlkOp **ovl = take_overlap(c, dot, &r);
 	if (n > SIMT_UNROLL) { /* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
 		for (int j = 0; j < r; j++)
 			blk_lower_move_before(ovl[j], dot);
@@ -260,15 +263,8 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
 	int kw = blk_layout_tc_k(blk_dtype_size(a->type.dtype));
-	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r = 0;
-	BlkOp *first = dot->nregions ? dot->regions[0]->first : NULL;
-	for (BlkOp *o = first; o; o = o->next)
-		r++;
-	BlkOp **ovl = BLK_NEW_N(c->a, BlkOp *, r + 1);
-	r = 0;
-	for (BlkOp *o = first; o; o = o->next)
-		ovl[r++] = o;
-	dot->nregions = 0;
+	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r;
+	BlkOp **ovl = take_overlap(c, dot, &r);
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);
 	BlkOp *last = dot;
