@@ -151,6 +151,41 @@ static void split(LowerCtx *c, BlkOp *dot)
 	}
 }
 
+/* A dot on shared operands being split into n steps (wgmma, SIMT): the
+ * accumulator so far, the overlap ops and how many went out. */
+typedef struct Chain {
+	LowerCtx *c;
+	BlkOp *dot;
+	const char *engine;
+	int n, r, j;
+	BlkValue *acc;
+	BlkOp **ovl;
+	BlkOp *last; /* the last op of the last step */
+	BlkBuilder bl;
+} Chain;
+
+/* Step ks on the views va, vb: a new dot accumulating the last step's
+ * result (the original op for the last step), then step ks's overlap
+ * ops after it. */
+static void chain_step(Chain *ch, int ks, BlkValue *va, BlkValue *vb)
+{
+	BlkOp *dot = ch->dot;
+	if (ks + 1 < ch->n) {
+		BlkValue *ops[3] = { va, vb, ch->acc };
+		BlkOp *d = blk_build(&ch->bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
+		blk_op_set_string(ch->c->a, d, "engine", ch->engine);
+		ch->acc = d->results[0];
+	} else {
+		dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = ch->acc;
+	}
+	for (; ch->j < ch->r && overlap_step(ch->j, ch->r, ch->n) == ks; ch->j++) {
+		BlkOp *after = ks + 1 < ch->n ? ch->bl.before->prev : ch->last;
+		blk_lower_move_after(ch->ovl[ch->j], after);
+		if (ks + 1 == ch->n)
+			ch->last = ch->ovl[ch->j];
+	}
+}
+
 /* An exact SIMT dot with overlap ops (the pipeliner's next copies): one
  * dot a k step on k-wide views of its shared slabs, accumulating in turn,
  * the ops spread between them as for mma -- so the copies queue between
@@ -166,25 +201,11 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 			blk_lower_move_before(ovl[j], dot);
 		return;
 	}
-	BlkBuilder bl;
-	blk_builder_before(&bl, c->a, dot);
-	BlkOp *last = dot;
-	for (int ks = 0, j = 0; ks < n; ks++) {
-		BlkValue *va = view_kw(c, &bl, dot->loc, a, 1, ks, 1), *vb = view_kw(c, &bl, dot->loc, b, 0, ks, 1);
-		if (ks + 1 < n) {
-			BlkValue *ops[3] = { va, vb, acc };
-			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
-			blk_op_set_string(c->a, d, "engine", "fma");
-			acc = d->results[0];
-		} else {
-			dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = acc;
-		}
-		for (; j < r && overlap_step(j, r, n) == ks; j++) {
-			BlkOp *after = ks + 1 < n ? bl.before->prev : last;
-			blk_lower_move_after(ovl[j], after);
-			if (ks + 1 == n)
-				last = ovl[j];
-		}
+	Chain ch = { .c = c, .dot = dot, .engine = "fma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot };
+	blk_builder_before(&ch.bl, c->a, dot);
+	for (int ks = 0; ks < n; ks++) {
+		BlkValue *va = view_kw(c, &ch.bl, dot->loc, a, 1, ks, 1);
+		chain_step(&ch, ks, va, view_kw(c, &ch.bl, dot->loc, b, 0, ks, 1));
 	}
 }
 
@@ -265,28 +286,14 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 	int kw = blk_layout_tc_k(blk_dtype_size(a->type.dtype));
 	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r;
 	BlkOp **ovl = take_overlap(c, dot, &r);
-	BlkBuilder bl;
-	blk_builder_before(&bl, c->a, dot);
-	BlkOp *last = dot;
-	for (int ks = 0, j = 0; ks < n; ks++) {
-		BlkValue *va = a->type.kind == BLK_TYPE_TILE ? wgmma_a_step(c, &bl, dot->loc, a, ks)
-		                                              : view_kw(c, &bl, dot->loc, a, 1, kw * ks, kw);
-		BlkValue *vb = view_kw(c, &bl, dot->loc, b, 0, kw * ks, kw);
-		if (ks + 1 < n) {
-			BlkValue *ops[3] = { va, vb, acc };
-			BlkOp *d = blk_build(&bl, BLK_OP_DOT, dot->loc, 3, ops, 1, &dot->results[0]->type, 0);
-			blk_op_set_string(c->a, d, "engine", "wgmma");
-			acc = d->results[0];
-		} else {
-			dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = acc;
-		}
-		for (; j < r && overlap_step(j, r, n) == ks; j++) {
-			BlkOp *after = ks + 1 < n ? bl.before->prev : last;
-			blk_lower_move_after(ovl[j], after);
-			if (ks + 1 == n)
-				last = ovl[j];
-		}
+	Chain ch = { .c = c, .dot = dot, .engine = "wgmma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot };
+	blk_builder_before(&ch.bl, c->a, dot);
+	for (int ks = 0; ks < n; ks++) {
+		BlkValue *va = a->type.kind == BLK_TYPE_TILE ? wgmma_a_step(c, &ch.bl, dot->loc, a, ks)
+		                                              : view_kw(c, &ch.bl, dot->loc, a, 1, kw * ks, kw);
+		chain_step(&ch, ks, va, view_kw(c, &ch.bl, dot->loc, b, 0, kw * ks, kw));
 	}
+	BlkOp *last = ch.last;
 	BlkBuilder end;
 	blk_builder_before(&end, c->a, last->next);
 	blk_build(&end, BLK_OP_WGMMA_COMMIT, dot->loc, 0, NULL, 0, NULL, 0);

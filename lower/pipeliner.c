@@ -118,6 +118,14 @@ static void simt_orient(const BlkOp *dot, int o, Operand *x)
 	x->dot_trans = o == 0;
 }
 
+/* A SIMT slot's rows and columns (a row holds pow2ceil(columns) + 4
+ * floats): the slab's [R, C], or [C, R] where it is k-major. */
+static void simt_slot(const Operand *x, int64_t d[2])
+{
+	d[0] = x->kmajor ? x->C : x->R;
+	d[1] = x->kmajor ? x->R : x->C;
+}
+
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
  * 16-bit tile from outside the loop (attention's q), kept in shared
  * memory for every iteration. */
@@ -197,12 +205,9 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 		/* k-major rows of a power of two (the dot's threads cover that
 		 * much) + 4 floats: the rows of a transposing copy's writes
 		 * then start 4 banks apart */
-		if (x->kmajor) { /* [S, C, R]: the slab transposed */
-			shape[1] = (int)x->C;
-			shape[2] = (int)x->R;
-			shape64[1] = x->C;
-			shape64[2] = x->R;
-		}
+		simt_slot(x, shape64 + 1);
+		shape[1] = (int)shape64[1];
+		shape[2] = (int)shape64[2];
 		*l = blk_layout_shared(rank, shape + 3 - rank, blk_pow2ceil(shape[2]) + 4 - shape[2]);
 	} else
 		*l = blk_layout_shared(rank, shape + 3 - rank, PAD_BYTES / blk_dtype_size(dt));
@@ -310,10 +315,10 @@ BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
  * ahead of them all. */
 static int parts_of(const Pipe *P)
 {
-	const BlkType *a = &P->s->dot->operands[0]->type;
-	int64_t K = blk_lower_dim(a->dims[1]);
 	if (!blk_lower_dot_tc(P->s->dot))
 		return 2; /* SIMT (gpu-notes run 102): more groups of cp.async cost ptxas's padding before each */
+	const BlkType *a = &P->s->dot->operands[0]->type;
+	int64_t K = blk_lower_dim(a->dims[1]);
 	int p = (int)(K / blk_layout_tc_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
 	return p < 1 ? 1 : p > 8 ? 8 : p;
 }
@@ -491,17 +496,19 @@ static bool simt_stages(Pipe *P)
 	for (int i = 0; i < P->n; i++) {
 		simt = simt || simt_f32(P->all[i].dot);
 		for (int o = 0; o < 2; o++) {
-			const Operand *x = &P->all[i].x[o];
-			int64_t cols = x->kmajor ? x->R : x->C;
-			if (x->load)
-				per += (x->kmajor ? x->C : x->R) * (blk_pow2ceil((int)cols) + 4) * 4;
+			int64_t d[2];
+			simt_slot(&P->all[i].x[o], d);
+			per += P->all[i].x[o].load ? d[0] * (blk_pow2ceil((int)d[1]) + 4) * 4 : 0;
 		}
 	}
 	if (!simt)
 		return true;
-	while (P->S > 2 && P->S * per > SIMT_SMEM)
-		P->S--;
-	return P->S * per <= SIMT_SMEM;
+	int64_t fit = SIMT_SMEM / per;
+	if (fit < 2)
+		return false;
+	if (P->S > fit)
+		P->S = (int)fit;
+	return true;
 }
 
 static void pipeline_loop(void *ctx, BlkOp *f)
