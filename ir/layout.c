@@ -242,9 +242,17 @@ BlkLayout blk_layout_collapse(const BlkLayout *l, int axis)
 {
 	BlkLayout s = *l;
 	s.dot = s.mma = s.wg = false;
+	s.sfrag = 0;
 	s.shape[axis] = s.pad[axis] = s.spt[axis] = s.thr[axis] = 1;
 	s.tsh[axis] = 0;
 	s.lbits[axis] = s.hsh[axis] = s.tlo[axis] = 0;
+	return s;
+}
+
+BlkLayout blk_layout_fma_operand(const BlkLayout *acc, int frag)
+{
+	BlkLayout s = blk_layout_collapse(acc, frag == BLK_FRAG_A ? 1 : 0);
+	s.sfrag = frag;
 	return s;
 }
 
@@ -426,7 +434,7 @@ bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b)
 		return a->swz == b->swz && a->sblk == b->sblk;
 	}
 	if (a->rank != b->rank || a->nthreads != b->nthreads || a->frag != b->frag || a->wg != b->wg ||
-	    a->kstep != b->kstep)
+	    a->kstep != b->kstep || a->sfrag != b->sfrag)
 		return false;
 	for (int d = 0; d < a->rank; d++)
 		if (a->shape[d] != b->shape[d] || a->spt[d] != b->spt[d] || a->thr[d] != b->thr[d] ||
@@ -458,6 +466,7 @@ static bool packed(const BlkLayout *l)
  *   blocked<spt=[1,4], thr=[4,32]>       thread bits packed last-fastest
  *   dot<spt=[4,4], thr=[16,16]>          the same, made for a SIMT dot
  *   slice<spt=[4], thr=[16], tsh=[4]>    thread bits where they were
+ *   fma_a<spt=[4,1], thr=[16,1], tsh=[4,0]>  the same, a SIMT dot's A step
  *   mma<warps=[2,4]>                     layout.h's blk_layout_mma
  *   wgmma<warps=[8,1]>                   layout.h's blk_layout_wgmma
  *   shared<strides=[64,1], swizzle=128>  a swizzled buffer (cblock: sblk) */
@@ -489,8 +498,9 @@ void blk_layout_format(char *buf, size_t n, const BlkLayout *l)
 		strncat(buf, ">", n - strlen(buf) - 1);
 		return;
 	}
-	bool pk = packed(l) && !blk_layout_split(l);
-	snprintf(buf, n, "%s<", l->dot ? "dot" : pk ? "blocked" : "slice");
+	bool pk = packed(l) && !blk_layout_split(l) && !l->sfrag;
+	snprintf(buf, n, "%s<", l->sfrag ? (l->sfrag == BLK_FRAG_A ? "fma_a" : "fma_b")
+	                        : l->dot ? "dot" : pk ? "blocked" : "slice");
 	put_list(buf, n, "spt", l->spt, l->rank);
 	put_list(buf, n, "thr", l->thr, l->rank);
 	if (!pk)
@@ -620,9 +630,12 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 		*out = blk_layout_mma_operand(frag, shape, nthreads, w[1], esize);
 		return NULL;
 	}
-	bool slice = strcmp(t->kind, "slice") == 0;
+	int sfrag = strcmp(t->kind, "fma_a") == 0 ? BLK_FRAG_A : strcmp(t->kind, "fma_b") == 0 ? BLK_FRAG_B : 0;
+	bool slice = sfrag || strcmp(t->kind, "slice") == 0;
 	if (!slice && strcmp(t->kind, "blocked") != 0 && strcmp(t->kind, "dot") != 0)
-		return "unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, shared)";
+		return "unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, fma_a, fma_b, shared)";
+	if (sfrag && (rank != 2 || shape[sfrag == BLK_FRAG_A ? 1 : 0] != 1))
+		return "fma_a<> is for [M, 1] tiles, fma_b<> for [1, N] ones";
 	const int *spt = text_list(t, "spt", rank), *thr = text_list(t, "thr", rank);
 	const int *tsh = slice ? text_list(t, "tsh", rank) : NULL;
 	const int *lb = slice ? text_list(t, "lbits", rank) : NULL, *hs = slice ? text_list(t, "hsh", rank) : NULL;
@@ -649,5 +662,6 @@ const char *blk_layout_from_text(const BlkLayoutText *t, int rank, const int *sh
 	if (!slice)
 		pack_threads(out);
 	out->dot = strcmp(t->kind, "dot") == 0;
+	out->sfrag = sfrag;
 	return check_dims(out);
 }

@@ -65,6 +65,13 @@ typedef struct BlkLayout {
 	/* The wgmma accumulator (printed "wgmma<warps=[w,1]>"), see
 	 * blk_layout_wgmma. */
 	bool wg;
+	/* A SIMT dot's operand for one k step (BLK_FRAG_A "fma_a<...>": A's
+	 * [M, 1] column, BLK_FRAG_B "fma_b<...>": B's [1, N] row): the
+	 * accumulator's dot layout with the k dim collapsed
+	 * (blk_layout_fma_operand), so each thread holds the rows (columns)
+	 * of its micro-tile and the threads across them are replicas.  Only
+	 * local_load makes one, only an fma dot reads it. */
+	int sfrag;
 	/* A shared-memory layout (the layout of a shared Ref, not of a tile):
 	 * element i sits sum(i[d] * sstride[d]) elements from the Ref's start.
 	 * Padding (a row longer than its extent, so ldmatrix's 8 row addresses
@@ -159,6 +166,10 @@ int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
  * two from 16 to 256, W a multiple of 4. */
 BlkLayout blk_layout_wgmma(const int *shape, int nthreads);
 bool blk_layout_wgmma_fits(int M, int N, int nthreads);
+/* The fma_a (frag BLK_FRAG_A: [M, 1]) or fma_b (BLK_FRAG_B: [1, N])
+ * operand of one k step of a SIMT dot whose result is in acc (a dot<>
+ * layout): acc with the k dim collapsed. */
+BlkLayout blk_layout_fma_operand(const BlkLayout *acc, int frag);
 /* The k extent of one tensor-core step (wgmma.mma_async or mma.sync)
  * over esize-byte operands: 32 bytes of each row, k16 for f16/bf16, k32
  * for the 8-bit types (the accumulator layout is the same). */
@@ -195,7 +206,8 @@ void blk_layout_reg_split(const BlkLayout *l, int r, int *rd);
 bool blk_layout_equal(const BlkLayout *a, const BlkLayout *b);
 /* The text of a layout in a GPU-level type (docs/ir.md): "blocked<spt=[1,4],
  * thr=[4,32]>", "dot<...>", "slice<spt=[4], thr=[16], tsh=[4]>", "mma<warps=[2,4]>",
- * "shared<strides=[72,1]>" (a shared Ref's). */
+ * "fma_a<spt=[4,1], thr=[16,1], tsh=[4,0]>", "shared<strides=[72,1]>" (a
+ * shared Ref's). */
 void blk_layout_format(char *buf, size_t n, const BlkLayout *l);
 const char *blk_layout_str(BlkArena *a, const BlkLayout *l);
 /* A layout's text as the IR parser read it: KIND<key=[ints], ...>. */

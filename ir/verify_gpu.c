@@ -18,7 +18,9 @@
  *      mma_a/mma_b fragments (one k16 step or
  *      more of mma.sync: local_load makes them from shared memory,
  *      convert_layout from an accumulator over one warp column,
- *      extract_slice cuts whole k16 steps; nothing else reads them).
+ *      extract_slice cuts whole k16 steps; nothing else reads them), or
+ *      one k step of an fma dot as fma_a/fma_b tiles (local_load makes
+ *      them from a slot contiguous along M or N; only that dot reads them).
  * Scalars (rank 0) are held by every thread and carry no layout.
  */
 #include "layout.h"
@@ -279,6 +281,23 @@ static void check_wgmma(Verifier *V, const BlkOp *op)
 
 /* A GPU-level dot: a, b (tiles until dot_stage.c stores them, or shared
  * Refs, or fragments), the accumulator. */
+/* An fma dot on step operands: A [M, 1] in fma_a<>, B [1, N] in fma_b<>,
+ * both the result's layout with k collapsed. */
+static void check_dot_fma_steps(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *r = op->results[0]->type.layout;
+	for (int i = 0; i < 2; i++) {
+		BlkLayout want = blk_layout_fma_operand(r, i ? BLK_FRAG_B : BLK_FRAG_A);
+		if (!layout(op, i) || !blk_layout_equal(layout(op, i), &want)) {
+			fail(V, "operand %d is in %s; this dot's %s step is in %s", i,
+			     layout(op, i) ? lstr(V, layout(op, i)) : "no layout", i ? "B" : "A", lstr(V, &want));
+			return;
+		}
+	}
+	if (op->nregions)
+		fail(V, "a dot on tiles has no region");
+}
+
 static void check_dot_operands(Verifier *V, const BlkOp *op)
 {
 	if (op->results[0]->type.layout->wg && shared_ref(op->operands[1])) {
@@ -287,6 +306,10 @@ static void check_dot_operands(Verifier *V, const BlkOp *op)
 	}
 	if (layout(op, 0) && layout(op, 0)->frag) {
 		check_dot_frags(V, op);
+		return;
+	}
+	if ((layout(op, 0) && layout(op, 0)->sfrag) || (layout(op, 1) && layout(op, 1)->sfrag)) {
+		check_dot_fma_steps(V, op);
 		return;
 	}
 	if (shared_ref(op->operands[0]) || shared_ref(op->operands[1])) {
@@ -394,12 +417,31 @@ static void check_shared_view(Verifier *V, const BlkOp *op)
  * (its rows' stride 1), B either way (ldmatrix with or without .trans)
  * when 16-bit, along k when 8-bit (ldmatrix transposes only 16-bit
  * elements); rows 16 bytes apart. */
+/* A SIMT dot's step operand: the thread's run of a row of A's k-major
+ * slot (B's row) is contiguous, spt elements a vector load. */
+static void check_local_load_fma(Verifier *V, const BlkOp *op)
+{
+	const BlkType *s = &op->operands[0]->type, *r = &op->results[0]->type;
+	int d = r->layout->sfrag == BLK_FRAG_A ? 0 : 1;
+	if ((s->dtype != BLK_F32 && s->dtype != BLK_I32) || r->dtype != s->dtype || r->rank != 2 ||
+	    !blk_sym_equal(r->dims[0], s->dims[0]) || !blk_sym_equal(r->dims[1], s->dims[1]))
+		fail(V, "result %s is not the f32 (or i32) tile of %s", ty(V, r), ty(V, s));
+	else if (s->layout->sstride[d] != 1 || s->layout->swz)
+		fail(V, "reads each thread's %d elements as one vector: %s is not contiguous along dim %d",
+		     r->layout->spt[d], lstr(V, s->layout), d);
+}
+
 static void check_local_load(Verifier *V, const BlkOp *op)
 {
 	const BlkType *s = &op->operands[0]->type, *r = &op->results[0]->type;
 	if (!shared_ref(op->operands[0]) || !s->layout || s->rank != 2 || r->kind != BLK_TYPE_TILE ||
-	    !r->layout || !r->layout->frag) {
-		fail(V, "takes a rank-2 shared Ref with a shared<> layout and gives a tile in mma_a<> or mma_b<>");
+	    !r->layout || (!r->layout->frag && !r->layout->sfrag)) {
+		fail(V, "takes a rank-2 shared Ref with a shared<> layout and gives a tile in mma_a<>, mma_b<>, "
+		     "fma_a<> or fma_b<>");
+		return;
+	}
+	if (r->layout->sfrag) {
+		check_local_load_fma(V, op);
 		return;
 	}
 	BlkType plain = *r;
@@ -750,18 +792,26 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 }
 
 /* Fragment tiles hold packed registers in mma.sync's order: only the ops
- * that know it make or read them. */
+ * that know it make or read them.  A SIMT dot's step operands are made by
+ * local_load, read by fma dots, and may be loop carries. */
 static void check_frag_use(Verifier *V, const BlkOp *op)
 {
+	bool carry = op->kind == BLK_OP_FOR || op->kind == BLK_OP_YIELD; /* a step loaded ahead (rotate.c) */
 	for (int i = 0; i < op->noperands; i++)
-		if (layout(op, i) && layout(op, i)->frag && op->kind != BLK_OP_DOT &&
-		    op->kind != BLK_OP_EXTRACT_SLICE) {
+		if (layout(op, i) && (layout(op, i)->frag || layout(op, i)->sfrag) && op->kind != BLK_OP_DOT &&
+		    (op->kind != BLK_OP_EXTRACT_SLICE || layout(op, i)->sfrag) && !(carry && layout(op, i)->sfrag)) {
 			fail(V, "operand %d is in %s: only a dot or extract_slice reads fragments", i,
 			     lstr(V, layout(op, i)));
 			return;
 		}
 	for (int i = 0; i < op->nresults; i++) {
 		const BlkLayout *l = op->results[i]->type.layout;
+		if (op->results[i]->type.kind == BLK_TYPE_TILE && l && l->sfrag && op->kind != BLK_OP_LOCAL_LOAD &&
+		    op->kind != BLK_OP_FOR) {
+			fail(V, "result %d is in %s: only local_load makes a SIMT dot's step operands (a loop may "
+			     "carry them)", i, lstr(V, l));
+			return;
+		}
 		if (op->results[i]->type.kind == BLK_TYPE_TILE && l && l->frag && op->kind != BLK_OP_LOCAL_LOAD &&
 		    op->kind != BLK_OP_CONVERT_LAYOUT && op->kind != BLK_OP_EXTRACT_SLICE) {
 			fail(V, "result %d is in %s: only local_load, convert_layout and extract_slice make fragments",

@@ -159,6 +159,7 @@ LLVMValueRef emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
 LLVMValueRef emit_padded_index(Emit *E, const BlkLayout *s, int r);
 void emit_scan(Emit *E, const BlkOp *op);
 void emit_dot(Emit *E, const BlkOp *op);
+void emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
 /* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
 void emit_mma(Emit *E, const BlkOp *op);
 /* emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */

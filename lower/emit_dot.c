@@ -10,7 +10,10 @@
  * micro-tile with llvm.fma.f32, so every element accumulates in k order
  * exactly like the interpreter's fmaf loop.  An i8/u8 dot runs the same
  * way on i32 (dot_stage.c widened A and B): a multiply and an add per
- * element, wrapping, exact in any order.
+ * element, wrapping, exact in any order.  A dot that mma_steps.c made one
+ * k step of takes A's column and B's row as fma_a/fma_b tiles that
+ * local_load read the same way (emit_fma_load), so the loads are ops of
+ * their own: the rotate pass may issue them before a barrier's FMAs.
  */
 #include "emit.h"
 
@@ -45,6 +48,22 @@ static void load_piece(Emit *E, LLVMTypeRef et, LLVMValueRef p, int64_t at, int 
 		out[i] = LLVMBuildExtractElement(E->b, v, emit_i32(E, i), "");
 }
 
+/* The outer product of a thread's A column pieces a[nm] and B row pieces
+ * b[nn] into its micro-tile. */
+static void outer(Emit *E, LLVMTypeRef et, const BlkLayout *l, LLVMValueRef *a, LLVMValueRef *b,
+                  LLVMValueRef *acc)
+{
+	int nm = blk_layout_regs_along(l, 0), nn = blk_layout_regs_along(l, 1);
+	LLVMTypeRef t = E->f32;
+	for (int i = 0; i < nm; i++)
+		for (int j = 0; j < nn; j++) {
+			LLVMValueRef args[3] = { a[i], b[j], acc[i * nn + j] };
+			acc[i * nn + j] = et == E->i32
+			                  ? LLVMBuildAdd(E->b, acc[i * nn + j], LLVMBuildMul(E->b, a[i], b[j], ""), "")
+			                  : emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+		}
+}
+
 /* One k step of the outer product; k is a constant or a loop iv. */
 static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
 {
@@ -59,14 +78,25 @@ static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
 		load_piece(E, D->et, pa, (int64_t)blk_layout_coord(l, 0, r, 0) * 4, l->spt[0], &a[r]);
 	for (int r = 0; r < nn; r += l->spt[1])
 		load_piece(E, D->et, pb, (int64_t)blk_layout_coord(l, 1, r, 0) * 4, l->spt[1], &b[r]);
-	LLVMTypeRef t = E->f32;
-	for (int i = 0; i < nm; i++)
-		for (int j = 0; j < nn; j++) {
-			LLVMValueRef args[3] = { a[i], b[j], acc[i * nn + j] };
-			acc[i * nn + j] = D->et == E->i32
-			                  ? LLVMBuildAdd(E->b, acc[i * nn + j], LLVMBuildMul(E->b, a[i], b[j], ""), "")
-			                  : emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
-		}
+	outer(E, D->et, l, a, b, acc);
+}
+
+/* local_load of one k step of a SIMT dot's operand (fma_a: A's [M, 1]
+ * column of its k-major slot; fma_b: B's [1, N] row): the thread's
+ * spt-wide pieces along the long dim, one vector load each, as k_step
+ * loads them. */
+void emit_fma_load(Emit *E, const BlkOp *op)
+{
+	const BlkLayout *l = emit_layout(E, op->results[0]);
+	int d = l->sfrag == BLK_FRAG_A ? 0 : 1;
+	LLVMTypeRef et = op->results[0]->type.dtype == BLK_I32 ? E->i32 : E->f32;
+	LLVMValueRef t = LLVMBuildMul(E->b, emit_thread_coord(E, l, d), emit_i32(E, l->spt[d] * 4), "");
+	LLVMValueRef p = thread_ptr(E, &emit_val(E, op->operands[0])->ref, t);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, l);
+	for (int r = 0; r < blk_layout_regs_along(l, d); r += l->spt[d])
+		load_piece(E, et, p, (int64_t)blk_layout_coord(l, d, r, 0) * 4, l->spt[d], &ev->t.r[r]);
+	emit_bind(E, op->results[0], ev);
 }
 
 /* k in [0, K) as an LLVM loop whose phis carry the accumulators. */
@@ -110,6 +140,17 @@ static void two_ctas(Emit *E, int nacc)
 	E->min_ctas_set = true;
 }
 
+/* The result's registers, starting as the accumulator's. */
+static EVal *start_acc(Emit *E, const BlkOp *op, const BlkLayout *l)
+{
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = emit_new_tile(E, l);
+	const ETile *acc = emit_tile(E, op->operands[2]);
+	for (int i = 0; i < blk_layout_nregs(l); i++)
+		ev->t.r[i] = acc->r[i];
+	return ev;
+}
+
 void emit_dot(Emit *E, const BlkOp *op)
 {
 	DotCtx D = { .l = emit_layout(E, op->results[0]),
@@ -120,6 +161,13 @@ void emit_dot(Emit *E, const BlkOp *op)
 	}
 	if (D.l->wg) {
 		emit_wgmma(E, op);
+		return;
+	}
+	if (op->operands[0]->type.kind == BLK_TYPE_TILE) { /* one k step, loaded by local_load */
+		EVal *ev = start_acc(E, op, D.l);
+		two_ctas(E, blk_layout_nregs(D.l));
+		outer(E, D.et, D.l, emit_tile(E, op->operands[0])->r, emit_tile(E, op->operands[1])->r, ev->t.r);
+		emit_bind(E, op->results[0], ev);
 		return;
 	}
 	const ERef *ra = &emit_val(E, op->operands[0])->ref, *rb = &emit_val(E, op->operands[1])->ref;
@@ -141,11 +189,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 	D.pa = thread_ptr(E, ra, tm);
 	D.pb = thread_ptr(E, rb, tn);
 	two_ctas(E, nacc);
-	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, D.l);
-	const ETile *acc = emit_tile(E, op->operands[2]);
-	for (int i = 0; i < nacc; i++)
-		ev->t.r[i] = acc->r[i];
+	EVal *ev = start_acc(E, op, D.l);
 	if (D.K <= SIMT_UNROLL)
 		for (int k = 0; k < D.K; k++)
 			k_step(E, &D, emit_i32(E, k), ev->t.r);

@@ -99,6 +99,10 @@ void emit_local_load(Emit *E, const BlkOp *op)
 {
 	const ERef *r = &emit_val(E, op->operands[0])->ref;
 	const BlkLayout *l = emit_layout(E, op->results[0]);
+	if (l->sfrag) { /* a SIMT dot's k step (emit_dot.c) */
+		emit_fma_load(E, op);
+		return;
+	}
 	int wm = l->thr[0] / 8, wn = l->thr[1] / 4;
 	Lane L = lane_of(E, l);
 	EVal *ev = BLK_NEW(E->c->a, EVal);

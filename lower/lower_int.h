@@ -75,6 +75,7 @@ bool blk_lower_prefetch(LowerCtx *c);
 bool blk_lower_tile(LowerCtx *c);
 bool blk_lower_dot_stage(LowerCtx *c);
 bool blk_lower_mma_steps(LowerCtx *c);
+bool blk_lower_rotate(LowerCtx *c);
 /* tma_store.c: a wgmma accumulator's output block stored by TMA. */
 bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);

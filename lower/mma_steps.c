@@ -3,7 +3,8 @@
  * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
  * below) becomes one dot per step on k16 views of its shared operands,
  * then wgmma_commit and wgmma_wait.  An exact SIMT dot with overlap ops
- * (split_simt) becomes one dot a k step, the ops between them.
+ * (split_simt) becomes one dot a k step on local_loads of A's column
+ * and B's row (fma_a, fma_b), the ops between them.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
  * (pipeliner.c, dot_stage.c) or with A from registers.  Produces, for
@@ -186,14 +187,29 @@ static void chain_step(Chain *ch, int ks, BlkValue *va, BlkValue *vb)
 	}
 }
 
+/* Step ks of a SIMT dot's shared operand: local_load of A's column ks
+ * (fma_a) or B's row ks (fma_b) of its slab. */
+static BlkValue *fma_step(LowerCtx *c, BlkBuilder *b, BlkOp *dot, int frag, int ks)
+{
+	BlkValue *ref = dot->operands[frag == BLK_FRAG_A ? 0 : 1];
+	BlkValue *v = view_kw(c, b, dot->loc, ref, frag == BLK_FRAG_A ? 1 : 0, ks, 1);
+	BlkType t = blk_type_tile(ref->type.dtype, 2, v->type.dims);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_fma_operand(dot->results[0]->type.layout, frag);
+	t.layout = l;
+	return blk_build1(b, BLK_OP_LOCAL_LOAD, dot->loc, t, 1, &v);
+}
+
 /* An exact SIMT dot with overlap ops (the pipeliner's next copies): one
- * dot a k step on k-wide views of its shared slabs, accumulating in turn,
- * the ops spread between them as for mma -- so the copies queue between
- * the steps' shared loads instead of ahead of them all.  Each element
- * still takes its products in k order: the same FMAs, the same bits. */
+ * dot a k step on A's column and B's row of its shared slabs (local_load
+ * into fma_a/fma_b, step ks+1's before step ks's dot, as for mma),
+ * accumulating in turn, the ops spread between them as for mma -- so the
+ * copies queue between the steps' shared loads instead of ahead of them
+ * all.  Each element still takes its products in k order: the same FMAs,
+ * the same bits. */
 static void split_simt(LowerCtx *c, BlkOp *dot)
 {
-	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
+	BlkValue *a = dot->operands[0], *acc = dot->operands[2];
 	int n = (int)blk_lower_dim(a->type.dims[1]), r;
 	BlkOp **ovl = take_overlap(c, dot, &r);
 	if (n > SIMT_UNROLL) { /* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
@@ -203,9 +219,15 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 	}
 	Chain ch = { .c = c, .dot = dot, .engine = "fma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot };
 	blk_builder_before(&ch.bl, c->a, dot);
+	BlkValue *fa[2], *fb[2];
+	fa[0] = fma_step(c, &ch.bl, dot, BLK_FRAG_A, 0);
+	fb[0] = fma_step(c, &ch.bl, dot, BLK_FRAG_B, 0);
 	for (int ks = 0; ks < n; ks++) {
-		BlkValue *va = view_kw(c, &ch.bl, dot->loc, a, 1, ks, 1);
-		chain_step(&ch, ks, va, view_kw(c, &ch.bl, dot->loc, b, 0, ks, 1));
+		if (ks + 1 < n) {
+			fa[(ks + 1) % 2] = fma_step(c, &ch.bl, dot, BLK_FRAG_A, ks + 1);
+			fb[(ks + 1) % 2] = fma_step(c, &ch.bl, dot, BLK_FRAG_B, ks + 1);
+		}
+		chain_step(&ch, ks, fa[ks % 2], fb[ks % 2]);
 	}
 }
 

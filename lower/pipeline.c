@@ -1,8 +1,8 @@
 /* pipeline.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> persist -> pipeline
- *         -> prefetch -> tile -> dot-stage -> mma-steps
- *         -> smem-plan -> emit-llvm -> ptx
+ *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
+ *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
  * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
  * prints the IR after that pass (emit-llvm: the LLVM module before the
@@ -43,6 +43,7 @@ static const struct {
 	{ "tile", blk_lower_tile, NEEDS_CONST | NEEDS_ENGINE },
 	{ "dot-stage", blk_lower_dot_stage, NEEDS_CONST | NEEDS_ENGINE },
 	{ "mma-steps", blk_lower_mma_steps, NEEDS_CONST | NEEDS_ENGINE },
+	{ "rotate", blk_lower_rotate, NEEDS_CONST | NEEDS_ENGINE },
 	{ "tma-store", blk_lower_tma_store, NEEDS_SIZES | NEEDS_CONST | NEEDS_ENGINE },
 	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };

@@ -623,7 +623,7 @@ static const struct {
 	{ HEAD "  %0 = const {value = 1} : f32[64, 64]{mma<warps=[1,2]>}\n }\n}\n",
 	  "t.ir:7:39: error: bad layout mma<...>: these warps are not an mma layout of this tile and kernel" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{swizzled<>}\n }\n}\n",
-	  "t.ir:7:34: error: bad layout swizzled<...>: unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, shared)" },
+	  "t.ir:7:34: error: bad layout swizzled<...>: unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, fma_a, fma_b, shared)" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[1], thr=[1] }\n }\n}\n",
 	  "t.ir:7:60: error: expected ',', found '}'" },
 	{ HEAD "  %0 = neg %1 : i32\n }\n}\n", "t.ir:7:12: error: undefined value %1" },
