@@ -101,11 +101,13 @@ static BlkOp **take_overlap(LowerCtx *c, BlkOp *dot, int *r)
 	return ovl;
 }
 
-/* Of r overlap ops spread over n steps, op j goes after step j * n /
- * (r - 1), the last after the last step. */
-static int overlap_step(int j, int r, int n)
+/* Of r overlap ops spread over steps first .. n-1, op j goes after step
+ * first + j * (n - first) / (r - 1), the last after the last step. */
+static int overlap_step(int j, int r, int n, int first)
 {
-	return j == r - 1 ? n - 1 : (int)((int64_t)j * n / (r - 1));
+	if (first >= n)
+		first = 0;
+	return j == r - 1 ? n - 1 : first + (int)((int64_t)j * (n - first) / (r - 1));
 }
 
 static void split(LowerCtx *c, BlkOp *dot)
@@ -141,7 +143,7 @@ static void split(LowerCtx *c, BlkOp *dot)
 			dot->operands[1] = fb[ks % 2];
 			dot->operands[2] = acc;
 		}
-		for (; j < r && overlap_step(j, r, n) == ks; j++) {
+		for (; j < r && overlap_step(j, r, n, 0) == ks; j++) {
 			if (ks + 1 < n) {
 				blk_lower_move_after(ovl[j], bl.before->prev); /* after this step's dot */
 			} else {
@@ -159,6 +161,7 @@ typedef struct Chain {
 	BlkOp *dot;
 	const char *engine;
 	int n, r, j;
+	int first; /* the first step an overlap op may follow */
 	BlkValue *acc;
 	BlkOp **ovl;
 	BlkOp *last; /* the last op of the last step */
@@ -179,7 +182,7 @@ static void chain_step(Chain *ch, int ks, BlkValue *va, BlkValue *vb)
 	} else {
 		dot->operands[0] = va, dot->operands[1] = vb, dot->operands[2] = ch->acc;
 	}
-	for (; ch->j < ch->r && overlap_step(ch->j, ch->r, ch->n) == ks; ch->j++) {
+	for (; ch->j < ch->r && overlap_step(ch->j, ch->r, ch->n, ch->first) == ks; ch->j++) {
 		BlkOp *after = ks + 1 < ch->n ? ch->bl.before->prev : ch->last;
 		blk_lower_move_after(ch->ovl[ch->j], after);
 		if (ks + 1 == ch->n)
@@ -202,11 +205,14 @@ static BlkValue *fma_step(LowerCtx *c, BlkBuilder *b, BlkOp *dot, int frag, int 
 
 /* An exact SIMT dot with overlap ops (the pipeliner's next copies): one
  * dot a k step on A's column and B's row of its shared slabs (local_load
- * into fma_a/fma_b, step ks+1's before step ks's dot, as for mma),
- * accumulating in turn, the ops spread between them as for mma -- so the
- * copies queue between the steps' shared loads instead of ahead of them
- * all.  Each element still takes its products in k order: the same FMAs,
- * the same bits. */
+ * into fma_a/fma_b, each right before its step: loading step ks+1 ahead,
+ * as for mma, measured 4 % slower, ptxas having 128 registers), accumulating
+ * in turn, the ops spread between them as for mma but from step 1 on --
+ * so the copies queue between the steps' shared loads instead of ahead
+ * of them all, and none ahead of step 1's loads (the first in the body
+ * once rotate.c loads step 0 in the iteration before: run 110).  Each
+ * element still takes its products in k order: the same FMAs, the same
+ * bits. */
 static void split_simt(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *acc = dot->operands[2];
@@ -217,17 +223,12 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 			blk_lower_move_before(ovl[j], dot);
 		return;
 	}
-	Chain ch = { .c = c, .dot = dot, .engine = "fma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot };
+	Chain ch = { .c = c, .dot = dot, .engine = "fma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot,
+	             .first = 1 };
 	blk_builder_before(&ch.bl, c->a, dot);
-	BlkValue *fa[2], *fb[2];
-	fa[0] = fma_step(c, &ch.bl, dot, BLK_FRAG_A, 0);
-	fb[0] = fma_step(c, &ch.bl, dot, BLK_FRAG_B, 0);
 	for (int ks = 0; ks < n; ks++) {
-		if (ks + 1 < n) {
-			fa[(ks + 1) % 2] = fma_step(c, &ch.bl, dot, BLK_FRAG_A, ks + 1);
-			fb[(ks + 1) % 2] = fma_step(c, &ch.bl, dot, BLK_FRAG_B, ks + 1);
-		}
-		chain_step(&ch, ks, fa[ks % 2], fb[ks % 2]);
+		BlkValue *fa = fma_step(c, &ch.bl, dot, BLK_FRAG_A, ks);
+		chain_step(&ch, ks, fa, fma_step(c, &ch.bl, dot, BLK_FRAG_B, ks));
 	}
 }
 

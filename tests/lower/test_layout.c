@@ -170,6 +170,37 @@ static void wgmma_256x128(void **state)
 	assert_string_equal(buf, "slice<spt=[2], thr=[64], tsh=[2], tlo=[3]>");
 }
 
+/* A SIMT dot's step operands over the 128x128 accumulator of 256
+ * threads: A's column keeps the rows of each thread's micro-tile (its
+ * column threads are replicas), B's row its columns; each prints with its
+ * thread bits and is not the layout the accumulator collapses to plain. */
+static void fma_operands_128x128(void **state)
+{
+	(void)state;
+	int shape[2] = { 128, 128 };
+	BlkLayout acc = blk_layout_dot(shape, 256);
+	BlkLayout a = blk_layout_fma_operand(&acc, BLK_FRAG_A), b = blk_layout_fma_operand(&acc, BLK_FRAG_B);
+	assert_int_equal(a.shape[0], 128);
+	assert_int_equal(a.shape[1], 1);
+	assert_int_equal(b.shape[0], 1);
+	assert_int_equal(blk_layout_nregs(&a), 8);
+	assert_int_equal(blk_layout_nregs(&b), 8);
+	for (int tid = 0; tid < 256; tid++)
+		for (int r = 0; r < 8; r++) {
+			assert_int_equal(blk_layout_coord(&a, 0, r, thread_index(&a, 0, tid)),
+			                 blk_layout_coord(&acc, 0, r, thread_index(&acc, 0, tid)));
+			assert_int_equal(blk_layout_coord(&b, 1, r, thread_index(&b, 1, tid)),
+			                 blk_layout_coord(&acc, 1, r, thread_index(&acc, 1, tid)));
+		}
+	BlkLayout plain = blk_layout_collapse(&acc, 1);
+	assert_false(blk_layout_equal(&a, &plain));
+	char buf[128];
+	blk_layout_format(buf, sizeof buf, &a);
+	assert_string_equal(buf, "fma_a<spt=[4,1], thr=[16,1], tsh=[4,0]>");
+	blk_layout_format(buf, sizeof buf, &b);
+	assert_string_equal(buf, "fma_b<spt=[1,4], thr=[1,16], tsh=[0,0]>");
+}
+
 /* Swizzled shared buffers: 128-byte rows in column blocks, the chunk of
  * row r at chunk ^ (r % 8); narrower rows a narrower swizzle. */
 static void shared_swizzled(void **state)
@@ -232,6 +263,7 @@ int main(void)
 		cmocka_unit_test(dot_128x128),
 		cmocka_unit_test(mma_128x128),
 		cmocka_unit_test(copy_across_128x16),
+		cmocka_unit_test(fma_operands_128x128),
 		cmocka_unit_test(row_per_warp_and_slice),
 		cmocka_unit_test(wgmma_256x128),
 		cmocka_unit_test(shared_swizzled),
