@@ -3,8 +3,8 @@
  * dot(A, B, acc) with the result in the dot layout (layout.h), A and B
  * shared Refs of f32 that dot_stage.c or the pipeliner filled: A [M, K] k-major (a
  * trans_view of [K][pad(M)+4]: the rows a thread needs at one k are
- * consecutive floats), B [K, N] row-major.  For k ascending (unrolled when
- * K <= 64) each thread loads its spt-wide column pieces of A's row k and
+ * consecutive floats), B [K, N] row-major.  For k ascending (unrolled up to
+ * SIMT_UNROLL_FMAS FMAs a thread) each thread loads its spt-wide column pieces of A's row k and
  * row pieces of B's row k with 128-bit shared loads (ld.shared.v4.f32; the
  * A reads of a warp are broadcasts) and does the outer product into its
  * micro-tile with llvm.fma.f32, so every element accumulates in k order
@@ -134,7 +134,7 @@ static void k_loop(Emit *E, const DotCtx *D, LLVMValueRef *acc, int nacc)
  * ptxas spilled 3.4 KB a thread at 128x256x16; it keeps one CTA. */
 static void two_ctas(Emit *E, int nacc)
 {
-	if (E->min_ctas_set || E->c->nthreads > 256 || nacc > 64)
+	if (E->min_ctas_set || E->c->nthreads > SIMT_TWO_CTA_THREADS || nacc > SIMT_TWO_CTA_ACC)
 		return;
 	emit_annotation(E, "minctasm", 2);
 	E->min_ctas_set = true;
@@ -190,7 +190,7 @@ void emit_dot(Emit *E, const BlkOp *op)
 	D.pb = thread_ptr(E, rb, tn);
 	two_ctas(E, nacc);
 	EVal *ev = start_acc(E, op, D.l);
-	if (D.K <= SIMT_UNROLL)
+	if (blk_lower_simt_unrolled(D.K, nacc))
 		for (int k = 0; k < D.K; k++)
 			k_step(E, &D, emit_i32(E, k), ev->t.r);
 	else

@@ -57,7 +57,9 @@
  * the dot reads A through a trans_view and B as it lies, and loses
  * b_trans.  Its copies go in its region in two parts each (mma_steps.c
  * splits the dot into k steps around them).  The stages are cut to what
- * fits SIMT_SMEM; where not even two fit, dot_stage.c stages the operands.
+ * fits SIMT_SMEM (two programs an SM), or SIMT_SMEM_ONE for a micro-tile
+ * that keeps one program an SM; where not even two fit, dot_stage.c
+ * stages the operands.
  */
 #include "pipeliner.h"
 
@@ -487,13 +489,26 @@ bool pipe_choose(Pipe *P)
 	return P->n > 0;
 }
 
+/* A SIMT dot whose micro-tile keeps one program an SM (emit_dot.c asks
+ * for two only up to SIMT_TWO_CTA_ACC accumulators a thread). */
+static bool simt_one_cta(const LowerCtx *c, const BlkOp *dot)
+{
+	const BlkType *t = &dot->results[0]->type;
+	int64_t acc = (int64_t)blk_pow2ceil((int)blk_lower_dim(t->dims[0])) *
+	              blk_pow2ceil((int)blk_lower_dim(t->dims[1])) / c->nthreads;
+	return c->nthreads > SIMT_TWO_CTA_THREADS || acc > SIMT_TWO_CTA_ACC;
+}
+
 /* A loop with SIMT dots keeps the stages whose slots fit SIMT_SMEM (2 at
- * least); where not even 2 fit, dot_stage.c stages them instead. */
+ * least), or SIMT_SMEM_ONE where a dot keeps one program an SM anyway;
+ * where not even 2 fit, dot_stage.c stages them instead. */
 static bool simt_stages(Pipe *P)
 {
-	int64_t per = 0;
+	int64_t per = 0, budget = SIMT_SMEM;
 	bool simt = false;
 	for (int i = 0; i < P->n; i++) {
+		if (simt_f32(P->all[i].dot) && simt_one_cta(P->L.c, P->all[i].dot))
+			budget = SIMT_SMEM_ONE;
 		simt = simt || simt_f32(P->all[i].dot);
 		for (int o = 0; o < 2; o++) {
 			int64_t d[2];
@@ -503,7 +518,7 @@ static bool simt_stages(Pipe *P)
 	}
 	if (!simt)
 		return true;
-	int64_t fit = SIMT_SMEM / per;
+	int64_t fit = budget / per;
 	if (fit < 2)
 		return false;
 	if (P->S > fit)

@@ -156,8 +156,11 @@ typedef struct GemmRow {
  * steps, slabs of 128 bytes (as MMA256's 64 bf16) */
 #define MMAI8 "BM=256,BN=128,BK=128,num_warps=8,num_stages=3;BM=128,BN=256,BK=128,num_warps=8,num_stages=3;" \
 	"BM=128,BN=128,BK=128,num_warps=8,num_stages=4"
-/* exact f32: cp.async slabs 3 deep (docs/gpu-notes.md, run 102) */
-#define SIMT "BM=128,BN=128,BK=16,num_warps=8,num_stages=3"
+/* exact f32: cp.async slabs 3 deep, one program an SM with 8x16
+ * micro-tiles or two with 8x8 (docs/gpu-notes.md, runs 102, 112) */
+#define SIMT_ONE "BM=128,BN=256,BK=32,num_warps=8,num_stages=3"
+#define SIMT_TWO "BM=128,BN=128,BK=32,num_warps=8,num_stages=3"
+#define SIMT SIMT_ONE ";" SIMT_TWO
 #define SIMT_EPI "BM=64,BN=128,BK=16,num_warps=8,num_stages=3;BM=128,BN=64,BK=16,num_warps=8,num_stages=3"
 static const GemmRow gemm_table[] = {
 	{G_NT, "matmul_nt", BLK_BF16, 1, 4096, 4096, 4096, MMA256, HOP256 ";" HOPPP},
@@ -173,7 +176,7 @@ static const GemmRow gemm_table[] = {
 	{G_NT, "matmul_nt", BLK_F32, 1, 4096, 4096, 4096, SIMT, NULL},
 	{G_EPILOGUE, "matmul_epilogue", BLK_F32, 1, 4096, 4096, 4096, SIMT ";" SIMT_EPI, NULL},
 	{G_BMM, "bmm", BLK_F32, 16, 1024, 1024, 1024, SIMT, NULL},
-	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT ",S=8", NULL},
+	{G_SPLITK, "matmul_splitk", BLK_F32, 1, 1024, 1024, 16384, SIMT_ONE ",S=8;" SIMT_TWO ",S=8", NULL},
 	{G_GROUPED, "grouped_matmul", BLK_BF16, 8, 16384, 4096, 4096, GMM_MMA, GMM_HOP},
 	{G_INT8, "matmul_int8", BLK_I8, 1, 4096, 4096, 4096, MMAI8, HOPI8},
 	{G_INT8, "matmul_int8", BLK_I8, 1, 8192, 8192, 8192, MMAI8, HOPI8},

@@ -1272,10 +1272,11 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_F32, 77, 70), A2('i', BLK_F32, 77, 45), A2('i', BLK_F32, 70, 77), A2('i', BLK_F32, 45, 77),
 	     A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45)),
-	/* an f32 slab of 80 k steps on cp.async slots: more than emit_dot.c
-	 * unrolls, so its k loop, the next copies before it; K = 200 ragged */
+	/* an f32 slab of 80 k steps on cp.async slots, 8x8 micro-tiles (2
+	 * warps): more FMAs than emit_dot.c unrolls, so its k loop, the next
+	 * copies before it; K = 200 ragged */
 	CASE("f32_simt_long_k", false,
-	     "kernel f32_simt_long_k[BM = 64, BN = 64, BK = 80, num_warps = 4, num_stages = 2](\n"
+	     "kernel f32_simt_long_k[BM = 64, BN = 64, BK = 80, num_warps = 2, num_stages = 2](\n"
 	     "    x: in f32[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
 	     "    y: in f32[K, N] block (K, BN) index (i, j) -> (0, j),\n"
 	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
@@ -1285,6 +1286,26 @@ static const Case cases[] = {
 	     "    };\n"
 	     "}\n",
 	     A2('i', BLK_F32, 70, 200), A2('i', BLK_F32, 200, 45), A2('o', BLK_F32, 70, 45)),
+	/* 8x16 micro-tiles keep one program an SM, so the slots may take
+	 * most of its shared memory (SIMT_SMEM_ONE): 150 KB of 3 stages at
+	 * BK 32, rotated; x @ w.T beside x @ y; ragged M, N, K */
+	CASE("f32_simt_one_cta", false,
+	     "kernel f32_simt_one_cta[BM = 128, BN = 256, BK = 32, num_warps = 8, num_stages = 3](\n"
+	     "    x: in f32[M, K] block (BM, K) index (i, j) -> (i, 0),\n"
+	     "    y: in f32[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    w: in f32[N, K] block (BN, K) index (i, j) -> (j, 0),\n"
+	     "    c: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     "    d: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    c[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], y[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    d[...] = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[:, ds(k * BK, BK)], w[:, ds(k * BK, BK)].T)\n"
+	     "    };\n"
+	     "}\n",
+	     A2('i', BLK_F32, 300, 200), A2('i', BLK_F32, 200, 520), A2('i', BLK_F32, 520, 200),
+	     A2('o', BLK_F32, 300, 520), A2('o', BLK_F32, 300, 520)),
 	/* an exact f32 dot beside a bf16 one in one loop: the bf16 slabs go
 	 * by cp.async, the f32 ones stay with dot_stage.c (pipe_choose) */
 	CASE("f32_beside_bf16", false,
