@@ -317,8 +317,14 @@ BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
  * ahead of them all. */
 static int parts_of(const Pipe *P)
 {
-	if (!blk_lower_dot_tc(P->s->dot))
-		return 2; /* SIMT (gpu-notes run 102): more groups of cp.async cost ptxas's padding before each */
+	if (!blk_lower_dot_tc(P->s->dot)) {
+		/* SIMT: a group of cp.async every 8 k steps, 2 to 8 an operand.
+		 * Each group costs ptxas's padding (run 102: one a k step lost
+		 * at BK 16, 2 won); at BK 32, 4 beat 2 by 1 % (NN) and 6 %
+		 * (x @ w.T: 48 copies a thread a slab), run 118. */
+		int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
+		return K < 16 ? 2 : K / 8 > 8 ? 8 : (int)(K / 8);
+	}
 	const BlkType *a = &P->s->dot->operands[0]->type;
 	int64_t K = blk_lower_dim(a->dims[1]);
 	int p = (int)(K / blk_layout_tc_k(blk_dtype_size(a->dtype)) / 2); /* k16 steps of mma too */
