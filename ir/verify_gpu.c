@@ -285,7 +285,7 @@ static void check_wgmma(Verifier *V, const BlkOp *op)
  * both the result's layout with k collapsed. */
 static void check_dot_fma_steps(Verifier *V, const BlkOp *op)
 {
-	const BlkLayout *r = op->results[0]->type.layout;
+	const BlkLayout *r = op->results[0]->type.layout; /* a dot<> (check_layouts, the dtypes: rule 3) */
 	for (int i = 0; i < 2; i++) {
 		BlkLayout want = blk_layout_fma_operand(r, i ? BLK_FRAG_B : BLK_FRAG_A);
 		if (!layout(op, i) || !blk_layout_equal(layout(op, i), &want)) {
@@ -429,6 +429,9 @@ static void check_local_load_fma(Verifier *V, const BlkOp *op)
 	else if (s->layout->sstride[d] != 1 || s->layout->swz)
 		fail(V, "reads each thread's %d elements as one vector: %s is not contiguous along dim %d",
 		     r->layout->spt[d], lstr(V, s->layout), d);
+	else if (s->layout->sstride[1 - d] % r->layout->spt[d])
+		fail(V, "reads each thread's %d elements as one aligned vector: the k stride of %s is not a "
+		     "multiple of %d", r->layout->spt[d], lstr(V, s->layout), r->layout->spt[d]);
 }
 
 static void check_local_load(Verifier *V, const BlkOp *op)
@@ -796,7 +799,9 @@ static void check_lowered(Verifier *V, const BlkOp *op)
  * local_load, read by fma dots, and may be loop carries. */
 static void check_frag_use(Verifier *V, const BlkOp *op)
 {
-	bool carry = op->kind == BLK_OP_FOR || op->kind == BLK_OP_YIELD; /* a step loaded ahead (rotate.c) */
+	/* a step loaded ahead (rotate.c): a loop's init or yielded carry */
+	const BlkOp *owner = op->parent ? op->parent->parent : NULL;
+	bool carry = op->kind == BLK_OP_FOR || (op->kind == BLK_OP_YIELD && owner && owner->kind == BLK_OP_FOR);
 	for (int i = 0; i < op->noperands; i++)
 		if (layout(op, i) && (layout(op, i)->frag || layout(op, i)->sfrag) && op->kind != BLK_OP_DOT &&
 		    (op->kind != BLK_OP_EXTRACT_SLICE || layout(op, i)->sfrag) && !(carry && layout(op, i)->sfrag)) {

@@ -65,6 +65,16 @@
 
 #include <string.h>
 
+/* The accumulators a thread of a SIMT dot's micro-tile (its dot<>
+ * layout, not made yet: the padded tile over the threads). */
+static int64_t simt_nacc(const LowerCtx *c, const BlkOp *dot)
+{
+	const BlkType *t = &dot->results[0]->type;
+	int64_t n = (int64_t)blk_pow2ceil((int)blk_lower_dim(t->dims[0])) *
+	            blk_pow2ceil((int)blk_lower_dim(t->dims[1])) / c->nthreads;
+	return n < 1 ? 1 : n;
+}
+
 static bool zero_fill(const BlkOp *ld)
 {
 	const BlkAttr *f = blk_op_attr(ld, "fill");
@@ -318,12 +328,16 @@ BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
 static int parts_of(const Pipe *P)
 {
 	if (!blk_lower_dot_tc(P->s->dot)) {
-		/* SIMT: a group of cp.async every 8 k steps, 2 to 8 an operand.
-		 * Each group costs ptxas's padding (run 102: one a k step lost
-		 * at BK 16, 2 won); at BK 32, 4 beat 2 by 1 % (NN) and 6 %
-		 * (x @ w.T: 48 copies a thread a slab), run 118. */
+		/* SIMT: K / 8 parts an operand, 2 to 8, which mma_steps.c spreads
+		 * over the k steps.  Each part costs ptxas's padding (run 102:
+		 * one a k step lost at BK 16, 2 won); at BK 32, 4 beat 2 by 1 %
+		 * (NN) and 6 % (x @ w.T: 48 copies a thread a slab), run 118.
+		 * A dot emit_dot.c runs as a loop is not split: its copies go
+		 * before it in one block, so 2. */
 		int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
-		return K < 16 ? 2 : K / 8 > 8 ? 8 : (int)(K / 8);
+		if (K < 16 || !blk_lower_simt_unrolled(K, simt_nacc(P->L.c, P->s->dot)))
+			return 2;
+		return K / 8 > 8 ? 8 : (int)(K / 8);
 	}
 	const BlkType *a = &P->s->dot->operands[0]->type;
 	int64_t K = blk_lower_dim(a->dims[1]);
@@ -499,10 +513,7 @@ bool pipe_choose(Pipe *P)
  * for two only up to SIMT_TWO_CTA_ACC accumulators a thread). */
 static bool simt_one_cta(const LowerCtx *c, const BlkOp *dot)
 {
-	const BlkType *t = &dot->results[0]->type;
-	int64_t acc = (int64_t)blk_pow2ceil((int)blk_lower_dim(t->dims[0])) *
-	              blk_pow2ceil((int)blk_lower_dim(t->dims[1])) / c->nthreads;
-	return c->nthreads > SIMT_TWO_CTA_THREADS || acc > SIMT_TWO_CTA_ACC;
+	return c->nthreads > SIMT_TWO_CTA_THREADS || simt_nacc(c, dot) > SIMT_TWO_CTA_ACC;
 }
 
 /* A loop with SIMT dots keeps the stages whose slots fit SIMT_SMEM (2 at

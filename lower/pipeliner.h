@@ -8,8 +8,10 @@
 enum { PAD_BYTES = 16 }; /* added to each row of a slot (ldmatrix's rows on distinct banks) */
 /* the most shared memory an f32 (SIMT) dot's slots take: two programs an
  * SM, with room for a small transit region beside each; where the micro-
- * tile keeps one program an SM (SIMT_TWO_CTA_ACC), most of the SM's */
-enum { SIMT_SMEM = 110 * 1024, SIMT_SMEM_ONE = 208 * 1024 };
+ * tile keeps one program an SM (SIMT_TWO_CTA_ACC), 160 KB, leaving 67 KB
+ * of the SM's 227 for the rest (128x256x32's 3 stages take 147 KB; its 4
+ * stages were no faster, run 113) */
+enum { SIMT_SMEM = 110 * 1024, SIMT_SMEM_ONE = 160 * 1024 };
 
 typedef struct Operand {
 	bool regs;        /* A from registers: the mma fragments of an earlier dot */

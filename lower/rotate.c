@@ -13,8 +13,9 @@
  *     d = dot A(n-1), B(n-1), d(n-2)
  *     yield d, rd', ..
  *   }
- * the loop below, the head cloned before it at iv = lo and at the body's
- * end at iv + step with the carries' next values:
+ * the loop below, the head (which reads carries, never the iv) cloned
+ * before it with the carries' inits and at the body's end with their next
+ * values:
  *
  *   async_wait; barrier; A0', B0' = local_load slot(rd0)[.., 0]
  *   for k (acc, rd, .., A0, B0) {
@@ -63,7 +64,8 @@ static bool plain_op(const BlkOp *op)
 					return false;
 		return true;
 	}
-	if (!(blk_op_flags(op->kind) & BLK_OPF_PURE) || op->nregions)
+	if (!(blk_op_flags(op->kind) & BLK_OPF_PURE) || op->nregions || blk_op_is_reduce(op->kind) ||
+	    blk_op_is_scan(op->kind)) /* a reduction may go through shared memory */
 		return false;
 	for (int i = 0; i < op->nresults; i++)
 		if (op->results[i]->type.kind == BLK_TYPE_TILE && op->results[i]->type.rank > 0)
@@ -71,11 +73,16 @@ static bool plain_op(const BlkOp *op)
 	return true;
 }
 
-/* Marks in `in` the ops of the body v depends on; iv and carries are
- * the clone's to map.  False when one is not a plain pure op. */
+/* Marks in `in` the ops of the body v depends on; carries are the
+ * clone's to map.  False when one is not a plain pure op, or reads the
+ * iv: the clones run at iv = lo before a loop that may not run and at
+ * the last iv + step, where an iv-indexed read could leave its buffer
+ * (the pipeliner's slot index is a carry, always in [0, S)). */
 static bool slice(Loop *L, BlkPtrMap *in, const BlkValue *v)
 {
 	BlkOp *d = v->def;
+	if (v == L->body->args[0])
+		return false;
 	if (!d || d->parent != L->body || blk_pmap_get(in, d))
 		return true;
 	if (!(blk_op_flags(d->kind) & BLK_OPF_PURE) || d->nregions || !plain_op(d))
@@ -144,15 +151,14 @@ static bool match(Loop *L, Rot *R)
 	return slice(L, &R->in, R->la->operands[0]) && slice(L, &R->in, R->lb->operands[0]);
 }
 
-/* The head at b: iv as iv, carry i (region arg i >= 1) as vals[i - 1];
- * returns the clone's A and B loads. */
-static void clone_head(Loop *L, Rot *R, BlkBuilder *b, BlkValue *iv, BlkValue **vals, BlkValue **fa,
-                       BlkValue **fb)
+/* The head at b, carry i (region arg i >= 1) as vals[i - 1] (it reads
+ * no iv: slice); returns the clone's A and B loads. */
+static void clone_head(Loop *L, Rot *R, BlkBuilder *b, BlkValue **vals, BlkValue **fa, BlkValue **fb)
 {
 	BlkPtrMap vm = { 0 };
 	for (int i = 1; i < L->body->nargs; i++)
 		blk_pmap_put(L->c->a, &vm, L->body->args[i], vals[i - 1]);
-	blk_loop_clone_slice(L, b, &R->in, NULL, iv, &vm);
+	blk_loop_clone_slice(L, b, &R->in, NULL, L->body->args[0], &vm);
 	*fa = blk_pmap_get(&vm, R->la->results[0]);
 	*fb = blk_pmap_get(&vm, R->lb->results[0]);
 }
@@ -160,17 +166,12 @@ static void clone_head(Loop *L, Rot *R, BlkBuilder *b, BlkValue *iv, BlkValue **
 static void rotate(Loop *L, Rot *R)
 {
 	BlkOp *f = L->loop, *y = L->body->last;
-	BlkLoc loc = f->loc;
 	BlkValue *fa0, *fb0, *fan, *fbn;
 	BlkBuilder pre, end;
 	blk_builder_before(&pre, L->c->a, f);
-	clone_head(L, R, &pre, f->operands[0], f->operands + 3, &fa0, &fb0);
+	clone_head(L, R, &pre, f->operands + 3, &fa0, &fb0);
 	blk_builder_before(&end, L->c->a, y);
-	BlkValue *s[2] = { L->body->args[0], f->operands[2] };
-	BlkValue *next = blk_build1(&end, BLK_OP_ADD, loc, blk_type_scalar(BLK_I32), 2, s);
-	clone_head(L, R, &end, next, y->operands, &fan, &fbn);
-	if (!blk_lower_uses(L->body, next)) /* the head did not read the iv */
-		blk_op_erase(next->def);
+	clone_head(L, R, &end, y->operands, &fan, &fbn);
 	blk_lower_move_before(R->last, y);
 	BlkValue *fa = blk_loop_add_carry(L, fa0, fan), *fb = blk_loop_add_carry(L, fb0, fbn);
 	blk_replace_uses(L->body, R->la->results[0], fa);
