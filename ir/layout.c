@@ -554,21 +554,24 @@ static const char *check_dims(const BlkLayout *l)
 }
 
 /* Strides that never map two elements to one place: sorted from the
- * smallest, each at least the span of the dims faster than it. */
+ * smallest, each at least the span of the dims faster than it.  A dim of
+ * extent 1 never steps (a slab of one k step: [S, 1, N]), so its stride
+ * does not count. */
 static const char *check_strides(const BlkLayout *l)
 {
-	int d[BLK_MAX_RANK];
+	int d[BLK_MAX_RANK], n = 0;
 	for (int i = 0; i < l->rank; i++) {
 		if (l->sstride[i] < 1)
 			return "strides must be positive";
-		d[i] = i;
+		if (l->shape[i] > 1)
+			d[n++] = i;
 	}
-	for (int i = 1; i < l->rank; i++)
+	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && l->sstride[d[j - 1]] > l->sstride[d[j]]; j--) {
 			int t = d[j];
 			d[j] = d[j - 1], d[j - 1] = t;
 		}
-	for (int i = 1; i < l->rank; i++)
+	for (int i = 1; i < n; i++)
 		if (l->sstride[d[i]] < l->sstride[d[i - 1]] * l->shape[d[i - 1]])
 			return "strides overlap: two elements would share a place";
 	return NULL;

@@ -622,6 +622,8 @@ static const struct {
 	  "t.ir:7:34: error: bad layout mma<...>: mma<warps=[wm,wn]> is for rank-2 tiles" },
 	{ HEAD "  %0 = const {value = 1} : f32[64, 64]{mma<warps=[1,2]>}\n }\n}\n",
 	  "t.ir:7:39: error: bad layout mma<...>: these warps are not an mma layout of this tile and kernel" },
+	{ HEAD "  %0 = local_alloc : ref<shared f32[4, 8]{shared<strides=[4,1]>}>\n }\n}\n",
+	  "t.ir:7:42: error: bad layout shared<...>: strides overlap: two elements would share a place" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{swizzled<>}\n }\n}\n",
 	  "t.ir:7:34: error: bad layout swizzled<...>: unknown layout kind (blocked, dot, slice, mma, mma_a, mma_b, wgmma, fma_a, fma_b, shared)" },
 	{ HEAD "  %0 = const {value = 1} : f32[4]{blocked<spt=[1], thr=[1] }\n }\n}\n",
