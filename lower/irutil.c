@@ -133,32 +133,32 @@ BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot)
 	return site;
 }
 
-void blk_lower_move_after(BlkOp *op, BlkOp *pos)
+/* op unlinked, then linked beside pos: after it, or before. */
+static void move_beside(BlkOp *op, BlkOp *pos, bool after)
 {
 	BlkRegion *r = pos->parent;
 	blk_op_erase(op); /* only unlinks: the results keep their uses */
 	op->parent = r;
-	op->prev = pos;
-	op->next = pos->next;
-	if (pos->next)
-		pos->next->prev = op;
+	op->prev = after ? pos : pos->prev;
+	op->next = after ? pos->next : pos;
+	if (op->prev)
+		op->prev->next = op;
+	else
+		r->first = op;
+	if (op->next)
+		op->next->prev = op;
 	else
 		r->last = op;
-	pos->next = op;
+}
+
+void blk_lower_move_after(BlkOp *op, BlkOp *pos)
+{
+	move_beside(op, pos, true);
 }
 
 void blk_lower_move_before(BlkOp *op, BlkOp *pos)
 {
-	BlkRegion *r = pos->parent;
-	blk_op_erase(op); /* only unlinks: the results keep their uses */
-	op->parent = r;
-	op->next = pos;
-	op->prev = pos->prev;
-	if (pos->prev)
-		pos->prev->next = op;
-	else
-		r->first = op;
-	pos->prev = op;
+	move_beside(op, pos, false);
 }
 
 void blk_lower_move_to_end(BlkOp *op, BlkRegion *r)

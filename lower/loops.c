@@ -26,20 +26,30 @@ static bool scalar_read(const LowerCtx *c, const BlkOp *d)
 	return true;
 }
 
-bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v)
+bool blk_loop_slice_by(BlkLoop *L, BlkPtrMap *in, const BlkValue *v, bool carried, BlkSliceOp *ok)
 {
-	if (!v->def)
-		return v->owner != L->body || v->index == 0;
+	if (!v->def) /* the body's iv (index 0) or a carry, or from outside */
+		return v->owner != L->body || (v->index == 0) != carried;
 	BlkOp *d = v->def;
 	if (d->parent != L->body || blk_pmap_get(in, d))
 		return true;
-	if ((!(blk_op_flags(d->kind) & BLK_OPF_PURE) && !scalar_read(L->c, d)) || d->nregions)
+	if (d->nregions || !ok(L->c, d))
 		return false;
 	blk_pmap_put(L->c->a, in, d, d);
 	for (int i = 0; i < d->noperands; i++)
-		if (!blk_loop_slice(L, in, d->operands[i]))
+		if (!blk_loop_slice_by(L, in, d->operands[i], carried, ok))
 			return false;
 	return true;
+}
+
+static bool pure_or_scalar_read(const LowerCtx *c, const BlkOp *d)
+{
+	return (blk_op_flags(d->kind) & BLK_OPF_PURE) || scalar_read(c, d);
+}
+
+bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v)
+{
+	return blk_loop_slice_by(L, in, v, false, pure_or_scalar_read);
 }
 
 BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op)

@@ -115,6 +115,11 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
 /* Marks in `in` (op -> op) the ops of L's body v depends on; false when v
  * depends on a carry or on an op that is not pure and region-free. */
 bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v);
+/* The same walk with another rule: `carried`, v may depend on carries but
+ * not on the iv (rotate.c's clones at other iterations of the carries);
+ * ok says which region-free ops of the body may be part of it. */
+typedef bool BlkSliceOp(const LowerCtx *c, const BlkOp *op);
+bool blk_loop_slice_by(BlkLoop *L, BlkPtrMap *in, const BlkValue *v, bool carried, BlkSliceOp *ok);
 /* Copies op before b's insertion point, operands mapped through vm (and
  * its results added to vm). */
 BlkOp *blk_loop_copy_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op);

@@ -73,25 +73,15 @@ static bool plain_op(const BlkOp *op)
 	return true;
 }
 
-/* Marks in `in` the ops of the body v depends on; carries are the
- * clone's to map.  False when one is not a plain pure op, or reads the
- * iv: the clones run at iv = lo before a loop that may not run and at
- * the last iv + step, where an iv-indexed read could leave its buffer
- * (the pipeliner's slot index is a carry, always in [0, S)). */
-static bool slice(Loop *L, BlkPtrMap *in, const BlkValue *v)
+/* A pure plain op may be part of the head's slice.  The slice reads
+ * carries, never the iv (blk_loop_slice_by): the clones run at iv = lo
+ * before a loop that may not run and at the last iv + step, where an
+ * iv-indexed read could leave its buffer (the pipeliner's slot index is a
+ * carry, always in [0, S)). */
+static bool head_op(const LowerCtx *c, const BlkOp *op)
 {
-	BlkOp *d = v->def;
-	if (v == L->body->args[0])
-		return false;
-	if (!d || d->parent != L->body || blk_pmap_get(in, d))
-		return true;
-	if (!(blk_op_flags(d->kind) & BLK_OPF_PURE) || d->nregions || !plain_op(d))
-		return false;
-	blk_pmap_put(L->c->a, in, d, d);
-	for (int i = 0; i < d->noperands; i++)
-		if (!slice(L, in, d->operands[i]))
-			return false;
-	return true;
+	(void)c;
+	return (blk_op_flags(op->kind) & BLK_OPF_PURE) && plain_op(op);
 }
 
 /* The head, and the chain's first step loads (la, lb) and last dot. */
@@ -148,11 +138,12 @@ static bool match(Loop *L, Rot *R)
 	blk_pmap_put(L->c->a, &R->in, R->bar, R->bar);
 	blk_pmap_put(L->c->a, &R->in, R->la, R->la);
 	blk_pmap_put(L->c->a, &R->in, R->lb, R->lb);
-	return slice(L, &R->in, R->la->operands[0]) && slice(L, &R->in, R->lb->operands[0]);
+	return blk_loop_slice_by(L, &R->in, R->la->operands[0], true, head_op) &&
+	       blk_loop_slice_by(L, &R->in, R->lb->operands[0], true, head_op);
 }
 
 /* The head at b, carry i (region arg i >= 1) as vals[i - 1] (it reads
- * no iv: slice); returns the clone's A and B loads. */
+ * no iv: blk_loop_slice_by); returns the clone's A and B loads. */
 static void clone_head(Loop *L, Rot *R, BlkBuilder *b, BlkValue **vals, BlkValue **fa, BlkValue **fb)
 {
 	BlkPtrMap vm = { 0 };
