@@ -9,7 +9,11 @@
  * per CTA is refused with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, as a GPU
  * refuses a kernel whose registers do not fit.  Entry points are found by
  * name through cuGetProcAddress_v2, like the real driver's.
+ * With BLK_FAKE_LAUNCH_LOG set, every launch (grid, block, shared bytes)
+ * and tensor map (dims, box, strides, swizzle) is appended to that file:
+ * tools/ptx-snapshot.sh compares two builds' launches with it.
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,20 @@ static int ctx_dummy, module_dummy, stream_dummy;
 /* How many kernel arguments the next launch's args holds (set by the
  * test, since the driver itself is not told). */
 static int fake_nargs;
+
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...)
+{
+	const char *path = getenv("BLK_FAKE_LAUNCH_LOG");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+	if (!f)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
 
 void fake_cuda_set_nargs(int n)
 {
@@ -259,6 +277,11 @@ static CUresult tensor_map_encode_tiled(CUtensorMap *m, CUtensorMapDataType dt, 
 			return CUDA_ERROR_INVALID_VALUE;
 	memset(m, 0, sizeof *m);
 	tensor_maps++;
+	log_line("tmap rank %u swizzle %d", rank, (int)sw);
+	for (cuuint32_t i = 0; i < rank; i++)
+		log_line(" (%llu %u %llu)", (unsigned long long)dims[i], box[i],
+		         (unsigned long long)(i + 1 < rank ? strides[i] : 0));
+	log_line("\n");
 	last_map_rank = rank;
 	for (cuuint32_t i = 0; i < rank; i++) {
 		last_map[0][i] = dims[i];
@@ -276,6 +299,7 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	if (bx * by * bz > FAKE_MAX_THREADS)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	launches++;
+	log_line("launch grid %u %u %u block %u %u %u smem %u\n", gx, gy, gz, bx, by, bz, smem);
 	last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
 	memset(last_args, 0, sizeof last_args);
 	for (int i = 0; args && i < fake_nargs && i < FAKE_ARGS; i++) /* every argument is >= 4 bytes */
