@@ -307,6 +307,56 @@ typedef struct BlkCParam {
 	BlkDType dtype; /* DTYPE */
 } BlkCParam;
 
+/* ---- the launch contract -------------------------------------------------
+ * A GPU-level kernel's `launch` header (docs/ir.md): everything the runtime
+ * and AOT C need to launch its PTX, in the IR so that --dump-after shows it
+ * and emission can start from text.  Written by the passes that decide it:
+ * specialize the argument list, blockspec the grid, persist persistence,
+ * warp_spec the threads, warp_spec and tma-store the tensor maps, dot-engine
+ * the PTX ISA an instruction needs, smem-plan the shared bytes. */
+typedef enum BlkArgKind {
+	BLK_ARG_PTR,    /* a global pointer to a param's array */
+	BLK_ARG_TMAP,   /* a 128-byte CUtensorMap of a param's array, by value (a grid constant) */
+	BLK_ARG_SIZE,   /* a dynamic size, i32 */
+	BLK_ARG_STRIDE, /* a dynamic stride (elements) of a param's array, i64 */
+} BlkArgKind;
+
+/* One kernel argument; the list is in ABI order: every PTR (param order),
+ * then every TMAP, SIZE, STRIDE. */
+typedef struct BlkLaunchArg {
+	BlkArgKind kind;
+	int param;       /* PTR, TMAP, STRIDE: the kernel param (never scratch) */
+	int dim;         /* STRIDE: which of its strides */
+	const char *size; /* SIZE: the size's name */
+	/* PTR: the array's strides as compiled in, in elements; a dynamic one
+	 * (a STRIDE argument) is -d, d a divisor it is known to have.  And the
+	 * bytes the pointer is known aligned to. */
+	int64_t strides[BLK_MAX_RANK];
+	int align;
+	/* TMAP: boxes of box[0] (innermost) x box[1] elements of the array's
+	 * last two dims, swizzled over `swizzle` bytes (32, 64, 128) */
+	int box[2], swizzle;
+} BlkLaunchArg;
+
+typedef struct BlkLaunch {
+	/* The CUDA grid x, y, z (NULL before blockspec): constants, or
+	 * expressions of dynamic sizes evaluated at each launch
+	 * (blk_launch_grid).  persist > 0: a persistent kernel, launched as
+	 * min(x * y * z, persist) CTAs along x that walk the x * y * z tiles. */
+	const BlkSym *grid[3];
+	int persist;
+	/* Per kernel grid axis: its CUDA axis (0..2), -1 for a seq axis (a
+	 * loop).  An axis past the third shares z: its program id is
+	 * (ctaid.z / div) % mod (div NULL: not folded). */
+	int axis[BLK_MAX_GRID];
+	const BlkSym *div[BLK_MAX_GRID], *mod[BLK_MAX_GRID];
+	int threads;     /* per CTA, warp-specialized warps included */
+	int64_t smem;    /* dynamic shared memory per CTA, bytes */
+	int isa;         /* the PTX ISA version the code needs, times 10 (80: 8.0) */
+	int nargs;
+	BlkLaunchArg *args;
+} BlkLaunch;
+
 typedef struct BlkKernel {
 	const char *name;
 	BlkLoc loc;
@@ -327,6 +377,7 @@ typedef struct BlkKernel {
 	/* args: one Ref per param, in param order.  An array param's Ref is its
 	 * block (shape: block dims minus squeezed ones); scratch is the buffer. */
 	BlkRegion *body;
+	BlkLaunch *launch;       /* NULL above the GPU level (before specialize) */
 	struct BlkKernel *next;
 } BlkKernel;
 
@@ -335,6 +386,32 @@ typedef struct BlkModule {
 	BlkKernel *first, *last;
 	int nkernels;
 } BlkModule;
+
+/* The launch's grid at these sizes (env: the dynamic sizes' values; a
+ * persistent grid as min(its programs, persist) CTAs): false if an extent
+ * does not evaluate or is over CUDA's limits (launch.c). */
+bool blk_launch_grid(const BlkLaunch *l, const BlkSymEnv *env, unsigned grid[3]);
+/* The grid is a constant one (no dynamic size in it). */
+bool blk_launch_grid_static(const BlkLaunch *l);
+/* Appends an argument at its place in ABI order; returns its index. */
+int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg);
+/* The index among the TMAP args of the one for (param, box, swizzle),
+ * appended if there is none; -1 past BLK_MAX_TMAPS. */
+enum { BLK_MAX_TMAPS = 8 };
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle);
+/* The i-th argument of this kind, or NULL. */
+const BlkLaunchArg *blk_launch_nth(const BlkLaunch *l, BlkArgKind kind, int i);
+int blk_launch_count(const BlkLaunch *l, BlkArgKind kind);
+/* A deep copy in a. */
+BlkLaunch *blk_launch_copy(BlkArena *a, const BlkLaunch *l);
+/* The launch header as the IR prints it, alone; and parsed back from such
+ * text (the disk cache keeps it so), NULL with an error in d. */
+void blk_launch_print(FILE *out, const BlkLaunch *l, const BlkKernel *k);
+BlkLaunch *blk_launch_parse(BlkArena *a, BlkDiag *d, const BlkKernel *k, const BlkSource *src);
+
+/* The index of param pi among the non-scratch params (the arrays: the
+ * runtime's tensors, BlkArrayDesc lists). */
+int blk_kernel_array_index(const BlkKernel *k, int pi);
 
 BlkModule *blk_module_create(BlkArena *a);
 BlkKernel *blk_kernel_add(BlkModule *m, const char *name, BlkLoc loc);

@@ -157,7 +157,7 @@ static Tok lex(Parser *P)
 		t.kind = T_IDENT;
 		while (P->p < P->end && is_name_char(*P->p))
 			advance(P);
-	} else if (strchr("()[]{}<>,:=^+-*%", c)) {
+	} else if (strchr("()[]{}<>,:=^+-*%?", c)) {
 		t.kind = T_PUNCT;
 		advance(P);
 	} else if (c == '~' && P->p + 1 < P->end && P->p[1] == '/') {
@@ -436,14 +436,23 @@ static BlkType parse_type(Parser *P)
 
 /* ---- values ------------------------------------------------------------ */
 
+static const char *hint_of(Parser *P, const char *name)
+{
+	const char *dot = strchr(name, '.');
+	return dot ? blk_arena_strndup(P->a, name, (size_t)(dot - name)) : name;
+}
+
 static void define(Parser *P, const Tok *t, BlkValue *v)
 {
 	const char *name = tok_name(P, t);
 	if (blk_strmap_get(&P->values, name))
 		fail(P, t->loc, "value %%%s is defined twice", name);
 	blk_strmap_put(&P->values, name, v);
-	/* Numbers are the printer's own names; identifiers are hints. */
-	v->name = isdigit((unsigned char)name[0]) ? NULL : name;
+	/* Numbers are the printer's own names; identifiers are hints, less
+	 * the ".N" the printer adds to a hint another value holds (names in
+	 * the language have no dots): printed again, or cloned by a pass,
+	 * the value is named as it was before it went through text. */
+	v->name = isdigit((unsigned char)name[0]) ? NULL : hint_of(P, name);
 }
 
 static BlkValue *use(Parser *P)
@@ -889,8 +898,139 @@ static void parse_params(Parser *P, BlkKernel *k)
 	}
 }
 
+/* ---- the launch header (ir.h BlkLaunch) --------------------------------- */
+
+static int param_named(Parser *P, const BlkKernel *k)
+{
+	Tok at = P->tok;
+	const char *name = expect_ident(P, "a parameter name");
+	for (int i = 0; i < k->nparams; i++)
+		if (strcmp(k->params[i].name, name) == 0 && k->params[i].access != BLK_ACCESS_SCRATCH)
+			return i;
+	fail(P, at.loc, "kernel @%s has no array param %s", k->name, name);
+}
+
+/* axis = "seq" | ("x" | "y" | "z") [ "div" sym "mod" sym ] */
+static void parse_launch_axis(Parser *P, BlkLaunch *l, int i)
+{
+	static const char *const names[] = { "x", "y", "z" };
+	if (accept(P, "seq")) {
+		l->axis[i] = -1;
+		return;
+	}
+	for (int c = 0; c < 3; c++)
+		if (accept(P, names[c])) {
+			l->axis[i] = c;
+			if (accept(P, "div")) {
+				l->div[i] = parse_size(P);
+				expect(P, "mod");
+				l->mod[i] = parse_size(P);
+			}
+			return;
+		}
+	fail(P, P->tok.loc, "expected a CUDA axis (x, y, z) or seq, found %s", tok_text(P, &P->tok));
+}
+
+/* grid = "grid" "(" sym "," sym "," sym ")" [ "persist" INT ]
+ *        "axes" "(" [ axis { "," axis } ] ")" */
+static void parse_launch_grid(Parser *P, BlkLaunch *l, const BlkKernel *k)
+{
+	expect(P, "(");
+	for (int i = 0; i < 3; i++) {
+		l->grid[i] = parse_size(P);
+		if (i < 2)
+			expect(P, ",");
+	}
+	expect(P, ")");
+	if (accept(P, "persist"))
+		l->persist = (int)expect_int(P);
+	expect(P, "axes");
+	expect(P, "(");
+	for (int i = 0; i < k->grid_rank; i++) {
+		if (i)
+			expect(P, ",");
+		parse_launch_axis(P, l, i);
+	}
+	expect(P, ")");
+}
+
+/* strides = "strides" "(" stride { "," stride } ")" "align" INT
+ * stride = INT | "?" INT  (dynamic, a known divisor) */
+static void parse_arg_strides(Parser *P, BlkLaunchArg *g, const BlkParam *pa)
+{
+	expect(P, "strides");
+	expect(P, "(");
+	for (int d = 0; d < pa->rank; d++) {
+		if (d)
+			expect(P, ",");
+		bool dyn = accept(P, "?");
+		int64_t v = expect_int(P);
+		if (dyn && v < 1)
+			fail(P, P->tok.loc, "a dynamic stride's divisor must be at least 1");
+		g->strides[d] = dyn ? -v : v;
+	}
+	expect(P, ")");
+	expect(P, "align");
+	g->align = (int)expect_int(P);
+}
+
+/* arg = "arg" ( "ptr" NAME strides | "tmap" NAME "box" "(" INT "," INT ")"
+ *       "swizzle" INT | "size" NAME | "stride" NAME INT ) */
+static void parse_launch_arg(Parser *P, BlkLaunch *l, const BlkKernel *k)
+{
+	static const char *const kinds[] = { "ptr", "tmap", "size", "stride" };
+	BlkLaunchArg g = { 0 };
+	int kind = 0;
+	while (kind < 4 && !accept(P, kinds[kind]))
+		kind++;
+	if (kind == 4)
+		fail(P, P->tok.loc, "expected ptr, tmap, size or stride, found %s", tok_text(P, &P->tok));
+	g.kind = (BlkArgKind)kind;
+	if (g.kind == BLK_ARG_SIZE)
+		g.size = expect_ident(P, "a size name");
+	else
+		g.param = param_named(P, k);
+	if (g.kind == BLK_ARG_PTR)
+		parse_arg_strides(P, &g, &k->params[g.param]);
+	else if (g.kind == BLK_ARG_STRIDE)
+		g.dim = (int)expect_int(P);
+	else if (g.kind == BLK_ARG_TMAP) {
+		expect(P, "box");
+		expect(P, "(");
+		g.box[0] = (int)expect_int(P);
+		expect(P, ",");
+		g.box[1] = (int)expect_int(P);
+		expect(P, ")");
+		expect(P, "swizzle");
+		g.swizzle = (int)expect_int(P);
+	}
+	l->args = blk_arena_grow(P->a, l->args, (size_t)l->nargs, (size_t)l->nargs + 1, sizeof *l->args);
+	l->args[l->nargs++] = g; /* as written: the verifier checks the order */
+}
+
+/* launch = "launch" "{" [ "grid" grid ] "threads" INT "smem" INT "isa" INT
+ *          { arg } "}" */
+static BlkLaunch *parse_launch(Parser *P, const BlkKernel *k)
+{
+	BlkLaunch *l = BLK_NEW(P->a, BlkLaunch);
+	expect(P, "launch");
+	expect(P, "{");
+	if (accept(P, "grid"))
+		parse_launch_grid(P, l, k);
+	expect(P, "threads");
+	l->threads = (int)expect_int(P);
+	expect(P, "smem");
+	l->smem = expect_int(P);
+	expect(P, "isa");
+	l->isa = (int)expect_int(P);
+	while (accept(P, "arg"))
+		parse_launch_arg(P, l, k);
+	expect(P, "}");
+	return l;
+}
+
 /* kernel = "kernel" GLOBAL "{" cparams sizes grid "warps" INT "stages" INT
- *          { param } "body" region "}" */
+ *          [ launch ] { param } "body" region "}" */
 static void parse_kernel(Parser *P, BlkModule *m)
 {
 	expect(P, "kernel");
@@ -911,9 +1051,26 @@ static void parse_kernel(Parser *P, BlkModule *m)
 	expect(P, "stages");
 	k->num_stages = (int)expect_int(P);
 	parse_params(P, k);
+	if (is(&P->tok, "launch"))
+		k->launch = parse_launch(P, k);
 	expect(P, "body");
 	k->body = parse_scope(P);
 	expect(P, "}");
+}
+
+BlkLaunch *blk_launch_parse(BlkArena *a, BlkDiag *d, const BlkKernel *k, const BlkSource *src)
+{
+	Parser *P = BLK_NEW(a, Parser);
+	*P = (Parser){ .a = a, .d = d, .src = src, .p = src->text, .end = src->text + src->len,
+	               .line = 1, .col = 1 };
+	if (setjmp(P->fail))
+		return NULL;
+	P->next = lex(P);
+	next(P);
+	BlkLaunch *l = parse_launch(P, k);
+	if (P->tok.kind != T_EOF)
+		fail(P, P->tok.loc, "expected the end after the launch header, found %s", tok_text(P, &P->tok));
+	return l;
 }
 
 /* module = { kernel } EOF */

@@ -309,6 +309,77 @@ static void print_header(FILE *out, const BlkKernel *k)
 	fprintf(out, ")\n  warps %d stages %d\n", k->num_warps, k->num_stages);
 }
 
+/* ---- the launch header -------------------------------------------------- */
+
+static const char *const cuda_axes[3] = { "x", "y", "z" };
+
+static void print_launch_grid(FILE *out, const BlkLaunch *l, int rank)
+{
+	fputs("    grid (", out);
+	print_syms(out, 3, l->grid);
+	fputc(')', out);
+	if (l->persist > 0)
+		fprintf(out, " persist %d", l->persist);
+	fputs("\n    axes (", out);
+	for (int i = 0; i < rank; i++) {
+		fputs(i ? ", " : "", out);
+		if (l->axis[i] < 0) {
+			fputs("seq", out);
+			continue;
+		}
+		fputs(cuda_axes[l->axis[i]], out);
+		if (l->div[i]) {
+			fputs(" div ", out);
+			blk_sym_print(out, l->div[i]);
+			fputs(" mod ", out);
+			blk_sym_print(out, l->mod[i]);
+		}
+	}
+	fputs(")\n", out);
+}
+
+static void print_strides(FILE *out, const BlkLaunchArg *g, int rank)
+{
+	fputs(" strides (", out);
+	for (int d = 0; d < rank; d++) {
+		fputs(d ? ", " : "", out);
+		if (g->strides[d] < 0)
+			fprintf(out, "?%" PRId64, -g->strides[d]);
+		else
+			fprintf(out, "%" PRId64, g->strides[d]);
+	}
+	fprintf(out, ") align %d", g->align);
+}
+
+static void print_arg(FILE *out, const BlkLaunchArg *g, const BlkKernel *k)
+{
+	static const char *const kinds[] = { "ptr", "tmap", "size", "stride" };
+	fprintf(out, "    arg %s ", kinds[g->kind]);
+	if (g->kind == BLK_ARG_SIZE) {
+		fprintf(out, "%s\n", g->size);
+		return;
+	}
+	fputs(k->params[g->param].name, out);
+	if (g->kind == BLK_ARG_PTR)
+		print_strides(out, g, k->params[g->param].rank);
+	else if (g->kind == BLK_ARG_TMAP)
+		fprintf(out, " box (%d, %d) swizzle %d", g->box[0], g->box[1], g->swizzle);
+	else
+		fprintf(out, " %d", g->dim);
+	fputc('\n', out);
+}
+
+void blk_launch_print(FILE *out, const BlkLaunch *l, const BlkKernel *k)
+{
+	fputs("  launch {\n", out);
+	if (l->grid[0])
+		print_launch_grid(out, l, k->grid_rank);
+	fprintf(out, "    threads %d smem %" PRId64 " isa %d\n", l->threads, l->smem, l->isa);
+	for (int i = 0; i < l->nargs; i++)
+		print_arg(out, &l->args[i], k);
+	fputs("  }\n", out);
+}
+
 static void print_param(Printer *p, const BlkParam *pa)
 {
 	FILE *out = p->out;
@@ -340,6 +411,8 @@ void blk_ir_print_kernel(FILE *out, const BlkKernel *k)
 	print_header(out, k);
 	for (int i = 0; i < k->nparams; i++)
 		print_param(&p, &k->params[i]);
+	if (k->launch)
+		blk_launch_print(out, k->launch, k);
 	fputs("  body ", out);
 	if (k->body)
 		print_scope(&p, k->body, 1);

@@ -956,6 +956,8 @@ static void verify_kernel(Verifier *V, const BlkKernel *k)
 		fail(V, "body has %d args, expected one per param (%d)", k->body->nargs, k->nparams);
 	for (int i = 0; i < k->nparams; i++)
 		verify_param(V, &k->params[i], i);
+	if (k->launch)
+		blk_verify_launch(V);
 	verify_region(V, k->body, NULL);
 	V->op = NULL;
 	const BlkOp *y = yield_of(k->body);

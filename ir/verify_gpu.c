@@ -623,6 +623,24 @@ static bool tma_slot(const BlkType *slot, const BlkType *global, int rank)
 	       blk_sym_is_const(slot->dims[0], &rows) && rows <= 256;
 }
 
+/* A tma op's attr tmap names the launch's tensor map of the slot's box
+ * and swizzle (blk_launch_tmap; the array is the emitter's to trust: the
+ * global Ref says which). */
+static void check_tmap_attr(Verifier *V, const BlkOp *op, const BlkType *slot)
+{
+	const BlkLaunch *l = V->k->launch;
+	int t = (int)blk_op_int(op, "tmap", -1);
+	const BlkLaunchArg *g = l ? blk_launch_nth(l, BLK_ARG_TMAP, t) : NULL;
+	int64_t rows = 0;
+	blk_sym_is_const(slot->dims[0], &rows);
+	int swz = slot->layout->swz;
+	if (!g)
+		fail(V, "attr tmap %d names no tensor map of the kernel's launch", t);
+	else if (g->swizzle != swz || g->box[0] != swz / blk_dtype_size(slot->dtype) || g->box[1] != rows)
+		fail(V, "tensor map %d has boxes (%d, %d) swizzle %d; the slot takes (%d, %d) swizzle %d", t,
+		     g->box[0], g->box[1], g->swizzle, swz / blk_dtype_size(slot->dtype), (int)rows, swz);
+}
+
 /* tma_load: a swizzled rank-2 slot, an mbarrier (bars, index), a global
  * Ref of the same dtype and its indices as `load` takes them, keeping two
  * dims; the slot's rows fit a TMA box (at most 256). */
@@ -642,6 +660,8 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	else if (!tma_slot(dst, src, rank))
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
+	else
+		check_tmap_attr(V, op, dst);
 }
 
 /* The part of dst a tma_store's idx selects has the slot's shape, whole
@@ -687,6 +707,104 @@ static void check_tma_store(Verifier *V, const BlkOp *op)
 	                                       strcmp(blk_op_attr(op, "reduce")->s, "add") != 0 ||
 	                                       src->dtype != BLK_F32))
 		fail(V, "attr reduce must be \"add\", of f32 elements");
+	else
+		check_tmap_attr(V, op, src);
+}
+
+/* ---- the launch header -------------------------------------------------- */
+
+static const BlkParam *arg_param(Verifier *V, const BlkLaunchArg *g, int i)
+{
+	const BlkKernel *k = V->k;
+	if (g->param < 0 || g->param >= k->nparams || k->params[g->param].access == BLK_ACCESS_SCRATCH) {
+		fail(V, "launch arg %d: param %d is no array param", i, g->param);
+		return NULL;
+	}
+	return &k->params[g->param];
+}
+
+static bool is_size(const BlkKernel *k, const char *name)
+{
+	for (int i = 0; i < k->nsizes; i++)
+		if (strcmp(k->sizes[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* One argument: its param or size exists; a tensor map's box and swizzle
+ * are ones TMA takes; a stride argument is one its pointer says is
+ * dynamic. */
+static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
+{
+	const BlkLaunchArg *g = &l->args[i];
+	if (i > 0 && g->kind < l->args[i - 1].kind)
+		fail(V, "launch arg %d: out of ABI order (pointers, tensor maps, sizes, strides)", i);
+	if (g->kind == BLK_ARG_SIZE) {
+		if (!g->size || !is_size(V->k, g->size))
+			fail(V, "launch arg %d: %s is not a size of the kernel", i, g->size ? g->size : "?");
+		return;
+	}
+	const BlkParam *p = arg_param(V, g, i);
+	if (!p)
+		return;
+	if (g->kind == BLK_ARG_PTR && (g->align < 1 || (g->align & (g->align - 1))))
+		fail(V, "launch arg %d: align %d is not a power of two", i, g->align);
+	if (g->kind == BLK_ARG_TMAP && (p->rank < 2 || g->box[0] < 1 || g->box[0] > 256 || g->box[1] < 1 ||
+	                                g->box[1] > 256 || (g->swizzle != 32 && g->swizzle != 64 && g->swizzle != 128)))
+		fail(V, "launch arg %d: a tensor map of boxes (%d, %d) swizzle %d over %s (TMA: rank 2 or more, "
+		     "boxes of 1 to 256, swizzle 32, 64 or 128)", i, g->box[0], g->box[1], g->swizzle, p->name);
+	if (g->kind != BLK_ARG_STRIDE)
+		return;
+	const BlkLaunchArg *ptr = NULL;
+	for (int j = 0; j < l->nargs && !ptr; j++)
+		if (l->args[j].kind == BLK_ARG_PTR && l->args[j].param == g->param)
+			ptr = &l->args[j];
+	if (g->dim < 0 || g->dim >= p->rank || !ptr || ptr->strides[g->dim] >= 0)
+		fail(V, "launch arg %d: stride %d of %s is not a dynamic stride of its pointer", i, g->dim, p->name);
+}
+
+/* The pointers: one per array param, in param order. */
+static void check_launch_ptrs(Verifier *V, const BlkLaunch *l)
+{
+	int n = 0;
+	for (int pi = 0; pi < V->k->nparams; pi++) {
+		if (V->k->params[pi].access == BLK_ACCESS_SCRATCH)
+			continue;
+		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_PTR, n++);
+		if (!g || g->param != pi)
+			fail(V, "launch: pointer %d is not param %s's (one pointer per array param, in order)", n - 1,
+			     V->k->params[pi].name);
+	}
+	if (blk_launch_count(l, BLK_ARG_PTR) != n)
+		fail(V, "launch: %d pointers for %d array params", blk_launch_count(l, BLK_ARG_PTR), n);
+}
+
+static void check_launch_axes(Verifier *V, const BlkLaunch *l)
+{
+	for (int a = 0; l->grid[0] && a < V->k->grid_rank; a++) {
+		if (l->axis[a] < -1 || l->axis[a] > 2 || (l->axis[a] < 0) != V->k->grid_seq[a])
+			fail(V, "launch: grid axis %d maps to %s, expected %s", a,
+			     l->axis[a] < 0 ? "seq" : "a CUDA axis", V->k->grid_seq[a] ? "seq" : "a CUDA axis");
+		if ((l->div[a] != NULL) != (l->mod[a] != NULL) || (l->div[a] && l->axis[a] != 2))
+			fail(V, "launch: grid axis %d: only an axis in z folds, with both div and mod", a);
+	}
+}
+
+void blk_verify_launch(Verifier *V)
+{
+	const BlkLaunch *l = V->k->launch;
+	V->op = NULL;
+	if (l->threads < 32 || l->threads > 1024 || l->threads % 32)
+		fail(V, "launch: %d threads, expected whole warps, at most 1024", l->threads);
+	if (l->smem < 0 || l->isa < 60 || l->persist < 0)
+		fail(V, "launch: smem %lld, isa %d, persist %d (none may be negative; isa 60 or more)",
+		     (long long)l->smem, l->isa, l->persist);
+	if ((l->grid[0] != NULL) != (l->grid[1] != NULL) || (l->grid[0] != NULL) != (l->grid[2] != NULL))
+		fail(V, "launch: the grid has all three CUDA extents or none");
+	check_launch_axes(V, l);
+	check_launch_ptrs(V, l);
+	for (int i = 0; i < l->nargs; i++)
+		check_launch_arg(V, l, i);
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's

@@ -35,5 +35,7 @@ const char *blk_verify_ty(Verifier *V, const BlkType *t);
 void blk_verify_level(Verifier *V, const BlkValue *v);
 /* verify_gpu.c: the layout rules of op and the rules of the lowered ops. */
 void blk_verify_gpu_op(Verifier *V, const BlkOp *op);
+/* verify_gpu.c: the kernel's launch header (ir.h BlkLaunch). */
+void blk_verify_launch(Verifier *V);
 
 #endif

@@ -244,7 +244,7 @@ static BlkRegion *wrap_in_loop(LowerCtx *c, BlkRegion *r, int axis)
 	BlkOp *loop = blk_build(&b, BLK_OP_FOR, c->k->loc, 3, bounds, 0, NULL, 1);
 	BlkRegion *body = loop->regions[0];
 	BlkValue *iv = blk_region_add_arg(c->a, body, i32, "seq");
-	c->seq_iv[axis] = iv; /* print shows it as the axis's program id */
+	blk_op_set_int(c->a, loop, "seq", axis); /* print shows its iv as the axis's program id */
 	/* move the old ops, which all come before the bounds we just built */
 	for (BlkOp *op = first, *next; op && op != bounds[0]->def; op = next) {
 		next = op->next;
@@ -502,86 +502,46 @@ static void fold_compare(void *ctx, BlkOp *op)
 
 /* ---- the pass ---------------------------------------------------------------------- */
 
-/* Grid axes onto CUDA's x, y, z in order, seq axes skipped.  Parallel axes
- * past the third share CUDA z with it, the later the faster: an axis in z
- * is (ctaid.z / par_div) % par_mod, par_div the product of the extents of
- * the z axes after it. */
+/* Grid axes onto CUDA's x, y, z in order, seq axes skipped, into the
+ * launch header.  Parallel axes past the third share CUDA z with it, the
+ * later the faster: an axis in z is (ctaid.z / div) % mod, div the
+ * product of the extents of the z axes after it.  An extent that names a
+ * dynamic size stays an expression, evaluated at each launch. */
 static bool map_grid(LowerCtx *c)
 {
+	BlkLaunch *l = blk_lower_launch(c);
 	int n = 0, nz = 0, zax[BLK_MAX_GRID];
 	const BlkSym *one = blk_sym_const(c->a, 1), *zs = one; /* CUDA z's extent so far */
-	c->grid[0] = c->grid[1] = c->grid[2] = 1;
-	c->grid_dynamic = false;
+	l->grid[0] = l->grid[1] = l->grid[2] = one;
 	for (int a = 0; a < c->k->grid_rank; a++) {
-		c->par_axis[a] = -1;
-		c->par_div[a] = c->par_mod[a] = NULL;
+		l->axis[a] = -1;
+		l->div[a] = l->mod[a] = NULL;
 		if (c->k->grid_seq[a])
 			continue;
 		const BlkSym *g = c->k->grid[a];
 		if (n == 3) { /* folded: the z axes so far step by this one's extent */
 			for (int i = 0; i < nz; i++) {
 				int b = zax[i];
-				if (!c->par_div[b])
-					c->par_div[b] = one, c->par_mod[b] = c->k->grid[b];
-				c->par_div[b] = blk_sym_binary(c->a, BLK_SYM_MUL, c->par_div[b], g);
+				if (!l->div[b])
+					l->div[b] = one, l->mod[b] = c->k->grid[b];
+				l->div[b] = blk_sym_binary(c->a, BLK_SYM_MUL, l->div[b], g);
 			}
-			c->par_div[a] = one, c->par_mod[a] = g;
+			l->div[a] = one, l->mod[a] = g;
 			g = blk_sym_binary(c->a, BLK_SYM_MUL, g, zs);
 		}
 		int64_t v;
-		bool known = blk_sym_is_const(g, &v);
-		if (known && v > (n ? 65535 : INT32_MAX)) {
+		if (blk_sym_is_const(g, &v) && v > (n ? 65535 : INT32_MAX)) {
 			blk_error(c->d, c->k->loc, "kernel %s: grid axis %d (%lld programs%s) exceeds "
 			          "the CUDA grid limits", c->k->name, a, (long long)v,
 			          n == 3 ? " with the axes it shares CUDA z with" : "");
 			return false;
 		}
-		c->grid_dynamic |= !known; /* the launch evaluates it (blk_lower_cuda_grid) */
 		if (n >= 2)
 			zs = g, zax[nz++] = a;
-		c->par_axis[a] = n < 3 ? n : 2;
-		c->grid[c->par_axis[a]] = known ? (unsigned)v : 0;
+		l->axis[a] = n < 3 ? n : 2;
+		l->grid[l->axis[a]] = g;
 		n += n < 3;
 	}
-	return true;
-}
-
-bool blk_lower_launch_grid(const BlkCompiled *c, const BlkKernel *k, const int64_t *sizes,
-                           unsigned grid[3])
-{
-	memcpy(grid, c->grid, sizeof c->grid);
-	if (!c->grid_dynamic)
-		return true;
-	if (!blk_lower_cuda_grid(k, sizes, grid))
-		return false;
-	if (c->persist_ctas > 0) { /* persist.c: P = min(T, SMs) CTAs walk the T tiles */
-		uint64_t t = (uint64_t)grid[0] * grid[1] * grid[2];
-		grid[0] = (unsigned)(t < (uint64_t)c->persist_ctas ? t : (uint64_t)c->persist_ctas);
-		grid[1] = grid[2] = t > 0;
-	}
-	return true;
-}
-
-bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3])
-{
-	BlkSymEnv env = { k->nsizes, k->sizes, sizes };
-	int n = 0;
-	int64_t g[3] = { 1, 1, 1 };
-	for (int a = 0; a < k->grid_rank; a++) {
-		int64_t v;
-		if (k->grid_seq[a])
-			continue;
-		if (!blk_sym_eval(k->grid[a], &env, &v) || v < 0)
-			return false;
-		if (n == 3)
-			g[2] *= v;
-		else
-			g[n++] = v;
-	}
-	if (g[0] > INT32_MAX || g[1] > 65535 || g[2] > 65535)
-		return false;
-	for (int i = 0; i < 3; i++)
-		grid[i] = (unsigned)g[i];
 	return true;
 }
 

@@ -82,5 +82,7 @@ BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k)
 	for (int i = 0; i < k->nparams; i++)
 		n->params[i].index_map = clone_top(c, k->params[i].index_map);
 	n->body = clone_top(c, k->body);
+	if (k->launch)
+		n->launch = blk_launch_copy(c->a, k->launch);
 	return n;
 }

@@ -25,7 +25,8 @@
  * every warp owns whole rows -- when the result's rows are reduced or its
  * accumulator is scaled by a row vector (attention's softmax), so those
  * row vectors never leave the threads holding the rows; otherwise the grid
- * with the fewest ldmatrix per k16 step.
+ * with the fewest ldmatrix per k16 step.  A dot whose instruction needs
+ * PTX ISA 8.4 raises the launch header's isa.
  */
 #include "lower_int.h"
 
@@ -197,10 +198,27 @@ static void pick(void *ctx, BlkOp *op)
 	}
 }
 
+/* fp8 mma.sync (m16n8k32 .e4m3/.e5m2, sm_89 and up) and wgmma of i8 with
+ * u8 are PTX ISA 8.4: the launch header asks for it only where a dot runs
+ * one, so the rest keep the arch's lowest ISA. */
+static void note_isa(void *ctx, BlkOp *op)
+{
+	LowerCtx *c = ctx;
+	if (op->kind != BLK_OP_DOT)
+		return;
+	BlkDType a = op->operands[0]->type.dtype, b = op->operands[1]->type.dtype;
+	if ((blk_dtype_is_fp8(a) && blk_lower_dot_mma(op)) || (blk_dtype_is_byte(a) && a != b && blk_lower_dot_wgmma(op))) {
+		BlkLaunch *l = blk_lower_launch(c);
+		l->isa = l->isa > 84 ? l->isa : 84;
+	}
+}
+
 bool blk_lower_dot_engine(LowerCtx *c)
 {
 	Pick p = { c, true };
 	blk_lower_walk(c->k->body, pick, &p);
+	if (p.ok)
+		blk_lower_walk(c->k->body, note_isa, c);
 	return p.ok;
 }
 

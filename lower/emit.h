@@ -63,7 +63,7 @@ typedef struct Emit {
 	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 	int64_t transit_prog; /* its bytes per consumer program (ping-pong), or 0 */
 	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
-	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (c->tmaps) */
+	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (the launch's TMAP args) */
 	LLVMValueRef bar_id;  /* i32: that named barrier */
 	LLVMValueRef prog;    /* i32: the consumer program's index (ping-pong), or NULL */
 	LLVMValueRef *size_args; /* per k->sizes entry: its i32 kernel argument if dynamic, else NULL */
@@ -170,9 +170,6 @@ void emit_fence_async(Emit *E);
 void emit_mbarrier(Emit *E, const BlkOp *op);
 void emit_warp_specialize(Emit *E, const BlkOp *op);
 void emit_turn(Emit *E, const BlkOp *op);
-/* The tensor maps the kernel's tma_loads read, into E->c->tmaps (false:
- * more than BLK_MAX_TMAPS), and one tma_load. */
-bool emit_collect_tmaps(Emit *E);
 void emit_tma_load(Emit *E, const BlkOp *op);
 void emit_tma_store(Emit *E, const BlkOp *op);
 bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t);

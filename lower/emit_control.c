@@ -109,13 +109,18 @@ static void append_literal(char *buf, size_t size, const char *text)
 	buf[n] = 0;
 }
 
-/* A program id for print: the CUDA block index of a parallel axis, the
- * loop counter of a seq axis (blockspec.c made it a loop). */
-static LLVMValueRef print_program_id(Emit *E, int axis)
+/* A program id for print at op: the CUDA block index of a parallel axis,
+ * the counter of a seq axis's loop around op (blockspec.c made it a loop,
+ * attr seq its axis). */
+static LLVMValueRef print_program_id(Emit *E, const BlkOp *op, int axis)
 {
-	if (E->c->par_axis[axis] >= 0)
+	const BlkLaunch *l = E->c->k->launch;
+	if (l->axis[axis] >= 0)
 		return emit_program_id(E, axis);
-	return E->c->seq_iv[axis] ? emit_val(E, E->c->seq_iv[axis])->t.r[0] : emit_i32(E, 0);
+	for (const BlkOp *f = op->parent->parent; f; f = f->parent->parent)
+		if (f->kind == BLK_OP_FOR && blk_op_int(f, "seq", -1) == axis)
+			return emit_val(E, f->regions[0]->args[0])->t.r[0];
+	return emit_i32(E, 0);
 }
 
 /* One scalar operand of print: its conversion appended to buf, its vprintf
@@ -163,7 +168,7 @@ void emit_print(Emit *E, const BlkOp *op)
 	LLVMTypeRef *tys = BLK_NEW_N(E->c->a, LLVMTypeRef, n + 1);
 	int m = 0;
 	for (int a = 0; a < k->grid_rank; a++) {
-		vals[m] = print_program_id(E, a);
+		vals[m] = print_program_id(E, op, a);
 		tys[m++] = E->i32;
 	}
 	for (int i = 0; i < op->noperands; i++) {

@@ -50,22 +50,27 @@ LLVMValueRef emit_program_id(Emit *E, int a)
 		"llvm.nvvm.read.ptx.sreg.ctaid.y",
 		"llvm.nvvm.read.ptx.sreg.ctaid.z",
 	};
-	LLVMValueRef v = emit_intrinsic(E, ctaid[E->c->par_axis[a]], NULL, 0, NULL, 0);
-	if (!E->c->par_div[a]) /* not folded */
+	const BlkLaunch *l = E->c->k->launch;
+	LLVMValueRef v = emit_intrinsic(E, ctaid[l->axis[a]], NULL, 0, NULL, 0);
+	if (!l->div[a]) /* not folded */
 		return v;
 	int64_t d = 0, m = 0;
-	bool dc = blk_sym_is_const(E->c->par_div[a], &d), mc = blk_sym_is_const(E->c->par_mod[a], &m);
+	bool dc = blk_sym_is_const(l->div[a], &d), mc = blk_sym_is_const(l->mod[a], &m);
 	/* an axis of 0 programs launches none: any divisor will do */
 	if (!dc || d > 1)
-		v = LLVMBuildUDiv(E->b, v, dc ? emit_i32(E, d) : emit_sym(E, E->c->par_div[a]), "");
-	return LLVMBuildURem(E->b, v, mc ? emit_i32(E, m > 0 ? m : 1) : emit_sym(E, E->c->par_mod[a]), "");
+		v = LLVMBuildUDiv(E->b, v, dc ? emit_i32(E, d) : emit_sym(E, l->div[a]), "");
+	return LLVMBuildURem(E->b, v, mc ? emit_i32(E, m > 0 ? m : 1) : emit_sym(E, l->mod[a]), "");
 }
 
+/* A program id: its CUDA axis as the launch header maps it (a persistent
+ * kernel's axis 0: the CTA, persist.c); seq axes were replaced by loop
+ * ivs, and an IR without a grid (no blockspec) runs one program. */
 static LLVMValueRef program_id(Emit *E, const BlkOp *op)
 {
 	int64_t a = blk_op_int(op, "axis", 0);
-	if (a >= E->c->k->grid_rank || E->c->par_axis[a] < 0)
-		return emit_i32(E, 0); /* seq axes were replaced by loop ivs */
+	const BlkLaunch *l = E->c->k->launch;
+	if (!l->grid[0] || a >= E->c->k->grid_rank || l->axis[a] < 0)
+		return emit_i32(E, 0);
 	return emit_program_id(E, (int)a);
 }
 

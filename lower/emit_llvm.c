@@ -398,56 +398,53 @@ static void grid_constants(Emit *E, int first, int n)
 	                            LLVMMetadataAsValue(E->cx, LLVMMDNodeInContext2(E->cx, md, 3)));
 }
 
+/* Binds the kernel argument `arg` (index j) to what the emitters use:
+ * a param's base pointer, a tensor map, a dynamic size or stride. */
+static void bind_arg(Emit *E, const BlkLaunchArg *g, unsigned j, int *ntmaps)
+{
+	const BlkKernel *k = E->c->k;
+	LLVMValueRef v = LLVMGetParam(E->fn, j);
+	unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+	switch (g->kind) {
+	case BLK_ARG_PTR:
+		E->params[g->param] = v;
+		LLVMSetValueName2(v, k->params[g->param].name, strlen(k->params[g->param].name));
+		LLVMAddAttributeAtIndex(E->fn, j + 1, LLVMCreateEnumAttribute(E->cx, noalias, 0));
+		return;
+	case BLK_ARG_TMAP: tmap_param(E, (int)j, &E->tmap_params[(*ntmaps)++]); return;
+	case BLK_ARG_SIZE:
+		for (int i = 0; i < k->nsizes; i++)
+			if (strcmp(k->sizes[i], g->size) == 0)
+				E->size_args[i] = v;
+		LLVMSetValueName2(v, g->size, strlen(g->size));
+		return;
+	case BLK_ARG_STRIDE: E->stride_args[blk_kernel_array_index(k, g->param)][g->dim] = v; return;
+	}
+}
+
+/* The PTX entry's parameters: the launch header's arguments, in its order. */
 static void make_function(Emit *E)
 {
 	const BlkKernel *k = E->c->k;
-	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, k->nparams * (BLK_MAX_RANK + 1) + k->nsizes +
-	                            BLK_MAX_TMAPS + 1);
-	int n = 0;
-	for (int i = 0; i < k->nparams; i++)
-		if (k->params[i].access != BLK_ACCESS_SCRATCH)
-			pt[n++] = E->p1;
-	int nptr = n;
-	for (int i = 0; i < E->c->ntmaps; i++) /* CUtensorMaps by value */
-		pt[n++] = E->p0;
-	int nfixed = n;
-	for (int i = 0; k->size_dyn && i < k->nsizes; i++) /* dynamic sizes, then strides */
-		if (k->size_dyn[i] > 0)
-			pt[n++] = E->i32;
-	for (int ai = 0; ai < nptr; ai++)
-		for (int d = 0; d < E->c->arrays[ai].rank; d++)
-			if (E->c->arrays[ai].strides[d] < 0)
-				pt[n++] = E->i64;
-	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)n, false);
-	E->fn = LLVMAddFunction(E->mod, E->c->entry, ft);
-	LLVMSetFunctionCallConv(E->fn, 71); /* ptx_kernel */
-	for (int i = 0; i < E->c->ntmaps; i++)
-		tmap_param(E, nptr + i, &E->tmap_params[i]);
-	grid_constants(E, nptr, E->c->ntmaps);
-	/* (their generic addresses are taken once, at the top: emit_tmap_addresses) */
-	unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-	E->params = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
-	for (int i = 0, j = 0; i < k->nparams; i++) {
-		if (k->params[i].access == BLK_ACCESS_SCRATCH)
-			continue;
-		E->params[i] = LLVMGetParam(E->fn, (unsigned)j);
-		LLVMSetValueName2(E->params[i], k->params[i].name, strlen(k->params[i].name));
-		LLVMAddAttributeAtIndex(E->fn, (unsigned)j + 1, LLVMCreateEnumAttribute(E->cx, noalias, 0));
-		j++;
+	const BlkLaunch *l = k->launch;
+	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, l->nargs + 1);
+	for (int j = 0; j < l->nargs; j++) {
+		BlkArgKind kind = l->args[j].kind;
+		pt[j] = kind == BLK_ARG_PTR ? E->p1 : kind == BLK_ARG_TMAP ? E->p0 : kind == BLK_ARG_SIZE ? E->i32 : E->i64;
 	}
+	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)l->nargs, false);
+	E->fn = LLVMAddFunction(E->mod, k->name, ft);
+	LLVMSetFunctionCallConv(E->fn, 71); /* ptx_kernel */
+	E->params = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
 	E->size_args = BLK_NEW_N(E->c->a, LLVMValueRef, k->nsizes + 1);
-	E->stride_args = blk_arena_alloc(E->c->a, sizeof *E->stride_args * (size_t)(nptr + 1));
-	for (int i = 0; k->size_dyn && i < k->nsizes; i++)
-		if (k->size_dyn[i] > 0) {
-			E->size_args[i] = LLVMGetParam(E->fn, (unsigned)nfixed++);
-			LLVMSetValueName2(E->size_args[i], k->sizes[i], strlen(k->sizes[i]));
-		}
-	for (int ai = 0; ai < nptr; ai++)
-		for (int d = 0; d < E->c->arrays[ai].rank; d++)
-			if (E->c->arrays[ai].strides[d] < 0)
-				E->stride_args[ai][d] = LLVMGetParam(E->fn, (unsigned)nfixed++);
+	E->stride_args = blk_arena_alloc(E->c->a, sizeof *E->stride_args * (size_t)(k->nparams + 1));
+	int ntmaps = 0;
+	for (int j = 0; j < l->nargs; j++)
+		bind_arg(E, &l->args[j], (unsigned)j, &ntmaps);
+	/* (the tensor maps' generic addresses are taken once, at the top: emit_tmap_addresses) */
+	grid_constants(E, blk_launch_count(l, BLK_ARG_PTR), ntmaps);
 	/* reqntid implies maxntid; ptxas refuses both */
-	emit_annotation(E, "reqntidx", E->c->nthreads + E->c->extra_threads);
+	emit_annotation(E, "reqntidx", l->threads);
 }
 
 LLVMValueRef emit_size(Emit *E, const char *name)
@@ -534,32 +531,14 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	emit_bind(E, buf, ev);
 }
 
-/* The threads a warp_specialize adds: its producer warpgroup, and its
- * second program's warpgroups. */
-static int extra_threads(const LowerCtx *c)
-{
-	for (const BlkOp *op = c->k->body->first; op; op = op->next)
-		if (op->kind == BLK_OP_WARP_SPECIALIZE)
-			return 128 * (int)blk_op_int(op, "consumers", 1) - c->nthreads + 128;
-	return 0;
-}
-
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 {
 	Emit E = { .c = c };
-	c->extra_threads = extra_threads(c);
-	c->ntmaps = 0;
+	blk_lower_launch(c); /* (IR text may come without one) */
 	E.cx = LLVMContextCreate();
 	E.mod = LLVMModuleCreateWithNameInContext(c->k->name, E.cx);
 	LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");
 	init_types(&E);
-	if (!emit_collect_tmaps(&E)) {
-		blk_error(c->d, c->k->loc, "kernel %s: more than %d tensor maps", c->k->name, BLK_MAX_TMAPS);
-		LLVMContextRef cx = E.cx;
-		LLVMDisposeModule(E.mod);
-		LLVMContextDispose(cx);
-		return false;
-	}
 	make_function(&E);
 	make_smem(&E);
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E.cx, E.fn, "entry");

@@ -51,11 +51,12 @@ static LLVMValueRef mul_stride(Emit *E, LLVMValueRef i32v, int64_t k, LLVMValueR
 	return dk ? LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), dk, "") : mul64(E, i32v, k);
 }
 
-/* An array's stride along d (a dynamic one: its argument, *div a divisor). */
-static int64_t array_stride(Emit *E, int ai, int d, LLVMValueRef *dyn)
+/* Param pi's array's stride along d, as its pointer argument says (a
+ * dynamic one: its argument in *dyn, the divisor known of it returned). */
+static int64_t array_stride(Emit *E, int pi, int d, LLVMValueRef *dyn)
 {
-	int64_t s = E->c->arrays[ai].strides[d];
-	*dyn = s < 0 ? E->stride_args[ai][d] : NULL;
+	int64_t s = blk_lower_ptr_arg(E->c, pi)->strides[d];
+	*dyn = s < 0 ? E->stride_args[blk_kernel_array_index(E->c->k, pi)][d] : NULL;
 	return s < 0 ? -s : s;
 }
 
@@ -77,7 +78,7 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	const BlkKernel *k = E->c->k;
 	int pi = (int)blk_op_int(op, "param", 0);
 	const BlkParam *p = &k->params[pi];
-	const BlkArrayDesc *ad = &E->c->arrays[blk_lower_array_index(k, pi)];
+	const BlkLaunchArg *ptr = blk_lower_ptr_arg(E->c, pi);
 	const BlkAttr *mask = blk_op_attr(op, "mask");
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ERef *r = &ev->ref;
@@ -89,13 +90,11 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	r->off = emit_i64(E, 0);
 	/* the base's alignment bounds every vector access: fold it into what
 	 * is known of the offset (elements; 16 bytes at most is ever used) */
-	int ab = ad->align > 0 && ad->align < 16 ? ad->align : 16, es = blk_dtype_size(p->dtype);
+	int ab = ptr->align < 16 ? ptr->align : 16, es = blk_dtype_size(p->dtype);
 	r->offalign = ab >= es ? ab / es : 1;
-	int ai = blk_lower_array_index(k, pi);
 	for (int d = 0; d < p->rank; d++) {
 		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0], dst, dae, dbe;
-		int64_t st = array_stride(E, ai, d, &dst), ae = param_extent(E, p->shape[d], &dae);
-		(void)ad;
+		int64_t st = array_stride(E, pi, d, &dst), ae = param_extent(E, p->shape[d], &dae);
 		if (p->squeezed[d]) {
 			r->off = LLVMBuildAdd(E->b, r->off, mul_stride(E, s, st, dst), "");
 			r->offalign = blk_gcd(r->offalign, st);

@@ -400,61 +400,14 @@ void emit_turn(Emit *E, const BlkOp *op)
 
 /* ---- TMA ------------------------------------------------------------------ */
 
-/* The tensor map of a tma_load or tma_store: its array, boxes of one
- * column block (swizzle bytes wide) by the slot's rows, the slot's
- * swizzle. */
-static BlkTmapSpec tmap_of(const LowerCtx *c, const BlkOp *op)
+/* The kernel's tensor-map parameter a tma_load or tma_store uses: its
+ * attr tmap, the launch header's tensor map (*g) of the op's array, boxes
+ * and swizzle (warp_spec.c, tma_store.c). */
+static LLVMValueRef map_of(Emit *E, const BlkOp *op, const BlkLaunchArg **g)
 {
-	const BlkKernel *k = c->k;
-	bool load = op->kind == BLK_OP_TMA_LOAD;
-	int ai = blk_lower_array_index(k, blk_lower_ref_param(op->operands[load ? 3 : 1]));
-	const BlkType *d = &op->operands[0]->type;
-	int swz = d->layout ? d->layout->swz : 0;
-	BlkTmapSpec s = { ai, { swz / blk_dtype_size(d->dtype), (int)blk_lower_dim(d->dims[0]) }, swz };
-	return s;
-}
-
-static int find_tmap(const LowerCtx *c, const BlkTmapSpec *s)
-{
-	for (int i = 0; i < c->ntmaps; i++)
-		if (memcmp(&c->tmaps[i], s, sizeof *s) == 0)
-			return i;
-	return -1;
-}
-
-typedef struct Collect {
-	LowerCtx *c;
-	bool ok;
-} Collect;
-
-static void collect(void *ctx, BlkOp *op)
-{
-	Collect *k = ctx;
-	if (op->kind != BLK_OP_TMA_LOAD && op->kind != BLK_OP_TMA_STORE)
-		return;
-	BlkTmapSpec s = tmap_of(k->c, op);
-	if (find_tmap(k->c, &s) >= 0)
-		return;
-	if (k->c->ntmaps == BLK_MAX_TMAPS)
-		k->ok = false;
-	else
-		k->c->tmaps[k->c->ntmaps++] = s;
-}
-
-bool emit_collect_tmaps(Emit *E)
-{
-	Collect k = { E->c, true };
-	blk_lower_walk(E->c->k->body, collect, &k);
-	return k.ok;
-}
-
-/* The kernel's tensor-map parameter a tma_load or tma_store uses (its
- * spec in *s), collected before emission. */
-static LLVMValueRef map_of(Emit *E, const BlkOp *op, BlkTmapSpec *s)
-{
-	*s = tmap_of(E->c, op);
-	int t = find_tmap(E->c, s);
-	if (t < 0)
+	int t = (int)blk_op_int(op, "tmap", -1);
+	*g = blk_launch_nth(E->c->k->launch, BLK_ARG_TMAP, t);
+	if (!*g)
 		blk_die("lower: emit: a %s without its tensor map", blk_op_name(op->kind));
 	return E->tmap_params[t];
 }
@@ -464,7 +417,7 @@ static LLVMValueRef map_of(Emit *E, const BlkOp *op, BlkTmapSpec *s)
 void emit_tma_load(Emit *E, const BlkOp *op)
 {
 	const ERef *dst = &emit_val(E, op->operands[0])->ref;
-	BlkTmapSpec s;
+	const BlkLaunchArg *s;
 	LLVMValueRef map = map_of(E, op, &s);
 	ERef src;
 	emit_index_ref(E, op, 4, &emit_val(E, op->operands[3])->ref, &src);
@@ -472,11 +425,11 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 	LLVMValueRef origin = emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
 	LLVMBasicBlockRef cont = first_thread(E);
-	for (int j = 0; j < cols / s.box[0]; j++) {
+	for (int j = 0; j < cols / s->box[0]; j++) {
 		LLVMValueRef a[5] = {
 			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * dst->sblk * es), ""),
 			map,
-			LLVMBuildAdd(E->b, src.g[1], emit_i32(E, (int64_t)j * s.box[0]), ""),
+			LLVMBuildAdd(E->b, src.g[1], emit_i32(E, (int64_t)j * s->box[0]), ""),
 			src.g[0],
 			bar,
 		};
@@ -498,7 +451,7 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 void emit_tma_store(Emit *E, const BlkOp *op)
 {
 	const ERef *src = &emit_val(E, op->operands[0])->ref;
-	BlkTmapSpec s;
+	const BlkLaunchArg *s;
 	LLVMValueRef map = map_of(E, op, &s);
 	ERef dst;
 	emit_index_ref(E, op, 2, &emit_val(E, op->operands[1])->ref, &dst);
@@ -512,8 +465,8 @@ void emit_tma_store(Emit *E, const BlkOp *op)
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(src->dt);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
 	LLVMBasicBlockRef cont = first_thread(E);
-	for (int j = 0; j < cols / s.box[0]; j++) {
-		LLVMValueRef col = LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s.box[0]), "");
+	for (int j = 0; j < cols / s->box[0]; j++) {
+		LLVMValueRef col = LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s->box[0]), "");
 		LLVMValueRef at = LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), "");
 		LLVMValueRef a[5] = { map, col, dst.g[0], at };
 		if (rank == 3)
@@ -539,6 +492,6 @@ void emit_tma_store_wait(Emit *E, const BlkOp *op)
 
 void emit_tmap_addresses(Emit *E)
 {
-	for (int i = 0; i < E->c->ntmaps; i++)
+	for (int i = 0; i < blk_launch_count(E->c->k->launch, BLK_ARG_TMAP); i++)
 		E->tmap_params[i] = emit_asm(E, E->i64, &E->tmap_params[i], 1, "mov.b64 $0, $1;", "=l,l", false);
 }

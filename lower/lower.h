@@ -21,46 +21,15 @@ typedef struct BlkLowerOptions {
 	int num_sms;             /* the GPU's multiprocessors (persist.c); 0: 132 (H100 SXM, H200) */
 } BlkLowerOptions;
 
-/* A TMA tensor map the launch encodes (cuTensorMapEncodeTiled) and passes
- * by value after the pointers: a 2-D view of array `array` (its index
- * among the non-scratch params) -- dims {shape[1], shape[0]}, row stride
- * strides[0] elements, the array's dtype -- boxes of box[0] x box[1]
- * elements (innermost first), the swizzle of `swizzle` bytes (32, 64,
- * 128), zeros out of bounds. */
-enum { BLK_MAX_TMAPS = 8 };
-typedef struct BlkTmapSpec {
-	int array;
-	int box[2];
-	int swizzle;
-} BlkTmapSpec;
-
-/* The kernel ABI: the PTX entry takes one global pointer per non-scratch
- * param, in param order, then one 128-byte CUtensorMap per tmaps[] entry
- * (by value, a grid constant); the code is specialized on the sizes and
- * the arrays' strides given at lowering. */
+/* A compiled kernel: its PTX and its launch contract (ir.h BlkLaunch:
+ * grid, threads, shared bytes, the argument list in ABI order), which the
+ * runtime and AOT C follow as it is; all arena-allocated. */
 typedef struct BlkCompiled {
 	const char *entry;     /* PTX function name */
-	const char *ptx;       /* NUL-terminated, arena-allocated */
+	const char *ptx;       /* NUL-terminated */
 	const char *llvm_ir;   /* when want_llvm, else NULL */
-	unsigned threads;      /* per program (CTA) */
-	size_t smem_bytes;     /* dynamic shared memory per CTA */
-	unsigned grid[3];      /* CUDA grid for these sizes */
-	bool grid_dynamic;     /* grid depends on dynamic sizes: blk_lower_cuda_grid at each launch */
-	int persist_ctas;      /* then also persistent (persist.c): (min(x*y*z, this), 1, 1) */
-	int ntmaps;            /* tensor maps the launch passes (sm_90a TMA loads) */
-	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
+	const BlkLaunch *launch;
 } BlkCompiled;
-
-/* The CUDA grid of k (as checked, not lowered) at these sizes, the way
- * blockspec.c maps grid axes to CUDA's: parallel axes in order to x, y,
- * z, a fourth folded into z.  false if an extent is unbound or over
- * CUDA's limits.  For a kernel whose grid names dynamic sizes. */
-bool blk_lower_cuda_grid(const BlkKernel *k, const int64_t *sizes, unsigned grid[3]);
-/* The grid c launches with at these sizes: c->grid, or for a dynamic grid
- * blk_lower_cuda_grid's, a persistent one (c->persist_ctas) as min(its
- * programs, persist_ctas) CTAs.  false as blk_lower_cuda_grid. */
-bool blk_lower_launch_grid(const BlkCompiled *c, const BlkKernel *k, const int64_t *sizes,
-                           unsigned grid[3]);
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after
  * and --help): clone, the IR passes, emit-llvm, ptx. */
@@ -72,6 +41,14 @@ const char *blk_lower_pass_name(int i);
 bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const char *pass,
                         const int64_t *sizes, const BlkArrayDesc *arrays,
                         const BlkLowerOptions *opt);
+
+/* The backend alone (emit-llvm, ptx) on kernel k of module m as the last
+ * IR pass left it, launch header and all (blkc --from-ir FILE
+ * --emit=llvm|ptx; the emitters' tests): an error for a kernel that is
+ * not at that point.  A kernel without a launch header gets the default
+ * one (contiguous arrays of its params' shapes). */
+bool blk_lower_emit_kernel(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const BlkLowerOptions *opt,
+                           BlkCompiled *out);
 
 /* sizes: one value per k->sizes entry; arrays: one per non-scratch param
  * (shapes must already be bound and checked by blk_bind_sizes).

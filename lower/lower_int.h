@@ -4,8 +4,9 @@
  * through the IR: layouts are in the types, shared buffers, async copies
  * and barriers are ops, each dot's engine an attr (docs/ir.md, the GPU
  * level).  LowerCtx holds only what comes from outside the IR -- the launch
- * sizes, the arrays, the options -- and what the last IR pass hands the
- * backend: the CTA size, shared-memory total, grid.
+ * sizes, the arrays, the options -- and what the backend hands back: the
+ * PTX and the LLVM IR.  What the launch needs (grid, threads, shared
+ * bytes, the argument list) is the kernel's launch header, in the IR.
  */
 #ifndef BLK_LOWER_INT_H
 #define BLK_LOWER_INT_H
@@ -26,34 +27,19 @@ void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v);
 void *blk_pmap_get(const BlkPtrMap *m, const void *k);
 
 typedef struct LowerCtx {
+	/* inputs */
 	BlkArena *a;
 	BlkDiag *d;
 	BlkModule *m;          /* holds the one kernel being lowered */
-	BlkKernel *k;          /* the clone */
-	const BlkKernel *orig;
-	const int64_t *sizes;
-	const BlkArrayDesc *arrays; /* one per non-scratch param */
+	BlkKernel *k;          /* the clone; its launch header (k->launch) is the launch contract */
+	const int64_t *sizes;  /* the launch's sizes (their class, for dynamic ones): specialize's */
+	const BlkArrayDesc *arrays; /* one per non-scratch param: specialize's */
 	const BlkLowerOptions *opt;
 	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32: the threads tiles spread over */
-	int extra_threads;     /* launched beyond one program's: a warp_specialize's producer warpgroup
-	                          (128) and a second consumer program (ping-pong), or 0 */
-	int ntmaps;            /* the tensor maps the kernel takes after its pointers (emit) */
-	BlkTmapSpec tmaps[BLK_MAX_TMAPS];
 	BlkLayout scalar;      /* rank 0, held by every thread */
-	size_t smem_bytes;     /* dynamic shared memory per CTA (smem_plan.c) */
-	size_t transit_bytes;  /* the transit region's size (tile.c) */
-	unsigned grid[3];
-	int par_axis[BLK_MAX_GRID]; /* grid axis -> CUDA axis (0..2), -1 for seq */
-	/* A fourth parallel axis folds into CUDA z with the third: a folded
-	 * axis's program id is (ctaid / par_div) % par_mod (par_div 0: not
-	 * folded). */
-	const BlkSym *par_div[BLK_MAX_GRID], *par_mod[BLK_MAX_GRID];
-	bool grid_dynamic;     /* a grid extent names a dynamic size: the launch computes grid */
-	int persist_ctas;      /* persist.c with a dynamic grid: CTAs = min(programs, this) at launch */
-	BlkValue *seq_iv[BLK_MAX_GRID]; /* seq grid axis -> its loop's iv (blockspec.c) */
-	const char *entry;
+	/* outputs */
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
 	const char *ptx;
 } LowerCtx;
@@ -96,6 +82,22 @@ static inline bool blk_lower_simt_unrolled(int64_t ksteps, int64_t nacc)
 enum { SIMT_TWO_CTA_ACC = 64, SIMT_TWO_CTA_THREADS = 256 };
 /* The bytes a local_alloc of type t spans (smem_plan.c): padded rows whole. */
 int64_t blk_lower_buffer_bytes(const BlkType *t);
+/* The kernel's launch header (launch.c): made by specialize from the
+ * launch's arrays; a kernel read from text without one gets one at the
+ * first use, as for contiguous arrays of its params' shapes. */
+BlkLaunch *blk_lower_make_launch(LowerCtx *c);
+BlkLaunch *blk_lower_launch(LowerCtx *c);
+/* Param pi's pointer argument: its strides and alignment. */
+const BlkLaunchArg *blk_lower_ptr_arg(LowerCtx *c, int pi);
+/* Gives a tma_load or tma_store its tensor map (attr tmap, the launch's
+ * argument appended if new); false, with an error, past BLK_MAX_TMAPS. */
+bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op);
+/* The tensor maps in the order the kernel first uses them, those nothing
+ * uses dropped: one order whichever pass made them (tma-store, the last
+ * to add any, calls it). */
+void blk_lower_order_tmaps(LowerCtx *c);
+/* The lowest PTX ISA (times 10) that has arch, 0 for an unknown one (ptx.c). */
+int blk_lower_arch_isa(const char *arch);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 
@@ -156,8 +158,6 @@ int blk_lower_dot_warps_n(const LowerCtx *c, const BlkOp *dot);
 /* Helpers shared by the IR passes (irutil.c). */
 /* Moves op and every op after it in its region to the end of r. */
 void blk_lower_move_to_end(BlkOp *op, BlkRegion *r);
-/* The index of param pi among the non-scratch params (the arrays). */
-int blk_lower_array_index(const BlkKernel *k, int pi);
 enum { BLK_LOWER_CHAIN_DEPTH = 6 }; /* ops a pass follows along a chain of values */
 /* v is an integer (or bool) constant, a scalar or a splat, maybe
  * broadcast: its value in *k. */
@@ -201,7 +201,7 @@ int blk_lower_ref_param(const BlkValue *ref);
  * maps allowed): rank 2 to max_rank, the dims before the last two squeezed
  * in its block (a batch), rows and batches a positive multiple of 16 bytes
  * apart, contiguous rows, a 16-byte aligned start, extents that fit an i32. */
-bool blk_lower_tma_array(const LowerCtx *c, int pi, int max_rank);
+bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank);
 /* The programs of the warp_specialize whose consumer region holds op (1
  * where none does): each has its own copy of that region's buffers. */
 int blk_lower_programs_at(const BlkOp *op);

@@ -13,7 +13,8 @@
  *     ...the body, program_id {axis = a} replaced by its coordinate...
  *   }
  *
- * and the launch grid (P, 1, 1).  Tiles go in groups of GROUP_M rows of
+ * and the launch header's `persist SMs`: the launch runs (P, 1, 1) CTAs
+ * over the grid's T programs (ir/launch.c).  Tiles go in groups of GROUP_M rows of
  * the CUDA grid's x: the programs running at once share their A rows and,
  * a group at a time, their B columns in L2 (Triton's grouped order).  With
  * warp specialization the producer then runs into the next tile's slabs
@@ -58,17 +59,15 @@ static BlkValue *bin(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkVal
 	return blk_build1(b, k, loc, blk_type_scalar(BLK_I32), 2, o);
 }
 
-/* The CUDA grid coordinates of tile t: z slowest; within a z, x in groups
- * of GROUP_M (the last group may be shorter), y fastest inside a group. */
-/* The grid's extent along CUDA axis a: a constant, or (dynamic sizes) the
- * arithmetic of the kernel's axis a. */
+/* The grid's extent along CUDA axis a (the launch header's): a constant,
+ * or (dynamic sizes) its arithmetic. */
 static BlkValue *extent(LowerCtx *c, BlkBuilder *b, BlkLoc loc, int a)
 {
-	if (!c->grid_dynamic)
-		return blk_lower_i32(b, loc, c->grid[a]);
-	return a < c->k->grid_rank ? blk_lower_build_sym(b, loc, c->k->grid[a]) : blk_lower_i32(b, loc, 1);
+	return blk_lower_build_sym(b, loc, blk_lower_launch(c)->grid[a]);
 }
 
+/* The CUDA grid coordinates of tile t: z slowest; within a z, x in groups
+ * of GROUP_M (the last group may be shorter), y fastest inside a group. */
 static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue **xyz)
 {
 	BlkValue *g0 = extent(c, b, loc, 0);
@@ -104,18 +103,19 @@ static void collect_pid(void *ctx, BlkOp *op)
 	p->ops[p->n++] = op;
 }
 
-/* The CUDA grid of the kernel's (all parallel) axes, as blockspec.c maps
- * them: axis a is CUDA axis a. */
+/* The programs of the launch's grid (blockspec.c put axis a on CUDA axis
+ * a); one of dynamic extent is known at launch only: taken as many, P =
+ * min(T, SMs) there. */
 static int64_t cuda_grid(LowerCtx *c)
 {
-	if (c->grid_dynamic) /* T is known at launch only: taken as many, P = min(T, SMs) there */
-		return c->k->grid_rank > 3 ? 0 : INT32_MAX;
-	c->grid[0] = c->grid[1] = c->grid[2] = 1;
-	for (int a = 0; a < c->k->grid_rank && a < 3; a++) {
-		c->grid[a] = (unsigned)blk_lower_dim(c->k->grid[a]);
-		c->par_axis[a] = a;
+	const BlkLaunch *l = blk_lower_launch(c);
+	int64_t T = 1, v;
+	for (int a = 0; a < 3; a++) {
+		if (!l->grid[a] || !blk_sym_is_const(l->grid[a], &v))
+			return l->grid[a] ? INT32_MAX : 0;
+		T *= v;
 	}
-	return c->k->grid_rank > 3 ? 0 : (int64_t)c->grid[0] * c->grid[1] * c->grid[2];
+	return T;
 }
 
 bool blk_lower_persist(LowerCtx *c)
@@ -138,11 +138,12 @@ bool blk_lower_persist(LowerCtx *c)
 	blk_op_set_int(c->a, pid->def, "axis", 0);
 	int64_t P = T < sms(c) ? T : sms(c);
 	BlkValue *ops[3] = { pid, NULL, NULL };
-	if (c->grid_dynamic) { /* T = the grid's programs, P = min(T, SMs): the launch's CTAs */
+	BlkLaunch *l = blk_lower_launch(c);
+	l->persist = sms(c); /* the launch: P = min(T, SMs) CTAs */
+	if (!blk_launch_grid_static(l)) { /* T = the grid's programs, known at launch */
 		BlkValue *t01 = bin(&b, BLK_OP_MUL, loc, extent(c, &b, loc, 0), extent(c, &b, loc, 1));
 		ops[1] = bin(&b, BLK_OP_MUL, loc, t01, extent(c, &b, loc, 2));
 		ops[2] = bin(&b, BLK_OP_MIN, loc, ops[1], blk_lower_i32(&b, loc, sms(c)));
-		c->persist_ctas = sms(c);
 	} else {
 		ops[1] = blk_lower_i32(&b, loc, T);
 		ops[2] = blk_lower_i32(&b, loc, P);
@@ -168,9 +169,5 @@ bool blk_lower_persist(LowerCtx *c)
 	}
 	blk_builder_at_end(&in, c->a, lb);
 	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);
-	if (!c->grid_dynamic)
-		c->grid[0] = (unsigned)P, c->grid[1] = c->grid[2] = 1;
-	for (int a = 0; a < c->k->grid_rank; a++)
-		c->par_axis[a] = a;
 	return true;
 }

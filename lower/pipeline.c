@@ -33,7 +33,7 @@ static const struct {
 	unsigned needs;
 } ir_passes[] = {
 	{ "specialize", blk_lower_specialize, NEEDS_SIZES },
-	{ "blockspec", blk_lower_blockspec, NEEDS_SIZES | NEEDS_CONST },
+	{ "blockspec", blk_lower_blockspec, NEEDS_CONST },
 	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },
 	{ "dot-engine", blk_lower_dot_engine, NEEDS_CONST },
 	{ "loop-split", blk_lower_loop_split, NEEDS_CONST | NEEDS_ENGINE },
@@ -44,7 +44,7 @@ static const struct {
 	{ "dot-stage", blk_lower_dot_stage, NEEDS_CONST | NEEDS_ENGINE },
 	{ "mma-steps", blk_lower_mma_steps, NEEDS_CONST | NEEDS_ENGINE },
 	{ "rotate", blk_lower_rotate, NEEDS_CONST | NEEDS_ENGINE },
-	{ "tma-store", blk_lower_tma_store, NEEDS_SIZES | NEEDS_CONST | NEEDS_ENGINE },
+	{ "tma-store", blk_lower_tma_store, NEEDS_CONST | NEEDS_ENGINE },
 	{ "smem-plan", blk_lower_smem_plan, NEEDS_CONST },
 };
 enum { NPASSES = sizeof ir_passes / sizeof ir_passes[0] };
@@ -151,6 +151,19 @@ static bool run_backend(LowerCtx *c)
 	return ok;
 }
 
+/* LLVM IR and PTX of the GPU-level kernel c->k, into out with its launch
+ * header. */
+static bool backend(LowerCtx *c, BlkCompiled *out)
+{
+	if (!check_registers(c) || !run_backend(c))
+		return false;
+	out->entry = c->k->name;
+	out->ptx = c->ptx;
+	out->llvm_ir = c->llvm_ir;
+	out->launch = c->k->launch;
+	return true;
+}
+
 /* The launch as the lowering may see it: a kernel with dynamic sizes gets
  * only their class (ir.h blk_dynamic_class), so two launches of one class
  * compile to the same code; env binds the sizes that are compiled in. */
@@ -182,9 +195,8 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
                       const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCompiled *out)
 {
 	static const BlkLowerOptions none = { 0 };
-	LowerCtx c = { .a = a, .d = d, .orig = k, .opt = opt ? opt : &none };
+	LowerCtx c = { .a = a, .d = d, .opt = opt ? opt : &none };
 	launch_class(&c, k, sizes, arrays);
-	c.entry = k->name;
 	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
 	memset(out, 0, sizeof *out);
 	if (!check_launch(&c, k))
@@ -193,20 +205,7 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	bool ok = checked(&c, true, "clone");
 	for (int i = 0; ok && i < NPASSES; i++)
 		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
-	ok = ok && check_registers(&c) && run_backend(&c);
-	if (!ok)
-		return false;
-	out->entry = c.entry;
-	out->ptx = c.ptx;
-	out->llvm_ir = c.llvm_ir;
-	out->threads = (unsigned)(c.nthreads + c.extra_threads);
-	out->smem_bytes = c.smem_bytes;
-	out->ntmaps = c.ntmaps;
-	memcpy(out->tmaps, c.tmaps, sizeof out->tmaps);
-	memcpy(out->grid, c.grid, sizeof out->grid);
-	out->grid_dynamic = c.grid_dynamic;
-	out->persist_ctas = c.persist_ctas;
-	return true;
+	return ok && backend(&c, out);
 }
 
 /* s is constant, or names only dynamic sizes of k (what specialize leaves
@@ -279,9 +278,8 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
                         const int64_t *sizes, const BlkArrayDesc *arrays, const BlkLowerOptions *opt)
 {
 	static const BlkLowerOptions none = { 0 };
-	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .orig = k, .opt = opt ? opt : &none };
+	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .opt = opt ? opt : &none };
 	launch_class(&c, k, sizes, arrays);
-	c.entry = k->name;
 	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
 	if (!check_launch(&c, k))
 		return false;
@@ -302,4 +300,45 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 	BlkLoc nowhere = { 0 };
 	blk_error(d, nowhere, "no IR pass named '%s' (the IR passes: %s)", pass, names);
 	return false;
+}
+
+/* The first op at or below r that emission cannot take: a tile without a
+ * layout (tile has not run), a shared buffer without an offset (smem-plan
+ * has not run). */
+static const BlkOp *not_emittable(const BlkRegion *r, const char **why)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nresults; i++) {
+			const BlkType *t = &op->results[i]->type;
+			if (t->kind == BLK_TYPE_TILE && t->rank > 0 && !t->layout)
+				return *why = "a tile without a layout: run the passes up to tile", op;
+		}
+		if (op->kind == BLK_OP_LOCAL_ALLOC && !blk_op_attr(op, "offset"))
+			return *why = "a shared buffer without an offset: run --pass=smem-plan on it first", op;
+		for (int i = 0; i < op->nregions; i++) {
+			const BlkOp *u = not_emittable(op->regions[i], why);
+			if (u)
+				return u;
+		}
+	}
+	return NULL;
+}
+
+bool blk_lower_emit_kernel(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const BlkLowerOptions *opt,
+                           BlkCompiled *out)
+{
+	static const BlkLowerOptions none = { 0 };
+	LowerCtx c = { .a = a, .d = d, .m = m, .k = k, .opt = opt ? opt : &none };
+	launch_class(&c, k, NULL, NULL);
+	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
+	memset(out, 0, sizeof *out);
+	if (!check_launch(&c, k) || !needs_met(d, k, "emit-llvm", NEEDS_CONST | NEEDS_ENGINE))
+		return false;
+	const char *why = NULL;
+	const BlkOp *op = not_emittable(k->body, &why);
+	if (op) {
+		blk_error(d, op->loc, "kernel %s is not ready for emission: %s", k->name, why);
+		return false;
+	}
+	return backend(&c, out);
 }

@@ -555,6 +555,7 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 
 bool blk_lower_pipeline(LowerCtx *c)
 {
+	int errors = blk_diag_error_count(c->d);
 	blk_lower_walk(c->k->body, pipeline_loop, c);
-	return true;
+	return blk_diag_error_count(c->d) == errors; /* (a tensor map too many) */
 }

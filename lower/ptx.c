@@ -20,10 +20,10 @@
  *                    so the backend's load/store vectorizer makes v4s.
  * Checked against O3 on every example: same FMA/ld.shared.v4/bar.sync
  * counts in the matmul inner loop, no new spills (docs/backend.md).
- * Each arch gets the lowest PTX version that has it, so the driver JITs
- * the result wherever that arch runs (sm_90a PTX only runs on sm_90);
- * a kernel with an fp8 mma.sync or a mixed i8/u8 wgmma gets 8.4, the
- * first that has them.
+ * The PTX version is the launch header's isa: the lowest that has the
+ * arch, so the driver JITs the result wherever that arch runs (sm_90a PTX
+ * only runs on sm_90), unless dot-engine chose an instruction that needs
+ * a later one.
  */
 #include "lower_int.h"
 
@@ -34,24 +34,25 @@
 #include <pthread.h>
 #include <string.h>
 
+/* Each arch and the lowest PTX ISA that has it (times 10). */
 static const struct {
-	const char *arch, *features;
+	const char *arch;
+	int isa;
 } archs[] = {
-	{ "sm_80", "+ptx70" }, { "sm_86", "+ptx71" }, { "sm_87", "+ptx74" },
-	{ "sm_89", "+ptx78" }, { "sm_90", "+ptx78" }, { "sm_90a", "+ptx80" },
+	{ "sm_80", 70 }, { "sm_86", 71 }, { "sm_87", 74 }, { "sm_89", 78 }, { "sm_90", 78 }, { "sm_90a", 80 },
 };
 
-static const char *arch_features(const char *arch)
+int blk_lower_arch_isa(const char *arch)
 {
 	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
 		if (strcmp(archs[i].arch, arch) == 0)
-			return archs[i].features;
-	return NULL;
+			return archs[i].isa;
+	return 0;
 }
 
 bool blk_lower_check_arch(BlkDiag *d, const char *arch)
 {
-	if (arch_features(arch))
+	if (blk_lower_arch_isa(arch))
 		return true;
 	char known[128] = "";
 	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -76,28 +77,17 @@ static const char passes[] =
 	"loop-mssa(licm,loop-rotate,licm),"
 	"gvn,instcombine<no-verify-fixpoint>,simplifycfg,infer-alignment)";
 
-/* fp8 mma.sync (m16n8k32 .e4m3/.e5m2, sm_89 and up) and wgmma of i8 with
- * u8 are PTX ISA 8.4: only a kernel that has one asks for it, so the rest
- * keep the arch's lowest. */
-static void find_ptx84(void *ctx, BlkOp *op)
+static LLVMTargetMachineRef make_tm(const char *arch, int isa)
 {
-	if (op->kind != BLK_OP_DOT || op->noperands != 3)
-		return;
-	BlkDType a = op->operands[0]->type.dtype, b = op->operands[1]->type.dtype;
-	if ((blk_dtype_is_fp8(a) && blk_lower_dot_mma(op)) ||
-	    (blk_dtype_is_byte(a) && a != b && blk_lower_dot_wgmma(op)))
-		*(bool *)ctx = true;
-}
-
-static LLVMTargetMachineRef make_tm(const char *arch, bool ptx84)
-{
+	char features[16];
+	snprintf(features, sizeof features, "+ptx%d", isa);
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_nvptx);
 	LLVMTargetRef t;
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
 		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
-	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, ptx84 ? "+ptx84" : arch_features(arch),
+	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features,
 	                               LLVMCodeGenLevelDefault, LLVMRelocDefault,
 	                               LLVMCodeModelDefault);
 }
@@ -109,9 +99,7 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 {
-	bool ptx84 = false;
-	blk_lower_walk(c->k->body, find_ptx84, &ptx84);
-	LLVMTargetMachineRef tm = make_tm(c->arch, ptx84);
+	LLVMTargetMachineRef tm = make_tm(c->arch, blk_lower_launch(c)->isa);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
 	LLVMDisposeTargetData(td);

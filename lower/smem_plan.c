@@ -2,7 +2,7 @@
  *
  * Requires: the GPU level (tile.c): every shared buffer a local_alloc
  * placed before its first use.  Produces: attr offset on every local_alloc
- * and c->smem_bytes; a `barrier` before a buffer that takes bytes another
+ * and the launch header's smem; a `barrier` before a buffer that takes bytes another
  * buffer used earlier.  Steps:
  *   1. number the ops in program order (a loop's ops inside its span);
  *   2. a buffer lives from its alloc to its last use, through views (and
@@ -197,10 +197,11 @@ bool blk_lower_smem_plan(LowerCtx *c)
 		if (b->off + b->bytes > total)
 			total = b->off + b->bytes;
 	}
-	c->smem_bytes = (size_t)((total + 15) & ~(int64_t)15);
-	if (c->smem_bytes > BLK_LOWER_MAX_SMEM) {
-		blk_error(c->d, c->k->loc, "kernel %s needs %zu bytes of shared memory at this launch; "
-		          "the most a CTA can have is %d", c->k->name, c->smem_bytes, BLK_LOWER_MAX_SMEM);
+	BlkLaunch *l = blk_lower_launch(c);
+	l->smem = (total + 15) & ~(int64_t)15;
+	if (l->smem > BLK_LOWER_MAX_SMEM) {
+		blk_error(c->d, c->k->loc, "kernel %s needs %lld bytes of shared memory at this launch; "
+		          "the most a CTA can have is %d", c->k->name, (long long)l->smem, BLK_LOWER_MAX_SMEM);
 		return false;
 	}
 	return true;

@@ -13,6 +13,9 @@
  * them, their `size` ops stay (kernel arguments) and a `num_programs` of
  * such an axis becomes that arithmetic; tile shapes and ds sizes must not
  * depend on them (an error at the op).
+ *
+ * It also starts the launch header (launch.c): a pointer per array with
+ * the strides compiled in, the dynamic sizes and strides as arguments.
  */
 #include "lower_int.h"
 
@@ -235,5 +238,6 @@ bool blk_lower_specialize(LowerCtx *c)
 	}
 	FoldCtx f = { c, c->k->body };
 	blk_lower_walk(f.top, fold_op, &f);
+	blk_lower_make_launch(c);
 	return true;
 }

@@ -111,10 +111,10 @@ static void alloc_scratch(LowerCtx *c, BlkRegion *r, BlkValue *arg, BlkLoc loc)
 }
 
 /* The transit region holds n 4-byte slots at least. */
-static void need_transit_n(LowerCtx *c, size_t n)
+static void need_transit_n(size_t *bytes, size_t n)
 {
-	if (n * 4 > c->transit_bytes)
-		c->transit_bytes = n * 4;
+	if (n * 4 > *bytes)
+		*bytes = n * 4;
 }
 
 /* Elements of v's padded shape (what emit_transit.c writes). */
@@ -126,9 +126,9 @@ static size_t result_elems(const BlkValue *v)
 	return n;
 }
 
-static void need_transit(LowerCtx *c, const BlkValue *v)
+static void need_transit(size_t *bytes, const BlkValue *v)
 {
-	need_transit_n(c, result_elems(v));
+	need_transit_n(bytes, result_elems(v));
 }
 
 /* ---- layouts ------------------------------------------------------------------- */
@@ -533,11 +533,11 @@ static void erase_dead(LowerCtx *c, BlkRegion *r, BlkPtrMap *n)
 
 /* The transit region's size: the largest tile an op that moves elements
  * between threads passes through it (emit_transit.c, emit_reduce.c). */
-static void transit_scan(LowerCtx *c, BlkRegion *r)
+static void transit_scan(LowerCtx *c, BlkRegion *r, size_t *bytes)
 {
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
-			transit_scan(c, op->regions[i]);
+			transit_scan(c, op->regions[i], bytes);
 		if (!op->noperands || op->operands[0]->type.kind != BLK_TYPE_TILE || op->operands[0]->type.rank == 0)
 			continue;
 		const BlkValue *v = op->operands[0];
@@ -549,7 +549,7 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 			/* one total per warp of the axis for each rep of each row */
 			int nw = blk_layout_axis_warps(src, axis);
 			if (nw > 1)
-				need_transit_n(c, (size_t)nw * result_elems(v) /
+				need_transit_n(bytes, (size_t)nw * result_elems(v) /
 				               (size_t)(src->thr[axis] * src->spt[axis]));
 			continue;
 		}
@@ -559,11 +559,11 @@ static void transit_scan(LowerCtx *c, BlkRegion *r)
 			int nw = blk_layout_axis_warps(src, axis);
 			bool arg = op->kind == BLK_OP_REDUCE_ARGMAX || op->kind == BLK_OP_REDUCE_ARGMIN;
 			if (nw > 1)
-				need_transit_n(c, (size_t)nw * result_elems(op->results[0]) * (arg ? 2 : 1));
+				need_transit_n(bytes, (size_t)nw * result_elems(op->results[0]) * (arg ? 2 : 1));
 			continue;
 		}
 		if (moves)
-			need_transit(c, v);
+			need_transit(bytes, v);
 	}
 }
 
@@ -635,7 +635,7 @@ bool blk_lower_tile(LowerCtx *c)
 {
 	BlkKernel *k = c->k;
 	int errors = blk_diag_error_count(c->d);
-	c->transit_bytes = 0;
+	size_t transit = 0;
 	for (int pi = k->nparams - 1; pi >= 0; pi--)
 		if (k->params[pi].access == BLK_ACCESS_SCRATCH)
 			alloc_scratch(c, k->body, k->body->args[pi], k->params[pi].loc);
@@ -645,14 +645,14 @@ bool blk_lower_tile(LowerCtx *c)
 	BlkPtrMap uses = { 0 };
 	count_uses(c, k->body, &uses);
 	erase_dead(c, k->body, &uses);
-	transit_scan(c, k->body);
+	transit_scan(c, k->body, &transit);
 	Access *acc = BLK_NEW_N(c->a, Access, (size_t)k->nparams + 1);
 	note_access(c, k->body, acc);
 	bracket(c, k->body, acc);
-	if (c->transit_bytes) {
+	if (transit) {
 		BlkBuilder b;
 		blk_builder_before(&b, c->a, k->body->first);
-		BlkValue *t = local_alloc(c, &b, k->loc, BLK_F32, (int64_t)c->transit_bytes / 4, 0);
+		BlkValue *t = local_alloc(c, &b, k->loc, BLK_F32, (int64_t)transit / 4, 0);
 		blk_op_set_string(c->a, t->def, "role", "transit");
 		t->name = "transit";
 	}

@@ -58,32 +58,32 @@ typedef struct Scan {
 	const BlkOp *store;
 	bool other;          /* another op reads or writes the array */
 	int64_t bytes;       /* every local_alloc's but the transit region's, each aligned to 1024 */
-	int nmaps;           /* the tensor maps of the TMA ops so far (emit's: array, rows, swizzle) */
-	int64_t maps[BLK_MAX_TMAPS + 1][3];
+	int64_t transit;     /* the transit region's (tile.c) */
 } Scan;
 
-/* Counts the map (param pi, boxes of rows x one swizzle span) once. */
-static void note_map(Scan *s, int pi, int64_t rows, int swz)
+/* The launch has the tensor map of param pi in boxes of cols x rows, or
+ * room for one more. */
+static bool map_room(LowerCtx *c, int pi, int cols, int rows, int swz)
 {
-	int64_t key[3] = { pi, rows, swz };
-	for (int i = 0; i < s->nmaps; i++)
-		if (memcmp(s->maps[i], key, sizeof key) == 0)
-			return;
-	if (s->nmaps <= BLK_MAX_TMAPS)
-		memcpy(s->maps[s->nmaps++], key, sizeof key);
+	const BlkLaunch *l = blk_lower_launch(c);
+	int n = blk_launch_count(l, BLK_ARG_TMAP);
+	for (int i = 0; i < n; i++) {
+		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_TMAP, i);
+		if (g->param == pi && g->box[0] == cols && g->box[1] == rows && g->swizzle == swz)
+			return true;
+	}
+	return n < BLK_MAX_TMAPS;
 }
 
 static void scan(void *ctx, BlkOp *op)
 {
 	Scan *s = ctx;
-	if (op->kind == BLK_OP_LOCAL_ALLOC && !blk_op_attr(op, "role")) /* the transit region: c->transit_bytes */
+	const BlkAttr *role = op->kind == BLK_OP_LOCAL_ALLOC ? blk_op_attr(op, "role") : NULL;
+	if (role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0)
+		s->transit = blk_lower_buffer_bytes(&op->results[0]->type);
+	if (op->kind == BLK_OP_LOCAL_ALLOC && !role)
 		s->bytes += (blk_lower_buffer_bytes(&op->results[0]->type) + 1023) / 1024 * 1024 *
 		            blk_lower_programs_at(op);
-	if (op->kind == BLK_OP_TMA_LOAD || op->kind == BLK_OP_TMA_STORE) {
-		const BlkType *slot = &op->operands[0]->type;
-		note_map(s, blk_lower_ref_param(op->operands[op->kind == BLK_OP_TMA_LOAD ? 3 : 1]),
-		         blk_lower_dim(slot->dims[0]), slot->layout ? slot->layout->swz : 0);
-	}
 	if (op == s->store || op->kind == BLK_OP_VIEW || op->kind == BLK_OP_BLOCK_REF)
 		return;
 	for (int i = 0; i < op->noperands; i++) {
@@ -179,6 +179,7 @@ static void rewrite(LowerCtx *c, BlkOp *st, BlkOp *anchor, int cw, int slots)
 		const BlkAttr *mask = blk_op_attr(st, "mask");
 		if (mask)
 			blk_op_set_string(c->a, t, "mask", mask->s);
+		blk_lower_note_tmap(c, t); /* (map_room made sure it fits) */
 	}
 	BlkOp *after = anchor == st ? st : anchor->next;
 	if (after)
@@ -220,17 +221,17 @@ bool blk_lower_tma_store(LowerCtx *c)
 		blk_lower_walk(c->k->body, scan, &s);
 		int swz = cw * blk_dtype_size(ref->type.dtype); /* a chunk's row */
 		int64_t rows = blk_lower_dim(st->operands[1]->type.dims[0]), chunk = rows * swz;
-		note_map(&s, pi, rows, swz);
-		if (!anchor || s.other || s.nmaps > BLK_MAX_TMAPS) /* no map left for it */
+		if (!anchor || s.other || !map_room(c, pi, cw, (int)rows, swz))
 			continue;
 		/* room beside every other buffer (an upper bound: smem-plan may
 		 * overlap some), each program its own slots */
 		int progs = blk_lower_programs_at(st);
-		int64_t room = BLK_LOWER_MAX_SMEM - s.bytes - (int64_t)c->transit_bytes * progs - 1024;
+		int64_t room = BLK_LOWER_MAX_SMEM - s.bytes - s.transit * progs - 1024;
 		int slots = room >= 2 * chunk * progs ? 2 : room >= chunk * progs ? 1 : 0;
 		int n = (int)(blk_lower_dim(st->operands[1]->type.dims[1]) / cw);
 		if (slots)
 			rewrite(c, st, anchor, cw, slots < n ? slots : n);
 	}
+	blk_lower_order_tmaps(c);
 	return true;
 }

@@ -155,7 +155,7 @@ static bool applies(const Pipe *P)
  * the array, not the block). */
 static bool tma_ok(const Pipe *P, const Operand *x)
 {
-	const LowerCtx *c = P->L.c;
+	LowerCtx *c = P->L.c;
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
 	const BlkLayout *l = x->buf->type.layout;
@@ -233,6 +233,7 @@ static void tma_copy(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *bars, BlkValu
 		blk_op_set_index(c->a, t, "idx", idx->index.n, idx->index.v);
 	if (mask)
 		blk_op_set_string(c->a, t, "mask", mask->s);
+	blk_lower_note_tmap(c, t);
 }
 
 /* A `for` at b over the same range as f, carrying slot and phase (inits
@@ -651,6 +652,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkOp *ws = blk_build(&pre, BLK_OP_WARP_SPECIALIZE, loc, 0, NULL, 0, NULL, 2);
 	bool pp = outer && c->nthreads == 128;
 	blk_op_set_int(c->a, ws, "consumers", (pp ? 2 : 1) * c->nthreads / 128);
+	blk_lower_launch(c)->threads = (pp ? 2 : 1) * c->nthreads + 128; /* and the producer warpgroup */
 	if (pp)
 		blk_op_set_int(c->a, ws, "programs", 2);
 	BlkValue *range[3] = { NULL, NULL, NULL };

@@ -19,9 +19,9 @@
  *     sum HHHHHHHHHHHHHHHH\n     FNV-1a 64 of every byte after this line
  *     key N\n<N bytes>\n
  *     the payload, to the end of the file; a compiled kernel's is
- *     entry NAME\n threads N\n smem N\n gridx N\n gridy N\n gridz N\n tmaps N\n
- *     (tmap A\n box W\n by H\n swizzle S\n, N times)
- *     ptx N\n<N bytes>
+ *     entry NAME\n launch N\n<N bytes>\n ptx N\n<N bytes>
+ *   the launch header as the IR prints it (grid, threads, shared bytes,
+ *   the argument list; ir.h BlkLaunch), parsed back for the kernel.
  *
  * Reads check all of it: a truncated, altered or foreign file is a miss,
  * and the recompiled entry replaces it.  Writes go to a temporary file in
@@ -267,26 +267,24 @@ char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, siz
 	return buf;
 }
 
-static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
+/* The launch header, as the IR prints it (ir.h blk_launch_print): parsed
+ * back for kernel k, NULL if it does not parse (a foreign entry: a miss). */
+static const BlkLaunch *take_launch(BlkDiskReader *r, BlkArena *a, const BlkKernel *k)
+{
+	size_t n = (size_t)blk_disk_take_num(r, "launch");
+	const char *text = take_bytes(r, n, true);
+	if (r->bad)
+		return NULL;
+	BlkSource *src = blk_source_from_string(a, "<disk cache>", text, n);
+	return blk_launch_parse(a, blk_diag_create(a, NULL, 1), k, src); /* (silent) */
+}
+
+static bool parse_compiled(BlkDiskReader *r, BlkArena *a, const BlkKernel *k, BlkCompiled *out)
 {
 	out->entry = take_name(r, a);
-	out->threads = (unsigned)blk_disk_take_num(r, "threads");
-	out->smem_bytes = (size_t)blk_disk_take_num(r, "smem");
-	out->grid[0] = (unsigned)blk_disk_take_num(r, "gridx");
-	out->grid[1] = (unsigned)blk_disk_take_num(r, "gridy");
-	out->grid[2] = (unsigned)blk_disk_take_num(r, "gridz");
-	out->grid_dynamic = blk_disk_take_num(r, "griddyn") != 0;
-	out->persist_ctas = (int)blk_disk_take_num(r, "persist");
-	out->ntmaps = (int)blk_disk_take_num(r, "tmaps");
-	if (out->ntmaps < 0 || out->ntmaps > BLK_MAX_TMAPS)
+	out->launch = take_launch(r, a, k);
+	if (!out->launch)
 		return false;
-	for (int i = 0; i < out->ntmaps; i++) {
-		BlkTmapSpec *m = &out->tmaps[i];
-		m->array = (int)blk_disk_take_num(r, "tmap");
-		m->box[0] = (int)blk_disk_take_num(r, "box");
-		m->box[1] = (int)blk_disk_take_num(r, "by");
-		m->swizzle = (int)blk_disk_take_num(r, "swizzle");
-	}
 	size_t n = (size_t)blk_disk_take_num(r, "ptx");
 	const char *ptx = take_bytes(r, n, false);
 	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
@@ -295,13 +293,13 @@ static bool parse_compiled(BlkDiskReader *r, BlkArena *a, BlkCompiled *out)
 	return true;
 }
 
-bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
+bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k, BlkArena *a,
                    BlkCompiled *out)
 {
 	BlkDiskReader r;
 	char *buf = blk_disk_read(rt, "blkc", key, klen, &r);
 	memset(out, 0, sizeof *out);
-	bool ok = buf && parse_compiled(&r, a, out);
+	bool ok = buf && parse_compiled(&r, a, k, out);
 	free(buf);
 	return ok;
 }
@@ -369,19 +367,25 @@ void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, siz
 	free(data);
 }
 
-void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c)
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k, const BlkCompiled *c)
 {
 	char *payload = NULL;
 	size_t plen = 0;
 	FILE *f = open_memstream(&payload, &plen);
 	if (!f)
 		return;
-	fprintf(f, "entry %s\nthreads %u\nsmem %zu\ngridx %u\ngridy %u\ngridz %u\ngriddyn %d\npersist %d\n"
-	        "tmaps %d\n", c->entry, c->threads, c->smem_bytes, c->grid[0], c->grid[1], c->grid[2],
-	        c->grid_dynamic ? 1 : 0, c->persist_ctas, c->ntmaps);
-	for (int i = 0; i < c->ntmaps; i++)
-		fprintf(f, "tmap %d\nbox %d\nby %d\nswizzle %d\n", c->tmaps[i].array, c->tmaps[i].box[0],
-		        c->tmaps[i].box[1], c->tmaps[i].swizzle);
+	char *launch = NULL;
+	size_t llen = 0;
+	FILE *lf = open_memstream(&launch, &llen);
+	if (!lf) {
+		fclose(f);
+		free(payload);
+		return;
+	}
+	blk_launch_print(lf, c->launch, k);
+	fclose(lf);
+	fprintf(f, "entry %s\nlaunch %zu\n%s\n", c->entry, llen, launch);
+	free(launch);
 	fprintf(f, "ptx %zu\n%s", strlen(c->ptx), c->ptx);
 	if (fclose(f) == 0)
 		blk_disk_write(rt, "blkc", key, klen, payload, plen);

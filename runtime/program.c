@@ -73,16 +73,13 @@ static bool make_funcs(BlkProgram *p)
 		f->ntensors = count_tensors(k);
 		*tail = f; /* linked first: blk_program_destroy frees what is made below */
 		tail = &f->next;
-		/* a launch's sizes and class (dynamic sizes), the last one's too */
+		/* a launch's sizes and their class (dynamic sizes); the last one's sizes */
 		size_t ns = (size_t)k->nsizes + 1, na = (size_t)f->ntensors + 1;
 		f->spec_sizes = calloc(ns, sizeof *f->spec_sizes);
 		f->spec_csizes = calloc(ns, sizeof *f->spec_csizes);
 		f->spec_carrays = calloc(na, sizeof *f->spec_carrays);
 		f->last_sizes = calloc(ns, sizeof *f->last_sizes);
-		f->last_csizes = calloc(ns, sizeof *f->last_csizes);
-		f->last_carrays = calloc(na, sizeof *f->last_carrays);
-		if (!f->spec_sizes || !f->spec_csizes || !f->spec_carrays || !f->last_sizes ||
-		    !f->last_csizes || !f->last_carrays)
+		if (!f->spec_sizes || !f->spec_csizes || !f->spec_carrays || !f->last_sizes)
 			return blk_rt_error(p->rt, "out of memory");
 	}
 	return true;
@@ -213,7 +210,7 @@ void blk_program_destroy(BlkProgram *p)
 		blk_cache_clear(&f->cache, drv);
 		free(f->last_arrays);
 		free(f->spec_sizes), free(f->spec_csizes), free(f->spec_carrays);
-		free(f->last_sizes), free(f->last_csizes), free(f->last_carrays);
+		free(f->last_sizes);
 		free(f);
 	}
 	blk_arena_destroy(p->arena);
@@ -452,7 +449,7 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 	BlkRuntime *rt = f->prog->rt;
 	size_t klen = 0;
 	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, key, &klen) : NULL;
-	if (dkey && blk_disk_load(rt, dkey, klen, a, out)) {
+	if (dkey && blk_disk_load(rt, dkey, klen, f->kernel, a, out)) {
 		f->cache.disk_hits++;
 		free(dkey);
 		return true;
@@ -469,7 +466,7 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 	if (ok)
 		f->cache.compiles++;
 	if (ok && dkey)
-		blk_disk_store(rt, dkey, klen, out);
+		blk_disk_store(rt, dkey, klen, f->kernel, out);
 	free(dkey);
 	return ok;
 }
@@ -580,11 +577,12 @@ static void fill_info(const BlkFunc *f, const BlkCacheEntry *e, bool cached, Blk
 	info->entry = e->compiled.entry;
 	info->ptx = e->compiled.ptx;
 	info->arch = rt->arch;
-	info->threads = e->compiled.threads;
-	info->smem_bytes = e->compiled.smem_bytes;
+	info->threads = (unsigned)e->compiled.launch->threads;
+	info->smem_bytes = (size_t)e->compiled.launch->smem;
 	/* the grid these tensors launch (a dynamic one: from their sizes) */
-	if (!f->spec_sizes || !blk_lower_launch_grid(&e->compiled, f->kernel, f->spec_sizes, info->grid))
-		memcpy(info->grid, e->compiled.grid, sizeof info->grid);
+	BlkSymEnv env = { f->kernel->nsizes, f->kernel->sizes, f->spec_sizes };
+	if (!blk_launch_grid(e->compiled.launch, &env, info->grid))
+		memset(info->grid, 0, sizeof info->grid);
 	info->cached = cached;
 	info->jit_log = e->jit_log;
 }
@@ -639,7 +637,7 @@ static bool load_entry(BlkRuntime *rt, BlkCacheEntry *e)
 {
 	if (e->fn)
 		return true;
-	size_t smem = e->compiled.smem_bytes;
+	size_t smem = (size_t)e->compiled.launch->smem;
 	if (smem > (size_t)rt->smem_optin)
 		return blk_rt_error(rt, "kernel '%s' needs %zu bytes of shared memory; this GPU allows %d",
 		                    e->compiled.entry, smem, rt->smem_optin);
@@ -657,107 +655,98 @@ static bool load_entry(BlkRuntime *rt, BlkCacheEntry *e)
 	return true;
 }
 
-static bool check_grid(BlkRuntime *rt, const BlkCompiled *c)
+static bool check_threads(BlkRuntime *rt, const BlkCompiled *c)
 {
-	if (c->threads == 0 || c->threads > 1024)
-		return blk_rt_error(rt, "kernel '%s': %u threads per CTA is outside 1..1024", c->entry,
-		                    c->threads);
-	if (c->grid[0] > 0x7fffffffu || c->grid[1] > 65535 || c->grid[2] > 65535)
-		return blk_rt_error(rt, "kernel '%s': grid (%u, %u, %u) exceeds CUDA's limits", c->entry,
-		                    c->grid[0], c->grid[1], c->grid[2]);
+	int n = c->launch->threads;
+	if (n <= 0 || n > 1024)
+		return blk_rt_error(rt, "kernel '%s': %d threads per CTA is outside 1..1024", c->entry, n);
 	return true;
 }
 
-/* The kernel's tensor maps (lower.h's BlkTmapSpec) over this launch's
- * arrays: 2-D, or 3-D with boxes one deep along the first dim (a batch),
- * innermost dim first, zeros out of bounds. */
-static bool encode_tmaps(BlkRuntime *rt, const BlkCompiled *c, const BlkTensor *t, int n, CUtensorMap *maps)
+/* Tensor map g (ir.h BlkLaunchArg) over array x: 2-D, or 3-D with boxes
+ * one deep along the first dim (a batch), innermost dim first, zeros out
+ * of bounds. */
+static bool encode_tmap(BlkRuntime *rt, const BlkCompiled *c, const BlkLaunchArg *g, const BlkTensor *x,
+                        CUtensorMap *map)
 {
-	for (int i = 0; i < c->ntmaps; i++) {
-		const BlkTmapSpec *s = &c->tmaps[i];
-		if (s->array < 0 || s->array >= n || t[s->array].rank < 2 || t[s->array].rank > 3)
-			return blk_rt_error(rt, "kernel '%s': tensor map %d names no 2-D or 3-D array", c->entry, i);
-		const BlkTensor *x = &t[s->array];
-		int es = blk_tensor_elem_size(x->dtype), R = x->rank;
-		CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-		                         : x->dtype == BLK_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-		                         : es == 1                   ? CU_TENSOR_MAP_DATA_TYPE_UINT8 /* bytes as they are */
-		                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-		CUtensorMapSwizzle sw = s->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-		                        : s->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
-		cuuint64_t dims[3], strides[2];
-		cuuint32_t box[3] = { (cuuint32_t)s->box[0], (cuuint32_t)s->box[1], 1 }, one[3] = { 1, 1, 1 };
-		for (int d = 0; d < R; d++) { /* an empty dim (nothing is read) still needs a valid map */
-			dims[d] = x->shape[R - 1 - d] > 0 ? (cuuint64_t)x->shape[R - 1 - d] : 1;
-			if (d > 0)
-				strides[d - 1] = (x->strides[R - 1 - d] > 0 ? (cuuint64_t)x->strides[R - 1 - d]
-				                  : d == 1 ? dims[0] : strides[d - 2] / (cuuint64_t)es * dims[d - 1]) *
-				                 (cuuint64_t)es;
-		}
-		if (!blk_rt_check(rt, rt->drv->cuTensorMapEncodeTiled(&maps[i], dt, (cuuint32_t)R, x->data, dims, strides,
-		                                                      box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
-		                                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-		                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-		                  "cuTensorMapEncodeTiled"))
-			return false;
+	if (x->rank < 2 || x->rank > 3)
+		return blk_rt_error(rt, "kernel '%s': a tensor map over an array of rank %d", c->entry, x->rank);
+	int es = blk_tensor_elem_size(x->dtype), R = x->rank;
+	CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+	                         : x->dtype == BLK_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+	                         : es == 1                   ? CU_TENSOR_MAP_DATA_TYPE_UINT8 /* bytes as they are */
+	                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+	CUtensorMapSwizzle sw = g->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+	                        : g->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+	cuuint64_t dims[3], strides[2];
+	cuuint32_t box[3] = { (cuuint32_t)g->box[0], (cuuint32_t)g->box[1], 1 }, one[3] = { 1, 1, 1 };
+	for (int d = 0; d < R; d++) { /* an empty dim (nothing is read) still needs a valid map */
+		dims[d] = x->shape[R - 1 - d] > 0 ? (cuuint64_t)x->shape[R - 1 - d] : 1;
+		if (d > 0)
+			strides[d - 1] = (x->strides[R - 1 - d] > 0 ? (cuuint64_t)x->strides[R - 1 - d]
+			                  : d == 1 ? dims[0] : strides[d - 2] / (cuuint64_t)es * dims[d - 1]) *
+			                 (cuuint64_t)es;
 	}
-	return true;
+	return blk_rt_check(rt, rt->drv->cuTensorMapEncodeTiled(map, dt, (cuuint32_t)R, x->data, dims, strides, box,
+	                                                        one, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+	                                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+	                                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+	                    "cuTensorMapEncodeTiled");
 }
 
-/* What a launch of a kernel with dynamic sizes passes: its sizes and
- * their class (f->spec_* or f->last_*). */
-typedef struct DynArgs {
-	const int64_t *sizes, *csizes;
-	const BlkArrayDesc *carrays;
-} DynArgs;
+/* The kernel's arguments, as its launch header lists them: t[i] is array
+ * param i's tensor; each argument's value is written to vals[j] (8 bytes
+ * a scalar, one CUtensorMap a map) and args[j] points at it. */
+typedef union ArgVal {
+	CUdeviceptr ptr;
+	int32_t size;
+	int64_t stride;
+	CUtensorMap map;
+} ArgVal;
 
-static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, const BlkTensor *t, int n,
-                    BlkStream s, const DynArgs *dyn)
+static bool pack_arg(BlkRuntime *rt, const BlkFunc *f, const BlkCompiled *c, const BlkLaunchArg *g,
+                     const BlkTensor *t, const int64_t *sizes, ArgVal *v)
+{
+	const BlkKernel *k = f->kernel;
+	const BlkTensor *x = g->kind == BLK_ARG_SIZE ? NULL : &t[blk_kernel_array_index(k, g->param)];
+	switch (g->kind) {
+	case BLK_ARG_PTR: v->ptr = (CUdeviceptr)(uintptr_t)x->data; return true;
+	case BLK_ARG_TMAP: return encode_tmap(rt, c, g, x, &v->map);
+	case BLK_ARG_STRIDE: v->stride = x->strides[g->dim]; return true;
+	case BLK_ARG_SIZE:
+		for (int i = 0; i < k->nsizes; i++)
+			if (strcmp(k->sizes[i], g->size) == 0)
+				v->size = (int32_t)sizes[i];
+		return true;
+	}
+	return false;
+}
+
+static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, const BlkTensor *t,
+                    BlkStream s, const int64_t *sizes)
 {
 	const BlkCompiled *c = &e->compiled;
-	const BlkKernel *k = f->kernel;
-	CUtensorMap maps[BLK_MAX_TMAPS];
-	int na = n + c->ntmaps + k->nsizes + n * BLK_MAX_RANK;
-	CUdeviceptr *ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *ptrs);
-	void **args = calloc((size_t)(na > 0 ? na : 1), sizeof *args);
-	/* after the pointers and tensor maps: each dynamic size (i32), then
-	 * each dynamic stride (i64), as emit_llvm.c's make_function takes them */
-	int32_t *dsz = calloc((size_t)k->nsizes + 1, sizeof *dsz);
-	int64_t *dst = calloc((size_t)(n * BLK_MAX_RANK + 1), sizeof *dst);
-	bool ok = ptrs && args && dsz && dst;
-	for (int i = 0; ok && i < n; i++) {
-		ptrs[i] = (CUdeviceptr)(uintptr_t)t[i].data;
-		args[i] = &ptrs[i];
-	}
-	for (int i = 0; ok && i < c->ntmaps; i++)
-		args[n + i] = &maps[i];
-	int m = n + c->ntmaps, ns = 0, nst = 0;
-	for (int i = 0; ok && dyn->csizes && i < k->nsizes; i++)
-		if (dyn->csizes[i] < 0) {
-			dsz[ns] = (int32_t)dyn->sizes[i];
-			args[m++] = &dsz[ns++];
-		}
-	for (int i = 0; ok && dyn->carrays && i < n; i++)
-		for (int d = 0; d < dyn->carrays[i].rank; d++)
-			if (dyn->carrays[i].strides[d] < 0) {
-				dst[nst] = t[i].strides[d];
-				args[m++] = &dst[nst++];
-			}
+	const BlkLaunch *l = c->launch;
+	BlkSymEnv env = { f->kernel->nsizes, f->kernel->sizes, sizes };
 	unsigned grid[3];
-	if (!ptrs || !args || !dsz || !dst)
-		ok = blk_rt_error(rt, "out of memory");
-	if (ok && !blk_lower_launch_grid(c, k, dyn->sizes, grid))
-		ok = blk_rt_error(rt, "launch of %s: its grid exceeds CUDA's limits at these sizes", k->name);
-	/* an empty grid (a zero size) has nothing to do */
-	if (ok && grid[0] && grid[1] && grid[2])
-		ok = encode_tmaps(rt, c, t, n, maps) &&
-		     blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], c->threads, 1, 1,
-		                                              (unsigned)c->smem_bytes, (CUstream)s, args, NULL),
+	if (!blk_launch_grid(l, &env, grid))
+		return blk_rt_error(rt, "launch of %s: its grid exceeds CUDA's limits at these sizes", f->kernel->name);
+	if (!grid[0] || !grid[1] || !grid[2])
+		return true; /* an empty grid (a zero size) has nothing to do */
+	/* (a CUtensorMap is 64-byte aligned, as the driver encodes it) */
+	ArgVal *vals = aligned_alloc(_Alignof(ArgVal), sizeof *vals * ((size_t)l->nargs + 1));
+	void **args = calloc((size_t)l->nargs + 1, sizeof *args);
+	bool ok = vals && args ? true : blk_rt_error(rt, "out of memory");
+	for (int j = 0; ok && j < l->nargs; j++) {
+		args[j] = &vals[j];
+		ok = pack_arg(rt, f, c, &l->args[j], t, sizes, &vals[j]);
+	}
+	if (ok)
+		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], (unsigned)l->threads, 1, 1,
+		                                              (unsigned)l->smem, (CUstream)s, args, NULL),
 		                  "cuLaunchKernel");
-	free(ptrs);
+	free(vals);
 	free(args);
-	free(dsz);
-	free(dst);
 	return ok;
 }
 
@@ -789,8 +778,6 @@ static void remember(BlkFunc *f, BlkCacheEntry *e, const BlkTensor *t, int n)
 		return;
 	}
 	memcpy(f->last_sizes, f->spec_sizes, ns * sizeof *f->last_sizes);
-	memcpy(f->last_csizes, f->spec_csizes, ns * sizeof *f->last_csizes);
-	memcpy(f->last_carrays, f->spec_carrays, na * sizeof *f->last_carrays);
 	for (int i = 0; i < n; i++) {
 		BlkArrayDesc *a = &f->last_arrays[i];
 		memset(a, 0, sizeof *a);
@@ -810,20 +797,17 @@ bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream st
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;
 	BlkCacheEntry *e = same_as_last(f, tensors, ntensors);
-	DynArgs dyn = { f->last_sizes, f->last_csizes, f->last_carrays };
+	const int64_t *sizes = f->last_sizes;
 	if (e)
 		f->cache.hits++;
 	else {
 		e = specialize_guarded(f, tensors, ntensors, &cached);
-		dyn = (DynArgs){ f->spec_sizes, f->spec_csizes, f->spec_carrays };
+		sizes = f->spec_sizes;
 		if (e)
 			remember(f, e, tensors, ntensors);
 	}
-	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_grid(rt, &e->compiled) ||
+	if (!e || !blk_rt_enter(rt, "blk_launch") || !check_threads(rt, &e->compiled) ||
 	    !load_entry(rt, e))
 		return false;
-	/* An empty grid (a zero size) has nothing to do. */
-	if (!e->compiled.grid_dynamic && (!e->compiled.grid[0] || !e->compiled.grid[1] || !e->compiled.grid[2]))
-		return true;
-	return enqueue(rt, f, e, tensors, ntensors, stream, &dyn);
+	return enqueue(rt, f, e, tensors, stream, sizes);
 }

@@ -54,12 +54,12 @@ struct BlkFunc {
 	 * takes it without binding sizes or building its key again. */
 	BlkCacheEntry *last;
 	BlkArrayDesc *last_arrays;
-	/* Dynamic sizes (`dynamic (M)`): a launch's sizes (kernel arguments,
-	 * and its grid) and its class as blk_dynamic_class writes it (which
-	 * sizes and strides are passed) -- spec_* of the last specialization,
-	 * last_* of the launch `last` is for. */
-	int64_t *spec_sizes, *spec_csizes, *last_sizes, *last_csizes;
-	BlkArrayDesc *spec_carrays, *last_carrays;
+	/* A launch's sizes (dynamic ones are kernel arguments, and make its
+	 * grid) -- spec_sizes of the last specialization, with its class as
+	 * blk_dynamic_class writes it (the cache key); last_sizes of the
+	 * launch `last` is for. */
+	int64_t *spec_sizes, *spec_csizes, *last_sizes;
+	BlkArrayDesc *spec_carrays;
 	BlkFunc *next;
 };
 
@@ -132,7 +132,7 @@ void blk_disk_init(BlkRuntime *rt);
  * mem_key: version, arch, mem_key, defines, source.  malloc'ed; *len bytes. */
 char *blk_disk_key(const BlkRuntime *rt, const BlkProgram *p, const char *mem_key, size_t *len);
 /* A checked entry for key into out (strings in a); false on a miss. */
-bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, BlkArena *a,
+bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k, BlkArena *a,
                    BlkCompiled *out);
 /* A cursor over an entry's payload (bad: it did not parse). */
 typedef struct BlkDiskReader {
@@ -149,7 +149,8 @@ unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word);
 void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, size_t klen,
                     const char *payload, size_t plen);
 /* A compiled kernel's entry (blk_disk_write of kind "blkc"). */
-void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkCompiled *c);
+void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k,
+                    const BlkCompiled *c);
 /* Removes the oldest entries of dir until they take at most 3/4 of
  * max_bytes, if they take more than max_bytes. */
 void blk_disk_trim(const char *dir, uint64_t max_bytes);

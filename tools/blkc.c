@@ -51,7 +51,9 @@ static const char usage_text[] =
 "                     H100/H200 (docs/backend.md)\n"
 "  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
 "                     with --pass=NAME, runs that IR pass alone on it and\n"
-"                     prints the result; without, verifies and prints it\n"
+"                     prints the result; without, verifies and prints it;\n"
+"                     with --emit=llvm|ptx, the LLVM IR or PTX of IR as\n"
+"                     smem-plan leaves it (its launch header included)\n"
 "  --pass=NAME        with --from-ir: one IR pass of the list above\n"
 "\n"
 "Running (blkc run):\n"
@@ -249,9 +251,9 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 		return bad_usage("--arch=%s: a list of arches is for --emit=c", o->arch);
 	if (o->pass && !o->from_ir)
 		return bad_usage("--pass=%s needs --from-ir (a single pass runs on IR text)", o->pass);
-	if (o->from_ir && (o->run || o->ndefines || (o->emit != EMIT_NONE && o->emit != EMIT_IR) ||
-	                   o->dump_after || o->report))
-		return bad_usage("--from-ir takes only --pass, -k, -o and sizes%s", "");
+	if (o->from_ir && (o->run || o->ndefines || o->emit == EMIT_TOKENS || o->emit == EMIT_AST ||
+	                   o->emit == EMIT_C || o->dump_after || o->report))
+		return bad_usage("--from-ir takes only --pass, --emit=ir|llvm|ptx, --arch, -k, -o and sizes%s", "");
 	return check_dump_after(o);
 }
 

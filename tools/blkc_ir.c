@@ -1,9 +1,13 @@
-/* blkc_ir.c - blkc --from-ir FILE [--pass=NAME] [SIZE=VALUE...]: IR text in.
+/* blkc_ir.c - blkc --from-ir FILE [--pass=NAME] [--emit=llvm|ptx] [SIZE=VALUE...]:
+ * IR text in.
  *
  * Reads the IR's textual form (docs/ir.md), verifies it, runs the one IR
  * pass asked for on the chosen kernel and prints the kernel after it --
- * so each pass is tested from text alone (the .ir files of tests/lower).  The passes
- * that read the launch sizes (specialize, blockspec) take them as usual.
+ * or, with --emit=llvm|ptx, the LLVM IR or PTX the backend makes of it
+ * (the IR as smem-plan leaves it, launch header included) -- so each pass
+ * and each emitter is tested from text alone (the .ir files of
+ * tests/lower).  The passes that read the launch sizes (specialize) take
+ * them as usual.
  */
 #include "blkc.h"
 #include "lower/lower.h"
@@ -38,13 +42,20 @@ int blkc_from_ir(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkSource 
 	bool given;
 	if (!bind(o, k, sizes, arrays, &given, d))
 		return BLKC_ERROR;
-	BlkLowerOptions lo = { .arch = o->arch };
+	BlkLowerOptions lo = { .arch = o->arch, .want_llvm = o->emit == EMIT_LLVM };
 	if (o->pass && !blk_lower_run_pass(a, d, m, k, o->pass, given ? sizes : NULL,
 	                                   given ? arrays : NULL, &lo))
+		return BLKC_ERROR;
+	BlkCompiled c;
+	bool code = o->emit == EMIT_LLVM || o->emit == EMIT_PTX;
+	if (code && !blk_lower_emit_kernel(a, d, m, k, &lo, &c))
 		return BLKC_ERROR;
 	FILE *f = blkc_open_output(o, d);
 	if (!f)
 		return BLKC_ERROR;
-	blk_ir_print_kernel(f, k);
+	if (code)
+		fputs(o->emit == EMIT_LLVM ? c.llvm_ir : c.ptx, f);
+	else
+		blk_ir_print_kernel(f, k);
 	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
 }

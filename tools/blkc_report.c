@@ -65,11 +65,11 @@ static int report_ptxas(const char *ptx, const char *arch)
 }
 
 /* Programs per SM and what limits them; regs < 0 leaves registers out. */
-static void report_occupancy(const SmLimits *sm, const BlkCompiled *c, int regs)
+static void report_occupancy(const SmLimits *sm, const BlkLaunch *l, const unsigned grid[3], int regs)
 {
-	int warps = (int)(c->threads + 31) / 32;
+	int warps = (l->threads + 31) / 32;
 	int by_threads = sm->threads / (warps * 32);
-	int by_smem = c->smem_bytes ? sm->smem / ((int)c->smem_bytes + sm->smem_reserved) : sm->programs;
+	int by_smem = l->smem ? sm->smem / ((int)l->smem + sm->smem_reserved) : sm->programs;
 	int by_regs = sm->programs;
 	if (regs > 0) {
 		int per_warp = (regs * 32 + 255) / 256 * 256; /* allocated per warp, 256 at a time */
@@ -91,7 +91,7 @@ static void report_occupancy(const SmLimits *sm, const BlkCompiled *c, int regs)
 		printf("  occupancy: the program does not fit on one SM\n");
 		return;
 	}
-	double programs = (double)c->grid[0] * c->grid[1] * c->grid[2];
+	double programs = (double)grid[0] * grid[1] * grid[2];
 	printf("  waves: %.0f programs over %d SMs x %d = %.3g\n", programs, sm->sms, per_sm,
 	       programs / (sm->sms * per_sm));
 }
@@ -236,10 +236,12 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
                  const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays)
 {
 	const char *arch = o->arch;
-	BlkCompiled at = *c; /* a grid of dynamic sizes: the one these sizes launch */
-	blk_lower_launch_grid(c, k, sizes, at.grid);
-	printf("kernel %s: %u threads per program, %zu bytes of shared memory, grid (%u, %u, %u)\n",
-	       k->name, c->threads, c->smem_bytes, at.grid[0], at.grid[1], at.grid[2]);
+	const BlkLaunch *l = c->launch;
+	BlkSymEnv env = { k->nsizes, k->sizes, sizes };
+	unsigned grid[3] = { 0, 0, 0 }; /* a grid of dynamic sizes: the one these sizes launch */
+	blk_launch_grid(l, &env, grid);
+	printf("kernel %s: %d threads per program, %lld bytes of shared memory, grid (%u, %u, %u)\n",
+	       k->name, l->threads, (long long)l->smem, grid[0], grid[1], grid[2]);
 	int64_t csizes[BLK_MAX_SIZES + 1];
 	BlkArrayDesc carrays[BLK_MAX_PARAMS + 1];
 	int na = 0;
@@ -262,7 +264,7 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 		printf("\n");
 	}
 	int regs = report_ptxas(c->ptx, arch);
-	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, &at, regs);
+	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, l, grid, regs);
 	report_traffic(k, arrays);
 	/* The kernel itself, specialized in place (every size compiled in, so
 	 * the loops' trip counts are known): nothing uses it after. */

@@ -118,8 +118,13 @@ int main(int argc, char **argv)
 	else if (strcmp(a.emit, "ptx") == 0)
 		fputs(out.ptx, stdout);
 	else if (strcmp(a.emit, "report") == 0)
-		printf("entry %s threads %u smem %zu grid %u %u %u\n", out.entry, out.threads,
-		       out.smem_bytes, out.grid[0], out.grid[1], out.grid[2]);
+	{
+		unsigned g[3] = { 0, 0, 0 };
+		BlkSymEnv env = { k->nsizes, k->sizes, sizes };
+		blk_launch_grid(out.launch, &env, g);
+		printf("entry %s threads %d smem %lld grid %u %u %u\n", out.entry, out.launch->threads,
+		       (long long)out.launch->smem, g[0], g[1], g[2]);
+	}
 	blk_arena_destroy(ar);
 	return 0;
 }

@@ -191,7 +191,8 @@ static void test_cache_find(void **state)
 	(void)state;
 	BlkCache c = {0};
 	BlkArrayDesc a = {.dtype = BLK_F32, .rank = 1, .shape = {1000}, .strides = {1}};
-	BlkCompiled comp = {.entry = "add", .ptx = "// ptx", .threads = 128, .grid = {1, 1, 1}};
+	BlkLaunch launch = {.threads = 128, .isa = 80};
+	BlkCompiled comp = {.entry = "add", .ptx = "// ptx", .launch = &launch};
 	assert_null(blk_cache_find(&c, "add@sm_90a(f32[1000:1])"));
 	BlkCacheEntry *e = blk_cache_insert(&c, blk_cache_key("add", "sm_90a", &a, 1),
 	                                    NULL, &comp);
