@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "arena.h"
-#include "diag.h"
-#include "sym.h"
+#include "support/arena.h"
+#include "support/diag.h"
+#include "support/sym.h"
 
 #define BLK_MAX_RANK 4
 /* Grid axes: any up to this many, folded onto CUDA's three (blockspec.c). */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 #include "blkc_gpu.h"
 
 static const BlkLoc no_loc;

@@ -16,7 +16,7 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 
 #ifndef BLK_EXAMPLES_DIR
 #define BLK_EXAMPLES_DIR "examples"

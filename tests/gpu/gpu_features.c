@@ -39,7 +39,7 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 
 enum { MAX_ARRAYS = 8, ERR_LEN = 1024 };
 

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "ir/arena.h"
-#include "ir/diag.h"
-#include "ir/sym.h"
+#include "support/arena.h"
+#include "support/diag.h"
+#include "support/sym.h"
 
 static void test_arena_alloc(void **state)
 {

@@ -3,7 +3,7 @@
 #ifndef BLK_PIPELINER_H
 #define BLK_PIPELINER_H
 
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 enum { PAD_BYTES = 16 }; /* added to each row of a slot (ldmatrix's rows on distinct banks) */
 /* the most shared memory an f32 (SIMT) dot's slots take: two programs an

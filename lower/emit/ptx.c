@@ -25,7 +25,7 @@
  * a kernel with an fp8 mma.sync or a mixed i8/u8 wgmma gets 8.4, the
  * first that has them.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>

@@ -14,7 +14,7 @@
  * such an axis becomes that arithmetic; tile shapes and ds sizes must not
  * depend on them (an error at the op).
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

@@ -27,7 +27,7 @@
  * row vectors never leave the threads holding the rows; otherwise the grid
  * with the fewest ldmatrix per k16 step.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <stdlib.h>
 #include <string.h>

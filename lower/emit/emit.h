@@ -9,7 +9,7 @@
 #ifndef BLK_EMIT_H
 #define BLK_EMIT_H
 
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 typedef struct ETile {
 	const BlkLayout *l;

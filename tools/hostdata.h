@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct BlkHostArray {
 	BlkArrayDesc desc; /* row-major strides */

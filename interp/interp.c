@@ -15,7 +15,7 @@
  * diagnostics and stop the run; an op the interpreter does not know is an
  * internal error.
  */
-#include "interp.h"
+#include "interp_int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

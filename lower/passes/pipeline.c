@@ -61,7 +61,7 @@
  * that keeps one program an SM; where not even two fit, dot_stage.c
  * stages the operands.
  */
-#include "pipeliner.h"
+#include "pipeline.h"
 
 #include <string.h>
 

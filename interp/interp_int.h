@@ -18,7 +18,7 @@
 #ifndef BLK_INTERP_H
 #define BLK_INTERP_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Tiles larger than this are refused (a run-time error, not a crash). */
 #define BLK_INTERP_MAX_ELEMS ((int64_t)1 << 28)
