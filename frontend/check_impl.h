@@ -15,7 +15,7 @@
 typedef struct Ck {
 	BlkArena *a;
 	BlkDiag *d;
-	CkMap *map;
+	BlkPtrMap *map;
 	BlkCkBind *scope;  /* innermost binding; ->up walks outwards */
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */

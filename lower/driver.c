@@ -1,4 +1,4 @@
-/* pipeline.c - the GPU pipeline, in one visible list.
+/* driver.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate

@@ -2,6 +2,7 @@
  * files, in the interpreter or on the GPU (checked against the interpreter),
  * and write the outputs as .npy files. */
 #include "blkc.h"
+#include "interp/interp.h"
 
 #include <stdio.h>
 #include <stdlib.h>

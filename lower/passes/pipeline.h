@@ -1,5 +1,5 @@
-/* pipeliner.h - what pipeliner.c shares with its warp-specialized form
- * (warp_spec.c). */
+/* pipeline.h - what the pipeline pass (pipeline.c, the software
+ * pipeliner) shares with its warp-specialized form (warp_spec.c). */
 #ifndef BLK_PIPELINER_H
 #define BLK_PIPELINER_H
 

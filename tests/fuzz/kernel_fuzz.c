@@ -39,6 +39,7 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
+#include "interp/interp.h"
 #include "tools/hostdata.h"
 
 enum { MAX_SRC = 16384, NARR = 5 };
