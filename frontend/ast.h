@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ir/arena.h"
-#include "ir/diag.h"
+#include "support/arena.h"
+#include "support/diag.h"
 #include "ir/ir.h"
 
 typedef struct BlkAstExpr BlkAstExpr;

@@ -23,47 +23,9 @@
 
 /* ---- the side table ---------------------------------------------------------- */
 
-static size_t slot_of(const void *p, int cap)
+CkInfo *blk_ck_info(const BlkPtrMap *m, const void *node)
 {
-	return (size_t)(((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ull) & (size_t)(cap - 1);
-}
-
-CkInfo *blk_ck_info(const CkMap *m, const void *node)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = slot_of(node, m->cap);; i = (i + 1) & (size_t)(m->cap - 1)) {
-		if (m->keys[i] == node)
-			return m->vals[i];
-		if (!m->keys[i])
-			return NULL;
-	}
-}
-
-static void map_put(BlkArena *a, CkMap *m, const void *key, CkInfo *v);
-
-static void map_grow(BlkArena *a, CkMap *m)
-{
-	CkMap old = *m;
-	m->cap = old.cap ? old.cap * 2 : 256;
-	m->n = 0;
-	m->keys = BLK_NEW_N(a, const void *, m->cap);
-	m->vals = BLK_NEW_N(a, CkInfo *, m->cap);
-	for (int i = 0; i < old.cap; i++)
-		if (old.keys[i])
-			map_put(a, m, old.keys[i], old.vals[i]);
-}
-
-static void map_put(BlkArena *a, CkMap *m, const void *key, CkInfo *v)
-{
-	if (2 * (m->n + 1) > m->cap)
-		map_grow(a, m);
-	size_t i = slot_of(key, m->cap);
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (size_t)(m->cap - 1);
-	m->n += !m->keys[i];
-	m->keys[i] = key;
-	m->vals[i] = v;
+	return blk_pmap_get(m, node);
 }
 
 /* The node's notes, created empty on first use.  A node checked twice (it
@@ -75,7 +37,7 @@ CkInfo *ck_info(Ck *c, const void *node)
 		return in;
 	in = BLK_NEW(c->a, CkInfo);
 	in->type = ck_poison();
-	map_put(c->a, c->map, node, in);
+	blk_pmap_put(c->a, c->map, node, in);
 	return in;
 }
 

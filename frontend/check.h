@@ -11,6 +11,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
+#include "support/ptrmap.h"
 
 /* What an expression denotes.  The kinds use these CkType fields:
  *   POISON  nothing: an error was reported; consumers stay silent
@@ -61,19 +62,30 @@ struct BlkCkBind {
 	BlkCkBind *up;       /* the enclosing binding (scope chain) */
 };
 
-/* Builtin functions. ORDER BUILTIN: check_expr.c's table follows. */
+/* Builtin functions, defined once in builtins.def (its head says what
+ * each column means); blk_ck_builtins is indexed by CkBuiltin. */
 typedef enum {
 	CK_B_NONE,
-	CK_B_ZEROS, CK_B_FULL, CK_B_IOTA,
-	CK_B_EXP, CK_B_LOG, CK_B_SQRT, CK_B_RSQRT, CK_B_TANH, CK_B_ABS,
-	CK_B_SIGMOID, CK_B_ERF, CK_B_LOG1P, CK_B_EXPM1, CK_B_FLOOR, CK_B_CEIL,
-	CK_B_MAX, CK_B_MIN, CK_B_SUM, CK_B_WHERE, CK_B_DOT, CK_B_TRANSPOSE,
-	CK_B_EXPAND_DIMS, CK_B_CDIV, CK_B_PROGRAM_ID, CK_B_NUM_PROGRAMS,
-	CK_B_DS, CK_B_LOAD, CK_B_ATOMIC_ADD, CK_B_ATOMIC_MAX, CK_B_ATOMIC_MIN, CK_B_ATOMIC_CAS,
-	CK_B_POW, CK_B_CUMSUM, CK_B_CUMPROD, CK_B_CUMMAX, CK_B_CUMMIN, CK_B_RESHAPE,
-	CK_B_ARGMAX, CK_B_ARGMIN, CK_B_SWAPAXES, CK_B_FLIP,
+#define BUILTIN(id, name, nmin, nmax, kw0, kw1, dtype, op, flags) CK_B_##id,
+#include "frontend/builtins.def"
+#undef BUILTIN
 	CK_NUM_BUILTINS
 } CkBuiltin;
+
+typedef enum { CK_DT_OWN, CK_DT_FLOAT, CK_DT_NUMERIC } CkDTypeRule;
+enum { CK_BF_METHOD = 1, CK_BF_METHOD_POS = 2, CK_BF_SIZE = 4 };
+#define CK_NO_OP BLK_NUM_OPS /* no single op (builtins.def) */
+
+typedef struct CkBuiltinInfo {
+	const char *name;  /* "" for CK_B_NONE */
+	int nmin, nmax;    /* positional arguments; -1: its checker counts them */
+	const char *kw[2]; /* keyword arguments, NULL: none */
+	CkDTypeRule dtype;
+	BlkOpKind op;      /* CK_NO_OP: lowering builds several */
+	unsigned flags;    /* CK_BF_* */
+} CkBuiltinInfo;
+
+extern const CkBuiltinInfo blk_ck_builtins[CK_NUM_BUILTINS];
 
 /* A Ref access resolved against the Ref's rank: one BlkIndex per Ref dim,
  * and for SCALAR/DS dims the AST index that gives the start (src), or
@@ -144,17 +156,11 @@ typedef struct CkKernel {
 	bool grid_seq[BLK_MAX_GRID];
 } CkKernel;
 
-typedef struct CkMap {
-	int cap, n;
-	const void **keys;
-	CkInfo **vals;
-} CkMap;
-
 typedef struct BlkCkFile {
 	const BlkAstFile *ast;
 	int nkernels;
 	CkKernel *kernels;
-	CkMap map;
+	BlkPtrMap map;     /* AST node -> its CkInfo */
 } BlkCkFile;
 
 /* Checks the whole file with the defines applied.  NULL if any error. */
@@ -167,7 +173,7 @@ BlkModule *blk_lower_ast(BlkArena *a, const BlkCkFile *cf);
 bool blk_ck_is_dot(const BlkAstExpr *e, const CkInfo *in);
 void blk_ck_dot_operands(const BlkAstExpr *e, const BlkAstExpr **a, const BlkAstExpr **b);
 /* The node's notes; NULL if the checker never saw it. */
-CkInfo *blk_ck_info(const CkMap *m, const void *node);
+CkInfo *blk_ck_info(const BlkPtrMap *m, const void *node);
 /* "f32[64, K]", "i32", "ref<f32[64]>", "(f32, i32)" for messages. */
 const char *blk_ck_type_str(BlkArena *a, const CkType *t);
 

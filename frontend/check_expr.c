@@ -235,22 +235,21 @@ static const BlkSym *sym_binary(Ck *c, const BlkAstExpr *e, BlkSymKind k,
 	return blk_sym_binary(c->a, k, sx, sy);
 }
 
+static CkBuiltin builtin_of(const char *name);
+
+/* cdiv, min and max (CK_BF_SIZE) of sizes: a size. */
 static const BlkSym *sym_call(Ck *c, const BlkAstExpr *e, bool *matched)
 {
-	static const struct { const char *name; BlkSymKind k; } fns[] = {
-		{ "cdiv", BLK_SYM_CDIV }, { "min", BLK_SYM_MIN }, { "max", BLK_SYM_MAX },
-	};
-	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-		if (strcmp(e->name, fns[i].name) != 0)
-			continue;
-		*matched = true;
-		if (e->nargs != 2 || e->args[0].name || e->args[1].name) {
-			blk_error(c->d, e->loc, "`%s` takes 2 arguments", e->name);
-			return NULL;
-		}
-		return sym_binary(c, e, fns[i].k, e->args[0].value, e->args[1].value);
+	CkBuiltin b = builtin_of(e->name);
+	if (!(blk_ck_builtins[b].flags & CK_BF_SIZE))
+		return NULL;
+	*matched = true;
+	if (e->nargs != 2 || e->args[0].name || e->args[1].name) {
+		blk_error(c->d, e->loc, "`%s` takes 2 arguments", e->name);
+		return NULL;
 	}
-	return NULL;
+	BlkSymKind k = b == CK_B_CDIV ? BLK_SYM_CDIV : b == CK_B_MIN ? BLK_SYM_MIN : BLK_SYM_MAX;
+	return sym_binary(c, e, k, e->args[0].value, e->args[1].value);
 }
 
 const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e)
@@ -692,19 +691,18 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 
 /* ---- names ----------------------------------------------------------------------- */
 
-static const char *const builtin_names[CK_NUM_BUILTINS] = { /* ORDER BUILTIN */
-	"", "zeros", "full", "iota", "exp", "log", "sqrt", "rsqrt", "tanh", "abs",
-	"sigmoid", "erf", "log1p", "expm1", "floor", "ceil",
-	"max", "min", "sum", "where", "dot", "transpose", "expand_dims", "cdiv",
-	"program_id", "num_programs", "ds", "load", "atomic_add", "atomic_max", "atomic_min",
-	"atomic_cas", "pow", "cumsum", "cumprod", "cummax", "cummin", "reshape", "argmax", "argmin",
-	"swapaxes", "flip",
+const CkBuiltinInfo blk_ck_builtins[CK_NUM_BUILTINS] = {
+	[CK_B_NONE] = { "", -1, -1, { NULL, NULL }, CK_DT_OWN, CK_NO_OP, 0 },
+#define BUILTIN(id, name, nmin, nmax, kw0, kw1, dtype, op, flags) \
+	[CK_B_##id] = { name, nmin, nmax, { kw0, kw1 }, dtype, op, flags },
+#include "frontend/builtins.def"
+#undef BUILTIN
 };
 
 static CkBuiltin builtin_of(const char *name)
 {
 	for (int i = 1; i < CK_NUM_BUILTINS; i++)
-		if (strcmp(builtin_names[i], name) == 0)
+		if (strcmp(blk_ck_builtins[i].name, name) == 0)
 			return (CkBuiltin)i;
 	return CK_B_NONE;
 }
@@ -1110,6 +1108,13 @@ static bool get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *k
 	return false;
 }
 
+/* The arguments of builtin b as builtins.def gives them. */
+static bool builtin_args(Ck *c, const BlkAstExpr *e, CkBuiltin b, Args *out)
+{
+	const CkBuiltinInfo *bi = &blk_ck_builtins[b];
+	return get_args(c, e, bi->nmin, bi->nmax, bi->kw[0], bi->kw[1], out);
+}
+
 /* A value argument; weak literals become strong (their default dtype). */
 static bool value_arg(Ck *c, const BlkAstExpr *e, CkType *t)
 {
@@ -1159,7 +1164,7 @@ static CkType b_zeros(Ck *c, const BlkAstExpr *e, CkInfo *in, bool full)
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank = 0;
 	BlkDType dt = BLK_F32;
-	if (!get_args(c, e, full ? 3 : 2, full ? 3 : 2, NULL, NULL, &g))
+	if (!builtin_args(c, e, full ? CK_B_FULL : CK_B_ZEROS, &g))
 		return ck_poison();
 	bool ok = shape_arg(c, g.pos[0], &rank, dims);
 	ok &= ck_dtype(c, g.pos[full ? 2 : 1], &dt);
@@ -1174,7 +1179,7 @@ static CkType b_iota(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
 	const BlkSym *n;
-	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !(n = ck_sym(c, g.pos[0])) ||
+	if (!builtin_args(c, e, CK_B_IOTA, &g) || !(n = ck_sym(c, g.pos[0])) ||
 	    !ck_dims_ok(c, e->loc, 1, &n, true))
 		return ck_poison();
 	return ck_value(BLK_I32, 1, &n);
@@ -1184,14 +1189,15 @@ static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
 	CkType x;
-	if (!get_args(c, e, 1, 1, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, b, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
 		return ck_poison();
-	if (b == CK_B_ABS ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
+	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
+	if (numeric ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
 		return x;
 	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
-	          b == CK_B_ABS ? "numeric" : "float", tstr(c, &x));
+	          numeric ? "numeric" : "float", tstr(c, &x));
 	return ck_poison();
 }
 
@@ -1287,7 +1293,7 @@ static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *
 static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
 {
 	Args g;
-	if (!get_args(c, e, 1, b == CK_B_SUM ? 1 : 2, "axis", "keepdims", &g))
+	if (!builtin_args(c, e, b, &g))
 		return ck_poison();
 	if (g.npos == 1)
 		return b_reduce(c, e, in, &g);
@@ -1305,7 +1311,7 @@ static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	CkType x;
-	if (!get_args(c, e, 1, 2, "axis", "reverse", &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, in->builtin, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (g.npos == 2 && g.kw[0]) {
@@ -1418,7 +1424,7 @@ static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	CkType x;
-	if (!get_args(c, e, 1, 1, "axis", "keepdims", &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, in->builtin, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	if (x.t.rank == 0 || x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, g.pos[0]->loc, "`%s` needs a numeric tile, got %s", e->name, tstr(c, &x));
@@ -1447,7 +1453,7 @@ static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
 static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
-	if (!get_args(c, e, 3, 3, NULL, NULL, &g))
+	if (!builtin_args(c, e, CK_B_WHERE, &g))
 		return ck_poison();
 	return b_elementwise(c, e, in, &g);
 }
@@ -1456,7 +1462,7 @@ static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+	if (!builtin_args(c, e, CK_B_POW, &g))
 		return ck_poison();
 	CkType t = b_elementwise(c, e, in, &g);
 	if (is_poison(&t) || blk_dtype_is_float(t.t.dtype))
@@ -1504,7 +1510,7 @@ static CkType b_dot(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
 	CkType x, y;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+	if (!builtin_args(c, e, CK_B_DOT, &g))
 		return ck_poison();
 	bool ok = value_arg(c, g.pos[0], &x);
 	if (!(ok & value_arg(c, g.pos[1], &y)))
@@ -1586,7 +1592,7 @@ static CkType b_flip(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	CkType x;
-	if (!get_args(c, e, 1, 2, "axis", NULL, &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, CK_B_FLIP, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (x.t.rank == 0) {
@@ -1608,7 +1614,7 @@ static CkType b_swapaxes(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	int a, b;
-	if (!get_args(c, e, 3, 3, NULL, NULL, &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, CK_B_SWAPAXES, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	if (x.t.rank < 2) {
 		blk_error(c->d, e->loc, "swapaxes needs a tile of rank 2 or more, got %s", tstr(c, &x));
@@ -1626,7 +1632,7 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	const BlkSym *dims[BLK_MAX_RANK];
-	if (!get_args(c, e, 1, 2, "axis", NULL, &g) || !value_arg(c, g.pos[0], &x))
+	if (!builtin_args(c, e, CK_B_EXPAND_DIMS, &g) || !value_arg(c, g.pos[0], &x))
 		return ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (!ax) {
@@ -1647,7 +1653,7 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
-	if (!get_args(c, e, 2, 2, NULL, NULL, &g))
+	if (!builtin_args(c, e, CK_B_CDIV, &g))
 		return ck_poison();
 	CkType x = ck_expr(c, g.pos[0]), y = ck_expr(c, g.pos[1]);
 	bool ok = need_i32(c, g.pos[0], &x, "cdiv's operand");
@@ -1666,7 +1672,7 @@ static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	int64_t v;
-	if (!get_args(c, e, 1, 1, NULL, NULL, &g))
+	if (!builtin_args(c, e, in->builtin, &g))
 		return ck_poison();
 	CkType t = ck_expr(c, g.pos[0]);
 	if (!need_const_int(c, g.pos[0], &t, "the axis", &v))
@@ -1683,7 +1689,7 @@ static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
 static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
-	if (!get_args(c, e, 1, 1, "other", NULL, &g))
+	if (!builtin_args(c, e, CK_B_LOAD, &g))
 		return ck_poison();
 	c->at_gather = true;
 	CkType r = ck_expr(c, g.pos[0]);
@@ -1747,8 +1753,8 @@ static bool cas_compare(Ck *c, const BlkAstExpr *e, const CkType *r)
 static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
-	int n = b == CK_B_ATOMIC_CAS ? 3 : 2;
-	if (!get_args(c, e, n, n, NULL, NULL, &g))
+	int n = blk_ck_builtins[b].nmax; /* the Ref, (the compare,) the value */
+	if (!builtin_args(c, e, b, &g))
 		return ck_poison();
 	c->at_gather = true;
 	CkType r = ck_expr(c, g.pos[0]), v;
@@ -1777,10 +1783,10 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	const BlkAstExpr *recv = e->args[0].value;
 	if (ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
-	bool scan = b == CK_B_CUMSUM || b == CK_B_CUMPROD || b == CK_B_ARGMAX || b == CK_B_ARGMIN;
-	if (b == CK_B_RESHAPE || b == CK_B_TRANSPOSE || b == CK_B_SWAPAXES)
+	const CkBuiltinInfo *bi = &blk_ck_builtins[b];
+	if (bi->flags & CK_BF_METHOD_POS)
 		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
-	if (b != CK_B_SUM && b != CK_B_MAX && b != CK_B_MIN && !scan) {
+	if (!(bi->flags & CK_BF_METHOD)) {
 		const char *blk = ck_blk_spelling(c, e->name);
 		if (b != CK_B_NONE)
 			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
@@ -1794,7 +1800,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	for (int i = 1; i < e->nargs; i++)
 		if (!e->args[i].name) {
 			blk_error(c->d, e->args[i].loc, "`x.%s(...)` takes only keyword arguments: axis =, %s =",
-			          e->name, scan && e->name[0] == 'c' ? "reverse" : "keepdims");
+			          e->name, bi->kw[1]);
 			return false;
 		}
 	return true;
@@ -1813,7 +1819,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return ck_poison();
 	}
-	if (c->in_map && b != CK_B_CDIV && b != CK_B_MAX && b != CK_B_MIN) {
+	if (c->in_map && !(blk_ck_builtins[b].flags & CK_BF_SIZE)) {
 		blk_error(c->d, e->loc, "`%s` cannot be used in an index map", e->name);
 		return ck_poison();
 	}

@@ -5,7 +5,7 @@
 #define BLK_CHECK_IMPL_H
 
 #include "frontend/check.h"
-#include "ir/limits.h"
+#include "support/limits.h"
 
 /* Limits beyond which a size is surely a mistake (and would overflow the
  * backend's 32-bit index arithmetic or any GPU's memory per program). */
@@ -15,7 +15,7 @@
 typedef struct Ck {
 	BlkArena *a;
 	BlkDiag *d;
-	CkMap *map;
+	BlkPtrMap *map;
 	BlkCkBind *scope;  /* innermost binding; ->up walks outwards */
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */

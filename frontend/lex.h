@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir/arena.h"
-#include "ir/diag.h"
+#include "support/arena.h"
+#include "support/diag.h"
 
 /* X(ENUM, "dump name", "spelling or NULL")  ORDER TOK: lexer.re's keyword
  * table and the dump names follow this list. */

@@ -21,7 +21,7 @@
 
 #include "frontend/frontend.h"
 #include "frontend/lex.h"
-#include "ir/limits.h"
+#include "support/limits.h"
 
 typedef struct Lexer {
 	BlkArena *a;

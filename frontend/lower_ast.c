@@ -16,7 +16,7 @@
 
 typedef struct Lw {
 	BlkArena *a;
-	const CkMap *map;
+	const BlkPtrMap *map;
 	const CkKernel *k;
 	BlkBuilder b;
 } Lw;
@@ -338,9 +338,7 @@ static BlkValue *lw_unary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 /* sum/max/min with an axis (or every axis), then keepdims' unit dims back. */
 static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
-	BlkOpKind k = in->builtin == CK_B_SUM ? BLK_OP_REDUCE_SUM : in->builtin == CK_B_MAX ? BLK_OP_REDUCE_MAX
-	            : in->builtin == CK_B_MIN ? BLK_OP_REDUCE_MIN : in->builtin == CK_B_ARGMAX
-	            ? BLK_OP_REDUCE_ARGMAX : BLK_OP_REDUCE_ARGMIN;
+	BlkOpKind k = blk_ck_builtins[in->builtin].op; /* reduce_sum .. reduce_argmin */
 	BlkValue *x = lw_expr(L, e->args[0].value, info(L, e->args[0].value)->type.t.dtype);
 	int rank = x->type.rank;
 	for (int d = rank - 1; d >= 0; d--) {
@@ -366,12 +364,8 @@ static BlkValue *lw_reduce(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 
 static BlkValue *lw_scan(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
-	static const BlkOpKind k[CK_NUM_BUILTINS] = {
-		[CK_B_CUMSUM] = BLK_OP_SCAN_SUM, [CK_B_CUMPROD] = BLK_OP_SCAN_PROD,
-		[CK_B_CUMMAX] = BLK_OP_SCAN_MAX, [CK_B_CUMMIN] = BLK_OP_SCAN_MIN,
-	};
 	BlkValue *x = lw_expr(L, e->args[0].value, in->type.t.dtype);
-	BlkValue *v = op_axis(L, k[in->builtin], e->loc, in->type.t, x, in->axis);
+	BlkValue *v = op_axis(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, x, in->axis);
 	if (in->reverse)
 		blk_op_set_int(L->a, v->def, "reverse", 1);
 	return v;
@@ -471,14 +465,8 @@ static const BlkAstExpr *pos_arg(const BlkAstExpr *e, int i)
 
 static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
-	static const BlkOpKind k[CK_NUM_BUILTINS] = {
-		[CK_B_EXP] = BLK_OP_EXP, [CK_B_LOG] = BLK_OP_LOG, [CK_B_SQRT] = BLK_OP_SQRT,
-		[CK_B_RSQRT] = BLK_OP_RSQRT, [CK_B_TANH] = BLK_OP_TANH, [CK_B_ABS] = BLK_OP_ABS,
-		[CK_B_SIGMOID] = BLK_OP_SIGMOID, [CK_B_ERF] = BLK_OP_ERF, [CK_B_LOG1P] = BLK_OP_LOG1P,
-		[CK_B_EXPM1] = BLK_OP_EXPM1, [CK_B_FLOOR] = BLK_OP_FLOOR, [CK_B_CEIL] = BLK_OP_CEIL,
-	};
 	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);
-	return op1(L, k[in->builtin], e->loc, in->type.t, x);
+	return op1(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, x);
 }
 
 /* transpose of x by in->perm (attr perm: the operand dim of each result
@@ -533,14 +521,11 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
 		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);
 	case CK_B_CDIV: return lw_cdiv(L, e);
-	case CK_B_PROGRAM_ID: return op_axis(L, BLK_OP_PROGRAM_ID, e->loc, in->type.t, NULL, in->axis);
-	case CK_B_NUM_PROGRAMS:
-		return op_axis(L, BLK_OP_NUM_PROGRAMS, e->loc, in->type.t, NULL, in->axis);
+	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS:
+		return op_axis(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
-	case CK_B_ATOMIC_ADD: return lw_atomic(L, e, BLK_OP_ATOMIC_ADD);
-	case CK_B_ATOMIC_MAX: return lw_atomic(L, e, BLK_OP_ATOMIC_MAX);
-	case CK_B_ATOMIC_MIN: return lw_atomic(L, e, BLK_OP_ATOMIC_MIN);
-	case CK_B_ATOMIC_CAS: return lw_atomic(L, e, BLK_OP_ATOMIC_CAS);
+	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
+		return lw_atomic(L, e, blk_ck_builtins[in->builtin].op);
 	default: return lw_math(L, e, in);
 	}
 }

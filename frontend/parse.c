@@ -29,7 +29,7 @@
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
 #include "frontend/lex.h"
-#include "ir/limits.h"
+#include "support/limits.h"
 
 enum { MAX_DEPTH = BLK_MAX_NESTING };
 

@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "arena.h"
-#include "diag.h"
-#include "sym.h"
+#include "support/arena.h"
+#include "support/diag.h"
+#include "support/sym.h"
 
 #define BLK_MAX_RANK 4
 /* Grid axes: any up to this many, folded onto CUDA's three (blockspec.c). */
@@ -512,14 +512,5 @@ bool blk_check_launch_dims(const BlkKernel *k, const int64_t *values, BlkDiag *d
  * (lower.h). */
 bool blk_dynamic_class(const BlkKernel *k, const int64_t *sizes, const BlkArrayDesc *arrays,
                        int narrays, int64_t *csizes, BlkArrayDesc *carrays);
-
-/* ---- the interpreter (the oracle for GPU results) ---------------------- */
-
-/* Runs k over its whole grid on the CPU.  arrays/data: one per non-scratch
- * param in param order, data in the array's dtype (f16/bf16 as uint16_t,
- * bool as uint8_t).  Debug prints go to print_out (NULL: stdout).  Errors
- * (bad arguments, a failed check at run time) go to d; false if any. */
-bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
-                    int narrays, FILE *print_out, BlkDiag *d);
 
 #endif

@@ -128,7 +128,7 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads);
  * i*8wm + ..., an m16 instance the reps 2i and 2i+1; n8 block j is columns
  * j*8wn + 8 wn-index + [0, 8).  wn is chosen to minimize the ldmatrix
  * count per k16 step.  blk_layout_mma_fits says when it applies
- * (lower/emit_mma.c); blk_layout_mma_warps gives wn. */
+ * (lower/emit/emit_mma.c); blk_layout_mma_warps gives wn. */
 BlkLayout blk_layout_mma(const int *shape, int nthreads);
 /* The same fragment over a given warp grid: wn warps along N, the rest
  * along M (wn = 1: every warp owns whole rows, so row reductions and row

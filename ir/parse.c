@@ -13,8 +13,8 @@
  */
 #include "ir.h"
 #include "layout.h"
-#include "limits.h"
-#include "strmap.h"
+#include "support/limits.h"
+#include "support/strmap.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -12,7 +12,7 @@
  * names as hints, so printing again gives the same text.
  */
 #include "ir.h"
-#include "strmap.h"
+#include "support/strmap.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -43,52 +43,14 @@ const char *blk_verify_ty(Verifier *V, const BlkType *t)
 
 /* ---- the set of visible values ----------------------------------------- */
 
-static size_t slot(const Verifier *V, const BlkValue *v)
-{
-	size_t i = ((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15u & (V->cap - 1);
-	while (V->set[i] && V->set[i] != v)
-		i = (i + 1) & (V->cap - 1);
-	return i;
-}
-
-static void set_state(Verifier *V, const BlkValue *v, unsigned char st);
-
-static void rehash(Verifier *V)
-{
-	const BlkValue **old = V->set;
-	unsigned char *olds = V->state;
-	size_t oldcap = V->cap;
-	V->cap = oldcap ? oldcap * 2 : 256;
-	V->set = calloc(V->cap, sizeof *V->set);
-	V->state = calloc(V->cap, 1);
-	if (!V->set || !V->state)
-		blk_die("out of memory");
-	V->n = 0;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i])
-			set_state(V, old[i], olds[i]);
-	free(old);
-	free(olds);
-}
-
 static void set_state(Verifier *V, const BlkValue *v, unsigned char st)
 {
-	if ((V->n + 1) * 2 > V->cap)
-		rehash(V);
-	size_t i = slot(V, v);
-	if (!V->set[i]) {
-		V->set[i] = v;
-		V->n++;
-	}
-	V->state[i] = st;
+	blk_pmap_put(NULL, &V->seen, v, (void *)(uintptr_t)st);
 }
 
 static int get_state(const Verifier *V, const BlkValue *v)
 {
-	if (!V->cap)
-		return 0;
-	size_t i = slot(V, v);
-	return V->set[i] ? V->state[i] : 0;
+	return (int)(uintptr_t)blk_pmap_get(&V->seen, v);
 }
 
 static void push(Verifier *V, const BlkValue *v)
@@ -973,8 +935,7 @@ bool blk_ir_verify(const BlkModule *m, BlkDiag *d, const char *stage)
 		verify_kernel(&V, k);
 		V.depth = 0;
 	}
-	free(V.set);
-	free(V.state);
+	blk_pmap_free(&V.seen);
 	free(V.stack);
 	return V.ok;
 }

@@ -8,6 +8,7 @@
 #define BLK_VERIFY_INT_H
 
 #include "ir.h"
+#include "support/ptrmap.h"
 
 typedef struct Verifier {
 	const BlkKernel *k;
@@ -15,11 +16,9 @@ typedef struct Verifier {
 	BlkDiag *d;
 	const char *stage;
 	const BlkOp *op;   /* the op being checked, for messages */
-	/* Visible values: an open-addressing set of pointers (state 1) that
-	 * leave scope (state 2) when their region ends. */
-	const BlkValue **set;
-	unsigned char *state;
-	size_t cap, n;
+	/* Visible values: value -> state 1, 2 when they leave scope (their
+	 * region ends); malloc'd (a NULL arena), freed after the kernel. */
+	BlkPtrMap seen;
 	const BlkValue **stack; /* values in scope, innermost last */
 	size_t depth, stack_cap;
 	int level;         /* 0 not known yet, 1 tile level, 2 GPU level */

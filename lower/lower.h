@@ -1,8 +1,9 @@
 /* lower.h - from a checked IR kernel to PTX, for one launch configuration.
  *
- * The pipeline (lower/pipeline.c) specializes the kernel on the launch's
- * sizes, lowers BlockSpecs, tiles, emits LLVM IR through the LLVM-C API and
- * PTX through the NVPTX target machine, verifying the IR between passes.
+ * The driver (lower/driver.c) runs the passes of lower/passes/ -- they
+ * specialize the kernel on the launch's sizes, lower BlockSpecs, tile --
+ * then lower/emit/: LLVM IR through the LLVM-C API, PTX through the NVPTX
+ * target machine.  The IR is verified between passes.
  */
 #ifndef BLK_LOWER_H
 #define BLK_LOWER_H

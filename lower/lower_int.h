@@ -15,16 +15,7 @@
 
 #include "ir/layout.h"
 #include "lower/lower.h"
-
-/* A pointer -> pointer map (values to values, values to layouts). */
-typedef struct BlkPtrMap {
-	size_t cap, n;
-	const void **keys;
-	void **vals;
-} BlkPtrMap;
-
-void blk_pmap_put(BlkArena *a, BlkPtrMap *m, const void *k, void *v);
-void *blk_pmap_get(const BlkPtrMap *m, const void *k);
+#include "support/ptrmap.h" /* BlkPtrMap: values to values, values to layouts */
 
 typedef struct LowerCtx {
 	/* inputs */

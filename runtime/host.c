@@ -3,6 +3,7 @@
  * and the CPU interpreter on host arrays (the Python package's
  * interpret=True, and the public face of `blkc run --interpret`). */
 #include "rt.h"
+#include "interp/interp.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* memcheck.c - what the compiled code assumes of a launch's memory, checked
  * before the GPU sees anything.
  *
- * The PTX lowering assumes (docs/backend.md, lower/emit_llvm.c):
+ * The PTX lowering assumes (docs/backend.md, lower/emit/emit_llvm.c):
  *   1. every array starts aligned to its element size (vector accesses are
  *      chosen from the strides, the block offsets and the base's own
  *      alignment, which the launch compiles in: a slice may start

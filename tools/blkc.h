@@ -7,7 +7,7 @@
 
 #include "frontend/frontend.h"
 #include "lower/lower.h"
-#include "ir/limits.h"
+#include "support/limits.h"
 
 enum { BLKC_OK = 0, BLKC_ERROR = 1, BLKC_USAGE = 2 };
 enum { BLKC_MAX_ARGS = 64 };

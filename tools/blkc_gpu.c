@@ -1,5 +1,6 @@
 /* blkc_gpu.c - the GPU side of `blkc run`, through the public runtime API. */
 #include "blkc_gpu.h"
+#include "interp/interp.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #define BLKC_GPU_H
 
 #include "blkc.h"
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 
 /* Runs k on GPU 0 with the host arrays as inputs, leaves the GPU's outputs
  * in host[], and (unless --no-check) compares them with the interpreter's

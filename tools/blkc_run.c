@@ -2,13 +2,14 @@
  * files, in the interpreter or on the GPU (checked against the interpreter),
  * and write the outputs as .npy files. */
 #include "blkc.h"
+#include "interp/interp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 #include "blkc_gpu.h"
 
 static const BlkLoc no_loc;

@@ -24,7 +24,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
-#include "ir/limits.h"
+#include "support/limits.h"
 
 static const char *bad_dir, *examples_dir;
 

@@ -39,7 +39,8 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "interp/interp.h"
+#include "tools/hostdata.h"
 
 enum { MAX_SRC = 16384, NARR = 5 };
 

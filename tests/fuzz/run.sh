@@ -23,9 +23,9 @@ re2c -W --no-generation-date -o "$tmp/lexer.c" "$root/frontend/lexer.re"
 defs=""
 if [ -n "${BLK_FUZZ_FULL:-}" ]; then
 	defs="-DBLK_FUZZ_FULL"
-	srcs=${BLK_FUZZ_SRCS:-$(ls "$root"/frontend/*.c "$root"/ir/*.c)}
+	srcs=${BLK_FUZZ_SRCS:-$(ls "$root"/frontend/*.c "$root"/ir/*.c "$root"/support/*.c)}
 else
-	srcs="$root/frontend/parse.c $root/frontend/ast.c $root/ir/arena.c $root/ir/diag.c"
+	srcs="$root/frontend/parse.c $root/frontend/ast.c $root/support/arena.c $root/support/diag.c"
 fi
 # shellcheck disable=SC2086
 $cc -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -4,7 +4,7 @@
  * inputs go to blk_interp_run (the oracle) and to the GPU; outputs are
  * poisoned (NaN) on both sides first, so an unwritten element fails; every
  * element is compared with the dtype's tolerance relative to the output's
- * magnitude (ir/hostdata.h).  Exits 77 (meson's "skipped") without a GPU.
+ * magnitude (tools/hostdata.h).  Exits 77 (meson's "skipped") without a GPU.
  * With BLK_GPU_EXAMPLES_OFFLINE=1 it needs none: each case runs in the
  * interpreter and is compiled for its shapes (a check of the table itself).
  * BLK_GPU_CASES=TEXT runs only the kernels whose names contain TEXT.
@@ -16,7 +16,8 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "interp/interp.h"
+#include "tools/hostdata.h"
 
 #ifndef BLK_EXAMPLES_DIR
 #define BLK_EXAMPLES_DIR "examples"
@@ -82,7 +83,7 @@ typedef struct Case {
 #define PERSIST {"BM=64", "BN=64", "BK=64", "num_warps=4", "num_stages=3"}
 #define PERSIST8 {"BM=128", "BN=256", "BK=64", "num_warps=8", "num_stages=4"}
 /* One warpgroup a program, persistent: two programs a CTA taking turns
- * (ping-pong, lower/warp_spec.c). */
+ * (ping-pong, lower/passes/warp_spec.c). */
 #define PING {"BM=128", "BN=128", "BK=64", "num_warps=4", "num_stages=5"}
 #define SPLIT3 {"S=3", "BK=16"}
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}

@@ -39,7 +39,8 @@
 #include "blk.h"
 #include "gpu_test.h"
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "interp/interp.h"
+#include "tools/hostdata.h"
 
 enum { MAX_ARRAYS = 8, ERR_LEN = 1024 };
 
@@ -1246,7 +1247,7 @@ static const Case cases[] = {
 	     "}\n",
 	     A2('i', BLK_I8, 70, 100), A2('i', BLK_I8, 45, 100), A2('i', BLK_U8, 70, 100),
 	     A2('i', BLK_U8, 100, 45), A2('o', BLK_I32, 70, 45), A2('o', BLK_I32, 70, 45)),
-	/* exact f32 dots on cp.async slabs (pipeliner.c) in every orientation,
+	/* exact f32 dots on cp.async slabs (lower/passes/pipeline.c) in every orientation,
 	 * ragged M, N, K, 3 stages: x.T @ y (A's slab lies k-major, copied as
 	 * it lies), x @ w.T (both copied transposed, 4 bytes an element),
 	 * x.T @ w.T (B alone transposed) */

@@ -22,7 +22,8 @@
 #include <cmocka.h>
 
 #include "frontend/frontend.h"
-#include "ir/hostdata.h"
+#include "interp/interp.h"
+#include "tools/hostdata.h"
 
 static uint64_t seed, seed0; /* seed0: the run's seed, to replay it */
 

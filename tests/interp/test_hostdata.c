@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "ir/hostdata.h"
+#include "tools/hostdata.h"
 
 typedef struct Ctx {
 	BlkArena *a;

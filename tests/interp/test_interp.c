@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kbuild.h"
+#include "interp/interp.h"
 
 /* Runs t's kernel on arrays of the given descs; prints errors on failure. */
 static bool run(KB *t, int n, BlkArrayDesc *ad, void **data, FILE *out)

@@ -1,5 +1,5 @@
-/* test_support.c - the support modules under everything: the arena, the
- * diagnostics, and symbolic sizes. */
+/* test_support.c - the support modules under everything (support/): the
+ * arena, the diagnostics, the pointer map and symbolic sizes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +10,10 @@
 
 #include <cmocka.h>
 
-#include "ir/arena.h"
-#include "ir/diag.h"
-#include "ir/sym.h"
+#include "support/arena.h"
+#include "support/diag.h"
+#include "support/ptrmap.h"
+#include "support/sym.h"
 
 static void test_arena_alloc(void **state)
 {
@@ -245,6 +246,34 @@ static void test_sym_eval_print(void **state)
 	blk_arena_destroy(a);
 }
 
+/* Many keys through several grows, in an arena and in malloc'd memory:
+ * every value reads back, an overwrite keeps the count, absent keys are
+ * NULL. */
+static void test_ptrmap(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	static int keys[N];
+	BlkArena *a = blk_arena_create();
+	for (int heap = 0; heap < 2; heap++) {
+		BlkPtrMap m = { 0 };
+		assert_null(blk_pmap_get(&m, &keys[0]));
+		for (int i = 0; i < N; i++)
+			blk_pmap_put(heap ? NULL : a, &m, &keys[i], (void *)(uintptr_t)(i + 1));
+		blk_pmap_put(heap ? NULL : a, &m, &keys[7], (void *)(uintptr_t)70);
+		assert_int_equal(m.n, N);
+		for (int i = 0; i < N; i++)
+			assert_int_equal((uintptr_t)blk_pmap_get(&m, &keys[i]), i == 7 ? 70 : i + 1);
+		assert_null(blk_pmap_get(&m, &m));
+		if (heap) {
+			blk_pmap_free(&m);
+			assert_int_equal(m.cap, 0);
+			assert_null(blk_pmap_get(&m, &keys[0]));
+		}
+	}
+	blk_arena_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_diag_limit),
 		cmocka_unit_test(test_source_read),
 		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_ptrmap),
 		cmocka_unit_test(test_sym_fold),
 		cmocka_unit_test(test_sym_eval_print),
 	};

@@ -1,4 +1,4 @@
-/* test_layout.c - the layout choices of lower/layout.c. */
+/* test_layout.c - the layout choices of ir/layout.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

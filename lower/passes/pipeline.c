@@ -1,4 +1,4 @@
-/* pipeliner.c - the software pipeliner: a dot's operand slabs go from
+/* pipeline.c - the software pipeliner: a dot's operand slabs go from
  * global to shared memory by cp.async, num_stages slabs deep -- a
  * tensor-core dot's, and the exact SIMT (f32 fma) dot's (below).
  *
@@ -61,7 +61,7 @@
  * that keeps one program an SM; where not even two fit, dot_stage.c
  * stages the operands.
  */
-#include "pipeliner.h"
+#include "pipeline.h"
 
 #include <string.h>
 

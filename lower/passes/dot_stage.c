@@ -34,7 +34,7 @@
  * and its loops the carry cannot flow out: one slot, and a barrier before
  * the stores too.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 enum { MAX_CHAIN = 16 }; /* loops between a staged dot and its buffers */
 

@@ -32,7 +32,7 @@
  * while the warps go on (to the next tile's dots, in the persistent loop),
  * and clips the box at the array's edges, so the store needs no masks.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

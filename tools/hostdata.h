@@ -1,7 +1,9 @@
 /* hostdata.h - host arrays for tools and tests: .npy files, seeded random
  * data, poisoning, and comparison against a reference.
  *
- * Shared by blkc, the interpreter and GPU tests, and the benchmarks.  Arrays
+ * Shared by blkc and the test programs (tests/interp, tests/gpu, tests/fuzz);
+ * libblk does not use it, so it lives with the tools (a static library,
+ * tools/meson.build) rather than in ir/.  Arrays
  * are contiguous row-major, in the launch's storage form (f16/bf16 as
  * uint16_t bits, bool as one byte 0/1), so `desc` and `data` go straight to
  * blk_interp_run or a device copy.
@@ -22,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct BlkHostArray {
 	BlkArrayDesc desc; /* row-major strides */

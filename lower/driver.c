@@ -1,4 +1,4 @@
-/* pipeline.c - the GPU pipeline, in one visible list.
+/* driver.c - the GPU pipeline, in one visible list.
  *
  *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir/limits.h"
+#include "support/limits.h"
 
 /* The IR -> IR passes, in pipeline order: one table runs the pipeline,
  * names --dump-after's choices and drives a single pass from text. */

@@ -28,7 +28,7 @@
  * with the fewest ldmatrix per k16 step.  A dot whose instruction needs
  * PTX ISA 8.4 raises the launch header's isa.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <stdlib.h>
 #include <string.h>

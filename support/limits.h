@@ -33,7 +33,7 @@ enum {
 	BLK_MAX_UNROLL = 1024,
 	/* Elements per thread of the largest tile on the GPU (its registers):
 	 * a thread has 255 registers; past this ptxas spills kilobytes and
-	 * takes seconds to minutes (lower/pipeline.c, check_registers). */
+	 * takes seconds to minutes (lower/driver.c, check_registers). */
 	BLK_MAX_TILE_REGS = 512,
 };
 

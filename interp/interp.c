@@ -10,12 +10,13 @@
  *      seq grid axes innermost in order.  Scratch params are allocated per
  *      program, poisoned (NaN, 0xdeadbeef) so reads of unwritten scratch
  *      show up, and persist across that program's seq iterations.
- * Tile arithmetic is in interp_ops.c; values are described in interp.h.
+ * Tile arithmetic is in interp_ops.c; values are described in interp_int.h.
  * Run-time errors (a zero loop step, a bad axis) are reported through the
  * diagnostics and stop the run; an op the interpreter does not know is an
  * internal error.
  */
-#include "interp.h"
+#include "interp_int.h"
+#include "support/ptrmap.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -53,10 +54,7 @@ typedef struct Interp {
 	int nslots, cap_slots;
 	BlkIVal *slots;
 	int64_t (*sdims)[BLK_MAX_RANK];
-	/* value -> slot, open addressing */
-	size_t map_cap;
-	const BlkValue **map_keys;
-	int *map_vals;
+	BlkPtrMap map; /* value -> its slot + 1 */
 	/* per param: the index map and evaluated block dims */
 	Block *maps;
 	int64_t (*bdims)[BLK_MAX_RANK];
@@ -73,49 +71,11 @@ static void fail(Interp *I, BlkLoc loc, const char *msg, int64_t v)
 
 /* ---- the value -> slot map ---------------------------------------------- */
 
-static size_t hash_ptr(const void *p, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x & (cap - 1);
-}
-
-static void map_put(Interp *I, const BlkValue *v, int slot);
-
-static void map_grow(Interp *I)
-{
-	size_t old = I->map_cap;
-	const BlkValue **keys = I->map_keys;
-	int *vals = I->map_vals;
-	I->map_cap = old ? old * 2 : 256;
-	I->map_keys = BLK_NEW_N(I->arena, const BlkValue *, I->map_cap);
-	I->map_vals = BLK_NEW_N(I->arena, int, I->map_cap);
-	for (size_t i = 0; i < old; i++)
-		if (keys[i])
-			map_put(I, keys[i], vals[i]);
-}
-
-static void map_put(Interp *I, const BlkValue *v, int slot)
-{
-	if ((size_t)I->nslots * 2 >= I->map_cap)
-		map_grow(I);
-	size_t h = hash_ptr(v, I->map_cap);
-	while (I->map_keys[h] && I->map_keys[h] != v)
-		h = (h + 1) & (I->map_cap - 1);
-	I->map_keys[h] = v;
-	I->map_vals[h] = slot;
-}
-
 static int slot_of(const Interp *I, const BlkValue *v)
 {
-	size_t h = I->map_cap ? hash_ptr(v, I->map_cap) : 0;
-	while (I->map_cap && I->map_keys[h]) {
-		if (I->map_keys[h] == v)
-			return I->map_vals[h];
-		h = (h + 1) & (I->map_cap - 1);
-	}
+	uintptr_t s = (uintptr_t)blk_pmap_get(&I->map, v);
+	if (s)
+		return (int)(s - 1);
 	blk_die("interp: a value of %s is used before its definition", I->k->name);
 }
 
@@ -152,7 +112,7 @@ static int slot_new(Interp *I, const BlkValue *v, BlkLoc loc)
 		I->cap_slots = cap;
 	}
 	int s = I->nslots;
-	map_put(I, v, s);
+	blk_pmap_put(I->arena, &I->map, v, (void *)(uintptr_t)(s + 1));
 	I->nslots++;
 	eval_dims(I, &v->type, loc, I->sdims[s]);
 	return s;
@@ -491,7 +451,7 @@ static void add_row(void *ctx, const BlkIRef *r, int64_t ti, int64_t off, int64_
 
 /* f32 atomic max/min order by IEEE 754's totalOrder (-NaN < -inf < ... <
  * -0 < +0 < ... < inf < NaN), computed on the bits as the GPU does
- * (lower/emit_atomic.c): a value with its sign bit clear by a signed
+ * (lower/emit/emit_atomic.c): a value with its sign bit clear by a signed
  * compare, one with it set by an unsigned compare the other way. */
 static uint32_t total_max(uint32_t m, uint32_t v)
 {

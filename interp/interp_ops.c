@@ -8,7 +8,7 @@
  * division by zero gives 0 for both: the GPU would give garbage, a trap
  * helps nobody, and a defined answer keeps the oracle deterministic.
  */
-#include "interp.h"
+#include "interp_int.h"
 
 #include <inttypes.h>
 #include <math.h>

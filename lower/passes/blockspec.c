@@ -17,7 +17,7 @@
  *      attention's `cols < S` when BK divides S.
  * Parallel grid axes map, in order, to the CUDA grid's x, y, z.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

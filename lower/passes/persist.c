@@ -21,7 +21,7 @@
  * while the consumers store this tile's results.  num_programs keeps
  * meaning the kernel's own grid.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

@@ -82,7 +82,7 @@
  * multiplies: what a one-tile-at-a-time CTA leaves the tensor cores idle
  * for.
  */
-#include "pipeliner.h"
+#include "pipeline.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * shared memory, barriers -- in the loop.  The sum's order changes (each
  * element's own running sum first), within the dtype's rounding.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

@@ -24,7 +24,7 @@
  * arrays has been given to pipeliner.c (cp.async into shared memory) before
  * this pass; what stays here is register prefetch.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * Requires: a verified kernel.  Produces: the same kernel in c->m, every
  * value, op, region and attribute list fresh; syms are shared (immutable).
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

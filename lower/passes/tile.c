@@ -30,7 +30,7 @@
  *      more to write (one between two in a row): its elements are other
  *      threads' too.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

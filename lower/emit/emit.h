@@ -1,4 +1,4 @@
-/* emit.h - the state of LLVM emission (internal to lower/emit_*.c).
+/* emit.h - the state of LLVM emission (internal to the files of lower/emit/).
  *
  * Every tile value becomes the registers its layout gives the thread
  * (an array of LLVM scalars, register order of layout.h); every Ref an
@@ -9,7 +9,7 @@
 #ifndef BLK_EMIT_H
 #define BLK_EMIT_H
 
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 typedef struct ETile {
 	const BlkLayout *l;
@@ -182,7 +182,7 @@ void emit_tmap_addresses(Emit *E);
 void emit_local_load(Emit *E, const BlkOp *op);
 void emit_frag_convert(Emit *E, const BlkOp *op);
 void emit_extract_slice(Emit *E, const BlkOp *op);
-/* emit_memory.c: the async copies of pipeliner.c, and trans_view */
+/* emit_memory.c: the async copies of the pipeline pass, and trans_view */
 void emit_async_copy(Emit *E, const BlkOp *op);
 void emit_async_commit(Emit *E);
 void emit_async_wait(Emit *E, const BlkOp *op);

@@ -24,7 +24,7 @@
  * j * n / (r - 1), the last after the last step.  The values, and the
  * order in which the tensor core accumulates them, are unchanged.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 /* ref's [k0, k0 + kw) along its dim kdim. */
 static BlkValue *view_kw(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *ref, int kdim, int64_t k0, int kw)

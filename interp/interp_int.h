@@ -1,4 +1,5 @@
-/* interp.h - the interpreter's run-time values (internal to ir/interp*.c).
+/* interp_int.h - the interpreter's run-time values (internal to
+ * interp/interp*.c; its API is interp.h).
  *
  * A tile holds its elements in a compute form: f32, f16 and bf16 as float
  * (f16/bf16 already rounded to their dtype, so every value is exact in it),
@@ -15,10 +16,10 @@
  * scalar index or squeezed away are folded into `off`; if such an index was
  * out of bounds, every element is (`dead`).
  */
-#ifndef BLK_INTERP_H
-#define BLK_INTERP_H
+#ifndef BLK_INTERP_INT_H
+#define BLK_INTERP_INT_H
 
-#include "ir.h"
+#include "interp/interp.h"
 
 /* Tiles larger than this are refused (a run-time error, not a crash). */
 #define BLK_INTERP_MAX_ELEMS ((int64_t)1 << 28)

@@ -25,7 +25,7 @@
  * only runs on sm_90), unless dot-engine chose an instruction that needs
  * a later one.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>

@@ -29,7 +29,7 @@
  * feeds from one producer.  This is what fast attention kernels write by
  * hand (the causal key loop split at the diagonal blocks).
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

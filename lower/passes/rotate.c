@@ -36,7 +36,7 @@
  * rotated (scalars, views, local_load, fma dots, copies in `if`s, commit):
  * anything else may rely on the barrier where it was.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

@@ -21,7 +21,7 @@
  * transit region: twice the bytes, attr program_bytes the distance
  * between the copies (a multiple of the buffer's alignment).
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
-/* pipeliner.h - what pipeliner.c shares with its warp-specialized form
- * (warp_spec.c). */
+/* pipeline.h - what the pipeline pass (pipeline.c, the software
+ * pipeliner) shares with its warp-specialized form (warp_spec.c). */
 #ifndef BLK_PIPELINER_H
 #define BLK_PIPELINER_H
 
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 enum { PAD_BYTES = 16 }; /* added to each row of a slot (ldmatrix's rows on distinct banks) */
 /* the most shared memory an f32 (SIMT) dot's slots take: two programs an

@@ -17,7 +17,7 @@
  * It also starts the launch header (launch.c): a pointer per array with
  * the strides compiled in, the dynamic sizes and strides as arguments.
  */
-#include "lower_int.h"
+#include "lower/lower_int.h"
 
 #include <string.h>
 

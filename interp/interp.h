@@ -1,0 +1,22 @@
+/* interp.h - the IR interpreter, the oracle for GPU results (interp.c).
+ *
+ * It runs a verified kernel of the tile level on the CPU, element by
+ * element, with the semantics of docs/language.md.  Built on ir/ alone;
+ * libblk's host API (runtime/host.c), blkc run and the GPU tests call it.
+ */
+#ifndef BLK_INTERP_API_H
+#define BLK_INTERP_API_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+/* Runs k over its whole grid on the CPU.  arrays/data: one per non-scratch
+ * param in param order, data in the array's dtype (f16/bf16 as uint16_t,
+ * bool as uint8_t).  Debug prints go to print_out (NULL: stdout).  Errors
+ * (bad arguments, a failed check at run time) go to d; false if any. */
+bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
+                    int narrays, FILE *print_out, BlkDiag *d);
+
+#endif
