@@ -3,7 +3,8 @@
  * Requires: the module of emit_llvm.c.  Produces: c->ptx (and c->llvm_ir,
  * after optimization, when asked).  Runs the LLVM verifier (a failure is
  * an internal error: emission made bad IR), then a short pass list, then
- * the backend at CodeGenOpt::Default.
+ * the backend at CodeGenOpt::Default, on a target machine kept from an
+ * earlier compile (take_tm below).
  *
  * Why not default<O3>: emission already gives straight-line code (the dot
  * unrolled, addresses as constant offsets), so most of O3's ~90 passes
@@ -32,6 +33,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -89,7 +91,24 @@ static void find_ptx84(void *ctx, BlkOp *op)
 		*(bool *)ctx = true;
 }
 
-static LLVMTargetMachineRef make_tm(const char *arch, bool ptx84)
+/* Target machines are kept for the process, one per arch and feature
+ * string in use at a time: creating one builds the NVPTX subtarget and its
+ * lowering tables each compile for nothing.  LLVM codegen is not safe on
+ * one target machine from two threads (it resets the machine's options per
+ * function, and interns names in it), so a compile takes one out of the
+ * pool and gives it back; a compile that finds none for its arch (another
+ * thread has it) makes one more.  The PTX does not depend on which one. */
+typedef struct PooledTM {
+	LLVMTargetMachineRef tm;
+	char arch[16];
+	const char *features; /* from archs[] or a literal */
+	struct PooledTM *next;
+} PooledTM;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static PooledTM *pool;
+
+static PooledTM *make_tm(const char *arch, const char *features)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_nvptx);
@@ -97,9 +116,36 @@ static LLVMTargetMachineRef make_tm(const char *arch, bool ptx84)
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
 		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
-	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, ptx84 ? "+ptx84" : arch_features(arch),
-	                               LLVMCodeGenLevelDefault, LLVMRelocDefault,
-	                               LLVMCodeModelDefault);
+	PooledTM *e = calloc(1, sizeof *e);
+	if (!e)
+		blk_die("lower: out of memory");
+	snprintf(e->arch, sizeof e->arch, "%s", arch);
+	e->features = features;
+	e->tm = LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features, LLVMCodeGenLevelDefault,
+	                                LLVMRelocDefault, LLVMCodeModelDefault);
+	return e;
+}
+
+static PooledTM *take_tm(const char *arch, bool ptx84)
+{
+	const char *features = ptx84 ? "+ptx84" : arch_features(arch);
+	pthread_mutex_lock(&pool_lock);
+	PooledTM **p = &pool;
+	while (*p && (strcmp((*p)->arch, arch) != 0 || strcmp((*p)->features, features) != 0))
+		p = &(*p)->next;
+	PooledTM *e = *p;
+	if (e)
+		*p = e->next;
+	pthread_mutex_unlock(&pool_lock);
+	return e ? e : make_tm(arch, features);
+}
+
+static void give_back_tm(PooledTM *e)
+{
+	pthread_mutex_lock(&pool_lock);
+	e->next = pool;
+	pool = e;
+	pthread_mutex_unlock(&pool_lock);
 }
 
 static const char *to_arena(LowerCtx *c, const char *s, size_t n)
@@ -107,38 +153,54 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 	return blk_arena_strndup(c->a, s, n);
 }
 
-bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
+/* Verifier, passes and codegen of mod on tm: its PTX, or NULL with what
+ * failed in why (no blk_die here: the caller holds a pooled machine). */
+static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMModuleRef mod,
+                                   char *why, size_t len)
 {
-	bool ptx84 = false;
-	blk_lower_walk(c->k->body, find_ptx84, &ptx84);
-	LLVMTargetMachineRef tm = make_tm(c->arch, ptx84);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
 	LLVMDisposeTargetData(td);
 	char *msg = NULL;
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
 		fprintf(stderr, "%s\n", msg);
-		blk_die("lower: emission produced invalid LLVM IR for kernel %s", c->k->name);
+		snprintf(why, len, "emission produced invalid LLVM IR for kernel %s", c->k->name);
 	}
 	LLVMDisposeMessage(msg);
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, po);
+	LLVMErrorRef e = why[0] ? NULL : LLVMRunPasses(mod, passes, tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (e) {
 		char *em = LLVMGetErrorMessage(e);
-		blk_die("lower: LLVM passes failed: %s", em);
+		snprintf(why, len, "LLVM passes failed: %s", em);
+		LLVMDisposeErrorMessage(em);
 	}
+	LLVMMemoryBufferRef buf = NULL;
+	char *err = NULL;
+	if (!why[0] && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+		snprintf(why, len, "NVPTX code generation failed: %s", err ? err : "?");
+		buf = NULL;
+	}
+	LLVMDisposeMessage(err);
+	return buf;
+}
+
+bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
+{
+	bool ptx84 = false;
+	blk_lower_walk(c->k->body, find_ptx84, &ptx84);
+	PooledTM *pooled = take_tm(c->arch, ptx84);
+	char why[1024] = "";
+	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, why, sizeof why);
+	give_back_tm(pooled);
+	if (!buf)
+		blk_die("lower: %s", why);
 	if (c->opt->want_llvm) {
 		char *s = LLVMPrintModuleToString(mod);
 		c->llvm_ir = (char *)to_arena(c, s, strlen(s));
 		LLVMDisposeMessage(s);
 	}
-	LLVMMemoryBufferRef buf;
-	char *err = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf))
-		blk_die("lower: NVPTX code generation failed: %s", err ? err : "?");
 	c->ptx = to_arena(c, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
 	LLVMDisposeMemoryBuffer(buf);
-	LLVMDisposeTargetMachine(tm);
 	return true;
 }
