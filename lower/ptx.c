@@ -154,9 +154,11 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 }
 
 /* Verifier, passes and codegen of mod on tm: its PTX, or NULL with what
- * failed in why (no blk_die here: the caller holds a pooled machine). */
+ * failed in why (no blk_die here: the caller holds a pooled machine).
+ * *ir: the optimized IR when asked (codegen's own IR passes change the
+ * module after that), for LLVMDisposeMessage. */
 static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMModuleRef mod,
-                                   char *why, size_t len)
+                                   char **ir, char *why, size_t len)
 {
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
@@ -175,6 +177,7 @@ static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMMo
 		snprintf(why, len, "LLVM passes failed: %s", em);
 		LLVMDisposeErrorMessage(em);
 	}
+	*ir = !why[0] && c->opt->want_llvm ? LLVMPrintModuleToString(mod) : NULL;
 	LLVMMemoryBufferRef buf = NULL;
 	char *err = NULL;
 	if (!why[0] && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
@@ -190,16 +193,16 @@ bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 	bool ptx84 = false;
 	blk_lower_walk(c->k->body, find_ptx84, &ptx84);
 	PooledTM *pooled = take_tm(c->arch, ptx84);
-	char why[1024] = "";
-	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, why, sizeof why);
+	char why[1024] = "", *ir = NULL;
+	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, &ir, why, sizeof why);
 	give_back_tm(pooled);
-	if (!buf)
+	if (!buf) {
+		LLVMDisposeMessage(ir);
 		blk_die("lower: %s", why);
-	if (c->opt->want_llvm) {
-		char *s = LLVMPrintModuleToString(mod);
-		c->llvm_ir = (char *)to_arena(c, s, strlen(s));
-		LLVMDisposeMessage(s);
 	}
+	if (ir)
+		c->llvm_ir = (char *)to_arena(c, ir, strlen(ir));
+	LLVMDisposeMessage(ir);
 	c->ptx = to_arena(c, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
 	LLVMDisposeMemoryBuffer(buf);
 	return true;
