@@ -38,6 +38,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -337,9 +338,9 @@ static char *format_entry(const char *key, size_t klen, const char *payload, siz
 /* Writes data to path through a temporary file and a rename. */
 static bool write_atomic(const char *path, const char *data, size_t len)
 {
-	static unsigned counter;
+	static atomic_uint counter; /* the tuner's compile threads write at once */
 	char tmp[4400];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return false;

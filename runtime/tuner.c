@@ -10,7 +10,7 @@
  * Tuning a signature (blk_tuner_launch on a miss):
  *   1. load every candidate's program and check the tensors against it;
  *   2. compile each candidate that accepts them (skipped with a note when
- *      it does not compile);
+ *      it does not compile), in a few threads (compile_all);
  *   3. launch each `warmup` times, synchronize (a fault is fatal: the
  *      context is lost), then time `reps` launches with events; a launch
  *      the driver refuses (resources) skips the candidate with a note;
@@ -24,9 +24,12 @@
 #include "rt.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct Candidate {
 	const char *text;           /* its own defines, "BM=64,BN=128" */
@@ -499,12 +502,17 @@ static bool add_signature(BlkTuner *t, char *key, const BlkTunerResult *r)
 
 /* ---- steps 1 and 2: load, check, compile ------------------------------- */
 
-/* The runtime's last error up to its first newline: diagnostics add the
- * source line and a caret, noise in a list of skipped candidates. */
+/* An error's length up to its first newline: diagnostics add the source
+ * line and a caret, noise in a list of skipped candidates. */
+static int first_line_of(const char *e)
+{
+	const char *nl = strchr(e, '\n');
+	return nl ? (int)(nl - e) : (int)strlen(e);
+}
+
 static int first_line(const BlkTuner *t)
 {
-	const char *e = blk_runtime_last_error(t->rt), *nl = strchr(e, '\n');
-	return nl ? (int)(nl - e) : (int)strlen(e);
+	return first_line_of(blk_runtime_last_error(t->rt));
 }
 
 static const char *label(const Candidate *c)
@@ -553,20 +561,129 @@ static int check_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
 	return good;
 }
 
-static int compile_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
+/* Step 2 runs in threads: a candidate's compile is the frontend's IR
+ * through lower/ to LLVM and PTX, all of it on memory of that compile
+ * (its arena, its LLVM context, a target machine no other thread holds at
+ * the time), so candidates need no lock between them.  What they would
+ * share is the runtime's last error: each compile runs with its program
+ * pointed at a copy of the runtime of its own, and the errors are noted
+ * afterwards in candidate order, so the log and the error left behind are
+ * the same whatever the threads' timing. */
+enum { DEFAULT_MAX_THREADS = 8, MAX_THREADS = 64, COMPILE_STACK = 16 << 20 };
+
+typedef struct CompileJobs {
+	BlkTuner *t;
+	const BlkTensor *ts;
+	int n;
+	bool *ok;                   /* in: accepts the tensors; out: compiled */
+	char **err;                 /* per candidate, its error when it failed */
+	atomic_int next;            /* the next candidate to take */
+} CompileJobs;
+
+/* The copy of the runtime is by value: it holds no lock or counter that
+ * a compile updates (only err, which stays with the copy). */
+static void compile_one(CompileJobs *j, int i)
+{
+	Candidate *c = &j->t->cands[i];
+	BlkRuntime own = *j->t->rt;
+	own.err = NULL;
+	c->prog->rt = &own;
+	j->ok[i] = blk_func_compile(c->f, j->ts, j->n, NULL);
+	c->prog->rt = j->t->rt;
+	if (!j->ok[i])
+		j->err[i] = strdup(blk_runtime_last_error(&own));
+	free(own.err);
+}
+
+static void *compile_worker(void *arg)
+{
+	CompileJobs *j = arg;
+	for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->t->ncands;)
+		if (j->ok[i])
+			compile_one(j, i);
+	return NULL;
+}
+
+/* $BLK_TUNE_THREADS (up to 64), else the online CPUs up to 8; never more
+ * than jobs.  One with $BLK_DUMP_DIR: the candidates of a signature share
+ * a compile key, hence their dump files' names, which threads would write
+ * at once (serially the last candidate's stay, as they always have). */
+static int compile_threads(int jobs)
+{
+	const char *env = getenv("BLK_TUNE_THREADS"), *dump = getenv("BLK_DUMP_DIR");
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	n = n > DEFAULT_MAX_THREADS ? DEFAULT_MAX_THREADS : n;
+	if (env && *env)
+		n = strtol(env, NULL, 10);
+	if (dump && *dump)
+		n = 1;
+	n = n > MAX_THREADS ? MAX_THREADS : n > jobs ? jobs : n;
+	return n < 1 ? 1 : (int)n;
+}
+
+/* The calling thread works too; a thread that cannot start leaves its
+ * share to the others. */
+static void run_jobs(CompileJobs *j, int nthreads)
+{
+	pthread_t th[MAX_THREADS];
+	int started = 0;
+	pthread_attr_t attr;
+	bool attr_ok = pthread_attr_init(&attr) == 0;
+	if (attr_ok) /* blk's passes and LLVM recurse: twice a main thread's usual 8 MiB */
+		pthread_attr_setstacksize(&attr, COMPILE_STACK);
+	for (int i = 1; i < nthreads; i++)
+		started += pthread_create(&th[started], attr_ok ? &attr : NULL, compile_worker, j) == 0;
+	compile_worker(j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (attr_ok)
+		pthread_attr_destroy(&attr);
+}
+
+/* The notes of step 2, in candidate order; the runtime's error is the
+ * first failure's (as a serial loop that stopped there would say). */
+static int note_compiles(BlkTuner *t, const bool *tried, const CompileJobs *j)
 {
 	int good = 0;
+	bool first = true;
 	for (int i = 0; i < t->ncands; i++) {
-		if (ok[i] && !blk_func_compile(t->cands[i].f, ts, n, NULL)) {
-			ok[i] = false;
-			note(t, "  [%d] %s: skipped, does not compile: %.*s\n", i,
-			     label(&t->cands[i]), first_line(t), blk_runtime_last_error(t->rt));
-		}
-		good += ok[i];
+		good += j->ok[i];
+		if (!tried[i] || j->ok[i])
+			continue;
+		const char *e = j->err[i] ? j->err[i] : "out of memory";
+		note(t, "  [%d] %s: skipped, does not compile: %.*s\n", i, label(&t->cands[i]),
+		     first_line_of(e), e);
+		if (first)
+			blk_rt_error(t->rt, "%s", e);
+		first = false;
 	}
-	if (!good)
+	return good;
+}
+
+static int compile_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
+{
+	CompileJobs j = {.t = t, .ts = ts, .n = n, .ok = ok};
+	bool *tried = malloc((size_t)t->ncands * sizeof *tried);
+	j.err = calloc((size_t)t->ncands, sizeof *j.err);
+	atomic_init(&j.next, 0);
+	int jobs = 0, good = 0;
+	for (int i = 0; tried && i < t->ncands; i++) {
+		tried[i] = ok[i];
+		jobs += ok[i];
+	}
+	if (tried && j.err) {
+		run_jobs(&j, compile_threads(jobs));
+		good = note_compiles(t, tried, &j);
+	}
+	for (int i = 0; j.err && i < t->ncands; i++)
+		free(j.err[i]);
+	if (!tried || !j.err)
+		blk_rt_error(t->rt, "out of memory");
+	else if (!good)
 		blk_rt_error(t->rt, "tuner: no candidate of '%s' compiles for these tensors "
 		             "(blk_tuner_log says why)", t->kernel);
+	free(j.err);
+	free(tried);
 	return good;
 }
 

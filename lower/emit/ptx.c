@@ -3,7 +3,8 @@
  * Requires: the module of emit_llvm.c.  Produces: c->ptx (and c->llvm_ir,
  * after optimization, when asked).  Runs the LLVM verifier (a failure is
  * an internal error: emission made bad IR), then a short pass list, then
- * the backend at CodeGenOpt::Default.
+ * the backend at CodeGenOpt::Default, on a target machine kept from an
+ * earlier compile (take_tm below).
  *
  * Why not default<O3>: emission already gives straight-line code (the dot
  * unrolled, addresses as constant offsets), so most of O3's ~90 passes
@@ -32,6 +33,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Each arch and the lowest PTX ISA that has it (times 10). */
@@ -77,19 +79,62 @@ static const char passes[] =
 	"loop-mssa(licm,loop-rotate,licm),"
 	"gvn,instcombine<no-verify-fixpoint>,simplifycfg,infer-alignment)";
 
-static LLVMTargetMachineRef make_tm(const char *arch, int isa)
+/* Target machines are kept for the process, one per arch and PTX ISA in
+ * use at a time: creating one builds the NVPTX subtarget and its lowering
+ * tables each compile for nothing.  LLVM codegen is not safe on one target
+ * machine from two threads (it resets the machine's options per function,
+ * and interns names in it), so a compile takes one out of the pool and
+ * gives it back; a compile that finds none for its arch and ISA (another
+ * thread has it) makes one more.  The PTX does not depend on which one. */
+typedef struct PooledTM {
+	LLVMTargetMachineRef tm;
+	char arch[16];
+	int isa;
+	struct PooledTM *next;
+} PooledTM;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static PooledTM *pool;
+
+static PooledTM *make_tm(const char *arch, int isa)
 {
-	char features[16];
-	snprintf(features, sizeof features, "+ptx%d", isa);
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_nvptx);
 	LLVMTargetRef t;
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
 		blk_die("lower: no NVPTX target in this LLVM: %s", err ? err : "?");
-	return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features,
-	                               LLVMCodeGenLevelDefault, LLVMRelocDefault,
-	                               LLVMCodeModelDefault);
+	PooledTM *e = calloc(1, sizeof *e);
+	if (!e)
+		blk_die("lower: out of memory");
+	snprintf(e->arch, sizeof e->arch, "%s", arch);
+	e->isa = isa;
+	char features[16];
+	snprintf(features, sizeof features, "+ptx%d", isa);
+	e->tm = LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features, LLVMCodeGenLevelDefault,
+	                                LLVMRelocDefault, LLVMCodeModelDefault);
+	return e;
+}
+
+static PooledTM *take_tm(const char *arch, int isa)
+{
+	pthread_mutex_lock(&pool_lock);
+	PooledTM **p = &pool;
+	while (*p && (strcmp((*p)->arch, arch) != 0 || (*p)->isa != isa))
+		p = &(*p)->next;
+	PooledTM *e = *p;
+	if (e)
+		*p = e->next;
+	pthread_mutex_unlock(&pool_lock);
+	return e ? e : make_tm(arch, isa);
+}
+
+static void give_back_tm(PooledTM *e)
+{
+	pthread_mutex_lock(&pool_lock);
+	e->next = pool;
+	pool = e;
+	pthread_mutex_unlock(&pool_lock);
 }
 
 static const char *to_arena(LowerCtx *c, const char *s, size_t n)
@@ -97,36 +142,55 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
 	return blk_arena_strndup(c->a, s, n);
 }
 
-bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
+/* Verifier, passes and codegen of mod on tm: its PTX, or NULL with what
+ * failed in why (no blk_die here: the caller holds a pooled machine).
+ * *ir: the optimized IR when asked (codegen's own IR passes change the
+ * module after that), for LLVMDisposeMessage. */
+static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMModuleRef mod,
+                                   char **ir, char *why, size_t len)
 {
-	LLVMTargetMachineRef tm = make_tm(c->arch, blk_lower_launch(c)->isa);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(mod, td);
 	LLVMDisposeTargetData(td);
 	char *msg = NULL;
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
 		fprintf(stderr, "%s\n", msg);
-		blk_die("lower: emission produced invalid LLVM IR for kernel %s", c->k->name);
+		snprintf(why, len, "emission produced invalid LLVM IR for kernel %s", c->k->name);
 	}
 	LLVMDisposeMessage(msg);
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, po);
+	LLVMErrorRef e = why[0] ? NULL : LLVMRunPasses(mod, passes, tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (e) {
 		char *em = LLVMGetErrorMessage(e);
-		blk_die("lower: LLVM passes failed: %s", em);
+		snprintf(why, len, "LLVM passes failed: %s", em);
+		LLVMDisposeErrorMessage(em);
 	}
-	if (c->opt->want_llvm) {
-		char *s = LLVMPrintModuleToString(mod);
-		c->llvm_ir = (char *)to_arena(c, s, strlen(s));
-		LLVMDisposeMessage(s);
-	}
-	LLVMMemoryBufferRef buf;
+	*ir = !why[0] && c->opt->want_llvm ? LLVMPrintModuleToString(mod) : NULL;
+	LLVMMemoryBufferRef buf = NULL;
 	char *err = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf))
-		blk_die("lower: NVPTX code generation failed: %s", err ? err : "?");
+	if (!why[0] && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+		snprintf(why, len, "NVPTX code generation failed: %s", err ? err : "?");
+		buf = NULL;
+	}
+	LLVMDisposeMessage(err);
+	return buf;
+}
+
+bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
+{
+	PooledTM *pooled = take_tm(c->arch, blk_lower_launch(c)->isa);
+	char why[1024] = "", *ir = NULL;
+	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, &ir, why, sizeof why);
+	give_back_tm(pooled);
+	if (!buf) {
+		LLVMDisposeMessage(ir);
+		blk_die("lower: %s", why);
+	}
+	if (ir)
+		c->llvm_ir = (char *)to_arena(c, ir, strlen(ir));
+	LLVMDisposeMessage(ir);
 	c->ptx = to_arena(c, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
 	LLVMDisposeMemoryBuffer(buf);
-	LLVMDisposeTargetMachine(tm);
 	return true;
 }

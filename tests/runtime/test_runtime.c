@@ -1129,6 +1129,63 @@ static void test_tuner_fake_driver(void **state)
 	dlclose(fake);
 }
 
+/* Candidates compile in threads: with 4 the log, the winner and the error
+ * left behind (the first failing candidate's, in candidate order) are
+ * those of 1, whichever thread finishes first. */
+static void tune_with_threads(BlkRuntime *rt, const char *threads, GpuMatmul *g, char **log,
+                              char **err, int *winner)
+{
+	static const char *const cands[] = {
+		"BM=64,BN=64,BK=16,num_warps=4", "BM=512,BN=512,BK=32", /* shared memory */
+		"BM=32,BN=32,BK=16,num_warps=2", "num_warps=3",
+		"BM=32,BN=64,BK=16,num_warps=4", "BM=64,BN=32,BK=16,num_warps=2",
+	};
+	setenv("BLK_TUNE_THREADS", threads, 1);
+	BlkTuner *t = matmul_tuner(rt);
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
+		assert_true(blk_tuner_add_config_text(t, cands[i]));
+	blk_tuner_set_timing(t, 1, 3);
+	assert_int_equal(blk_tuner_compile(t, g->t, 3), 4);
+	*err = strdup(blk_runtime_last_error(rt));
+	if (!blk_tuner_launch(t, g->t, 3, NULL))
+		fail_msg("%s\nlog:\n%s", blk_runtime_last_error(rt), blk_tuner_log(t));
+	BlkTunerResult r;
+	assert_true(blk_tuner_best(t, g->t, 3, &r));
+	*winner = r.config;
+	*log = strdup(blk_tuner_log(t));
+	blk_tuner_destroy(t);
+	unsetenv("BLK_TUNE_THREADS");
+}
+
+static void test_tuner_parallel_compile(void **state)
+{
+	need_program(state);
+	const char *env = getenv("BLK_CACHE");
+	char *cache = env ? strdup(env) : NULL; /* put back after: later tests count compiles */
+	setenv("BLK_CACHE", "0", 1); /* both compile and time, none reads the other's choice */
+	BlkRuntime *rt = fake_runtime();
+	GpuMatmul g;
+	assert_true(gpu_matmul_make(rt, &g, 200, 136, 72));
+	char *log[2], *err[2];
+	int winner[2];
+	tune_with_threads(rt, "1", &g, &log[0], &err[0], &winner[0]);
+	tune_with_threads(rt, "4", &g, &log[1], &err[1], &winner[1]);
+	assert_string_equal(log[0], log[1]);
+	assert_string_equal(err[0], err[1]);
+	assert_contains(err[1], "needs 263168 bytes of shared memory");
+	assert_int_equal(winner[0], winner[1]);
+	assert_int_equal(winner[1], 2); /* the most CTAs under the fake */
+	for (int i = 0; i < 2; i++)
+		free(log[i]), free(err[i]);
+	gpu_matmul_free(rt, &g);
+	blk_runtime_destroy(rt);
+	if (cache)
+		setenv("BLK_CACHE", cache, 1);
+	else
+		unsetenv("BLK_CACHE");
+	free(cache);
+}
+
 /* A kernel with dynamic sizes is tuned once per power-of-two bucket of
  * each dynamic extent: a new M in a tuned bucket launches the winner
  * alone (no timing), a new bucket tunes again; size 1 is its own. */
@@ -1213,6 +1270,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_default_candidate),
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
+		cmocka_unit_test(test_tuner_parallel_compile),
 		cmocka_unit_test(test_tuner_dynamic_buckets),
 		cmocka_unit_test(test_tma_tensor_maps),
 		cmocka_unit_test(test_launch_fast_path),
