@@ -28,22 +28,22 @@ CkInfo *blk_ck_info(const BlkPtrMap *m, const void *node)
 	return blk_pmap_get(m, node);
 }
 
-/* The node's notes, created empty on first use.  A node checked twice (it
+/* The node's notes, created empty on first use (blk_ck_info only reads them).  A node checked twice (it
  * never is today) would simply be re-noted. */
-CkInfo *ck_info(Ck *c, const void *node)
+CkInfo *blk_ck_note(Ck *c, const void *node)
 {
 	CkInfo *in = blk_ck_info(c->map, node);
 	if (in)
 		return in;
 	in = BLK_NEW(c->a, CkInfo);
-	in->type = ck_poison();
+	in->type = blk_ck_poison();
 	blk_pmap_put(c->a, c->map, node, in);
 	return in;
 }
 
 /* ---- scopes ------------------------------------------------------------------- */
 
-BlkCkBind *ck_lookup(Ck *c, const char *name)
+BlkCkBind *blk_ck_lookup(Ck *c, const char *name)
 {
 	for (BlkCkBind *b = c->scope; b; b = b->up)
 		if (strcmp(b->name, name) == 0)
@@ -51,7 +51,7 @@ BlkCkBind *ck_lookup(Ck *c, const char *name)
 	return NULL;
 }
 
-BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type)
+BlkCkBind *blk_ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type)
 {
 	BlkCkBind *b = BLK_NEW(c->a, BlkCkBind);
 	b->kind = kind;
@@ -63,7 +63,7 @@ BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType 
 	return b;
 }
 
-void ck_declared_here(Ck *c, const BlkCkBind *b)
+void blk_ck_declared_here(Ck *c, const BlkCkBind *b)
 {
 	blk_note(c->d, b->loc, "`%s` is declared here", b->name);
 }
@@ -72,7 +72,7 @@ void ck_declared_here(Ck *c, const BlkCkBind *b)
 
 static void check_stmts(Ck *c, const BlkAstBlock *blk);
 
-void ck_block(Ck *c, const BlkAstBlock *blk)
+void blk_ck_block(Ck *c, const BlkAstBlock *blk)
 {
 	BlkCkBind *saved = c->scope;
 	check_stmts(c, blk);
@@ -82,8 +82,8 @@ void ck_block(Ck *c, const BlkAstBlock *blk)
 /* `let x = v;` or `let (a, b) = v;` */
 static void check_let(Ck *c, const BlkAstStmt *s)
 {
-	CkType t = ck_expr(c, s->value);
-	CkInfo *in = ck_info(c, s);
+	CkType t = blk_ck_expr(c, s->value);
+	CkInfo *in = blk_ck_note(c, s);
 	const CkType *el = &t;
 	int n = 1;
 	if (s->tuple_pattern && t.kind == CK_TUPLE && t.n == s->nnames) {
@@ -92,21 +92,21 @@ static void check_let(Ck *c, const BlkAstStmt *s)
 	} else if (s->tuple_pattern && t.kind != CK_POISON) {
 		blk_error(c->d, s->value->loc, "cannot unpack %s into %d names",
 		          blk_ck_type_str(c->a, &t), s->nnames);
-		t = ck_poison();
+		t = blk_ck_poison();
 	} else if (t.kind == CK_TUPLE || t.kind == CK_VOID || t.kind == CK_DTYPE) {
 		blk_error(c->d, s->value->loc, t.kind == CK_TUPLE
 		          ? "a tuple must be unpacked: let (a, b) = ..."
 		          : "this expression has no value to bind");
-		t = ck_poison();
+		t = blk_ck_poison();
 	}
 	in->nbinds = s->nnames;
 	in->binds = BLK_NEW_N(c->a, BlkCkBind *, s->nnames);
 	for (int i = 0; i < s->nnames; i++)
-		in->binds[i] = ck_bind(c, CK_BIND_VALUE, s->names[i], s->name_locs[i],
-		                       n == s->nnames ? el[i] : ck_poison());
+		in->binds[i] = blk_ck_bind(c, CK_BIND_VALUE, s->names[i], s->name_locs[i],
+		                       n == s->nnames ? el[i] : blk_ck_poison());
 }
 
-bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
+bool blk_ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 {
 	if (r->root && r->root->kind == CK_BIND_PARAM)
 		c->k->written[r->root->param] = true;
@@ -115,7 +115,7 @@ bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 	blk_error(c->d, loc, "cannot write to `%s`: it is %s parameter", r->root->name,
 	          r->root->kind == CK_BIND_PARAM && c->k->params[r->root->param].prefetch
 	          ? "a `prefetch`" : "an `in`");
-	ck_declared_here(c, r->root);
+	blk_ck_declared_here(c, r->root);
 	return false;
 }
 
@@ -123,35 +123,35 @@ bool ck_writable(Ck *c, BlkLoc loc, const CkType *r)
  * so errors come in source order. */
 static void check_store(Ck *c, const BlkAstStmt *s)
 {
-	CkType r = ck_expr(c, s->target), v;
-	CkInfo *in = ck_info(c, s);
+	CkType r = blk_ck_expr(c, s->target), v;
+	CkInfo *in = blk_ck_note(c, s);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
 	if (r.kind != CK_REF && r.kind != CK_POISON)
 		blk_error(c->d, s->target->loc, "only Refs can be stored into, but this is %s",
 		          blk_ck_type_str(c->a, &r));
 	c->gather_ok = true; /* a scatter: x[idx] = v */
-	bool ok = r.kind == CK_REF && ck_writable(c, s->loc, &r) &&
-	          ck_access(c, s->loc, s->idx, s->nidx, &r, false, &in->acc, &rank, dims);
+	bool ok = r.kind == CK_REF && blk_ck_writable(c, s->loc, &r) &&
+	          blk_ck_access(c, s->loc, s->idx, s->nidx, &r, false, &in->acc, &rank, dims);
 	c->gather_ok = false;
-	v = ck_expr(c, s->value);
+	v = blk_ck_expr(c, s->value);
 	if (!ok)
 		return;
 	if (v.kind == CK_VALUE)
-		ck_storable(c, s->value->loc, &v, r.t.dtype, rank, dims);
+		blk_ck_storable(c, s->value->loc, &v, r.t.dtype, rank, dims);
 	else if (v.kind != CK_POISON)
 		blk_error(c->d, s->value->loc, "cannot store %s", blk_ck_type_str(c->a, &v));
 }
 
 static void check_when(Ck *c, const BlkAstStmt *s)
 {
-	CkType t = ck_expr(c, s->value);
+	CkType t = blk_ck_expr(c, s->value);
 	if (t.kind != CK_POISON && (t.kind != CK_VALUE || t.t.dtype != BLK_BOOL || t.t.rank != 0))
 		blk_error(c->d, s->value->loc, "the condition of `when` must be a bool scalar, got %s",
 		          blk_ck_type_str(c->a, &t));
-	ck_block(c, s->then);
+	blk_ck_block(c, s->then);
 	if (s->els)
-		ck_block(c, s->els);
+		blk_ck_block(c, s->els);
 }
 
 /* A kernel param or a scoped scratch: at most BLK_MAX_RANK dims. */
@@ -173,7 +173,7 @@ static bool scratch_dims_ok(Ck *c, const BlkAstParam *p, const BlkSym *const *di
 			blk_error(c->d, p->shape[i]->loc, "scratch `%s` must have a constant shape", p->name);
 			return false;
 		}
-	return ck_dims_ok(c, p->loc, p->nshape, dims, true);
+	return blk_ck_dims_ok(c, p->loc, p->nshape, dims, true);
 }
 
 /* A scoped scratch Ref's type.  The binding is its own root (for messages
@@ -182,20 +182,20 @@ static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
 {
 	const BlkSym *dims[BLK_MAX_RANK];
 	BlkDType dt;
-	bool ok = ck_dtype(c, p->dtype, &dt);
+	bool ok = blk_ck_dtype(c, p->dtype, &dt);
 	if (!rank_ok(c, p))
-		return ck_poison();
+		return blk_ck_poison();
 	for (int i = 0; i < p->nshape; i++)
-		ok &= (dims[i] = ck_sym(c, p->shape[i])) != NULL;
+		ok &= (dims[i] = blk_ck_sym(c, p->shape[i])) != NULL;
 	if (!ok || !scratch_dims_ok(c, p, dims))
-		return ck_poison();
-	return ck_ref(dt, p->nshape, dims, BLK_SPACE_SHARED, BLK_ACCESS_SCRATCH, self);
+		return blk_ck_poison();
+	return blk_ck_ref(dt, p->nshape, dims, BLK_SPACE_SHARED, BLK_ACCESS_SCRATCH, self);
 }
 
 static void check_scoped(Ck *c, const BlkAstStmt *s)
 {
 	BlkCkBind *saved = c->scope;
-	CkInfo *in = ck_info(c, s);
+	CkInfo *in = blk_ck_note(c, s);
 	in->nbinds = s->nscratch;
 	in->binds = BLK_NEW_N(c->a, BlkCkBind *, s->nscratch);
 	for (int i = 0; i < s->nscratch; i++) {
@@ -215,7 +215,7 @@ static void check_scoped(Ck *c, const BlkAstStmt *s)
 static void check_print(Ck *c, const BlkAstStmt *s)
 {
 	for (int i = 0; i < s->nargs; i++) {
-		CkType t = ck_expr(c, s->args[i]);
+		CkType t = blk_ck_expr(c, s->args[i]);
 		if (t.kind != CK_VALUE && t.kind != CK_POISON) {
 			blk_error(c->d, s->args[i]->loc, "print takes values, got %s",
 			          blk_ck_type_str(c->a, &t));
@@ -233,7 +233,7 @@ static void check_print(Ck *c, const BlkAstStmt *s)
  * value to lower. */
 static void check_expr_stmt(Ck *c, const BlkAstStmt *s)
 {
-	CkType t = ck_expr(c, s->value);
+	CkType t = blk_ck_expr(c, s->value);
 	if (t.kind == CK_DTYPE)
 		blk_error(c->d, s->value->loc, "expected a value, got %s", blk_ck_type_str(c->a, &t));
 }
@@ -294,7 +294,7 @@ static bool fori_args(Ck *c, const BlkAstExpr *e, Fori *f)
 
 static bool bound_ok(Ck *c, const BlkAstExpr *e, bool unroll, int64_t *v)
 {
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	if (t.kind == CK_POISON)
 		return false;
 	if (t.kind != CK_VALUE || t.t.rank != 0 || t.t.dtype != BLK_I32) {
@@ -319,10 +319,10 @@ static bool fori_inits(Ck *c, Fori *f)
 	f->n = tuple ? f->init->nelems : 1;
 	f->inits = tuple ? (const BlkAstExpr **)f->init->elems : &f->init;
 	f->types = BLK_NEW_N(c->a, CkType, f->n);
-	ck_expr(c, f->init);
+	blk_ck_expr(c, f->init);
 	for (int i = 0; i < f->n; i++) {
 		CkInfo *in = blk_ck_info(c->map, f->inits[i]);
-		CkType t = ck_strong(in->type);
+		CkType t = blk_ck_strong(in->type);
 		t.konst = false;
 		if (t.kind != CK_VALUE && t.kind != CK_POISON)
 			blk_error(c->d, f->inits[i]->loc, "a loop carry must be a value, got %s",
@@ -354,10 +354,10 @@ static void fori_match(Ck *c, const Fori *f, const BlkAstExpr *e, const BlkAstEx
                        const CkType *t, int i)
 {
 	const CkType *want = &f->types[i];
-	bool weak_ok = t->weak && want->t.rank == 0 && ck_converts(t, want->t.dtype);
+	bool weak_ok = t->weak && want->t.rank == 0 && blk_ck_converts(t, want->t.dtype);
 	if (t->kind == CK_POISON || want->kind == CK_POISON || weak_ok)
 		return;
-	if (t->kind == CK_VALUE && !t->weak && ck_same_type(t, want))
+	if (t->kind == CK_VALUE && !t->weak && blk_ck_same_type(t, want))
 		return;
 	blk_error(c->d, res->loc, "the loop body yields %s, but the carry `%s` has type %s",
 	          blk_ck_type_str(c->a, t), e->carries[i], blk_ck_type_str(c->a, want));
@@ -372,7 +372,7 @@ static void fori_result(Ck *c, const BlkAstExpr *e, const Fori *f)
 			blk_error(c->d, e->body->loc, "the loop body must end with the carry's next value");
 		return;
 	}
-	CkType t = ck_expr(c, res);
+	CkType t = blk_ck_expr(c, res);
 	if (f->n == 0) {
 		if (t.kind != CK_VOID && t.kind != CK_POISON)
 			blk_error(c->d, res->loc, "the loop has no carry, but its body ends with a value");
@@ -389,7 +389,7 @@ static void fori_result(Ck *c, const BlkAstExpr *e, const Fori *f)
 
 static CkType fori_type(Ck *c, const Fori *f)
 {
-	CkType t = ck_poison();
+	CkType t = blk_ck_poison();
 	if (f->n == 1)
 		return f->types[0];
 	t.kind = f->n ? CK_TUPLE : CK_VOID;
@@ -421,13 +421,13 @@ static bool unroll_ok(Ck *c, const BlkAstExpr *e, int64_t n)
 	return false;
 }
 
-CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
+CkType blk_ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Fori f;
 	memset(&f, 0, sizeof f);
 	bool ok = fori_args(c, e, &f);
 	if (ok && f.unroll) {
-		CkType u = ck_expr(c, f.unroll);
+		CkType u = blk_ck_expr(c, f.unroll);
 		in->unroll = u.kind == CK_VALUE && u.konst && u.t.dtype == BLK_BOOL && u.i;
 		if (u.kind != CK_POISON && !(u.kind == CK_VALUE && u.konst && u.t.dtype == BLK_BOOL && !u.weak))
 			blk_error(c->d, f.unroll->loc, "unroll must be `true` or `false`"), ok = false;
@@ -442,20 +442,20 @@ CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	if (ok && in->unroll && !unroll_ok(c, e, in->hi - in->lo))
 		ok = false, in->unroll = false;
 	BlkCkBind *saved = c->scope;
-	in->ivar = ck_bind(c, CK_BIND_VALUE, e->ivar, e->ivar_loc, ck_value(BLK_I32, 0, NULL));
+	in->ivar = blk_ck_bind(c, CK_BIND_VALUE, e->ivar, e->ivar_loc, blk_ck_value(BLK_I32, 0, NULL));
 	in->nbinds = e->carry == BLK_AST_CARRY_NONE ? 0 : e->ncarries;
 	in->binds = BLK_NEW_N(c->a, BlkCkBind *, in->nbinds + 1);
 	for (int i = 0; i < in->nbinds; i++)
-		in->binds[i] = ck_bind(c, CK_BIND_VALUE, e->carries[i], e->carry_locs[i],
-		                       ok ? f.types[i] : ck_poison());
+		in->binds[i] = blk_ck_bind(c, CK_BIND_VALUE, e->carries[i], e->carry_locs[i],
+		                       ok ? f.types[i] : blk_ck_poison());
 	check_stmts(c, e->body);
 	if (ok)
 		fori_result(c, e, &f);
 	else if (e->body->result)
-		ck_expr(c, e->body->result);
+		blk_ck_expr(c, e->body->result);
 	c->scope = saved;
 	c->copies = copies;
-	return ok ? fori_type(c, &f) : ck_poison();
+	return ok ? fori_type(c, &f) : blk_ck_poison();
 }
 
 /* ---- compile-time parameters ----------------------------------------------------- */
@@ -486,13 +486,13 @@ static bool parse_define(const char *text, BlkCParamKind k, BlkCParam *cp)
 
 static CkType cparam_type(const BlkCParam *cp)
 {
-	CkType t = ck_value(BLK_I32, 0, NULL);
+	CkType t = blk_ck_value(BLK_I32, 0, NULL);
 	t.konst = true;
 	switch (cp->kind) {
 	case BLK_CPARAM_INT: t.weak = CK_WEAK_INT; t.i = cp->i; t.f = (double)cp->i; break;
 	case BLK_CPARAM_FLOAT: t.weak = CK_WEAK_FLOAT; t.t.dtype = BLK_F32; t.f = cp->f; break;
 	case BLK_CPARAM_BOOL: t.t.dtype = BLK_BOOL; t.i = cp->i; break;
-	default: t = ck_poison(); t.kind = CK_DTYPE; t.dtype = cp->dtype; break;
+	default: t = blk_ck_poison(); t.kind = CK_DTYPE; t.dtype = cp->dtype; break;
 	}
 	return t;
 }
@@ -500,7 +500,7 @@ static CkType cparam_type(const BlkCParam *cp)
 /* The default's kind and value; false (reported) if it is not a constant. */
 static bool cparam_default(Ck *c, const BlkAstCParam *ap, BlkCParam *cp)
 {
-	CkType t = ck_expr(c, ap->value);
+	CkType t = blk_ck_expr(c, ap->value);
 	if (t.kind == CK_DTYPE) {
 		cp->kind = BLK_CPARAM_DTYPE;
 		cp->dtype = t.dtype;
@@ -564,11 +564,11 @@ static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, 
 	for (int i = 0; i < ak->ncparams; i++) {
 		const BlkAstCParam *ap = &ak->cparams[i];
 		BlkCParam *cp = &k->cparams[i];
-		BlkCkBind *dup = ck_lookup(c, ap->name);
+		BlkCkBind *dup = blk_ck_lookup(c, ap->name);
 		cp->name = ap->name;
 		if (dup) {
 			blk_error(c->d, ap->loc, "compile-time parameter `%s` is declared twice", ap->name);
-			ck_declared_here(c, dup);
+			blk_ck_declared_here(c, dup);
 		}
 		bool ok = cparam_default(c, ap, cp);
 		for (int j = ndefs - 1; j >= 0; j--) {
@@ -580,7 +580,7 @@ static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, 
 			break;
 		}
 		reserved_cparam(c, ap, cp);
-		BlkCkBind *b = ck_bind(c, CK_BIND_CPARAM, ap->name, ap->loc, ok ? cparam_type(cp) : ck_poison());
+		BlkCkBind *b = blk_ck_bind(c, CK_BIND_CPARAM, ap->name, ap->loc, ok ? cparam_type(cp) : blk_ck_poison());
 		b->cp = cp;
 	}
 }
@@ -589,15 +589,15 @@ static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, 
 
 static bool param_shape(Ck *c, const BlkAstParam *p, BlkParam *P)
 {
-	bool ok = ck_dtype(c, p->dtype, &P->dtype);
+	bool ok = blk_ck_dtype(c, p->dtype, &P->dtype);
 	if (!rank_ok(c, p))
 		return false;
 	P->rank = p->nshape;
 	c->new_sizes = p->access != BLK_AST_SCRATCH;
 	for (int i = 0; i < p->nshape; i++)
-		ok &= (P->shape[i] = ck_sym(c, p->shape[i])) != NULL;
+		ok &= (P->shape[i] = blk_ck_sym(c, p->shape[i])) != NULL;
 	c->new_sizes = false;
-	return ok && ck_dims_ok(c, p->loc, P->rank, P->shape, false);
+	return ok && blk_ck_dims_ok(c, p->loc, P->rank, P->shape, false);
 }
 
 static bool block_dim(Ck *c, const BlkAstParam *p, int d, BlkParam *P)
@@ -608,13 +608,13 @@ static bool block_dim(Ck *c, const BlkAstParam *p, int d, BlkParam *P)
 		P->block[d] = blk_sym_const(c->a, 1);
 		return true;
 	}
-	if (!(P->block[d] = ck_sym(c, p->block[d])))
+	if (!(P->block[d] = blk_ck_sym(c, p->block[d])))
 		return false;
 	if (blk_sym_is_const(P->block[d], &v) && v <= 0) {
 		blk_error(c->d, p->block_locs[d], "a block dim must be positive, got %lld", (long long)v);
 		return false;
 	}
-	return ck_dims_ok(c, p->block_locs[d], 1, &P->block[d], false);
+	return blk_ck_dims_ok(c, p->block_locs[d], 1, &P->block[d], false);
 }
 
 static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
@@ -663,7 +663,7 @@ static void check_grid(Ck *c, const BlkAstKernel *ak)
 	}
 	k->grid_rank = ak->ngrid;
 	for (int i = 0; i < ak->ngrid; i++) {
-		k->grid[i] = ck_sym(c, ak->grid[i].extent);
+		k->grid[i] = blk_ck_sym(c, ak->grid[i].extent);
 		k->grid_seq[i] = ak->grid[i].seq;
 		if (!k->grid[i])
 			k->grid[i] = blk_sym_const(c->a, 1);
@@ -686,11 +686,11 @@ static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
 		          p->nindex_map, p->nindex_map == 1 ? "ex" : "ices", p->name, k->params[pi].rank);
 	k->mapbinds[pi] = BLK_NEW_N(c->a, BlkCkBind *, p->nindex_params + 1);
 	for (int i = 0; i < p->nindex_params; i++)
-		k->mapbinds[pi][i] = ck_bind(c, CK_BIND_VALUE, p->index_params[i], p->index_param_locs[i],
-		                             ck_value(BLK_I32, 0, NULL));
+		k->mapbinds[pi][i] = blk_ck_bind(c, CK_BIND_VALUE, p->index_params[i], p->index_param_locs[i],
+		                             blk_ck_value(BLK_I32, 0, NULL));
 	c->in_map = true;
 	for (int i = 0; i < p->nindex_map; i++) {
-		CkType t = ck_expr(c, p->index_map[i]);
+		CkType t = blk_ck_expr(c, p->index_map[i]);
 		if (t.kind != CK_POISON && (t.kind != CK_VALUE || t.t.rank || t.t.dtype != BLK_I32))
 			blk_error(c->d, p->index_map[i]->loc, "a block index must be an i32 scalar, got %s",
 			          blk_ck_type_str(c->a, &t));
@@ -699,7 +699,7 @@ static void check_index_map(Ck *c, const BlkAstParam *p, int pi)
 	c->scope = saved;
 }
 
-int ck_is_param_name(const Ck *c, const char *name)
+int blk_ck_is_param_name(const Ck *c, const char *name)
 {
 	for (int i = 0; c->k && c->k->ast && i < c->k->ast->nparams; i++)
 		if (strcmp(c->k->ast->params[i].name, name) == 0)
@@ -712,20 +712,20 @@ static void bind_param(Ck *c, const BlkAstParam *p, int pi, bool ok)
 	BlkParam *P = &c->k->params[pi];
 	const BlkSym *dims[BLK_MAX_RANK];
 	int r = 0;
-	BlkCkBind *old = ck_lookup(c, p->name);
+	BlkCkBind *old = blk_ck_lookup(c, p->name);
 	if (old && old->kind != CK_BIND_PARAM) {
 		blk_error(c->d, p->loc, "parameter `%s` has the name of a %s", p->name,
 		          old->kind == CK_BIND_SIZE ? "launch size" : "compile-time parameter");
-		ck_declared_here(c, old);
+		blk_ck_declared_here(c, old);
 	}
-	BlkCkBind *b = ck_bind(c, CK_BIND_PARAM, p->name, p->loc, ck_poison());
+	BlkCkBind *b = blk_ck_bind(c, CK_BIND_PARAM, p->name, p->loc, blk_ck_poison());
 	b->param = pi;
 	c->k->pbinds[pi] = b;
 	for (int d = 0; d < P->rank; d++)
 		if (!P->squeezed[d])
 			dims[r++] = P->block[d];
 	if (ok)
-		b->type = ck_ref(P->dtype, r, dims, P->access == BLK_ACCESS_SCRATCH ? BLK_SPACE_SHARED
+		b->type = blk_ck_ref(P->dtype, r, dims, P->access == BLK_ACCESS_SCRATCH ? BLK_SPACE_SHARED
 		                 : BLK_SPACE_GLOBAL, P->access, b);
 }
 
@@ -813,7 +813,7 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 	if (!k->params) /* too many */
 		return;
 	check_dynamic(c, ak);
-	ck_block(c, ak->body);
+	blk_ck_block(c, ak->body);
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].access == BLK_ACCESS_OUT && !k->written[i])
 			blk_error(c->d, k->params[i].loc,

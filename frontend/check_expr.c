@@ -15,7 +15,7 @@
 
 /* ---- types ------------------------------------------------------------------ */
 
-CkType ck_poison(void)
+CkType blk_ck_poison(void)
 {
 	CkType t;
 	memset(&t, 0, sizeof t);
@@ -23,9 +23,9 @@ CkType ck_poison(void)
 	return t;
 }
 
-CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims)
+CkType blk_ck_value(BlkDType dt, int rank, const BlkSym *const *dims)
 {
-	CkType t = ck_poison();
+	CkType t = blk_ck_poison();
 	t.kind = CK_VALUE;
 	t.t.kind = BLK_TYPE_TILE;
 	t.t.dtype = dt;
@@ -35,10 +35,10 @@ CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims)
 	return t;
 }
 
-CkType ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
+CkType blk_ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
               BlkAccess acc, const BlkCkBind *root)
 {
-	CkType t = ck_value(dt, rank, dims);
+	CkType t = blk_ck_value(dt, rank, dims);
 	t.kind = CK_REF;
 	t.t.kind = BLK_TYPE_REF;
 	t.t.space = sp;
@@ -49,7 +49,7 @@ CkType ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
 
 static CkType ck_weak_int(int64_t v)
 {
-	CkType t = ck_value(BLK_I32, 0, NULL);
+	CkType t = blk_ck_value(BLK_I32, 0, NULL);
 	t.weak = CK_WEAK_INT;
 	t.konst = true;
 	t.i = v;
@@ -59,7 +59,7 @@ static CkType ck_weak_int(int64_t v)
 
 static CkType ck_weak_float(double v)
 {
-	CkType t = ck_value(BLK_F32, 0, NULL);
+	CkType t = blk_ck_value(BLK_F32, 0, NULL);
 	t.weak = CK_WEAK_FLOAT;
 	t.konst = true;
 	t.f = v;
@@ -68,13 +68,13 @@ static CkType ck_weak_float(double v)
 
 static CkType ck_bool_const(bool v)
 {
-	CkType t = ck_value(BLK_BOOL, 0, NULL);
+	CkType t = blk_ck_value(BLK_BOOL, 0, NULL);
 	t.konst = true;
 	t.i = v;
 	return t;
 }
 
-CkType ck_strong(CkType t)
+CkType blk_ck_strong(CkType t)
 {
 	t.weak = CK_STRONG;
 	return t;
@@ -88,7 +88,7 @@ static bool dims_equal(int r, const BlkSym *const *x, const BlkSym *const *y)
 	return true;
 }
 
-bool ck_converts(const CkType *t, BlkDType dt)
+bool blk_ck_converts(const CkType *t, BlkDType dt)
 {
 	if (t->weak == CK_WEAK_INT)
 		return dt != BLK_BOOL;
@@ -97,7 +97,7 @@ bool ck_converts(const CkType *t, BlkDType dt)
 	return t->t.dtype == dt;
 }
 
-bool ck_same_type(const CkType *x, const CkType *y)
+bool blk_ck_same_type(const CkType *x, const CkType *y)
 {
 	return x->kind == y->kind && x->t.dtype == y->t.dtype && x->t.rank == y->t.rank &&
 	       dims_equal(x->t.rank, x->t.dims, y->t.dims);
@@ -192,7 +192,7 @@ static bool need_const_int(Ck *c, const BlkAstExpr *e, const CkType *t, const ch
 
 static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 {
-	BlkCkBind *b = ck_lookup(c, e->name);
+	BlkCkBind *b = blk_ck_lookup(c, e->name);
 	if (b && b->kind == CK_BIND_SIZE)
 		return blk_sym_var(c->a, b->name);
 	if (b && b->type.kind == CK_VALUE && b->type.weak == CK_WEAK_INT)
@@ -204,7 +204,7 @@ static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 		return NULL;
 	}
 	if (!b && c->new_sizes) {
-		b = ck_bind(c, CK_BIND_SIZE, e->name, e->loc, ck_value(BLK_I32, 0, NULL));
+		b = blk_ck_bind(c, CK_BIND_SIZE, e->name, e->loc, blk_ck_value(BLK_I32, 0, NULL));
 		c->k->sizes = blk_arena_grow(c->a, c->k->sizes, (size_t)c->k->nsizes,
 		                             (size_t)c->k->nsizes + 1, sizeof *c->k->sizes);
 		c->k->sizes[c->k->nsizes++] = b->name;
@@ -216,14 +216,14 @@ static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 		return NULL;
 	}
 	blk_error(c->d, e->loc, "`%s` is not a size or an integer compile-time parameter", e->name);
-	ck_declared_here(c, b);
+	blk_ck_declared_here(c, b);
 	return NULL;
 }
 
 static const BlkSym *sym_binary(Ck *c, const BlkAstExpr *e, BlkSymKind k,
                                 const BlkAstExpr *x, const BlkAstExpr *y)
 {
-	const BlkSym *sx = ck_sym(c, x), *sy = ck_sym(c, y);
+	const BlkSym *sx = blk_ck_sym(c, x), *sy = blk_ck_sym(c, y);
 	int64_t v;
 	if (!sx || !sy)
 		return NULL;
@@ -252,7 +252,7 @@ static const BlkSym *sym_call(Ck *c, const BlkAstExpr *e, bool *matched)
 	return sym_binary(c, e, k, e->args[0].value, e->args[1].value);
 }
 
-const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e)
+const BlkSym *blk_ck_sym(Ck *c, const BlkAstExpr *e)
 {
 	static const BlkSymKind bin[BLK_AST_NUM_OPS] = {
 		[BLK_AST_OP_ADD] = BLK_SYM_ADD, [BLK_AST_OP_SUB] = BLK_SYM_SUB,
@@ -265,7 +265,7 @@ const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e)
 	case BLK_AST_INT: return blk_sym_const(c->a, e->ival);
 	case BLK_AST_NAME: return sym_name(c, e);
 	case BLK_AST_UNARY:
-		if (e->op == BLK_AST_OP_NEG && (s = ck_sym(c, e->lhs)))
+		if (e->op == BLK_AST_OP_NEG && (s = blk_ck_sym(c, e->lhs)))
 			return blk_sym_binary(c->a, BLK_SYM_SUB, blk_sym_const(c->a, 0), s);
 		if (e->op == BLK_AST_OP_NEG)
 			return NULL;
@@ -285,7 +285,7 @@ const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e)
 	return NULL;
 }
 
-bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile)
+bool blk_ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile)
 {
 	int64_t n = 1, v;
 	bool all = true;
@@ -312,9 +312,9 @@ bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool til
 	return true;
 }
 
-bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out)
+bool blk_ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out)
 {
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	if (t.kind == CK_DTYPE) {
 		*out = t.dtype;
 		return true;
@@ -359,13 +359,13 @@ static bool broadcast_or_report(Ck *c, BlkLoc loc, const CkType *x, const CkType
 	return false;
 }
 
-bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
+bool blk_ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
                  const BlkSym *const *dims)
 {
-	CkType target = ck_value(dt, rank, dims);
+	CkType target = blk_ck_value(dt, rank, dims);
 	const BlkSym *out[BLK_MAX_RANK];
 	int r;
-	if (!ck_converts(v, dt)) {
+	if (!blk_ck_converts(v, dt)) {
 		blk_error(c->d, loc, "cannot store %s into a Ref of %s; convert it with astype",
 		          tstr(c, v), blk_dtype_name(dt));
 		return false;
@@ -402,7 +402,7 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		          what);
 		return false;
 	}
-	if (ck_converts(w, s->t.dtype))
+	if (blk_ck_converts(w, s->t.dtype))
 		return true;
 	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
 	          w->weak == CK_WEAK_INT ? "an integer" : "a float", tstr(c, s), what);
@@ -441,7 +441,7 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	case BLK_AST_OP_MOD:
 		if (y == 0) {
 			blk_error(c->d, e->loc, "division by zero");
-			return ck_poison();
+			return blk_ck_poison();
 		}
 		r = floordiv64(x, y);
 		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
@@ -454,7 +454,7 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	case BLK_AST_OP_POW:
 		if (y < 0) {
 			blk_error(c->d, e->loc, "negative exponent of an integer constant; write a float (2.0 ** -1)");
-			return ck_poison();
+			return blk_ck_poison();
 		}
 		ovf = !ipow(x, y, &r);
 		break;
@@ -467,7 +467,7 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	}
 	if (ovf || r > INT32_MAX || r < INT32_MIN) {
 		blk_error(c->d, e->loc, "integer constant overflows i32");
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	return ck_weak_int(r);
 }
@@ -571,17 +571,17 @@ static CkType fold_weak(Ck *c, const BlkAstExpr *e, const CkType *x, const CkTyp
 {
 	if (e->op == BLK_AST_OP_AND || e->op == BLK_AST_OP_OR) {
 		blk_error(c->d, e->loc, "`%s` needs bool operands", blk_ast_op_spelling(e->op));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (x->weak == CK_WEAK_INT && y->weak == CK_WEAK_INT)
 		return fold_int(c, e, x->i, y->i);
 	if (e->op == BLK_AST_OP_FLOORDIV || e->op == BLK_AST_OP_MOD || is_shift(e->op)) {
 		blk_error(c->d, e->loc, "`%s` needs i32 operands", blk_ast_op_spelling(e->op));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (is_bitwise(e->op)) {
 		blk_error(c->d, e->loc, "`%s` needs i32 or bool operands", blk_ast_op_spelling(e->op));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	return fold_float(e, x->f, y->f);
 }
@@ -623,27 +623,27 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 
 static CkType check_binary(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
-	CkType l = ck_expr(c, e->lhs), r = ck_expr(c, e->rhs), t;
+	CkType l = blk_ck_expr(c, e->lhs), r = blk_ck_expr(c, e->rhs), t;
 	const BlkSym *dims[BLK_MAX_RANK];
 	BlkDType dt;
 	int rank;
 	bool okl = need_value(c, e->lhs, &l), okr = need_value(c, e->rhs, &r);
 	if (!okl || !okr)
-		return ck_poison();
+		return blk_ck_poison();
 	if (e->op == BLK_AST_OP_MATMUL) {
-		l = ck_strong(l);
-		r = ck_strong(r);
+		l = blk_ck_strong(l);
+		r = blk_ck_strong(r);
 		return dot_type(c, e, &l, &r);
 	}
 	if (l.weak && r.weak)
 		return fold_weak(c, e, &l, &r);
 	if (!unify(c, e->loc, blk_ast_op_spelling(e->op), &l, &r, &dt) || !op_dtype_ok(c, e, dt))
-		return ck_poison();
+		return blk_ck_poison();
 	if (!broadcast_or_report(c, e->loc, &l, &r, &rank, dims))
-		return ck_poison();
+		return blk_ck_poison();
 	in->opdt = dt;
 	in->dot_side = dot_side(c, e, &l, &r);
-	t = ck_value(is_cmp(e->op) ? BLK_BOOL : dt, rank, dims);
+	t = blk_ck_value(is_cmp(e->op) ? BLK_BOOL : dt, rank, dims);
 	return t;
 }
 
@@ -659,21 +659,21 @@ static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
 		return x;
 	}
 	blk_error(c->d, e->loc, "`~` needs an integer or bool operand, got %s", tstr(c, &x));
-	return ck_poison();
+	return blk_ck_poison();
 }
 
 static CkType check_unary(Ck *c, const BlkAstExpr *e)
 {
-	CkType x = ck_expr(c, e->lhs);
+	CkType x = blk_ck_expr(c, e->lhs);
 	if (!need_value(c, e->lhs, &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (e->op == BLK_AST_OP_BITNOT)
 		return check_bitnot(c, e, x);
 	if (e->op == BLK_AST_OP_NOT) {
 		if (x.t.dtype == BLK_BOOL && !x.weak)
 			return x.konst ? ck_bool_const(!x.i) : x;
 		blk_error(c->d, e->loc, "`!` needs a bool operand, got %s", tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (x.weak == CK_WEAK_INT)
 		return ck_weak_int(-x.i);
@@ -681,10 +681,10 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 		return ck_weak_float(-x.f);
 	if (x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "`-` does not apply to bool");
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (fp8_refused(c, e->loc, "-", x.t.dtype))
-		return ck_poison();
+		return blk_ck_poison();
 	x.konst = false;
 	return x;
 }
@@ -707,34 +707,34 @@ static CkBuiltin builtin_of(const char *name)
 	return CK_B_NONE;
 }
 
-bool ck_is_builtin(const char *name)
+bool blk_ck_is_builtin(const char *name)
 {
 	return builtin_of(name) != CK_B_NONE;
 }
 
 static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
-	BlkCkBind *b = ck_lookup(c, e->name);
+	BlkCkBind *b = blk_ck_lookup(c, e->name);
 	if (!b) {
-		const char *blk = ck_blk_spelling(c, e->name);
+		const char *blk = blk_ck_spelling(c, e->name);
 		if (builtin_of(e->name))
 			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown name `%s`; blk writes `%s`", e->name, blk);
-		else if (c->in_map && ck_is_param_name(c, e->name) == 1)
+		else if (c->in_map && blk_ck_is_param_name(c, e->name) == 1)
 			blk_error(c->d, e->loc, "an index map reads only `prefetch` arrays, and `%s` is "
 			          "not one (declare it `%s: prefetch i32[...]`: whole, read-only)",
 			          e->name, e->name);
-		else if (c->in_map && ck_is_param_name(c, e->name))
+		else if (c->in_map && blk_ck_is_param_name(c, e->name))
 			blk_error(c->d, e->loc, "an index map cannot read `%s`: maps read only `prefetch` "
 			          "arrays (i32, whole, read-only)", e->name);
 		else
 			blk_error(c->d, e->loc, "unknown name `%s`", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	in->bind = b;
 	if (b->kind == CK_BIND_SIZE)
-		return ck_value(BLK_I32, 0, NULL);
+		return blk_ck_value(BLK_I32, 0, NULL);
 	return b->type;
 }
 
@@ -809,7 +809,7 @@ static bool step_of(Ck *c, const BlkAstExpr *e, const char *what, int64_t *out)
 	*out = 1;
 	if (!e)
 		return true;
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	if (!need_const_int(c, e, &t, what, out))
 		return false;
 	if (*out >= 1 && *out <= CK_MAX_DIM)
@@ -828,7 +828,7 @@ static bool step_of(Ck *c, const BlkAstExpr *e, const char *what, int64_t *out)
  * (Python's), which needs the dim's extent to be a constant (ext >= 0). */
 static bool slice_bound(Ck *c, const BlkAstExpr *e, int64_t ext, int64_t *out)
 {
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	if (!need_const_int(c, e, &t, "a slice bound", out))
 		return false;
 	if (*out > CK_MAX_DIM || *out < -CK_MAX_DIM) {
@@ -907,7 +907,7 @@ static bool gather_index(Ck *c, const BlkAstIndex *ix, const CkType *t, CkAccess
 			return false;
 		}
 	acc->glast = d;
-	CkType s = ck_value(BLK_I32, acc->grank, acc->gdims);
+	CkType s = blk_ck_value(BLK_I32, acc->grank, acc->gdims);
 	return broadcast_or_report(c, ix->loc, &s, t, &acc->grank, acc->gdims);
 }
 
@@ -936,10 +936,10 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		dims[(*rank)++] = blk_sym_const(c->a, 1);
 		return d;
 	case BLK_AST_IDX_DS:
-		t = ck_expr(c, ix->a);
+		t = blk_ck_expr(c, ix->a);
 		*ok &= need_i32(c, ix->a, &t, "the start of ds");
 		acc->idx[d].kind = BLK_INDEX_DS;
-		acc->idx[d].size = ck_sym(c, ix->b);
+		acc->idx[d].size = blk_ck_sym(c, ix->b);
 		acc->src[d] = ix;
 		*ok &= acc->idx[d].size != NULL;
 		*ok &= step_of(c, ix->c, "a ds step", &acc->idx[d].step);
@@ -947,7 +947,7 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		dims[(*rank)++] = acc->idx[d].size ? acc->idx[d].size : ref->t.dims[d];
 		return d + 1;
 	default:
-		t = ck_expr(c, ix->a);
+		t = blk_ck_expr(c, ix->a);
 		if (t.kind == CK_VALUE && t.t.rank > 0) {
 			*ok &= gather_index(c, ix, &t, acc, d, *rank);
 			return d + 1;
@@ -983,7 +983,7 @@ static bool newaxis_written(Ck *c, const BlkAstIndex *idx, int n)
 	return false;
 }
 
-bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
+bool blk_ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
                CkAccess *acc, int *rank, const BlkSym **dims)
 {
 	int R = ref->t.rank, d = 0, ell, nnew;
@@ -1018,7 +1018,7 @@ static CkType need_ref(Ck *c, const BlkAstExpr *e, const CkType *t)
 	if (t->kind == CK_REF || is_poison(t))
 		return *t;
 	blk_error(c->d, e->loc, "only Refs can be indexed, but this is %s", tstr(c, t));
-	return ck_poison();
+	return blk_ck_poison();
 }
 
 static bool readable(Ck *c, BlkLoc loc, const CkType *r)
@@ -1026,7 +1026,7 @@ static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 	if (r->access != BLK_ACCESS_OUT)
 		return true;
 	blk_error(c->d, loc, "cannot read `%s`: it is an `out` parameter", r->root->name);
-	ck_declared_here(c, r->root);
+	blk_ck_declared_here(c, r->root);
 	blk_note(c->d, r->root->loc, "declare it `inout` to read and write it");
 	return false;
 }
@@ -1037,18 +1037,18 @@ static CkType tile_index(Ck *c, const BlkAstExpr *e, CkInfo *in, CkType x)
 {
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
-	x = ck_strong(x);
+	x = blk_ck_strong(x);
 	c->gather_ok = false;
-	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
-		return ck_poison();
-	return ck_value(x.t.dtype, rank, dims);
+	if (!blk_ck_access(c, e->loc, e->idx, e->nidx, &x, true, &in->acc, &rank, dims))
+		return blk_ck_poison();
+	return blk_ck_value(x.t.dtype, rank, dims);
 }
 
 static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	bool at_gather = c->at_gather;
 	c->at_gather = false;
-	CkType x = ck_expr(c, e->lhs);
+	CkType x = blk_ck_expr(c, e->lhs);
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank;
 	if (x.kind == CK_VALUE && e->kind == BLK_AST_INDEX)
@@ -1057,13 +1057,13 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	if (is_poison(&x))
 		return x;
 	c->gather_ok = e->kind == BLK_AST_INDEX || at_gather;
-	if (!ck_access(c, e->loc, e->idx, e->nidx, &x, e->kind == BLK_AST_INDEX, &in->acc, &rank, dims))
-		return ck_poison();
+	if (!blk_ck_access(c, e->loc, e->idx, e->nidx, &x, e->kind == BLK_AST_INDEX, &in->acc, &rank, dims))
+		return blk_ck_poison();
 	if (e->kind == BLK_AST_AT)
-		return ck_ref(x.t.dtype, rank, dims, x.t.space, x.access, x.root);
-	if (!readable(c, e->loc, &x) || !ck_dims_ok(c, e->loc, rank, dims, true))
-		return ck_poison();
-	return ck_value(x.t.dtype, rank, dims);
+		return blk_ck_ref(x.t.dtype, rank, dims, x.t.space, x.access, x.root);
+	if (!readable(c, e->loc, &x) || !blk_ck_dims_ok(c, e->loc, rank, dims, true))
+		return blk_ck_poison();
+	return blk_ck_value(x.t.dtype, rank, dims);
 }
 
 /* ---- builtins ------------------------------------------------------------------- */
@@ -1118,10 +1118,10 @@ static bool builtin_args(Ck *c, const BlkAstExpr *e, CkBuiltin b, Args *out)
 /* A value argument; weak literals become strong (their default dtype). */
 static bool value_arg(Ck *c, const BlkAstExpr *e, CkType *t)
 {
-	*t = ck_expr(c, e);
+	*t = blk_ck_expr(c, e);
 	if (!need_value(c, e, t))
 		return false;
-	*t = ck_strong(*t);
+	*t = blk_ck_strong(*t);
 	t->konst = false;
 	return true;
 }
@@ -1137,22 +1137,22 @@ static bool shape_arg(Ck *c, const BlkAstExpr *e, int *rank, const BlkSym **dims
 		return false;
 	}
 	for (int i = 0; i < n; i++)
-		ok &= (dims[i] = ck_sym(c, el[i])) != NULL;
+		ok &= (dims[i] = blk_ck_sym(c, el[i])) != NULL;
 	*rank = n;
-	return ok && ck_dims_ok(c, e->loc, n, dims, true);
+	return ok && blk_ck_dims_ok(c, e->loc, n, dims, true);
 }
 
 /* A compile-time constant that can be stored in dtype dt (full's value, other=). */
 static bool const_of(Ck *c, const BlkAstExpr *e, BlkDType dt, CkType *out)
 {
-	*out = ck_expr(c, e);
+	*out = blk_ck_expr(c, e);
 	if (is_poison(out))
 		return false;
 	if (out->kind != CK_VALUE || !out->konst) {
 		blk_error(c->d, e->loc, "expected a constant");
 		return false;
 	}
-	if (ck_converts(out, dt))
+	if (blk_ck_converts(out, dt))
 		return true;
 	blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
 	return false;
@@ -1165,24 +1165,24 @@ static CkType b_zeros(Ck *c, const BlkAstExpr *e, CkInfo *in, bool full)
 	int rank = 0;
 	BlkDType dt = BLK_F32;
 	if (!builtin_args(c, e, full ? CK_B_FULL : CK_B_ZEROS, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	bool ok = shape_arg(c, g.pos[0], &rank, dims);
-	ok &= ck_dtype(c, g.pos[full ? 2 : 1], &dt);
+	ok &= blk_ck_dtype(c, g.pos[full ? 2 : 1], &dt);
 	if (ok && full)
 		ok = const_of(c, g.pos[1], dt, &in->fill);
 	else if (ok)
 		in->fill = ck_weak_int(0);
-	return ok ? ck_value(dt, rank, dims) : ck_poison();
+	return ok ? blk_ck_value(dt, rank, dims) : blk_ck_poison();
 }
 
 static CkType b_iota(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
 	const BlkSym *n;
-	if (!builtin_args(c, e, CK_B_IOTA, &g) || !(n = ck_sym(c, g.pos[0])) ||
-	    !ck_dims_ok(c, e->loc, 1, &n, true))
-		return ck_poison();
-	return ck_value(BLK_I32, 1, &n);
+	if (!builtin_args(c, e, CK_B_IOTA, &g) || !(n = blk_ck_sym(c, g.pos[0])) ||
+	    !blk_ck_dims_ok(c, e->loc, 1, &n, true))
+		return blk_ck_poison();
+	return blk_ck_value(BLK_I32, 1, &n);
 }
 
 static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
@@ -1190,20 +1190,20 @@ static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, b, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
-		return ck_poison();
+		return blk_ck_poison();
 	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
 	if (numeric ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
 		return x;
 	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
 	          numeric ? "numeric" : "float", tstr(c, &x));
-	return ck_poison();
+	return blk_ck_poison();
 }
 
 static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
 {
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	int64_t v;
 	if (!need_const_int(c, e, &t, "axis", &v))
 		return false;
@@ -1217,7 +1217,7 @@ static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
 
 static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out)
 {
-	CkType t = ck_expr(c, e);
+	CkType t = blk_ck_expr(c, e);
 	if (is_poison(&t))
 		return false;
 	if (t.kind == CK_VALUE && t.konst && t.t.dtype == BLK_BOOL && !t.weak) {
@@ -1237,17 +1237,17 @@ static CkType b_reduce(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
 	in->reduce = true;
 	in->axis = -1;
 	if (!value_arg(c, g->pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (g->kw[0] && !axis_arg(c, g->kw[0], x.t.rank, &in->axis))
-		return ck_poison();
+		return blk_ck_poison();
 	if (g->kw[1] && !bool_arg(c, g->kw[1], &in->keepdims))
-		return ck_poison();
+		return blk_ck_poison();
 	if (x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
-		return ck_poison();
+		return blk_ck_poison();
 	for (int d = 0; d < x.t.rank; d++) {
 		if (in->axis < 0 || d == in->axis)
 			dims[rank] = blk_sym_const(c->a, 1);
@@ -1255,51 +1255,51 @@ static CkType b_reduce(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
 			dims[rank] = x.t.dims[d];
 		rank += in->keepdims || (in->axis >= 0 && d != in->axis);
 	}
-	return ck_value(x.t.dtype, rank, dims);
+	return blk_ck_value(x.t.dtype, rank, dims);
 }
 
 /* Elementwise over n operands: where(c, a, b), max(a, b), min(a, b). */
 static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
 {
-	CkType v[3] = { ck_poison(), ck_poison(), ck_poison() }, acc;
+	CkType v[3] = { blk_ck_poison(), blk_ck_poison(), blk_ck_poison() }, acc;
 	int n = g->npos, rank = 0, first = n == 3;
 	const BlkSym *dims[BLK_MAX_RANK];
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
-		v[i] = ck_expr(c, g->pos[i]);
+		v[i] = blk_ck_expr(c, g->pos[i]);
 		ok &= need_value(c, g->pos[i], &v[i]);
 	}
 	if (!ok)
-		return ck_poison();
+		return blk_ck_poison();
 	if (n == 3 && (v[0].t.dtype != BLK_BOOL || v[0].weak)) {
 		blk_error(c->d, g->pos[0]->loc, "where's condition must be bool, got %s", tstr(c, &v[0]));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!unify(c, e->loc, e->name, &v[first], &v[first + 1], &in->opdt))
-		return ck_poison();
+		return blk_ck_poison();
 	if (n == 2 && in->opdt == BLK_BOOL) {
 		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (n == 2 && fp8_refused(c, e->loc, e->name, in->opdt)) /* where only selects */
-		return ck_poison();
+		return blk_ck_poison();
 	acc = v[0];
-	for (int i = 1; i < n; i++, acc = ck_value(in->opdt, rank, dims))
+	for (int i = 1; i < n; i++, acc = blk_ck_value(in->opdt, rank, dims))
 		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
-			return ck_poison();
-	return ck_value(in->opdt, rank, dims);
+			return blk_ck_poison();
+	return blk_ck_value(in->opdt, rank, dims);
 }
 
 static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
 {
 	Args g;
 	if (!builtin_args(c, e, b, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	if (g.npos == 1)
 		return b_reduce(c, e, in, &g);
 	if (g.kw[0] || g.kw[1]) {
 		blk_error(c->d, e->loc, "elementwise `%s(a, b)` takes no axis", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	return b_elementwise(c, e, in, &g);
 }
@@ -1312,27 +1312,27 @@ static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, in->builtin, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (g.npos == 2 && g.kw[0]) {
 		blk_error(c->d, g.kw[0]->loc, "`%s` got the axis twice", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (x.t.rank == 0 || x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, g.pos[0]->loc, "`%s` scans a numeric tile, got %s", e->name, tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
-		return ck_poison();
+		return blk_ck_poison();
 	if (!ax && x.t.rank > 1) {
 		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
 		          x.t.rank, e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	in->axis = 0;
 	if ((ax && !axis_arg(c, ax, x.t.rank, &in->axis)) ||
 	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->reverse)))
-		return ck_poison();
+		return blk_ck_poison();
 	return x;
 }
 
@@ -1359,7 +1359,7 @@ static bool reshape_dims(Ck *c, const BlkAstExpr *e, int from, const CkType *x, 
 	for (int i = 0; ok && i < n; i++) {
 		const BlkAstExpr *el = tuple ? a->elems[i] : e->args[from + i].value;
 		int64_t k;
-		ok = (dims[i] = ck_sym(c, el)) != NULL;
+		ok = (dims[i] = blk_ck_sym(c, el)) != NULL;
 		if (ok && blk_sym_is_const(dims[i], &k) && (k == 0 || k < -1)) {
 			blk_error(c->d, el->loc, "a reshape dim must be positive, or -1 to infer it; got %lld",
 			          (long long)k);
@@ -1392,7 +1392,7 @@ static bool reshape_dims(Ck *c, const BlkAstExpr *e, int from, const CkType *x, 
 		          tstr(c, x), blk_sym_str(c->a, want), blk_sym_str(c->a, count_of(c, n, dims)));
 		return false;
 	}
-	return ck_dims_ok(c, e->loc, n, dims, true);
+	return blk_ck_dims_ok(c, e->loc, n, dims, true);
 }
 
 /* reshape(x, (d0, d1)) or x.reshape(d0, d1) / x.reshape((d0, d1)):
@@ -1405,16 +1405,16 @@ static CkType b_reshape(Ck *c, const BlkAstExpr *e)
 	for (int i = 0; i < e->nargs; i++)
 		if (e->args[i].name) {
 			blk_error(c->d, e->args[i].loc, "`reshape` takes no keyword arguments");
-			return ck_poison();
+			return blk_ck_poison();
 		}
 	if (e->nargs < 2 || (!e->method && e->nargs != 2)) {
 		blk_error(c->d, e->loc, "`reshape` takes a tile and a shape: reshape(x, (d0, d1)) or "
 		          "x.reshape(d0, d1)");
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!value_arg(c, e->args[0].value, &x) || !reshape_dims(c, e, 1, &x, &rank, dims))
-		return ck_poison();
-	return ck_value(x.t.dtype, rank, dims);
+		return blk_ck_poison();
+	return blk_ck_value(x.t.dtype, rank, dims);
 }
 
 /* argmax/argmin(x, axis = k, keepdims = b): i32, the first index of the
@@ -1425,36 +1425,36 @@ static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, in->builtin, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (x.t.rank == 0 || x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, g.pos[0]->loc, "`%s` needs a numeric tile, got %s", e->name, tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
-		return ck_poison();
+		return blk_ck_poison();
 	if (!g.kw[0] && x.t.rank > 1) {
 		blk_error(c->d, e->loc, "`%s` of a rank-%d tile needs an axis: `%s(x, axis = k)`", e->name,
 		          x.t.rank, e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	in->reduce = true;
 	in->axis = 0;
 	if ((g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis)) ||
 	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->keepdims)))
-		return ck_poison();
+		return blk_ck_poison();
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank = 0;
 	for (int d = 0; d < x.t.rank; d++)
 		if (d != in->axis || in->keepdims)
 			dims[rank++] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[d];
-	return ck_value(BLK_I32, rank, dims);
+	return blk_ck_value(BLK_I32, rank, dims);
 }
 
 static CkType b_where(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	if (!builtin_args(c, e, CK_B_WHERE, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	return b_elementwise(c, e, in, &g);
 }
 
@@ -1463,13 +1463,13 @@ static CkType b_pow(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	if (!builtin_args(c, e, CK_B_POW, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	CkType t = b_elementwise(c, e, in, &g);
 	if (is_poison(&t) || blk_dtype_is_float(t.t.dtype))
 		return t;
 	blk_error(c->d, e->loc, "`pow` needs float operands, got %s; convert with astype",
 	          blk_dtype_name(t.t.dtype));
-	return ck_poison();
+	return blk_ck_poison();
 }
 
 /* dot(x, y) or x @ y of two checked values. */
@@ -1480,12 +1480,12 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 	if (r != y.t.rank || (r != 2 && r != 3)) {
 		blk_error(c->d, e->loc, "dot needs two rank-2 tiles (or two rank-3 ones with a leading "
 		          "batch dim), got %s and %s", tstr(c, &x), tstr(c, &y));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (r == 3 && !blk_sym_equal(x.t.dims[0], y.t.dims[0])) {
 		blk_error(c->d, e->loc, "a batched dot needs the same batch dim on both tiles, got "
 		          "%s and %s", tstr(c, &x), tstr(c, &y));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	/* the 8-bit formats mix: i8 x u8 (asymmetric quantization), e4m3 x e5m2 */
 	bool i8 = blk_dtype_is_byte(x.t.dtype) && blk_dtype_is_byte(y.t.dtype);
@@ -1495,15 +1495,15 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 		          "result), or two 8-bit integer tiles (i8 or u8, mixed or not: an i32 result), "
 		          "or two fp8 tiles (f8e4m3 or f8e5m2, mixed or not: an f32 result), got %s and "
 		          "%s; convert one with astype", tstr(c, &x), tstr(c, &y));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!blk_sym_equal(x.t.dims[r - 1], y.t.dims[r - 2])) {
 		blk_error(c->d, e->loc, "dot's inner dims differ: %s and %s", tstr(c, &x), tstr(c, &y));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	const BlkSym *dims[3] = { x.t.dims[0], x.t.dims[r - 2], y.t.dims[r - 1] };
 	const BlkSym **d = r == 3 ? dims : dims + 1;
-	return ck_dims_ok(c, e->loc, r, d, true) ? ck_value(i8 ? BLK_I32 : BLK_F32, r, d) : ck_poison();
+	return blk_ck_dims_ok(c, e->loc, r, d, true) ? blk_ck_value(i8 ? BLK_I32 : BLK_F32, r, d) : blk_ck_poison();
 }
 
 static CkType b_dot(Ck *c, const BlkAstExpr *e)
@@ -1511,10 +1511,10 @@ static CkType b_dot(Ck *c, const BlkAstExpr *e)
 	Args g;
 	CkType x, y;
 	if (!builtin_args(c, e, CK_B_DOT, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	bool ok = value_arg(c, g.pos[0], &x);
 	if (!(ok & value_arg(c, g.pos[1], &y)))
-		return ck_poison();
+		return blk_ck_poison();
 	return dot_type(c, e, &x, &y);
 }
 
@@ -1524,7 +1524,7 @@ static CkType permuted(const CkType *x, const CkInfo *in)
 	const BlkSym *dims[BLK_MAX_RANK];
 	for (int d = 0; d < x->t.rank; d++)
 		dims[d] = x->t.dims[in->perm[d]];
-	return ck_value(x->t.dtype, x->t.rank, dims);
+	return blk_ck_value(x->t.dtype, x->t.rank, dims);
 }
 
 /* `x.T`: rank 2 only -- numpy reverses every axis of a higher rank, which
@@ -1538,7 +1538,7 @@ static CkType transpose_of(Ck *c, BlkLoc loc, CkType x, CkInfo *in)
 			          tstr(c, &x), x.t.rank == 3 ? "2, 1, 0" : "3, 2, 1, 0");
 		else
 			blk_error(c->d, loc, "transpose needs a rank-2 tile, got %s", tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	in->perm[0] = 1, in->perm[1] = 0;
 	return permuted(&x, in);
@@ -1555,13 +1555,13 @@ static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	for (int i = 1; i < e->nargs; i++)
 		if (e->args[i].name && strcmp(e->args[i].name, "axes") != 0) {
 			blk_error(c->d, e->args[i].loc, "`transpose` has no argument named `%s`", e->args[i].name);
-			return ck_poison();
+			return blk_ck_poison();
 		} else if (e->args[i].name && e->nargs != 2) {
 			blk_error(c->d, e->args[i].loc, "`axes =` is the only argument after the tile");
-			return ck_poison();
+			return blk_ck_poison();
 		}
 	if (e->nargs < 1 || !value_arg(c, e->args[0].value, &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (nax == 0)
 		return transpose_of(c, e->loc, x, in);
 	ax = e->args[1].value;
@@ -1569,17 +1569,17 @@ static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	int n = tuple ? ax->nelems : nax;
 	if (n != x.t.rank) {
 		blk_error(c->d, ax->loc, "transpose of %s takes %d axes, got %d", tstr(c, &x), x.t.rank, n);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	bool seen[BLK_MAX_RANK] = { false };
 	for (int d = 0; d < n; d++) {
 		const BlkAstExpr *el = tuple ? ax->elems[d] : e->args[1 + d].value;
 		if (!axis_arg(c, el, x.t.rank, &in->perm[d]))
-			return ck_poison();
+			return blk_ck_poison();
 		if (seen[in->perm[d]]) {
 			blk_error(c->d, el->loc, "axis %d appears twice: transpose's axes are a permutation of "
 			          "0 .. %d", in->perm[d], x.t.rank - 1);
-			return ck_poison();
+			return blk_ck_poison();
 		}
 		seen[in->perm[d]] = true;
 	}
@@ -1593,15 +1593,15 @@ static CkType b_flip(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, CK_B_FLIP, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (x.t.rank == 0) {
 		blk_error(c->d, e->loc, "flip needs a tile, got %s", tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	int a;
 	if (ax && !axis_arg(c, ax, x.t.rank, &a))
-		return ck_poison();
+		return blk_ck_poison();
 	in->flip = ax ? 1 << a : (1 << x.t.rank) - 1;
 	for (int d = 0; d < x.t.rank; d++)
 		in->perm[d] = d;
@@ -1615,13 +1615,13 @@ static CkType b_swapaxes(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	CkType x;
 	int a, b;
 	if (!builtin_args(c, e, CK_B_SWAPAXES, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	if (x.t.rank < 2) {
 		blk_error(c->d, e->loc, "swapaxes needs a tile of rank 2 or more, got %s", tstr(c, &x));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!axis_arg(c, g.pos[1], x.t.rank, &a) || !axis_arg(c, g.pos[2], x.t.rank, &b))
-		return ck_poison();
+		return blk_ck_poison();
 	for (int d = 0; d < x.t.rank; d++)
 		in->perm[d] = d == a ? b : d == b ? a : d;
 	return permuted(&x, in);
@@ -1633,37 +1633,37 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	CkType x;
 	const BlkSym *dims[BLK_MAX_RANK];
 	if (!builtin_args(c, e, CK_B_EXPAND_DIMS, &g) || !value_arg(c, g.pos[0], &x))
-		return ck_poison();
+		return blk_ck_poison();
 	const BlkAstExpr *ax = g.npos == 2 ? g.pos[1] : g.kw[0];
 	if (!ax) {
 		blk_error(c->d, e->loc, "expand_dims needs an axis");
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (x.t.rank >= BLK_MAX_RANK) {
 		blk_error(c->d, e->loc, "expand_dims of %s would exceed rank %d", tstr(c, &x), BLK_MAX_RANK);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!axis_arg(c, ax, x.t.rank + 1, &in->axis))
-		return ck_poison();
+		return blk_ck_poison();
 	for (int d = 0, s = 0; d <= x.t.rank; d++)
 		dims[d] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[s++];
-	return ck_value(x.t.dtype, x.t.rank + 1, dims);
+	return blk_ck_value(x.t.dtype, x.t.rank + 1, dims);
 }
 
 static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
 	if (!builtin_args(c, e, CK_B_CDIV, &g))
-		return ck_poison();
-	CkType x = ck_expr(c, g.pos[0]), y = ck_expr(c, g.pos[1]);
+		return blk_ck_poison();
+	CkType x = blk_ck_expr(c, g.pos[0]), y = blk_ck_expr(c, g.pos[1]);
 	bool ok = need_i32(c, g.pos[0], &x, "cdiv's operand");
 	if (!(ok & need_i32(c, g.pos[1], &y, "cdiv's operand")))
-		return ck_poison();
+		return blk_ck_poison();
 	if (!x.weak || !y.weak)
-		return ck_value(BLK_I32, 0, NULL);
+		return blk_ck_value(BLK_I32, 0, NULL);
 	if (y.i == 0) {
 		blk_error(c->d, e->loc, "division by zero");
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	return ck_weak_int(-floordiv64(-x.i, y.i));
 }
@@ -1673,51 +1673,51 @@ static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	int64_t v;
 	if (!builtin_args(c, e, in->builtin, &g))
-		return ck_poison();
-	CkType t = ck_expr(c, g.pos[0]);
+		return blk_ck_poison();
+	CkType t = blk_ck_expr(c, g.pos[0]);
 	if (!need_const_int(c, g.pos[0], &t, "the axis", &v))
-		return ck_poison();
+		return blk_ck_poison();
 	if (v < 0 || v >= c->k->grid_rank) {
 		blk_error(c->d, g.pos[0]->loc, "%s axis %lld is out of range: the grid has rank %d",
 		          e->name, (long long)v, c->k->grid_rank);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	in->axis = (int)v;
-	return ck_value(BLK_I32, 0, NULL);
+	return blk_ck_value(BLK_I32, 0, NULL);
 }
 
 static CkType b_load(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	Args g;
 	if (!builtin_args(c, e, CK_B_LOAD, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	c->at_gather = true;
-	CkType r = ck_expr(c, g.pos[0]);
+	CkType r = blk_ck_expr(c, g.pos[0]);
 	c->at_gather = false;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
 			blk_error(c->d, g.pos[0]->loc, "load needs a Ref, got %s", tstr(c, &r));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!readable(c, e->loc, &r))
-		return ck_poison();
+		return blk_ck_poison();
 	in->fill = ck_weak_int(0);
 	if (g.kw[0] && !const_of(c, g.kw[0], r.t.dtype, &in->fill))
-		return ck_poison();
-	return ck_value(r.t.dtype, r.t.rank, r.t.dims);
+		return blk_ck_poison();
+	return blk_ck_value(r.t.dtype, r.t.rank, r.t.dims);
 }
 
 /* The Ref of an atomic: writable, not `out` (an atomic reads what is
  * there), of a dtype the atomic takes. */
 static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
 {
-	if (!ck_writable(c, e->loc, r))
+	if (!blk_ck_writable(c, e->loc, r))
 		return false;
 	if (r->access == BLK_ACCESS_OUT) {
 		bool add = b == CK_B_ATOMIC_ADD;
 		blk_error(c->d, e->loc, "%s %s `%s`, which is an `out` parameter", e->name,
 		          add ? "adds into" : "reads", r->root->name);
-		ck_declared_here(c, r->root);
+		blk_ck_declared_here(c, r->root);
 		blk_note(c->d, r->root->loc, add ? "declare it `inout` and pass it zeroed (or as the sum's start)"
 		                                 : "declare it `inout` and pass it with its starting values");
 		return false;
@@ -1740,11 +1740,11 @@ static bool atomic_ref(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *r)
 /* atomic_cas's compare value: one scalar for every element. */
 static bool cas_compare(Ck *c, const BlkAstExpr *e, const CkType *r)
 {
-	CkType k = ck_expr(c, e);
+	CkType k = blk_ck_expr(c, e);
 	if (!need_value(c, e, &k))
 		return false;
 	if (k.t.rank == 0)
-		return ck_storable(c, e->loc, &k, r->t.dtype, 0, NULL);
+		return blk_ck_storable(c, e->loc, &k, r->t.dtype, 0, NULL);
 	blk_error(c->d, e->loc, "atomic_cas compares every element with one scalar, got %s", tstr(c, &k));
 	return false;
 }
@@ -1755,22 +1755,22 @@ static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	Args g;
 	int n = blk_ck_builtins[b].nmax; /* the Ref, (the compare,) the value */
 	if (!builtin_args(c, e, b, &g))
-		return ck_poison();
+		return blk_ck_poison();
 	c->at_gather = true;
-	CkType r = ck_expr(c, g.pos[0]), v;
+	CkType r = blk_ck_expr(c, g.pos[0]), v;
 	c->at_gather = false;
 	if (r.kind != CK_REF) {
 		if (!is_poison(&r))
 			blk_error(c->d, g.pos[0]->loc, "%s needs a Ref, got %s", e->name, tstr(c, &r));
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (!atomic_ref(c, e, b, &r) || (n == 3 && !cas_compare(c, g.pos[1], &r)))
-		return ck_poison();
-	v = ck_expr(c, g.pos[n - 1]);
+		return blk_ck_poison();
+	v = blk_ck_expr(c, g.pos[n - 1]);
 	if (!need_value(c, g.pos[n - 1], &v) ||
-	    !ck_storable(c, g.pos[n - 1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
-		return ck_poison();
-	CkType t = ck_poison();
+	    !blk_ck_storable(c, g.pos[n - 1]->loc, &v, r.t.dtype, r.t.rank, r.t.dims))
+		return blk_ck_poison();
+	CkType t = blk_ck_poison();
 	t.kind = CK_VOID;
 	return t;
 }
@@ -1781,13 +1781,13 @@ static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	const BlkAstExpr *recv = e->args[0].value;
-	if (ck_foreign_qualified(c, recv, e->name, e->loc))
+	if (blk_ck_foreign_qualified(c, recv, e->name, e->loc))
 		return false;
 	const CkBuiltinInfo *bi = &blk_ck_builtins[b];
 	if (bi->flags & CK_BF_METHOD_POS)
 		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
 	if (!(bi->flags & CK_BF_METHOD)) {
-		const char *blk = ck_blk_spelling(c, e->name);
+		const char *blk = blk_ck_spelling(c, e->name);
 		if (b != CK_B_NONE)
 			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
 		else if (blk)
@@ -1810,18 +1810,18 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 {
 	CkBuiltin b = in->builtin = builtin_of(e->name);
 	if (e->method && !method_ok(c, e, b))
-		return ck_poison();
+		return blk_ck_poison();
 	if (b == CK_B_NONE) {
-		const char *blk = ck_blk_spelling(c, e->name);
+		const char *blk = blk_ck_spelling(c, e->name);
 		if (blk)
 			blk_error(c->d, e->loc, "unknown function `%s`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	if (c->in_map && !(blk_ck_builtins[b].flags & CK_BF_SIZE)) {
 		blk_error(c->d, e->loc, "`%s` cannot be used in an index map", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 	switch (b) {
 	case CK_B_ZEROS: return b_zeros(c, e, in, false);
@@ -1846,7 +1846,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		return b_atomic(c, e, b);
 	case CK_B_DS:
 		blk_error(c->d, e->loc, "ds(start, size) is only allowed inside an index");
-		return ck_poison();
+		return blk_ck_poison();
 	default: return b_math(c, e, b);
 	}
 }
@@ -1858,25 +1858,25 @@ static CkType check_astype(Ck *c, const BlkAstExpr *e)
 	CkType x;
 	BlkDType dt;
 	bool ok = value_arg(c, e->lhs, &x);
-	if (!(ok & ck_dtype(c, e->rhs, &dt)))
-		return ck_poison();
+	if (!(ok & blk_ck_dtype(c, e->rhs, &dt)))
+		return blk_ck_poison();
 	x.t.dtype = dt;
 	return x;
 }
 
 static CkType check_tuple(Ck *c, const BlkAstExpr *e)
 {
-	CkType t = ck_poison();
+	CkType t = blk_ck_poison();
 	t.kind = CK_TUPLE;
 	t.n = e->nelems;
 	t.elems = BLK_NEW_N(c->a, CkType, e->nelems);
 	for (int i = 0; i < e->nelems; i++) {
 		CkType *el = &t.elems[i];
-		*el = ck_expr(c, e->elems[i]);
+		*el = blk_ck_expr(c, e->elems[i]);
 		if (el->kind == CK_TUPLE || el->kind == CK_VOID || el->kind == CK_DTYPE) {
 			blk_error(c->d, e->elems[i]->loc, "a tuple holds values or Refs, not %s",
 			          tstr(c, el));
-			*el = ck_poison();
+			*el = blk_ck_poison();
 		}
 		if (is_poison(el))
 			t.kind = CK_POISON;
@@ -1891,7 +1891,7 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_INT:
 		if (e->ival > INT32_MAX) {
 			blk_error(c->d, e->loc, "integer literal %lld overflows i32", (long long)e->ival);
-			return ck_poison();
+			return blk_ck_poison();
 		}
 		return ck_weak_int(e->ival);
 	case BLK_AST_FLOAT: return ck_weak_float(e->fval);
@@ -1900,32 +1900,32 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_BOOL: return ck_bool_const(e->ival != 0);
 	case BLK_AST_NAME: return check_name(c, e, in);
 	case BLK_AST_DTYPE:
-		t = ck_poison();
+		t = blk_ck_poison();
 		t.kind = CK_DTYPE;
 		t.dtype = e->dtype;
 		return t;
 	case BLK_AST_UNARY: return check_unary(c, e);
 	case BLK_AST_BINARY: return check_binary(c, e, in);
 	case BLK_AST_CALL: return check_call(c, e, in);
-	case BLK_AST_FORI: return ck_fori(c, e, in);
+	case BLK_AST_FORI: return blk_ck_fori(c, e, in);
 	case BLK_AST_TUPLE: return check_tuple(c, e);
 	case BLK_AST_INDEX:
 	case BLK_AST_AT: return check_index(c, e, in);
 	case BLK_AST_ASTYPE: return check_astype(c, e);
 	case BLK_AST_TRANSPOSE:
-		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t, in) : ck_poison();
+		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t, in) : blk_ck_poison();
 	default:
-		if (ck_foreign_qualified(c, e->lhs, e->name, e->loc))
-			return ck_poison();
-		ck_expr(c, e->lhs);
+		if (blk_ck_foreign_qualified(c, e->lhs, e->name, e->loc))
+			return blk_ck_poison();
+		blk_ck_expr(c, e->lhs);
 		blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T)", e->name);
-		return ck_poison();
+		return blk_ck_poison();
 	}
 }
 
-CkType ck_expr(Ck *c, const BlkAstExpr *e)
+CkType blk_ck_expr(Ck *c, const BlkAstExpr *e)
 {
-	CkInfo *in = ck_info(c, e);
+	CkInfo *in = blk_ck_note(c, e);
 	in->type = check_kind(c, e, in);
 	return in->type;
 }

@@ -20,64 +20,64 @@ typedef struct Ck {
 	CkKernel *k;       /* the kernel being checked */
 	bool in_map;       /* checking an index map: only size arithmetic */
 	bool at_gather;    /* checking load's or an atomic's Ref: `x.at[idx]` may gather */
-	bool gather_ok;    /* the next ck_access may gather (its caller says) */
+	bool gather_ok;    /* the next blk_ck_access may gather (its caller says) */
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
 	int64_t copies;    /* copies of the current statement that unrolling makes */
 } Ck;
 
 /* check.c */
-CkInfo *ck_info(Ck *c, const void *node);
-BlkCkBind *ck_lookup(Ck *c, const char *name);
-BlkCkBind *ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type);
-void ck_declared_here(Ck *c, const BlkCkBind *b);
-void ck_block(Ck *c, const BlkAstBlock *blk);
+CkInfo *blk_ck_note(Ck *c, const void *node);
+BlkCkBind *blk_ck_lookup(Ck *c, const char *name);
+BlkCkBind *blk_ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type);
+void blk_ck_declared_here(Ck *c, const BlkCkBind *b);
+void blk_ck_block(Ck *c, const BlkAstBlock *blk);
 /* fori_loop(lo, hi, init) |i, carries| { body }: its type; notes in in. */
-CkType ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in);
+CkType blk_ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in);
 /* False (reported) if r is a Ref to an `in` parameter. */
-bool ck_writable(Ck *c, BlkLoc loc, const CkType *r);
+bool blk_ck_writable(Ck *c, BlkLoc loc, const CkType *r);
 
 /* check_expr.c */
-CkType ck_expr(Ck *c, const BlkAstExpr *e);
+CkType blk_ck_expr(Ck *c, const BlkAstExpr *e);
 /* A size expression (sizes, cparams, integer constants); NULL after an error. */
-const BlkSym *ck_sym(Ck *c, const BlkAstExpr *e);
+const BlkSym *blk_ck_sym(Ck *c, const BlkAstExpr *e);
 /* A dtype: a keyword or a dtype cparam; false after an error. */
-bool ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out);
+bool blk_ck_dtype(Ck *c, const BlkAstExpr *e, BlkDType *out);
 /* Reports absurd constant dims (> CK_MAX_DIM, or <= 0 when positive) and
  * tiles (> CK_MAX_TILE elements); false if it did. */
-bool ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile);
+bool blk_ck_dims_ok(Ck *c, BlkLoc loc, int rank, const BlkSym *const *dims, bool tile);
 /* Indices idx[n] on a Ref (or, for `None` only, a tile): the access and
  * the shape it gives; `None` (a new axis) is allowed only where read. */
-bool ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
+bool blk_ck_access(Ck *c, BlkLoc loc, const BlkAstIndex *idx, int n, const CkType *ref, bool read,
                CkAccess *acc, int *rank, const BlkSym **dims);
 /* Checks that v can be stored into (or atomically added to) a Ref of the
  * given dtype and shape: dtype equal (weak literals convert), v broadcasts. */
-bool ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
+bool blk_ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
                  const BlkSym *const *dims);
-bool ck_same_type(const CkType *x, const CkType *y);
+bool blk_ck_same_type(const CkType *x, const CkType *y);
 /* Whether t converts to dtype dt without astype: t has dtype dt, or t is a
  * weak literal dt can hold (an int: any dtype but bool; a float: a float
  * dtype). */
-bool ck_converts(const CkType *t, BlkDType dt);
+bool blk_ck_converts(const CkType *t, BlkDType dt);
 
 /* Whether name is a builtin function. */
-bool ck_is_builtin(const char *name);
+bool blk_ck_is_builtin(const char *name);
 /* A parameter of the kernel being checked: 1 an `in` i32 one (it could be
  * `prefetch`), 2 another, 0 none. */
-int ck_is_param_name(const Ck *c, const char *name);
+int blk_ck_is_param_name(const Ck *c, const char *name);
 
 /* spelling.c: what blk calls a Pallas/Triton/JAX/numpy spelling (NULL if
  * nothing); whether name is one of their modules (tl, pl, jnp, ...); and
  * for `recv.name` with recv such a module, an error saying what to write
  * (false, nothing reported, otherwise). */
-const char *ck_blk_spelling(Ck *c, const char *name);
-bool ck_foreign_module(const char *name);
-bool ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc);
+const char *blk_ck_spelling(Ck *c, const char *name);
+bool blk_ck_foreign_module(const char *name);
+bool blk_ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc);
 
-CkType ck_poison(void);
-CkType ck_value(BlkDType dt, int rank, const BlkSym *const *dims);
-CkType ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
+CkType blk_ck_poison(void);
+CkType blk_ck_value(BlkDType dt, int rank, const BlkSym *const *dims);
+CkType blk_ck_ref(BlkDType dt, int rank, const BlkSym *const *dims, BlkSpace sp,
               BlkAccess acc, const BlkCkBind *root);
 /* A weak value made strong: its default dtype (i32 or f32). */
-CkType ck_strong(CkType t);
+CkType blk_ck_strong(CkType t);
 
 #endif

@@ -44,17 +44,17 @@ static const struct {
 /* Module names of Pallas, Triton, JAX and numpy code. */
 static const char *const modules[] = { "tl", "pl", "jnp", "np", "jax", "lax", "triton", "pltpu", "plgpu" };
 
-const char *ck_blk_spelling(Ck *c, const char *name)
+const char *blk_ck_spelling(Ck *c, const char *name)
 {
 	for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++)
 		if (strcmp(spellings[i].foreign, name) == 0)
 			return spellings[i].blk;
-	if (ck_is_builtin(name))
+	if (blk_ck_is_builtin(name))
 		return blk_arena_printf(c->a, "%s(...)", name);
 	return NULL;
 }
 
-bool ck_foreign_module(const char *name)
+bool blk_ck_foreign_module(const char *name)
 {
 	for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
 		if (strcmp(modules[i], name) == 0)
@@ -63,11 +63,11 @@ bool ck_foreign_module(const char *name)
 }
 
 /* `mod.name` where mod is a foreign module nothing in scope names. */
-bool ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc)
+bool blk_ck_foreign_qualified(Ck *c, const BlkAstExpr *recv, const char *name, BlkLoc loc)
 {
-	if (recv->kind != BLK_AST_NAME || !ck_foreign_module(recv->name) || ck_lookup(c, recv->name))
+	if (recv->kind != BLK_AST_NAME || !blk_ck_foreign_module(recv->name) || blk_ck_lookup(c, recv->name))
 		return false;
-	const char *blk = ck_blk_spelling(c, name);
+	const char *blk = blk_ck_spelling(c, name);
 	if (blk)
 		blk_error(c->d, loc, "`%s.%s` is not blk; write `%s`", recv->name, name, blk);
 	else

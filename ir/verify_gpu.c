@@ -239,7 +239,7 @@ static bool is16(BlkDType dt)
 
 /* A wgmma operand: a rank-2 shared Ref of f16/bf16 (or i8/u8/fp8),
  * swizzled, one dim contiguous and the other's rows one swizzle span
- * apart (what a matrix descriptor can say, emit_wgmma.c); an 8-bit one
+ * apart (what a matrix descriptor can say, blk_emit_wgmma.c); an 8-bit one
  * contiguous along k (dim kdim): wgmma transposes only 16-bit types. */
 static bool wgmma_operand(const BlkValue *v, int kdim)
 {

@@ -24,7 +24,7 @@ enum {
 	BLK_MAX_PARAMS = 64,
 	BLK_MAX_SIZES = 64,
 	/* A constant dim, and the elements of a tile of constant shape, as the
-	 * checker sees them (frontend/check_expr.c, ck_dims_ok); on the GPU
+	 * checker sees them (frontend/check_expr.c, blk_ck_dims_ok); on the GPU
 	 * BLK_MAX_TILE_REGS below is the tighter bound, in the interpreter
 	 * BLK_INTERP_MAX_ELEMS (its memory). */
 	BLK_MAX_DIM = 1 << 24,

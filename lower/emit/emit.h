@@ -59,8 +59,8 @@ typedef struct Emit {
 	BlkPtrMap vals;       /* BlkValue* -> EVal* */
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, f16, bf16, v, p0, p1, p3;
 	bool failed;
-	bool min_ctas_set;    /* emit_dot asked for 2 CTAs per SM */
-	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
+	bool min_ctas_set;    /* blk_emit_dot asked for 2 CTAs per SM */
+	int64_t transit_off;  /* the transit region's local_alloc (blk_emit_transit.c, blk_emit_reduce.c) */
 	int64_t transit_prog; /* its bytes per consumer program (ping-pong), or 0 */
 	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
 	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (the launch's TMAP args) */
@@ -73,134 +73,134 @@ typedef struct Emit {
 /* emit_llvm.c */
 /* Dynamic sizes: size `name` (its kernel argument) and a shape expression
  * of them, i32, computed where the builder is. */
-LLVMValueRef emit_size(Emit *E, const char *name);
-LLVMValueRef emit_sym(Emit *E, const BlkSym *s);
-/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
-LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
-EVal *emit_val(Emit *E, const BlkValue *v);
-void emit_bind(Emit *E, const BlkValue *v, EVal *ev);
-ETile *emit_tile(Emit *E, const BlkValue *v);
-const BlkLayout *emit_layout(Emit *E, const BlkValue *v);
-ETile emit_new_tile(Emit *E, const BlkLayout *l);
+LLVMValueRef blk_emit_size(Emit *E, const char *name);
+LLVMValueRef blk_emit_sym(Emit *E, const BlkSym *s);
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (blk_emit_elementwise.c). */
+LLVMValueRef blk_emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
+EVal *blk_emit_val(Emit *E, const BlkValue *v);
+void blk_emit_bind(Emit *E, const BlkValue *v, EVal *ev);
+ETile *blk_emit_tile(Emit *E, const BlkValue *v);
+const BlkLayout *blk_emit_layout(Emit *E, const BlkValue *v);
+ETile blk_emit_new_tile(Emit *E, const BlkLayout *l);
 /* A call of inline PTX `text` with LLVM constraints `cons` on args[0..n)
  * (at most 16), returning `ret` (void: LLVMVoidType); `side_effects`
  * keeps it in place, else LLVM may move or drop it like an intrinsic. */
-LLVMValueRef emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
+LLVMValueRef blk_emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
                       bool side_effects);
-LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
+LLVMValueRef blk_emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
                             LLVMValueRef *args, int nargs);
-LLVMValueRef emit_i32(Emit *E, int64_t v);
-LLVMValueRef emit_i64(Emit *E, int64_t v);
-LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt);   /* in registers */
-LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt);   /* in memory (bool: i8) */
-LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t);
-void emit_region(Emit *E, const BlkRegion *r);
-void emit_barrier(Emit *E);
+LLVMValueRef blk_emit_i32(Emit *E, int64_t v);
+LLVMValueRef blk_emit_i64(Emit *E, int64_t v);
+LLVMTypeRef blk_emit_reg_type(Emit *E, BlkDType dt);   /* in registers */
+LLVMTypeRef blk_emit_mem_type(Emit *E, BlkDType dt);   /* in memory (bool: i8) */
+LLVMValueRef blk_emit_alloca(Emit *E, LLVMTypeRef t);
+void blk_emit_region(Emit *E, const BlkRegion *r);
+void blk_emit_barrier(Emit *E);
 /* smem + the transit region's offset (the program's own copy of it). */
-LLVMValueRef emit_transit_base(Emit *E);
+LLVMValueRef blk_emit_transit_base(Emit *E);
 /* A per-kernel nvvm.annotations entry (reqntidx, minctasm, ...). */
-void emit_annotation(Emit *E, const char *key, int value);
-LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
+void blk_emit_annotation(Emit *E, const char *key, int value);
+LLVMValueRef blk_emit_smem_ptr(Emit *E, LLVMValueRef byte_off); /* i32 */
 /* A thread's pointer into shared Ref r: its buffer's start plus the
  * per-thread byte offset tbytes (loop-invariant, so LICM hoists it), plus
  * the run-time part of r's offset (a slot); in *cbytes the constant part
  * (indices that are constants), for the caller to fold into immediates. */
-LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes);
+LLVMValueRef blk_emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes);
 /* Swizzled shared Ref r (r->swz): the pointer to the element at index
  * c[d] (i32, relative to r's element 0) after the swizzle; and the i32
  * shared-window address of element 0 before it (a wgmma descriptor's
  * start: the hardware swizzles what it reads by address bits). */
-LLVMValueRef emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c);
+LLVMValueRef blk_emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c);
 /* in indexed by op's idx attr, its index operands from operand `next`. */
-void emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out);
-LLVMValueRef emit_swizzled_origin(Emit *E, const ERef *r);
+void blk_emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out);
+LLVMValueRef blk_emit_swizzled_origin(Emit *E, const ERef *r);
 /* The thread's index along dim d of layout l (replicas fold onto owners). */
-LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d);
-/* The thread's part of the element coordinate along d (emit_coord's
+LLVMValueRef blk_emit_thread_coord(Emit *E, const BlkLayout *l, int d);
+/* The thread's part of the element coordinate along d (blk_emit_coord's
  * run-time term). */
-LLVMValueRef emit_thread_part(Emit *E, const BlkLayout *l, int d);
+LLVMValueRef blk_emit_thread_part(Emit *E, const BlkLayout *l, int d);
 /* Element coordinate of register-dim index rd along d: thread part + const. */
-LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd);
+LLVMValueRef blk_emit_coord(Emit *E, const BlkLayout *l, int d, int rd);
 /* i1: this thread owns (is not a replica of) layout l's elements; NULL: all do. */
-LLVMValueRef emit_owner(Emit *E, const BlkLayout *l);
-LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b); /* NULL means true */
+LLVMValueRef blk_emit_owner(Emit *E, const BlkLayout *l);
+LLVMValueRef blk_emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b); /* NULL means true */
 /* Runs the rest of the current block's emission only when cond (NULL: always);
- * returns the block to continue in, for emit_end_if. */
-LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond);
-void emit_end_if(Emit *E, LLVMBasicBlockRef cont);
-int64_t emit_divisor(const BlkValue *v);
-LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
-/* fp8 bits (i8) -> f32, exactly as ir.c's blk_fp8_to_f32 (emit_elementwise.c). */
-LLVMValueRef emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+ * returns the block to continue in, for blk_emit_end_if. */
+LLVMBasicBlockRef blk_emit_begin_if(Emit *E, LLVMValueRef cond);
+void blk_emit_end_if(Emit *E, LLVMBasicBlockRef cont);
+int64_t blk_emit_divisor(const BlkValue *v);
+LLVMValueRef blk_emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+/* fp8 bits (i8) -> f32, exactly as ir.c's blk_fp8_to_f32 (blk_emit_elementwise.c). */
+LLVMValueRef blk_emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 /* An integer or bool register as i32 (i8 sign-, u8 and bool zero-extended),
  * and an i32 back to dt's register (i8/u8 truncated, bool: != 0). */
-LLVMValueRef emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt);
-LLVMValueRef emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt);
-LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+LLVMValueRef blk_emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt);
+LLVMValueRef blk_emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt);
+LLVMValueRef blk_emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 
 /* per op family */
-void emit_elementwise(Emit *E, const BlkOp *op);
-void emit_leaf(Emit *E, const BlkOp *op);
+void blk_emit_elementwise(Emit *E, const BlkOp *op);
+void blk_emit_leaf(Emit *E, const BlkOp *op);
 /* Parallel grid axis a's program id (CUDA's block index; a folded axis
  * decoded from z). */
-LLVMValueRef emit_program_id(Emit *E, int a);
-void emit_memory(Emit *E, const BlkOp *op);
+LLVMValueRef blk_emit_program_id(Emit *E, int a);
+void blk_emit_memory(Emit *E, const BlkOp *op);
 /* emit_atomic.c: atomic op op's update of the element at p with x (in
- * memory's type), for emit_memory's walk. */
-void emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt);
-void emit_block_ref(Emit *E, const BlkOp *op);
-void emit_transit(Emit *E, const BlkOp *op);
-void emit_reduce(Emit *E, const BlkOp *op);
-/* emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
+ * memory's type), for blk_emit_memory's walk. */
+void blk_emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt);
+void blk_emit_block_ref(Emit *E, const BlkOp *op);
+void blk_emit_transit(Emit *E, const BlkOp *op);
+void blk_emit_reduce(Emit *E, const BlkOp *op);
+/* blk_emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
  * NaN-propagating) or i32, and the identity of (+); the linear index of
  * register r's element over layout s's padded shape. */
-LLVMValueRef emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x);
-LLVMValueRef emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
-LLVMValueRef emit_padded_index(Emit *E, const BlkLayout *s, int r);
-void emit_scan(Emit *E, const BlkOp *op);
-void emit_dot(Emit *E, const BlkOp *op);
-void emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
-/* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
-void emit_mma(Emit *E, const BlkOp *op);
-/* emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */
-void emit_wgmma(Emit *E, const BlkOp *op);
-void emit_wgmma_commit(Emit *E);
-void emit_wgmma_wait(Emit *E, const BlkOp *op);
-void emit_fence_async(Emit *E);
-void emit_mbarrier(Emit *E, const BlkOp *op);
-void emit_warp_specialize(Emit *E, const BlkOp *op);
-void emit_turn(Emit *E, const BlkOp *op);
-void emit_tma_load(Emit *E, const BlkOp *op);
-void emit_tma_store(Emit *E, const BlkOp *op);
-bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t);
-void emit_tma_store_wait(Emit *E, const BlkOp *op);
+LLVMValueRef blk_emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x);
+LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
+LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r);
+void blk_emit_scan(Emit *E, const BlkOp *op);
+void blk_emit_dot(Emit *E, const BlkOp *op);
+void blk_emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
+/* blk_emit_mma.c: tensor cores (the ops mma_steps.c makes) */
+void blk_emit_mma(Emit *E, const BlkOp *op);
+/* blk_emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */
+void blk_emit_wgmma(Emit *E, const BlkOp *op);
+void blk_emit_wgmma_commit(Emit *E);
+void blk_emit_wgmma_wait(Emit *E, const BlkOp *op);
+void blk_emit_fence_async(Emit *E);
+void blk_emit_mbarrier(Emit *E, const BlkOp *op);
+void blk_emit_warp_specialize(Emit *E, const BlkOp *op);
+void blk_emit_turn(Emit *E, const BlkOp *op);
+void blk_emit_tma_load(Emit *E, const BlkOp *op);
+void blk_emit_tma_store(Emit *E, const BlkOp *op);
+bool blk_emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t);
+void blk_emit_tma_store_wait(Emit *E, const BlkOp *op);
 /* Each tensor map param's generic address, once (an asm of the param,
  * which LLVM lowers to cvta.param).  With every grid constant in one
  * annotation, LLVM also converts the params' direct uses without a local
  * copy; this is the form the device runs checked (docs/gpu-notes.md 36b-39). */
-void emit_tmap_addresses(Emit *E);
-void emit_local_load(Emit *E, const BlkOp *op);
-void emit_frag_convert(Emit *E, const BlkOp *op);
-void emit_extract_slice(Emit *E, const BlkOp *op);
-/* emit_memory.c: the async copies of the pipeline pass, and trans_view */
-void emit_async_copy(Emit *E, const BlkOp *op);
-void emit_async_commit(Emit *E);
-void emit_async_wait(Emit *E, const BlkOp *op);
-void emit_trans_view(Emit *E, const BlkOp *op);
-void emit_reshape_view(Emit *E, const BlkOp *op);
-void emit_op(Emit *E, const BlkOp *op); /* emit_llvm.c: one op */
-void emit_for(Emit *E, const BlkOp *op);
-void emit_if(Emit *E, const BlkOp *op);
-void emit_scoped(Emit *E, const BlkOp *op);
-void emit_print(Emit *E, const BlkOp *op);
-void emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
+void blk_emit_tmap_addresses(Emit *E);
+void blk_emit_local_load(Emit *E, const BlkOp *op);
+void blk_emit_frag_convert(Emit *E, const BlkOp *op);
+void blk_emit_extract_slice(Emit *E, const BlkOp *op);
+/* blk_emit_memory.c: the async copies of the pipeline pass, and trans_view */
+void blk_emit_async_copy(Emit *E, const BlkOp *op);
+void blk_emit_async_commit(Emit *E);
+void blk_emit_async_wait(Emit *E, const BlkOp *op);
+void blk_emit_trans_view(Emit *E, const BlkOp *op);
+void blk_emit_reshape_view(Emit *E, const BlkOp *op);
+void blk_emit_op(Emit *E, const BlkOp *op); /* emit_llvm.c: one op */
+void blk_emit_for(Emit *E, const BlkOp *op);
+void blk_emit_if(Emit *E, const BlkOp *op);
+void blk_emit_scoped(Emit *E, const BlkOp *op);
+void blk_emit_print(Emit *E, const BlkOp *op);
+void blk_emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
 /* Dynamic sizes: size `name` (its kernel argument) and a shape expression
  * of them, i32, computed where the builder is. */
-LLVMValueRef emit_size(Emit *E, const char *name);
-LLVMValueRef emit_sym(Emit *E, const BlkSym *s);
-/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
-LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef blk_emit_size(Emit *E, const char *name);
+LLVMValueRef blk_emit_sym(Emit *E, const BlkSym *s);
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (blk_emit_elementwise.c). */
+LLVMValueRef blk_emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
 /* The byte offset smem-plan gave buf's local_alloc. */
-int64_t emit_alloc_offset(const BlkValue *buf);
+int64_t blk_emit_alloc_offset(const BlkValue *buf);
 
 #endif

@@ -1,5 +1,5 @@
 /* emit_atomic.c - one element's read-modify-write for atomic_add,
- * atomic_max, atomic_min and atomic_cas; emit_memory.c walks the elements,
+ * atomic_max, atomic_min and atomic_cas; blk_emit_memory.c walks the elements,
  * masks them and picks the thread that owns each.
  *
  * Relaxed (monotonic) ordering, as atomic_add always had: programs that
@@ -24,13 +24,13 @@ static void rmw(Emit *E, LLVMAtomicRMWBinOp bop, LLVMValueRef p, LLVMValueRef x)
 static void float_maxmin(Emit *E, bool max, LLVMValueRef p, LLVMValueRef x)
 {
 	LLVMValueRef bits = LLVMBuildBitCast(E->b, x, E->i32, "");
-	LLVMValueRef clear = LLVMBuildICmp(E->b, LLVMIntSGE, bits, emit_i32(E, 0), "");
-	LLVMBasicBlockRef cont = emit_begin_if(E, clear);
+	LLVMValueRef clear = LLVMBuildICmp(E->b, LLVMIntSGE, bits, blk_emit_i32(E, 0), "");
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, clear);
 	rmw(E, max ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpMin, p, bits);
-	emit_end_if(E, cont);
-	cont = emit_begin_if(E, LLVMBuildNot(E->b, clear, ""));
+	blk_emit_end_if(E, cont);
+	cont = blk_emit_begin_if(E, LLVMBuildNot(E->b, clear, ""));
 	rmw(E, max ? LLVMAtomicRMWBinOpUMin : LLVMAtomicRMWBinOpUMax, p, bits);
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
 static void add(Emit *E, LLVMValueRef p, LLVMValueRef x, BlkDType dt)
@@ -40,7 +40,7 @@ static void add(Emit *E, LLVMValueRef p, LLVMValueRef x, BlkDType dt)
 	                              : LLVMAtomicRMWBinOpAdd, p, x);
 }
 
-void emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt)
+void blk_emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt)
 {
 	bool max = op->kind == BLK_OP_ATOMIC_MAX;
 	switch (op->kind) {
@@ -53,7 +53,7 @@ void emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, B
 			rmw(E, max ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpMin, p, x);
 		return;
 	case BLK_OP_ATOMIC_CAS: {
-		LLVMValueRef cmp = emit_tile(E, op->operands[op->noperands - 2])->r[0];
+		LLVMValueRef cmp = blk_emit_tile(E, op->operands[op->noperands - 2])->r[0];
 		LLVMBuildAtomicCmpXchg(E->b, p, cmp, x, LLVMAtomicOrderingMonotonic,
 		                       LLVMAtomicOrderingMonotonic, false);
 		return;

@@ -14,7 +14,7 @@ static LLVMValueRef *carry_slots(Emit *E, const ETile *t)
 	int n = blk_layout_nregs(t->l);
 	LLVMValueRef *s = BLK_NEW_N(E->c->a, LLVMValueRef, n + 1);
 	for (int r = 0; r < n; r++) {
-		s[r] = emit_alloca(E, LLVMTypeOf(t->r[r]));
+		s[r] = blk_emit_alloca(E, LLVMTypeOf(t->r[r]));
 		LLVMBuildStore(E->b, t->r[r], s[r]);
 	}
 	return s;
@@ -23,24 +23,24 @@ static LLVMValueRef *carry_slots(Emit *E, const ETile *t)
 static EVal *load_slots(Emit *E, const ETile *like, LLVMValueRef *s)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, like->l);
+	ev->t = blk_emit_new_tile(E, like->l);
 	for (int r = 0; r < blk_layout_nregs(like->l); r++)
 		ev->t.r[r] = LLVMBuildLoad2(E->b, LLVMTypeOf(like->r[r]), s[r], "");
 	return ev;
 }
 
-void emit_for(Emit *E, const BlkOp *op)
+void blk_emit_for(Emit *E, const BlkOp *op)
 {
 	const BlkRegion *body = op->regions[0];
 	int nc = op->noperands - 3;
-	LLVMValueRef lo = emit_tile(E, op->operands[0])->r[0], hi = emit_tile(E, op->operands[1])->r[0];
-	LLVMValueRef step = emit_tile(E, op->operands[2])->r[0];
-	LLVMValueRef iv = emit_alloca(E, E->i32);
+	LLVMValueRef lo = blk_emit_tile(E, op->operands[0])->r[0], hi = blk_emit_tile(E, op->operands[1])->r[0];
+	LLVMValueRef step = blk_emit_tile(E, op->operands[2])->r[0];
+	LLVMValueRef iv = blk_emit_alloca(E, E->i32);
 	LLVMBuildStore(E->b, lo, iv);
 	LLVMValueRef **slots = BLK_NEW_N(E->c->a, LLVMValueRef *, nc + 1);
 	const ETile **init = BLK_NEW_N(E->c->a, const ETile *, nc + 1);
 	for (int i = 0; i < nc; i++) {
-		init[i] = emit_tile(E, op->operands[3 + i]);
+		init[i] = blk_emit_tile(E, op->operands[3 + i]);
 		slots[i] = carry_slots(E, init[i]);
 	}
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(E->cx, E->fn, "for.head");
@@ -49,21 +49,21 @@ void emit_for(Emit *E, const BlkOp *op)
 	LLVMBuildBr(E->b, head);
 	LLVMPositionBuilderAtEnd(E->b, head);
 	LLVMValueRef i = LLVMBuildLoad2(E->b, E->i32, iv, "iv");
-	LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, step, emit_i32(E, 0), "");
+	LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, step, blk_emit_i32(E, 0), "");
 	LLVMValueRef c = LLVMBuildSelect(E->b, up, LLVMBuildICmp(E->b, LLVMIntSLT, i, hi, ""),
 	                                 LLVMBuildICmp(E->b, LLVMIntSGT, i, hi, ""), "");
 	LLVMBuildCondBr(E->b, c, loop, done);
 	LLVMPositionBuilderAtEnd(E->b, loop);
 	EVal *ivv = BLK_NEW(E->c->a, EVal);
-	ivv->t = emit_new_tile(E, emit_layout(E, body->args[0]));
+	ivv->t = blk_emit_new_tile(E, blk_emit_layout(E, body->args[0]));
 	ivv->t.r[0] = i;
-	emit_bind(E, body->args[0], ivv);
+	blk_emit_bind(E, body->args[0], ivv);
 	for (int k = 0; k < nc; k++)
-		emit_bind(E, body->args[1 + k], load_slots(E, init[k], slots[k]));
-	emit_region(E, body);
+		blk_emit_bind(E, body->args[1 + k], load_slots(E, init[k], slots[k]));
+	blk_emit_region(E, body);
 	const BlkOp *y = body->last;
 	for (int k = 0; y && y->kind == BLK_OP_YIELD && k < y->noperands && k < nc; k++) {
-		const ETile *t = emit_tile(E, y->operands[k]);
+		const ETile *t = blk_emit_tile(E, y->operands[k]);
 		for (int r = 0; r < blk_layout_nregs(t->l); r++)
 			LLVMBuildStore(E->b, t->r[r], slots[k][r]);
 	}
@@ -71,29 +71,29 @@ void emit_for(Emit *E, const BlkOp *op)
 	LLVMBuildBr(E->b, head);
 	LLVMPositionBuilderAtEnd(E->b, done);
 	for (int k = 0; k < nc; k++)
-		emit_bind(E, op->results[k], load_slots(E, init[k], slots[k]));
+		blk_emit_bind(E, op->results[k], load_slots(E, init[k], slots[k]));
 }
 
-void emit_if(Emit *E, const BlkOp *op)
+void blk_emit_if(Emit *E, const BlkOp *op)
 {
-	LLVMValueRef c = emit_tile(E, op->operands[0])->r[0];
+	LLVMValueRef c = blk_emit_tile(E, op->operands[0])->r[0];
 	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.then");
 	LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.else");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.done");
 	LLVMBuildCondBr(E->b, c, then, els);
 	LLVMPositionBuilderAtEnd(E->b, then);
-	emit_region(E, op->regions[0]);
+	blk_emit_region(E, op->regions[0]);
 	LLVMBuildBr(E->b, done);
 	LLVMPositionBuilderAtEnd(E->b, els);
 	if (op->nregions > 1 && op->regions[1])
-		emit_region(E, op->regions[1]);
+		blk_emit_region(E, op->regions[1]);
 	LLVMBuildBr(E->b, done);
 	LLVMPositionBuilderAtEnd(E->b, done);
 }
 
-void emit_scoped(Emit *E, const BlkOp *op)
+void blk_emit_scoped(Emit *E, const BlkOp *op)
 {
-	emit_region(E, op->regions[0]); /* its buffers are local_allocs inside (tile.c) */
+	blk_emit_region(E, op->regions[0]); /* its buffers are local_allocs inside (tile.c) */
 }
 
 /* Appends text to buf with every '%' doubled: the user's words must not
@@ -116,18 +116,18 @@ static LLVMValueRef print_program_id(Emit *E, const BlkOp *op, int axis)
 {
 	const BlkLaunch *l = E->c->k->launch;
 	if (l->axis[axis] >= 0)
-		return emit_program_id(E, axis);
+		return blk_emit_program_id(E, axis);
 	for (const BlkOp *f = op->parent->parent; f; f = f->parent->parent)
 		if (f->kind == BLK_OP_FOR && blk_op_int(f, "seq", -1) == axis)
-			return emit_val(E, f->regions[0]->args[0])->t.r[0];
-	return emit_i32(E, 0);
+			return blk_emit_val(E, f->regions[0]->args[0])->t.r[0];
+	return blk_emit_i32(E, 0);
 }
 
 /* One scalar operand of print: its conversion appended to buf, its vprintf
  * argument (float: double; bool: "true"/"false") returned; NULL for a Ref. */
 static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size)
 {
-	EVal *ev = emit_val(E, v);
+	EVal *ev = blk_emit_val(E, v);
 	BlkDType dt = v->type.dtype;
 	if (ev->is_ref) {
 		strncat(buf, " <ref>", size - strlen(buf) - 1);
@@ -136,7 +136,7 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 	LLVMValueRef x = ev->t.r[0];
 	if (blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt)) {
 		strncat(buf, " %g", size - strlen(buf) - 1);
-		LLVMValueRef f = blk_dtype_is_fp8(dt) ? emit_fp8_to_f32(E, x, dt) : emit_to_f32(E, x, dt);
+		LLVMValueRef f = blk_dtype_is_fp8(dt) ? blk_emit_fp8_to_f32(E, x, dt) : blk_emit_to_f32(E, x, dt);
 		return LLVMBuildFPExt(E->b, f, LLVMDoubleTypeInContext(E->cx), "");
 	}
 	if (dt == BLK_BOOL) {
@@ -148,13 +148,13 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 		return LLVMBuildSelect(E->b, x, t, f, "");
 	}
 	strncat(buf, " %d", size - strlen(buf) - 1);
-	return emit_to_i32(E, x, dt);
+	return blk_emit_to_i32(E, x, dt);
 }
 
 /* print: thread 0 of each program calls vprintf with the program ids and
  * the scalar operands (the checker allows only scalars), in the
  * interpreter's format: floats as %g, bools as true/false. */
-void emit_print(Emit *E, const BlkOp *op)
+void blk_emit_print(Emit *E, const BlkOp *op)
 {
 	const BlkAttr *fmt = blk_op_attr(op, "fmt");
 	const BlkKernel *k = E->c->k;
@@ -179,10 +179,10 @@ void emit_print(Emit *E, const BlkOp *op)
 		}
 	}
 	strncat(buf, "\n", sizeof buf - strlen(buf) - 1);
-	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), "");
-	LLVMBasicBlockRef cont = emit_begin_if(E, is0);
+	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, blk_emit_i32(E, 0), "");
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, is0);
 	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, (unsigned)m, false);
-	LLVMValueRef argbuf = emit_alloca(E, st);
+	LLVMValueRef argbuf = blk_emit_alloca(E, st);
 	for (int i = 0; i < m; i++)
 		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, argbuf, (unsigned)i, ""));
 	LLVMValueRef str = LLVMBuildGlobalStringPtr(E->b, buf, "fmt");
@@ -193,5 +193,5 @@ void emit_print(Emit *E, const BlkOp *op)
 		f = LLVMAddFunction(E->mod, "vprintf", ft);
 	LLVMValueRef args[2] = { str, m ? argbuf : LLVMConstPointerNull(E->p0) };
 	LLVMBuildCall2(E->b, ft, f, args, 2, "");
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }

@@ -1,4 +1,4 @@
-/* emit_dot.c - dot on the SIMT path: exact f32, register micro-tiles.
+/* blk_emit_dot.c - dot on the SIMT path: exact f32, register micro-tiles.
  *
  * dot(A, B, acc) with the result in the dot layout (layout.h), A and B
  * shared Refs of f32 that dot_stage.c or the pipeliner filled: A [M, K] k-major (a
@@ -12,7 +12,7 @@
  * way on i32 (dot_stage.c widened A and B): a multiply and an add per
  * element, wrapping, exact in any order.  A dot that mma_steps.c made one
  * k step of takes A's column and B's row as fma_a/fma_b tiles that
- * local_load read the same way (emit_fma_load), so the loads are ops of
+ * local_load read the same way (blk_emit_fma_load), so the loads are ops of
  * their own: the rotate pass may issue them before a barrier's FMAs.
  */
 #include "emit.h"
@@ -30,8 +30,8 @@ typedef struct DotCtx {
 static LLVMValueRef thread_ptr(Emit *E, const ERef *r, LLVMValueRef t)
 {
 	int64_t cb;
-	LLVMValueRef p = emit_shared_ptr(E, r, t, &cb);
-	LLVMValueRef o = emit_i32(E, cb);
+	LLVMValueRef p = blk_emit_shared_ptr(E, r, t, &cb);
+	LLVMValueRef o = blk_emit_i32(E, cb);
 	return cb ? LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "") : p;
 }
 
@@ -39,13 +39,13 @@ static LLVMValueRef thread_ptr(Emit *E, const ERef *r, LLVMValueRef t)
 static void load_piece(Emit *E, LLVMTypeRef et, LLVMValueRef p, int64_t at, int spt,
                        LLVMValueRef *out)
 {
-	LLVMValueRef o = emit_i32(E, at);
+	LLVMValueRef o = blk_emit_i32(E, at);
 	LLVMValueRef q = LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "");
 	LLVMTypeRef vt = LLVMVectorType(et, (unsigned)spt);
 	LLVMValueRef v = LLVMBuildLoad2(E->b, vt, q, "");
 	LLVMSetAlignment(v, (unsigned)(spt * 4));
 	for (int i = 0; i < spt; i++)
-		out[i] = LLVMBuildExtractElement(E->b, v, emit_i32(E, i), "");
+		out[i] = LLVMBuildExtractElement(E->b, v, blk_emit_i32(E, i), "");
 }
 
 /* The outer product of a thread's A column pieces a[nm] and B row pieces
@@ -60,7 +60,7 @@ static void outer(Emit *E, LLVMTypeRef et, const BlkLayout *l, LLVMValueRef *a, 
 			LLVMValueRef args[3] = { a[i], b[j], acc[i * nn + j] };
 			acc[i * nn + j] = et == E->i32
 			                  ? LLVMBuildAdd(E->b, acc[i * nn + j], LLVMBuildMul(E->b, a[i], b[j], ""), "")
-			                  : emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+			                  : blk_emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
 		}
 }
 
@@ -70,8 +70,8 @@ static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
 	const BlkLayout *l = D->l;
 	int nm = blk_layout_regs_along(l, 0), nn = blk_layout_regs_along(l, 1);
 	LLVMValueRef a[64], b[64];
-	LLVMValueRef ka = LLVMBuildMul(E->b, k, emit_i32(E, D->lda * 4), "");
-	LLVMValueRef kb = LLVMBuildMul(E->b, k, emit_i32(E, D->ldb * 4), "");
+	LLVMValueRef ka = LLVMBuildMul(E->b, k, blk_emit_i32(E, D->lda * 4), "");
+	LLVMValueRef kb = LLVMBuildMul(E->b, k, blk_emit_i32(E, D->ldb * 4), "");
 	LLVMValueRef pa = LLVMBuildGEP2(E->b, E->i8, D->pa, &ka, 1, "");
 	LLVMValueRef pb = LLVMBuildGEP2(E->b, E->i8, D->pb, &kb, 1, "");
 	for (int r = 0; r < nm; r += l->spt[0])
@@ -85,18 +85,18 @@ static void k_step(Emit *E, const DotCtx *D, LLVMValueRef k, LLVMValueRef *acc)
  * column of its k-major slot; fma_b: B's [1, N] row): the thread's
  * spt-wide pieces along the long dim, one vector load each, as k_step
  * loads them. */
-void emit_fma_load(Emit *E, const BlkOp *op)
+void blk_emit_fma_load(Emit *E, const BlkOp *op)
 {
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	int d = l->sfrag == BLK_FRAG_A ? 0 : 1;
 	LLVMTypeRef et = op->results[0]->type.dtype == BLK_I32 ? E->i32 : E->f32;
-	LLVMValueRef t = LLVMBuildMul(E->b, emit_thread_coord(E, l, d), emit_i32(E, l->spt[d] * 4), "");
-	LLVMValueRef p = thread_ptr(E, &emit_val(E, op->operands[0])->ref, t);
+	LLVMValueRef t = LLVMBuildMul(E->b, blk_emit_thread_coord(E, l, d), blk_emit_i32(E, l->spt[d] * 4), "");
+	LLVMValueRef p = thread_ptr(E, &blk_emit_val(E, op->operands[0])->ref, t);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	for (int r = 0; r < blk_layout_regs_along(l, d); r += l->spt[d])
 		load_piece(E, et, p, (int64_t)blk_layout_coord(l, d, r, 0) * 4, l->spt[d], &ev->t.r[r]);
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* k in [0, K) as an LLVM loop whose phis carry the accumulators. */
@@ -115,14 +115,14 @@ static void k_loop(Emit *E, const DotCtx *D, LLVMValueRef *acc, int nacc)
 		acc[i] = phi[i];
 	}
 	k_step(E, D, k, acc);
-	LLVMValueRef nk = LLVMBuildAdd(E->b, k, emit_i32(E, 1), "");
+	LLVMValueRef nk = LLVMBuildAdd(E->b, k, blk_emit_i32(E, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
-	LLVMValueRef zero = emit_i32(E, 0);
+	LLVMValueRef zero = blk_emit_i32(E, 0);
 	LLVMAddIncoming(k, &zero, &pre, 1);
 	LLVMAddIncoming(k, &nk, &latch, 1);
 	for (int i = 0; i < nacc; i++)
 		LLVMAddIncoming(phi[i], &acc[i], &latch, 1);
-	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, nk, emit_i32(E, D->K), ""), loop, done);
+	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, nk, blk_emit_i32(E, D->K), ""), loop, done);
 	LLVMPositionBuilderAtEnd(E->b, done);
 }
 
@@ -136,7 +136,7 @@ static void two_ctas(Emit *E, int nacc)
 {
 	if (E->min_ctas_set || E->c->nthreads > SIMT_TWO_CTA_THREADS || nacc > SIMT_TWO_CTA_ACC)
 		return;
-	emit_annotation(E, "minctasm", 2);
+	blk_emit_annotation(E, "minctasm", 2);
 	E->min_ctas_set = true;
 }
 
@@ -144,33 +144,33 @@ static void two_ctas(Emit *E, int nacc)
 static EVal *start_acc(Emit *E, const BlkOp *op, const BlkLayout *l)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
-	const ETile *acc = emit_tile(E, op->operands[2]);
+	ev->t = blk_emit_new_tile(E, l);
+	const ETile *acc = blk_emit_tile(E, op->operands[2]);
 	for (int i = 0; i < blk_layout_nregs(l); i++)
 		ev->t.r[i] = acc->r[i];
 	return ev;
 }
 
-void emit_dot(Emit *E, const BlkOp *op)
+void blk_emit_dot(Emit *E, const BlkOp *op)
 {
-	DotCtx D = { .l = emit_layout(E, op->results[0]),
+	DotCtx D = { .l = blk_emit_layout(E, op->results[0]),
 	             .et = op->results[0]->type.dtype == BLK_I32 ? E->i32 : E->f32 };
 	if (D.l->mma) {
-		emit_mma(E, op);
+		blk_emit_mma(E, op);
 		return;
 	}
 	if (D.l->wg) {
-		emit_wgmma(E, op);
+		blk_emit_wgmma(E, op);
 		return;
 	}
 	if (op->operands[0]->type.kind == BLK_TYPE_TILE) { /* one k step, loaded by local_load */
 		EVal *ev = start_acc(E, op, D.l);
 		two_ctas(E, blk_layout_nregs(D.l));
-		outer(E, D.et, D.l, emit_tile(E, op->operands[0])->r, emit_tile(E, op->operands[1])->r, ev->t.r);
-		emit_bind(E, op->results[0], ev);
+		outer(E, D.et, D.l, blk_emit_tile(E, op->operands[0])->r, blk_emit_tile(E, op->operands[1])->r, ev->t.r);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
-	const ERef *ra = &emit_val(E, op->operands[0])->ref, *rb = &emit_val(E, op->operands[1])->ref;
+	const ERef *ra = &blk_emit_val(E, op->operands[0])->ref, *rb = &blk_emit_val(E, op->operands[1])->ref;
 	D.M = (int)blk_lower_dim(op->operands[0]->type.dims[0]);
 	D.K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
 	D.N = (int)blk_lower_dim(op->results[0]->type.dims[1]);
@@ -184,16 +184,16 @@ void emit_dot(Emit *E, const BlkOp *op)
 		E->failed = true;
 		return;
 	}
-	LLVMValueRef tm = LLVMBuildMul(E->b, emit_thread_coord(E, D.l, 0), emit_i32(E, D.l->spt[0] * 4), "");
-	LLVMValueRef tn = LLVMBuildMul(E->b, emit_thread_coord(E, D.l, 1), emit_i32(E, D.l->spt[1] * 4), "");
+	LLVMValueRef tm = LLVMBuildMul(E->b, blk_emit_thread_coord(E, D.l, 0), blk_emit_i32(E, D.l->spt[0] * 4), "");
+	LLVMValueRef tn = LLVMBuildMul(E->b, blk_emit_thread_coord(E, D.l, 1), blk_emit_i32(E, D.l->spt[1] * 4), "");
 	D.pa = thread_ptr(E, ra, tm);
 	D.pb = thread_ptr(E, rb, tn);
 	two_ctas(E, nacc);
 	EVal *ev = start_acc(E, op, D.l);
 	if (blk_lower_simt_unrolled(D.K, nacc))
 		for (int k = 0; k < D.K; k++)
-			k_step(E, &D, emit_i32(E, k), ev->t.r);
+			k_step(E, &D, blk_emit_i32(E, k), ev->t.r);
 	else
 		k_loop(E, &D, ev->t.r, nacc);
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

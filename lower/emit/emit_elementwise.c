@@ -1,4 +1,4 @@
-/* emit_elementwise.c - leaves, arithmetic, comparisons, casts, math.
+/* blk_emit_elementwise.c - leaves, arithmetic, comparisons, casts, math.
  *
  * Elementwise ops work register by register: operands share the result's
  * layout (tile.c made sure).  f16/bf16 compute in f32 and round after each
@@ -33,17 +33,17 @@ static LLVMValueRef const_of(Emit *E, const BlkOp *op)
 	BlkDType dt = op->results[0]->type.dtype;
 	double f = !a ? 0 : a->kind == BLK_ATTR_FLOAT ? a->f : (double)a->i;
 	if (blk_dtype_is_float(dt))
-		return LLVMConstReal(emit_reg_type(E, dt), f);
+		return LLVMConstReal(blk_emit_reg_type(E, dt), f);
 	if (blk_dtype_is_fp8(dt)) /* its bits */
 		return LLVMConstInt(E->i8, blk_f32_to_fp8(dt, (float)f), false);
 	bool fl = a && a->kind == BLK_ATTR_FLOAT;
 	if (dt == BLK_BOOL) /* as the interpreter: any nonzero value is true */
 		return LLVMConstInt(E->i1, fl ? f != 0 : a && a->i != 0, false);
 	int32_t v = !a ? 0 : fl ? blk_f32_to_int(dt, (float)a->f) : blk_int_wrap(dt, a->i);
-	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)(int64_t)v, true);
+	return LLVMConstInt(blk_emit_reg_type(E, dt), (unsigned long long)(int64_t)v, true);
 }
 
-LLVMValueRef emit_program_id(Emit *E, int a)
+LLVMValueRef blk_emit_program_id(Emit *E, int a)
 {
 	static const char *const ctaid[3] = {
 		"llvm.nvvm.read.ptx.sreg.ctaid.x",
@@ -51,15 +51,15 @@ LLVMValueRef emit_program_id(Emit *E, int a)
 		"llvm.nvvm.read.ptx.sreg.ctaid.z",
 	};
 	const BlkLaunch *l = E->c->k->launch;
-	LLVMValueRef v = emit_intrinsic(E, ctaid[l->axis[a]], NULL, 0, NULL, 0);
+	LLVMValueRef v = blk_emit_intrinsic(E, ctaid[l->axis[a]], NULL, 0, NULL, 0);
 	if (!l->div[a]) /* not folded */
 		return v;
 	int64_t d = 0, m = 0;
 	bool dc = blk_sym_is_const(l->div[a], &d), mc = blk_sym_is_const(l->mod[a], &m);
 	/* an axis of 0 programs launches none: any divisor will do */
 	if (!dc || d > 1)
-		v = LLVMBuildUDiv(E->b, v, dc ? emit_i32(E, d) : emit_sym(E, l->div[a]), "");
-	return LLVMBuildURem(E->b, v, mc ? emit_i32(E, m > 0 ? m : 1) : emit_sym(E, l->mod[a]), "");
+		v = LLVMBuildUDiv(E->b, v, dc ? blk_emit_i32(E, d) : blk_emit_sym(E, l->div[a]), "");
+	return LLVMBuildURem(E->b, v, mc ? blk_emit_i32(E, m > 0 ? m : 1) : blk_emit_sym(E, l->mod[a]), "");
 }
 
 /* A program id: its CUDA axis as the launch header maps it (a persistent
@@ -70,24 +70,24 @@ static LLVMValueRef program_id(Emit *E, const BlkOp *op)
 	int64_t a = blk_op_int(op, "axis", 0);
 	const BlkLaunch *l = E->c->k->launch;
 	if (!l->grid[0] || a >= E->c->k->grid_rank || l->axis[a] < 0)
-		return emit_i32(E, 0);
-	return emit_program_id(E, (int)a);
+		return blk_emit_i32(E, 0);
+	return blk_emit_program_id(E, (int)a);
 }
 
-void emit_leaf(Emit *E, const BlkOp *op)
+void blk_emit_leaf(Emit *E, const BlkOp *op)
 {
 	const BlkValue *v = op->results[0];
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, emit_layout(E, v));
+	ev->t = blk_emit_new_tile(E, blk_emit_layout(E, v));
 	const BlkLayout *l = ev->t.l;
 	int n = blk_layout_nregs(l), axis = (int)blk_op_int(op, "axis", 0);
 	LLVMValueRef s = NULL;
 	if (op->kind == BLK_OP_PROGRAM_ID)
 		s = program_id(E, op);
 	else if (op->kind == BLK_OP_NUM_PROGRAMS)
-		s = axis < E->c->k->grid_rank ? emit_sym(E, E->c->k->grid[axis]) : emit_i32(E, 1);
+		s = axis < E->c->k->grid_rank ? blk_emit_sym(E, E->c->k->grid[axis]) : blk_emit_i32(E, 1);
 	else if (op->kind == BLK_OP_SIZE)
-		s = emit_size(E, blk_op_attr(op, "name")->s);
+		s = blk_emit_size(E, blk_op_attr(op, "name")->s);
 	else if (op->kind != BLK_OP_IOTA)
 		s = const_of(E, op);
 	int rd[BLK_MAX_RANK];
@@ -97,9 +97,9 @@ void emit_leaf(Emit *E, const BlkOp *op)
 			continue;
 		}
 		blk_layout_reg_split(l, r, rd);
-		ev->t.r[r] = emit_coord(E, l, axis, rd[axis]);
+		ev->t.r[r] = blk_emit_coord(E, l, axis, rd[axis]);
 	}
-	emit_bind(E, v, ev);
+	blk_emit_bind(E, v, ev);
 }
 
 /* ---- math ---------------------------------------------------------------------------- */
@@ -107,12 +107,12 @@ void emit_leaf(Emit *E, const BlkOp *op)
 static LLVMValueRef call1(Emit *E, const char *name, LLVMValueRef x)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
-	return emit_intrinsic(E, name, &t, 1, &x, 1);
+	return blk_emit_intrinsic(E, name, &t, 1, &x, 1);
 }
 
 static LLVMValueRef call1_nvvm(Emit *E, const char *name, LLVMValueRef x)
 {
-	return emit_intrinsic(E, name, NULL, 0, &x, 1);
+	return blk_emit_intrinsic(E, name, NULL, 0, &x, 1);
 }
 
 static LLVMValueRef exp_f32(Emit *E, LLVMValueRef x)
@@ -135,7 +135,7 @@ static LLVMValueRef tanh_f32(Emit *E, LLVMValueRef x)
 	LLVMValueRef r = call1_nvvm(E, "llvm.nvvm.rcp.approx.ftz.f", LLVMBuildFAdd(E->b, e, fconst(E, 1.0), ""));
 	LLVMTypeRef ty = E->f32;
 	LLVMValueRef fa[3] = { fconst(E, -2.0), r, fconst(E, 1.0) };
-	return emit_intrinsic(E, "llvm.fma", &ty, 1, fa, 3);
+	return blk_emit_intrinsic(E, "llvm.fma", &ty, 1, fa, 3);
 }
 
 static LLVMValueRef log_f32(Emit *E, LLVMValueRef x)
@@ -147,7 +147,7 @@ static LLVMValueRef fma_f32(Emit *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRe
 {
 	LLVMValueRef args[3] = { a, b, c };
 	LLVMTypeRef t = E->f32;
-	return emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+	return blk_emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
 }
 
 /* c[0] + y*(c[1] + y*(... + y*c[n-1])), by fma. */
@@ -202,13 +202,13 @@ static LLVMValueRef erf_f32(Emit *E, LLVMValueRef x)
 	LLVMValueRef small = LLVMBuildFMul(E->b, x, poly(E, x2, ts, 6), "");
 	LLVMValueRef ax = call1(E, "llvm.fabs", x);
 	LLVMValueRef dv[2] = { fconst(E, 1.0), fma_f32(E, ax, fconst(E, 0.3275911), fconst(E, 1.0)) };
-	LLVMValueRef t = emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
+	LLVMValueRef t = blk_emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
 	LLVMValueRef p = poly(E, t, as, 6); /* a1 t + ... + a5 t^5 */
 	LLVMValueRef e = exp_f32(E, LLVMBuildFNeg(E->b, x2, ""));
 	LLVMValueRef big = LLVMBuildFSub(E->b, fconst(E, 1.0), LLVMBuildFMul(E->b, p, e, ""), "");
 	LLVMTypeRef ty = E->f32;
 	LLVMValueRef args[2] = { big, x };
-	big = emit_intrinsic(E, "llvm.copysign", &ty, 1, args, 2);
+	big = blk_emit_intrinsic(E, "llvm.copysign", &ty, 1, args, 2);
 	return sel_small(E, x, 0.5, small, big);
 }
 
@@ -217,7 +217,7 @@ static LLVMValueRef sigmoid_f32(Emit *E, LLVMValueRef x)
 {
 	LLVMValueRef dv[2] = { fconst(E, 1.0),
 	                       LLVMBuildFAdd(E->b, exp_f32(E, LLVMBuildFNeg(E->b, x, "")), fconst(E, 1.0), "") };
-	return emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
+	return blk_emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
 }
 
 static LLVMValueRef fcmp(Emit *E, LLVMRealPredicate p, LLVMValueRef x, double c)
@@ -256,7 +256,7 @@ static LLVMValueRef pow_f32(Emit *E, LLVMValueRef x, LLVMValueRef y)
 	LLVMValueRef r = call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", t);
 	LLVMValueRef odd = odd_integer(E, y, &integral);
 	LLVMValueRef sign = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildBitCast(E->b, x, E->i32, ""),
-	                                  emit_i32(E, 0), "");
+	                                  blk_emit_i32(E, 0), "");
 	r = LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, sign, odd, ""), LLVMBuildFNeg(E->b, r, ""), r, "");
 	LLVMValueRef neg_finite = LLVMBuildAnd(E->b, fcmp(E, LLVMRealOLT, x, 0.0),
 	                                       fcmp(E, LLVMRealONE, x, -INFINITY), "");
@@ -293,7 +293,7 @@ static LLVMValueRef unary_int(Emit *E, BlkOpKind k, LLVMValueRef x)
 	case BLK_OP_ABS: {
 		LLVMValueRef args[2] = { x, LLVMConstInt(E->i1, 0, false) };
 		LLVMTypeRef t = E->i32;
-		return emit_intrinsic(E, "llvm.abs", &t, 1, args, 2);
+		return blk_emit_intrinsic(E, "llvm.abs", &t, 1, args, 2);
 	}
 	default: blk_die("lower: emit: unary op %s on integers", blk_op_name(k));
 	}
@@ -303,20 +303,20 @@ static LLVMValueRef unary_int(Emit *E, BlkOpKind k, LLVMValueRef x)
  * everywhere as blk_i32_floordiv/blk_i32_mod (ir/ir.c): LLVM's sdiv by 0
  * or of INT32_MIN by -1 is undefined and let it delete the kernel's
  * stores, so the divisor is 1 there and the result selected after. */
-LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
+LLVMValueRef blk_emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y)
 {
-	LLVMValueRef y0 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, 0), "");
-	LLVMValueRef ym1 = LLVMBuildICmp(E->b, LLVMIntEQ, y, emit_i32(E, -1), "");
-	LLVMValueRef d = LLVMBuildSelect(E->b, LLVMBuildOr(E->b, y0, ym1, ""), emit_i32(E, 1), y, "");
+	LLVMValueRef y0 = LLVMBuildICmp(E->b, LLVMIntEQ, y, blk_emit_i32(E, 0), "");
+	LLVMValueRef ym1 = LLVMBuildICmp(E->b, LLVMIntEQ, y, blk_emit_i32(E, -1), "");
+	LLVMValueRef d = LLVMBuildSelect(E->b, LLVMBuildOr(E->b, y0, ym1, ""), blk_emit_i32(E, 1), y, "");
 	LLVMValueRef q = LLVMBuildSDiv(E->b, x, d, ""), r = LLVMBuildSRem(E->b, x, d, "");
-	LLVMValueRef nz = LLVMBuildICmp(E->b, LLVMIntNE, r, emit_i32(E, 0), "");
-	LLVMValueRef sg = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, d, ""), emit_i32(E, 0), "");
+	LLVMValueRef nz = LLVMBuildICmp(E->b, LLVMIntNE, r, blk_emit_i32(E, 0), "");
+	LLVMValueRef sg = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, d, ""), blk_emit_i32(E, 0), "");
 	LLVMValueRef fix = LLVMBuildAnd(E->b, nz, sg, "");
 	if (mod) /* d == 1 gives r == 0: x % 0 == x % -1 == 0 */
 		return LLVMBuildSelect(E->b, fix, LLVMBuildAdd(E->b, r, d, ""), r, "");
-	q = LLVMBuildSelect(E->b, fix, LLVMBuildSub(E->b, q, emit_i32(E, 1), ""), q, "");
-	q = LLVMBuildSelect(E->b, y0, emit_i32(E, 0), q, "");
-	return LLVMBuildSelect(E->b, ym1, LLVMBuildSub(E->b, emit_i32(E, 0), x, ""), q, "");
+	q = LLVMBuildSelect(E->b, fix, LLVMBuildSub(E->b, q, blk_emit_i32(E, 1), ""), q, "");
+	q = LLVMBuildSelect(E->b, y0, blk_emit_i32(E, 0), q, "");
+	return LLVMBuildSelect(E->b, ym1, LLVMBuildSub(E->b, blk_emit_i32(E, 0), x, ""), q, "");
 }
 
 /* Shifts defined for every amount as blk_i32_shl/blk_i32_shr (ir/ir.c):
@@ -324,15 +324,15 @@ LLVMValueRef emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y
  * poison, so the amount is checked (unsigned) first. */
 static LLVMValueRef shift_left(Emit *E, LLVMValueRef x, LLVMValueRef y)
 {
-	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
-	LLVMValueRef s = LLVMBuildSelect(E->b, in, y, emit_i32(E, 0), "");
-	return LLVMBuildSelect(E->b, in, LLVMBuildShl(E->b, x, s, ""), emit_i32(E, 0), "");
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, blk_emit_i32(E, 32), "");
+	LLVMValueRef s = LLVMBuildSelect(E->b, in, y, blk_emit_i32(E, 0), "");
+	return LLVMBuildSelect(E->b, in, LLVMBuildShl(E->b, x, s, ""), blk_emit_i32(E, 0), "");
 }
 
 static LLVMValueRef shift_right(Emit *E, LLVMValueRef x, LLVMValueRef y)
 {
-	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, emit_i32(E, 32), "");
-	return LLVMBuildAShr(E->b, x, LLVMBuildSelect(E->b, in, y, emit_i32(E, 31), ""), "");
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, blk_emit_i32(E, 32), "");
+	return LLVMBuildAShr(E->b, x, LLVMBuildSelect(E->b, in, y, blk_emit_i32(E, 31), ""), "");
 }
 
 static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
@@ -344,8 +344,8 @@ static LLVMValueRef binary_f32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_SUB: return LLVMBuildFSub(E->b, x, y, "");
 	case BLK_OP_MUL: return LLVMBuildFMul(E->b, x, y, "");
 	case BLK_OP_DIV: return LLVMBuildFDiv(E->b, x, y, "");
-	case BLK_OP_MAX: return emit_intrinsic(E, "llvm.maximum", &t, 1, args, 2);
-	case BLK_OP_MIN: return emit_intrinsic(E, "llvm.minimum", &t, 1, args, 2);
+	case BLK_OP_MAX: return blk_emit_intrinsic(E, "llvm.maximum", &t, 1, args, 2);
+	case BLK_OP_MIN: return blk_emit_intrinsic(E, "llvm.minimum", &t, 1, args, 2);
 	case BLK_OP_POW: return pow_f32(E, x, y);
 	case BLK_OP_EQ: return LLVMBuildFCmp(E->b, LLVMRealOEQ, x, y, "");
 	case BLK_OP_NE: return LLVMBuildFCmp(E->b, LLVMRealUNE, x, y, "");
@@ -363,8 +363,8 @@ static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	case BLK_OP_ADD: return LLVMBuildAdd(E->b, x, y, "");
 	case BLK_OP_SUB: return LLVMBuildSub(E->b, x, y, "");
 	case BLK_OP_MUL: return LLVMBuildMul(E->b, x, y, "");
-	case BLK_OP_FLOORDIV: return emit_floor_divmod(E, false, x, y);
-	case BLK_OP_MOD: return emit_floor_divmod(E, true, x, y);
+	case BLK_OP_FLOORDIV: return blk_emit_floor_divmod(E, false, x, y);
+	case BLK_OP_MOD: return blk_emit_floor_divmod(E, true, x, y);
 	case BLK_OP_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, y, ""), x, y, "");
 	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
 	case BLK_OP_AND: return LLVMBuildAnd(E->b, x, y, "");
@@ -391,7 +391,7 @@ static bool is_cmp(BlkOpKind k)
 
 static LLVMValueRef iconst(Emit *E, int64_t v)
 {
-	return emit_i32(E, v);
+	return blk_emit_i32(E, v);
 }
 
 /* An fp8 format's fields: mantissa bits, exponent bias, largest finite
@@ -406,7 +406,7 @@ static void fp8_fields(BlkDType dt, int *mb, int *bias, int *maxcode)
 /* fp8 bits (i8) -> f32, exactly (ir.c's blk_fp8_to_f32): a normal code
  * rebuilt as f32 bits, a subnormal as m * 2^(emin - mb), the codes past
  * the largest finite NaN (e5m2's 0x7c infinity). */
-LLVMValueRef emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef blk_emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
 	int mb, bias, mx;
 	fp8_fields(dt, &mb, &bias, &mx);
@@ -441,7 +441,7 @@ static LLVMValueRef f32_to_fp8(Emit *E, LLVMValueRef f, BlkDType dt)
 	LLVMValueRef bits = LLVMBuildBitCast(E->b, f, E->i32, "");
 	LLVMValueRef sign = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, bits, iconst(E, 24), ""), iconst(E, 0x80), "");
 	LLVMTypeRef ft = E->f32;
-	LLVMValueRef a = emit_intrinsic(E, "llvm.fabs", &ft, 1, &f, 1);
+	LLVMValueRef a = blk_emit_intrinsic(E, "llvm.fabs", &ft, 1, &f, 1);
 	/* the exponent of |f|, at least emin; one quantum is 2^(e - mb) */
 	LLVMValueRef e = LLVMBuildSub(E->b, LLVMBuildLShr(E->b, LLVMBuildAnd(E->b, bits, iconst(E, 0x7f800000), ""),
 	                              iconst(E, 23), ""), iconst(E, 127), "");
@@ -451,7 +451,7 @@ static LLVMValueRef f32_to_fp8(Emit *E, LLVMValueRef f, BlkDType dt)
 	LLVMValueRef q = LLVMBuildBitCast(E->b, LLVMBuildShl(E->b, LLVMBuildAdd(E->b, e, iconst(E, 127 - mb), ""),
 	                                  iconst(E, 23), ""), E->f32, "");
 	LLVMValueRef scaled = LLVMBuildFMul(E->b, a, inv, "");
-	LLVMValueRef r = LLVMBuildFMul(E->b, emit_intrinsic(E, "llvm.rint", &ft, 1, &scaled, 1), q, "");
+	LLVMValueRef r = LLVMBuildFMul(E->b, blk_emit_intrinsic(E, "llvm.rint", &ft, 1, &scaled, 1), q, "");
 	/* encode r: normal (its own exponent >= emin) or subnormal */
 	LLVMValueRef rb = LLVMBuildBitCast(E->b, r, E->i32, "");
 	LLVMValueRef re = LLVMBuildSub(E->b, LLVMBuildLShr(E->b, rb, iconst(E, 23), ""), iconst(E, 127), "");
@@ -473,28 +473,28 @@ static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 	if (from == to || (blk_dtype_is_byte(from) && blk_dtype_is_byte(to))) /* i8 <-> u8: the same bits */
 		return x;
 	if (blk_dtype_is_fp8(from)) /* through f32, exact */
-		return cast(E, emit_fp8_to_f32(E, x, from), BLK_F32, to);
+		return cast(E, blk_emit_fp8_to_f32(E, x, from), BLK_F32, to);
 	if (blk_dtype_is_fp8(to))
 		return f32_to_fp8(E, cast(E, x, from, BLK_F32), to);
 	bool ff = blk_dtype_is_float(from), tf = blk_dtype_is_float(to);
 	if (ff && tf)
-		return emit_from_f32(E, emit_to_f32(E, x, from), to);
+		return blk_emit_from_f32(E, blk_emit_to_f32(E, x, from), to);
 	if (ff && to == BLK_BOOL)
 		return LLVMBuildFCmp(E->b, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0), "");
 	if (ff) { /* toward zero, saturated to the dtype's range, NaN 0 */
-		LLVMTypeRef t[2] = { emit_reg_type(E, to), E->f32 };
-		LLVMValueRef f = emit_to_f32(E, x, from);
-		return emit_intrinsic(E, to == BLK_U8 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", t, 2, &f, 1);
+		LLVMTypeRef t[2] = { blk_emit_reg_type(E, to), E->f32 };
+		LLVMValueRef f = blk_emit_to_f32(E, x, from);
+		return blk_emit_intrinsic(E, to == BLK_U8 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", t, 2, &f, 1);
 	}
 	if ((from == BLK_BOOL || from == BLK_U8) && tf)
-		return emit_from_f32(E, LLVMBuildUIToFP(E->b, x, E->f32, ""), to);
+		return blk_emit_from_f32(E, LLVMBuildUIToFP(E->b, x, E->f32, ""), to);
 	if (tf)
-		return emit_from_f32(E, LLVMBuildSIToFP(E->b, x, E->f32, ""), to);
+		return blk_emit_from_f32(E, LLVMBuildSIToFP(E->b, x, E->f32, ""), to);
 	if (to == BLK_BOOL)
 		return LLVMBuildICmp(E->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, false), "");
 	if (blk_dtype_is_byte(to)) /* i32 wraps, bool is 0 or 1 */
 		return from == BLK_BOOL ? LLVMBuildZExt(E->b, x, E->i8, "") : LLVMBuildTrunc(E->b, x, E->i8, "");
-	return emit_to_i32(E, x, from); /* bool, i8, u8 -> i32 */
+	return blk_emit_to_i32(E, x, from); /* bool, i8, u8 -> i32 */
 }
 
 /* ---- the op --------------------------------------------------------------------------- */
@@ -508,18 +508,18 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 	if (k == BLK_OP_SELECT)
 		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
 	if (blk_dtype_is_byte(dt)) { /* in i32, then back to 8 bits */
-		LLVMValueRef a = emit_to_i32(E, x[0], dt);
+		LLVMValueRef a = blk_emit_to_i32(E, x[0], dt);
 		LLVMValueRef r = op->noperands == 1 ? unary_int(E, k, a)
-		                                    : binary_int(E, k, a, emit_to_i32(E, x[1], dt));
-		return is_cmp(k) ? r : emit_from_i32(E, r, dt);
+		                                    : binary_int(E, k, a, blk_emit_to_i32(E, x[1], dt));
+		return is_cmp(k) ? r : blk_emit_from_i32(E, r, dt);
 	}
 	if (!blk_dtype_is_float(dt))
 		return op->noperands == 1 ? unary_int(E, k, x[0]) : binary_int(E, k, x[0], x[1]);
-	LLVMValueRef a = emit_to_f32(E, x[0], dt);
+	LLVMValueRef a = blk_emit_to_f32(E, x[0], dt);
 	if (op->noperands == 1)
-		return emit_from_f32(E, unary_f32(E, k, a), dt);
-	LLVMValueRef r = binary_f32(E, k, a, emit_to_f32(E, x[1], dt));
-	return is_cmp(k) ? r : emit_from_f32(E, r, dt);
+		return blk_emit_from_f32(E, unary_f32(E, k, a), dt);
+	LLVMValueRef r = binary_f32(E, k, a, blk_emit_to_f32(E, x[1], dt));
+	return is_cmp(k) ? r : blk_emit_from_f32(E, r, dt);
 }
 
 /* f32 registers lo, hi to bf16/f16 with one cvt.rn.{bf16,f16}x2.f32 (sm_80
@@ -529,10 +529,10 @@ static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LL
 {
 	const char *text = to == BLK_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
 	LLVMValueRef args[2] = { hi, lo };
-	LLVMValueRef v = LLVMBuildBitCast(E->b, emit_asm(E, E->i32, args, 2, text, "=r,f,f", false),
-	                                  LLVMVectorType(emit_reg_type(E, to), 2), "");
-	out[0] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 0), "");
-	out[1] = LLVMBuildExtractElement(E->b, v, emit_i32(E, 1), "");
+	LLVMValueRef v = LLVMBuildBitCast(E->b, blk_emit_asm(E, E->i32, args, 2, text, "=r,f,f", false),
+	                                  LLVMVectorType(blk_emit_reg_type(E, to), 2), "");
+	out[0] = LLVMBuildExtractElement(E->b, v, blk_emit_i32(E, 0), "");
+	out[1] = LLVMBuildExtractElement(E->b, v, blk_emit_i32(E, 1), "");
 }
 
 /* exp(a - b) in f32 with b broadcast (softmax's exp(x - max), attention's
@@ -548,50 +548,50 @@ static bool exp_of_difference(Emit *E, const BlkOp *op, EVal *ev, int n)
 	if (op->kind != BLK_OP_EXP || op->results[0]->type.dtype != BLK_F32 || !d || d->kind != BLK_OP_SUB ||
 	    !d->operands[1]->def || d->operands[1]->def->kind != BLK_OP_BROADCAST)
 		return false;
-	const ETile *a = emit_tile(E, d->operands[0]), *b = emit_tile(E, d->operands[1]);
+	const ETile *a = blk_emit_tile(E, d->operands[0]), *b = blk_emit_tile(E, d->operands[1]);
 	if (blk_layout_nregs(a->l) != n || blk_layout_nregs(b->l) != n)
 		return false;
 	LLVMValueRef log2e = fconst(E, 1.4426950408889634), scale = log2e;
 	BlkValue *x, *c;
-	if (blk_lower_scaled(d->operands[0], &x, &c) && blk_layout_nregs(emit_tile(E, x)->l) == n) {
-		a = emit_tile(E, x); /* a = x * c: the fma takes c too */
-		scale = LLVMBuildFMul(E->b, emit_tile(E, c)->r[0], log2e, "");
+	if (blk_lower_scaled(d->operands[0], &x, &c) && blk_layout_nregs(blk_emit_tile(E, x)->l) == n) {
+		a = blk_emit_tile(E, x); /* a = x * c: the fma takes c too */
+		scale = LLVMBuildFMul(E->b, blk_emit_tile(E, c)->r[0], log2e, "");
 	}
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef bl = LLVMBuildFNeg(E->b, LLVMBuildFMul(E->b, b->r[r], log2e, ""), "");
 		LLVMValueRef args[3] = { a->r[r], scale, bl };
 		LLVMTypeRef t = E->f32;
-		LLVMValueRef x = emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
+		LLVMValueRef x = blk_emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
 		ev->t.r[r] = call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", x);
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 	return true;
 }
 
-void emit_elementwise(Emit *E, const BlkOp *op)
+void blk_emit_elementwise(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, emit_layout(E, op->results[0]));
+	ev->t = blk_emit_new_tile(E, blk_emit_layout(E, op->results[0]));
 	int n = blk_layout_nregs(ev->t.l);
 	BlkDType rt = op->results[0]->type.dtype;
 	if (op->kind == BLK_OP_CAST && op->operands[0]->type.dtype == BLK_F32 && (rt == BLK_BF16 || rt == BLK_F16) &&
-	    n % 2 == 0 && blk_layout_nregs(emit_tile(E, op->operands[0])->l) == n) {
-		const ETile *in = emit_tile(E, op->operands[0]);
+	    n % 2 == 0 && blk_layout_nregs(blk_emit_tile(E, op->operands[0])->l) == n) {
+		const ETile *in = blk_emit_tile(E, op->operands[0]);
 		for (int r = 0; r < n; r += 2)
 			cast_pair(E, rt, in->r[r], in->r[r + 1], &ev->t.r[r]);
-		emit_bind(E, op->results[0], ev);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
 	if (exp_of_difference(E, op, ev, n))
 		return;
 	ETile *in[3];
 	for (int i = 0; i < op->noperands && i < 3; i++)
-		in[i] = emit_tile(E, op->operands[i]);
+		in[i] = blk_emit_tile(E, op->operands[i]);
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef x[3];
 		for (int i = 0; i < op->noperands && i < 3; i++)
 			x[i] = in[i]->r[blk_layout_nregs(in[i]->l) == 1 ? 0 : r];
 		ev->t.r[r] = one_reg(E, op, x);
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

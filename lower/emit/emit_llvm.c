@@ -16,7 +16,7 @@
 
 /* ---- values ------------------------------------------------------------------ */
 
-EVal *emit_val(Emit *E, const BlkValue *v)
+EVal *blk_emit_val(Emit *E, const BlkValue *v)
 {
 	EVal *ev = blk_pmap_get(&E->vals, v);
 	if (!ev)
@@ -24,20 +24,20 @@ EVal *emit_val(Emit *E, const BlkValue *v)
 	return ev;
 }
 
-void emit_bind(Emit *E, const BlkValue *v, EVal *ev)
+void blk_emit_bind(Emit *E, const BlkValue *v, EVal *ev)
 {
 	blk_pmap_put(E->c->a, &E->vals, v, ev);
 }
 
-ETile *emit_tile(Emit *E, const BlkValue *v)
+ETile *blk_emit_tile(Emit *E, const BlkValue *v)
 {
-	EVal *ev = emit_val(E, v);
+	EVal *ev = blk_emit_val(E, v);
 	if (ev->is_ref)
 		blk_die("lower: emit: a Ref used as a tile");
 	return &ev->t;
 }
 
-const BlkLayout *emit_layout(Emit *E, const BlkValue *v)
+const BlkLayout *blk_emit_layout(Emit *E, const BlkValue *v)
 {
 	if (v->type.rank == 0)
 		return blk_lower_scalar_layout(E->c);
@@ -46,23 +46,23 @@ const BlkLayout *emit_layout(Emit *E, const BlkValue *v)
 	return v->type.layout;
 }
 
-ETile emit_new_tile(Emit *E, const BlkLayout *l)
+ETile blk_emit_new_tile(Emit *E, const BlkLayout *l)
 {
 	ETile t = { l, BLK_NEW_N(E->c->a, LLVMValueRef, blk_layout_nregs(l) + 1) };
 	return t;
 }
 
-LLVMValueRef emit_i32(Emit *E, int64_t v)
+LLVMValueRef blk_emit_i32(Emit *E, int64_t v)
 {
 	return LLVMConstInt(E->i32, (unsigned long long)v, true);
 }
 
-LLVMValueRef emit_i64(Emit *E, int64_t v)
+LLVMValueRef blk_emit_i64(Emit *E, int64_t v)
 {
 	return LLVMConstInt(E->i64, (unsigned long long)v, true);
 }
 
-LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt)
+LLVMTypeRef blk_emit_reg_type(Emit *E, BlkDType dt)
 {
 	switch (dt) {
 	case BLK_F32: return E->f32;
@@ -75,43 +75,43 @@ LLVMTypeRef emit_reg_type(Emit *E, BlkDType dt)
 	}
 }
 
-LLVMTypeRef emit_mem_type(Emit *E, BlkDType dt)
+LLVMTypeRef blk_emit_mem_type(Emit *E, BlkDType dt)
 {
-	return dt == BLK_BOOL ? E->i8 : emit_reg_type(E, dt);
+	return dt == BLK_BOOL ? E->i8 : blk_emit_reg_type(E, dt);
 }
 
-LLVMValueRef emit_alloca(Emit *E, LLVMTypeRef t)
+LLVMValueRef blk_emit_alloca(Emit *E, LLVMTypeRef t)
 {
 	return LLVMBuildAlloca(E->entry, t, "");
 }
 
-LLVMValueRef emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef blk_emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
 	if (dt == BLK_I8)
 		return LLVMBuildSExt(E->b, x, E->i32, "");
 	return dt == BLK_U8 || dt == BLK_BOOL ? LLVMBuildZExt(E->b, x, E->i32, "") : x;
 }
 
-LLVMValueRef emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef blk_emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
 	if (blk_dtype_is_byte(dt))
 		return LLVMBuildTrunc(E->b, x, E->i8, "");
-	return dt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, x, emit_i32(E, 0), "") : x;
+	return dt == BLK_BOOL ? LLVMBuildICmp(E->b, LLVMIntNE, x, blk_emit_i32(E, 0), "") : x;
 }
 
-LLVMValueRef emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef blk_emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
 	return dt == BLK_F32 ? x : LLVMBuildFPExt(E->b, x, E->f32, "");
 }
 
-LLVMValueRef emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt)
+LLVMValueRef blk_emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt)
 {
-	return dt == BLK_F32 ? x : LLVMBuildFPTrunc(E->b, x, emit_reg_type(E, dt), "");
+	return dt == BLK_F32 ? x : LLVMBuildFPTrunc(E->b, x, blk_emit_reg_type(E, dt), "");
 }
 
 /* ---- intrinsics ------------------------------------------------------------------ */
 
-LLVMValueRef emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
+LLVMValueRef blk_emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text, const char *cons,
                       bool side_effects)
 {
 	LLVMTypeRef pt[16];
@@ -123,7 +123,7 @@ LLVMValueRef emit_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const
 	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)n, "");
 }
 
-LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
+LLVMValueRef blk_emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int ntys,
                             LLVMValueRef *args, int nargs)
 {
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -134,17 +134,17 @@ LLVMValueRef emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int nty
 	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)nargs, "");
 }
 
-void emit_barrier(Emit *E)
+void blk_emit_barrier(Emit *E)
 {
 	if (E->bar_threads) { /* a warp_specialize region's warps alone */
-		LLVMValueRef a[2] = { E->bar_id, emit_i32(E, E->bar_threads) };
-		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+		LLVMValueRef a[2] = { E->bar_id, blk_emit_i32(E, E->bar_threads) };
+		blk_emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
 		return;
 	}
-	emit_intrinsic(E, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+	blk_emit_intrinsic(E, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
 }
 
-LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
+LLVMValueRef blk_emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
 {
 	return LLVMBuildGEP2(E->b, E->i8, E->smem, &byte_off, 1, "");
 }
@@ -153,63 +153,63 @@ LLVMValueRef emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
  * (NULL outside a ping-pong warp_specialize). */
 static LLVMValueRef program_bytes(Emit *E, int64_t bytes)
 {
-	return E->prog && bytes ? LLVMBuildMul(E->b, E->prog, emit_i32(E, bytes), "") : NULL;
+	return E->prog && bytes ? LLVMBuildMul(E->b, E->prog, blk_emit_i32(E, bytes), "") : NULL;
 }
 
-LLVMValueRef emit_transit_base(Emit *E)
+LLVMValueRef blk_emit_transit_base(Emit *E)
 {
-	LLVMValueRef off = emit_i32(E, E->transit_off), pb = program_bytes(E, E->transit_prog);
-	return emit_smem_ptr(E, pb ? LLVMBuildAdd(E->b, off, pb, "") : off);
+	LLVMValueRef off = blk_emit_i32(E, E->transit_off), pb = program_bytes(E, E->transit_prog);
+	return blk_emit_smem_ptr(E, pb ? LLVMBuildAdd(E->b, off, pb, "") : off);
 }
 
 /* ---- thread coordinates -------------------------------------------------------- */
 
-LLVMValueRef emit_thread_coord(Emit *E, const BlkLayout *l, int d)
+LLVMValueRef blk_emit_thread_coord(Emit *E, const BlkLayout *l, int d)
 {
 	int shift = l->tsh[d];
 	LLVMValueRef t = E->tid;
 	if (l->lbits[d]) { /* split: low bits at tsh, the rest at hsh */
-		LLVMValueRef lo = LLVMBuildAnd(E->b, shift ? LLVMBuildLShr(E->b, t, emit_i32(E, shift), "") : t,
-		                               emit_i32(E, (1 << l->lbits[d]) - 1), "");
-		LLVMValueRef hi = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, t, emit_i32(E, l->hsh[d]), ""),
-		                               emit_i32(E, (l->thr[d] >> l->lbits[d]) - 1), "");
-		return LLVMBuildOr(E->b, lo, LLVMBuildShl(E->b, hi, emit_i32(E, l->lbits[d]), ""), "");
+		LLVMValueRef lo = LLVMBuildAnd(E->b, shift ? LLVMBuildLShr(E->b, t, blk_emit_i32(E, shift), "") : t,
+		                               blk_emit_i32(E, (1 << l->lbits[d]) - 1), "");
+		LLVMValueRef hi = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, t, blk_emit_i32(E, l->hsh[d]), ""),
+		                               blk_emit_i32(E, (l->thr[d] >> l->lbits[d]) - 1), "");
+		return LLVMBuildOr(E->b, lo, LLVMBuildShl(E->b, hi, blk_emit_i32(E, l->lbits[d]), ""), "");
 	}
 	if (shift)
-		t = LLVMBuildLShr(E->b, t, emit_i32(E, shift), "");
-	return LLVMBuildAnd(E->b, t, emit_i32(E, l->thr[d] - 1), "");
+		t = LLVMBuildLShr(E->b, t, blk_emit_i32(E, shift), "");
+	return LLVMBuildAnd(E->b, t, blk_emit_i32(E, l->thr[d] - 1), "");
 }
 
-LLVMValueRef emit_thread_part(Emit *E, const BlkLayout *l, int d)
+LLVMValueRef blk_emit_thread_part(Emit *E, const BlkLayout *l, int d)
 {
-	LLVMValueRef t = emit_thread_coord(E, l, d);
+	LLVMValueRef t = blk_emit_thread_coord(E, l, d);
 	int lo = l->tlo[d];
 	if (!lo)
-		return LLVMBuildMul(E->b, t, emit_i32(E, l->spt[d]), "");
+		return LLVMBuildMul(E->b, t, blk_emit_i32(E, l->spt[d]), "");
 	/* the low tlo bits stay, the rest step over the spt registers */
-	LLVMValueRef low = LLVMBuildAnd(E->b, t, emit_i32(E, (1 << lo) - 1), "");
-	LLVMValueRef high = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, t, emit_i32(E, lo), ""),
-	                                 emit_i32(E, l->spt[d] << lo), "");
+	LLVMValueRef low = LLVMBuildAnd(E->b, t, blk_emit_i32(E, (1 << lo) - 1), "");
+	LLVMValueRef high = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, t, blk_emit_i32(E, lo), ""),
+	                                 blk_emit_i32(E, l->spt[d] << lo), "");
 	return LLVMBuildOr(E->b, high, low, "");
 }
 
-LLVMValueRef emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
+LLVMValueRef blk_emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
 {
-	LLVMValueRef t = emit_thread_part(E, l, d);
+	LLVMValueRef t = blk_emit_thread_part(E, l, d);
 	int k = blk_layout_coord(l, d, rd, 0);
-	return k ? LLVMBuildAdd(E->b, t, emit_i32(E, k), "") : t;
+	return k ? LLVMBuildAdd(E->b, t, blk_emit_i32(E, k), "") : t;
 }
 
-LLVMValueRef emit_owner(Emit *E, const BlkLayout *l)
+LLVMValueRef blk_emit_owner(Emit *E, const BlkLayout *l)
 {
 	int spare = (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
 	if (!spare)
 		return NULL;
-	LLVMValueRef t = LLVMBuildAnd(E->b, E->tid, emit_i32(E, spare), "");
-	return LLVMBuildICmp(E->b, LLVMIntEQ, t, emit_i32(E, 0), "");
+	LLVMValueRef t = LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, spare), "");
+	return LLVMBuildICmp(E->b, LLVMIntEQ, t, blk_emit_i32(E, 0), "");
 }
 
-LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b)
+LLVMValueRef blk_emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b)
 {
 	if (!a)
 		return b;
@@ -218,7 +218,7 @@ LLVMValueRef emit_and(Emit *E, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildAnd(E->b, a, b, "");
 }
 
-LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond)
+LLVMBasicBlockRef blk_emit_begin_if(Emit *E, LLVMValueRef cond)
 {
 	if (!cond)
 		return NULL;
@@ -229,7 +229,7 @@ LLVMBasicBlockRef emit_begin_if(Emit *E, LLVMValueRef cond)
 	return cont;
 }
 
-void emit_end_if(Emit *E, LLVMBasicBlockRef cont)
+void blk_emit_end_if(Emit *E, LLVMBasicBlockRef cont)
 {
 	if (!cont)
 		return;
@@ -239,7 +239,7 @@ void emit_end_if(Emit *E, LLVMBasicBlockRef cont)
 
 /* A known divisor of an i32 scalar (for vector alignment); 1 if nothing
  * better is known.  0 has every divisor: 1 << 30 stands for that. */
-int64_t emit_divisor(const BlkValue *v)
+int64_t blk_emit_divisor(const BlkValue *v)
 {
 	int64_t x;
 	if (blk_lower_const_int(v, &x))
@@ -254,88 +254,88 @@ int64_t emit_divisor(const BlkValue *v)
 	}
 	const BlkOp *op = v->def;
 	if (op->kind == BLK_OP_MUL && v->type.rank == 0) {
-		int64_t p = emit_divisor(op->operands[0]) * emit_divisor(op->operands[1]);
+		int64_t p = blk_emit_divisor(op->operands[0]) * blk_emit_divisor(op->operands[1]);
 		return p > ((int64_t)1 << 30) ? (int64_t)1 << 30 : p;
 	}
 	if ((op->kind == BLK_OP_ADD || op->kind == BLK_OP_SUB) && v->type.rank == 0)
-		return blk_gcd(emit_divisor(op->operands[0]), emit_divisor(op->operands[1]));
+		return blk_gcd(blk_emit_divisor(op->operands[0]), blk_emit_divisor(op->operands[1]));
 	return 1;
 }
 
 /* ---- dispatch ------------------------------------------------------------------------ */
 
-void emit_op(Emit *E, const BlkOp *op)
+void blk_emit_op(Emit *E, const BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
 	switch (op->kind) {
 	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID:
 	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
-		emit_leaf(E, op);
+		blk_emit_leaf(E, op);
 		return;
-	case BLK_OP_BLOCK_REF: emit_block_ref(E, op); return;
-	case BLK_OP_LOCAL_ALLOC: emit_local_alloc(E, op); return;
-	case BLK_OP_BARRIER: emit_barrier(E); return;
-	case BLK_OP_TRANS_VIEW: emit_trans_view(E, op); return;
-	case BLK_OP_RESHAPE_VIEW: emit_reshape_view(E, op); return;
-	case BLK_OP_ASYNC_COPY: emit_async_copy(E, op); return;
-	case BLK_OP_ASYNC_COMMIT: emit_async_commit(E); return;
-	case BLK_OP_ASYNC_WAIT: emit_async_wait(E, op); return;
-	case BLK_OP_FENCE_ASYNC: emit_fence_async(E); return;
-	case BLK_OP_WGMMA_COMMIT: emit_wgmma_commit(E); return;
-	case BLK_OP_WGMMA_WAIT: emit_wgmma_wait(E, op); return;
+	case BLK_OP_BLOCK_REF: blk_emit_block_ref(E, op); return;
+	case BLK_OP_LOCAL_ALLOC: blk_emit_local_alloc(E, op); return;
+	case BLK_OP_BARRIER: blk_emit_barrier(E); return;
+	case BLK_OP_TRANS_VIEW: blk_emit_trans_view(E, op); return;
+	case BLK_OP_RESHAPE_VIEW: blk_emit_reshape_view(E, op); return;
+	case BLK_OP_ASYNC_COPY: blk_emit_async_copy(E, op); return;
+	case BLK_OP_ASYNC_COMMIT: blk_emit_async_commit(E); return;
+	case BLK_OP_ASYNC_WAIT: blk_emit_async_wait(E, op); return;
+	case BLK_OP_FENCE_ASYNC: blk_emit_fence_async(E); return;
+	case BLK_OP_WGMMA_COMMIT: blk_emit_wgmma_commit(E); return;
+	case BLK_OP_WGMMA_WAIT: blk_emit_wgmma_wait(E, op); return;
 	case BLK_OP_MBARRIER_INIT: case BLK_OP_MBARRIER_WAIT: case BLK_OP_MBARRIER_ARRIVE:
 	case BLK_OP_ASYNC_ARRIVE: case BLK_OP_MBARRIER_EXPECT_TX:
-		emit_mbarrier(E, op);
+		blk_emit_mbarrier(E, op);
 		return;
-	case BLK_OP_WARP_SPECIALIZE: emit_warp_specialize(E, op); return;
-	case BLK_OP_TURN_WAIT: case BLK_OP_TURN_PASS: emit_turn(E, op); return;
-	case BLK_OP_TMA_LOAD: emit_tma_load(E, op); return;
-	case BLK_OP_TMA_STORE: emit_tma_store(E, op); return;
-	case BLK_OP_TMA_STORE_WAIT: emit_tma_store_wait(E, op); return;
-	case BLK_OP_LOCAL_LOAD: emit_local_load(E, op); return;
-	case BLK_OP_EXTRACT_SLICE: emit_extract_slice(E, op); return;
+	case BLK_OP_WARP_SPECIALIZE: blk_emit_warp_specialize(E, op); return;
+	case BLK_OP_TURN_WAIT: case BLK_OP_TURN_PASS: blk_emit_turn(E, op); return;
+	case BLK_OP_TMA_LOAD: blk_emit_tma_load(E, op); return;
+	case BLK_OP_TMA_STORE: blk_emit_tma_store(E, op); return;
+	case BLK_OP_TMA_STORE_WAIT: blk_emit_tma_store_wait(E, op); return;
+	case BLK_OP_LOCAL_LOAD: blk_emit_local_load(E, op); return;
+	case BLK_OP_EXTRACT_SLICE: blk_emit_extract_slice(E, op); return;
 	case BLK_OP_VIEW: case BLK_OP_LOAD: case BLK_OP_STORE: case BLK_OP_SWAP:
 	case BLK_OP_ATOMIC_ADD: case BLK_OP_ATOMIC_MAX: case BLK_OP_ATOMIC_MIN: case BLK_OP_ATOMIC_CAS:
-		emit_memory(E, op);
+		blk_emit_memory(E, op);
 		return;
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
 	case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN:
-		emit_reduce(E, op);
+		blk_emit_reduce(E, op);
 		return;
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
-		emit_scan(E, op);
+		blk_emit_scan(E, op);
 		return;
 	case BLK_OP_CONVERT_LAYOUT:
 		if (op->results[0]->type.layout && op->results[0]->type.layout->frag) {
-			emit_frag_convert(E, op);
+			blk_emit_frag_convert(E, op);
 			return;
 		}
-		emit_transit(E, op);
+		blk_emit_transit(E, op);
 		return;
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
-		emit_transit(E, op);
+		blk_emit_transit(E, op);
 		return;
-	case BLK_OP_DOT: emit_dot(E, op); return;
-	case BLK_OP_FOR: emit_for(E, op); return;
-	case BLK_OP_IF: emit_if(E, op); return;
-	case BLK_OP_SCOPED: emit_scoped(E, op); return;
-	case BLK_OP_PRINT: emit_print(E, op); return;
+	case BLK_OP_DOT: blk_emit_dot(E, op); return;
+	case BLK_OP_FOR: blk_emit_for(E, op); return;
+	case BLK_OP_IF: blk_emit_if(E, op); return;
+	case BLK_OP_SCOPED: blk_emit_scoped(E, op); return;
+	case BLK_OP_PRINT: blk_emit_print(E, op); return;
 	case BLK_OP_YIELD: return; /* read by the op that owns the region */
 	default:
 		break;
 	}
 	if (fl & BLK_OPF_ELEMENTWISE) {
-		emit_elementwise(E, op);
+		blk_emit_elementwise(E, op);
 		return;
 	}
 	blk_error(E->c->d, op->loc, "the GPU backend cannot lower op %s", blk_op_name(op->kind));
 	E->failed = true;
 }
 
-void emit_region(Emit *E, const BlkRegion *r)
+void blk_emit_region(Emit *E, const BlkRegion *r)
 {
 	for (const BlkOp *op = r->first; op && !E->failed; op = op->next)
-		emit_op(E, op);
+		blk_emit_op(E, op);
 }
 
 /* ---- the kernel function ----------------------------------------------------------- */
@@ -356,12 +356,12 @@ static void init_types(Emit *E)
 	E->p3 = LLVMPointerTypeInContext(E->cx, 3);
 }
 
-void emit_annotation(Emit *E, const char *key, int value)
+void blk_emit_annotation(Emit *E, const char *key, int value)
 {
 	LLVMMetadataRef md[3] = {
 		LLVMValueAsMetadata(E->fn),
 		LLVMMDStringInContext2(E->cx, key, strlen(key)),
-		LLVMValueAsMetadata(emit_i32(E, value)),
+		LLVMValueAsMetadata(blk_emit_i32(E, value)),
 	};
 	LLVMAddNamedMetadataOperand(E->mod, "nvvm.annotations",
 	                            LLVMMetadataAsValue(E->cx, LLVMMDNodeInContext2(E->cx, md, 3)));
@@ -388,7 +388,7 @@ static void grid_constants(Emit *E, int first, int n)
 		return;
 	LLVMMetadataRef idx[BLK_MAX_TMAPS];
 	for (int i = 0; i < n; i++)
-		idx[i] = LLVMValueAsMetadata(emit_i32(E, first + i + 1));
+		idx[i] = LLVMValueAsMetadata(blk_emit_i32(E, first + i + 1));
 	LLVMMetadataRef md[3] = {
 		LLVMValueAsMetadata(E->fn),
 		LLVMMDStringInContext2(E->cx, "grid_constant", 13),
@@ -441,13 +441,13 @@ static void make_function(Emit *E)
 	int ntmaps = 0;
 	for (int j = 0; j < l->nargs; j++)
 		bind_arg(E, &l->args[j], (unsigned)j, &ntmaps);
-	/* (the tensor maps' generic addresses are taken once, at the top: emit_tmap_addresses) */
+	/* (the tensor maps' generic addresses are taken once, at the top: blk_emit_tmap_addresses) */
 	grid_constants(E, blk_launch_count(l, BLK_ARG_PTR), ntmaps);
 	/* reqntid implies maxntid; ptxas refuses both */
-	emit_annotation(E, "reqntidx", l->threads);
+	blk_emit_annotation(E, "reqntidx", l->threads);
 }
 
-LLVMValueRef emit_size(Emit *E, const char *name)
+LLVMValueRef blk_emit_size(Emit *E, const char *name)
 {
 	const BlkKernel *k = E->c->k;
 	for (int i = 0; i < k->nsizes; i++)
@@ -456,21 +456,21 @@ LLVMValueRef emit_size(Emit *E, const char *name)
 	blk_die("lower: emit: size %s is not a kernel argument", name);
 }
 
-LLVMValueRef emit_sym(Emit *E, const BlkSym *s)
+LLVMValueRef blk_emit_sym(Emit *E, const BlkSym *s)
 {
 	if (s->kind == BLK_SYM_CONST)
-		return emit_i32(E, s->value);
+		return blk_emit_i32(E, s->value);
 	if (s->kind == BLK_SYM_VAR)
-		return emit_size(E, s->name);
-	LLVMValueRef x = emit_sym(E, s->a), y = emit_sym(E, s->b), t;
+		return blk_emit_size(E, s->name);
+	LLVMValueRef x = blk_emit_sym(E, s->a), y = blk_emit_sym(E, s->b), t;
 	switch (s->kind) {
 	case BLK_SYM_ADD: return LLVMBuildAdd(E->b, x, y, "");
 	case BLK_SYM_SUB: return LLVMBuildSub(E->b, x, y, "");
 	case BLK_SYM_MUL: return LLVMBuildMul(E->b, x, y, "");
-	case BLK_SYM_FLOORDIV: return emit_floor_divmod(E, false, x, y);
-	case BLK_SYM_MOD: return emit_floor_divmod(E, true, x, y);
+	case BLK_SYM_FLOORDIV: return blk_emit_floor_divmod(E, false, x, y);
+	case BLK_SYM_MOD: return blk_emit_floor_divmod(E, true, x, y);
 	case BLK_SYM_CDIV: /* -((-x) // y) */
-		t = emit_floor_divmod(E, false, LLVMBuildNeg(E->b, x, ""), y);
+		t = blk_emit_floor_divmod(E, false, LLVMBuildNeg(E->b, x, ""), y);
 		return LLVMBuildNeg(E->b, t, "");
 	case BLK_SYM_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, y, ""), x, y, "");
 	case BLK_SYM_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, y, ""), x, y, "");
@@ -486,7 +486,7 @@ static void make_smem(Emit *E)
 	LLVMSetAlignment(E->smem, 1024); /* swizzled buffers repeat every 1024 bytes */
 }
 
-int64_t emit_alloc_offset(const BlkValue *buf)
+int64_t blk_emit_alloc_offset(const BlkValue *buf)
 {
 	int64_t off = buf->def && buf->def->kind == BLK_OP_LOCAL_ALLOC ? blk_op_int(buf->def, "offset", -1) : -1;
 	if (off < 0)
@@ -496,13 +496,13 @@ int64_t emit_alloc_offset(const BlkValue *buf)
 
 /* A local_alloc is a row-major Ref on its bytes of shared memory; the
  * transit region's offset is kept for the ops that use it implicitly. */
-void emit_local_alloc(Emit *E, const BlkOp *op)
+void blk_emit_local_alloc(Emit *E, const BlkOp *op)
 {
 	const BlkValue *buf = op->results[0];
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	ev->is_ref = true;
 	ERef *r = &ev->ref;
-	int64_t off = emit_alloc_offset(buf);
+	int64_t off = blk_emit_alloc_offset(buf);
 	const BlkAttr *role = blk_op_attr(op, "role");
 	int64_t per_prog = blk_op_int(op, "program_bytes", 0);
 	if (role && role->kind == BLK_ATTR_STRING && strcmp(role->s, "transit") == 0)
@@ -511,14 +511,14 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 	r->dt = buf->type.dtype;
 	r->pindex = -1;
 	r->sprog = program_bytes(E, per_prog);
-	r->base = emit_smem_ptr(E, r->sprog ? LLVMBuildAdd(E->b, emit_i32(E, off), r->sprog, "") : emit_i32(E, off));
+	r->base = blk_emit_smem_ptr(E, r->sprog ? LLVMBuildAdd(E->b, blk_emit_i32(E, off), r->sprog, "") : blk_emit_i32(E, off));
 	r->sbase = off;
-	r->off = emit_i64(E, 0);
+	r->off = blk_emit_i64(E, 0);
 	r->offalign = (int64_t)1 << 30;
 	r->rank = buf->type.rank;
 	int64_t st = 1;
 	for (int d = r->rank - 1; d >= 0; d--) {
-		r->g[d] = r->l[d] = emit_i32(E, 0);
+		r->g[d] = r->l[d] = blk_emit_i32(E, 0);
 		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
 		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(buf->type.dims[d]);
 		r->stride[d] = buf->type.layout ? buf->type.layout->sstride[d] : st; /* padded rows */
@@ -528,7 +528,7 @@ void emit_local_alloc(Emit *E, const BlkOp *op)
 		r->swz = buf->type.layout->swz;
 		r->sblk = buf->type.layout->sblk;
 	}
-	emit_bind(E, buf, ev);
+	blk_emit_bind(E, buf, ev);
 }
 
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
@@ -547,9 +547,9 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 	LLVMPositionBuilderAtEnd(E.entry, entry);
 	E.b = LLVMCreateBuilderInContext(E.cx);
 	LLVMPositionBuilderAtEnd(E.b, body);
-	E.tid = emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
-	emit_tmap_addresses(&E);
-	emit_region(&E, c->k->body);
+	E.tid = blk_emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	blk_emit_tmap_addresses(&E);
+	blk_emit_region(&E, c->k->body);
 	LLVMBuildRetVoid(E.b);
 	LLVMBuildBr(E.entry, body);
 	LLVMDisposeBuilder(E.b);

@@ -1,4 +1,4 @@
-/* emit_memory.c - block refs, views, loads, stores, swaps, atomics.
+/* blk_emit_memory.c - block refs, views, loads, stores, swaps, atomics.
  *
  * An access walks the registers of the value's layout.  Its address is
  * base + (per-thread part, once per access) + (per-register constant),
@@ -25,7 +25,7 @@
 
 static LLVMValueRef in_range(Emit *E, LLVMValueRef i, int64_t n)
 {
-	return LLVMBuildICmp(E->b, LLVMIntULT, i, emit_i32(E, n), "");
+	return LLVMBuildICmp(E->b, LLVMIntULT, i, blk_emit_i32(E, n), "");
 }
 
 /* i < an extent that is n, or the run-time dn (a dynamic size). */
@@ -42,7 +42,7 @@ static int64_t ref_step(const ERef *r, int d)
 
 static LLVMValueRef mul64(Emit *E, LLVMValueRef i32v, int64_t k)
 {
-	return LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), emit_i64(E, k), "");
+	return LLVMBuildMul(E->b, LLVMBuildSExt(E->b, i32v, E->i64, ""), blk_emit_i64(E, k), "");
 }
 
 /* i32v times a stride that is k, or the run-time dk (i64). */
@@ -68,12 +68,12 @@ static int64_t param_extent(Emit *E, const BlkSym *s, LLVMValueRef *dyn)
 	*dyn = NULL;
 	if (blk_sym_is_const(s, &v))
 		return v;
-	*dyn = emit_sym(E, s);
+	*dyn = blk_emit_sym(E, s);
 	v = blk_lower_divisor(E->c, s);
 	return v > 0 ? v : (int64_t)1 << 30;
 }
 
-void emit_block_ref(Emit *E, const BlkOp *op)
+void blk_emit_block_ref(Emit *E, const BlkOp *op)
 {
 	const BlkKernel *k = E->c->k;
 	int pi = (int)blk_op_int(op, "param", 0);
@@ -87,32 +87,32 @@ void emit_block_ref(Emit *E, const BlkOp *op)
 	r->dt = p->dtype;
 	r->pindex = pi;
 	r->base = E->params[pi];
-	r->off = emit_i64(E, 0);
+	r->off = blk_emit_i64(E, 0);
 	/* the base's alignment bounds every vector access: fold it into what
 	 * is known of the offset (elements; 16 bytes at most is ever used) */
 	int ab = ptr->align < 16 ? ptr->align : 16, es = blk_dtype_size(p->dtype);
 	r->offalign = ab >= es ? ab / es : 1;
 	for (int d = 0; d < p->rank; d++) {
-		LLVMValueRef s = emit_tile(E, op->operands[d])->r[0], dst, dae, dbe;
+		LLVMValueRef s = blk_emit_tile(E, op->operands[d])->r[0], dst, dae, dbe;
 		int64_t st = array_stride(E, pi, d, &dst), ae = param_extent(E, p->shape[d], &dae);
 		if (p->squeezed[d]) {
 			r->off = LLVMBuildAdd(E->b, r->off, mul_stride(E, s, st, dst), "");
 			r->offalign = blk_gcd(r->offalign, st);
 			if (mask && mask->s[d] == '1')
-				r->alive = emit_and(E, r->alive, in_ext(E, s, ae, dae));
+				r->alive = blk_emit_and(E, r->alive, in_ext(E, s, ae, dae));
 			continue;
 		}
 		int o = r->rank++;
 		r->g[o] = s;
-		r->l[o] = emit_i32(E, 0);
-		r->galign[o] = emit_divisor(op->operands[d]);
+		r->l[o] = blk_emit_i32(E, 0);
+		r->galign[o] = blk_emit_divisor(op->operands[d]);
 		r->lalign[o] = (int64_t)1 << 30;
 		r->stride[o] = st, r->dstride[o] = dst;
 		r->ext[o] = r->bext[o] = param_extent(E, p->block[d], &dbe);
 		r->dbext[o] = dbe;
 		r->aext[o] = ae, r->daext[o] = dae;
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* An access's GATHER dims: per dim its index tile (in the walk's layout:
@@ -136,7 +136,7 @@ static void note_gather(Emit *E, const BlkValue *iv, const ERef *in, int d, bool
 	int j = gt->n++;
 	if (!j)
 		gt->pos = pos;
-	gt->idx[j] = emit_tile(E, iv);
+	gt->idx[j] = blk_emit_tile(E, iv);
 	gt->l[j] = in->l[d], gt->g[j] = in->g[d];
 	gt->stride[j] = in->stride[d], gt->bext[j] = in->bext[d], gt->aext[j] = in->aext[d];
 	gt->dstride[j] = in->dstride[d], gt->dbext[j] = in->dbext[d], gt->daext[j] = in->daext[d];
@@ -158,7 +158,7 @@ static void insert_gathered(Emit *E, ERef *v, bool *dmask, Gather *gt)
 		dmask[o + s] = dmask[o];
 	}
 	for (int o = p; o < p + s; o++) {
-		v->g[o] = v->l[o] = emit_i32(E, 0);
+		v->g[o] = v->l[o] = blk_emit_i32(E, 0);
 		v->stride[o] = 0;
 		v->galign[o] = v->lalign[o] = (int64_t)1 << 30;
 		v->bext[o] = v->aext[o] = v->ext[o] = (int64_t)1 << 30;
@@ -192,10 +192,10 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 		v->step[o] = st;
 		if (kind != BLK_INDEX_FULL) {
 			const BlkValue *sv = op->operands[next++];
-			LLVMValueRef s = emit_tile(E, sv)->r[0];
-			int64_t div = emit_divisor(sv) * st;
+			LLVMValueRef s = blk_emit_tile(E, sv)->r[0];
+			int64_t div = blk_emit_divisor(sv) * st;
 			if (st > 1)
-				s = LLVMBuildMul(E->b, s, emit_i32(E, st), "");
+				s = LLVMBuildMul(E->b, s, blk_emit_i32(E, st), "");
 			v->step[o] = st * blk_index_step(&idx->index.v[d]);
 			v->g[o] = LLVMBuildAdd(E->b, in->g[d], s, "");
 			v->l[o] = LLVMBuildAdd(E->b, in->l[d], s, "");
@@ -207,8 +207,8 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 			v->off = LLVMBuildAdd(E->b, v->off, mul_stride(E, v->g[o], in->stride[d], in->dstride[d]), "");
 			v->offalign = blk_gcd(v->offalign, in->stride[d]);
 			if (m)
-				v->alive = emit_and(E, v->alive,
-				                    emit_and(E, in_ext(E, v->l[o], in->bext[d], in->dbext[d]),
+				v->alive = blk_emit_and(E, v->alive,
+				                    blk_emit_and(E, in_ext(E, v->l[o], in->bext[d], in->dbext[d]),
 				                             in_ext(E, v->g[o], in->aext[d], in->daext[d])));
 			continue;
 		}
@@ -220,7 +220,7 @@ static void apply_index(Emit *E, const BlkOp *op, int next, const ERef *in, ERef
 		insert_gathered(E, v, dmask, gt);
 }
 
-void emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out)
+void blk_emit_index_ref(Emit *E, const BlkOp *op, int next, const ERef *in, ERef *out)
 {
 	apply_index(E, op, next, in, out, NULL, NULL);
 }
@@ -293,19 +293,19 @@ static void walk_init(Emit *E, Walk *w, const ERef *v, const BlkLayout *l)
 	/* shared: the thread's part first (loop-invariant, hoisted), then the
 	 * Ref's run-time offset (a slot), one add a slot for every pointer */
 	bool sh = v->space == BLK_SPACE_SHARED;
-	LLVMValueRef off = sh ? emit_i64(E, 0) : v->off;
+	LLVMValueRef off = sh ? blk_emit_i64(E, 0) : v->off;
 	for (int d = 0; d < v->rank; d++) {
-		w->tc[d] = emit_thread_part(E, l, d);
+		w->tc[d] = blk_emit_thread_part(E, l, d);
 		if (ref_step(v, d) > 1) /* from here on the coordinate is scaled by the step */
-			w->tc[d] = LLVMBuildMul(E->b, w->tc[d], emit_i32(E, ref_step(v, d)), "");
+			w->tc[d] = LLVMBuildMul(E->b, w->tc[d], blk_emit_i32(E, ref_step(v, d)), "");
 		off = LLVMBuildAdd(E->b, off, mul_stride(E, LLVMBuildAdd(E->b, v->g[d], w->tc[d], ""),
 		                                         v->stride[d], v->dstride[d]), "");
 	}
-	LLVMTypeRef et = emit_mem_type(E, v->dt);
+	LLVMTypeRef et = blk_emit_mem_type(E, v->dt);
 	w->tbase = LLVMBuildGEP2(E->b, et, v->base, &off, 1, "");
 	if (sh)
 		w->tbase = LLVMBuildGEP2(E->b, et, w->tbase, (LLVMValueRef *)&v->off, 1, "");
-	w->owner = emit_owner(E, l);
+	w->owner = blk_emit_owner(E, l);
 }
 
 /* The element pointer and the in-bounds condition (NULL: always) of
@@ -319,20 +319,20 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 	LLVMValueRef m = v->alive, doff = NULL; /* doff: the part of run-time strides */
 	for (int d = 0; d < v->rank; d++) {
 		int k = blk_layout_coord(w->l, d, rd[d], 0), st = (int)ref_step(v, d);
-		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, k * st), "");
+		LLVMValueRef c = LLVMBuildAdd(E->b, w->tc[d], blk_emit_i32(E, k * st), "");
 		if (w->l->pad[d] != w->l->shape[d]) /* padding: the coordinate, before the step */
-			m = emit_and(E, m, in_range(E, st > 1 ? LLVMBuildAdd(E->b, emit_thread_part(E, w->l, d),
-			                                                     emit_i32(E, k), "") : c,
+			m = blk_emit_and(E, m, in_range(E, st > 1 ? LLVMBuildAdd(E->b, blk_emit_thread_part(E, w->l, d),
+			                                                     blk_emit_i32(E, k), "") : c,
 			                            w->l->shape[d]));
 		if (v->dstride[d] && k) {
-			LLVMValueRef x = LLVMBuildMul(E->b, emit_i64(E, (int64_t)k * st), v->dstride[d], "");
+			LLVMValueRef x = LLVMBuildMul(E->b, blk_emit_i64(E, (int64_t)k * st), v->dstride[d], "");
 			doff = doff ? LLVMBuildAdd(E->b, doff, x, "") : x;
 		} else if (!v->dstride[d]) {
 			coff += k * st * v->stride[d];
 		}
 		if (w->dmask[d]) {
-			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d], v->dbext[d]));
-			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d], v->daext[d]));
+			m = blk_emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->l[d], c, ""), v->bext[d], v->dbext[d]));
+			m = blk_emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, v->g[d], c, ""), v->aext[d], v->daext[d]));
 		}
 	}
 	LLVMValueRef goff = NULL;
@@ -340,8 +340,8 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 		const Gather *gt = &w->gt;
 		LLVMValueRef x = gt->idx[j]->r[r];
 		if (gt->mask[j]) {
-			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->l[j], x, ""), gt->bext[j], gt->dbext[j]));
-			m = emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->aext[j], gt->daext[j]));
+			m = blk_emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->l[j], x, ""), gt->bext[j], gt->dbext[j]));
+			m = blk_emit_and(E, m, in_ext(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->aext[j], gt->daext[j]));
 		}
 		LLVMValueRef o = mul_stride(E, LLVMBuildAdd(E->b, gt->g[j], x, ""), gt->stride[j], gt->dstride[j]);
 		goff = goff ? LLVMBuildAdd(E->b, goff, o, "") : o;
@@ -352,20 +352,20 @@ static LLVMValueRef walk_elem(Emit *E, const Walk *w, int r, LLVMValueRef *mask)
 	if (v->swz) {
 		LLVMValueRef c[BLK_MAX_RANK];
 		for (int d = 0; d < v->rank; d++)
-			c[d] = LLVMBuildAdd(E->b, w->tc[d], emit_i32(E, blk_layout_coord(w->l, d, rd[d], 0)), "");
-		return emit_swizzled_ptr(E, v, c);
+			c[d] = LLVMBuildAdd(E->b, w->tc[d], blk_emit_i32(E, blk_layout_coord(w->l, d, rd[d], 0)), "");
+		return blk_emit_swizzled_ptr(E, v, c);
 	}
-	LLVMValueRef o = emit_i64(E, coff);
+	LLVMValueRef o = blk_emit_i64(E, coff);
 	if (goff)
 		o = LLVMBuildAdd(E->b, goff, o, "");
 	if (doff)
 		o = LLVMBuildAdd(E->b, doff, o, "");
-	return LLVMBuildGEP2(E->b, emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
+	return LLVMBuildGEP2(E->b, blk_emit_mem_type(E, v->dt), w->tbase, &o, 1, "");
 }
 
 static LLVMTypeRef group_type(Emit *E, const Walk *w)
 {
-	LLVMTypeRef et = emit_mem_type(E, w->v->dt);
+	LLVMTypeRef et = blk_emit_mem_type(E, w->v->dt);
 	return w->vec > 1 ? LLVMVectorType(et, (unsigned)w->vec) : et;
 }
 
@@ -386,13 +386,13 @@ static LLVMValueRef fill_of(Emit *E, const BlkOp *op, BlkDType dt)
 	const BlkAttr *f = blk_op_attr(op, "fill");
 	double v = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
 	if (blk_dtype_is_float(dt))
-		return LLVMConstReal(emit_reg_type(E, dt), v);
+		return LLVMConstReal(blk_emit_reg_type(E, dt), v);
 	if (blk_dtype_is_fp8(dt)) /* its bits */
 		return LLVMConstInt(E->i8, blk_f32_to_fp8(dt, (float)v), false);
 	int32_t i = !f ? 0 : f->kind == BLK_ATTR_FLOAT ? blk_fill_to_i32(f->f) : (int32_t)f->i;
 	if (dt == BLK_BOOL) /* as the interpreter: any nonzero fill is true */
 		return LLVMConstInt(E->i1, i != 0, false);
-	return LLVMConstInt(emit_reg_type(E, dt), (unsigned long long)(int64_t)i, true);
+	return LLVMConstInt(blk_emit_reg_type(E, dt), (unsigned long long)(int64_t)i, true);
 }
 
 static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *t)
@@ -403,7 +403,7 @@ static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *
 	LLVMValueRef x = LLVMBuildLoad2(E->b, group_type(E, w), p, "");
 	LLVMSetAlignment(x, (unsigned)(w->vec * blk_dtype_size(w->v->dt)));
 	for (int i = 0; i < w->vec; i++) {
-		LLVMValueRef e = w->vec > 1 ? LLVMBuildExtractElement(E->b, x, emit_i32(E, i), "") : x;
+		LLVMValueRef e = w->vec > 1 ? LLVMBuildExtractElement(E->b, x, blk_emit_i32(E, i), "") : x;
 		e = to_reg(E, e, w->v->dt);
 		t->r[r + i] = m ? LLVMBuildSelect(E->b, m, e, fill, "") : e;
 	}
@@ -412,7 +412,7 @@ static void load_group(Emit *E, const Walk *w, int r, LLVMValueRef fill, ETile *
 static ETile do_load(Emit *E, const BlkOp *op, const ERef *v, const BlkLayout *l, Walk *w)
 {
 	walk_init(E, w, v, l);
-	ETile t = emit_new_tile(E, l);
+	ETile t = blk_emit_new_tile(E, l);
 	LLVMValueRef fill = fill_of(E, op, v->dt);
 	int n = blk_layout_nregs(l);
 	for (int r = 0; r < n; r += w->vec)
@@ -424,11 +424,11 @@ static ETile do_load(Emit *E, const BlkOp *op, const ERef *v, const BlkLayout *l
 static void store_group(Emit *E, const Walk *w, int r, const ETile *t, const BlkOp *atomic)
 {
 	LLVMValueRef m, p = walk_elem(E, w, r, &m);
-	LLVMBasicBlockRef cont = emit_begin_if(E, emit_and(E, m, w->owner));
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_and(E, m, w->owner));
 	BlkDType dt = w->v->dt;
 	int nt = blk_layout_nregs(t->l);
 	if (atomic) {
-		emit_atomic_rmw(E, atomic, p, to_mem(E, t->r[nt == 1 ? 0 : r], dt), dt);
+		blk_emit_atomic_rmw(E, atomic, p, to_mem(E, t->r[nt == 1 ? 0 : r], dt), dt);
 	} else if (w->vec == 1) {
 		LLVMValueRef s = LLVMBuildStore(E->b, to_mem(E, t->r[nt == 1 ? 0 : r], dt), p);
 		LLVMSetAlignment(s, (unsigned)blk_dtype_size(dt));
@@ -436,11 +436,11 @@ static void store_group(Emit *E, const Walk *w, int r, const ETile *t, const Blk
 		LLVMValueRef x = LLVMGetUndef(group_type(E, w));
 		for (int i = 0; i < w->vec; i++)
 			x = LLVMBuildInsertElement(E->b, x, to_mem(E, t->r[nt == 1 ? 0 : r + i], dt),
-			                           emit_i32(E, i), "");
+			                           blk_emit_i32(E, i), "");
 		LLVMValueRef s = LLVMBuildStore(E->b, x, p);
 		LLVMSetAlignment(s, (unsigned)(w->vec * blk_dtype_size(dt)));
 	}
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
 static void do_store(Emit *E, const ERef *v, const ETile *t, Walk *w, const BlkOp *atomic)
@@ -485,35 +485,35 @@ static LLVMValueRef swizzled_elems(Emit *E, const ERef *r, LLVMValueRef *c)
 	for (int d = 0; d < r->rank; d++) {
 		LLVMValueRef x = c ? LLVMBuildAdd(E->b, r->g[d], c[d], "") : r->g[d];
 		if (d == cd && r->sblk) { /* (x / bw) * sblk + x % bw */
-			LLVMValueRef blk = LLVMBuildMul(E->b, LLVMBuildUDiv(E->b, x, emit_i32(E, bw), ""),
-			                                emit_i32(E, r->sblk), "");
-			x = LLVMBuildAdd(E->b, blk, LLVMBuildURem(E->b, x, emit_i32(E, bw), ""), "");
+			LLVMValueRef blk = LLVMBuildMul(E->b, LLVMBuildUDiv(E->b, x, blk_emit_i32(E, bw), ""),
+			                                blk_emit_i32(E, r->sblk), "");
+			x = LLVMBuildAdd(E->b, blk, LLVMBuildURem(E->b, x, blk_emit_i32(E, bw), ""), "");
 		} else if (r->stride[d] != 1) {
-			x = LLVMBuildMul(E->b, x, emit_i32(E, r->stride[d]), "");
+			x = LLVMBuildMul(E->b, x, blk_emit_i32(E, r->stride[d]), "");
 		}
 		o = LLVMBuildAdd(E->b, o, x, "");
 	}
 	return o;
 }
 
-LLVMValueRef emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c)
+LLVMValueRef blk_emit_swizzled_ptr(Emit *E, const ERef *r, LLVMValueRef *c)
 {
-	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, c), emit_i32(E, blk_dtype_size(r->dt)), "");
+	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, c), blk_emit_i32(E, blk_dtype_size(r->dt)), "");
 	/* bits 4.. of the byte offset ^= its 128-byte row within the atom */
-	LLVMValueRef row = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, b, emit_i32(E, 7), ""),
-	                                emit_i32(E, r->swz / 16 - 1), "");
-	b = LLVMBuildXor(E->b, b, LLVMBuildShl(E->b, row, emit_i32(E, 4), ""), "");
+	LLVMValueRef row = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, b, blk_emit_i32(E, 7), ""),
+	                                blk_emit_i32(E, r->swz / 16 - 1), "");
+	b = LLVMBuildXor(E->b, b, LLVMBuildShl(E->b, row, blk_emit_i32(E, 4), ""), "");
 	return LLVMBuildGEP2(E->b, E->i8, r->base, &b, 1, "");
 }
 
-LLVMValueRef emit_swizzled_origin(Emit *E, const ERef *r)
+LLVMValueRef blk_emit_swizzled_origin(Emit *E, const ERef *r)
 {
-	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, NULL), emit_i32(E, blk_dtype_size(r->dt)), "");
+	LLVMValueRef b = LLVMBuildMul(E->b, swizzled_elems(E, r, NULL), blk_emit_i32(E, blk_dtype_size(r->dt)), "");
 	LLVMValueRef p = LLVMBuildGEP2(E->b, E->i8, r->base, &b, 1, "");
 	return LLVMBuildPtrToInt(E->b, p, E->i32, "");
 }
 
-LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes)
+LLVMValueRef blk_emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_t *cbytes)
 {
 	if (r->swz)
 		blk_die("lower: emit: a swizzled shared Ref read by element address");
@@ -523,30 +523,30 @@ LLVMValueRef emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, int64_
 		if (LLVMIsAConstantInt(r->g[d]))
 			k += LLVMConstIntGetSExtValue(r->g[d]) * r->stride[d];
 		else
-			dyn = LLVMBuildAdd(E->b, dyn, LLVMBuildMul(E->b, r->g[d], emit_i32(E, r->stride[d]), ""), "");
+			dyn = LLVMBuildAdd(E->b, dyn, LLVMBuildMul(E->b, r->g[d], blk_emit_i32(E, r->stride[d]), ""), "");
 	}
 	*cbytes = k * es;
-	LLVMValueRef sb = emit_i32(E, r->sbase);
+	LLVMValueRef sb = blk_emit_i32(E, r->sbase);
 	if (r->sprog)
 		sb = LLVMBuildAdd(E->b, sb, r->sprog, "");
-	LLVMValueRef inv = emit_smem_ptr(E, LLVMBuildAdd(E->b, tbytes, sb, ""));
+	LLVMValueRef inv = blk_emit_smem_ptr(E, LLVMBuildAdd(E->b, tbytes, sb, ""));
 	if (LLVMIsAConstantInt(dyn) && LLVMConstIntGetSExtValue(dyn) == 0)
 		return inv;
-	LLVMValueRef o = LLVMBuildMul(E->b, dyn, emit_i32(E, es), "");
+	LLVMValueRef o = LLVMBuildMul(E->b, dyn, blk_emit_i32(E, es), "");
 	return LLVMBuildGEP2(E->b, E->i8, inv, &o, 1, "");
 }
 
 /* ---- async copies into shared memory (pipeliner.c) ------------------------------ */
 
-void emit_async_commit(Emit *E)
+void blk_emit_async_commit(Emit *E)
 {
-	emit_intrinsic(E, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	blk_emit_intrinsic(E, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 }
 
-void emit_async_wait(Emit *E, const BlkOp *op)
+void blk_emit_async_wait(Emit *E, const BlkOp *op)
 {
-	LLVMValueRef n = emit_i32(E, blk_op_int(op, "pending", 0));
-	emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+	LLVMValueRef n = blk_emit_i32(E, blk_op_int(op, "pending", 0));
+	blk_emit_intrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 }
 
 static void swap_v(LLVMValueRef *x)
@@ -562,36 +562,36 @@ static void swap_i(int64_t *x)
 }
 
 /* The same bytes with dims 0 and 1 swapped. */
-void emit_trans_view(Emit *E, const BlkOp *op)
+void blk_emit_trans_view(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	*ev = *emit_val(E, op->operands[0]);
+	*ev = *blk_emit_val(E, op->operands[0]);
 	ERef *r = &ev->ref;
 	swap_v(r->g), swap_v(r->l);
 	swap_i(r->galign), swap_i(r->lalign), swap_i(r->stride), swap_i(r->bext), swap_i(r->aext);
 	swap_v(r->dstride), swap_v(r->dbext), swap_v(r->daext);
 	swap_i(r->ext);
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* The same bytes, row-major in the result's dims (verify_gpu.c: a whole,
  * unpadded local_alloc). */
-void emit_reshape_view(Emit *E, const BlkOp *op)
+void blk_emit_reshape_view(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	*ev = *emit_val(E, op->operands[0]);
+	*ev = *blk_emit_val(E, op->operands[0]);
 	ERef *r = &ev->ref;
 	const BlkType *t = &op->results[0]->type;
 	r->rank = t->rank;
 	int64_t st = 1;
 	for (int d = r->rank - 1; d >= 0; d--) {
-		r->g[d] = r->l[d] = emit_i32(E, 0);
+		r->g[d] = r->l[d] = blk_emit_i32(E, 0);
 		r->galign[d] = r->lalign[d] = (int64_t)1 << 30;
 		r->ext[d] = r->bext[d] = r->aext[d] = blk_lower_dim(t->dims[d]);
 		r->stride[d] = st;
 		st *= r->ext[d];
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* One piece of the copy: cp.async of `bytes` (16: .cg, 4 or 8: .ca), the
@@ -608,8 +608,8 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
 		snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d%s",
 		         bytes == 16 ? "cg" : "ca", bytes, m ? ".s" : "");
 		LLVMValueRef args[3] = { dst, src,
-		                         m ? LLVMBuildSelect(E->b, m, emit_i32(E, bytes), emit_i32(E, 0), "") : NULL };
-		emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
+		                         m ? LLVMBuildSelect(E->b, m, blk_emit_i32(E, bytes), blk_emit_i32(E, 0), "") : NULL };
+		blk_emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
 		return;
 	}
 	LLVMTypeRef it = LLVMIntTypeInContext(E->cx, (unsigned)bytes * 8);
@@ -625,10 +625,10 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
  * blk_layout_copy_across where dst lies transposed) to the same
  * coordinates of dst, through dst's strides; with
  * part/parts only that share of its pieces.  Padding lanes copy nothing. */
-void emit_async_copy(Emit *E, const BlkOp *op)
+void blk_emit_async_copy(Emit *E, const BlkOp *op)
 {
-	const ERef *dst = &emit_val(E, op->operands[0])->ref;
-	const ERef *in = &emit_val(E, op->operands[1])->ref;
+	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
+	const ERef *in = &blk_emit_val(E, op->operands[1])->ref;
 	const BlkType *t = &op->operands[0]->type;
 	ERef v;
 	Walk w = { 0 };
@@ -647,11 +647,11 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 	for (int d = 0; d < 2; d++)
 		if (l->pad[d] != l->shape[d])
 			live = NULL; /* checked per piece below */
-	LLVMBasicBlockRef cont = emit_begin_if(E, live);
-	LLVMTypeRef et = emit_mem_type(E, t->dtype);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, live);
+	LLVMTypeRef et = blk_emit_mem_type(E, t->dtype);
 	LLVMValueRef toff = LLVMBuildAdd(E->b, dst->off, LLVMBuildAdd(E->b,
-	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[0], E->i64, ""), emit_i64(E, dst->stride[0]), ""),
-	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[1], E->i64, ""), emit_i64(E, dst->stride[1]), ""), ""), "");
+	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[0], E->i64, ""), blk_emit_i64(E, dst->stride[0]), ""),
+	                    LLVMBuildMul(E->b, LLVMBuildSExt(E->b, w.tc[1], E->i64, ""), blk_emit_i64(E, dst->stride[1]), ""), ""), "");
 	LLVMValueRef tdst = LLVMBuildGEP2(E->b, et, dst->base, &toff, 1, "");
 	int n = blk_layout_nregs(l), groups = n / w.vec, rd[2];
 	int64_t part = blk_op_int(op, "part", 0), parts = blk_op_int(op, "parts", 1);
@@ -662,45 +662,45 @@ void emit_async_copy(Emit *E, const BlkOp *op)
 		LLVMValueRef pad = live ? NULL : w.owner;
 		for (int d = 0; d < 2; d++)
 			if (l->pad[d] != l->shape[d])
-				pad = emit_and(E, pad, in_range(E, LLVMBuildAdd(E->b, w.tc[d], emit_i32(E, d ? c1 : c0), ""),
+				pad = blk_emit_and(E, pad, in_range(E, LLVMBuildAdd(E->b, w.tc[d], blk_emit_i32(E, d ? c1 : c0), ""),
 				                                l->shape[d]));
-		LLVMBasicBlockRef pc = emit_begin_if(E, pad);
+		LLVMBasicBlockRef pc = blk_emit_begin_if(E, pad);
 		LLVMValueRef m, src = walk_elem(E, &w, r, &m), to;
 		if (dst->swz) {
-			LLVMValueRef c[2] = { LLVMBuildAdd(E->b, w.tc[0], emit_i32(E, c0), ""),
-			                      LLVMBuildAdd(E->b, w.tc[1], emit_i32(E, c1), "") };
-			to = emit_swizzled_ptr(E, dst, c);
+			LLVMValueRef c[2] = { LLVMBuildAdd(E->b, w.tc[0], blk_emit_i32(E, c0), ""),
+			                      LLVMBuildAdd(E->b, w.tc[1], blk_emit_i32(E, c1), "") };
+			to = blk_emit_swizzled_ptr(E, dst, c);
 		} else {
-			LLVMValueRef o = emit_i64(E, (int64_t)c0 * dst->stride[0] + (int64_t)c1 * dst->stride[1]);
+			LLVMValueRef o = blk_emit_i64(E, (int64_t)c0 * dst->stride[0] + (int64_t)c1 * dst->stride[1]);
 			to = LLVMBuildGEP2(E->b, et, tdst, &o, 1, "");
 		}
 		copy_piece(E, to, src, m, v.base, w.vec * blk_dtype_size(t->dtype));
-		emit_end_if(E, pc);
+		blk_emit_end_if(E, pc);
 	}
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
-void emit_memory(Emit *E, const BlkOp *op)
+void blk_emit_memory(Emit *E, const BlkOp *op)
 {
-	const ERef *in = &emit_val(E, op->operands[0])->ref;
+	const ERef *in = &blk_emit_val(E, op->operands[0])->ref;
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	Walk w = { 0 };
 	apply_index(E, op, 1, in, &ev->ref, w.dmask, &w.gt);
 	if (op->kind == BLK_OP_VIEW) {
 		ev->is_ref = true;
-		emit_bind(E, op->results[0], ev);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
 	if (op->kind == BLK_OP_LOAD || op->kind == BLK_OP_SWAP) {
 		Walk lw = w;
-		ev->t = do_load(E, op, &ev->ref, emit_layout(E, op->results[0]), &lw);
-		emit_bind(E, op->results[0], ev);
+		ev->t = do_load(E, op, &ev->ref, blk_emit_layout(E, op->results[0]), &lw);
+		blk_emit_bind(E, op->results[0], ev);
 	}
 	if (op->kind == BLK_OP_SWAP)
-		emit_barrier(E);
+		blk_emit_barrier(E);
 	if (op->kind != BLK_OP_LOAD) {
-		const ETile *t = emit_tile(E, op->operands[op->noperands - 1]);
-		if (w.gt.n == 0 && emit_store_stmatrix(E, op, &ev->ref, t))
+		const ETile *t = blk_emit_tile(E, op->operands[op->noperands - 1]);
+		if (w.gt.n == 0 && blk_emit_store_stmatrix(E, op, &ev->ref, t))
 			return;
 		do_store(E, &ev->ref, t, &w, blk_op_is_atomic(op->kind) ? op : NULL);
 	}

@@ -1,4 +1,4 @@
-/* emit_mma.c - the tensor-core ops of the GPU level (mma_steps.c makes
+/* blk_emit_mma.c - the tensor-core ops of the GPU level (mma_steps.c makes
  * them): mma.sync m16n8k16 on f16/bf16 fragments, f32 accumulator (sm_80
  * and up), and m16n8k32 on 8-bit ones: i8/u8 with an i32 accumulator
  * (sm_80), fp8 with an f32 one (sm_89).  A k32 step of bytes is laid out
@@ -29,7 +29,7 @@
 
 static LLVMValueRef gep(Emit *E, LLVMValueRef p, int64_t bytes)
 {
-	LLVMValueRef o = emit_i32(E, bytes);
+	LLVMValueRef o = blk_emit_i32(E, bytes);
 	return bytes ? LLVMBuildGEP2(E->b, E->i8, p, &o, 1, "") : p;
 }
 
@@ -47,7 +47,7 @@ static LLVMValueRef call_cast(Emit *E, const char *name, LLVMTypeRef *tys, int n
 	for (int i = 0; i < nargs; i++)
 		if (LLVMTypeOf(args[i]) != pt[i])
 			args[i] = LLVMBuildBitCast(E->b, args[i], pt[i], "");
-	return emit_intrinsic(E, name, tys, ntys, args, nargs);
+	return blk_emit_intrinsic(E, name, tys, ntys, args, nargs);
 }
 
 /* ldmatrix.x4 at p (shared): 4 x i32 (each two 16-bit elements); the
@@ -65,8 +65,8 @@ static void ldmatrix(Emit *E, LLVMValueRef p, bool trans, LLVMValueRef *out)
 static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
 {
 	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
-	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, emit_i32(E, 0), "");
-	v = LLVMBuildInsertElement(E->b, v, hi, emit_i32(E, 1), "");
+	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, blk_emit_i32(E, 0), "");
+	v = LLVMBuildInsertElement(E->b, v, hi, blk_emit_i32(E, 1), "");
 	return LLVMBuildBitCast(E->b, v, E->i32, "");
 }
 
@@ -79,34 +79,34 @@ typedef struct Lane {
 static Lane lane_of(Emit *E, const BlkLayout *l)
 {
 	int wn = blk_layout_warps_n(l);
-	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
-	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, emit_i32(E, 5), "");
+	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, 31), "");
+	LLVMValueRef w = LLVMBuildLShr(E->b, E->tid, blk_emit_i32(E, 5), "");
 	Lane L;
-	L.wn = LLVMBuildAnd(E->b, w, emit_i32(E, wn - 1), "");
-	L.wm = LLVMBuildLShr(E->b, w, emit_i32(E, blk_layout_log2(wn)), "");
-	L.i8 = LLVMBuildAnd(E->b, lane, emit_i32(E, 7), "");
-	L.q0 = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 3), ""), emit_i32(E, 1), "");
-	L.q1 = LLVMBuildLShr(E->b, lane, emit_i32(E, 4), "");
+	L.wn = LLVMBuildAnd(E->b, w, blk_emit_i32(E, wn - 1), "");
+	L.wm = LLVMBuildLShr(E->b, w, blk_emit_i32(E, blk_layout_log2(wn)), "");
+	L.i8 = LLVMBuildAnd(E->b, lane, blk_emit_i32(E, 7), "");
+	L.q0 = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, blk_emit_i32(E, 3), ""), blk_emit_i32(E, 1), "");
+	L.q1 = LLVMBuildLShr(E->b, lane, blk_emit_i32(E, 4), "");
 	return L;
 }
 
 static LLVMValueRef mul(Emit *E, LLVMValueRef x, int64_t k)
 {
-	return LLVMBuildMul(E->b, x, emit_i32(E, k), "");
+	return LLVMBuildMul(E->b, x, blk_emit_i32(E, k), "");
 }
 
-void emit_local_load(Emit *E, const BlkOp *op)
+void blk_emit_local_load(Emit *E, const BlkOp *op)
 {
-	const ERef *r = &emit_val(E, op->operands[0])->ref;
-	const BlkLayout *l = emit_layout(E, op->results[0]);
-	if (l->sfrag) { /* a SIMT dot's k step (emit_dot.c) */
-		emit_fma_load(E, op);
+	const ERef *r = &blk_emit_val(E, op->operands[0])->ref;
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
+	if (l->sfrag) { /* a SIMT dot's k step (blk_emit_dot.c) */
+		blk_emit_fma_load(E, op);
 		return;
 	}
 	int wm = l->thr[0] / 8, wn = l->thr[1] / 4;
 	Lane L = lane_of(E, l);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	LLVMValueRef *out = ev->t.r;
 	int64_t kb;
 	LLVMValueRef t;
@@ -119,7 +119,7 @@ void emit_local_load(Emit *E, const BlkOp *op)
 		LLVMValueRef row = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, mul(E, L.wm, 8), L.i8, ""),
 		                                mul(E, L.q0, 8 * wm), "");
 		t = LLVMBuildAdd(E->b, mul(E, row, ld), mul(E, L.q1, 16), "");
-		LLVMValueRef p = emit_shared_ptr(E, r, t, &kb);
+		LLVMValueRef p = blk_emit_shared_ptr(E, r, t, &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int mi = 0; mi < mi_n; mi++)
 				ldmatrix(E, gep(E, p, kb + mi * 16 * wm * ld + ks * 32), false,
@@ -139,21 +139,21 @@ void emit_local_load(Emit *E, const BlkOp *op)
 			t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, mul(E, L.q0, 8), L.i8, ""), ld), mul(E, n0, es), "");
 			ks_b = 16 * ld, jp_b = 16 * wn * es;
 		}
-		LLVMValueRef p = emit_shared_ptr(E, r, t, &kb);
+		LLVMValueRef p = blk_emit_shared_ptr(E, r, t, &kb);
 		for (int ks = 0; ks < nks; ks++)
 			for (int jp = 0; jp < nj / 2; jp++)
 				ldmatrix(E, gep(E, p, kb + ks * ks_b + jp * jp_b), !kmajor, &out[(ks * nj + jp * 2) * 2]);
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
-void emit_frag_convert(Emit *E, const BlkOp *op)
+void blk_emit_frag_convert(Emit *E, const BlkOp *op)
 {
-	const ETile *a = emit_tile(E, op->operands[0]);
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	const ETile *a = blk_emit_tile(E, op->operands[0]);
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	int nn = blk_layout_regs_along(a->l, 1), mi_n = l->shape[0] / (2 * l->thr[0]), nks = l->shape[1] / 16;
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	for (int ks = 0; ks < nks; ks++)
 		for (int mi = 0; mi < mi_n; mi++)
 			for (int h = 0; h < 2; h++)     /* k half: n8 block 2ks + h */
@@ -161,22 +161,22 @@ void emit_frag_convert(Emit *E, const BlkOp *op)
 					int at = (2 * mi + r) * nn + 2 * (2 * ks + h);
 					ev->t.r[(ks * mi_n + mi) * 4 + 2 * h + r] = pack2(E, a->r[at], a->r[at + 1]);
 				}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
-void emit_extract_slice(Emit *E, const BlkOp *op)
+void blk_emit_extract_slice(Emit *E, const BlkOp *op)
 {
-	const ETile *a = emit_tile(E, op->operands[0]);
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	const ETile *a = blk_emit_tile(E, op->operands[0]);
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	if (l->wg) { /* wgmma columns: registers (h, 2j + c), n8 blocks from start/8 */
 		int na = blk_layout_regs_along(a->l, 1), nr = blk_layout_regs_along(l, 1);
 		int first = (int)(blk_op_int(op, "start", 0) / 4), rows = blk_layout_regs_along(l, 0);
 		EVal *ev = BLK_NEW(E->c->a, EVal);
-		ev->t = emit_new_tile(E, l);
+		ev->t = blk_emit_new_tile(E, l);
 		for (int r0 = 0; r0 < rows; r0++)
 			for (int r1 = 0; r1 < nr; r1++)
 				ev->t.r[r0 * nr + r1] = a->r[r0 * na + first + r1];
-		emit_bind(E, op->results[0], ev);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
 	int n = blk_layout_nregs(l);
@@ -184,10 +184,10 @@ void emit_extract_slice(Emit *E, const BlkOp *op)
 	int ks = l->kstep;
 	int64_t first = blk_op_int(op, "start", 0) / ks * (n / (l->shape[l->frag == BLK_FRAG_A ? 1 : 0] / ks));
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	for (int i = 0; i < n; i++)
 		ev->t.r[i] = a->r[first + i];
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* fp8 mma.sync: PTX 8.4, no LLVM 19 intrinsic, so inline PTX (no side
@@ -200,7 +200,7 @@ static LLVMValueRef mma_fp8(Emit *E, BlkDType at, BlkDType bt, LLVMValueRef *arg
 	         "{$10,$11,$12,$13};",
 	         at == BLK_F8E4M3 ? "e4m3" : "e5m2", bt == BLK_F8E4M3 ? "e4m3" : "e5m2");
 	LLVMTypeRef f4[4] = { E->f32, E->f32, E->f32, E->f32 };
-	return emit_asm(E, LLVMStructTypeInContext(E->cx, f4, 4, false), args, 10, text,
+	return blk_emit_asm(E, LLVMStructTypeInContext(E->cx, f4, 4, false), args, 10, text,
 	                "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", false);
 }
 
@@ -218,20 +218,20 @@ static const char *mma_intrinsic(BlkDType at, BlkDType bt)
 }
 
 /* dot on fragments: per k step, mma.sync for each (m16, n8) pair. */
-void emit_mma(Emit *E, const BlkOp *op)
+void blk_emit_mma(Emit *E, const BlkOp *op)
 {
-	if (!emit_layout(E, op->operands[0])->frag) /* mma_steps.c splits every one */
+	if (!blk_emit_layout(E, op->operands[0])->frag) /* mma_steps.c splits every one */
 		blk_die("lower: emit: a tensor-core dot not split into k steps");
-	const ETile *fa = emit_tile(E, op->operands[0]), *fb = emit_tile(E, op->operands[1]);
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	const ETile *fa = blk_emit_tile(E, op->operands[0]), *fb = blk_emit_tile(E, op->operands[1]);
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	BlkDType at = op->operands[0]->type.dtype, bt = op->operands[1]->type.dtype;
 	bool fp8 = blk_dtype_is_fp8(at);
 	const char *mma = fp8 ? NULL : mma_intrinsic(at, bt);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	int nacc = blk_layout_nregs(l), nn = blk_layout_regs_along(l, 1);
 	int mi_n = blk_layout_regs_along(l, 0) / 2, nj_n = nn / 2; /* m16 instances, n8 blocks */
-	const ETile *acc = emit_tile(E, op->operands[2]);
+	const ETile *acc = blk_emit_tile(E, op->operands[2]);
 	for (int r = 0; r < nacc; r++)
 		ev->t.r[r] = acc->r[r];
 	int nks = fa->l->shape[1] / fa->l->kstep;
@@ -250,5 +250,5 @@ void emit_mma(Emit *E, const BlkOp *op)
 					ev->t.r[c[k]] = LLVMBuildExtractValue(E->b, d, (unsigned)k, "");
 			}
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

@@ -1,4 +1,4 @@
-/* emit_reduce.c - reductions along one axis, in parallel.
+/* blk_emit_reduce.c - reductions along one axis, in parallel.
  *
  * The result takes the operand's layout sliced at the axis (tile.c), so
  * each result element lives in the threads that held its operand row and
@@ -19,7 +19,7 @@
  */
 #include "emit.h"
 
-LLVMValueRef emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
+LLVMValueRef blk_emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
 {
 	LLVMValueRef args[2] = { a, x };
 	LLVMTypeRef t = fl ? E->f32 : E->i32;
@@ -28,18 +28,18 @@ LLVMValueRef emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMVal
 	if (k == BLK_OP_MUL)
 		return fl ? LLVMBuildFMul(E->b, a, x, "") : LLVMBuildMul(E->b, a, x, "");
 	if (fl)
-		return emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
-	return emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
+		return blk_emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
+	return blk_emit_intrinsic(E, k == BLK_OP_MAX ? "llvm.smax" : "llvm.smin", &t, 1, args, 2);
 }
 
-LLVMValueRef emit_combine_identity(Emit *E, BlkOpKind k, bool fl)
+LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl)
 {
 	if (k == BLK_OP_ADD || k == BLK_OP_MUL)
-		return fl ? LLVMConstReal(E->f32, k == BLK_OP_MUL) : emit_i32(E, k == BLK_OP_MUL);
+		return fl ? LLVMConstReal(E->f32, k == BLK_OP_MUL) : blk_emit_i32(E, k == BLK_OP_MUL);
 	bool mx = k == BLK_OP_MAX;
 	if (fl)
 		return LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf());
-	return emit_i32(E, mx ? INT32_MIN : INT32_MAX);
+	return blk_emit_i32(E, mx ? INT32_MIN : INT32_MAX);
 }
 
 /* The elementwise op a reduction combines with. */
@@ -50,12 +50,12 @@ static BlkOpKind combiner(BlkOpKind k)
 
 static LLVMValueRef combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x)
 {
-	return emit_combine(E, combiner(k), fl, a, x);
+	return blk_emit_combine(E, combiner(k), fl, a, x);
 }
 
 static LLVMValueRef identity(Emit *E, BlkOpKind k, bool fl)
 {
-	return emit_combine_identity(E, combiner(k), fl);
+	return blk_emit_combine_identity(E, combiner(k), fl);
 }
 
 /* Register number of per-dim register indices rd (layout.h order). */
@@ -79,8 +79,8 @@ typedef struct Red {
 static LLVMValueRef widen(Emit *E, const Red *R, LLVMValueRef x)
 {
 	if (R->fl)
-		return emit_to_f32(E, x, R->dt);
-	return emit_to_i32(E, x, R->dt);
+		return blk_emit_to_f32(E, x, R->dt);
+	return blk_emit_to_i32(E, x, R->dt);
 }
 
 /* Step 1 for the result register whose operand indices are rd. */
@@ -92,8 +92,8 @@ static LLVMValueRef thread_partial(Emit *E, const Red *R, int *rd)
 	for (rd[a] = 0; rd[a] < n; rd[a]++) {
 		LLVMValueRef x = widen(E, R, R->src->r[reg_index(l, rd)]);
 		if (l->shape[a] != l->pad[a]) {
-			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, emit_coord(E, l, a, rd[a]),
-			                                emit_i32(E, l->shape[a]), "");
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, blk_emit_coord(E, l, a, rd[a]),
+			                                blk_emit_i32(E, l->shape[a]), "");
 			x = LLVMBuildSelect(E->b, in, x, id, "");
 		}
 		acc = acc ? combine(E, R->kind, R->fl, acc, x) : x;
@@ -108,27 +108,27 @@ static LLVMValueRef warp_reduce(Emit *E, const Red *R, LLVMValueRef v)
 	int lo = l->tsh[R->axis], hi = lo + blk_layout_log2(l->thr[R->axis]);
 	const char *f = R->fl ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32";
 	for (int b = lo; b < hi && b < 5; b++) {
-		LLVMValueRef args[4] = { emit_i32(E, -1), v, emit_i32(E, 1 << b), emit_i32(E, 31) };
-		v = combine(E, R->kind, R->fl, v, emit_intrinsic(E, f, NULL, 0, args, 4));
+		LLVMValueRef args[4] = { blk_emit_i32(E, -1), v, blk_emit_i32(E, 1 << b), blk_emit_i32(E, 31) };
+		v = combine(E, R->kind, R->fl, v, blk_emit_intrinsic(E, f, NULL, 0, args, 4));
 	}
 	return v;
 }
 
-LLVMValueRef emit_padded_index(Emit *E, const BlkLayout *s, int r)
+LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r)
 {
 	int rd[BLK_MAX_RANK];
 	blk_layout_reg_split(s, r, rd);
-	LLVMValueRef idx = emit_i32(E, 0);
+	LLVMValueRef idx = blk_emit_i32(E, 0);
 	for (int d = 0; d < s->rank; d++) {
-		idx = LLVMBuildMul(E->b, idx, emit_i32(E, s->pad[d]), "");
-		idx = LLVMBuildAdd(E->b, idx, emit_coord(E, s, d, rd[d]), "");
+		idx = LLVMBuildMul(E->b, idx, blk_emit_i32(E, s->pad[d]), "");
+		idx = LLVMBuildAdd(E->b, idx, blk_emit_coord(E, s, d, rd[d]), "");
 	}
 	return idx;
 }
 
 static LLVMValueRef slot(Emit *E, LLVMValueRef idx, LLVMTypeRef t)
 {
-	LLVMValueRef p = emit_transit_base(E);
+	LLVMValueRef p = blk_emit_transit_base(E);
 	return LLVMBuildGEP2(E->b, t, p, &idx, 1, "");
 }
 
@@ -138,25 +138,25 @@ static void cross_warp(Emit *E, const Red *R, ETile *dst, int lo, int nw)
 	const BlkLayout *l = R->src->l;
 	int n = blk_layout_nregs(dst->l), a = R->axis;
 	LLVMTypeRef t = R->fl ? E->f32 : E->i32;
-	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, lo), ""),
-	                              emit_i32(E, nw - 1), "");
+	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, blk_emit_i32(E, lo), ""),
+	                              blk_emit_i32(E, nw - 1), "");
 	int quiet = ((1 << lo) - 1) & ((l->thr[a] - 1) << l->tsh[a]);
 	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
 	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
-		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
-	emit_barrier(E);
-	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+		LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, quiet), ""), blk_emit_i32(E, 0), "");
+	blk_emit_barrier(E);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, writer);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef i = LLVMBuildMul(E->b, emit_padded_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMValueRef i = LLVMBuildMul(E->b, blk_emit_padded_index(E, dst->l, r), blk_emit_i32(E, nw), "");
 		LLVMBuildStore(E->b, dst->r[r], slot(E, LLVMBuildAdd(E->b, i, w, ""), t));
 	}
-	emit_end_if(E, cont);
-	emit_barrier(E);
+	blk_emit_end_if(E, cont);
+	blk_emit_barrier(E);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef i = LLVMBuildMul(E->b, emit_padded_index(E, dst->l, r), emit_i32(E, nw), "");
+		LLVMValueRef i = LLVMBuildMul(E->b, blk_emit_padded_index(E, dst->l, r), blk_emit_i32(E, nw), "");
 		LLVMValueRef acc = NULL;
 		for (int k = 0; k < nw; k++) {
-			LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, LLVMBuildAdd(E->b, i, emit_i32(E, k), ""), t), "");
+			LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, LLVMBuildAdd(E->b, i, blk_emit_i32(E, k), ""), t), "");
 			acc = acc ? combine(E, R->kind, R->fl, acc, x) : x;
 		}
 		dst->r[r] = acc;
@@ -168,8 +168,8 @@ static LLVMValueRef narrow(Emit *E, const BlkOp *op, bool fl, LLVMValueRef v)
 {
 	BlkDType rt = op->results[0]->type.dtype;
 	if (fl)
-		return emit_from_f32(E, v, rt);
-	return emit_from_i32(E, v, rt);
+		return blk_emit_from_f32(E, v, rt);
+	return blk_emit_from_i32(E, v, rt);
 }
 
 /* ---- argmax, argmin: (value, index) pairs ------------------------------------------ */
@@ -214,13 +214,13 @@ static Pair arg_thread(Emit *E, const Red *R, int *rd)
 	int a = R->axis, n = blk_layout_regs_along(l, a);
 	bool mx = R->kind == BLK_OP_REDUCE_ARGMAX;
 	Pair acc = { R->fl ? LLVMConstReal(E->f32, mx ? -__builtin_inf() : __builtin_inf())
-	                   : emit_i32(E, mx ? INT32_MIN : INT32_MAX), emit_i32(E, INT32_MAX) };
+	                   : blk_emit_i32(E, mx ? INT32_MIN : INT32_MAX), blk_emit_i32(E, INT32_MAX) };
 	for (rd[a] = 0; rd[a] < n; rd[a]++) {
-		LLVMValueRef c = emit_coord(E, l, a, rd[a]);
+		LLVMValueRef c = blk_emit_coord(E, l, a, rd[a]);
 		Pair x = { widen(E, R, R->src->r[reg_index(l, rd)]), c };
 		Pair m = best(E, R, x, acc);
 		if (l->shape[a] != l->pad[a]) {
-			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, c, emit_i32(E, l->shape[a]), "");
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, c, blk_emit_i32(E, l->shape[a]), "");
 			m.v = LLVMBuildSelect(E->b, in, m.v, acc.v, "");
 			m.i = LLVMBuildSelect(E->b, in, m.i, acc.i, "");
 		}
@@ -236,10 +236,10 @@ static Pair arg_warp(Emit *E, const Red *R, Pair p)
 	int lo = l->tsh[R->axis], hi = lo + blk_layout_log2(l->thr[R->axis]);
 	const char *f = R->fl ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32";
 	for (int b = lo; b < hi && b < 5; b++) {
-		LLVMValueRef av[4] = { emit_i32(E, -1), p.v, emit_i32(E, 1 << b), emit_i32(E, 31) };
-		LLVMValueRef ai[4] = { emit_i32(E, -1), p.i, emit_i32(E, 1 << b), emit_i32(E, 31) };
-		Pair o = { emit_intrinsic(E, f, NULL, 0, av, 4),
-		           emit_intrinsic(E, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, ai, 4) };
+		LLVMValueRef av[4] = { blk_emit_i32(E, -1), p.v, blk_emit_i32(E, 1 << b), blk_emit_i32(E, 31) };
+		LLVMValueRef ai[4] = { blk_emit_i32(E, -1), p.i, blk_emit_i32(E, 1 << b), blk_emit_i32(E, 31) };
+		Pair o = { blk_emit_intrinsic(E, f, NULL, 0, av, 4),
+		           blk_emit_intrinsic(E, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, ai, 4) };
 		p = best(E, R, p, o);
 	}
 	return p;
@@ -254,28 +254,28 @@ static void arg_cross_warp(Emit *E, const Red *R, const BlkLayout *s, Pair *p, i
 	for (int d = 0; d < s->rank; d++)
 		half *= s->pad[d];
 	LLVMTypeRef t = R->fl ? E->f32 : E->i32;
-	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, lo), ""),
-	                              emit_i32(E, nw - 1), "");
+	LLVMValueRef w = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, E->tid, blk_emit_i32(E, lo), ""),
+	                              blk_emit_i32(E, nw - 1), "");
 	int quiet = ((1 << lo) - 1) & ((l->thr[a] - 1) << l->tsh[a]);
 	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
 	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
-		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
-	emit_barrier(E);
-	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+		LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, quiet), ""), blk_emit_i32(E, 0), "");
+	blk_emit_barrier(E);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, writer);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef at = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, emit_padded_index(E, s, r), emit_i32(E, nw), ""), w, "");
+		LLVMValueRef at = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, blk_emit_padded_index(E, s, r), blk_emit_i32(E, nw), ""), w, "");
 		LLVMBuildStore(E->b, p[r].v, slot(E, at, t));
-		LLVMBuildStore(E->b, p[r].i, slot(E, LLVMBuildAdd(E->b, at, emit_i32(E, half), ""), E->i32));
+		LLVMBuildStore(E->b, p[r].i, slot(E, LLVMBuildAdd(E->b, at, blk_emit_i32(E, half), ""), E->i32));
 	}
-	emit_end_if(E, cont);
-	emit_barrier(E);
+	blk_emit_end_if(E, cont);
+	blk_emit_barrier(E);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef base = LLVMBuildMul(E->b, emit_padded_index(E, s, r), emit_i32(E, nw), "");
+		LLVMValueRef base = LLVMBuildMul(E->b, blk_emit_padded_index(E, s, r), blk_emit_i32(E, nw), "");
 		Pair acc = { NULL, NULL };
 		for (int k = 0; k < nw; k++) {
-			LLVMValueRef at = LLVMBuildAdd(E->b, base, emit_i32(E, k), "");
+			LLVMValueRef at = LLVMBuildAdd(E->b, base, blk_emit_i32(E, k), "");
 			Pair x = { LLVMBuildLoad2(E->b, t, slot(E, at, t), ""),
-			           LLVMBuildLoad2(E->b, E->i32, slot(E, LLVMBuildAdd(E->b, at, emit_i32(E, half), ""), E->i32), "") };
+			           LLVMBuildLoad2(E->b, E->i32, slot(E, LLVMBuildAdd(E->b, at, blk_emit_i32(E, half), ""), E->i32), "") };
 			acc = acc.v ? best(E, R, x, acc) : x;
 		}
 		p[r] = acc;
@@ -284,7 +284,7 @@ static void arg_cross_warp(Emit *E, const Red *R, const BlkLayout *s, Pair *p, i
 
 static void emit_argreduce(Emit *E, const BlkOp *op, Red *R)
 {
-	const BlkLayout *l = R->src->l, *s = emit_layout(E, op->results[0]);
+	const BlkLayout *l = R->src->l, *s = blk_emit_layout(E, op->results[0]);
 	int n = blk_layout_nregs(s), rs[BLK_MAX_RANK], rd[BLK_MAX_RANK];
 	Pair *p = BLK_NEW_N(E->c->a, Pair, (size_t)n);
 	for (int r = 0; r < n; r++) {
@@ -297,15 +297,15 @@ static void emit_argreduce(Emit *E, const BlkOp *op, Red *R)
 	if (nw > 1)
 		arg_cross_warp(E, R, s, p, l->tsh[R->axis] > 5 ? l->tsh[R->axis] : 5, nw);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, s);
+	ev->t = blk_emit_new_tile(E, s);
 	for (int r = 0; r < n; r++)
 		ev->t.r[r] = p[r].i;
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
-void emit_reduce(Emit *E, const BlkOp *op)
+void blk_emit_reduce(Emit *E, const BlkOp *op)
 {
-	Red R = { op->kind, false, op->operands[0]->type.dtype, emit_tile(E, op->operands[0]),
+	Red R = { op->kind, false, op->operands[0]->type.dtype, blk_emit_tile(E, op->operands[0]),
 	          (int)blk_op_int(op, "axis", 0) };
 	R.fl = blk_dtype_is_float(R.dt);
 	if (op->kind == BLK_OP_REDUCE_ARGMAX || op->kind == BLK_OP_REDUCE_ARGMIN) {
@@ -314,17 +314,17 @@ void emit_reduce(Emit *E, const BlkOp *op)
 	}
 	/* max(x * c) = max(x) * c for c positive, exactly (rounding is
 	 * monotone): the scaled tile then need not exist where nothing else
-	 * reads it (exp_of_difference, emit_elementwise.c) */
+	 * reads it (exp_of_difference, blk_emit_elementwise.c) */
 	BlkValue *x, *c = NULL;
 	if ((op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) &&
 	    blk_lower_scaled(op->operands[0], &x, &c) && blk_lower_positive(c) &&
-	    blk_layout_nregs(emit_tile(E, x)->l) == blk_layout_nregs(R.src->l))
-		R.src = emit_tile(E, x);
+	    blk_layout_nregs(blk_emit_tile(E, x)->l) == blk_layout_nregs(R.src->l))
+		R.src = blk_emit_tile(E, x);
 	else
 		c = NULL;
-	const BlkLayout *l = R.src->l, *s = emit_layout(E, op->results[0]);
+	const BlkLayout *l = R.src->l, *s = blk_emit_layout(E, op->results[0]);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, s);
+	ev->t = blk_emit_new_tile(E, s);
 	int n = blk_layout_nregs(s), rs[BLK_MAX_RANK], rd[BLK_MAX_RANK];
 	for (int r = 0; r < n; r++) {
 		blk_layout_reg_split(s, r, rs);
@@ -336,7 +336,7 @@ void emit_reduce(Emit *E, const BlkOp *op)
 	if (nw > 1)
 		cross_warp(E, &R, &ev->t, l->tsh[R.axis] > 5 ? l->tsh[R.axis] : 5, nw);
 	for (int r = 0; r < n; r++)
-		ev->t.r[r] = narrow(E, op, R.fl, c ? LLVMBuildFMul(E->b, ev->t.r[r], emit_tile(E, c)->r[0], "")
+		ev->t.r[r] = narrow(E, op, R.fl, c ? LLVMBuildFMul(E->b, ev->t.r[r], blk_emit_tile(E, c)->r[0], "")
 		                                     : ev->t.r[r]);
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

@@ -1,4 +1,4 @@
-/* emit_scan.c - inclusive scans (cumsum, cumprod, cummax, cummin) along
+/* blk_emit_scan.c - inclusive scans (cumsum, cumprod, cummax, cummin) along
  * one axis, in parallel.
  *
  * The result keeps the operand's layout, one whose elements along the axis
@@ -44,12 +44,12 @@ static LLVMValueRef comb(Emit *E, const Scan *S, LLVMValueRef a, LLVMValueRef x)
 {
 	if (!a)
 		return x;
-	return x ? emit_combine(E, S->k, S->fl, a, x) : a;
+	return x ? blk_emit_combine(E, S->k, S->fl, a, x) : a;
 }
 
 static LLVMValueRef ident(Emit *E, const Scan *S)
 {
-	return emit_combine_identity(E, S->k, S->fl);
+	return blk_emit_combine_identity(E, S->k, S->fl);
 }
 
 /* Register number of the element of row r, rep i, run position j. */
@@ -68,11 +68,11 @@ static int reg_of(const Scan *S, int r, int i, int j)
 static LLVMValueRef element(Emit *E, const Scan *S, int r, int i, int j)
 {
 	LLVMValueRef x = S->src->r[reg_of(S, r, i, j)];
-	x = S->fl ? emit_to_f32(E, x, S->dt) : emit_to_i32(E, x, S->dt);
+	x = S->fl ? blk_emit_to_f32(E, x, S->dt) : blk_emit_to_i32(E, x, S->dt);
 	if (S->l->shape[S->axis] == S->l->pad[S->axis])
 		return x;
-	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, emit_coord(E, S->l, S->axis, i * S->spt + j),
-	                                emit_i32(E, S->l->shape[S->axis]), "");
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, blk_emit_coord(E, S->l, S->axis, i * S->spt + j),
+	                                blk_emit_i32(E, S->l->shape[S->axis]), "");
 	return LLVMBuildSelect(E->b, in, x, ident(E, S), "");
 }
 
@@ -82,8 +82,8 @@ static LLVMValueRef shfl(Emit *E, const Scan *S, const char *mode, LLVMValueRef 
 	char name[48];
 	snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.%s", mode, S->fl ? "f32" : "i32");
 	int c = strcmp(mode, "up") == 0 ? 0 : 31; /* the lane range's clamp */
-	LLVMValueRef args[4] = { emit_i32(E, -1), v, b, emit_i32(E, c) };
-	return emit_intrinsic(E, name, NULL, 0, args, 4);
+	LLVMValueRef args[4] = { blk_emit_i32(E, -1), v, b, blk_emit_i32(E, c) };
+	return blk_emit_intrinsic(E, name, NULL, 0, args, 4);
 }
 
 /* Step 2: from a run total t, the exclusive prefix over the lanes before
@@ -97,32 +97,32 @@ static void lanes(Emit *E, const Scan *S, LLVMValueRef t, LLVMValueRef *ex, LLVM
 	if (!S->lb)
 		return;
 	for (int k = 0; k < S->lb; k++) {
-		LLVMValueRef y = shfl(E, S, dir, t, emit_i32(E, 1 << (tsh + k)));
-		LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntUGE, S->lane, emit_i32(E, 1 << k), "");
-		t = LLVMBuildSelect(E->b, on, emit_combine(E, S->k, S->fl, y, t), t, "");
+		LLVMValueRef y = shfl(E, S, dir, t, blk_emit_i32(E, 1 << (tsh + k)));
+		LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntUGE, S->lane, blk_emit_i32(E, 1 << k), "");
+		t = LLVMBuildSelect(E->b, on, blk_emit_combine(E, S->k, S->fl, y, t), t, "");
 	}
-	LLVMValueRef y = shfl(E, S, dir, t, emit_i32(E, 1 << tsh));
-	LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, S->lane, emit_i32(E, 0), "");
+	LLVMValueRef y = shfl(E, S, dir, t, blk_emit_i32(E, 1 << tsh));
+	LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, S->lane, blk_emit_i32(E, 0), "");
 	*ex = LLVMBuildSelect(E->b, first, ident(E, S), y, "");
 	/* the last lane in scan order: the axis's lane bits all ones (or zero) */
 	int bits = ((1 << S->lb) - 1) << tsh;
-	LLVMValueRef me = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31 & ~bits), "");
-	*total = shfl(E, S, "idx", t, S->rev ? me : LLVMBuildOr(E->b, me, emit_i32(E, bits), ""));
+	LLVMValueRef me = LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, 31 & ~bits), "");
+	*total = shfl(E, S, "idx", t, S->rev ? me : LLVMBuildOr(E->b, me, blk_emit_i32(E, bits), ""));
 }
 
 static LLVMValueRef slot(Emit *E, const Scan *S, LLVMValueRef idx)
 {
 	LLVMTypeRef t = S->fl ? E->f32 : E->i32;
-	return LLVMBuildGEP2(E->b, t, emit_transit_base(E), &idx, 1, "");
+	return LLVMBuildGEP2(E->b, t, blk_emit_transit_base(E), &idx, 1, "");
 }
 
 /* The slot index of (row r, rep i, warp w) as the scan's axis walks. */
 static LLVMValueRef slot_index(Emit *E, const Scan *S, int r, int i, LLVMValueRef w)
 {
-	LLVMValueRef row = emit_padded_index(E, S->rows, r);
+	LLVMValueRef row = blk_emit_padded_index(E, S->rows, r);
 	LLVMValueRef at = LLVMBuildMul(E->b, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, row,
-	                               emit_i32(E, S->reps), ""), emit_i32(E, i), ""),
-	                               emit_i32(E, S->nw), "");
+	                               blk_emit_i32(E, S->reps), ""), blk_emit_i32(E, i), ""),
+	                               blk_emit_i32(E, S->nw), "");
 	return LLVMBuildAdd(E->b, at, w, "");
 }
 
@@ -135,22 +135,22 @@ static void cross_warp(Emit *E, const Scan *S, int nrows, LLVMValueRef *wtot, LL
 	int quiet = ((1 << S->lb) - 1) << l->tsh[a];
 	quiet |= (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
 	LLVMValueRef writer = LLVMBuildICmp(E->b, LLVMIntEQ,
-		LLVMBuildAnd(E->b, E->tid, emit_i32(E, quiet), ""), emit_i32(E, 0), "");
-	emit_barrier(E);
-	LLVMBasicBlockRef cont = emit_begin_if(E, writer);
+		LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, quiet), ""), blk_emit_i32(E, 0), "");
+	blk_emit_barrier(E);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, writer);
 	for (int r = 0; r < nrows; r++)
 		for (int i = 0; i < S->reps; i++)
 			LLVMBuildStore(E->b, wtot[r * S->reps + i], slot(E, S, slot_index(E, S, r, i, S->warp)));
-	emit_end_if(E, cont);
-	emit_barrier(E);
+	blk_emit_end_if(E, cont);
+	blk_emit_barrier(E);
 	LLVMTypeRef t = S->fl ? E->f32 : E->i32;
 	for (int r = 0; r < nrows; r++)
 		for (int i = 0; i < S->reps; i++) {
 			LLVMValueRef all = NULL, bef = ident(E, S);
 			for (int w = 0; w < S->nw; w++) {
-				LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, S, slot_index(E, S, r, i, emit_i32(E, w))), "");
-				LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntULT, emit_i32(E, w), S->warp, "");
-				bef = LLVMBuildSelect(E->b, on, emit_combine(E, S->k, S->fl, bef, x), bef, "");
+				LLVMValueRef x = LLVMBuildLoad2(E->b, t, slot(E, S, slot_index(E, S, r, i, blk_emit_i32(E, w))), "");
+				LLVMValueRef on = LLVMBuildICmp(E->b, LLVMIntULT, blk_emit_i32(E, w), S->warp, "");
+				bef = LLVMBuildSelect(E->b, on, blk_emit_combine(E, S->k, S->fl, bef, x), bef, "");
 				all = comb(E, S, all, x);
 			}
 			before[r * S->reps + i] = bef;
@@ -161,13 +161,13 @@ static void cross_warp(Emit *E, const Scan *S, int nrows, LLVMValueRef *wtot, LL
 /* The thread's lane and warp index along the axis, in scan order. */
 static void place(Emit *E, Scan *S)
 {
-	LLVMValueRef t = emit_thread_coord(E, S->l, S->axis);
+	LLVMValueRef t = blk_emit_thread_coord(E, S->l, S->axis);
 	int lanes = 1 << S->lb;
-	S->lane = LLVMBuildAnd(E->b, t, emit_i32(E, lanes - 1), "");
-	S->warp = LLVMBuildLShr(E->b, t, emit_i32(E, S->lb), "");
+	S->lane = LLVMBuildAnd(E->b, t, blk_emit_i32(E, lanes - 1), "");
+	S->warp = LLVMBuildLShr(E->b, t, blk_emit_i32(E, S->lb), "");
 	if (S->rev) {
-		S->lane = LLVMBuildSub(E->b, emit_i32(E, lanes - 1), S->lane, "");
-		S->warp = LLVMBuildSub(E->b, emit_i32(E, S->nw - 1), S->warp, "");
+		S->lane = LLVMBuildSub(E->b, blk_emit_i32(E, lanes - 1), S->lane, "");
+		S->warp = LLVMBuildSub(E->b, blk_emit_i32(E, S->nw - 1), S->warp, "");
 	}
 }
 
@@ -177,10 +177,10 @@ static BlkOpKind combiner(BlkOpKind k)
 	     : k == BLK_OP_SCAN_MAX ? BLK_OP_MAX : BLK_OP_MIN;
 }
 
-void emit_scan(Emit *E, const BlkOp *op)
+void blk_emit_scan(Emit *E, const BlkOp *op)
 {
 	Scan S = { .k = combiner(op->kind), .rev = blk_op_int(op, "reverse", 0) != 0,
-	           .dt = op->operands[0]->type.dtype, .src = emit_tile(E, op->operands[0]),
+	           .dt = op->operands[0]->type.dtype, .src = blk_emit_tile(E, op->operands[0]),
 	           .axis = (int)blk_op_int(op, "axis", 0) };
 	S.fl = blk_dtype_is_float(S.dt);
 	S.l = S.src->l;
@@ -211,7 +211,7 @@ void emit_scan(Emit *E, const BlkOp *op)
 	if (S.nw > 1)
 		cross_warp(E, &S, nrows, tot, bef);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, S.l);
+	ev->t = blk_emit_new_tile(E, S.l);
 	for (int r = 0; r < nrows; r++) {
 		LLVMValueRef carry = NULL;
 		for (int q = 0; q < S.reps; q++) { /* step 4, reps in scan order */
@@ -220,10 +220,10 @@ void emit_scan(Emit *E, const BlkOp *op)
 			for (int j = 0; j < S.spt; j++) {
 				LLVMValueRef v = comb(E, &S, base, run[ri * S.spt + j]);
 				BlkDType rt = op->results[0]->type.dtype;
-				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? emit_from_f32(E, v, rt) : emit_from_i32(E, v, rt);
+				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? blk_emit_from_f32(E, v, rt) : blk_emit_from_i32(E, v, rt);
 			}
 			carry = comb(E, &S, carry, tot[ri]);
 		}
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

@@ -1,4 +1,4 @@
-/* emit_transit.c - ops that move elements between threads, through the
+/* blk_emit_transit.c - ops that move elements between threads, through the
  * shared-memory transit region: layout conversions, broadcasts,
  * transposes and expand_dims.
  *
@@ -15,13 +15,13 @@
 
 static LLVMValueRef transit_ptr(Emit *E, const BlkLayout *src, LLVMValueRef *c, LLVMTypeRef et)
 {
-	LLVMValueRef idx = emit_i32(E, 0);
+	LLVMValueRef idx = blk_emit_i32(E, 0);
 	int64_t st = 1;
 	for (int d = src->rank - 1; d >= 0; d--) {
-		idx = LLVMBuildAdd(E->b, idx, LLVMBuildMul(E->b, c[d], emit_i32(E, st), ""), "");
+		idx = LLVMBuildAdd(E->b, idx, LLVMBuildMul(E->b, c[d], blk_emit_i32(E, st), ""), "");
 		st *= src->pad[d];
 	}
-	LLVMValueRef p = emit_transit_base(E);
+	LLVMValueRef p = blk_emit_transit_base(E);
 	return LLVMBuildGEP2(E->b, et, p, &idx, 1, "");
 }
 
@@ -35,20 +35,20 @@ static void transit_write(Emit *E, const ETile *src)
 {
 	const BlkLayout *l = src->l;
 	int n = blk_layout_nregs(l), rd[BLK_MAX_RANK];
-	emit_barrier(E);
-	LLVMBasicBlockRef cont = emit_begin_if(E, emit_owner(E, l));
+	blk_emit_barrier(E);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_owner(E, l));
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef c[BLK_MAX_RANK], x = src->r[r];
 		blk_layout_reg_split(l, r, rd);
 		for (int d = 0; d < l->rank; d++)
-			c[d] = emit_coord(E, l, d, rd[d]);
+			c[d] = blk_emit_coord(E, l, d, rd[d]);
 		LLVMTypeRef et = slot_type(E, x);
 		if (et != LLVMTypeOf(x))
 			x = LLVMBuildZExt(E->b, x, et, "");
 		LLVMBuildStore(E->b, x, transit_ptr(E, l, c, et));
 	}
-	emit_end_if(E, cont);
-	emit_barrier(E);
+	blk_emit_end_if(E, cont);
+	blk_emit_barrier(E);
 }
 
 static LLVMValueRef transit_read(Emit *E, const ETile *src, LLVMValueRef *c)
@@ -75,8 +75,8 @@ static void source_coords(Emit *E, const BlkOp *op, const BlkLayout *src, LLVMVa
 			if (!(flip >> d & 1))
 				continue;
 			int n = src->shape[perm[d]];
-			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, rc[d], emit_i32(E, n), "");
-			c[perm[d]] = LLVMBuildSelect(E->b, in, LLVMBuildSub(E->b, emit_i32(E, n - 1), rc[d], ""), rc[d], "");
+			LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, rc[d], blk_emit_i32(E, n), "");
+			c[perm[d]] = LLVMBuildSelect(E->b, in, LLVMBuildSub(E->b, blk_emit_i32(E, n - 1), rc[d], ""), rc[d], "");
 		}
 		return;
 	}
@@ -122,21 +122,21 @@ static bool emit_local(const BlkOp *op, const ETile *src, ETile *dst)
 	return true;
 }
 
-void emit_transit(Emit *E, const BlkOp *op)
+void blk_emit_transit(Emit *E, const BlkOp *op)
 {
-	const ETile *src = emit_tile(E, op->operands[0]);
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	const ETile *src = blk_emit_tile(E, op->operands[0]);
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	int n = blk_layout_nregs(l), rd[BLK_MAX_RANK];
 	if (src->l->rank == 0) { /* a scalar: every thread has it */
 		for (int r = 0; r < n; r++)
 			ev->t.r[r] = src->r[0];
-		emit_bind(E, op->results[0], ev);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
 	if (emit_local(op, src, &ev->t)) {
-		emit_bind(E, op->results[0], ev);
+		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
 	transit_write(E, src);
@@ -144,9 +144,9 @@ void emit_transit(Emit *E, const BlkOp *op)
 		LLVMValueRef rc[BLK_MAX_RANK], c[BLK_MAX_RANK];
 		blk_layout_reg_split(l, r, rd);
 		for (int d = 0; d < l->rank; d++)
-			rc[d] = emit_coord(E, l, d, rd[d]);
-		source_coords(E, op, src->l, rc, l->rank, emit_i32(E, 0), c);
+			rc[d] = blk_emit_coord(E, l, d, rd[d]);
+		source_coords(E, op, src->l, rc, l->rank, blk_emit_i32(E, 0), c);
 		ev->t.r[r] = transit_read(E, src, c);
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }

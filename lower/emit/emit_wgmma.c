@@ -1,4 +1,4 @@
-/* emit_wgmma.c - Hopper's warpgroup tensor-core ops (sm_90a; mma_steps.c
+/* blk_emit_wgmma.c - Hopper's warpgroup tensor-core ops (sm_90a; mma_steps.c
  * makes them), as inline PTX: LLVM 19 has no intrinsics for them.
  *
  *   dot (engine "wgmma") on swizzled shared Refs a [M, K], b [K, N]: per
@@ -33,15 +33,15 @@
 static LLVMValueRef ptx_asm(Emit *E, LLVMTypeRef ret, LLVMValueRef *args, int n, const char *text,
                             const char *cons)
 {
-	return emit_asm(E, ret, args, n, text, cons, true);
+	return blk_emit_asm(E, ret, args, n, text, cons, true);
 }
 
-void emit_fence_async(Emit *E)
+void blk_emit_fence_async(Emit *E)
 {
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "fence.proxy.async.shared::cta;", "~{memory}");
 }
 
-void emit_wgmma_commit(Emit *E)
+void blk_emit_wgmma_commit(Emit *E)
 {
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.commit_group.sync.aligned;", "~{memory}");
 }
@@ -83,18 +83,18 @@ static void tied_asm(Emit *E, LLVMValueRef *regs, int n, LLVMValueRef *extra, in
 		regs[i] = LLVMBuildExtractValue(E->b, r, (unsigned)i, "");
 }
 
-void emit_wgmma_wait(Emit *E, const BlkOp *op)
+void blk_emit_wgmma_wait(Emit *E, const BlkOp *op)
 {
-	const ETile *a = emit_tile(E, op->operands[0]);
+	const ETile *a = blk_emit_tile(E, op->operands[0]);
 	int n = blk_layout_nregs(a->l);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, a->l);
+	ev->t = blk_emit_new_tile(E, a->l);
 	for (int i = 0; i < n; i++)
 		ev->t.r[i] = a->r[i];
 	char text[64];
 	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %lld;", (long long)blk_op_int(op, "pending", 0));
 	tied_asm(E, ev->t.r, n, NULL, 0, "", text);
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* Operand r's descriptor for its element (i0, i1) (i32 indices). */
@@ -103,11 +103,11 @@ static LLVMValueRef descriptor(Emit *E, const ERef *r, LLVMValueRef i0, LLVMValu
 	ERef at = *r;
 	at.g[0] = LLVMBuildAdd(E->b, r->g[0], i0, "");
 	at.g[1] = LLVMBuildAdd(E->b, r->g[1], i1, "");
-	LLVMValueRef addr = LLVMBuildZExt(E->b, emit_swizzled_origin(E, &at), E->i64, "");
+	LLVMValueRef addr = LLVMBuildZExt(E->b, blk_emit_swizzled_origin(E, &at), E->i64, "");
 	int64_t sbo = 8 * (int64_t)r->swz, lbo = r->sblk ? r->sblk * blk_dtype_size(r->dt) : 16;
 	int64_t mode = r->swz == 128 ? 1 : r->swz == 64 ? 2 : 3;
 	uint64_t k = ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) | ((uint64_t)mode << 62);
-	LLVMValueRef start = LLVMBuildLShr(E->b, LLVMBuildAnd(E->b, addr, emit_i64(E, 0x3FFFF), ""), emit_i64(E, 4), "");
+	LLVMValueRef start = LLVMBuildLShr(E->b, LLVMBuildAnd(E->b, addr, blk_emit_i64(E, 0x3FFFF), ""), blk_emit_i64(E, 4), "");
 	return LLVMBuildOr(E->b, start, LLVMConstInt(E->i64, k, false), "");
 }
 
@@ -115,8 +115,8 @@ static LLVMValueRef descriptor(Emit *E, const ERef *r, LLVMValueRef i0, LLVMValu
 static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
 {
 	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(lo), 2);
-	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, emit_i32(E, 0), "");
-	v = LLVMBuildInsertElement(E->b, v, hi, emit_i32(E, 1), "");
+	LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetUndef(vt), lo, blk_emit_i32(E, 0), "");
+	v = LLVMBuildInsertElement(E->b, v, hi, blk_emit_i32(E, 1), "");
 	return LLVMBuildBitCast(E->b, v, E->i32, "");
 }
 
@@ -127,7 +127,7 @@ static LLVMValueRef pack2(Emit *E, LLVMValueRef lo, LLVMValueRef hi)
  * columns 2t, 2t + 1), lane l giving the address of row l % 8 of matrix
  * l / 8.  A 128-byte swizzle puts the 8 rows of a matrix on 8 bank groups.
  * false where the store is not that (the element walk then stores it). */
-bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t)
+bool blk_emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t)
 {
 	const BlkLayout *l = t->l;
 	bool sm90 = strncmp(E->c->arch, "sm_90", 5) == 0;
@@ -137,24 +137,24 @@ bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t
 	    v->ext[1] != l->shape[1] || blk_layout_regs_along(l, 1) % 4 || blk_layout_regs_along(l, 0) % 2)
 		return false;
 	int nr = blk_layout_regs_along(l, 1), rows = blk_layout_regs_along(l, 0);
-	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, emit_i32(E, 31), "");
+	LLVMValueRef lane = LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, 31), "");
 	/* the thread's row part is 16 w + g (g = lane / 4): lane l's row in
 	 * its matrix is l % 8, its matrix's half (l / 8) % 2 */
-	LLVMValueRef g = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 2), ""), emit_i32(E, 7), "");
-	LLVMValueRef row = LLVMBuildSub(E->b, emit_thread_part(E, l, 0), g, "");
-	row = LLVMBuildAdd(E->b, row, LLVMBuildAnd(E->b, lane, emit_i32(E, 15), ""), "");
-	LLVMValueRef col = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, lane, emit_i32(E, 4), ""), emit_i32(E, 8), "");
+	LLVMValueRef g = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, lane, blk_emit_i32(E, 2), ""), blk_emit_i32(E, 7), "");
+	LLVMValueRef row = LLVMBuildSub(E->b, blk_emit_thread_part(E, l, 0), g, "");
+	row = LLVMBuildAdd(E->b, row, LLVMBuildAnd(E->b, lane, blk_emit_i32(E, 15), ""), "");
+	LLVMValueRef col = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, lane, blk_emit_i32(E, 4), ""), blk_emit_i32(E, 8), "");
 	LLVMTypeRef vt = LLVMVoidTypeInContext(E->cx);
-	LLVMValueRef owner = emit_owner(E, l);
-	LLVMBasicBlockRef cont = emit_begin_if(E, owner);
+	LLVMValueRef owner = blk_emit_owner(E, l);
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, owner);
 	for (int r0 = 0; r0 < rows; r0 += 2)
 		for (int q = 0; q < nr / 4; q++) {
 			LLVMValueRef c[2] = {
-				LLVMBuildAdd(E->b, row, emit_i32(E, blk_layout_coord(l, 0, r0, 0)), ""),
-				LLVMBuildAdd(E->b, col, emit_i32(E, blk_layout_coord(l, 1, 4 * q, 0)), ""),
+				LLVMBuildAdd(E->b, row, blk_emit_i32(E, blk_layout_coord(l, 0, r0, 0)), ""),
+				LLVMBuildAdd(E->b, col, blk_emit_i32(E, blk_layout_coord(l, 1, 4 * q, 0)), ""),
 			};
 			LLVMValueRef a[5];
-			a[0] = LLVMBuildPtrToInt(E->b, emit_swizzled_ptr(E, v, c), E->i32, "");
+			a[0] = LLVMBuildPtrToInt(E->b, blk_emit_swizzled_ptr(E, v, c), E->i32, "");
 			for (int m = 0; m < 4; m++) {
 				int r = (r0 + (m & 1)) * nr + 4 * q + 2 * (m >> 1);
 				a[1 + m] = pack2(E, t->r[r], t->r[r + 1]);
@@ -162,7 +162,7 @@ bool emit_store_stmatrix(Emit *E, const BlkOp *op, const ERef *v, const ETile *t
 			ptx_asm(E, vt, a, 5, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
 			        "r,r,r,r,r,~{memory}");
 		}
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 	return true;
 }
 
@@ -172,16 +172,16 @@ static const char *wgmma_type(BlkDType dt)
 	return dt == BLK_I8 ? "s8" : dt == BLK_U8 ? "u8" : dt == BLK_F8E4M3 ? "e4m3" : "e5m2";
 }
 
-void emit_wgmma(Emit *E, const BlkOp *op)
+void blk_emit_wgmma(Emit *E, const BlkOp *op)
 {
-	EVal *va = emit_val(E, op->operands[0]);
-	const ERef *ra = va->is_ref ? &va->ref : NULL, *rb = &emit_val(E, op->operands[1])->ref;
-	const BlkLayout *l = emit_layout(E, op->results[0]);
+	EVal *va = blk_emit_val(E, op->operands[0]);
+	const ERef *ra = va->is_ref ? &va->ref : NULL, *rb = &blk_emit_val(E, op->operands[1])->ref;
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
 	int M = l->shape[0], N = l->shape[1], K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
 	int G = l->nthreads / 128, reps = M / (64 * G), nn = N / 4;
-	const ETile *acc = emit_tile(E, op->operands[2]);
+	const ETile *acc = blk_emit_tile(E, op->operands[2]);
 	EVal *ev = BLK_NEW(E->c->a, EVal);
-	ev->t = emit_new_tile(E, l);
+	ev->t = blk_emit_new_tile(E, l);
 	for (int i = 0; i < blk_layout_nregs(l); i++)
 		ev->t.r[i] = acc->r[i];
 	const BlkOp *ad = op->operands[2]->def;
@@ -211,12 +211,12 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 		snprintf(text + at, cap - at, f8 ? "}, $%d, $%d, 1, 1, 1;" : "}, $%d, $%d, 1;", nd, nd + 1);
 	else
 		snprintf(text + at, cap - at, "}, $%d, $%d, 1, 1, 1, %d, %d;", nd, nd + 1, ta, tb);
-	const ETile *at_ = regs ? emit_tile(E, op->operands[0]) : NULL;
+	const ETile *at_ = regs ? blk_emit_tile(E, op->operands[0]) : NULL;
 	int na = regs ? blk_layout_regs_along(at_->l, 1) : 0;
-	LLVMValueRef row0 = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, E->tid, emit_i32(E, 7), ""), emit_i32(E, 64), "");
+	LLVMValueRef row0 = LLVMBuildMul(E->b, LLVMBuildLShr(E->b, E->tid, blk_emit_i32(E, 7), ""), blk_emit_i32(E, 64), "");
 	LLVMValueRef *d = BLK_NEW_N(E->c->a, LLVMValueRef, nd);
 	for (int ks = 0; ks < K / kw; ks++) {
-		LLVMValueRef k0 = emit_i32(E, kw * ks), zero = emit_i32(E, 0);
+		LLVMValueRef k0 = blk_emit_i32(E, kw * ks), zero = blk_emit_i32(E, 0);
 		LLVMValueRef db = descriptor(E, rb, k0, zero);
 		for (int i = 0; i < reps; i++) {
 			for (int j = 0; j < N / 8; j++)
@@ -234,7 +234,7 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 				in[4] = db;
 				tied_asm(E, d, nd, in, 5, "r,r,r,r,l", text);
 			} else {
-				LLVMValueRef row = LLVMBuildAdd(E->b, row0, emit_i32(E, 64 * G * i), "");
+				LLVMValueRef row = LLVMBuildAdd(E->b, row0, blk_emit_i32(E, 64 * G * i), "");
 				LLVMValueRef descs[2] = { descriptor(E, ra, row, k0), db };
 				tied_asm(E, d, nd, descs, 2, "l,l", text);
 			}
@@ -244,7 +244,7 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 						ev->t.r[(2 * i + h) * nn + 2 * j + c] = d[4 * j + 2 * h + c];
 		}
 	}
-	emit_bind(E, op->results[0], ev);
+	blk_emit_bind(E, op->results[0], ev);
 }
 
 /* ---- mbarriers and warp specialization --------------------------------------- */
@@ -252,10 +252,10 @@ void emit_wgmma(Emit *E, const BlkOp *op)
 /* Barrier `index` of the i32[2n] Ref's n (operands `at`, at + 1): 8 bytes each. */
 static LLVMValueRef mbarrier_at(Emit *E, const BlkOp *op, int at)
 {
-	const ERef *r = &emit_val(E, op->operands[at])->ref;
-	LLVMValueRef i = emit_tile(E, op->operands[at + 1])->r[0];
-	LLVMValueRef o = LLVMBuildMul(E->b, i, emit_i32(E, 8), "");
-	o = LLVMBuildAdd(E->b, o, LLVMBuildMul(E->b, LLVMBuildTrunc(E->b, r->off, E->i32, ""), emit_i32(E, 4), ""), "");
+	const ERef *r = &blk_emit_val(E, op->operands[at])->ref;
+	LLVMValueRef i = blk_emit_tile(E, op->operands[at + 1])->r[0];
+	LLVMValueRef o = LLVMBuildMul(E->b, i, blk_emit_i32(E, 8), "");
+	o = LLVMBuildAdd(E->b, o, LLVMBuildMul(E->b, LLVMBuildTrunc(E->b, r->off, E->i32, ""), blk_emit_i32(E, 4), ""), "");
 	return LLVMBuildGEP2(E->b, E->i8, r->base, &o, 1, "");
 }
 
@@ -264,44 +264,44 @@ static LLVMValueRef mbarrier_ptr(Emit *E, const BlkOp *op)
 	return mbarrier_at(E, op, 0);
 }
 
-/* Runs what follows (until emit_end_if) in thread 0 of the region alone. */
+/* Runs what follows (until blk_emit_end_if) in thread 0 of the region alone. */
 static LLVMBasicBlockRef first_thread(Emit *E)
 {
-	return emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, emit_i32(E, 0), ""));
+	return blk_emit_begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, blk_emit_i32(E, 0), ""));
 }
 
-void emit_mbarrier(Emit *E, const BlkOp *op)
+void blk_emit_mbarrier(Emit *E, const BlkOp *op)
 {
 	LLVMValueRef p = mbarrier_ptr(E, op);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
 	switch (op->kind) {
 	case BLK_OP_MBARRIER_EXPECT_TX: { /* one thread arrives with the phase's TMA bytes */
 		LLVMBasicBlockRef cont = first_thread(E);
-		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), emit_i32(E, blk_op_int(op, "bytes", 0)) };
+		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), blk_emit_i32(E, blk_op_int(op, "bytes", 0)) };
 		ptx_asm(E, v, a, 2, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}");
-		emit_end_if(E, cont);
+		blk_emit_end_if(E, cont);
 		return;
 	}
 	case BLK_OP_MBARRIER_INIT: { /* one thread readies it, and fences the init */
 		LLVMBasicBlockRef cont = first_thread(E);
-		LLVMValueRef a[2] = { p, emit_i32(E, blk_op_int(op, "count", 1)) };
-		emit_intrinsic(E, "llvm.nvvm.mbarrier.init.shared", NULL, 0, a, 2);
+		LLVMValueRef a[2] = { p, blk_emit_i32(E, blk_op_int(op, "count", 1)) };
+		blk_emit_intrinsic(E, "llvm.nvvm.mbarrier.init.shared", NULL, 0, a, 2);
 		ptx_asm(E, v, NULL, 0, "fence.mbarrier_init.release.cluster;", "~{memory}");
-		emit_end_if(E, cont);
+		blk_emit_end_if(E, cont);
 		return;
 	}
 	case BLK_OP_MBARRIER_ARRIVE:
-		emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		blk_emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
 		return;
 	case BLK_OP_ASYNC_ARRIVE:
 		/* the phase also waits for this thread's cp.asyncs (their arrive is
 		 * not counted), and the plain arrive releases its other stores
 		 * (pieces too narrow for cp.async) */
-		emit_intrinsic(E, "llvm.nvvm.cp.async.mbarrier.arrive.shared", NULL, 0, &p, 1);
-		emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		blk_emit_intrinsic(E, "llvm.nvvm.cp.async.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		blk_emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
 		return;
 	default: { /* wait: try_wait.parity until the phase has completed */
-		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), emit_tile(E, op->operands[2])->r[0] };
+		LLVMValueRef a[2] = { LLVMBuildPtrToInt(E->b, p, E->i32, ""), blk_emit_tile(E, op->operands[2])->r[0] };
 		ptx_asm(E, v, a, 2,
 		        "{ .reg .pred P; W${:uid}: mbarrier.try_wait.parity.shared::cta.b64 P, [$0], $1; "
 		        "@P bra.uni D${:uid}; bra.uni W${:uid}; D${:uid}: }",
@@ -338,17 +338,17 @@ static void set_max_registers(Emit *E, bool inc)
  * from 0 (its copies spread over its 128 threads).  Two programs: each
  * runs region 0 with thread ids from 0, barrier 1 + its index, and its
  * index as the region's argument; the producer's barrier is then 3. */
-void emit_warp_specialize(Emit *E, const BlkOp *op)
+void blk_emit_warp_specialize(Emit *E, const BlkOp *op)
 {
 	int n = (int)blk_op_int(op, "consumers", 1), progs = (int)blk_op_int(op, "programs", 1);
 	bool moves = n == 2 && strcmp(E->c->arch, "sm_90a") == 0;
 	_Static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536 / 384 / 8 * 8 * 384,
 	               "the consumers' registers come from the producer's");
-	if (moves) { /* and no SIMT dot's two CTAs (emit_dot.c): the count at entry is 168 */
-		emit_annotation(E, "minctasm", 1);
+	if (moves) { /* and no SIMT dot's two CTAs (blk_emit_dot.c): the count at entry is 168 */
+		blk_emit_annotation(E, "minctasm", 1);
 		E->min_ctas_set = true;
 	}
-	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, emit_i32(E, 128 * n), "");
+	LLVMValueRef cons = LLVMBuildICmp(E->b, LLVMIntULT, E->tid, blk_emit_i32(E, 128 * n), "");
 	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(E->cx, E->fn, "consumers");
 	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(E->cx, E->fn, "producer");
 	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(E->cx, E->fn, "joined");
@@ -358,26 +358,26 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 	LLVMPositionBuilderAtEnd(E->b, yes);
 	if (moves)
 		set_max_registers(E, true);
-	E->bar_threads = 128 * n / progs, E->bar_id = emit_i32(E, BAR_CONSUMERS);
+	E->bar_threads = 128 * n / progs, E->bar_id = blk_emit_i32(E, BAR_CONSUMERS);
 	if (progs > 1) {
 		int per = 128 * n / progs; /* a power of two: one warpgroup */
-		E->prog = LLVMBuildUDiv(E->b, tid, emit_i32(E, per), "prog");
-		E->tid = LLVMBuildURem(E->b, tid, emit_i32(E, per), "");
-		E->bar_id = LLVMBuildAdd(E->b, E->prog, emit_i32(E, BAR_CONSUMERS), "");
+		E->prog = LLVMBuildUDiv(E->b, tid, blk_emit_i32(E, per), "prog");
+		E->tid = LLVMBuildURem(E->b, tid, blk_emit_i32(E, per), "");
+		E->bar_id = LLVMBuildAdd(E->b, E->prog, blk_emit_i32(E, BAR_CONSUMERS), "");
 		EVal *pv = BLK_NEW(E->c->a, EVal);
-		pv->t = emit_new_tile(E, emit_layout(E, op->regions[0]->args[0]));
+		pv->t = blk_emit_new_tile(E, blk_emit_layout(E, op->regions[0]->args[0]));
 		pv->t.r[0] = E->prog;
-		emit_bind(E, op->regions[0]->args[0], pv);
+		blk_emit_bind(E, op->regions[0]->args[0], pv);
 	}
-	emit_region(E, op->regions[0]);
+	blk_emit_region(E, op->regions[0]);
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, no);
 	if (moves)
 		set_max_registers(E, false);
 	E->prog = prog;
-	E->bar_threads = 128, E->bar_id = emit_i32(E, BAR_CONSUMERS + progs);
-	E->tid = LLVMBuildSub(E->b, tid, emit_i32(E, 128 * n), "");
-	emit_region(E, op->regions[1]);
+	E->bar_threads = 128, E->bar_id = blk_emit_i32(E, BAR_CONSUMERS + progs);
+	E->tid = LLVMBuildSub(E->b, tid, blk_emit_i32(E, 128 * n), "");
+	blk_emit_region(E, op->regions[1]);
 	LLVMBuildBr(E->b, cont);
 	LLVMPositionBuilderAtEnd(E->b, cont);
 	E->tid = tid, E->bar_threads = bt, E->bar_id = bid;
@@ -386,15 +386,15 @@ void emit_warp_specialize(Emit *E, const BlkOp *op)
 /* The turns of two programs: barrier BAR_TURNS + p is program p's; its
  * turn_wait syncs there with the other program's turn_pass, which only
  * arrives (bar.arrive), 256 threads in all. */
-void emit_turn(Emit *E, const BlkOp *op)
+void blk_emit_turn(Emit *E, const BlkOp *op)
 {
-	LLVMValueRef p = emit_tile(E, op->operands[0])->r[0];
+	LLVMValueRef p = blk_emit_tile(E, op->operands[0])->r[0];
 	if (op->kind == BLK_OP_TURN_WAIT) {
-		LLVMValueRef a[2] = { LLVMBuildAdd(E->b, p, emit_i32(E, BAR_TURNS), ""), emit_i32(E, 256) };
-		emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+		LLVMValueRef a[2] = { LLVMBuildAdd(E->b, p, blk_emit_i32(E, BAR_TURNS), ""), blk_emit_i32(E, 256) };
+		blk_emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
 		return;
 	}
-	LLVMValueRef a[2] = { LLVMBuildSub(E->b, emit_i32(E, BAR_TURNS + 1), p, ""), emit_i32(E, 256) };
+	LLVMValueRef a[2] = { LLVMBuildSub(E->b, blk_emit_i32(E, BAR_TURNS + 1), p, ""), blk_emit_i32(E, 256) };
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 2, "bar.arrive $0, $1;", "r,r,~{memory}");
 }
 
@@ -414,22 +414,22 @@ static LLVMValueRef map_of(Emit *E, const BlkOp *op, const BlkLaunchArg **g)
 
 /* Thread 0: one cp.async.bulk.tensor a column block of the slot, at the
  * block's array coordinates (column, row), completing on the barrier. */
-void emit_tma_load(Emit *E, const BlkOp *op)
+void blk_emit_tma_load(Emit *E, const BlkOp *op)
 {
-	const ERef *dst = &emit_val(E, op->operands[0])->ref;
+	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
 	const BlkLaunchArg *s;
 	LLVMValueRef map = map_of(E, op, &s);
 	ERef src;
-	emit_index_ref(E, op, 4, &emit_val(E, op->operands[3])->ref, &src);
+	blk_emit_index_ref(E, op, 4, &blk_emit_val(E, op->operands[3])->ref, &src);
 	LLVMValueRef bar = LLVMBuildPtrToInt(E->b, mbarrier_at(E, op, 1), E->i32, "");
-	LLVMValueRef origin = emit_swizzled_origin(E, dst);
+	LLVMValueRef origin = blk_emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
 	LLVMBasicBlockRef cont = first_thread(E);
 	for (int j = 0; j < cols / s->box[0]; j++) {
 		LLVMValueRef a[5] = {
-			LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * dst->sblk * es), ""),
+			LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * dst->sblk * es), ""),
 			map,
-			LLVMBuildAdd(E->b, src.g[1], emit_i32(E, (int64_t)j * s->box[0]), ""),
+			LLVMBuildAdd(E->b, src.g[1], blk_emit_i32(E, (int64_t)j * s->box[0]), ""),
 			src.g[0],
 			bar,
 		};
@@ -438,7 +438,7 @@ void emit_tma_load(Emit *E, const BlkOp *op)
 		        "[$0], [$1, {$2, $3}], [$4];",
 		        "r,l,r,r,r,~{memory}");
 	}
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
 /* Thread 0: one cp.async.bulk.tensor store of each column block of the
@@ -448,50 +448,50 @@ void emit_tma_load(Emit *E, const BlkOp *op)
  * the block) has a 3-D map; the batch coordinate is the block's start
  * along it (its block_ref's operand 0).  The writing threads fenced their
  * stores to the async proxy and met at a barrier before. */
-void emit_tma_store(Emit *E, const BlkOp *op)
+void blk_emit_tma_store(Emit *E, const BlkOp *op)
 {
-	const ERef *src = &emit_val(E, op->operands[0])->ref;
+	const ERef *src = &blk_emit_val(E, op->operands[0])->ref;
 	const BlkLaunchArg *s;
 	LLVMValueRef map = map_of(E, op, &s);
 	ERef dst;
-	emit_index_ref(E, op, 2, &emit_val(E, op->operands[1])->ref, &dst);
+	blk_emit_index_ref(E, op, 2, &blk_emit_val(E, op->operands[1])->ref, &dst);
 	const BlkOp *br = op->operands[1]->def; /* the verifier's: a block_ref */
 	int rank = br->noperands; /* the array's */
 	bool add = blk_op_attr(op, "reduce") != NULL; /* the verifier admits "add" alone */
 	char text[160];
 	snprintf(text, sizeof text, "cp%s.async.bulk.tensor.%dd.global.shared::cta%s.tile.bulk_group [$0, {$1, $2%s}], [$%d];",
 	         add ? ".reduce" : "", rank, add ? ".add" : "", rank == 3 ? ", $3" : "", rank + 1);
-	LLVMValueRef origin = emit_swizzled_origin(E, src);
+	LLVMValueRef origin = blk_emit_swizzled_origin(E, src);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(src->dt);
 	LLVMTypeRef v = LLVMVoidTypeInContext(E->cx);
 	LLVMBasicBlockRef cont = first_thread(E);
 	for (int j = 0; j < cols / s->box[0]; j++) {
-		LLVMValueRef col = LLVMBuildAdd(E->b, dst.g[1], emit_i32(E, (int64_t)j * s->box[0]), "");
-		LLVMValueRef at = LLVMBuildAdd(E->b, origin, emit_i32(E, (int64_t)j * src->sblk * es), "");
+		LLVMValueRef col = LLVMBuildAdd(E->b, dst.g[1], blk_emit_i32(E, (int64_t)j * s->box[0]), "");
+		LLVMValueRef at = LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * src->sblk * es), "");
 		LLVMValueRef a[5] = { map, col, dst.g[0], at };
 		if (rank == 3)
-			a[3] = emit_tile(E, br->operands[0])->r[0], a[4] = at;
+			a[3] = blk_emit_tile(E, br->operands[0])->r[0], a[4] = at;
 		ptx_asm(E, v, a, rank + 2, text, rank == 3 ? "l,r,r,r,r,~{memory}" : "l,r,r,r,~{memory}");
 	}
 	ptx_asm(E, v, NULL, 0, "cp.async.bulk.commit_group;", "~{memory}");
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
 /* Thread 0, which issued the tma_stores: until at most `pending` of its
  * bulk groups still read shared memory (writes = 1: still write global
  * memory). */
-void emit_tma_store_wait(Emit *E, const BlkOp *op)
+void blk_emit_tma_store_wait(Emit *E, const BlkOp *op)
 {
 	char text[64];
 	snprintf(text, sizeof text, "cp.async.bulk.wait_group%s %d;", blk_op_int(op, "writes", 0) ? "" : ".read",
 	         (int)blk_op_int(op, "pending", 0));
 	LLVMBasicBlockRef cont = first_thread(E);
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, text, "~{memory}");
-	emit_end_if(E, cont);
+	blk_emit_end_if(E, cont);
 }
 
-void emit_tmap_addresses(Emit *E)
+void blk_emit_tmap_addresses(Emit *E)
 {
 	for (int i = 0; i < blk_launch_count(E->c->k->launch, BLK_ARG_TMAP); i++)
-		E->tmap_params[i] = emit_asm(E, E->i64, &E->tmap_params[i], 1, "mov.b64 $0, $1;", "=l,l", false);
+		E->tmap_params[i] = blk_emit_asm(E, E->i64, &E->tmap_params[i], 1, "mov.b64 $0, $1;", "=l,l", false);
 }

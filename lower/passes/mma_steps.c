@@ -219,7 +219,7 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 	int n = (int)blk_lower_dim(a->type.dims[1]), r;
 	BlkOp **ovl = take_overlap(c, dot, &r);
 	if (!blk_lower_simt_unrolled(n, blk_layout_nregs(dot->results[0]->type.layout))) {
-		/* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
+		/* blk_emit_dot.c runs it as a loop: the ops go first (after the barrier) */
 		for (int j = 0; j < r; j++)
 			blk_lower_move_before(ovl[j], dot);
 		return;

@@ -15,7 +15,7 @@
  * is stored into a shared buffer once, before the loop; or, for A, the
  * result of another mma dot of the body (attention's P = softmax(Q K^T)),
  * when both run over one warp column: its accumulator registers are the A
- * fragments (emit_mma.c), so A stays in registers.
+ * fragments (blk_emit_mma.c), so A stays in registers.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 16 bytes] (the pad spreads ldmatrix's row
  * reads over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
@@ -31,7 +31,7 @@
  *     d = dot bufA[rd], bufB[rd] (or trans_view of it), acc {
  *       if k + D*step < hi { async_copy bufX[wr] <- X(k + D*step) }
  *       ...                                  -- in parts, spread over the
- *       async_commit                         -- dot's k16 steps (emit_mma.c)
+ *       async_commit                         -- dot's k16 steps (blk_emit_mma.c)
  *     }
  *     yield .., rd + 1 mod S, wr + 1 mod S
  *   }
@@ -50,7 +50,7 @@
  * before this one's first copies.
  *
  * An f32 dot of engine "fma" whose two operands are such slabs is taken
- * the same way, its slots laid out as emit_dot.c reads them (simt_orient):
+ * the same way, its slots laid out as blk_emit_dot.c reads them (simt_orient):
  * k-major, [S, K, pad(M) + 4] and [S, K, pad(N) + 4].  A slab that lies
  * along k (A as loaded, w of `x @ w.T`) is written through a trans_view,
  * one 4-byte cp.async an element, so nothing is staged through registers;
@@ -118,7 +118,7 @@ static bool slab_dtype(const BlkOp *dot, BlkDType dt)
 	return blk_dtype_size(dt) == 2 || blk_dtype_size(dt) == 1;
 }
 
-/* How the SIMT dot's slots lie (emit_dot.c's outer product reads, at one
+/* How the SIMT dot's slots lie (blk_emit_dot.c's outer product reads, at one
  * k, a thread's rows of A and its columns of B as consecutive floats):
  * both k-major, A [K, M] read through a trans_view, B [K, N].  A slab
  * that lies the other way ([M, K] A, or w of `x @ w.T`) is transposed by
@@ -182,7 +182,7 @@ static bool stageable(Pipe *P, int o)
 	return true;
 }
 
-BlkValue *pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
+BlkValue *blk_pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
 {
 	BlkValue *o[2] = { x, y };
 	bool cmp = k == BLK_OP_LT || k == BLK_OP_EQ || k == BLK_OP_NE;
@@ -203,7 +203,7 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 /* bufX = local_alloc [S, R, C] with rows of C + PAD (SIMT: k-major, see
  * simt_orient); [R, C] for a tile from outside the loop, stored into it
  * once. */
-void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
+void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 {
 	LowerCtx *c = P->L.c;
 	int shape[3] = { P->S, (int)x->R, (int)x->C };
@@ -236,21 +236,21 @@ void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 }
 
 /* bufX[slot] as a [R, C] shared Ref (a stored tile's buffer is that). */
-BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
+BlkValue *blk_pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot)
 {
 	return x->fixed ? x->buf : blk_lower_slot_view(P->L.c, b, x->load->loc, x->buf, slot);
 }
 
 /* The dot's operand from a slot view, through a trans_view where
  * dot_trans. */
-BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
+BlkValue *blk_pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view)
 {
 	return x->dot_trans ? blk_lower_trans_view(P->L.c, b, P->s->dot->loc, view) : view;
 }
 
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
  * `if cond` at b. */
-BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
+BlkOp *blk_pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
                     int part, int parts)
 {
 	LowerCtx *c = P->L.c;
@@ -259,7 +259,7 @@ BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *s
 		BlkOp *iff = blk_build(b, BLK_OP_IF, x->load->loc, 1, &cond, 0, NULL, 2);
 		blk_builder_at_end(&in, c->a, iff->regions[0]);
 	}
-	BlkValue *dst = pipe_slot_view(P, &in, x, slot);
+	BlkValue *dst = blk_pipe_slot_view(P, &in, x, slot);
 	if (x->kmajor)
 		dst = blk_lower_trans_view(c, &in, x->load->loc, dst);
 	int n = x->load->noperands + 1;
@@ -296,8 +296,8 @@ static void prologue(Pipe *P, BlkBuilder *b)
 	for (int s = 0; s < P->D; s++) {
 		BlkValue *ks = f->operands[0];
 		if (s)
-			ks = pipe_binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
-		BlkValue *more = pipe_binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
+			ks = blk_pipe_binop(b, BLK_OP_ADD, f->loc, ks, blk_lower_i32(b, f->loc, s * P->step));
+		BlkValue *more = blk_pipe_binop(b, BLK_OP_LT, f->loc, ks, f->operands[1]);
 		BlkValue *slot = blk_lower_i32(b, f->loc, s);
 		for (int i = 0; i < P->n; i++)
 			for (int o = 0; o < 2; o++) {
@@ -306,18 +306,18 @@ static void prologue(Pipe *P, BlkBuilder *b)
 				if (!P->s->x[o].load)
 					continue;
 				blk_loop_clone_slice(&P->L, b, &P->s->x[o].in, P->s->x[o].load, ks, &vm);
-				pipe_copy(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
+				blk_pipe_copy(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
 			}
 		commit(b, f->loc); /* one group a slab, for every dot's operands */
 	}
 }
 
 /* v + 1, wrapped to 0 at S. */
-BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
+BlkValue *blk_pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
 {
 	BlkLoc loc = P->s->dot->loc;
-	BlkValue *n = pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
-	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
+	BlkValue *n = blk_pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
+	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
 	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
 	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
@@ -332,7 +332,7 @@ static int parts_of(const Pipe *P)
 		 * over the k steps.  Each part costs ptxas's padding (run 102:
 		 * one a k step lost at BK 16, 2 won); at BK 32, 4 beat 2 by 1 %
 		 * (NN) and 6 % (x @ w.T: 48 copies a thread a slab), run 118.
-		 * A dot emit_dot.c runs as a loop is not split: its copies go
+		 * A dot blk_emit_dot.c runs as a loop is not split: its copies go
 		 * before it in one block, so 2. */
 		int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
 		if (K < 16 || !blk_lower_simt_unrolled(K, simt_nacc(P->L.c, P->s->dot)))
@@ -359,9 +359,9 @@ static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 	if (blk_lower_dot_wgmma(dot)) /* the slab, written by this thread, to wgmma's proxy */
 		blk_build(&b, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&b, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
-	*kn = pipe_binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
+	*kn = blk_pipe_binop(&b, BLK_OP_ADD, dot->loc, P->L.body->args[0],
 	            blk_lower_i32(&b, dot->loc, P->D * P->step));
-	*more = pipe_binop(&b, BLK_OP_LT, dot->loc, *kn, P->L.loop->operands[1]);
+	*more = blk_pipe_binop(&b, BLK_OP_LT, dot->loc, *kn, P->L.loop->operands[1]);
 }
 
 /* The current dot on its slots, the next copies in its region (the last
@@ -378,7 +378,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 			continue;
 		if (P->s->x[o].load)
 			blk_loop_clone_slice(&P->L, &b, &P->s->x[o].in, P->s->x[o].load, kn, &vm[o]);
-		dot->operands[o] = pipe_operand_view(P, &b, &P->s->x[o], pipe_slot_view(P, &b, &P->s->x[o], rd));
+		dot->operands[o] = blk_pipe_operand_view(P, &b, &P->s->x[o], blk_pipe_slot_view(P, &b, &P->s->x[o], rd));
 	}
 	BlkRegion *r = blk_region_create(c->a);
 	r->parent = dot;
@@ -392,7 +392,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 		blk_op_remove_attr(dot, "b_trans");
 	for (int o = 0; o < 2; o++)
 		for (int p = 0; p < parts && P->s->x[o].load; p++)
-			pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
+			blk_pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
 	if (last)
 		commit(&in, dot->loc);
 }
@@ -414,7 +414,7 @@ static void pipeline(Pipe *P)
 	 * one slab less ahead, so they never overwrite a slot that group reads */
 	bool wg = P->S >= 3;
 	for (int i = 0; i < P->n; i++)
-		wg = wg && pipe_in_flight(P, P->all[i].dot);
+		wg = wg && blk_pipe_in_flight(P, P->all[i].dot);
 	P->D = P->S - 1 - wg;
 	for (int i = 0; i < P->n && wg; i++)
 		blk_op_set_int(c->a, P->all[i].dot, "wait_pending", 1);
@@ -424,7 +424,7 @@ static void pipeline(Pipe *P)
 		P->s = &P->all[i]; /* the dot whose slots these are */
 		for (int o = 0; o < 2; o++)
 			if (!P->all[i].x[o].regs)
-				pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
+				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
@@ -437,18 +437,18 @@ static void pipeline(Pipe *P)
 	rd->name = "rd", wr->name = "wr";
 	BlkOp *y = P->L.body->last;
 	P->s = &P->all[0];
-	y->operands[y->noperands - 2] = pipe_advance(P, &end, rd);
-	y->operands[y->noperands - 1] = pipe_advance(P, &end, wr);
+	y->operands[y->noperands - 2] = blk_pipe_advance(P, &end, rd);
+	y->operands[y->noperands - 1] = blk_pipe_advance(P, &end, wr);
 	BlkValue *kn, *more;
 	steady_head(P, &kn, &more);
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i];
 		steady(P, rd, wr, kn, more, i == P->n - 1);
 	}
-	pipe_erase_loads(P);
+	blk_pipe_erase_loads(P);
 }
 
-void pipe_erase_loads(Pipe *P)
+void blk_pipe_erase_loads(Pipe *P)
 {
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
@@ -464,7 +464,7 @@ void pipe_erase_loads(Pipe *P)
 			blk_loop_erase_dead(&P->L, &P->all[i].x[o].in);
 }
 
-bool pipe_in_flight(const Pipe *P, const BlkOp *dot)
+bool blk_pipe_in_flight(const Pipe *P, const BlkOp *dot)
 {
 	const BlkRegion *body = P->L.body;
 	const BlkOp *y = body->last;
@@ -479,7 +479,7 @@ bool pipe_in_flight(const Pipe *P, const BlkOp *dot)
 	       blk_lower_uses(body, dot->operands[2]) == 1;
 }
 
-bool pipe_choose(Pipe *P)
+bool blk_pipe_choose(Pipe *P)
 {
 	BlkOp *f = P->L.loop, *y = P->L.body->last;
 	P->n = 0;
@@ -509,7 +509,7 @@ bool pipe_choose(Pipe *P)
 	return P->n > 0;
 }
 
-/* A SIMT dot whose micro-tile keeps one program an SM (emit_dot.c asks
+/* A SIMT dot whose micro-tile keeps one program an SM (blk_emit_dot.c asks
  * for two only up to SIMT_TWO_CTA_ACC accumulators a thread). */
 static bool simt_one_cta(const LowerCtx *c, const BlkOp *dot)
 {
@@ -549,7 +549,7 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 	if (f->kind != BLK_OP_FOR || c->k->num_stages < 2)
 		return;
 	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = c->k->num_stages };
-	if (pipe_choose(&P) && simt_stages(&P) && !blk_pipe_warp_specialize(&P))
+	if (blk_pipe_choose(&P) && simt_stages(&P) && !blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }
 

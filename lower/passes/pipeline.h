@@ -46,36 +46,36 @@ typedef struct Pipe {
 } Pipe;
 
 /* x op y, an i32 (a bool for lt, eq) scalar. */
-BlkValue *pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y);
+BlkValue *blk_pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y);
 /* bufX = local_alloc [S, R, C] (swizzled for wgmma, rows padded for
  * ldmatrix; SIMT: k-major, rows of pow2 + 4 floats), or [R, C] for a tile
  * from outside the loop, stored once. */
-void pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name);
+void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name);
 /* bufX[slot] as a shared Ref of the buffer's last two dims. */
-BlkValue *pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot);
+BlkValue *blk_pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot);
 /* The dot's operand from a slot view, through a trans_view where
  * dot_trans (B of `x @ w.T` on tensor cores; the SIMT dot's A). */
-BlkValue *pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view);
+BlkValue *blk_pipe_operand_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *view);
 /* async_copy bufX[slot] <- X at the indices vm maps (part of parts), in an
  * `if cond` (cond NULL: none); the copy. */
-BlkOp *pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
+BlkOp *blk_pipe_copy(Pipe *P, BlkBuilder *b, BlkValue *cond, Operand *x, BlkValue *slot, BlkPtrMap *vm,
                  int part, int parts);
 /* The staged loads (and transposes) out of the loop, then the index ops
  * only they used. */
-void pipe_erase_loads(Pipe *P);
+void blk_pipe_erase_loads(Pipe *P);
 /* v + 1, wrapped to 0 at S. */
-BlkValue *pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
+BlkValue *blk_pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v);
 
 /* The dot may leave its group in flight past the end of an iteration: a
  * wgmma dot accumulating into a carry of the loop whose result nothing
  * but the yield (of that carry) reads, so no instruction touches its
  * registers before the next iteration's dot. */
-bool pipe_in_flight(const Pipe *P, const BlkOp *dot);
+bool blk_pipe_in_flight(const Pipe *P, const BlkOp *dot);
 
 /* The dots of P->L.loop (P->L and P->S set) whose slabs this pass can
  * stage, into P->all[0..n); false if none (or the loop's step is not a
  * positive constant). */
-bool pipe_choose(Pipe *P);
+bool blk_pipe_choose(Pipe *P);
 
 /* warp_spec.c: the loop's wgmma dots fed by a producer warpgroup, if it
  * applies (else false, nothing changed). */

@@ -15,7 +15,7 @@
  *   }
  *
  * so the next slab's global loads are in flight while this slab is staged
- * and multiplied (emit_dot.c: two staging buffers, one barrier per slab).
+ * and multiplied (blk_emit_dot.c: two staging buffers, one barrier per slab).
  * `last` is the last iteration's iv, so the last iteration reloads its own
  * slab instead of reading past the array: every index the clones see is one
  * the original load saw, and the original's `mask` attribute stays valid.

@@ -47,7 +47,7 @@
  * {pending = 1} right after the dot's steps, before the arrive: the group
  * of iteration k-1, the last reader of its slot, is then complete.  The
  * consumers' barriers (tile.c's, the epilogue's) become a named barrier
- * of their threads alone (emit_wgmma.c).
+ * of their threads alone (blk_emit_wgmma.c).
  *
  * Loops in a row: the loops that follow the pipelined one in its region
  * and stage the same slabs (same dots, operands of one shape, dtype and
@@ -104,9 +104,9 @@ static BlkOp *mbar(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *bars, BlkVa
 static void next_slot(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot, BlkValue *phase, BlkValue **ns,
                       BlkValue **np)
 {
-	*ns = pipe_advance(P, b, slot);
-	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, *ns, i32c(b, loc, 0));
-	BlkValue *flip = pipe_binop(b, BLK_OP_SUB, loc, i32c(b, loc, 1), phase);
+	*ns = blk_pipe_advance(P, b, slot);
+	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, *ns, i32c(b, loc, 0));
+	BlkValue *flip = blk_pipe_binop(b, BLK_OP_SUB, loc, i32c(b, loc, 1), phase);
 	BlkValue *o[3] = { wrap, flip, phase };
 	*np = blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
@@ -114,9 +114,9 @@ static void next_slot(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot, BlkVal
 /* empty[slot - 1 mod S]: S + slot - 1, or 2S - 1 for slot 0. */
 static BlkValue *prev_empty(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *slot)
 {
-	BlkValue *wrap = pipe_binop(b, BLK_OP_EQ, loc, slot, i32c(b, loc, 0));
+	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, slot, i32c(b, loc, 0));
 	BlkValue *last = i32c(b, loc, 2 * P->S - 1); /* built in a fixed order, not an initializer's */
-	BlkValue *o[3] = { wrap, last, pipe_binop(b, BLK_OP_ADD, loc, slot, i32c(b, loc, P->S - 1)) };
+	BlkValue *o[3] = { wrap, last, blk_pipe_binop(b, BLK_OP_ADD, loc, slot, i32c(b, loc, P->S - 1)) };
 	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 }
 
@@ -221,7 +221,7 @@ static void tma_copy(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *bars, BlkValu
 	BlkOp *ld = x->load;
 	int n = ld->noperands + 3;
 	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, n);
-	ops[0] = pipe_slot_view(P, b, x, slot);
+	ops[0] = blk_pipe_slot_view(P, b, x, slot);
 	ops[1] = bars, ops[2] = slot;
 	for (int i = 0; i < ld->noperands; i++) {
 		BlkValue *m = blk_pmap_get(vm, ld->operands[i]);
@@ -272,8 +272,8 @@ static BlkOp *producer_loop(Pipe *P, BlkBuilder *b, BlkValue *bars, BlkValue *sl
 	BlkValue *iv = body->args[0], *slot = body->args[1], *phase = body->args[2];
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, body);
-	BlkValue *empty = pipe_binop(&in, BLK_OP_ADD, loc, slot, i32c(&in, loc, P->S));
-	BlkValue *free_parity = pipe_binop(&in, BLK_OP_SUB, loc, i32c(&in, loc, 1), phase);
+	BlkValue *empty = blk_pipe_binop(&in, BLK_OP_ADD, loc, slot, i32c(&in, loc, P->S));
+	BlkValue *free_parity = blk_pipe_binop(&in, BLK_OP_SUB, loc, i32c(&in, loc, 1), phase);
 	mbar(&in, BLK_OP_MBARRIER_WAIT, loc, bars, empty, free_parity);
 	int64_t tx = tma_bytes(P);
 	if (tx) { /* one thread: the slot's TMA bytes, then its copies */
@@ -290,7 +290,7 @@ static BlkOp *producer_loop(Pipe *P, BlkBuilder *b, BlkValue *bars, BlkValue *sl
 				tma_copy(P, &in, x, bars, slot, vm);
 				continue;
 			}
-			BlkOp *cp = pipe_copy(P, &in, NULL, x, slot, vm, 0, 1);
+			BlkOp *cp = blk_pipe_copy(P, &in, NULL, x, slot, vm, 0, 1);
 			blk_op_set_int(c->a, cp, "threads", 128);
 		}
 	mbar(&in, BLK_OP_ASYNC_ARRIVE, loc, bars, slot, NULL);
@@ -348,7 +348,7 @@ static void release_last(Pipe *P, BlkValue *bars, BlkOp *f)
 	BlkLoc loc = f->loc;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, f->next);
-	BlkValue *ran = pipe_binop(&b, BLK_OP_LT, loc, f->operands[0], f->operands[1]);
+	BlkValue *ran = blk_pipe_binop(&b, BLK_OP_LT, loc, f->operands[0], f->operands[1]);
 	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &ran, 0, NULL, 2);
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
@@ -372,9 +372,9 @@ static BlkValue *trips_at(Pipe *P, BlkBuilder *b, BlkOp *outer, BlkValue *t)
 			blk_loop_copy_op(c, b, &vm, op);
 	BlkValue *lo = mapped(&vm, f->operands[0]), *hi = mapped(&vm, f->operands[1]);
 	BlkValue *step = mapped(&vm, f->operands[2]);
-	BlkValue *d = pipe_binop(b, BLK_OP_SUB, loc, pipe_binop(b, BLK_OP_ADD, loc, hi, step), lo);
-	BlkValue *n = pipe_binop(b, BLK_OP_FLOORDIV, loc, pipe_binop(b, BLK_OP_SUB, loc, d, i32c(b, loc, 1)), step);
-	return pipe_binop(b, BLK_OP_MAX, loc, n, i32c(b, loc, 0));
+	BlkValue *d = blk_pipe_binop(b, BLK_OP_SUB, loc, blk_pipe_binop(b, BLK_OP_ADD, loc, hi, step), lo);
+	BlkValue *n = blk_pipe_binop(b, BLK_OP_FLOORDIV, loc, blk_pipe_binop(b, BLK_OP_SUB, loc, d, i32c(b, loc, 1)), step);
+	return blk_pipe_binop(b, BLK_OP_MAX, loc, n, i32c(b, loc, 0));
 }
 
 /* The slabs the group's loops take at outer iteration t. */
@@ -382,7 +382,7 @@ static BlkValue *group_trips_at(Pipe **G, int ng, BlkBuilder *b, BlkOp *outer, B
 {
 	BlkValue *n = trips_at(G[0], b, outer, t);
 	for (int k = 1; k < ng; k++)
-		n = pipe_binop(b, BLK_OP_ADD, G[0]->L.loop->loc, n, trips_at(G[k], b, outer, t));
+		n = blk_pipe_binop(b, BLK_OP_ADD, G[0]->L.loop->loc, n, trips_at(G[k], b, outer, t));
 	return n;
 }
 
@@ -398,29 +398,29 @@ static void ping_pong(Pipe **G, int ng, BlkOp *ws, BlkOp *outer, BlkValue *const
 	BlkValue *prog = blk_region_add_arg(c->a, ws->regions[0], blk_type_scalar(BLK_I32), "prog");
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, outer);
-	outer->operands[0] = pipe_binop(&b, BLK_OP_ADD, loc, range[0], pipe_binop(&b, BLK_OP_MUL, loc, prog, range[2]));
-	outer->operands[2] = pipe_binop(&b, BLK_OP_MUL, loc, range[2], i32c(&b, loc, 2));
+	outer->operands[0] = blk_pipe_binop(&b, BLK_OP_ADD, loc, range[0], blk_pipe_binop(&b, BLK_OP_MUL, loc, prog, range[2]));
+	outer->operands[2] = blk_pipe_binop(&b, BLK_OP_MUL, loc, range[2], i32c(&b, loc, 2));
 	BlkValue *t = outer->regions[0]->args[0];
 	blk_builder_before(&b, c->a, f);
-	BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, t, range[0]);
-	BlkValue *n = group_trips_at(G, ng, &b, outer, pipe_binop(&b, BLK_OP_SUB, loc, t, range[2]));
+	BlkValue *later = blk_pipe_binop(&b, BLK_OP_NE, loc, t, range[0]);
+	BlkValue *n = group_trips_at(G, ng, &b, outer, blk_pipe_binop(&b, BLK_OP_SUB, loc, t, range[2]));
 	BlkValue *o[3] = { later, n, i32c(&b, loc, 0) };
 	n = blk_build1(&b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
 	int is = f->noperands - 2, ip = f->noperands - 1; /* the slot and phase carries' inits */
-	BlkValue *at = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[is], n);
-	BlkValue *wraps = pipe_binop(&b, BLK_OP_FLOORDIV, loc, at, i32c(&b, loc, P->S));
-	f->operands[is] = pipe_binop(&b, BLK_OP_MOD, loc, at, i32c(&b, loc, P->S));
+	BlkValue *at = blk_pipe_binop(&b, BLK_OP_ADD, loc, f->operands[is], n);
+	BlkValue *wraps = blk_pipe_binop(&b, BLK_OP_FLOORDIV, loc, at, i32c(&b, loc, P->S));
+	f->operands[is] = blk_pipe_binop(&b, BLK_OP_MOD, loc, at, i32c(&b, loc, P->S));
 	/* the phase flips at each wrap (one builder call an argument: their order is C's to choose) */
-	BlkValue *flips = pipe_binop(&b, BLK_OP_ADD, loc, f->operands[ip], wraps);
-	f->operands[ip] = pipe_binop(&b, BLK_OP_MOD, loc, flips, i32c(&b, loc, 2));
+	BlkValue *flips = blk_pipe_binop(&b, BLK_OP_ADD, loc, f->operands[ip], wraps);
+	f->operands[ip] = blk_pipe_binop(&b, BLK_OP_MOD, loc, flips, i32c(&b, loc, 2));
 	BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
 	BlkBuilder in;
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
 	blk_build(&in, BLK_OP_TURN_WAIT, loc, 1, &prog, 0, NULL, 0);
 	/* right after the last loop: the other program may issue while this one drains */
 	blk_builder_before(&b, c->a, last->next);
-	BlkValue *next = pipe_binop(&b, BLK_OP_ADD, loc, t, range[2]);
-	BlkValue *more = pipe_binop(&b, BLK_OP_LT, loc, next, range[1]);
+	BlkValue *next = blk_pipe_binop(&b, BLK_OP_ADD, loc, t, range[2]);
+	BlkValue *more = blk_pipe_binop(&b, BLK_OP_LT, loc, next, range[1]);
 	iff = blk_build(&b, BLK_OP_IF, loc, 1, &more, 0, NULL, 2);
 	blk_builder_at_end(&in, c->a, iff->regions[0]);
 	blk_build(&in, BLK_OP_TURN_PASS, loc, 1, &prog, 0, NULL, 0);
@@ -446,7 +446,7 @@ static void stored_once(Pipe *P, BlkOp *outer)
 				blk_build(&b, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 			any = true;
 			P->s = &P->all[i];
-			pipe_make_buffer(P, &b, x, o ? "stage_b" : "stage_a");
+			blk_pipe_make_buffer(P, &b, x, o ? "stage_b" : "stage_a");
 		}
 	if (!any)
 		return;
@@ -466,7 +466,7 @@ static void consumer(Pipe *P, BlkValue *bars, BlkValue *slot0, BlkValue *phase0,
 	BlkLoc loc = f->loc;
 	bool inflight = true; /* else each dot waits for its group: this slot is free at once */
 	for (int i = 0; i < P->n; i++)
-		inflight = inflight && pipe_in_flight(P, P->all[i].dot);
+		inflight = inflight && blk_pipe_in_flight(P, P->all[i].dot);
 	BlkValue *slot = blk_loop_add_carry(&P->L, slot0, zero), *phase = blk_loop_add_carry(&P->L, phase0, zero);
 	slot->name = "slot", phase->name = "phase";
 	BlkOp *first = P->all[0].dot, *last = P->all[P->n - 1].dot;
@@ -480,7 +480,7 @@ static void consumer(Pipe *P, BlkValue *bars, BlkValue *slot0, BlkValue *phase0,
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
 			if (!x->regs)
-				dot->operands[o] = pipe_operand_view(P, &b, x, pipe_slot_view(P, &b, x, slot));
+				dot->operands[o] = blk_pipe_operand_view(P, &b, x, blk_pipe_slot_view(P, &b, x, slot));
 		}
 		if (inflight)
 			blk_op_set_int(c->a, dot, "wait_pending", 1);
@@ -488,13 +488,13 @@ static void consumer(Pipe *P, BlkValue *bars, BlkValue *slot0, BlkValue *phase0,
 	/* after the last dot (its wait comes first, mma_steps.c) */
 	blk_builder_before(&b, c->a, last->next);
 	if (inflight) {
-		BlkValue *later = pipe_binop(&b, BLK_OP_NE, loc, P->L.body->args[0], f->operands[0]);
+		BlkValue *later = blk_pipe_binop(&b, BLK_OP_NE, loc, P->L.body->args[0], f->operands[0]);
 		BlkOp *iff = blk_build(&b, BLK_OP_IF, loc, 1, &later, 0, NULL, 2);
 		BlkBuilder in;
 		blk_builder_at_end(&in, c->a, iff->regions[0]);
 		mbar(&in, BLK_OP_MBARRIER_ARRIVE, loc, bars, prev_empty(P, &in, loc, slot), NULL);
 	} else {
-		mbar(&b, BLK_OP_MBARRIER_ARRIVE, loc, bars, pipe_binop(&b, BLK_OP_ADD, loc, slot, i32c(&b, loc, P->S)),
+		mbar(&b, BLK_OP_MBARRIER_ARRIVE, loc, bars, blk_pipe_binop(&b, BLK_OP_ADD, loc, slot, i32c(&b, loc, P->S)),
 		     NULL);
 	}
 	BlkBuilder end;
@@ -597,7 +597,7 @@ static int gather(Pipe **G, BlkOp *outer)
 			continue;
 		Pipe *Q = BLK_NEW(c->a, Pipe);
 		*Q = (Pipe){ .L = { .c = c, .loop = g, .body = g->regions[0] }, .S = G[0]->S, .D = G[0]->D };
-		if (!pipe_choose(Q) || !applies(Q) || !same_slabs(G[0], Q) || !needs_plain_ops(Q, from))
+		if (!blk_pipe_choose(Q) || !applies(Q) || !same_slabs(G[0], Q) || !needs_plain_ops(Q, from))
 			break;
 		bool same = true;
 		for (int i = 0; i < Q->n; i++)
@@ -632,7 +632,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 		P->s = &P->all[i];
 		for (int o = 0; o < 2; o++)
 			if (P->all[i].x[o].load)
-				pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
+				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	const BlkSym *nb = blk_sym_const(c->a, 4 * P->S);
 	BlkType bt = blk_type_ref(BLK_I32, 1, &nb, BLK_SPACE_SHARED);
@@ -668,7 +668,7 @@ bool blk_pipe_warp_specialize(Pipe *P)
 		ping_pong(G, ng, ws, outer, range);
 	producer(G, ng, ws->regions[1], bars, outer, range);
 	for (int k = 0; k < ng; k++)
-		pipe_erase_loads(G[k]);
+		blk_pipe_erase_loads(G[k]);
 	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loops, their carries' inits, the rest */
 	return true;
 }
