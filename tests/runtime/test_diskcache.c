@@ -54,6 +54,8 @@ typedef struct Outcome {
 	bool ok;
 	unsigned compiles, disk_hits;
 	char ptx_head[64];
+	unsigned threads, grid[3];
+	size_t smem;
 } Outcome;
 
 /* A new runtime and program (empty in-memory caches) compiling add for n. */
@@ -73,8 +75,11 @@ static Outcome compile_once(const char *arch, const char *src, const char *def, 
 	o.ok = blk_func_compile(f, t, 2, &info);
 	if (!o.ok)
 		print_message("%s\n", blk_runtime_last_error(rt));
-	if (o.ok)
+	if (o.ok) {
 		snprintf(o.ptx_head, sizeof o.ptx_head, "%s", info.ptx);
+		o.threads = info.threads, o.smem = info.smem_bytes;
+		memcpy(o.grid, info.grid, sizeof o.grid);
+	}
 	blk_program_cache_stats(p, &o.compiles, NULL);
 	o.disk_hits = blk_program_disk_hits(p);
 	blk_program_destroy(p);
@@ -132,6 +137,11 @@ static void test_miss_then_hit(void **state)
 	Outcome b = compile_once("sm_90a", add_src, NULL, 1000);
 	assert_hit(b);
 	assert_string_equal(a.ptx_head, b.ptx_head);
+	/* the launch header read back: the same threads, bytes and grid */
+	assert_int_equal(a.threads, b.threads);
+	assert_int_equal(a.smem, b.smem);
+	assert_memory_equal(a.grid, b.grid, sizeof a.grid);
+	assert_int_equal(b.grid[0], 1000 / 128 + 1);
 	assert_int_equal(count_files(".blkc"), 1);
 	assert_int_equal(count_files(".tmp"), 0);
 }
@@ -211,11 +221,31 @@ static void extra_bytes(const char *path)
 	rewrite(path, data, len + 1);
 }
 
+/* A launch header that does not parse, under a sum that matches (what
+ * another build's header might be): a miss all the same. */
+static void bad_launch(const char *path)
+{
+	size_t len;
+	char *data = slurp(path, &len);
+	char *at = strstr(data, "threads ");
+	assert_non_null(at);
+	at[3] = 'x';
+	char *body = strchr(strstr(data, "sum "), '\n') + 1;
+	uint64_t h = 1469598103934665603ull; /* FNV-1a 64, as diskcache.c */
+	for (char *q = body; q < data + len; q++)
+		h = (h ^ (unsigned char)*q) * 1099511628211ull;
+	char sum[17];
+	snprintf(sum, sizeof sum, "%016llx", (unsigned long long)h);
+	memcpy(strstr(data, "sum ") + 4, sum, 16);
+	rewrite(path, data, len);
+}
+
 static void test_altered(void **state) { (void)state; damage_and_check(flip_ptx_byte); }
 static void test_truncated(void **state) { (void)state; damage_and_check(truncate_half); }
 static void test_empty(void **state) { (void)state; damage_and_check(empty_file); }
 static void test_foreign(void **state) { (void)state; damage_and_check(foreign_file); }
 static void test_extra(void **state) { (void)state; damage_and_check(extra_bytes); }
+static void test_bad_launch(void **state) { (void)state; damage_and_check(bad_launch); }
 
 /* A whole, valid entry of another key under this key's name (a hash
  * collision, or a file copied by hand) is a miss, not that kernel. */
@@ -475,7 +505,7 @@ int main(void)
 	setenv("BLK_CACHE", "0", 1); /* runtimes get a directory only from the tests */
 	const struct CMUnitTest tests[] = {
 		T(test_miss_then_hit), T(test_key_covers), T(test_altered), T(test_truncated),
-		T(test_empty), T(test_foreign), T(test_extra), T(test_other_key), T(test_trim),
+		T(test_empty), T(test_foreign), T(test_extra), T(test_bad_launch), T(test_other_key), T(test_trim),
 		T(test_switches), T(test_unwritable), T(test_two_processes), T(test_warm_time),
 		T(test_tuner_results), T(test_dump_dir),
 	};
