@@ -69,7 +69,7 @@ float blk_fp8_to_f32(BlkDType t, uint8_t b)
 }
 
 /* Rounds |f| at its binade's quantum (the subnormals' below the smallest
- * normal exponent), then encodes: lower/emit/blk_emit_elementwise.c does the same
+ * normal exponent), then encodes: lower/emit/emit_elementwise.c does the same
  * in the kernel, so both agree bit for bit. */
 uint8_t blk_f32_to_fp8(BlkDType t, float f)
 {

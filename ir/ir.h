@@ -62,7 +62,7 @@ bool blk_dtype_is_fp8(BlkDType t);
  * 0x7f with f's sign. */
 uint8_t blk_f32_to_fp8(BlkDType t, float f);
 /* An fp8 format's exponent and mantissa bits and its largest finite code
- * (the kernel's conversions, lower/blk_emit_elementwise.c, read it too). */
+ * (the kernel's conversions, lower/emit/emit_elementwise.c, read it too). */
 void blk_fp8_format(BlkDType t, int *eb, int *mb, int *maxcode);
 float blk_fp8_to_f32(BlkDType t, uint8_t b); /* exact */
 /* v wrapped to an integer dtype's range (two's complement, as NumPy's i8
@@ -81,14 +81,14 @@ int32_t blk_f32_to_i32(float x);
 int32_t blk_fill_to_i32(double f);
 /* i32 `x ~/ y` and `x % y` (floor, as Python), defined for every input:
  * x ~/ 0 == 0 and x % 0 == 0; INT32_MIN ~/ -1 wraps to INT32_MIN.  The
- * interpreter and constant folding call these; lower/blk_emit_elementwise.c
+ * interpreter and constant folding call these; lower/emit/emit_elementwise.c
  * emits the same function. */
 int32_t blk_i32_floordiv(int32_t x, int32_t y);
 int32_t blk_i32_mod(int32_t x, int32_t y);
 /* i32 `x << y` and `x >> y` (arithmetic), defined for every input: the
  * amount is taken as unsigned, so one outside [0, 32) (negative ones
  * included) shifts every bit out: x << y == 0, x >> y == (x < 0 ? -1 : 0),
- * as numpy and PTX's shl/shr do.  lower/blk_emit_elementwise.c emits the same. */
+ * as numpy and PTX's shl/shr do.  lower/emit/emit_elementwise.c emits the same. */
 int32_t blk_i32_shl(int32_t x, int32_t y);
 int32_t blk_i32_shr(int32_t x, int32_t y);
 

@@ -128,7 +128,7 @@ BlkLayout blk_layout_dot(const int *shape, int nthreads);
  * i*8wm + ..., an m16 instance the reps 2i and 2i+1; n8 block j is columns
  * j*8wn + 8 wn-index + [0, 8).  wn is chosen to minimize the ldmatrix
  * count per k16 step.  blk_layout_mma_fits says when it applies
- * (lower/emit/blk_emit_mma.c); blk_layout_mma_warps gives wn. */
+ * (lower/emit/emit_mma.c); blk_layout_mma_warps gives wn. */
 BlkLayout blk_layout_mma(const int *shape, int nthreads);
 /* The same fragment over a given warp grid: wn warps along N, the rest
  * along M (wn = 1: every warp owns whole rows, so row reductions and row
@@ -161,7 +161,7 @@ int blk_layout_mma_wn(int M, int N, int nthreads); /* 0: none fits */
  * mma.sync C fragment per n8 block: lane l = 4i + t, registers (h, c)
  * -> row 8h + i, column 2t + c.  spt = [2, 2], thr = [8W, 4], tlo =
  * [3, 0].  Register order is the layout's (row half major), not wgmma's
- * d-index order (n8 block major, blk_emit_wgmma.c maps them).  Fits when M
+ * d-index order (n8 block major, emit_wgmma.c maps them).  Fits when M
  * is a multiple of 16W (whole m64 blocks per warpgroup), N a power of
  * two from 16 to 256, W a multiple of 4. */
 BlkLayout blk_layout_wgmma(const int *shape, int nthreads);
@@ -193,7 +193,7 @@ int blk_layout_used_bits(const BlkLayout *l);
 bool blk_layout_split(const BlkLayout *l); /* some dim's thread bits are split */
 /* Along every dim a thread's elements are runs of spt consecutive ones,
  * the run of thread index t at t*spt in each rep (no split dims, no tlo,
- * not a fragment or shared layout): what a scan walks (blk_emit_scan.c). */
+ * not a fragment or shared layout): what a scan walks (emit_scan.c). */
 bool blk_layout_runs(const BlkLayout *l);
 int blk_layout_log2(int x);
 int blk_layout_nregs(const BlkLayout *l);

@@ -9,7 +9,7 @@
  *      convert_layout must come between otherwise), a reduction's result
  *      is its operand's layout sliced, expand_dims its operand's expanded,
  *      a dot's result and accumulator are in a dot<> or mma<> layout, the
- *      one its engine attr (lower/dot_engine.c) names;
+ *      one its engine attr (lower/passes/dot_engine.c) names;
  *   4. the lowered ops: convert_layout changes only the layout,
  *      block_ref names a param and takes one i32 start per array dim,
  *      local_alloc gives a shared Ref of constant shape at a 16-byte
@@ -239,7 +239,7 @@ static bool is16(BlkDType dt)
 
 /* A wgmma operand: a rank-2 shared Ref of f16/bf16 (or i8/u8/fp8),
  * swizzled, one dim contiguous and the other's rows one swizzle span
- * apart (what a matrix descriptor can say, blk_emit_wgmma.c); an 8-bit one
+ * apart (what a matrix descriptor can say, emit_wgmma.c); an 8-bit one
  * contiguous along k (dim kdim): wgmma transposes only 16-bit types. */
 static bool wgmma_operand(const BlkValue *v, int kdim)
 {

@@ -1,4 +1,4 @@
-/* loops.c - what the loop passes (pipeliner.c, prefetch.c) share: the part
+/* loops.c - what the loop passes (pipeline.c, prefetch.c) share: the part
  * of a loop body a value depends on, clones of it at another iteration,
  * new loop carries, dead-code cleanup. */
 #include "lower_int.h"

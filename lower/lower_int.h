@@ -59,7 +59,7 @@ bool blk_lower_smem_plan(LowerCtx *c);
 enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
 /* A SIMT dot's k steps are emitted unrolled while their FMAs a thread
  * (k steps x accumulators) stay within SIMT_UNROLL_FMAS, 64 steps of an
- * 8x8 micro-tile; more run as a loop (blk_emit_dot.c).  Twice that (64 steps
+ * 8x8 micro-tile; more run as a loop (emit_dot.c).  Twice that (64 steps
  * of 8x16) overflows the instruction cache: 2.2x slower (gpu-notes run
  * 113). */
 enum { SIMT_UNROLL_FMAS = 64 * 64 };
@@ -69,7 +69,7 @@ static inline bool blk_lower_simt_unrolled(int64_t ksteps, int64_t nacc)
 }
 /* A SIMT dot of at most this many accumulators a thread, in a program of
  * at most 256 threads, asks for two programs an SM (128 registers a
- * thread, blk_emit_dot.c); a larger micro-tile keeps one. */
+ * thread, emit_dot.c); a larger micro-tile keeps one. */
 enum { SIMT_TWO_CTA_ACC = 64, SIMT_TWO_CTA_THREADS = 256 };
 /* The bytes a local_alloc of type t spans (smem_plan.c): padded rows whole. */
 int64_t blk_lower_buffer_bytes(const BlkType *t);

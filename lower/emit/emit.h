@@ -60,7 +60,7 @@ typedef struct Emit {
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, f16, bf16, v, p0, p1, p3;
 	bool failed;
 	bool min_ctas_set;    /* blk_emit_dot asked for 2 CTAs per SM */
-	int64_t transit_off;  /* the transit region's local_alloc (blk_emit_transit.c, blk_emit_reduce.c) */
+	int64_t transit_off;  /* the transit region's local_alloc (emit_transit.c, emit_reduce.c) */
 	int64_t transit_prog; /* its bytes per consumer program (ping-pong), or 0 */
 	int bar_threads;      /* inside a warp_specialize region: its named barrier's threads (0: the CTA) */
 	LLVMValueRef tmap_params[BLK_MAX_TMAPS]; /* the CUtensorMap params (the launch's TMAP args) */
@@ -75,7 +75,7 @@ typedef struct Emit {
  * of them, i32, computed where the builder is. */
 LLVMValueRef blk_emit_size(Emit *E, const char *name);
 LLVMValueRef blk_emit_sym(Emit *E, const BlkSym *s);
-/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (blk_emit_elementwise.c). */
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
 LLVMValueRef blk_emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
 EVal *blk_emit_val(Emit *E, const BlkValue *v);
 void blk_emit_bind(Emit *E, const BlkValue *v, EVal *ev);
@@ -130,7 +130,7 @@ LLVMBasicBlockRef blk_emit_begin_if(Emit *E, LLVMValueRef cond);
 void blk_emit_end_if(Emit *E, LLVMBasicBlockRef cont);
 int64_t blk_emit_divisor(const BlkValue *v);
 LLVMValueRef blk_emit_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
-/* fp8 bits (i8) -> f32, exactly as ir.c's blk_fp8_to_f32 (blk_emit_elementwise.c). */
+/* fp8 bits (i8) -> f32, exactly as ir.c's blk_fp8_to_f32 (emit_elementwise.c). */
 LLVMValueRef blk_emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 /* An integer or bool register as i32 (i8 sign-, u8 and bool zero-extended),
  * and an i32 back to dt's register (i8/u8 truncated, bool: != 0). */
@@ -151,7 +151,7 @@ void blk_emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef 
 void blk_emit_block_ref(Emit *E, const BlkOp *op);
 void blk_emit_transit(Emit *E, const BlkOp *op);
 void blk_emit_reduce(Emit *E, const BlkOp *op);
-/* blk_emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
+/* emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
  * NaN-propagating) or i32, and the identity of (+); the linear index of
  * register r's element over layout s's padded shape. */
 LLVMValueRef blk_emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x);
@@ -160,9 +160,9 @@ LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r);
 void blk_emit_scan(Emit *E, const BlkOp *op);
 void blk_emit_dot(Emit *E, const BlkOp *op);
 void blk_emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
-/* blk_emit_mma.c: tensor cores (the ops mma_steps.c makes) */
+/* emit_mma.c: tensor cores (the ops mma_steps.c makes) */
 void blk_emit_mma(Emit *E, const BlkOp *op);
-/* blk_emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */
+/* emit_wgmma.c: Hopper's warpgroup tensor cores (sm_90a) */
 void blk_emit_wgmma(Emit *E, const BlkOp *op);
 void blk_emit_wgmma_commit(Emit *E);
 void blk_emit_wgmma_wait(Emit *E, const BlkOp *op);
@@ -182,7 +182,7 @@ void blk_emit_tmap_addresses(Emit *E);
 void blk_emit_local_load(Emit *E, const BlkOp *op);
 void blk_emit_frag_convert(Emit *E, const BlkOp *op);
 void blk_emit_extract_slice(Emit *E, const BlkOp *op);
-/* blk_emit_memory.c: the async copies of the pipeline pass, and trans_view */
+/* emit_memory.c: the async copies of the pipeline pass, and trans_view */
 void blk_emit_async_copy(Emit *E, const BlkOp *op);
 void blk_emit_async_commit(Emit *E);
 void blk_emit_async_wait(Emit *E, const BlkOp *op);
@@ -198,7 +198,7 @@ void blk_emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
  * of them, i32, computed where the builder is. */
 LLVMValueRef blk_emit_size(Emit *E, const char *name);
 LLVMValueRef blk_emit_sym(Emit *E, const BlkSym *s);
-/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (blk_emit_elementwise.c). */
+/* Python's // and % on i32, as blk_i32_floordiv/blk_i32_mod (emit_elementwise.c). */
 LLVMValueRef blk_emit_floor_divmod(Emit *E, bool mod, LLVMValueRef x, LLVMValueRef y);
 /* The byte offset smem-plan gave buf's local_alloc. */
 int64_t blk_emit_alloc_offset(const BlkValue *buf);

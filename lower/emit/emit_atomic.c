@@ -1,5 +1,5 @@
 /* emit_atomic.c - one element's read-modify-write for atomic_add,
- * atomic_max, atomic_min and atomic_cas; blk_emit_memory.c walks the elements,
+ * atomic_max, atomic_min and atomic_cas; emit_memory.c walks the elements,
  * masks them and picks the thread that owns each.
  *
  * Relaxed (monotonic) ordering, as atomic_add always had: programs that

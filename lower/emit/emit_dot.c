@@ -1,4 +1,4 @@
-/* blk_emit_dot.c - dot on the SIMT path: exact f32, register micro-tiles.
+/* emit_dot.c - dot on the SIMT path: exact f32, register micro-tiles.
  *
  * dot(A, B, acc) with the result in the dot layout (layout.h), A and B
  * shared Refs of f32 that dot_stage.c or the pipeliner filled: A [M, K] k-major (a
@@ -175,7 +175,7 @@ void blk_emit_dot(Emit *E, const BlkOp *op)
 	D.K = (int)blk_lower_dim(op->operands[0]->type.dims[1]);
 	D.N = (int)blk_lower_dim(op->results[0]->type.dims[1]);
 	D.lda = ra->stride[1], D.ldb = rb->stride[0];
-	if (ra->stride[0] != 1 || rb->stride[1] != 1) /* dot_stage.c and pipeliner.c lay them out so */
+	if (ra->stride[0] != 1 || rb->stride[1] != 1) /* dot_stage.c and pipeline.c lay them out so */
 		blk_die("lower: emit: a SIMT dot reads A k-major and B row-major from shared memory");
 	int nacc = blk_layout_nregs(D.l);
 	if (blk_layout_regs_along(D.l, 0) > 64 || blk_layout_regs_along(D.l, 1) > 64) {

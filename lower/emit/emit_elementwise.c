@@ -1,4 +1,4 @@
-/* blk_emit_elementwise.c - leaves, arithmetic, comparisons, casts, math.
+/* emit_elementwise.c - leaves, arithmetic, comparisons, casts, math.
  *
  * Elementwise ops work register by register: operands share the result's
  * layout (tile.c made sure).  f16/bf16 compute in f32 and round after each

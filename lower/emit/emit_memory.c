@@ -1,4 +1,4 @@
-/* blk_emit_memory.c - block refs, views, loads, stores, swaps, atomics.
+/* emit_memory.c - block refs, views, loads, stores, swaps, atomics.
  *
  * An access walks the registers of the value's layout.  Its address is
  * base + (per-thread part, once per access) + (per-register constant),
@@ -536,7 +536,7 @@ LLVMValueRef blk_emit_shared_ptr(Emit *E, const ERef *r, LLVMValueRef tbytes, in
 	return LLVMBuildGEP2(E->b, E->i8, inv, &o, 1, "");
 }
 
-/* ---- async copies into shared memory (pipeliner.c) ------------------------------ */
+/* ---- async copies into shared memory (pipeline.c) ------------------------------ */
 
 void blk_emit_async_commit(Emit *E)
 {

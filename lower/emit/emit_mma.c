@@ -1,4 +1,4 @@
-/* blk_emit_mma.c - the tensor-core ops of the GPU level (mma_steps.c makes
+/* emit_mma.c - the tensor-core ops of the GPU level (mma_steps.c makes
  * them): mma.sync m16n8k16 on f16/bf16 fragments, f32 accumulator (sm_80
  * and up), and m16n8k32 on 8-bit ones: i8/u8 with an i32 accumulator
  * (sm_80), fp8 with an f32 one (sm_89).  A k32 step of bytes is laid out
@@ -99,7 +99,7 @@ void blk_emit_local_load(Emit *E, const BlkOp *op)
 {
 	const ERef *r = &blk_emit_val(E, op->operands[0])->ref;
 	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
-	if (l->sfrag) { /* a SIMT dot's k step (blk_emit_dot.c) */
+	if (l->sfrag) { /* a SIMT dot's k step (emit_dot.c) */
 		blk_emit_fma_load(E, op);
 		return;
 	}

@@ -1,4 +1,4 @@
-/* blk_emit_reduce.c - reductions along one axis, in parallel.
+/* emit_reduce.c - reductions along one axis, in parallel.
  *
  * The result takes the operand's layout sliced at the axis (tile.c), so
  * each result element lives in the threads that held its operand row and
@@ -314,7 +314,7 @@ void blk_emit_reduce(Emit *E, const BlkOp *op)
 	}
 	/* max(x * c) = max(x) * c for c positive, exactly (rounding is
 	 * monotone): the scaled tile then need not exist where nothing else
-	 * reads it (exp_of_difference, blk_emit_elementwise.c) */
+	 * reads it (exp_of_difference, emit_elementwise.c) */
 	BlkValue *x, *c = NULL;
 	if ((op->kind == BLK_OP_REDUCE_MAX || op->kind == BLK_OP_REDUCE_MIN) &&
 	    blk_lower_scaled(op->operands[0], &x, &c) && blk_lower_positive(c) &&

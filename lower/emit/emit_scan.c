@@ -1,4 +1,4 @@
-/* blk_emit_scan.c - inclusive scans (cumsum, cumprod, cummax, cummin) along
+/* emit_scan.c - inclusive scans (cumsum, cumprod, cummax, cummin) along
  * one axis, in parallel.
  *
  * The result keeps the operand's layout, one whose elements along the axis

@@ -1,4 +1,4 @@
-/* blk_emit_transit.c - ops that move elements between threads, through the
+/* emit_transit.c - ops that move elements between threads, through the
  * shared-memory transit region: layout conversions, broadcasts,
  * transposes and expand_dims.
  *

@@ -1,4 +1,4 @@
-/* blk_emit_wgmma.c - Hopper's warpgroup tensor-core ops (sm_90a; mma_steps.c
+/* emit_wgmma.c - Hopper's warpgroup tensor-core ops (sm_90a; mma_steps.c
  * makes them), as inline PTX: LLVM 19 has no intrinsics for them.
  *
  *   dot (engine "wgmma") on swizzled shared Refs a [M, K], b [K, N]: per
@@ -344,7 +344,7 @@ void blk_emit_warp_specialize(Emit *E, const BlkOp *op)
 	bool moves = n == 2 && strcmp(E->c->arch, "sm_90a") == 0;
 	_Static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536 / 384 / 8 * 8 * 384,
 	               "the consumers' registers come from the producer's");
-	if (moves) { /* and no SIMT dot's two CTAs (blk_emit_dot.c): the count at entry is 168 */
+	if (moves) { /* and no SIMT dot's two CTAs (emit_dot.c): the count at entry is 168 */
 		blk_emit_annotation(E, "minctasm", 1);
 		E->min_ctas_set = true;
 	}

@@ -2,20 +2,20 @@
  *
  * Requires: shapes constant (specialize.c).  Produces: every `dot` gets
  * attr engine, read by every later pass instead of re-deciding:
- *   "mma"  tensor cores (mma.sync, blk_emit_mma.c): both operands f16 or both
+ *   "mma"  tensor cores (mma.sync, emit_mma.c): both operands f16 or both
  *          bf16 (m16n8k16), or both 8-bit (m16n8k32: i8/u8, exact i32
  *          sums; fp8 on sm_89 and newer, f32 sums), and the [M, N] tile
  *          and K fit the mma tiling over the kernel's warps (ir/layout.h,
  *          blk_layout_mma_fits);
  *   "wgmma" Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a
- *          only, blk_emit_wgmma.c): as "mma" -- or both operands 8-bit (i8/u8,
+ *          only, emit_wgmma.c): as "mma" -- or both operands 8-bit (i8/u8,
  *          exact i32 sums; fp8, f32 sums; both contiguous along k) -- when the [M, N]
  *          tile is whole m64 blocks of the kernel's warpgroups and N a
  *          power of two from 16 to 256 (blk_layout_wgmma_fits), K whole
  *          wgmma steps (k16; k32 for 8 bits); A may come from another wgmma
  *          dot's result (attention's P: its accumulator registers are
- *          A's fragments, blk_emit_wgmma.c);
- *   "fma"  the SIMT path (blk_emit_dot.c): exact f32 FMAs in k order, bit-equal
+ *          A's fragments, emit_wgmma.c);
+ *   "fma"  the SIMT path (emit_dot.c): exact f32 FMAs in k order, bit-equal
  *          to the interpreter -- f32 operands, or shapes mma cannot tile;
  *          a b that is transpose(w) becomes w with attr b_trans (staged
  *          transposed, no conversion through shared memory).
@@ -143,7 +143,7 @@ static int pick_wn(const LowerCtx *c, const BlkOp *dot)
 }
 
 /* An fma dot whose b is transpose(w), w used for nothing else: the dot
- * takes w itself (attr b_trans) and stages it transposed (blk_emit_dot.c),
+ * takes w itself (attr b_trans) and stages it transposed (emit_dot.c),
  * instead of a transpose through shared memory every slab. */
 static void take_transpose(LowerCtx *c, BlkOp *dot)
 {

@@ -7,7 +7,7 @@
  * and B's row (fma_a, fma_b), the ops between them.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
- * (pipeliner.c, dot_stage.c) or with A from registers.  Produces, for
+ * (pipeline.c, dot_stage.c) or with A from registers.  Produces, for
  *   d = dot a, b, acc { overlap ops }          -- a [M, K], b [K, N]
  * with n = K / 16 steps:
  *   fa = convert_layout a : mma_a<..>          -- A in registers only
@@ -219,7 +219,7 @@ static void split_simt(LowerCtx *c, BlkOp *dot)
 	int n = (int)blk_lower_dim(a->type.dims[1]), r;
 	BlkOp **ovl = take_overlap(c, dot, &r);
 	if (!blk_lower_simt_unrolled(n, blk_layout_nregs(dot->results[0]->type.layout))) {
-		/* blk_emit_dot.c runs it as a loop: the ops go first (after the barrier) */
+		/* emit_dot.c runs it as a loop: the ops go first (after the barrier) */
 		for (int j = 0; j < r; j++)
 			blk_lower_move_before(ovl[j], dot);
 		return;

@@ -15,7 +15,7 @@
  * is stored into a shared buffer once, before the loop; or, for A, the
  * result of another mma dot of the body (attention's P = softmax(Q K^T)),
  * when both run over one warp column: its accumulator registers are the A
- * fragments (blk_emit_mma.c), so A stays in registers.
+ * fragments (emit_mma.c), so A stays in registers.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 16 bytes] (the pad spreads ldmatrix's row
  * reads over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
@@ -31,7 +31,7 @@
  *     d = dot bufA[rd], bufB[rd] (or trans_view of it), acc {
  *       if k + D*step < hi { async_copy bufX[wr] <- X(k + D*step) }
  *       ...                                  -- in parts, spread over the
- *       async_commit                         -- dot's k16 steps (blk_emit_mma.c)
+ *       async_commit                         -- dot's k16 steps (emit_mma.c)
  *     }
  *     yield .., rd + 1 mod S, wr + 1 mod S
  *   }
@@ -50,7 +50,7 @@
  * before this one's first copies.
  *
  * An f32 dot of engine "fma" whose two operands are such slabs is taken
- * the same way, its slots laid out as blk_emit_dot.c reads them (simt_orient):
+ * the same way, its slots laid out as emit_dot.c reads them (simt_orient):
  * k-major, [S, K, pad(M) + 4] and [S, K, pad(N) + 4].  A slab that lies
  * along k (A as loaded, w of `x @ w.T`) is written through a trans_view,
  * one 4-byte cp.async an element, so nothing is staged through registers;
@@ -118,7 +118,7 @@ static bool slab_dtype(const BlkOp *dot, BlkDType dt)
 	return blk_dtype_size(dt) == 2 || blk_dtype_size(dt) == 1;
 }
 
-/* How the SIMT dot's slots lie (blk_emit_dot.c's outer product reads, at one
+/* How the SIMT dot's slots lie (emit_dot.c's outer product reads, at one
  * k, a thread's rows of A and its columns of B as consecutive floats):
  * both k-major, A [K, M] read through a trans_view, B [K, N].  A slab
  * that lies the other way ([M, K] A, or w of `x @ w.T`) is transposed by
@@ -332,7 +332,7 @@ static int parts_of(const Pipe *P)
 		 * over the k steps.  Each part costs ptxas's padding (run 102:
 		 * one a k step lost at BK 16, 2 won); at BK 32, 4 beat 2 by 1 %
 		 * (NN) and 6 % (x @ w.T: 48 copies a thread a slab), run 118.
-		 * A dot blk_emit_dot.c runs as a loop is not split: its copies go
+		 * A dot emit_dot.c runs as a loop is not split: its copies go
 		 * before it in one block, so 2. */
 		int64_t K = blk_lower_dim(P->s->dot->operands[0]->type.dims[1]);
 		if (K < 16 || !blk_lower_simt_unrolled(K, simt_nacc(P->L.c, P->s->dot)))
@@ -509,7 +509,7 @@ bool blk_pipe_choose(Pipe *P)
 	return P->n > 0;
 }
 
-/* A SIMT dot whose micro-tile keeps one program an SM (blk_emit_dot.c asks
+/* A SIMT dot whose micro-tile keeps one program an SM (emit_dot.c asks
  * for two only up to SIMT_TWO_CTA_ACC accumulators a thread). */
 static bool simt_one_cta(const LowerCtx *c, const BlkOp *dot)
 {

@@ -15,13 +15,13 @@
  *   }
  *
  * so the next slab's global loads are in flight while this slab is staged
- * and multiplied (blk_emit_dot.c: two staging buffers, one barrier per slab).
+ * and multiplied (emit_dot.c: two staging buffers, one barrier per slab).
  * `last` is the last iteration's iv, so the last iteration reloads its own
  * slab instead of reading past the array: every index the clones see is one
  * the original load saw, and the original's `mask` attribute stays valid.
  * The loaded values and their order of use are unchanged, so results are
  * bit-identical.  A tensor-core dot whose two operands are slabs of `in`
- * arrays has been given to pipeliner.c (cp.async into shared memory) before
+ * arrays has been given to pipeline.c (cp.async into shared memory) before
  * this pass; what stays here is register prefetch.
  */
 #include "lower/lower_int.h"

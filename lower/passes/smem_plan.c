@@ -51,7 +51,7 @@ static int64_t pos_of(const Plan *p, const BlkOp *op)
 /* The bytes a buffer spans: with a shared<> layout (rows padded), whole
  * rows -- its first dim's extent times its stride, as a local_alloc is
  * row-major -- since a SIMT dot reads the padding columns of its staged
- * rows (blk_emit_dot.c: threads cover the padded extent); else dense. */
+ * rows (emit_dot.c: threads cover the padded extent); else dense. */
 int64_t blk_lower_buffer_bytes(const BlkType *t)
 {
 	int64_t n = 1;

@@ -117,7 +117,7 @@ static void need_transit_n(size_t *bytes, size_t n)
 		*bytes = n * 4;
 }
 
-/* Elements of v's padded shape (what blk_emit_transit.c writes). */
+/* Elements of v's padded shape (what emit_transit.c writes). */
 static size_t result_elems(const BlkValue *v)
 {
 	size_t n = 1;
@@ -282,7 +282,7 @@ static void tile_dot(LowerCtx *c, BlkOp *op)
 	op->operands = ops;
 	op->noperands = 3; /* dot_stage.c stores tile operands into shared memory */
 	if (ops[1]->type.kind == BLK_TYPE_REF && ops[0]->type.kind == BLK_TYPE_TILE) {
-		/* B in shared memory (pipeliner.c), A from registers: its mma fragments */
+		/* B in shared memory (pipeline.c), A from registers: its mma fragments */
 		int shape[2];
 		static_shape(&ops[0]->type, shape);
 		BlkLayout *al = BLK_NEW(c->a, BlkLayout);
@@ -369,7 +369,7 @@ static void tile_scoped(LowerCtx *c, BlkOp *op)
  * transit region. */
 static bool tile_moves(LowerCtx *c, BlkOp *op)
 {
-	if (blk_op_is_scan(op->kind)) { /* in place, in a layout of runs (blk_emit_scan.c) */
+	if (blk_op_is_scan(op->kind)) { /* in place, in a layout of runs (emit_scan.c) */
 		BlkValue *v = op->operands[0];
 		if (!blk_layout_runs(layout_of(c, v)))
 			v = op->operands[0] = relayout(c, op, v, default_layout(c, &v->type));
@@ -532,7 +532,7 @@ static void erase_dead(LowerCtx *c, BlkRegion *r, BlkPtrMap *n)
 }
 
 /* The transit region's size: the largest tile an op that moves elements
- * between threads passes through it (blk_emit_transit.c, blk_emit_reduce.c). */
+ * between threads passes through it (emit_transit.c, emit_reduce.c). */
 static void transit_scan(LowerCtx *c, BlkRegion *r, size_t *bytes)
 {
 	for (BlkOp *op = r->first; op; op = op->next) {

@@ -2,7 +2,7 @@
  * warpgroup copies the slabs of a loop's wgmma dots, the kernel's warps
  * (the consumers) only wait for them, multiply and hand the slots back.
  *
- * Applies (pipeliner.c calls it after choosing the loop's dots) when the
+ * Applies (pipeline.c calls it after choosing the loop's dots) when the
  * kernel targets sm_90a, every dot of the loop is wgmma with both operands
  * slabs loaded in the loop, the loop is at the top of the kernel's body
  * and the kernel's warps are whole warpgroups.  With S = num_stages slots
@@ -47,7 +47,7 @@
  * {pending = 1} right after the dot's steps, before the arrive: the group
  * of iteration k-1, the last reader of its slot, is then complete.  The
  * consumers' barriers (tile.c's, the epilogue's) become a named barrier
- * of their threads alone (blk_emit_wgmma.c).
+ * of their threads alone (emit_wgmma.c).
  *
  * Loops in a row: the loops that follow the pipelined one in its region
  * and stage the same slabs (same dots, operands of one shape, dtype and

@@ -1274,7 +1274,7 @@ static const Case cases[] = {
 	     A2('i', BLK_F32, 77, 70), A2('i', BLK_F32, 77, 45), A2('i', BLK_F32, 70, 77), A2('i', BLK_F32, 45, 77),
 	     A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45), A2('o', BLK_F32, 70, 45)),
 	/* an f32 slab of 80 k steps on cp.async slots, 8x8 micro-tiles (2
-	 * warps): more FMAs than blk_emit_dot.c unrolls, so its k loop, the next
+	 * warps): more FMAs than emit_dot.c unrolls, so its k loop, the next
 	 * copies before it; K = 200 ragged */
 	CASE("f32_simt_long_k", false,
 	     "kernel f32_simt_long_k[BM = 64, BN = 64, BK = 80, num_warps = 2, num_stages = 2](\n"
