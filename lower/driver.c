@@ -1,6 +1,6 @@
 /* driver.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> persist -> pipeline
+ *   clone -> specialize -> blockspec -> reduce-hoist -> dot-engine -> loop-split -> schedule -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
@@ -37,6 +37,7 @@ static const struct {
 	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },
 	{ "dot-engine", blk_lower_dot_engine, NEEDS_CONST },
 	{ "loop-split", blk_lower_loop_split, NEEDS_CONST | NEEDS_ENGINE },
+	{ "schedule", blk_lower_schedule, NEEDS_CONST | NEEDS_ENGINE },
 	{ "persist", blk_lower_persist, NEEDS_CONST | NEEDS_ENGINE },
 	{ "pipeline", blk_lower_pipeline, NEEDS_CONST | NEEDS_ENGINE },
 	{ "prefetch", blk_lower_prefetch, NEEDS_CONST | NEEDS_ENGINE },

@@ -135,6 +135,11 @@ BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot);
 /* SMs of the GPUs sm_90a names (H100 SXM, H200): the persistent grid's
  * CTAs where the options give no device (persist.c). */
 enum { BLK_LOWER_SMS = 132 };
+/* schedule.c: a top-level loop of wgmma dots is run by plain programs,
+ * several an SM (attr schedule = "plain"), or warp-specialized and
+ * persistent ("specialize"), by a cost model of resident work. */
+bool blk_lower_schedule(LowerCtx *c);
+bool blk_lower_plain_schedule(const BlkOp *loop);
 bool blk_lower_persist(LowerCtx *c);
 /* The dot's engine attr (dot_engine.c) is "mma": mma.sync tensor cores. */
 bool blk_lower_dot_mma(const BlkOp *dot);

@@ -5,7 +5,7 @@
  * axis parallel, more programs T than the GPU has SMs (the runtime's device,
  * BlkLowerOptions.num_sms; else BLK_LOWER_SMS), and
  * a loop at the top of its body running a wgmma dot (the loops that
- * warp_spec.c specializes).  Produces:
+ * warp_spec.c specializes) that schedule.c did not give to plain programs.  Produces:
  *
  *   %pid = program_id {axis = 0}
  *   for %t = %pid to T step P {            -- P = min(T, SMs) CTAs launched
@@ -45,7 +45,7 @@ static bool applies(const LowerCtx *c, int64_t T)
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= sms(c))
 		return false;
 	for (const BlkOp *op = c->k->body->first; op; op = op->next)
-		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0]))
+		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0]) && !blk_lower_plain_schedule(op))
 			return true;
 	return false;
 }

@@ -134,13 +134,14 @@ static BlkOp *outer_loop(const Pipe *P, bool *ok)
 
 /* The loop qualifies: wgmma dots on loaded slabs (A may be registers, as
  * attention's P, or a tile from before the loop, as its Q), at the top of
- * the body or in a top-level loop, whole warpgroups, sm_90a. */
+ * the body or in a top-level loop, whole warpgroups, sm_90a, and not
+ * given to plain programs (schedule.c). */
 static bool applies(const Pipe *P)
 {
 	LowerCtx *c = P->L.c;
 	bool ok;
 	outer_loop(P, &ok);
-	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok)
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok || blk_lower_plain_schedule(P->L.loop))
 		return false;
 	for (int i = 0; i < P->n; i++)
 		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[1].load)

@@ -973,7 +973,8 @@ static void test_tma_tensor_maps(void **state)
 	int (*maps)(void);
 	*(void **)&maps = dlsym(fake, "fake_cuda_tensor_maps");
 	assert_non_null(maps);
-	const char *defs[] = {"T=bf16", "BM=64", "BN=64", "BK=32", "num_warps=4", "num_stages=3"};
+	/* (a config schedule.c specializes: two plain programs an SM at most) */
+	const char *defs[] = {"T=bf16", "BM=128", "BN=128", "BK=64", "num_warps=4", "num_stages=3"};
 	BlkProgram *p = blk_program_load(rt, matmul_path(), defs, 6);
 	assert_non_null(p);
 	BlkFunc *f = blk_program_kernel(p, NULL);
@@ -993,12 +994,12 @@ static void test_tma_tensor_maps(void **state)
 	if (!blk_launch(f, t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(maps() - before, 1); /* B's alone: C from registers */
-	/* 16 x 16 tiles, more than the device's 132 SMs: a persistent grid of
-	 * one CTA per SM (the fake reports 132) */
+	/* 16 x 16 tiles of 128 x 128, more than the device's 132 SMs: a
+	 * persistent grid of one CTA per SM (the fake reports 132) */
 	unsigned (*ctas)(void);
 	*(void **)&ctas = dlsym(fake, "fake_cuda_last_ctas");
 	BlkTensor big[3];
-	bf16_matmul_tensors(rt, 1024, 1024, 64, big);
+	bf16_matmul_tensors(rt, 2048, 2048, 64, big);
 	if (!blk_launch(f, big, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(ctas(), 132);
@@ -1028,7 +1029,7 @@ static void test_tma_tensor_maps(void **state)
 	*(void **)&map = dlsym(fake, "fake_cuda_last_map");
 	/* dims {N, M, Bt}, boxes {64 columns (128 bytes), BM rows, 1 matrix},
 	 * strides {a row, a matrix} in bytes */
-	unsigned long long want[3][3] = {{128, 128, 3}, {64, 64, 1}, {256, 128 * 256, 0}};
+	unsigned long long want[3][3] = {{128, 128, 3}, {64, 128, 1}, {256, 128 * 256, 0}};
 	for (int w = 0; w < 3; w++)
 		for (int d = 0; d < 3; d++)
 			assert_int_equal(map(w, d), want[w][d]);

@@ -1,0 +1,114 @@
+/* schedule.c - how the tensor cores are kept busy: by one warp-specialized
+ * persistent program an SM, or by several plain programs an SM.
+ *
+ * Requires: shapes constant, dot engines chosen.  Applies on sm_90a to a
+ * kernel of whole warpgroups: each top-level `for` whose body runs a wgmma
+ * dot gets attr schedule, which persist.c and warp_spec.c follow, and the
+ * numbers the choice came from (a cost model, not a recipe):
+ *
+ *   "specialize": one persistent CTA an SM, a producer warpgroup filling
+ *       the slots by TMA while the consumers multiply (warp_spec.c).  Its
+ *       resident accumulator work is the tile, BM x BN elements -- one
+ *       program's, for a kernel of one warpgroup, whose two ping-pong
+ *       programs take turns at the tensor cores.
+ *   "plain": programs as the grid has them, several an SM, each
+ *       pipelining its own loads.  As many as registers, shared memory and
+ *       threads let stay resident (attr plain_programs, recorded either
+ *       way), each with its tile.
+ *
+ * Plain is chosen only when its resident work is more than twice the
+ * specialized one's: the specialized kernel overlaps its loads with the
+ * multiplies completely and walks the tiles in L2-friendly groups, so the
+ * plain one needs that margin to keep the tensor cores as busy (measured
+ * on the habitual block configs, docs/backend.md).  A kernel with big
+ * tiles (128 x 128 a warpgroup) keeps one program an SM either way and is
+ * specialized; 64 x 64 tiles of one warpgroup run seven plain programs an
+ * SM instead of one specialized.
+ *
+ * The register estimate: the accumulators a thread holds plus
+ * SCHED_OVERHEAD_REGS for addresses, indices and operands; shared memory:
+ * num_stages slabs of every dot's operands.
+ */
+#include "lower/lower_int.h"
+
+#include <string.h>
+
+enum {
+	SM_REGS = 65536,          /* registers an SM (sm_90) */
+	SM_THREADS = 2048,
+	SM_PROGRAMS = 32,         /* resident CTAs an SM */
+	SCHED_OVERHEAD_REGS = 40, /* a thread's registers besides its accumulators */
+	MAX_THREAD_REGS = 255,
+};
+
+typedef struct Work {
+	int64_t acc;   /* accumulator elements of the loop's wgmma dots */
+	int64_t slab;  /* bytes of one stage of their operands */
+	int ndots;
+} Work;
+
+static void count_dot(void *ctx, BlkOp *op)
+{
+	Work *w = ctx;
+	if (op->kind != BLK_OP_DOT || !blk_lower_dot_wgmma(op))
+		return;
+	const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
+	int64_t M = blk_lower_dim(a->dims[0]), K = blk_lower_dim(a->dims[1]), N = blk_lower_dim(b->dims[1]);
+	w->acc += M * N;
+	w->slab += (M * K * blk_dtype_size(a->dtype)) + (K * N * blk_dtype_size(b->dtype));
+	w->ndots++;
+}
+
+/* Plain programs an SM: the least of what registers, shared memory,
+ * threads and the program cap allow (at least one). */
+static int plain_programs(const LowerCtx *c, const Work *w)
+{
+	int64_t regs = w->acc / c->nthreads + SCHED_OVERHEAD_REGS;
+	regs = regs > MAX_THREAD_REGS ? MAX_THREAD_REGS : (regs + 7) / 8 * 8;
+	int stages = c->k->num_stages > 1 ? c->k->num_stages : 1;
+	int64_t by_regs = SM_REGS / (regs * c->nthreads);
+	int64_t by_smem = BLK_LOWER_MAX_SMEM / (stages * w->slab + 1024);
+	int64_t n = SM_THREADS / c->nthreads;
+	n = by_regs < n ? by_regs : n;
+	n = by_smem < n ? by_smem : n;
+	n = SM_PROGRAMS < n ? SM_PROGRAMS : n;
+	return n > 1 ? (int)n : 1;
+}
+
+static void mark(LowerCtx *c, const char *schedule, int plain)
+{
+	for (BlkOp *op = c->k->body->first; op; op = op->next) {
+		Work here = { 0 };
+		if (op->kind == BLK_OP_FOR)
+			blk_lower_walk(op->regions[0], count_dot, &here);
+		if (!here.ndots)
+			continue;
+		blk_op_set_string(c->a, op, "schedule", schedule);
+		blk_op_set_int(c->a, op, "plain_programs", plain);
+	}
+}
+
+bool blk_lower_schedule(LowerCtx *c)
+{
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128)
+		return true;
+	Work w = { 0 };
+	for (BlkOp *op = c->k->body->first; op; op = op->next)
+		if (op->kind == BLK_OP_FOR)
+			blk_lower_walk(op->regions[0], count_dot, &w);
+	if (!w.ndots)
+		return true;
+	/* resident accumulator work: the specialized kernel's one tile at the
+	 * tensor cores (a kernel of one warpgroup specializes into two
+	 * ping-pong programs that take turns) against the plain programs' */
+	int64_t specialized = w.acc;
+	int plain = plain_programs(c, &w);
+	mark(c, plain * w.acc > 2 * specialized ? "plain" : "specialize", plain);
+	return true;
+}
+
+bool blk_lower_plain_schedule(const BlkOp *loop)
+{
+	const BlkAttr *s = blk_op_attr(loop, "schedule");
+	return s && s->kind == BLK_ATTR_STRING && strcmp(s->s, "plain") == 0;
+}
