@@ -2,10 +2,10 @@
  *
  * Requires: block refs lowered (blockspec.c), shapes constant, dot engines
  * chosen.  Applies on sm_90a to a kernel of whole warpgroups, every grid
- * axis parallel, more programs T than the GPU has SMs (the runtime's device,
- * BlkLowerOptions.num_sms; else BLK_LOWER_SMS), and
- * a loop at the top of its body running a wgmma dot (the loops that
- * warp_spec.c specializes) that schedule.c did not give to plain programs.  Produces:
+ * axis parallel, more programs T than the GPU has SMs (the runtime's
+ * device, BlkLowerOptions.num_sms; else BLK_LOWER_SMS), and a loop at the
+ * top of its body running a wgmma dot (the loops that warp_spec.c
+ * specializes).  Produces:
  *
  *   %pid = program_id {axis = 0}
  *   for %t = %pid to T step P {            -- P = min(T, SMs) CTAs launched
@@ -14,12 +14,16 @@
  *   }
  *
  * and the launch header's `persist SMs`: the launch runs (P, 1, 1) CTAs
- * over the grid's T programs (ir/launch.c).  Tiles go in groups of GROUP_M rows of
- * the CUDA grid's x: the programs running at once share their A rows and,
- * a group at a time, their B columns in L2 (Triton's grouped order).  With
- * warp specialization the producer then runs into the next tile's slabs
- * while the consumers store this tile's results.  num_programs keeps
- * meaning the kernel's own grid.
+ * over the grid's T programs (ir/launch.c).  Tiles go in groups of
+ * GROUP_M rows of the CUDA grid's x: the programs running at once share
+ * their A rows and, a group at a time, their B columns in L2 (Triton's
+ * grouped order).  With warp specialization the producer then runs into
+ * the next tile's slabs while the consumers store this tile's results.
+ * num_programs keeps meaning the kernel's own grid.
+ *
+ * A loop schedule.c gave to plain programs keeps one CTA a tile, several
+ * an SM, but in the same grouped order: no loop, (x, y, z) = tile(%pid),
+ * and the launch header's grid becomes the T programs along x.
  */
 #include "lower/lower_int.h"
 
@@ -40,14 +44,18 @@ static int sms(const LowerCtx *c)
 	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
 }
 
-static bool applies(const LowerCtx *c, int64_t T)
+/* The top-level loop of wgmma dots the tiles are for: persistent unless
+ * schedule.c gave it to plain programs (*plain). */
+static const BlkOp *tile_loop(const LowerCtx *c, int64_t T, bool *plain)
 {
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= sms(c))
-		return false;
+		return NULL;
 	for (const BlkOp *op = c->k->body->first; op; op = op->next)
-		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0]) && !blk_lower_plain_schedule(op))
-			return true;
-	return false;
+		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0])) {
+			*plain = blk_lower_plain_schedule(op);
+			return op;
+		}
+	return NULL;
 }
 
 static BlkValue *bin(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, BlkValue *y)
@@ -118,6 +126,44 @@ static int64_t cuda_grid(LowerCtx *c)
 	return T;
 }
 
+/* Replaces every program id of the region by its coordinate in xyz. */
+static void replace_pids(LowerCtx *c, BlkRegion *r, BlkValue **xyz, const BlkOp *keep)
+{
+	Pids pids = { .a = c->a };
+	blk_lower_walk(r, collect_pid, &pids);
+	for (int i = 0; i < pids.n; i++) { /* every program id, nested ones too */
+		BlkOp *op = pids.ops[i];
+		int a = (int)blk_op_int(op, "axis", 0);
+		if (op == keep)
+			continue;
+		if (a < 0 || a > 2)
+			blk_die("lower: persist: a program id of axis %d", a);
+		blk_replace_uses(r, op->results[0], xyz[a]);
+		blk_op_erase(op);
+	}
+}
+
+/* Plain programs (schedule.c), one CTA a tile, in the same grouped order:
+ * the launch's grid becomes its T programs along x, and each program's
+ * coordinates come from its index as a persistent CTA's tiles do -- the
+ * programs resident at once share their A rows and B columns in L2. */
+static bool group_programs(LowerCtx *c)
+{
+	BlkLaunch *l = blk_lower_launch(c);
+	BlkLoc loc = c->k->loc;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, c->k->body->first);
+	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, blk_type_scalar(BLK_I32), 0, NULL);
+	blk_op_set_int(c->a, pid->def, "axis", 0);
+	BlkValue *xyz[3];
+	tile_of(c, &b, loc, pid, xyz);
+	replace_pids(c, c->k->body, xyz, pid->def);
+	const BlkSym *t = blk_sym_binary(c->a, BLK_SYM_MUL, l->grid[0], l->grid[1]);
+	l->grid[0] = blk_sym_binary(c->a, BLK_SYM_MUL, t, l->grid[2]);
+	l->grid[1] = l->grid[2] = blk_sym_const(c->a, 1);
+	return true;
+}
+
 bool blk_lower_persist(LowerCtx *c)
 {
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
@@ -126,8 +172,11 @@ bool blk_lower_persist(LowerCtx *c)
 		if (c->k->grid_seq[a])
 			return true;
 	int64_t T = cuda_grid(c);
-	if (!applies(c, T))
+	bool plain = false;
+	if (!tile_loop(c, T, &plain))
 		return true;
+	if (plain)
+		return group_programs(c);
 	BlkRegion *body = c->k->body;
 	BlkLoc loc = c->k->loc;
 	BlkOp *first = body->first;
@@ -157,16 +206,7 @@ bool blk_lower_persist(LowerCtx *c)
 	blk_builder_before(&in, c->a, lb->first);
 	BlkValue *xyz[3];
 	tile_of(c, &in, loc, t, xyz);
-	Pids pids = { .a = c->a };
-	blk_lower_walk(lb, collect_pid, &pids);
-	for (int i = 0; i < pids.n; i++) { /* every program id, nested ones too */
-		BlkOp *op = pids.ops[i];
-		int a = (int)blk_op_int(op, "axis", 0);
-		if (a < 0 || a > 2)
-			blk_die("lower: persist: a program id of axis %d", a);
-		blk_replace_uses(lb, op->results[0], xyz[a]);
-		blk_op_erase(op);
-	}
+	replace_pids(c, lb, xyz, NULL);
 	blk_builder_at_end(&in, c->a, lb);
 	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);
 	return true;
