@@ -438,6 +438,9 @@ class FakeCuda:
     def __dlpack_device__(self):
         return (2, 0)
 
+    shape = property(lambda self: self.a.shape)  # as real arrays have (autotune's call signature)
+    dtype = property(lambda self: self.a.dtype)
+
 
 def fake_driver():
     path = os.environ.get("BLK_FAKE_CUDA")
@@ -582,6 +585,16 @@ def test_fake_gpu_autotune():
         (r,) = tuned.results.values()
         assert r["timings"][1] < r["timings"][0] and r["timings"][2] is None
         assert "OUT_OF_RESOURCES" in r["skipped"]["2"] and "NOPE" in r["skipped"]["3"]
+        # A later call of the same signature (types, shapes, dtypes, device)
+        # launches the winner straight away: no key, no tuning.
+        def slow(*args, **kw):
+            raise AssertionError("a tuned call took the slow path")
+        tuned.key_of = slow
+        assert tuned(a, b, c) is c
+        del tuned.key_of
+        # a new shape is a new signature: its key found, and tuned, as before
+        a2, b2, c2 = [FakeCuda(np.zeros(s, np.float32)) for s in ((64, 64), (64, 128), (64, 128))]
+        assert tuned(a2, b2, c2) is c2 and len(tuned.results) == 2
         files = os.listdir(os.path.join(d, "tune"))
         assert len(files) == 1 and files[0].endswith(".json")
         # Another process reads the result instead of tuning.
