@@ -42,6 +42,8 @@ BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 BlkOp *blk_lower_clone_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
+/* canonicalize.c: one normal form for equivalent spellings (tile level). */
+bool blk_lower_canonicalize(LowerCtx *c);
 bool blk_lower_reduce_hoist(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
 /* loop_split.c: a loop's iterations whose i32 compares are all true,
