@@ -715,9 +715,11 @@ static bool pack_arg(BlkRuntime *rt, const BlkFunc *f, const BlkCompiled *c, con
 	case BLK_ARG_STRIDE: v->stride = x->strides[g->dim]; return true;
 	case BLK_ARG_SIZE:
 		for (int i = 0; i < k->nsizes; i++)
-			if (strcmp(k->sizes[i], g->size) == 0)
+			if (strcmp(k->sizes[i], g->size) == 0) {
 				v->size = (int32_t)sizes[i];
-		return true;
+				return true;
+			}
+		return blk_rt_error(rt, "kernel '%s': its launch takes a size %s it does not have", c->entry, g->size);
 	}
 	return false;
 }
