@@ -11,6 +11,9 @@
  *                      op on the operands before, then one expand_dims:
  *                      `exp(m - m_new)` on [R, 1] statistics computes on
  *                      [R], as `keepdims = false` with `[:, None]` does.
+ *   mask-combine       where(c2, where(c1, x, v), v) -> where(c1 && c2, x,
+ *                      v): two masks one after the other (`-inf` both
+ *                      times) as one.
  *   carry-squeeze      a `for` carry with a dim of 1, whose yielded value
  *                      is an expand_dims on that dim and whose init is one
  *                      too or a splat constant -> carried without the dim,
@@ -114,6 +117,40 @@ static void sink(Canon *k, BlkOp *op)
 	n->name = r->name;
 	BlkValue *e = expand(&b, op->loc, n, d, r->type);
 	blk_replace_uses(op->parent, r, e);
+	blk_op_erase(op);
+	k->changed = true;
+}
+
+/* ---- mask-combine ------------------------------------------------------------ */
+
+/* a and b are one value, or splat constants of one type and value. */
+static bool same_value(const BlkValue *a, const BlkValue *b)
+{
+	if (a == b)
+		return true;
+	if (!is_splat(a) || !is_splat(b) || !blk_type_equal(&a->type, &b->type))
+		return false;
+	const BlkAttr *x = blk_op_attr(a->def, "value"), *y = blk_op_attr(b->def, "value");
+	return x->kind == y->kind && (x->kind == BLK_ATTR_INT ? x->i == y->i : memcmp(&x->f, &y->f, sizeof x->f) == 0);
+}
+
+/* where(c2, where(c1, x, v), v) -> where(c1 && c2, x, v): masks applied
+ * one after the other, as one mask. */
+static void combine(Canon *k, BlkOp *op)
+{
+	const BlkOp *in = op->kind == BLK_OP_SELECT ? op->operands[1]->def : NULL;
+	if (!in || in->kind != BLK_OP_SELECT || !same_value(in->operands[2], op->operands[2]) ||
+	    !blk_type_equal(&in->operands[0]->type, &op->operands[0]->type))
+		return;
+	BlkBuilder b;
+	blk_builder_before(&b, k->c->a, op);
+	BlkValue *cs[2] = { in->operands[0], op->operands[0] };
+	BlkValue *c = blk_build1(&b, BLK_OP_AND, op->loc, op->operands[0]->type, 2, cs);
+	BlkValue *xs[3] = { c, in->operands[1], op->operands[2] };
+	BlkValue *r = op->results[0];
+	BlkValue *n = blk_build1(&b, BLK_OP_SELECT, op->loc, r->type, 3, xs);
+	n->name = r->name;
+	blk_replace_uses(op->parent, r, n);
 	blk_op_erase(op);
 	k->changed = true;
 }
@@ -256,7 +293,10 @@ static void squeeze(Canon *k, BlkOp *f)
 
 static void rewrite(void *ctx, BlkOp *op)
 {
-	sink(ctx, op);
+	if (op->kind == BLK_OP_SELECT)
+		combine(ctx, op);
+	else
+		sink(ctx, op);
 }
 
 static void rewrite_loops(void *ctx, BlkOp *op)
@@ -264,15 +304,16 @@ static void rewrite_loops(void *ctx, BlkOp *op)
 	squeeze(ctx, op);
 }
 
-/* Erases expand_dims and constants nothing reads any more (what the rules
- * left behind), innermost first. */
+/* Erases expand_dims, constants and selects nothing reads any more (what
+ * the rules left behind), innermost first. */
 static void erase_dead(BlkRegion *r, BlkRegion *top)
 {
 	for (BlkOp *op = r->last, *prev; op; op = prev) {
 		prev = op->prev;
 		for (int i = 0; i < op->nregions; i++)
 			erase_dead(op->regions[i], top);
-		if ((op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST) && !blk_lower_uses(top, op->results[0]))
+		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT;
+		if (orphan && !blk_lower_uses(top, op->results[0]))
 			blk_op_erase(op);
 	}
 }
