@@ -363,3 +363,20 @@ int blk_lower_programs_at(const BlkOp *op)
 			return (int)blk_op_int(r->parent, "programs", 1);
 	return 1;
 }
+
+static bool depends(const BlkValue *v, const BlkValue *on, int depth)
+{
+	if (v == on)
+		return true;
+	if (!v->def || depth > 64)
+		return false;
+	for (int i = 0; i < v->def->noperands; i++)
+		if (depends(v->def->operands[i], on, depth + 1))
+			return true;
+	return false;
+}
+
+bool blk_lower_depends(const BlkValue *v, const BlkValue *on)
+{
+	return depends(v, on, 0);
+}

@@ -175,6 +175,9 @@ bool blk_lower_positive(const BlkValue *c);
 /* v is defined in region r or a region inside it (an op's result or a
  * region's arg): not invariant in a loop whose body r is. */
 bool blk_lower_within(const BlkRegion *r, const BlkValue *v);
+/* v is computed from `on` (through the operands of the ops defining it; an
+ * index map's yield from a grid index). */
+bool blk_lower_depends(const BlkValue *v, const BlkValue *on);
 
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */

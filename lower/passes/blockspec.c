@@ -19,6 +19,7 @@
  */
 #include "lower/lower_int.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* ---- value ranges of i32 scalars ------------------------------------------- */
@@ -502,22 +503,76 @@ static void fold_compare(void *ctx, BlkOp *op)
 
 /* ---- the pass ---------------------------------------------------------------------- */
 
-/* Grid axes onto CUDA's x, y, z in order, seq axes skipped, into the
- * launch header.  Parallel axes past the third share CUDA z with it, the
+/* Grid axes onto CUDA's x, y, z (launch_order), seq axes skipped, into
+ * the launch header.  Parallel axes past the third share CUDA z with it, the
  * later the faster: an axis in z is (ctaid.z / div) % mod, div the
  * product of the extents of the z axes after it.  An extent that names a
  * dynamic size stays an expression, evaluated at each launch. */
+/* The array params whose index map reads grid axis a, as a bit set. */
+static uint64_t readers_of_axis(const BlkKernel *k, int a)
+{
+	uint64_t set = 0;
+	for (int pi = 0; pi < k->nparams && pi < 64; pi++) {
+		const BlkRegion *r = k->params[pi].index_map;
+		if (!r || a >= r->nargs)
+			continue;
+		const BlkOp *y = r->last;
+		for (int i = 0; y && y->kind == BLK_OP_YIELD && i < y->noperands; i++)
+			if (blk_lower_depends(y->operands[i], r->args[a]))
+				set |= (uint64_t)1 << pi;
+	}
+	return set;
+}
+
+/* The parallel axes in the order they take CUDA's x, y, z: as written,
+ * except that an axis whose blocks are a strict, non-empty subset of
+ * another's, the rest of which are `in` arrays, comes before it --
+ * consecutive CTAs (x varies fastest) then share those input blocks:
+ * attention's K and V over its query blocks, whichever order the grid
+ * names its axes in.  With more than three parallel axes (some fold into
+ * z), or index maps that read a prefetch table (the blocks a grouped
+ * matmul's programs share are in its data), the written order stays. */
+static int launch_order(const BlkKernel *k, int *order)
+{
+	int n = 0;
+	uint64_t readers[BLK_MAX_GRID];
+	for (int a = 0; a < k->grid_rank; a++)
+		if (!k->grid_seq[a])
+			readers[n] = readers_of_axis(k, a), order[n++] = a;
+	uint64_t inputs = 0; /* arrays nothing writes: the ones worth sharing */
+	bool tables = false;  /* scalar prefetch: which blocks repeat is data */
+	for (int pi = 0; pi < k->nparams && pi < 64; pi++) {
+		if (k->params[pi].access == BLK_ACCESS_IN)
+			inputs |= (uint64_t)1 << pi;
+		tables |= k->params[pi].prefetch;
+	}
+	for (int i = 1; n <= 3 && !tables && i < n; i++)
+		for (int j = i; j > 0; j--) {
+			uint64_t x = readers[j], y = readers[j - 1];
+			/* (an axis no map reads splits work -- split-K's -- and its
+			 * neighbours in x would write the same blocks) */
+			if (!x || (x & y) != x || x == y || (y & ~x & ~inputs))
+				break;
+			int t = order[j];
+			order[j] = order[j - 1], order[j - 1] = t;
+			readers[j] = y, readers[j - 1] = x;
+		}
+	return n;
+}
+
 static bool map_grid(LowerCtx *c)
 {
 	BlkLaunch *l = blk_lower_launch(c);
-	int n = 0, nz = 0, zax[BLK_MAX_GRID];
+	int n = 0, nz = 0, zax[BLK_MAX_GRID], order[BLK_MAX_GRID];
 	const BlkSym *one = blk_sym_const(c->a, 1), *zs = one; /* CUDA z's extent so far */
 	l->grid[0] = l->grid[1] = l->grid[2] = one;
 	for (int a = 0; a < c->k->grid_rank; a++) {
 		l->axis[a] = -1;
 		l->div[a] = l->mod[a] = NULL;
-		if (c->k->grid_seq[a])
-			continue;
+	}
+	int npar = launch_order(c->k, order);
+	for (int oi = 0; oi < npar; oi++) {
+		int a = order[oi];
 		const BlkSym *g = c->k->grid[a];
 		if (n == 3) { /* folded: the z axes so far step by this one's extent */
 			for (int i = 0; i < nz; i++) {
@@ -560,12 +615,13 @@ bool blk_lower_blockspec(LowerCtx *c)
 	BlkBuilder b;
 	blk_builder_at_end(&b, c->a, inner);
 	b.before = inner->first;
-	for (int a = 0; a < k->grid_rank; a++) {
-		if (pids[a])
-			continue;
-		pids[a] = blk_build1(&b, BLK_OP_PROGRAM_ID, k->loc, blk_type_scalar(BLK_I32), 0, NULL);
-		blk_op_set_int(c->a, pids[a]->def, "axis", a);
-	}
+	for (int x = 0; x < 3; x++) /* in CUDA's order: x, y, z (folded axes in theirs) */
+		for (int a = 0; a < k->grid_rank; a++) {
+			if (pids[a] || k->launch->axis[a] != x)
+				continue;
+			pids[a] = blk_build1(&b, BLK_OP_PROGRAM_ID, k->loc, blk_type_scalar(BLK_I32), 0, NULL);
+			blk_op_set_int(c->a, pids[a]->def, "axis", a);
+		}
 	BlkPtrMap info = { 0 };
 	BlkValue **pf = BLK_NEW_N(c->a, BlkValue *, k->nparams + 1);
 	for (int pi = 0; pi < k->nparams; pi++) /* first: the other index maps read them */

@@ -111,8 +111,8 @@ static void collect_pid(void *ctx, BlkOp *op)
 	p->ops[p->n++] = op;
 }
 
-/* The programs of the launch's grid (blockspec.c put axis a on CUDA axis
- * a); one of dynamic extent is known at launch only: taken as many, P =
+/* The programs of the launch's grid (blockspec.c put each axis on a CUDA
+ * axis: the launch header's axes); one of dynamic extent is known at launch only: taken as many, P =
  * min(T, SMs) there. */
 static int64_t cuda_grid(LowerCtx *c)
 {
@@ -124,6 +124,17 @@ static int64_t cuda_grid(LowerCtx *c)
 		T *= v;
 	}
 	return T;
+}
+
+/* The kernel grid axis on CUDA's x: a program id of it reads the CTA's
+ * index along x, what a persistent CTA (or a grouped program) starts from. */
+static int x_axis(LowerCtx *c)
+{
+	const BlkLaunch *l = blk_lower_launch(c);
+	for (int a = 0; a < c->k->grid_rank; a++)
+		if (l->axis[a] == 0)
+			return a;
+	return 0;
 }
 
 /* Replaces every program id of the region by its coordinate in xyz. */
@@ -138,7 +149,7 @@ static void replace_pids(LowerCtx *c, BlkRegion *r, BlkValue **xyz, const BlkOp 
 			continue;
 		if (a < 0 || a > 2)
 			blk_die("lower: persist: a program id of axis %d", a);
-		blk_replace_uses(r, op->results[0], xyz[a]);
+		blk_replace_uses(r, op->results[0], xyz[blk_lower_launch(c)->axis[a]]);
 		blk_op_erase(op);
 	}
 }
@@ -154,7 +165,7 @@ static bool group_programs(LowerCtx *c)
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, c->k->body->first);
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, blk_type_scalar(BLK_I32), 0, NULL);
-	blk_op_set_int(c->a, pid->def, "axis", 0);
+	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
 	BlkValue *xyz[3];
 	tile_of(c, &b, loc, pid, xyz);
 	replace_pids(c, c->k->body, xyz, pid->def);
@@ -184,7 +195,7 @@ bool blk_lower_persist(LowerCtx *c)
 	blk_builder_before(&b, c->a, first);
 	BlkType i32 = blk_type_scalar(BLK_I32);
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
-	blk_op_set_int(c->a, pid->def, "axis", 0);
+	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
 	int64_t P = T < sms(c) ? T : sms(c);
 	BlkValue *ops[3] = { pid, NULL, NULL };
 	BlkLaunch *l = blk_lower_launch(c);
