@@ -39,6 +39,7 @@
 
 
 #include "bench.h"
+#include "bench_candidates.h"
 
 /* ---- cuBLAS, loaded at run time ----------------------------------------- */
 
@@ -282,43 +283,6 @@ double matmul_tol(BlkDType dt)
 
 /* ---- autotuning -------------------------------------------------------- */
 
-/* Candidates per dtype (indexed by BlkDType), ';' between configs.
- * f32 runs the SIMT dot: tiles of 64 or 128 rows and columns, K slabs of 16
- * or 32, 4 or 8 warps, led by 128x256 on 8 warps (8x16 micro-tiles, one
- * program an SM, slots 3 deep in 150 KB: the fastest at 4096^3 and 8192^3
- * on the H100, gpu-notes run 112) and the cp.async slabs 3 and 4 deep
- * (num_stages; 2, the examples' default, is the rest), in the pairs whose
- * per-thread micro-tile fits the registers without spilling (BM=BN=128
- * needs 8 warps: with 4, ptxas uses 255 registers).  Smaller tiles fill the 132 SMs at 1024³, where
- * BM=BN=128 gives 64 CTAs.  f16/bf16 (tensor cores) lead with BK=64 slabs
- * and 64x64 warp tiles (BM=256, 8 warps, one CTA per SM), the fastest at
- * 4096^3 and 8192^3 on the H200 (docs/gpu-notes.md, branch mma2), now with
- * num_stages cp.async staging buffers (branch mma3: 3 stages 159 KB of
- * shared memory and 170 registers, 4 stages 212 KB). */
-static const char *const default_candidates[3] = {
-	[BLK_F32] = "BM=128,BN=256,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=16,num_warps=8,num_stages=4;"
-	            "BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8,num_stages=3;"
-	            "BM=64,BN=128,BK=16,num_warps=4,num_stages=3;BM=128,BN=128,BK=16,num_warps=8,num_stages=4;"
-	            "BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
-	            "BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
-	            "BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
-	            "BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
-	            "BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8;"
-	            "BM=128,BN=256,BK=16,num_warps=8;BM=256,BN=128,BK=16,num_warps=8;"
-	            "BM=128,BN=256,BK=32,num_warps=8",
-	[BLK_F16] = "BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
-	            "BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
-	            "BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
-	            "BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
-	            "BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
-	            "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4",
-	[BLK_BF16] = "BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
-	             "BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
-	             "BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
-	             "BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
-	             "BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
-	             "BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4",
-};
 
 /* sm_90a's f16/bf16 candidates: wgmma over two consumer warpgroups
  * (128x256, 256x128, 128x128 tiles) or one (128x128, 64x128), 4 or 3
@@ -337,7 +301,9 @@ static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
 	char path[512], tdef[32], list[4096];
 	snprintf(path, sizeof path, "%s/matmul.blk", o->examples);
 	snprintf(tdef, sizeof tdef, "T=%s", blk_dtype_name(dt));
-	const char *cands = default_candidates[dt];
+	const char *cands = dt == BLK_F32   ? blk_bench_f32_candidates
+	                    : dt == BLK_F16 ? blk_bench_f16_candidates
+	                                    : blk_bench_bf16_candidates;
 	if (dt != BLK_F32 && strcmp(blk_runtime_arch(rt), "sm_90a") == 0)
 		cands = hopper_candidates;
 	snprintf(list, sizeof list, "%s", o->candidates[dt] ? o->candidates[dt] : cands);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_candidates.h"
 #include "blk.h"
 
 enum { REPS = 10, TUNER_REPS = 3, MAX_DEFS = 16 };
@@ -110,31 +111,11 @@ static void compile_row(BlkRuntime *rt, const char *path, int dt, const char *co
 	       med, REPS, ms[0], median(cpu, REPS));
 }
 
-/* blk-bench's candidate lists (tools/bench.c default_candidates). */
-static const char f32_candidates[] =
-	"BM=128,BN=256,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=16,num_warps=8,num_stages=4;"
-	"BM=128,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=128,BK=16,num_warps=8,num_stages=3;"
-	"BM=64,BN=128,BK=16,num_warps=4,num_stages=3;BM=128,BN=128,BK=16,num_warps=8,num_stages=4;"
-	"BM=128,BN=128,BK=16,num_warps=8;BM=128,BN=128,BK=32,num_warps=8;"
-	"BM=64,BN=128,BK=16,num_warps=8;BM=128,BN=64,BK=16,num_warps=8;"
-	"BM=64,BN=128,BK=32,num_warps=8;BM=128,BN=64,BK=32,num_warps=8;"
-	"BM=64,BN=128,BK=16,num_warps=4;BM=64,BN=64,BK=16,num_warps=4;"
-	"BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8;"
-	"BM=128,BN=256,BK=16,num_warps=8;BM=256,BN=128,BK=16,num_warps=8;"
-	"BM=128,BN=256,BK=32,num_warps=8";
-static const char bf16_candidates[] =
-	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
-	"BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
-	"BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
-	"BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
-	"BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
-	"BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4";
-
 /* A fresh tuner over list, compiled for s³; the wall ms, -1 on failure. */
 static double tune_once(BlkRuntime *rt, const char *path, int dt, const char *list, int64_t s,
                         int *compiled, int *cands)
 {
-	char tdef[32], copy[sizeof f32_candidates];
+	char tdef[32], copy[4096];
 	snprintf(tdef, sizeof tdef, "T=%s", dtype_name(dt));
 	snprintf(copy, sizeof copy, "%s", list);
 	const char *base[] = {tdef};
@@ -172,6 +153,8 @@ int main(int argc, char **argv)
 	char err[512], path[1024];
 	bool tuner = !(argc > 1 && strcmp(argv[1], "--compile-only") == 0);
 	int dir = tuner ? 1 : 2;
+	if (argc > dir + 1 || (argc > dir && argv[dir][0] == '-'))
+		return fprintf(stderr, "usage: blk-compile-time [--compile-only] [EXAMPLES_DIR]  (default: examples)\n"), 2;
 	snprintf(path, sizeof path, "%s/matmul.blk", argc > dir ? argv[dir] : "examples");
 	const char *arch = getenv("BLK_ARCH");
 	BlkRuntime *rt = blk_runtime_create_offline(arch && *arch ? arch : NULL, err, sizeof err);
@@ -185,8 +168,8 @@ int main(int argc, char **argv)
 	compile_row(rt, path, BLK_DTYPE_BF16, "BM=128,BN=128,BK=64", 1024);
 	compile_row(rt, path, BLK_DTYPE_F32, "BM=128,BN=128,BK=16,num_warps=8,num_stages=3", 4096);
 	if (tuner) {
-		tuner_row(rt, path, BLK_DTYPE_F32, f32_candidates, 1024);
-		tuner_row(rt, path, BLK_DTYPE_BF16, bf16_candidates, 1024);
+		tuner_row(rt, path, BLK_DTYPE_F32, blk_bench_f32_candidates, 1024);
+		tuner_row(rt, path, BLK_DTYPE_BF16, blk_bench_bf16_candidates, 1024);
 	}
 	blk_runtime_destroy(rt);
 	return 0;
