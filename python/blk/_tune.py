@@ -51,20 +51,17 @@ _MAX_WINNERS = 4096
 
 def _signature(slots):
     """What decides a call's tuning key, read cheaply: each array's type,
-    shape, dtype and device (the key's sizes come from the shapes).  None
-    when it cannot be read or hashed: the call takes the full path."""
+    shape and dtype (the key's sizes come from the shapes), and the first
+    array's device (a launch needs every array on it).  None when it cannot
+    be read: the call takes the full path."""
     try:
-        sig = []
+        first = next(a for a in slots if a is not None)
+        d = getattr(first, "device", None)
+        sig = [None if callable(d) else d]
         for a in slots:
-            if a is None:
-                sig.append(None)
-                continue
-            d = getattr(a, "device", None)
-            sig.append((type(a), a.shape, a.dtype, None if callable(d) else d))
-        sig = tuple(sig)
-        hash(sig)
-        return sig
-    except (AttributeError, TypeError):
+            sig.append(None if a is None else (type(a), a.shape, a.dtype))
+        return tuple(sig)
+    except (AttributeError, StopIteration):
         return None
 
 
@@ -169,7 +166,10 @@ class Autotuned:
             return self.kernel(0)(*arrays, interpret=True, **named)
         given = self.base._match(arrays, named)
         sig = _signature(given)
-        k = self._winners.get(sig) if sig is not None else None
+        try:
+            k = self._winners.get(sig) if sig is not None else None
+        except TypeError:  # an unhashable shape or dtype
+            k = sig = None
         if k is None:
             k = self._winner(given, stream)
             if sig is not None:
