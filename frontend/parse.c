@@ -138,7 +138,12 @@ static const char *expect_ident(Parser *p, const char *what, BlkLoc *loc)
 	if (loc)
 		*loc = here(p);
 	if (!at(p, BLK_TOK_IDENT)) {
-		expected(p, what);
+		BlkTokKind k = tok(p)->kind;
+		if (k >= BLK_TOK_KERNEL && k <= BLK_TOK_BOOL) /* `let out = ...` */
+			error_at(p, here(p), "expected %s, found '%s', a keyword of the language: choose another name",
+			         what, blk_tok_spelling(k));
+		else
+			expected(p, what);
 		return "<error>";
 	}
 	BlkToken *t = next(p);
