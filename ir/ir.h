@@ -399,6 +399,8 @@ int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg);
  * appended if there is none; -1 past BLK_MAX_TMAPS. */
 enum { BLK_MAX_TMAPS = 8 };
 int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle);
+/* The index among the TMAP args of the one for (param, box, swizzle), or -1. */
+int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle);
 /* The i-th argument of this kind, or NULL. */
 const BlkLaunchArg *blk_launch_nth(const BlkLaunch *l, BlkArgKind kind, int i);
 int blk_launch_count(const BlkLaunch *l, BlkArgKind kind);

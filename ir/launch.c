@@ -74,7 +74,7 @@ int blk_launch_count(const BlkLaunch *l, BlkArgKind kind)
 	return n;
 }
 
-int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle)
+int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle)
 {
 	int n = 0;
 	for (int j = 0; j < l->nargs; j++) {
@@ -85,10 +85,16 @@ int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int 
 			return n;
 		n++;
 	}
-	if (n == BLK_MAX_TMAPS)
-		return -1;
-	BlkLaunchArg t = { .kind = BLK_ARG_TMAP, .param = param, .box = { box[0], box[1] }, .swizzle = swizzle };
-	blk_launch_add_arg(a, l, &t);
+	return -1;
+}
+
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle)
+{
+	int t = blk_launch_find_tmap(l, param, box, swizzle), n = blk_launch_count(l, BLK_ARG_TMAP);
+	if (t >= 0 || n == BLK_MAX_TMAPS)
+		return t;
+	BlkLaunchArg g = { .kind = BLK_ARG_TMAP, .param = param, .box = { box[0], box[1] }, .swizzle = swizzle };
+	blk_launch_add_arg(a, l, &g);
 	return n;
 }
 

@@ -301,9 +301,7 @@ static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
 	char path[512], tdef[32], list[4096];
 	snprintf(path, sizeof path, "%s/matmul.blk", o->examples);
 	snprintf(tdef, sizeof tdef, "T=%s", blk_dtype_name(dt));
-	const char *cands = dt == BLK_F32   ? blk_bench_f32_candidates
-	                    : dt == BLK_F16 ? blk_bench_f16_candidates
-	                                    : blk_bench_bf16_candidates;
+	const char *cands = dt == BLK_F32 ? blk_bench_f32_candidates : blk_bench_tc_candidates;
 	if (dt != BLK_F32 && strcmp(blk_runtime_arch(rt), "sm_90a") == 0)
 		cands = hopper_candidates;
 	snprintf(list, sizeof list, "%s", o->candidates[dt] ? o->candidates[dt] : cands);

@@ -27,14 +27,8 @@ static const char blk_bench_f32_candidates[] =
 	"BM=64,BN=64,BK=32,num_warps=4;BM=64,BN=64,BK=16,num_warps=8;"
 	"BM=128,BN=256,BK=16,num_warps=8;BM=256,BN=128,BK=16,num_warps=8;"
 	"BM=128,BN=256,BK=32,num_warps=8";
-static const char blk_bench_f16_candidates[] =
-	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
-	"BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
-	"BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"
-	"BM=256,BN=128,BK=32,num_warps=8,num_stages=4;BM=256,BN=128,BK=64,num_warps=16,num_stages=3;"
-	"BM=128,BN=128,BK=32,num_warps=8,num_stages=4;BM=128,BN=256,BK=32,num_warps=8,num_stages=4;"
-	"BM=64,BN=128,BK=32,num_warps=8,num_stages=3;BM=128,BN=256,BK=64,num_warps=8,num_stages=4";
-static const char blk_bench_bf16_candidates[] =
+/* f16 and bf16 alike: the tensor cores' */
+static const char blk_bench_tc_candidates[] =
 	"BM=256,BN=128,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8,num_stages=4;"
 	"BM=128,BN=256,BK=64,num_warps=8,num_stages=3;BM=256,BN=128,BK=64,num_warps=8;"
 	"BM=128,BN=128,BK=64,num_warps=8,num_stages=3;BM=128,BN=128,BK=64,num_warps=4,num_stages=3;"

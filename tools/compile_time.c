@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 	compile_row(rt, path, BLK_DTYPE_F32, "BM=128,BN=128,BK=16,num_warps=8,num_stages=3", 4096);
 	if (tuner) {
 		tuner_row(rt, path, BLK_DTYPE_F32, blk_bench_f32_candidates, 1024);
-		tuner_row(rt, path, BLK_DTYPE_BF16, blk_bench_bf16_candidates, 1024);
+		tuner_row(rt, path, BLK_DTYPE_BF16, blk_bench_tc_candidates, 1024);
 	}
 	blk_runtime_destroy(rt);
 	return 0;

@@ -66,13 +66,8 @@ typedef struct Scan {
 static bool map_room(LowerCtx *c, int pi, int cols, int rows, int swz)
 {
 	const BlkLaunch *l = blk_lower_launch(c);
-	int n = blk_launch_count(l, BLK_ARG_TMAP);
-	for (int i = 0; i < n; i++) {
-		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_TMAP, i);
-		if (g->param == pi && g->box[0] == cols && g->box[1] == rows && g->swizzle == swz)
-			return true;
-	}
-	return n < BLK_MAX_TMAPS;
+	int box[2] = { cols, rows };
+	return blk_launch_find_tmap(l, pi, box, swz) >= 0 || blk_launch_count(l, BLK_ARG_TMAP) < BLK_MAX_TMAPS;
 }
 
 static void scan(void *ctx, BlkOp *op)
