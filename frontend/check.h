@@ -56,7 +56,7 @@ struct BlkCkBind {
 	const char *name;
 	BlkLoc loc;
 	CkType type;
-	const BlkCParam *cp; /* CPARAM */
+	BlkCParam *cp;       /* CPARAM */
 	int param;           /* PARAM */
 	BlkValue *value;     /* lowering's current value of the binding */
 	BlkCkBind *up;       /* the enclosing binding (scope chain) */

@@ -211,6 +211,51 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 	return ok && backend(&c, out);
 }
 
+bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                    const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCost *out)
+{
+	static const BlkLowerOptions none = { 0 };
+	LowerCtx c = { .a = a, .d = d, .opt = opt ? opt : &none };
+	BlkCostWork work;
+	launch_class(&c, k, sizes, arrays);
+	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
+	memset(out, 0, sizeof *out);
+	if (!check_launch(&c, k))
+		return false;
+	c.k = blk_lower_clone(&c, k);
+	bool ok = checked(&c, true, "clone");
+	for (int i = 0; ok && i < NPASSES; i++) {
+		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
+		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) /* tile level, engines chosen */
+			blk_lower_cost_read(&c, &work);
+	}
+	if (ok && check_registers(&c))
+		blk_lower_cost_estimate(&c, &work, out);
+	return ok && !blk_diag_error_count(d);
+}
+
+bool blk_lower_cost_work(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                         const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCostWork *out)
+{
+	static const BlkLowerOptions none = { 0 };
+	LowerCtx c = { .a = a, .d = d, .opt = opt ? opt : &none };
+	launch_class(&c, k, sizes, arrays);
+	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
+	memset(out, 0, sizeof *out);
+	if (!check_launch(&c, k))
+		return false;
+	c.k = blk_lower_clone(&c, k);
+	bool ok = true;
+	for (int i = 0; ok && i < NPASSES; i++) {
+		ok = ir_passes[i].run(&c) && !blk_diag_error_count(d);
+		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) {
+			blk_lower_cost_read(&c, out);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* s is constant, or names only dynamic sizes of k (what specialize leaves
  * in array shapes, block dims and Ref types). */
 static bool specialized_dim(const BlkKernel *k, const BlkSym *s)

@@ -5,6 +5,7 @@
  * key -> blk_lower_kernel on a miss -> module load on first use -> launch.
  */
 #include "rt.h"
+#include "auto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,7 @@ static bool make_funcs(BlkProgram *p)
 			return blk_rt_error(p->rt, "out of memory");
 		f->prog = p;
 		f->kernel = k;
+		f->has_auto = blk_auto_any(k);
 		f->ntensors = count_tensors(k);
 		*tail = f; /* linked first: blk_program_destroy frees what is made below */
 		tail = &f->next;
@@ -441,14 +443,59 @@ static bool lower_job(void *arg)
 	return blk_lower_kernel(j->a, j->d, j->k, j->la->sizes, j->la->arrays, j->opt, j->out);
 }
 
+/* The kernel to lower for this launch: f's, or with `auto` parameters the
+ * one the cost model chose (compiled into a; its values in *config). */
+typedef struct ChooseJob {
+	BlkFunc *f;
+	const LaunchArgs *la;
+	BlkArena *a;
+	BlkDiag *d;
+	const BlkKernel *k;   /* out */
+	const char *config;   /* out */
+} ChooseJob;
+
+static bool choose_job(void *arg)
+{
+	ChooseJob *j = arg;
+	BlkRuntime *rt = j->f->prog->rt;
+	const BlkKernel *k = j->f->kernel;
+	BlkLowerOptions opt = {.arch = rt->arch, .num_sms = rt->sms};
+	BlkAutoChoice ch;
+	BlkModule *m = blk_auto_choose(j->a, j->d, k->loc.src, j->f->prog->defines,
+	                               j->f->prog->ndefines, k, j->la->sizes, j->la->arrays, &opt, &ch);
+	for (const BlkKernel *c = m ? m->first : NULL; c; c = c->next)
+		if (strcmp(c->name, k->name) == 0)
+			j->k = c;
+	j->config = blk_arena_strdup(j->a, ch.text);
+	return j->k != NULL;
+}
+
+static const BlkKernel *kernel_for(BlkFunc *f, const LaunchArgs *la, BlkArena *a, BlkDiag *d,
+                                   const char **config, char *bug, size_t buglen)
+{
+	*config = "";
+	if (!f->has_auto)
+		return f->kernel;
+	ChooseJob j = { f, la, a, d, NULL, "" };
+	bool ok = blk_guard(choose_job, &j, bug, buglen) && !blk_diag_error_count(d);
+	*config = j.config;
+	return ok ? j.k : NULL;
+}
+
 /* The specialization from the disk cache, else compiled (under blk_guard:
  * a compiler bug is the runtime's error, in *bug) and stored. */
 static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, BlkArena *a,
-                          BlkDiag *d, BlkCompiled *out, char *bug, size_t buglen)
+                          BlkDiag *d, BlkCompiled *out, const char **config, char *bug,
+                          size_t buglen)
 {
 	BlkRuntime *rt = f->prog->rt;
+	const BlkKernel *kernel = kernel_for(f, la, a, d, config, bug, buglen);
+	if (!kernel)
+		return false;
+	/* the disk key names the chosen values: a later model may choose others */
+	char *akey = f->has_auto ? blk_arena_printf(a, "%s auto %s", key, *config) : NULL;
 	size_t klen = 0;
-	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, key, &klen) : NULL;
+	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, akey ? akey : key, &klen) : NULL;
 	if (dkey && blk_disk_load(rt, dkey, klen, f->kernel, a, out)) {
 		f->cache.disk_hits++;
 		free(dkey);
@@ -458,7 +505,7 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 	BlkDump dump;
 	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
 	memset(out, 0, sizeof *out);
-	LowerJob j = { a, d, f->kernel, la, &opt, out };
+	LowerJob j = { a, d, kernel, la, &opt, out };
 	bool ok = blk_guard(lower_job, &j, bug, buglen) && !blk_diag_error_count(d) && out->ptx &&
 	          out->entry;
 	if (dumping)
@@ -483,13 +530,16 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 	}
 	BlkCompiled out;
 	char bug[600] = "";
-	bool ok = lower_or_load(f, la, key, a, c.d, &out, bug, sizeof bug);
+	const char *config = "";
+	bool ok = lower_or_load(f, la, key, a, c.d, &out, &config, bug, sizeof bug);
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
 	blk_rt_capture_close(rt, &c, !ok, what);
 	if (bug[0])
 		blk_rt_error(rt, "%s: %s", what, bug);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
+	if (e)
+		e->config = config;
 	if (!e) {
 		if (ok)
 			blk_rt_error(rt, "out of memory");
@@ -585,6 +635,7 @@ static void fill_info(const BlkFunc *f, const BlkCacheEntry *e, bool cached, Blk
 		memset(info->grid, 0, sizeof info->grid);
 	info->cached = cached;
 	info->jit_log = e->jit_log;
+	info->config = e->config ? e->config : "";
 }
 
 bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)

@@ -33,6 +33,7 @@ typedef struct BlkCacheEntry {
 	CUmodule module;     /* loaded on first launch */
 	CUfunction fn;
 	char *jit_log;
+	const char *config;  /* the `auto` values it was compiled with ("" none; in arena) */
 	struct BlkCacheEntry *next;
 } BlkCacheEntry;
 
@@ -46,7 +47,8 @@ typedef struct BlkCache {
 
 struct BlkFunc {
 	BlkProgram *prog;
-	const BlkKernel *kernel;
+	const BlkKernel *kernel; /* with `auto` parameters: their stand-ins (runtime/auto.c) */
+	bool has_auto;           /* a specialization first chooses them, then compiles */
 	int ntensors;
 	BlkCache cache;
 	/* The last launch's specialization and its tensors' layouts: a launch

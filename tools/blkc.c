@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lower/lower.h"
+#include "runtime/auto.h"
 #include "runtime/include/blk.h"
 
 static const char usage_text[] =
@@ -451,6 +452,41 @@ bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
 	return ok;
 }
 
+/* k with its `auto` parameters chosen by the cost model at the sizes
+ * bound on the command line (runtime/auto.c), and the module holding it;
+ * k itself when it has none.  The choice is noted on stderr. */
+static BlkKernel *resolve_autos(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule **m,
+                                BlkKernel *k)
+{
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
+	if (!k || !blk_auto_any(k))
+		return k;
+	if (!blkc_kernel_fits(k, d) || !blkc_sizes_from_bindings(k, o, sizes, d))
+		return NULL;
+	for (int i = 0; i < k->nsizes; i++)
+		if (sizes[i] < 0) {
+			list_missing_sizes(k, sizes, d);
+			return NULL;
+		}
+	int n = blkc_array_descs(k, sizes, arrays, d);
+	if (n < 0 || !blk_bind_sizes(k, arrays, n, sizes, d))
+		return NULL;
+	BlkLowerOptions lo = { .arch = o->arch };
+	BlkAutoChoice ch;
+	BlkModule *chosen = blk_auto_choose(a, d, k->loc.src, o->defines, o->ndefines, k, sizes,
+	                                    arrays, &lo, &ch);
+	if (!chosen)
+		return NULL;
+	fprintf(stderr, "blkc: kernel %s: auto chose %s (the model's estimate %.1f us; %d points "
+	        "ranked, %d lowered)\n", k->name, ch.text, ch.cost.us, ch.ranked, ch.lowered);
+	*m = chosen;
+	for (BlkKernel *c = chosen->first; c; c = c->next)
+		if (strcmp(c->name, k->name) == 0)
+			return c;
+	return NULL;
+}
+
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
 	if (!blkc_lowers(o)) {
@@ -468,7 +504,7 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 		}
 		return blkc_close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
 	}
-	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	BlkKernel *k = resolve_autos(o, a, d, &m, blkc_pick_kernel(m, o, d));
 	if (k && o->emit == EMIT_C)
 		return blkc_emit_c(o, a, d, k);
 	BlkCompiled c;

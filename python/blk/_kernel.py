@@ -300,7 +300,8 @@ class Kernel:
                 raise loaded.rt.error(CompileError)
         return {"ptx": _lib.text(info.ptx), "entry": _lib.text(info.entry),
                 "arch": _lib.text(info.arch), "threads": info.threads,
-                "smem_bytes": info.smem_bytes, "grid": tuple(info.grid), "cached": info.cached}
+                "smem_bytes": info.smem_bytes, "grid": tuple(info.grid), "cached": info.cached,
+                "config": _lib.text(info.config)}
 
     def bind(self, *arrays, **named):
         """The launch sizes these arrays bind, as a dict {"M": 128, ...}

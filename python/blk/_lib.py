@@ -47,6 +47,7 @@ class CompiledInfo(ctypes.Structure):
         ("grid", ctypes.c_uint * 3),
         ("cached", ctypes.c_bool),
         ("jit_log", ctypes.c_char_p),
+        ("config", ctypes.c_char_p),
     ]
 
 

@@ -180,6 +180,8 @@ typedef struct BlkCompiledInfo {
 	unsigned grid[3];
 	bool cached;         /* this call found it in the cache */
 	const char *jit_log; /* the driver JIT's info log once loaded; else NULL */
+	const char *config;  /* the values chosen for `auto` parameters for these
+	                      * tensors ("BM=128,BN=256,num_warps=8"); "" when none */
 } BlkCompiledInfo;
 
 /* Checks tensors against f's params (count, dtype, rank, shape) without
