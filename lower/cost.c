@@ -47,6 +47,10 @@ enum { SM_REGS = 65536, SM_THREADS = 2048, SM_PROGRAMS = 32, OVERHEAD_REGS = 40 
 /* Seconds: a global load's latency that the stages must hide; a program's
  * fixed cost (prologue, epilogue); a launch. */
 static const double LATENCY = 1.0e-6, FIXED = 1.5e-6, LAUNCH = 3.0e-6;
+/* A loop trip's own cost (barrier, waits, address updates), seconds; the
+ * SFU's rate an SM (exp: 16 a clock at 1.75 GHz); the bytes a warp keeps
+ * in flight without staging (a 16-byte load a thread, four deep). */
+static const double TRIP = 0.1e-6, SFU_RATE = 16 * 1.75e9, WARP_BYTES_IN_FLIGHT = 2048;
 
 static double compulsory_bytes(const LowerCtx *c);
 
@@ -221,6 +225,9 @@ static void region_work(const Eval *e, const BlkRegion *r, double times, BlkCost
 {
 	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
 		note_tiles(op, w);
+		if (op->kind == BLK_OP_EXP || op->kind == BLK_OP_LOG || op->kind == BLK_OP_TANH ||
+		    op->kind == BLK_OP_SIGMOID || op->kind == BLK_OP_ERF || op->kind == BLK_OP_EXPM1)
+			w->sfu += tile_bytes(&op->results[0]->type) / blk_dtype_size(op->results[0]->type.dtype) * times;
 		switch (op->kind) {
 		case BLK_OP_DOT: count_dot(op, times, w); break;
 		case BLK_OP_LOAD:
@@ -308,16 +315,16 @@ static int resident(const Machine *mc, const BlkLaunch *l, int regs, bool specia
 
 /* ---- the estimate ------------------------------------------------------ */
 
-/* The share of a dot engine's peak a warpgroup keeps at this tile width. */
-static double engine_efficiency(const BlkCostWork *w, int warps)
+/* The share of a dot engine's peak it keeps at the dot's width: a
+ * narrow tensor-core instruction (wgmma's N, mma's tile) issues more often
+ * for the same FLOPs. */
+static double engine_efficiency(const BlkCostWork *w)
 {
 	if (!w->engine || strcmp(w->engine, "fma") == 0)
 		return 0.85;
-	int groups = warps >= 4 ? warps / 4 : 1;
-	double m = (double)w->dot_m / groups, n = (double)w->dot_n; /* a warpgroup's tile */
-	double narrow = m < n ? m : n;
+	double n = (double)w->dot_n;
 	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.85 : 0.65;
-	return eff * (narrow >= 128 ? 1.0 : narrow >= 64 ? 0.85 : narrow >= 32 ? 0.6 : 0.35);
+	return eff * (n >= 128 ? 1.0 : n >= 64 ? 0.85 : n >= 32 ? 0.6 : 0.35);
 }
 
 static double compulsory_bytes(const LowerCtx *c)
@@ -371,10 +378,19 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	out->waves = ceil(w->programs / ((double)sms * out->per_sm));
 	double trips = w->trips > 0 ? w->trips : 1;
 	int warps = r->specialized ? 8 : (r->threads + 31) / 32;
-	double compute = w->flops > 0 ? conc * w->flops / (peak(mc, w) / sms * engine_efficiency(w, warps)) : 0;
-	double memory = conc * w->bytes / (mc->l2 / sms);
+	double dots = w->flops > 0 ? w->flops / (peak(mc, w) / sms * engine_efficiency(w)) : 0;
+	/* exp and friends on the SFUs: beside the dots when two warpgroups
+	 * take turns (FlashAttention-3's ping-pong), after them with one */
+	double sfu = w->sfu / SFU_RATE / (warps >= 8 && dots > 0 ? 2 : 1);
+	double compute = conc * (dots + sfu);
+	/* loads in flight: staged copies for a dot loop, else what the warps
+	 * on the SM keep outstanding */
+	double flight = w->dot_in_loop ? 1 : fmin(1, conc * warps * WARP_BYTES_IN_FLIGHT /
+	                                            (mc->dram / sms * LATENCY));
+	double memory = conc * w->bytes / (mc->l2 / sms) / flight;
 	int stages = r->stages > 1 && w->dot_in_loop ? r->stages : 2;
-	double latency = trips * LATENCY / (stages - 1);
+	double latency = trips * (LATENCY / (stages - 1) + TRIP);
+	out->flight = flight;
 	double wave = fmax(fmax(compute, memory), latency) + FIXED;
 	out->compute_us = out->waves * compute * 1e6;
 	out->memory_us = out->waves * memory * 1e6;
@@ -389,7 +405,7 @@ static const Machine *machine(const char *arch)
 
 static void finish(const Machine *mc, double compulsory, BlkCost *out)
 {
-	out->dram_us = compulsory / mc->dram * 1e6;
+	out->dram_us = compulsory / (mc->dram * (out->flight > 0 ? out->flight : 1)) * 1e6;
 	out->us = fmax(out->us, out->dram_us) + LAUNCH * 1e6;
 }
 

@@ -62,6 +62,7 @@ typedef struct BlkCostWork {
 	int64_t dot_m, dot_n, dot_k; /* that dot's shape */
 	bool dot_in_loop;      /* it runs in a loop (its operands are staged) */
 	double largest_tile;   /* elements of the largest tile a program computes */
+	double sfu;            /* elements through exp, log, tanh, ... (the SFUs), one program */
 	double compulsory;     /* bytes: every input read once, every output written once */
 	bool guessed;          /* a loop bound did not evaluate (counted once) */
 } BlkCostWork;
@@ -76,6 +77,7 @@ typedef struct BlkCost {
 	double waves;          /* programs / (SMs * per_sm), rounded up */
 	double compute_us, memory_us, latency_us; /* the three per-wave bounds, summed over the waves */
 	double dram_us;        /* compulsory bytes at the HBM's bandwidth */
+	double flight;         /* the share of the bandwidth the loads in flight keep busy */
 } BlkCost;
 
 /* The IR passes alone (no LLVM), then the cost model's estimate of the

@@ -376,6 +376,31 @@ def test_kernel_info_compile_bind():
     assert "matmul" in repr(mm) and "BM=32" in repr(mm)
 
 
+def test_auto_params_chosen_per_shape():
+    # BM/BN/BK/num_warps/num_stages left to the cost model: each shape gets
+    # its own choice (compile()'s "config"), and the interpreter's result
+    # does not depend on it
+    mm = blk.kernel(f"{EX}/matmul.blk", T="f16", BM="auto", BN="auto", BK="auto",
+                    num_warps="auto", num_stages="auto")
+    big = mm.compile(np.zeros((4096, 4096), np.float16), np.zeros((4096, 4096), np.float16))
+    skinny = mm.compile(np.zeros((64, 8192), np.float16), np.zeros((8192, 8192), np.float16))
+    for info in (big, skinny):
+        names = [kv.split("=")[0] for kv in info["config"].split(",")]
+        assert names == ["BM", "BN", "BK", "num_warps", "num_stages"], info["config"]
+    assert big["config"] != skinny["config"]
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((37, 20)).astype(np.float16)
+    b = rng.standard_normal((20, 29)).astype(np.float16)
+    close(mm(a, b, interpret=True).astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), 2e-2)
+    plain = blk.kernel(f"{EX}/matmul.blk", T="f16")
+    assert plain.compile(a, b)["config"] == ""
+    try:
+        blk.kernel(f"{EX}/matmul.blk", T="auto")
+        raise AssertionError("T=auto was accepted")
+    except blk.CompileError as e:
+        assert "only an int parameter can be auto" in str(e)
+
+
 # ---- the disk cache across processes ----------------------------------------------
 
 CHILD = r"""

@@ -225,6 +225,38 @@ static void test_define_errors(void **state)
 	run_free(&r);
 }
 
+/* `auto`: a stand-in value until the runtime chooses (runtime/auto.c);
+ * where the parameter is used is recorded; an array shape may not use it. */
+static void test_auto(void **state)
+{
+	(void)state;
+	const char *src = "kernel k[T = f32, BM = auto, num_warps = auto](x: in T[M] block (BM) index (i) -> (i), "
+	                  "y: out T[M] block (BM) index (i) -> (i)) grid (cdiv(M, BM)) {\n"
+	                  "    y[...] = x[...];\n}\n";
+	Run r = compile(src);
+	assert_non_null(r.m);
+	assert_non_null(strstr(r.ir, "BM = auto 64, num_warps = auto 4"));
+	const BlkCParam *bm = &r.m->first->cparams[1];
+	assert_true(bm->is_auto && (bm->uses & BLK_CPARAM_IN_SIZE) && !(bm->uses & BLK_CPARAM_IN_SHAPE));
+	run_free(&r);
+	BlkDefine value[] = { { "BM", "128" } }, again[] = { { "T", "auto" } };
+	r = compile_defs(src, value, 1); /* a value given: no longer auto */
+	assert_non_null(strstr(r.ir, "BM = 128, num_warps = auto 4"));
+	run_free(&r);
+	r = compile_defs(src, again, 1);
+	assert_null(r.m);
+	assert_non_null(strstr(r.errs, "-D T=auto: only an int parameter can be auto, and `T` is a dtype parameter"));
+	run_free(&r);
+	expect_error("kernel k[D = auto](x: in f32[N, D], y: out f32[N, D]) {\n    y[...] = x[...];\n}\n",
+	             "1:10: error: `D` is auto, but an array parameter's shape uses it: its value comes from "
+	             "the arrays; give it one (`D = 64`) or leave it out of the shape");
+	BlkDefine to_auto[] = { { "B", "auto" } };
+	r = compile_defs("kernel k[B = 4](y: out i32[8]) {\n    y[...] = B;\n}\n", to_auto, 1);
+	assert_non_null(r.m); /* used as a value, not a size: auto all the same */
+	assert_non_null(strstr(r.ir, "B = auto 64"));
+	run_free(&r);
+}
+
 static void test_several_errors_no_cascade(void **state)
 {
 	(void)state;
@@ -298,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_when_scoped_print),
 		cmocka_unit_test(test_defines),
 		cmocka_unit_test(test_define_errors),
+		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_several_errors_no_cascade),
 		cmocka_unit_test(test_error_messages),
 		cmocka_unit_test(test_examples_compile),
