@@ -39,18 +39,22 @@ typedef struct Machine {
 	int smem, smem_reserved;  /* shared bytes an SM; the driver's per CTA */
 } Machine;
 
-static const Machine hopper = { 132, 989e12, 1979e12, 67e12, 3.6e12, 9.0e12, 233472, 1024 };
-static const Machine ampere = { 108, 312e12, 624e12, 19.5e12, 1.55e12, 4.5e12, 167936, 1024 };
+static const Machine hopper = { 132, 989e12, 1979e12, 67e12, 3.6e12, 8.15e12, 233472, 1024 };
+static const Machine ampere = { 108, 312e12, 624e12, 19.5e12, 1.55e12, 3.5e12, 167936, 1024 };
 
-enum { SM_REGS = 65536, SM_THREADS = 2048, SM_PROGRAMS = 32, OVERHEAD_REGS = 40 };
+enum { SM_REGS = 65536, SM_THREADS = 2048, SM_PROGRAMS = 32, OVERHEAD_REGS = 34 };
 
 /* Seconds: a global load's latency that the stages must hide; a program's
  * fixed cost (prologue, epilogue); a launch. */
-static const double LATENCY = 1.0e-6, FIXED = 1.5e-6, LAUNCH = 3.0e-6;
+static const double LATENCY = 1.48e-6, FIXED = 1.11e-6, LAUNCH = 3.0e-6;
 /* A loop trip's own cost (barrier, waits, address updates), seconds; the
  * SFU's rate an SM (exp: 16 a clock at 1.75 GHz); the bytes a warp keeps
- * in flight without staging (a 16-byte load a thread, four deep). */
-static const double TRIP = 0.1e-6, SFU_RATE = 16 * 1.75e9, WARP_BYTES_IN_FLIGHT = 2048;
+ * in flight without staging; the share of the SFU time two warpgroups
+ * leave exposed; how much faster a warp-specialized kernel keeps the
+ * tensor cores fed than plain programs (TMA issued by one producer, the
+ * epilogue beside the next tile's loads). */
+static const double TRIP = 0.089e-6, SFU_RATE = 16 * 1.75e9, WARP_BYTES_IN_FLIGHT = 1320,
+                    SFU_EXPOSED = 0.3, SPECIALIZED_GAIN = 1.6;
 
 static double compulsory_bytes(const LowerCtx *c);
 
@@ -323,8 +327,8 @@ static double engine_efficiency(const BlkCostWork *w)
 	if (!w->engine || strcmp(w->engine, "fma") == 0)
 		return 0.85;
 	double n = (double)w->dot_n;
-	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.85 : 0.65;
-	return eff * (n >= 128 ? 1.0 : n >= 64 ? 0.85 : n >= 32 ? 0.6 : 0.35);
+	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.9 : 0.65;
+	return eff * (n >= 128 ? 1.0 : n >= 64 ? 0.675 : n >= 32 ? 0.65 : 0.6);
 }
 
 static double compulsory_bytes(const LowerCtx *c)
@@ -365,8 +369,11 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	BlkLaunch l = { .threads = r->threads, .smem = r->smem };
 	memset(out, 0, sizeof *out);
 	out->work = *w;
-	out->regs = r->regs > 255 ? 255 : r->regs;
-	out->per_sm = resident(mc, &l, out->regs, r->specialized, &out->limit);
+	out->regs = r->regs;
+	out->threads = r->threads;
+	out->smem = r->smem;
+	out->specialized = r->specialized;
+	out->per_sm = resident(mc, &l, r->regs > 255 ? 255 : r->regs, r->specialized, &out->limit);
 	if (r->regs > 255) /* spills: local memory traffic in the inner loop */
 		out->per_sm = 0, out->limit = "registers (a thread needs more than 255: it would spill)";
 	if (out->per_sm < 1) {
@@ -379,9 +386,10 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	double trips = w->trips > 0 ? w->trips : 1;
 	int warps = r->specialized ? 8 : (r->threads + 31) / 32;
 	double dots = w->flops > 0 ? w->flops / (peak(mc, w) / sms * engine_efficiency(w)) : 0;
-	/* exp and friends on the SFUs: beside the dots when two warpgroups
-	 * take turns (FlashAttention-3's ping-pong), after them with one */
-	double sfu = w->sfu / SFU_RATE / (warps >= 8 && dots > 0 ? 2 : 1);
+	dots /= r->specialized ? SPECIALIZED_GAIN : 1;
+	/* exp and friends on the SFUs: mostly beside the dots when two
+	 * warpgroups take turns (FlashAttention-3's ping-pong), after them with one */
+	double sfu = w->sfu / SFU_RATE * (warps >= 8 && dots > 0 ? SFU_EXPOSED : 1);
 	double compute = conc * (dots + sfu);
 	/* loads in flight: staged copies for a dot loop, else what the warps
 	 * on the SM keep outstanding */

@@ -72,6 +72,9 @@ typedef struct BlkCost {
 	double us;             /* the kernel's estimated time (INFINITY: does not fit an SM) */
 	BlkCostWork work;
 	int regs;              /* registers a thread, estimated */
+	int threads;           /* a program's */
+	int64_t smem;          /* a program's shared bytes */
+	bool specialized;      /* warp-specialized: one program holds the SM */
 	int per_sm;            /* programs resident an SM */
 	const char *limit;     /* what limits per_sm */
 	double waves;          /* programs / (SMs * per_sm), rounded up */

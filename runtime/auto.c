@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { FINALISTS = 8, MAX_POINTS = 4096 };
+enum { FINALISTS = 24, MAX_POINTS = 4096 };
 
 bool blk_auto_any(const BlkKernel *k)
 {
@@ -133,7 +133,7 @@ BlkDefine *blk_auto_defines(BlkArena *a, const BlkDefine *defs, int ndefs, const
 	return out;
 }
 
-static void point_text(const BlkAutoSpace *sp, const BlkAutoPoint *pt, char *buf, size_t len)
+void blk_auto_point_text(const BlkAutoSpace *sp, const BlkAutoPoint *pt, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = 0;
@@ -183,20 +183,21 @@ static bool job_run(void *arg)
 	               : blk_lower_cost_work(j->a, j->d, k, j->sizes, j->arrays, j->opt, &j->work);
 }
 
-/* Compiles one point in a fresh arena (destroyed by the caller); the
- * first error of a refused point goes to d once (*first). */
-static bool job_do(Job *j, BlkDiag *d, bool *first)
+/* The first refusal's text, reported only when no point lowers. */
+typedef struct Refusal {
+	char text[400];
+} Refusal;
+
+/* Compiles one point in a fresh arena (destroyed by the caller). */
+static bool job_do(Job *j, Refusal *first)
 {
 	char bug[300] = "";
 	j->a = blk_arena_create();
 	j->d = blk_diag_create(j->a, NULL, 1);
 	bool ok = blk_guard(job_run, j, bug, sizeof bug) && !blk_diag_error_count(j->d);
-	if (!ok && *first) {
-		BlkLoc none = { 0 };
+	if (!ok && !first->text[0]) {
 		const char *e = bug[0] ? bug : blk_diag_last_error(j->d);
-		blk_error(d, none, "kernel %s: no value of its auto parameters lowers at these sizes; "
-		          "the first tried: %s", j->kernel, e ? e : "refused");
-		*first = false;
+		snprintf(first->text, sizeof first->text, "%s", e ? e : "refused");
 	}
 	return ok;
 }
@@ -246,8 +247,8 @@ static int add_variants(const BlkAutoSpace *sp, const int *idx, const BlkCostWor
 }
 
 /* Round 1: every sized point at tile level, its variants guessed. */
-static int first_round(Job *base, const BlkAutoSpace *sp, const BlkKernel *k, BlkDiag *d,
-                       BlkAutoPoint *all, bool *first)
+static int first_round(Job *base, const BlkAutoSpace *sp, const BlkKernel *k, BlkAutoPoint *all,
+                       Refusal *first)
 {
 	int idx[BLK_AUTO_MAX_PARAMS] = { 0 }, n = 0;
 	do {
@@ -258,7 +259,7 @@ static int first_round(Job *base, const BlkAutoSpace *sp, const BlkKernel *k, Bl
 		Job j = *base;
 		j.full = false;
 		j.defs = blk_auto_defines(scratch, base->defs, base->ndefs, sp, &pt, &j.ndefs);
-		if (job_do(&j, d, first) && isfinite(j.work.programs))
+		if (job_do(&j, first) && isfinite(j.work.programs))
 			n = add_variants(sp, idx, &j.work, k, base->opt, all, n);
 		blk_arena_destroy(j.a);
 		blk_arena_destroy(scratch);
@@ -267,8 +268,8 @@ static int first_round(Job *base, const BlkAutoSpace *sp, const BlkKernel *k, Bl
 }
 
 /* Round 2: the finalists through every IR pass; refused ones drop out. */
-static int second_round(Job *base, const BlkAutoSpace *sp, BlkDiag *d, BlkAutoPoint *pts, int n,
-                        bool *first, BlkCost *best)
+static int second_round(Job *base, const BlkAutoSpace *sp, BlkAutoPoint *pts, int n,
+                        Refusal *first, BlkCost *best)
 {
 	int kept = 0;
 	for (int i = 0; i < n; i++) {
@@ -276,7 +277,7 @@ static int second_round(Job *base, const BlkAutoSpace *sp, BlkDiag *d, BlkAutoPo
 		Job j = *base;
 		j.full = true;
 		j.defs = blk_auto_defines(scratch, base->defs, base->ndefs, sp, &pts[i], &j.ndefs);
-		if (job_do(&j, d, first) && isfinite(j.cost.us)) {
+		if (job_do(&j, first) && isfinite(j.cost.us)) {
 			pts[i].us = j.cost.us;
 			if (kept == 0 || j.cost.us < best->us)
 				*best = j.cost;
@@ -299,13 +300,18 @@ int blk_auto_rank(const BlkSource *src, const BlkDefine *defs, int ndefs, const 
 		return 0;
 	Job base = { .src = src, .defs = defs, .ndefs = ndefs, .kernel = k->name, .sizes = sizes,
 	             .arrays = arrays, .opt = opt };
-	bool first = true;
-	int n = first_round(&base, sp, k, d, all, &first);
+	Refusal first = { "" };
+	int n = first_round(&base, sp, k, all, &first);
 	qsort(all, (size_t)n, sizeof *all, by_us);
 	int fin = npoints > FINALISTS ? npoints : FINALISTS;
 	fin = n < fin ? n : fin;
 	BlkCost best = { 0 };
-	int kept = second_round(&base, sp, d, all, fin, &first, &best);
+	int kept = second_round(&base, sp, all, fin, &first, &best);
+	if (kept == 0) {
+		BlkLoc none = { 0 };
+		blk_error(d, none, "kernel %s: no value of its auto parameters lowers at these sizes; "
+		          "the first tried: %s", k->name, first.text[0] ? first.text : "refused");
+	}
 	kept = kept < npoints ? kept : npoints;
 	memcpy(pts, all, sizeof *pts * (size_t)kept);
 	if (info) {
@@ -314,7 +320,7 @@ int blk_auto_rank(const BlkSource *src, const BlkDefine *defs, int ndefs, const 
 		info->lowered = fin;
 		info->cost = best;
 		if (kept > 0)
-			point_text(sp, &pts[0], info->text, sizeof info->text);
+			blk_auto_point_text(sp, &pts[0], info->text, sizeof info->text);
 	}
 	free(all);
 	return kept;

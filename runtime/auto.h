@@ -60,6 +60,9 @@ int blk_auto_rank(const BlkSource *src, const BlkDefine *defs, int ndefs, const 
 BlkDefine *blk_auto_defines(BlkArena *a, const BlkDefine *defs, int ndefs, const BlkAutoSpace *sp,
                             const BlkAutoPoint *pt, int *n);
 
+/* "NAME=V,NAME=V" for point pt, into buf. */
+void blk_auto_point_text(const BlkAutoSpace *sp, const BlkAutoPoint *pt, char *buf, size_t len);
+
 /* Chooses k's `auto` values for these sizes and returns the module
  * compiled with them, in a, which holds a kernel of k's name (NULL, the
  * error in d, when no value lowers). */

@@ -649,6 +649,68 @@ bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCom
 	return e != NULL;
 }
 
+/* ---- the search space ---------------------------------------------------- */
+
+typedef struct SearchCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+	const char **configs;
+	int max;
+	BlkDiag *d;
+	int got;     /* out */
+} SearchCall;
+
+static bool search_call(void *arg)
+{
+	SearchCall *c = arg;
+	BlkProgram *p = c->f->prog;
+	const BlkKernel *k = c->f->kernel;
+	BlkLowerOptions opt = {.arch = p->rt->arch, .num_sms = p->rt->sms};
+	BlkAutoSpace sp;
+	LaunchArgs la = { 0 };
+	BlkAutoPoint *pts = calloc((size_t)c->max, sizeof *pts);
+	bool ok = pts && args_alloc(p->rt, k, c->n, &la) && blk_rt_bind(c->f, c->t, c->n, la.arrays, la.sizes);
+	c->got = 0;
+	if (ok && blk_auto_space(k, true, p->defines, p->ndefines, &sp)) {
+		c->got = blk_auto_rank(k->loc.src, p->defines, p->ndefines, k, &sp, la.sizes, la.arrays,
+		                       &opt, c->d, pts, c->max, NULL);
+		for (int i = 0; i < c->got; i++) {
+			char buf[256];
+			blk_auto_point_text(&sp, &pts[i], buf, sizeof buf);
+			c->configs[i] = blk_arena_strdup(p->arena, buf);
+		}
+		ok = c->got > 0;
+	}
+	if (!pts)
+		blk_rt_error(p->rt, "out of memory");
+	args_free(&la);
+	free(pts);
+	return ok;
+}
+
+int blk_func_search(BlkFunc *f, const BlkTensor *tensors, int ntensors, const char **configs, int max)
+{
+	if (!func_ok(f, "blk_func_search"))
+		return -1;
+	BlkRuntime *rt = f->prog->rt;
+	if (max < 1 || !configs) {
+		blk_rt_error(rt, "blk_func_search: room for %d configurations at %p", max, (void *)configs);
+		return -1;
+	}
+	BlkArena *a = blk_arena_create();
+	BlkCapture cap;
+	if (!blk_rt_capture_open(rt, &cap, a)) {
+		blk_arena_destroy(a);
+		return -1;
+	}
+	SearchCall c = { f, tensors, ntensors, configs, max, cap.d, 0 };
+	bool ok = blk_rt_guard(rt, f->kernel->name, search_call, &c);
+	blk_rt_capture_close(rt, &cap, !ok && blk_diag_error_count(cap.d) > 0, NULL);
+	blk_arena_destroy(a);
+	return ok ? c.got : -1;
+}
+
 /* ---- loading and launching --------------------------------------------- */
 
 enum { JIT_LOG_BYTES = 16384, STATIC_SMEM_LIMIT = 48 * 1024 };

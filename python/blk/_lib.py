@@ -84,6 +84,7 @@ _SIGNATURES = {
     "blk_func_bind": (_B, [_P, _TP, _I, ctypes.POINTER(ctypes.c_int64)]),
     "blk_func_infer_shapes": (_B, [_P, _TP, _I]),
     "blk_func_compile": (_B, [_P, _TP, _I, ctypes.POINTER(CompiledInfo)]),
+    "blk_func_search": (_I, [_P, _TP, _I, ctypes.POINTER(ctypes.c_char_p), _I]),
     "blk_launch": (_B, [_P, _TP, _I, _P]),
     "blk_interpret": (_B, [_P, _TP, _I]),
     "blk_stream_synchronize": (_B, [_P, _P]),

@@ -401,6 +401,25 @@ def test_auto_params_chosen_per_shape():
         assert "only an int parameter can be auto" in str(e)
 
 
+def test_search_space_ranked_by_the_model():
+    # no configs: the parameters the kernel uses as sizes and leaves open,
+    # and num_warps/num_stages, ranked for the arrays; a define closes one
+    mm = blk.kernel(f"{EX}/matmul.blk", T="f16")
+    a, b = np.zeros((2048, 2048), np.float16), np.zeros((2048, 2048), np.float16)
+    space = mm.search(a, b, max=5)
+    assert 1 <= len(space) <= 5
+    assert all(set(c) == {"BM", "BN", "BK", "num_warps", "num_stages"} for c in space), space
+    assert len({tuple(sorted(c.items())) for c in space}) == len(space)
+    fixed = blk.kernel(f"{EX}/matmul.blk", T="f16", BK=64, num_warps=8).search(a, b, max=3)
+    assert all(set(c) == {"BM", "BN", "num_stages"} for c in fixed), fixed
+    add = blk.kernel(f"{EX}/add.blk")
+    x = np.zeros(100000, np.float32)
+    assert {"B"} <= set(add.search(x, x, max=2)[0])
+    # interpret mode runs the kernel as given: no timing, no search
+    t = blk.autotune(f"{EX}/add.blk")
+    close(t(x + 1, x + 2, interpret=True), x + 3, 0)
+
+
 # ---- the disk cache across processes ----------------------------------------------
 
 CHILD = r"""
