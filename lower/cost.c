@@ -42,7 +42,10 @@ typedef struct Machine {
 static const Machine hopper = { 132, 989e12, 1979e12, 67e12, 3.6e12, 8.15e12, 233472, 1024 };
 static const Machine ampere = { 108, 312e12, 624e12, 19.5e12, 1.55e12, 3.5e12, 167936, 1024 };
 
-enum { SM_REGS = 65536, SM_THREADS = 2048, SM_PROGRAMS = 32, OVERHEAD_REGS = 34 };
+/* SPECIALIZED_REGS: what setmaxnreg gives a consumer warpgroup of a
+ * warp-specialized kernel (warp_spec.c). */
+enum { SM_REGS = 65536, SM_THREADS = 2048, SM_PROGRAMS = 32, OVERHEAD_REGS = 34, SPILL_MARGIN = 24,
+       SPECIALIZED_REGS = 232 };
 
 /* Seconds: a global load's latency that the stages must hide; a program's
  * fixed cost (prologue, epilogue); a launch. */
@@ -279,19 +282,66 @@ static bool has_op(const BlkRegion *r, BlkOpKind kind)
 	return false;
 }
 
-static int largest_tile_regs(const BlkRegion *r)
+/* A tile's registers a thread: its layout's elements, two 16-bit or four
+ * 8-bit ones a register. */
+static double tile_regs(const BlkType *t)
 {
-	int most = 0;
+	if (t->kind != BLK_TYPE_TILE || !t->layout)
+		return 0;
+	int size = blk_dtype_size(t->dtype);
+	return blk_layout_nregs(t->layout) * (size >= 4 ? 1.0 : size / 4.0);
+}
+
+/* v accumulates into one of body's arguments: a chain of dots (their acc
+ * operand) and wgmma waits back to a loop carry works in place. */
+static bool from_carry(const BlkValue *v, const BlkRegion *body)
+{
+	for (int depth = 0; v && depth < 64; depth++) {
+		if (!v->def)
+			return v->owner == body;
+		if (v->def->kind == BLK_OP_DOT && v->def->noperands > 2)
+			v = v->def->operands[2];
+		else if (v->def->kind == BLK_OP_WGMMA_WAIT && v->def->noperands > 0)
+			v = v->def->operands[0];
+		else
+			return false;
+	}
+	return false;
+}
+
+/* The largest tile r's ops make anew (not accumulating into a carry of
+ * body), nested regions included. */
+static double fresh_regs(const BlkRegion *r, const BlkRegion *body)
+{
+	double most = 0;
 	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
-		for (int i = 0; i < op->nresults; i++) {
-			const BlkType *t = &op->results[i]->type;
-			int n = t->kind == BLK_TYPE_TILE && t->layout ? blk_layout_nregs(t->layout) : 0;
-			most = n > most ? n : most;
+		for (int i = 0; i < op->nresults; i++)
+			if (!from_carry(op->results[i], body))
+				most = fmax(most, tile_regs(&op->results[i]->type));
+		for (int i = 0; i < op->nregions; i++)
+			most = fmax(most, fresh_regs(op->regions[i], body));
+	}
+	return most;
+}
+
+/* Registers a thread holds at its busiest: in a loop, the tiles it carries
+ * plus the largest its body makes anew (attention's accumulator and its
+ * scores); elsewhere the largest tile. */
+static double live_regs(const BlkRegion *r)
+{
+	double most = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		for (int i = 0; i < op->nresults; i++)
+			most = fmax(most, tile_regs(&op->results[i]->type));
+		if (op->kind == BLK_OP_FOR) {
+			const BlkRegion *body = op->regions[0];
+			double carried = 0;
+			for (int i = 1; i < body->nargs; i++)
+				carried += tile_regs(&body->args[i]->type);
+			most = fmax(most, carried + fresh_regs(body, body));
 		}
-		for (int i = 0; i < op->nregions; i++) {
-			int n = largest_tile_regs(op->regions[i]);
-			most = n > most ? n : most;
-		}
+		for (int i = 0; i < op->nregions; i++)
+			most = fmax(most, live_regs(op->regions[i]));
 	}
 	return most;
 }
@@ -374,8 +424,10 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	out->smem = r->smem;
 	out->specialized = r->specialized;
 	out->per_sm = resident(mc, &l, r->regs > 255 ? 255 : r->regs, r->specialized, &out->limit);
-	if (r->regs > 255) /* spills: local memory traffic in the inner loop */
-		out->per_sm = 0, out->limit = "registers (a thread needs more than 255: it would spill)";
+	/* a spill in the inner loop: the live tiles and a few registers for
+	 * addresses and indices past what a thread may have */
+	if (r->regs - OVERHEAD_REGS + SPILL_MARGIN > (r->specialized ? SPECIALIZED_REGS : 255))
+		out->per_sm = 0, out->limit = "registers (a thread would spill)";
 	if (out->per_sm < 1) {
 		out->us = INFINITY;
 		return;
@@ -421,7 +473,7 @@ void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *o
 {
 	const Machine *mc = machine(c->arch);
 	const BlkLaunch *l = c->k->launch;
-	Res r = { l->threads, l->smem, largest_tile_regs(c->k->body) + OVERHEAD_REGS,
+	Res r = { l->threads, l->smem, (int)ceil(live_regs(c->k->body)) + OVERHEAD_REGS,
 	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages };
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, compulsory_bytes(c), out);
