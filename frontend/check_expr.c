@@ -413,14 +413,9 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 
 /* ---- operators -------------------------------------------------------------------- */
 
-static int64_t floordiv64(int64_t x, int64_t y)
-{
-	int64_t q = x / y;
-	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
-}
-
 /* x ** y of integer constants, exactly (Python's int power); false if it
- * leaves i64 (then surely i32: reported by the caller). */
+ * leaves i32 (reported by the caller: i32 has no `**` at run time to
+ * define a wrapped answer). */
 static bool ipow(int64_t x, int64_t y, int64_t *r)
 {
 	*r = 1;
@@ -430,36 +425,35 @@ static bool ipow(int64_t x, int64_t y, int64_t *r)
 	return true;
 }
 
+/* x op y of integer constants as i32 arithmetic at run time gives it (the
+ * interpreter, the GPU): + - * wrap, `~/` and `%` by 0 are 0, by -1 wrap
+ * (ir.c's blk_i32_*), so no program the run time defines is refused here.
+ * Operands are already i32 values. */
 static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 {
+	int32_t a = (int32_t)x, b = (int32_t)y;
 	int64_t r = 0;
-	bool ovf = false;
 	switch (e->op) {
-	case BLK_AST_OP_ADD: ovf = __builtin_add_overflow(x, y, &r); break;
-	case BLK_AST_OP_SUB: ovf = __builtin_sub_overflow(x, y, &r); break;
-	case BLK_AST_OP_MUL: ovf = __builtin_mul_overflow(x, y, &r); break;
+	case BLK_AST_OP_ADD: return ck_weak_int(blk_int_wrap(BLK_I32, x + y));
+	case BLK_AST_OP_SUB: return ck_weak_int(blk_int_wrap(BLK_I32, x - y));
+	case BLK_AST_OP_MUL: return ck_weak_int(blk_int_wrap(BLK_I32, x * y));
 	case BLK_AST_OP_DIV: return ck_weak_float((double)x / (double)y);
-	case BLK_AST_OP_FLOORDIV:
-	case BLK_AST_OP_MOD:
-		if (y == 0) {
-			blk_error(c->d, e->loc, "division by zero");
-			return blk_ck_poison();
-		}
-		r = floordiv64(x, y);
-		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
-		break;
-	case BLK_AST_OP_BITAND: r = x & y; break;
-	case BLK_AST_OP_BITOR: r = x | y; break;
-	case BLK_AST_OP_BITXOR: r = x ^ y; break;
-	case BLK_AST_OP_SHL: r = blk_i32_shl((int32_t)x, (int32_t)y); break;
-	case BLK_AST_OP_SHR: r = blk_i32_shr((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_FLOORDIV: return ck_weak_int(blk_i32_floordiv(a, b));
+	case BLK_AST_OP_MOD: return ck_weak_int(blk_i32_mod(a, b));
+	case BLK_AST_OP_BITAND: return ck_weak_int(x & y);
+	case BLK_AST_OP_BITOR: return ck_weak_int(x | y);
+	case BLK_AST_OP_BITXOR: return ck_weak_int(x ^ y);
+	case BLK_AST_OP_SHL: return ck_weak_int(blk_i32_shl(a, b));
+	case BLK_AST_OP_SHR: return ck_weak_int(blk_i32_shr(a, b));
 	case BLK_AST_OP_POW:
 		if (y < 0) {
 			blk_error(c->d, e->loc, "negative exponent of an integer constant; write a float (2.0 ** -1)");
 			return blk_ck_poison();
 		}
-		ovf = !ipow(x, y, &r);
-		break;
+		if (ipow(x, y, &r))
+			return ck_weak_int(r);
+		blk_error(c->d, e->loc, "integer constant overflows i32");
+		return blk_ck_poison();
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -467,11 +461,6 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	case BLK_AST_OP_GT: return ck_bool_const(x > y);
 	default: return ck_bool_const(x >= y);
 	}
-	if (ovf || r > INT32_MAX || r < INT32_MIN) {
-		blk_error(c->d, e->loc, "integer constant overflows i32");
-		return blk_ck_poison();
-	}
-	return ck_weak_int(r);
 }
 
 static CkType fold_float(const BlkAstExpr *e, double x, double y)
@@ -664,8 +653,19 @@ static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
 	return blk_ck_poison();
 }
 
+/* `-2147483648`: the literal 2147483648 is an i32 only under a minus. */
+static bool is_int_min(Ck *c, const BlkAstExpr *e)
+{
+	if (e->op != BLK_AST_OP_NEG || e->lhs->kind != BLK_AST_INT || e->lhs->ival != -(int64_t)INT32_MIN)
+		return false;
+	blk_ck_note(c, e->lhs)->type = ck_weak_int(INT32_MIN);
+	return true;
+}
+
 static CkType check_unary(Ck *c, const BlkAstExpr *e)
 {
+	if (is_int_min(c, e))
+		return ck_weak_int(INT32_MIN);
 	CkType x = blk_ck_expr(c, e->lhs);
 	if (!need_value(c, e->lhs, &x))
 		return blk_ck_poison();
@@ -677,8 +677,8 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 		blk_error(c->d, e->loc, "`!` needs a bool operand, got %s", tstr(c, &x));
 		return blk_ck_poison();
 	}
-	if (x.weak == CK_WEAK_INT)
-		return ck_weak_int(-x.i);
+	if (x.weak == CK_WEAK_INT) /* wraps: -(-2147483648) is itself, as at run time */
+		return ck_weak_int(blk_int_wrap(BLK_I32, -x.i));
 	if (x.weak == CK_WEAK_FLOAT)
 		return ck_weak_float(-x.f);
 	if (x.t.dtype == BLK_BOOL) {
@@ -778,7 +778,14 @@ static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const 
 {
 	int64_t ext, n = 1, lo = t->i;
 	const char *name = ref->root ? ref->root->name : "the Ref";
-	if (!blk_sym_is_const(ref->t.dims[d], &ext) || (size && !blk_sym_is_const(size, &n)))
+	if (size && !blk_sym_is_const(size, &n))
+		return true;
+	if (n > 0 && step > 1 && (n - 1) > (INT32_MAX - 1) / step) { /* the GPU's coordinates are i32 */
+		blk_error(c->d, ix->loc, "ds(..., %lld, %lld) spans more than 2^31 - 1 elements", (long long)n,
+		          (long long)step);
+		return false;
+	}
+	if (!blk_sym_is_const(ref->t.dims[d], &ext))
 		return true;
 	int64_t span = (n - 1) * step + 1; /* a strided window's */
 	if (size && step > 1 && span > ext) {
@@ -1663,11 +1670,9 @@ static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 		return blk_ck_poison();
 	if (!x.weak || !y.weak)
 		return blk_ck_value(BLK_I32, 0, NULL);
-	if (y.i == 0) {
-		blk_error(c->d, e->loc, "division by zero");
-		return blk_ck_poison();
-	}
-	return ck_weak_int(-floordiv64(-x.i, y.i));
+	/* -((-x) ~/ y) in i32, as lowering computes it: cdiv(x, 0) == 0 */
+	int32_t q = blk_i32_floordiv(blk_int_wrap(BLK_I32, -x.i), (int32_t)y.i);
+	return ck_weak_int(blk_int_wrap(BLK_I32, -(int64_t)q));
 }
 
 static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
@@ -1796,7 +1801,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .argmax, .argmin, "
-			          ".cumsum, .cumprod, .reshape, .transpose, .swapaxes, .astype)", e->name);
+			          ".cumsum, .cumprod, .cummax, .cummin, .reshape, .transpose, .swapaxes, .astype)", e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
@@ -1892,7 +1897,8 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	switch (e->kind) {
 	case BLK_AST_INT:
 		if (e->ival > INT32_MAX) {
-			blk_error(c->d, e->loc, "integer literal %lld overflows i32", (long long)e->ival);
+			blk_error(c->d, e->loc, "integer literal %lld overflows i32 (only -%lld may be written)",
+			          (long long)e->ival, (long long)e->ival);
 			return blk_ck_poison();
 		}
 		return ck_weak_int(e->ival);

@@ -90,6 +90,13 @@ static void test_weak_literals(void **state)
 	/* constant folding of weak expressions and cparams */
 	expect_ir("kernel k[B = 4](y: out i32[8]) {\n    y[...] = B * 3 + 1;\n}\n",
 	          "const {value = 13} : i32[8]", NULL);
+	/* i32's minimum written as docs/language.md says; folding wraps */
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = -2147483648;\n}\n",
+	          "const {value = -2147483648} : i32[8]", NULL);
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = 2147483647 + 1;\n}\n",
+	          "const {value = -2147483648} : i32[8]", NULL);
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = 7 ~/ 0 + 0x10;\n}\n",
+	          "const {value = 16} : i32[8]", NULL);
 }
 
 static void test_broadcast_explicit(void **state)
@@ -124,6 +131,9 @@ static void test_python_spellings(void **state)
 	          "    z[0] = x[...].sum();\n}\n",
 	          "reduce_max %0 {axis = 1} : f32[4]", "expand_dims %1 {axis = 1} : f32[4, 1]",
 	          "reduce_sum %4 {axis = 1} : f32[4]", "reduce_sum %5 {axis = 0} : f32\n", NULL);
+	expect_ir("kernel k(x: in f32[4, 8], y: out f32[4, 8]) {\n"
+	          "    y[...] = x[...].cummax(axis = 1) + x[...].cummin(axis = 0, reverse = true);\n}\n",
+	          "cummax %0 {axis = 1} : f32[4, 8]", "cummin %2 {axis = 0, reverse = 1} : f32[4, 8]", NULL);
 	expect_ir("kernel k(x: in f32[8], y: out f32[8, 8]) {\n"
 	          "    y[...] = x[...][:, None] + x[None, :];\n}\n",
 	          "expand_dims %0 {axis = 1} : f32[8, 1]", "expand_dims %3 {axis = 0} : f32[1, 8]", NULL);
