@@ -1194,20 +1194,48 @@ static CkType b_iota(Ck *c, const BlkAstExpr *e)
 	return blk_ck_value(BLK_I32, 1, &n);
 }
 
+/* Whether dtype dt meets builtin b's operand rule (reported if not). */
+static bool math_dtype_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *x)
+{
+	if (fp8_refused(c, e->loc, e->name, x->t.dtype))
+		return false;
+	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
+	if (numeric ? x->t.dtype != BLK_BOOL : blk_dtype_is_float(x->t.dtype))
+		return true;
+	bool one = blk_ck_builtins[b].nmax == 1;
+	blk_error(c->d, e->loc, "`%s` needs %s%s operand%s, got %s", e->name, one ? "a " : "",
+	          numeric ? "numeric" : "float", one ? "" : "s", tstr(c, x));
+	return false;
+}
+
 static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, b, &g) || !value_arg(c, g.pos[0], &x))
 		return blk_ck_poison();
-	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+	return math_dtype_ok(c, e, b, &x) ? x : blk_ck_poison();
+}
+
+/* isnan(x), isinf(x): a float tile in, a bool tile of its shape out. */
+static CkType b_float_class(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	CkType t = b_math(c, e, b);
+	t.t.dtype = BLK_BOOL;
+	return t;
+}
+
+static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out);
+
+/* gelu(x) (erf), gelu(x, approximate = true) (tanh, JAX's keyword). */
+static CkType b_gelu(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	if (!builtin_args(c, e, CK_B_GELU, &g) || !value_arg(c, g.pos[0], &x) ||
+	    (g.kw[0] && !bool_arg(c, g.kw[0], &in->approx)))
 		return blk_ck_poison();
-	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
-	if (numeric ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
-		return x;
-	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
-	          numeric ? "numeric" : "float", tstr(c, &x));
-	return blk_ck_poison();
+	return math_dtype_ok(c, e, CK_B_GELU, &x) ? x : blk_ck_poison();
 }
 
 static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
@@ -1297,6 +1325,37 @@ static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *
 		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
 			return blk_ck_poison();
 	return blk_ck_value(in->opdt, rank, dims);
+}
+
+/* fma(a, b, c), clamp(x, lo, hi): three operands of one dtype (weak ones
+ * take the others' dtype), broadcast together. */
+static CkType b_ternary(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
+{
+	Args g;
+	CkType v[3], acc;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0, s = 0;
+	bool ok = builtin_args(c, e, b, &g);
+	for (int i = 0; ok && i < 3; i++) {
+		v[i] = blk_ck_expr(c, g.pos[i]);
+		ok &= need_value(c, g.pos[i], &v[i]);
+	}
+	if (!ok)
+		return blk_ck_poison();
+	while (s < 2 && v[s].weak) /* the first strong operand */
+		s++;
+	for (int i = 0; v[s].weak && i < 3; i++) /* all weak: a float one if any */
+		s = v[i].weak == CK_WEAK_FLOAT ? i : s;
+	for (int i = 0; i < 3; i++)
+		if (i != s && !unify(c, e->loc, e->name, &v[s], &v[i], &in->opdt))
+			return blk_ck_poison();
+	acc = blk_ck_value(in->opdt, 0, NULL);
+	if (!math_dtype_ok(c, e, b, &acc))
+		return blk_ck_poison();
+	for (int i = 0; i < 3; i++, acc = blk_ck_value(in->opdt, rank, dims))
+		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
+			return blk_ck_poison();
+	return acc;
 }
 
 static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
@@ -1837,6 +1896,9 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
 	case CK_B_WHERE: return b_where(c, e, in);
 	case CK_B_POW: return b_pow(c, e, in);
+	case CK_B_FMA: case CK_B_CLAMP: return b_ternary(c, e, in, b);
+	case CK_B_GELU: return b_gelu(c, e, in);
+	case CK_B_ISNAN: case CK_B_ISINF: return b_float_class(c, e, b);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return b_scan(c, e, in);
 	case CK_B_RESHAPE: return b_reshape(c, e);

@@ -10,6 +10,7 @@
  * loop lowers its body once per iteration with the induction variable bound
  * to a constant.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/check.h"
@@ -466,7 +467,33 @@ static const BlkAstExpr *pos_arg(const BlkAstExpr *e, int i)
 static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);
-	return op1(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, x);
+	BlkOpKind k = in->approx ? BLK_OP_GELU_TANH : blk_ck_builtins[in->builtin].op;
+	return op1(L, k, e->loc, in->type.t, x);
+}
+
+/* fma(a, b, c), clamp(x, lo, hi) = min(max(x, lo), hi) (numpy's clip: a
+ * NaN stays NaN, lo > hi gives hi), each operand as opdt of the result's
+ * shape. */
+static BlkValue *lw_ternary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkType *r = &in->type.t;
+	BlkValue *o[3];
+	for (int i = 0; i < 3; i++)
+		o[i] = lw_as(L, e->args[i].value, in->opdt, r->rank, r->dims);
+	if (in->builtin == CK_B_FMA)
+		return blk_build1(&L->b, BLK_OP_FMA, e->loc, *r, 3, o);
+	return op2(L, BLK_OP_MIN, e->loc, *r, op2(L, BLK_OP_MAX, e->loc, *r, o[0], o[1]), o[2]);
+}
+
+/* isnan(x) = x != x (unordered: true for NaN only), isinf(x) =
+ * abs(x) == inf: exact in the interpreter and on the GPU alike. */
+static BlkValue *lw_float_class(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *x = lw_expr(L, e->args[0].value, info(L, e->args[0].value)->type.t.dtype);
+	if (in->builtin == CK_B_ISNAN)
+		return op2(L, BLK_OP_NE, e->loc, in->type.t, x, x);
+	BlkValue *inf = blk_build_const_float(&L->b, e->loc, x->type, INFINITY);
+	return op2(L, BLK_OP_EQ, e->loc, in->type.t, op1(L, BLK_OP_ABS, e->loc, x->type, x), inf);
 }
 
 /* transpose of x by in->perm (attr perm: the operand dim of each result
@@ -511,6 +538,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, lw_expr(L, e->args[0].value, in->type.t.dtype));
 	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
+	case CK_B_FMA: case CK_B_CLAMP: return lw_ternary(L, e, in);
+	case CK_B_ISNAN: case CK_B_ISINF: return lw_float_class(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
 		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));

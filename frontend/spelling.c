@@ -13,6 +13,8 @@ static const struct {
 } spellings[] = {
 	{ "arange", "iota(n)" },
 	{ "maximum", "max(a, b)" },
+	{ "clip", "clamp(x, lo, hi)" },
+	{ "swish", "silu(x)" },
 	{ "minimum", "min(a, b)" },
 	{ "matmul", "dot(a, b) or a @ b" },
 	{ "power", "x ** y or pow(x, y)" },

@@ -114,11 +114,140 @@ static void test_fold_calls_and_literals(void **state)
 	run_free(&r);
 }
 
+/* ---- math builtins against C references ------------------------------------ */
+
+enum { NX = 24 };
+
+/* Inputs over [-6, 6], the special values, and ends where a naive formula
+ * overflows (softplus's e^x, silu's e^-x). */
+static void math_inputs(float *x)
+{
+	static const float special[] = { 0.0f, -0.0f, NAN, INFINITY, -INFINITY, 100.0f, -100.0f, 1e-6f };
+	for (int i = 0; i < NX; i++)
+		x[i] = i < 8 ? special[i] : -6.0f + 12.0f * (float)(i - 8) / (NX - 9);
+}
+
+/* got matches want (a double reference) to f32's precision: NaN for NaN,
+ * the infinity for an infinity, else 2e-6 relative or 1e-7 absolute. */
+static void expect_close(const char *what, float x, float got, double want)
+{
+	bool ok = isnan(want) ? isnan(got)
+	        : isinf(want) ? got == (float)want
+	        : fabs(got - want) <= 2e-6 * fabs(want) + 1e-7;
+	if (!ok)
+		fail_msg("%s(%g): got %.9g, want %.9g", what, x, got, want);
+}
+
+static double ref_gelu(double x)
+{
+	return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static double ref_gelu_tanh(double x)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+static double ref_softplus(double x)
+{
+	return x > 30 ? x : log1p(exp(x));
+}
+
+static double ref_silu(double x)
+{
+	return isinf(x) && x < 0 ? NAN : x / (1.0 + exp(-x)); /* -inf * 0: NaN, as torch */
+}
+
+static void test_activations(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(x: in f32[24], a: out f32[24], b: out f32[24], c: out f32[24],\n"
+	            "         d: out f32[24], e: out f32[24], f: out f32[24]) {\n"
+	            "    let v = x[...];\n    a[...] = exp2(v);\n    b[...] = log2(abs(v));\n"
+	            "    c[...] = silu(v);\n    d[...] = gelu(v);\n"
+	            "    e[...] = gelu(v, approximate = true);\n    f[...] = softplus(v);\n}\n");
+	float x[NX], o[6][NX];
+	math_inputs(x);
+	void *data[] = { x, o[0], o[1], o[2], o[3], o[4], o[5] };
+	BlkDType dt[7] = { BLK_F32, BLK_F32, BLK_F32, BLK_F32, BLK_F32, BLK_F32, BLK_F32 };
+	run(&r, 7, dt, NX, data);
+	for (int i = 0; i < NX; i++) {
+		double v = x[i];
+		expect_close("exp2", x[i], o[0][i], exp2(v));
+		expect_close("log2", x[i], o[1][i], log2(fabs(v)));
+		expect_close("silu", x[i], o[2][i], ref_silu(v));
+		expect_close("gelu", x[i], o[3][i], ref_gelu(v));
+		expect_close("gelu_tanh", x[i], o[4][i], ref_gelu_tanh(v));
+		expect_close("softplus", x[i], o[5][i], ref_softplus(v));
+	}
+	run_free(&r);
+}
+
+/* fma rounds once; clamp is numpy's clip (NaN stays, ints too); isnan,
+ * isinf give bools. */
+static void test_fma_clamp_classes(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(x: in f32[24], a: out f32[24], b: out f32[24], n: out bool[24],\n"
+	            "         f: out bool[24], i: out i32[24]) {\n"
+	            "    let v = x[...];\n    a[...] = fma(v, v * 3.0, 1);\n    b[...] = clamp(v, -1, 2.5);\n"
+	            "    n[...] = isnan(v);\n    f[...] = isinf(v);\n"
+	            "    i[...] = clamp(iota(24), 3, 20);\n}\n");
+	float x[NX], a[NX], b[NX];
+	uint8_t n[NX], f[NX];
+	int32_t iv[NX];
+	math_inputs(x);
+	x[NX - 1] = 0x1.000d14p+0f; /* x * 3x + 1 rounds differently in two steps */
+	void *data[] = { x, a, b, n, f, iv };
+	BlkDType dt[6] = { BLK_F32, BLK_F32, BLK_F32, BLK_BOOL, BLK_BOOL, BLK_I32 };
+	run(&r, 6, dt, NX, data);
+	for (int i = 0; i < NX; i++) {
+		float want = fmaf(x[i], x[i] * 3.0f, 1.0f);
+		if (!(isnan(want) ? isnan(a[i]) : a[i] == want))
+			fail_msg("fma(%g): got %.9g, want %.9g", x[i], a[i], want);
+		expect_close("clamp", x[i], b[i], isnan(x[i]) ? NAN : fmin(fmax(x[i], -1.0), 2.5));
+		assert_int_equal(n[i], isnan(x[i]) != 0);
+		assert_int_equal(f[i], isinf(x[i]) != 0);
+		assert_int_equal(iv[i], i < 3 ? 3 : i > 20 ? 20 : i);
+	}
+	volatile float p = x[NX - 1] * (x[NX - 1] * 3.0f);
+	assert_true(a[NX - 1] != p + 1.0f);
+	run_free(&r);
+}
+
+/* In bf16 an activation is one operation: the f32 result, rounded once. */
+static void test_activation_rounds_once(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(x: in f32[24], y: out bf16[24], z: out f32[24]) {\n"
+	            "    let b = x[...].astype(bf16);\n"
+	            "    y[...] = gelu(b, approximate = true);\n"
+	            "    z[...] = gelu(b.astype(f32), approximate = true);\n}\n");
+	float x[NX], z[NX];
+	uint16_t y[NX];
+	math_inputs(x);
+	void *data[] = { x, y, z };
+	BlkDType dt[3] = { BLK_F32, BLK_BF16, BLK_F32 };
+	run(&r, 3, dt, NX, data);
+	for (int i = 0; i < NX; i++) {
+		float want = blk_bf16_to_f32(blk_f32_to_bf16(z[i])), got = blk_bf16_to_f32(y[i]);
+		if (!(isnan(want) ? isnan(got) : got == want))
+			fail_msg("bf16 gelu(%g): got %.9g, want %.9g", x[i], got, want);
+	}
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_matches_run_time),
 		cmocka_unit_test(test_fold_calls_and_literals),
+		cmocka_unit_test(test_activations),
+		cmocka_unit_test(test_fma_clamp_classes),
+		cmocka_unit_test(test_activation_rounds_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

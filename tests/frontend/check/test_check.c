@@ -139,6 +139,22 @@ static void test_python_spellings(void **state)
 	          "expand_dims %0 {axis = 1} : f32[8, 1]", "expand_dims %3 {axis = 0} : f32[1, 8]", NULL);
 }
 
+/* The math builtins: an op each, clamp/isnan/isinf as the ops they mean,
+ * weak literals taking the tile's dtype. */
+static void test_math_builtins(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f16[8], y: out f16[8]) {\n"
+	          "    y[...] = gelu(x[...], approximate = true) + gelu(x[...]) + fma(x[...], 2, 0.5);\n}\n",
+	          "gelu_tanh %0 : f16[8]", "gelu %2 : f16[8]", "const {value = 2.0} : f16[8]", "fma %5, %6, %7 : f16[8]", NULL);
+	expect_ir("kernel k(x: in f32[8], y: out f32[8], m: out bool[8]) {\n"
+	          "    y[...] = clamp(x[...], -1, 1);\n    m[...] = isnan(x[...]) | isinf(x[...]);\n}\n",
+	          "max %0, %1 : f32[8]", "min %3, %2 : f32[8]", "ne %5, %5 : bool[8]",
+	          "const {value = inf} : f32[8]", "abs %7 : f32[8]", "eq %9, %8 : bool[8]", NULL);
+	expect_ir("kernel k(x: in i32[8], y: out i32[8]) {\n    y[...] = clamp(x[...], 0, 5);\n}\n",
+	          "max %0, %1 : i32[8]", NULL);
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -332,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_broadcast_explicit),
 		cmocka_unit_test(test_dot_accumulate),
 		cmocka_unit_test(test_python_spellings),
+		cmocka_unit_test(test_math_builtins),
 		cmocka_unit_test(test_unroll),
 		cmocka_unit_test(test_loop_and_carries),
 		cmocka_unit_test(test_reductions_keepdims),
