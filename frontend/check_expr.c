@@ -378,6 +378,23 @@ bool blk_ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
 	return false;
 }
 
+/* Weak scalars: a scalar s (rank 0: a size, program_id, a loop index, a
+ * read element) beside an operand o of another dtype takes o's dtype when
+ * its kind is no higher, as JAX's weak Python scalars and torch's 0-d
+ * tensors do: an integer scalar joins a float o (`x / N`), a float scalar
+ * a float tile (`x_bf16 * scale`).  Never an integer into i8/u8 (the value
+ * would wrap unseen) and never a tile into a tile. */
+static bool scalar_joins(const CkType *s, const CkType *o, BlkDType *out)
+{
+	BlkDType sd = s->t.dtype, od = o->t.dtype;
+	if (s->t.rank != 0 || s->weak || !blk_dtype_is_float(od))
+		return false;
+	if (!blk_dtype_is_int(sd) && !(blk_dtype_is_float(sd) && o->t.rank > 0))
+		return false;
+	*out = od;
+	return true;
+}
+
 /* The common dtype of two operands of op `what`, or false after an error. */
 static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const CkType *y,
                   BlkDType *out)
@@ -388,6 +405,8 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 			*out = x->t.dtype;
 			return true;
 		}
+		if (scalar_joins(x, y, out) || scalar_joins(y, x, out))
+			return true;
 		blk_error(c->d, loc, "mismatched dtypes in `%s`: %s and %s; convert one with astype",
 		          what, tstr(c, x), tstr(c, y));
 		return false;
@@ -404,7 +423,7 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		          what);
 		return false;
 	}
-	if (blk_ck_converts(w, s->t.dtype))
+	if (blk_ck_converts(w, s->t.dtype) || scalar_joins(s, w, out))
 		return true;
 	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
 	          w->weak == CK_WEAK_INT ? "an integer" : "a float", tstr(c, s), what);

@@ -79,6 +79,8 @@ static BlkValue *lw_as(Lw *L, const BlkAstExpr *e, BlkDType dt, int rank,
 	if (in->type.kind == CK_VALUE && in->type.konst)
 		return lw_const(L, e->loc, t, &in->type);
 	BlkValue *v = lw_expr(L, e, dt);
+	if (v->type.dtype != dt && v->type.rank == 0) /* a weak scalar (check_expr.c's scalar_joins) */
+		v = op1(L, BLK_OP_CAST, e->loc, blk_type_scalar(dt), v);
 	if (v->type.dtype != dt)
 		blk_die("lower_ast: %s value where %s is wanted", blk_dtype_name(v->type.dtype),
 		        blk_dtype_name(dt));

@@ -816,6 +816,7 @@ static const Case cases[] = {
 	UNARY("unary_gelu_tanh", "gelu(v * 4.0, approximate = true)"),
 	UNARY("unary_softplus", "softplus(v * 20.0) + softplus(v * 0.001)"),
 	UNARY("ternary_fma_clamp", "fma(v, v * 3.0, 0.5) + clamp(v * 2.0, -0.5, 1)"),
+	UNARY("weak_scalars", "v / N + v * (1.0 / N) - program_id(0) + clamp(v, -0.5, x[0])"),
 	UNARY("unary_isnan_isinf", "where(isnan(sqrt(v)), v, -v) + where(isinf(1.0 / floor(v * 2.0)), v * 4.0, 1.0)"),
 	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
 	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),

@@ -240,6 +240,32 @@ static void test_activation_rounds_once(void **state)
 	run_free(&r);
 }
 
+/* ---- weak scalars ---------------------------------------------------------- */
+
+/* A size, a program id, a read element join a float tile in its dtype. */
+static void test_weak_scalars(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(x: in f32[N] block (4) index (i) -> (i), y: out f32[N] block (4) index (i) -> (i),\n"
+	            "         z: out bf16[N] block (4) index (i) -> (i)) grid (cdiv(N, 4)) {\n"
+	            "    y[...] = x[...] / N + program_id(0);\n"
+	            "    z[...] = x[...].astype(bf16) * (1.0 / N) + x[0];\n}\n");
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, y[8];
+	uint16_t z[8];
+	void *data[] = { x, y, z };
+	BlkDType dt[3] = { BLK_F32, BLK_F32, BLK_BF16 };
+	run(&r, 3, dt, 8, data);
+	for (int i = 0; i < 8; i++) {
+		assert_float_equal(y[i], x[i] / 8.0f + (float)(i / 4), 0.0f);
+		/* x * (1/8) in bf16, then + x[0] of the program's block, in bf16 */
+		float p = blk_bf16_to_f32(blk_f32_to_bf16(x[i] * 0.125f));
+		float want = blk_bf16_to_f32(blk_f32_to_bf16(p + x[i / 4 * 4]));
+		assert_float_equal(blk_bf16_to_f32(z[i]), want, 0.0f);
+	}
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_fma_clamp_classes),
 		cmocka_unit_test(test_activation_rounds_once),
+		cmocka_unit_test(test_weak_scalars),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,6 +99,22 @@ static void test_weak_literals(void **state)
 	          "const {value = 16} : i32[8]", NULL);
 }
 
+/* Weak scalars: an integer scalar takes a float operand's dtype, a float
+ * scalar a float tile's; a cast of the scalar, then the broadcast. */
+static void test_weak_scalars(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f16[N], y: out f16[N]) {\n    y[...] = x[...] / N;\n}\n",
+	          "size {name = \"N\"} : i32", "cast %1 : f16\n", "broadcast %2 : f16[N]",
+	          "div %0, %3 : f16[N]", NULL);
+	expect_ir("kernel k(x: in bf16[N], s: in f32[1], y: out bf16[N]) {\n"
+	          "    y[...] = x[...] * (1.0 / N) + s[0];\n}\n",
+	          "div %1, %3 : f32\n", "cast %4 : bf16\n", "cast %9 : bf16\n", NULL);
+	expect_ir("kernel k(x: in f32[8], m: out bool[8]) {\n"
+	          "    m[...] = fori_loop(0, 4, x[...] < 0.0) |i, c| { c | (x[...] < i + 1) };\n}\n",
+	          "add %i, %6 : i32", "cast %7 : f32", "lt %5, %9 : bool[8]", NULL);
+}
+
 static void test_broadcast_explicit(void **state)
 {
 	(void)state;
@@ -349,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_dot_accumulate),
 		cmocka_unit_test(test_python_spellings),
 		cmocka_unit_test(test_math_builtins),
+		cmocka_unit_test(test_weak_scalars),
 		cmocka_unit_test(test_unroll),
 		cmocka_unit_test(test_loop_and_carries),
 		cmocka_unit_test(test_reductions_keepdims),
