@@ -1593,16 +1593,20 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 	return blk_ck_dims_ok(c, e->loc, r, d, true) ? blk_ck_value(i8 ? BLK_I32 : BLK_F32, r, d) : blk_ck_poison();
 }
 
-static CkType b_dot(Ck *c, const BlkAstExpr *e)
+/* The two value arguments of builtin b (dot, interleave); false after an error. */
+static bool two_values(Ck *c, const BlkAstExpr *e, CkBuiltin b, CkType *x, CkType *y)
 {
 	Args g;
+	if (!builtin_args(c, e, b, &g))
+		return false;
+	bool ok = value_arg(c, g.pos[0], x);
+	return ok & value_arg(c, g.pos[1], y);
+}
+
+static CkType b_dot(Ck *c, const BlkAstExpr *e)
+{
 	CkType x, y;
-	if (!builtin_args(c, e, CK_B_DOT, &g))
-		return blk_ck_poison();
-	bool ok = value_arg(c, g.pos[0], &x);
-	if (!(ok & value_arg(c, g.pos[1], &y)))
-		return blk_ck_poison();
-	return dot_type(c, e, &x, &y);
+	return two_values(c, e, CK_B_DOT, &x, &y) ? dot_type(c, e, &x, &y) : blk_ck_poison();
 }
 
 /* x with its dims permuted: result dim d is x's dim in->perm[d]. */
@@ -1735,6 +1739,135 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	for (int d = 0, s = 0; d <= x.t.rank; d++)
 		dims[d] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[s++];
 	return blk_ck_value(x.t.dtype, x.t.rank + 1, dims);
+}
+
+/* ---- joining and cutting tiles ---- */
+
+/* The most parts `split` makes (each is an extract: IR and shared memory). */
+#define CK_MAX_PARTS 64
+
+/* concatenate's and stack's first argument: a tuple of tiles of one dtype
+ * and rank (split's tuple too). */
+static bool tile_tuple(Ck *c, const BlkAstExpr *e, const BlkAstExpr *arg, CkType *t)
+{
+	*t = blk_ck_expr(c, arg);
+	if (is_poison(t))
+		return false;
+	if (t->kind != CK_TUPLE) {
+		blk_error(c->d, arg->loc, "`%s` takes a tuple of tiles: %s((a, b), axis = k)", e->name, e->name);
+		return false;
+	}
+	for (int i = 0; i < t->n; i++) {
+		const CkType *x = &t->elems[i], *f = &t->elems[0];
+		if (is_poison(x) || !need_value(c, arg, x))
+			return false;
+		if (x->t.rank == 0 || x->t.dtype != f->t.dtype || x->t.rank != f->t.rank || x->weak) {
+			blk_error(c->d, arg->loc, "`%s` joins tiles of one dtype and rank (not scalars), got %s "
+			          "and %s", e->name, tstr(c, f), tstr(c, x));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The axis of concatenate/stack/split: positional or `axis =`, default 0. */
+static bool join_axis(Ck *c, const BlkAstExpr *e, const Args *g, int rank, int *axis)
+{
+	*axis = 0;
+	if (g->npos == 2 && g->kw[0]) {
+		blk_error(c->d, g->kw[0]->loc, "`%s` got the axis twice", e->name);
+		return false;
+	}
+	const BlkAstExpr *ax = g->npos == 2 ? g->pos[1] : g->kw[0];
+	return !ax || axis_arg(c, ax, rank, axis);
+}
+
+/* concatenate((a, b, ...), axis = k): dims equal off the axis, summed on it;
+ * stack((a, b, ...), axis = k): one shape, a new axis k of the count. */
+static CkType b_join(Ck *c, const BlkAstExpr *e, CkInfo *in, bool stack)
+{
+	Args g;
+	CkType t;
+	if (!builtin_args(c, e, in->builtin, &g) || !tile_tuple(c, e, g.pos[0], &t))
+		return blk_ck_poison();
+	const CkType *f = &t.elems[0];
+	int rank = f->t.rank + stack;
+	if (rank > BLK_MAX_RANK) {
+		blk_error(c->d, e->loc, "`stack` of %s would exceed rank %d", tstr(c, f), BLK_MAX_RANK);
+		return blk_ck_poison();
+	}
+	if (!join_axis(c, e, &g, rank, &in->axis))
+		return blk_ck_poison();
+	const BlkSym *dims[BLK_MAX_RANK], *sum = blk_sym_const(c->a, stack ? t.n : 0);
+	for (int i = 0; i < t.n; i++)
+		for (int d = 0; d < f->t.rank; d++) {
+			if (!stack && d == in->axis) {
+				sum = blk_sym_binary(c->a, BLK_SYM_ADD, sum, t.elems[i].t.dims[d]);
+				continue;
+			}
+			if (blk_sym_equal(t.elems[i].t.dims[d], f->t.dims[d]))
+				continue;
+			blk_error(c->d, e->loc, stack ? "`stack` needs tiles of one shape, got %s and %s"
+			          : "`concatenate` needs tiles whose dims agree off the axis, got %s and %s",
+			          tstr(c, f), tstr(c, &t.elems[i]));
+			return blk_ck_poison();
+		}
+	for (int d = 0, s = 0; d < rank; d++) /* stack: a new dim; concatenate: the axis' */
+		dims[d] = d == in->axis ? sum : f->t.dims[stack ? s++ : d];
+	return blk_ck_dims_ok(c, e->loc, rank, dims, true) ? blk_ck_value(f->t.dtype, rank, dims) : blk_ck_poison();
+}
+
+/* interleave(a, b): a0 b0 a1 b1 ... along the last dim (Triton's). */
+static CkType b_interleave(Ck *c, const BlkAstExpr *e)
+{
+	CkType a, b;
+	if (!two_values(c, e, CK_B_INTERLEAVE, &a, &b))
+		return blk_ck_poison();
+	if (a.t.rank == 0 || !blk_ck_same_type(&a, &b)) {
+		blk_error(c->d, e->loc, "`interleave` needs two tiles of one type, got %s and %s", tstr(c, &a),
+		          tstr(c, &b));
+		return blk_ck_poison();
+	}
+	const BlkSym *dims[BLK_MAX_RANK];
+	memcpy(dims, a.t.dims, sizeof dims);
+	dims[a.t.rank - 1] = blk_sym_binary(c->a, BLK_SYM_MUL, a.t.dims[a.t.rank - 1], blk_sym_const(c->a, 2));
+	return blk_ck_dims_ok(c, e->loc, a.t.rank, dims, true) ? blk_ck_value(a.t.dtype, a.t.rank, dims)
+	                                                       : blk_ck_poison();
+}
+
+/* split(x, n, axis = k): n equal parts along a dim of constant extent, a
+ * tuple (`let (lo, hi) = split(x, 2, axis = 1)`). */
+static CkType b_split(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x, nt;
+	int64_t n, ext;
+	if (!builtin_args(c, e, CK_B_SPLIT, &g) || !value_arg(c, g.pos[0], &x))
+		return blk_ck_poison();
+	nt = blk_ck_expr(c, g.pos[1]);
+	if (!need_const_int(c, g.pos[1], &nt, "the number of parts", &n))
+		return blk_ck_poison();
+	if (x.t.rank == 0) {
+		blk_error(c->d, e->loc, "`split` cuts a tile, got %s", tstr(c, &x));
+		return blk_ck_poison();
+	}
+	in->axis = 0;
+	if (g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis))
+		return blk_ck_poison();
+	if (!blk_sym_is_const(x.t.dims[in->axis], &ext) || n < 1 || n > CK_MAX_PARTS || ext % n) {
+		blk_error(c->d, e->loc, "`split` cuts dim %d of %s into %lld equal parts: the dim must be a "
+		          "constant multiple of a count from 1 to %d", in->axis, tstr(c, &x), (long long)n,
+		          CK_MAX_PARTS);
+		return blk_ck_poison();
+	}
+	CkType t = blk_ck_poison();
+	t.kind = CK_TUPLE;
+	t.n = (int)n;
+	t.elems = BLK_NEW_N(c->a, CkType, t.n);
+	x.t.dims[in->axis] = blk_sym_const(c->a, ext / n);
+	for (int i = 0; i < t.n; i++)
+		t.elems[i] = x;
+	return t;
 }
 
 static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
@@ -1928,6 +2061,9 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_FLIP: return b_flip(c, e, in);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
 	case CK_B_CDIV: return b_cdiv(c, e);
+	case CK_B_CONCATENATE: case CK_B_STACK: return b_join(c, e, in, b == CK_B_STACK);
+	case CK_B_INTERLEAVE: return b_interleave(c, e);
+	case CK_B_SPLIT: return b_split(c, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
 	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:

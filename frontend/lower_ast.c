@@ -498,6 +498,95 @@ static BlkValue *lw_float_class(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return op2(L, BLK_OP_EQ, e->loc, in->type.t, op1(L, BLK_OP_ABS, e->loc, x->type, x), inf);
 }
 
+/* ---- joining and cutting tiles ---- */
+
+/* x's window of `size` elements from `start` along axis (all of the other
+ * dims), as type t: an extract, elements outside x read 0 (false). */
+static BlkValue *window(Lw *L, BlkLoc loc, BlkValue *x, int axis, BlkValue *start, const BlkSym *size,
+                        BlkType t)
+{
+	BlkIndex idx[BLK_MAX_RANK];
+	for (int d = 0; d < x->type.rank; d++)
+		idx[d] = (BlkIndex){ d == axis ? BLK_INDEX_DS : BLK_INDEX_FULL, d == axis ? size : NULL, 0 };
+	BlkValue *ops[2] = { x, start };
+	BlkValue *v = blk_build1(&L->b, BLK_OP_EXTRACT, loc, t, 2, ops);
+	blk_op_set_index(L->a, v->def, "idx", x->type.rank, idx);
+	return v;
+}
+
+/* parts[0..n) joined along axis into type t: each part's window of the
+ * whole axis from -(its offset) (itself where it goes, the fill
+ * elsewhere), then selected by the index along the axis, last part first:
+ * exact for every dtype, -0.0 and NaN included. */
+static BlkValue *concat_of(Lw *L, BlkLoc loc, BlkValue **parts, int n, int axis, BlkType t)
+{
+	BlkType it = t, bt = t;
+	it.dtype = BLK_I32;
+	bt.dtype = BLK_BOOL;
+	BlkValue *pos = op_axis(L, BLK_OP_IOTA, loc, it, NULL, axis), *acc = NULL;
+	const BlkSym *off = blk_sym_const(L->a, 0), **offs = BLK_NEW_N(L->a, const BlkSym *, n);
+	for (int i = 0; i < n; i++, off = blk_sym_binary(L->a, BLK_SYM_ADD, off, parts[i - 1]->type.dims[axis]))
+		offs[i] = off;
+	for (int i = n - 1; i >= 0; i--) {
+		BlkValue *start = lw_sym(L, loc, blk_sym_binary(L->a, BLK_SYM_SUB, blk_sym_const(L->a, 0), offs[i]));
+		BlkValue *w = window(L, loc, parts[i], axis, start, t.dims[axis], t);
+		if (!acc) {
+			acc = w;
+			continue;
+		}
+		BlkValue *end = op1(L, BLK_OP_BROADCAST, loc, it, lw_sym(L, loc, offs[i + 1]));
+		BlkValue *mine = op2(L, BLK_OP_LT, loc, bt, pos, end);
+		BlkValue *o[3] = { mine, w, acc };
+		acc = blk_build1(&L->b, BLK_OP_SELECT, loc, t, 3, o);
+	}
+	return acc;
+}
+
+/* A tuple of tiles (a tuple expression, split's result) as values. */
+static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, BlkValue **out);
+
+static BlkValue *lw_join(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkAstExpr *arg = pos_arg(e, 0);
+	int n = info(L, arg)->type.n;
+	BlkValue **parts = BLK_NEW_N(L->a, BlkValue *, n);
+	lw_multi(L, arg, n, NULL, parts);
+	for (int i = 0; in->builtin == CK_B_STACK && i < n; i++) {
+		BlkType t = in->type.t;
+		t.dims[in->axis] = blk_sym_const(L->a, 1);
+		parts[i] = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, parts[i], in->axis);
+	}
+	return concat_of(L, e->loc, parts, n, in->axis, in->type.t);
+}
+
+/* interleave(a, b) = reshape(stack((a, b), axis = -1)): [..., n] twice to
+ * [..., n, 2] to [..., 2n]. */
+static BlkValue *lw_interleave(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *parts[2];
+	for (int i = 0; i < 2; i++) {
+		BlkValue *x = lw_expr(L, e->args[i].value, in->type.t.dtype);
+		BlkType t = x->type;
+		t.dims[t.rank++] = blk_sym_const(L->a, 1);
+		parts[i] = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, x, x->type.rank);
+	}
+	BlkType st = parts[0]->type;
+	st.dims[st.rank - 1] = blk_sym_const(L->a, 2);
+	BlkValue *s = concat_of(L, e->loc, parts, 2, st.rank - 1, st);
+	return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, s);
+}
+
+/* split(x, n, axis = k): part i is the window from i * (extent / n). */
+static void lw_split(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue **out)
+{
+	BlkValue *x = lw_expr(L, e->args[0].value, in->type.elems[0].t.dtype);
+	BlkType t = in->type.elems[0].t;
+	int64_t size = 0;
+	blk_sym_is_const(t.dims[in->axis], &size);
+	for (int i = 0; i < in->type.n; i++)
+		out[i] = window(L, e->loc, x, in->axis, lw_i32(L, e->loc, i * size), t.dims[in->axis], t);
+}
+
 /* transpose of x by in->perm (attr perm: the operand dim of each result
  * dim, as digits; absent for rank 2's swap), dims in->flip reversed (attr
  * flip, a bit per result dim). */
@@ -552,6 +641,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
 		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);
 	case CK_B_CDIV: return lw_cdiv(L, e);
+	case CK_B_CONCATENATE: case CK_B_STACK: return lw_join(L, e, in);
+	case CK_B_INTERLEAVE: return lw_interleave(L, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS:
 		return op_axis(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
@@ -641,6 +732,10 @@ static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, Blk
 {
 	if (e->kind == BLK_AST_FORI) {
 		lw_fori(L, e, out);
+		return;
+	}
+	if (e->kind == BLK_AST_CALL && info(L, e)->builtin == CK_B_SPLIT) {
+		lw_split(L, e, info(L, e), out);
 		return;
 	}
 	if (e->kind != BLK_AST_TUPLE || e->nelems != n)

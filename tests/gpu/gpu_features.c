@@ -821,6 +821,26 @@ static const Case cases[] = {
 	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
 	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
 
+	/* tiles joined and cut: split's halves, concatenate, interleave,
+	 * stack; rows ragged (37 in blocks of 16) */
+	CASE("tile_join_split", true,
+	     "kernel tile_join_split[T = f32, BR = 16](\n"
+	     "    x: in T[R, 32] block (BR, 32) index (i) -> (i, 0),\n"
+	     "    y: out T[R, 48] block (BR, 48) index (i) -> (i, 0),\n"
+	     "    z: out T[R, 64] block (BR, 64) index (i) -> (i, 0),\n"
+	     "    s: out T[R, 2, 16] block (BR, 2, 16) index (i) -> (i, 0, 0),\n"
+	     "    o: out T[R, 13] block (BR, 13) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let t = x[...];\n"
+	     "    let (a, b) = split(t, 2, axis = 1);\n"
+	     "    y[...] = concatenate((b, t), axis = 1);\n"
+	     "    z[...] = interleave(t, -t);\n"
+	     "    s[...] = stack((b, a), axis = 1);\n"
+	     "    o[...] = concatenate((t[:, 0:5], t[:, 24:]), axis = 1);\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 32), A2('o', DT_T, 37, 48), A2('o', DT_T, 37, 64), A3('o', DT_T, 37, 2, 16),
+	     A2('o', DT_T, 37, 13)),
+
 	/* pow with an exponent per element, from -6 to 6 */
 	CASE("binary_pow_tiles", true,
 	     "kernel binary_pow_tiles[T = f32, B = 128](\n"

@@ -266,6 +266,76 @@ static void test_weak_scalars(void **state)
 	run_free(&r);
 }
 
+/* ---- joining and cutting tiles ----------------------------------------------- */
+
+/* Runs text on x = 0, 1, ..., 23 (as [4, 6]) into outputs of the given
+ * element counts (f32), flattened. */
+static void run_tiles(const char *text, int nout, const int *counts, float **out)
+{
+	Run r;
+	compile(&r, text);
+	float x[24];
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)i;
+	x[23] = -0.0f; /* concatenate is exact: -0.0 stays */
+	BlkArrayDesc ad[8];
+	void *data[8] = { x };
+	ad[0] = (BlkArrayDesc){ .dtype = BLK_F32, .rank = 2, .shape = { 4, 6 }, .strides = { 6, 1 } };
+	for (int i = 0; i < nout; i++) {
+		out[i] = calloc((size_t)counts[i], sizeof(float));
+		data[i + 1] = out[i];
+		ad[i + 1] = (BlkArrayDesc){ .dtype = BLK_F32, .rank = 1, .shape = { counts[i] }, .strides = { 1 } };
+	}
+	if (!blk_interp_run(r.k, ad, data, nout + 1, NULL, r.d)) {
+		fflush(r.errf);
+		fail_msg("run failed:\n%s", r.err);
+	}
+	run_free(&r);
+}
+
+static float xv(int row, int col)
+{
+	return row == 3 && col == 5 ? -0.0f : (float)(row * 6 + col);
+}
+
+static void expect_bits(const char *what, int i, float got, float want)
+{
+	if (memcmp(&got, &want, sizeof got) != 0)
+		fail_msg("%s[%d]: got %g, want %g", what, i, got, want);
+}
+
+static void test_join_and_split(void **state)
+{
+	(void)state;
+	int counts[] = { 40, 48, 48, 12, 24 };
+	float *o[5];
+	run_tiles("kernel k(x: in f32[4, 6], y: out f32[40], z: out f32[48], w: out f32[48], s: out f32[12],\n"
+	          "         c: out f32[24]) {\n"
+	          "    let t = x[...];\n"
+	          "    y[...] = concatenate((t, t[:, 0:4]), axis = 1).reshape(-1);\n"
+	          "    z[...] = stack((t, -t), axis = 1).reshape(-1);\n"
+	          "    w[...] = interleave(t, -t).reshape(-1);\n"
+	          "    let (a, b) = split(t, 2, axis = 1);\n"
+	          "    s[...] = (b - a).reshape(-1);\n"
+	          "    let (p, q, u, v) = split(t, 4);\n"
+	          "    c[...] = concatenate((v, u, q, p)).reshape(-1);\n}\n", 5, counts, o);
+	for (int r = 0; r < 4; r++) {
+		for (int j = 0; j < 10; j++) /* [4, 10]: the row, then its first 4 */
+			expect_bits("concatenate", r * 10 + j, o[0][r * 10 + j], xv(r, j < 6 ? j : j - 6));
+		for (int k = 0; k < 2; k++) /* [4, 2, 6] */
+			for (int j = 0; j < 6; j++)
+				expect_bits("stack", (r * 2 + k) * 6 + j, o[1][(r * 2 + k) * 6 + j], k ? -xv(r, j) : xv(r, j));
+		for (int j = 0; j < 12; j++) /* [4, 12]: t, -t alternating */
+			expect_bits("interleave", r * 12 + j, o[2][r * 12 + j], j % 2 ? -xv(r, j / 2) : xv(r, j / 2));
+		for (int j = 0; j < 3; j++)
+			expect_bits("split", r * 3 + j, o[3][r * 3 + j], xv(r, j + 3) - xv(r, j));
+		for (int j = 0; j < 6; j++) /* the rows reversed */
+			expect_bits("split rows", r * 6 + j, o[4][r * 6 + j], xv(3 - r, j));
+	}
+	for (int i = 0; i < 5; i++)
+		free(o[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_fma_clamp_classes),
 		cmocka_unit_test(test_activation_rounds_once),
 		cmocka_unit_test(test_weak_scalars),
+		cmocka_unit_test(test_join_and_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
