@@ -841,6 +841,24 @@ static const Case cases[] = {
 	     A2('i', DT_T, 37, 32), A2('o', DT_T, 37, 48), A2('o', DT_T, 37, 64), A3('o', DT_T, 37, 2, 16),
 	     A2('o', DT_T, 37, 13)),
 
+	/* the same moves on one-byte and bool tiles (fp8 moved, not computed) */
+	CASE("tile_join_bytes", false,
+	     "kernel tile_join_bytes(\n"
+	     "    x: in f8e4m3[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    m: in bool[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    q: in i8[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    y: out f8e4m3[R, 16] block (16, 16) index (i) -> (i, 0),\n"
+	     "    n: out bool[R, 2, 8] block (16, 2, 8) index (i) -> (i, 0, 0),\n"
+	     "    p: out i8[R, 16] block (16, 16) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, 16)) {\n"
+	     "    let (a, b) = split(x[...], 2, axis = 1);\n"
+	     "    y[...] = concatenate((b, x[...], a), axis = 1);\n"
+	     "    n[...] = stack((m[...], !m[...]), axis = 1);\n"
+	     "    p[...] = interleave(q[...], q[...] + 1);\n"
+	     "}\n",
+	     A2('i', BLK_F8E4M3, 37, 8), A2('i', BLK_BOOL, 37, 8), A2('i', BLK_I8, 37, 8),
+	     A2('o', BLK_F8E4M3, 37, 16), A3('o', BLK_BOOL, 37, 2, 8), A2('o', BLK_I8, 37, 16)),
+
 	/* pow with an exponent per element, from -6 to 6 */
 	CASE("binary_pow_tiles", true,
 	     "kernel binary_pow_tiles[T = f32, B = 128](\n"
