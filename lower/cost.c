@@ -145,6 +145,8 @@ static bool eval(const Eval *e, const BlkValue *v, int64_t *out, int depth)
 
 /* ---- work: FLOPs, bytes and trips of one program ----------------------- */
 
+enum { SECTOR = 32 }; /* bytes: what L2 and DRAM move at least */
+
 /* The param a Ref comes from (-1: scratch or a local buffer). */
 static int ref_param(const BlkValue *ref)
 {
@@ -193,6 +195,24 @@ static void count_dot(const BlkOp *op, double times, BlkCostWork *w)
 		w->dot_m = m, w->dot_n = n, w->dot_k = k, w->dot_in_loop = times > 1;
 }
 
+/* How many bytes move per byte used when tile t of param p reads rows
+ * shorter than a 32-byte sector: memory moves whole sectors (a column of
+ * f32 uses 4 bytes of each 32).  Only where the tile and the array have
+ * one rank and the array's last dim is contiguous. */
+static double sector_waste(const LowerCtx *c, int p, const BlkType *t)
+{
+	int ai = 0;
+	for (int i = 0; i < p; i++)
+		ai += c->k->params[i].access != BLK_ACCESS_SCRATCH;
+	const BlkArrayDesc *a = c->arrays ? &c->arrays[ai] : NULL;
+	int64_t run = 0;
+	if (!a || t->rank < 1 || a->rank != t->rank || a->strides[a->rank - 1] != 1 ||
+	    !blk_sym_is_const(t->dims[t->rank - 1], &run) || run < 1)
+		return 1;
+	double bytes = (double)run * blk_dtype_size(t->dtype);
+	return bytes >= SECTOR ? 1 : SECTOR / bytes;
+}
+
 static void count_access(const LowerCtx *c, const BlkOp *op, double times, BlkCostWork *w)
 {
 	int p = ref_param(op->operands[0]);
@@ -200,7 +220,7 @@ static void count_access(const LowerCtx *c, const BlkOp *op, double times, BlkCo
 		return;
 	const BlkType *t = op->kind == BLK_OP_LOAD ? &op->results[0]->type
 	                                           : &op->operands[op->noperands - 1]->type;
-	w->bytes += tile_bytes(t) * times;
+	w->bytes += tile_bytes(t) * times * sector_waste(c, p, t);
 }
 
 static void count_loop(const Eval *e, const BlkOp *op, double times, BlkCostWork *w)
@@ -372,10 +392,15 @@ static int resident(const Machine *mc, const BlkLaunch *l, int regs, bool specia
 /* The share of a dot engine's peak it keeps at the dot's width: a
  * narrow tensor-core instruction (wgmma's N, mma's tile) issues more often
  * for the same FLOPs. */
-static double engine_efficiency(const BlkCostWork *w)
+static double engine_efficiency(const BlkCostWork *w, int threads)
 {
-	if (!w->engine || strcmp(w->engine, "fma") == 0)
-		return 0.85;
+	/* FMA: a thread's micro-tile of e accumulators (about sqrt(e) on a
+	 * side) loads 2 sqrt(e) shared values a k step for e FMAs; shared
+	 * memory's 32 words a clock feed the 128 FMA lanes only from e = 64 */
+	if (!w->engine || strcmp(w->engine, "fma") == 0) {
+		double e = (double)w->dot_m * (double)w->dot_n / (threads > 0 ? threads : 128);
+		return 0.85 * fmin(1.0, sqrt(e > 1 ? e : 1) / 8);
+	}
 	double n = (double)w->dot_n;
 	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.9 : 0.65;
 	return eff * (n >= 128 ? 1.0 : n >= 64 ? 0.675 : n >= 32 ? 0.65 : 0.6);
@@ -437,7 +462,7 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	out->waves = ceil(w->programs / ((double)sms * out->per_sm));
 	double trips = w->trips > 0 ? w->trips : 1;
 	int warps = r->specialized ? 8 : (r->threads + 31) / 32;
-	double dots = w->flops > 0 ? w->flops / (peak(mc, w) / sms * engine_efficiency(w)) : 0;
+	double dots = w->flops > 0 ? w->flops / (peak(mc, w) / sms * engine_efficiency(w, r->threads)) : 0;
 	dots /= r->specialized ? SPECIALIZED_GAIN : 1;
 	/* exp and friends on the SFUs: mostly beside the dots when two
 	 * warpgroups take turns (FlashAttention-3's ping-pong), after them with one */
