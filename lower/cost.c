@@ -145,7 +145,10 @@ static bool eval(const Eval *e, const BlkValue *v, int64_t *out, int depth)
 
 /* ---- work: FLOPs, bytes and trips of one program ----------------------- */
 
-enum { SECTOR = 32 }; /* bytes: what L2 and DRAM move at least */
+/* Bytes: a row shorter than this moves as if it were this long -- L2 and
+ * DRAM move 32-byte sectors, and rows of one 128-byte line keep a warp's
+ * requests few (run 136: column sums 16 bytes wide ran at 0.55 of 128). */
+enum { SECTOR = 128 };
 
 /* The param a Ref comes from (-1: scratch or a local buffer). */
 static int ref_param(const BlkValue *ref)
@@ -196,9 +199,8 @@ static void count_dot(const BlkOp *op, double times, BlkCostWork *w)
 }
 
 /* How many bytes move per byte used when tile t of param p reads rows
- * shorter than a 32-byte sector: memory moves whole sectors (a column of
- * f32 uses 4 bytes of each 32).  Only where the tile and the array have
- * one rank and the array's last dim is contiguous. */
+ * shorter than SECTOR.  Only where the tile and the array have one rank
+ * and the array's last dim is contiguous. */
 static double sector_waste(const LowerCtx *c, int p, const BlkType *t)
 {
 	int ai = 0;
@@ -396,10 +398,12 @@ static double engine_efficiency(const BlkCostWork *w, int threads)
 {
 	/* FMA: a thread's micro-tile of e accumulators (about sqrt(e) on a
 	 * side) loads 2 sqrt(e) shared values a k step for e FMAs; shared
-	 * memory's 32 words a clock feed the 128 FMA lanes only from e = 64 */
+	 * memory's 32 words a clock feed the 128 FMA lanes from e = 64 in
+	 * theory, from e = 128 as measured (run 136: 8x16 a thread is the
+	 * fastest f32 matmul, 8x8 runs at 0.79 of it) */
 	if (!w->engine || strcmp(w->engine, "fma") == 0) {
 		double e = (double)w->dot_m * (double)w->dot_n / (threads > 0 ? threads : 128);
-		return 0.85 * fmin(1.0, sqrt(e > 1 ? e : 1) / 8);
+		return 0.85 * fmin(1.0, sqrt(e > 1 ? e : 1) / sqrt(128));
 	}
 	double n = (double)w->dot_n;
 	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.9 : 0.65;

@@ -205,15 +205,17 @@ static bool job_do(Job *j, Refusal *first)
 /* ---- ranking ----------------------------------------------------------- */
 
 /* By the estimate in steps of 0.5% (closer is a tie, within what the
- * model can tell), then by the compute bound: of two equal estimates the
- * one keeping the tensor cores busier (wider dots, the SFUs beside them). */
+ * model can tell), then by the compute and memory bounds summed: of two
+ * equal estimates the one that asks less of the SM (wider dots, the SFUs
+ * beside them, fewer wasted bytes) -- memory-bound kernels tie at the
+ * DRAM floor. */
 static int by_us(const void *x, const void *y)
 {
 	const BlkAutoPoint *p = x, *q = y;
 	double a = floor(log(p->us) / log(1.005)), b = floor(log(q->us) / log(1.005));
 	if (a != b)
 		return a < b ? -1 : 1;
-	return p->compute_us < q->compute_us ? -1 : p->compute_us > q->compute_us;
+	return p->busy_us < q->busy_us ? -1 : p->busy_us > q->busy_us;
 }
 
 /* Steps the odometer over the sized params; false after the last point. */
@@ -248,7 +250,7 @@ static int add_variants(const BlkAutoSpace *sp, const int *idx, const BlkCostWor
 			blk_lower_cost_guess(w, jw >= 0 ? (int)pt->v[jw] : k->num_warps,
 			                     js >= 0 ? (int)pt->v[js] : k->num_stages, opt, &c);
 			pt->us = c.us;
-			pt->compute_us = c.compute_us;
+			pt->busy_us = c.compute_us + c.memory_us;
 		}
 	return n;
 }
@@ -286,7 +288,7 @@ static int second_round(Job *base, const BlkAutoSpace *sp, BlkAutoPoint *pts, in
 		j.defs = blk_auto_defines(scratch, base->defs, base->ndefs, sp, &pts[i], &j.ndefs);
 		if (job_do(&j, first) && isfinite(j.cost.us)) {
 			pts[i].us = j.cost.us;
-			pts[i].compute_us = j.cost.compute_us;
+			pts[i].busy_us = j.cost.compute_us + j.cost.memory_us;
 			if (kept == 0 || j.cost.us < best->us)
 				*best = j.cost;
 			pts[kept++] = pts[i];

@@ -26,7 +26,7 @@ typedef struct BlkAutoSpace {
 typedef struct BlkAutoPoint {
 	int64_t v[BLK_AUTO_MAX_PARAMS]; /* per space param */
 	double us;                      /* the model's estimate */
-	double compute_us;              /* its compute bound: breaks ties */
+	double busy_us;                 /* its compute and memory bounds summed: breaks ties */
 } BlkAutoPoint;
 
 /* The choice for one launch. */
