@@ -504,6 +504,10 @@ void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *o
 	const BlkLaunch *l = c->k->launch;
 	Res r = { l->threads, l->smem, (int)ceil(live_regs(c->k->body)) + OVERHEAD_REGS,
 	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages };
+	for (const BlkOp *op = c->k->body->first; op; op = op->next) { /* schedule.c's deeper pipeline */
+		const BlkAttr *st = op->kind == BLK_OP_FOR ? blk_op_attr(op, "stages") : NULL;
+		r.stages = st && st->kind == BLK_ATTR_INT && st->i > r.stages ? (int)st->i : r.stages;
+	}
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, compulsory_bytes(c), out);
 }
