@@ -706,7 +706,9 @@ static void check_grid(Ck *c, const BlkAstKernel *ak)
 	}
 	k->grid_rank = ak->ngrid;
 	for (int i = 0; i < ak->ngrid; i++) {
+		c->in_grid = true;
 		k->grid[i] = blk_ck_sym(c, ak->grid[i].extent);
+		c->in_grid = false;
 		k->grid_seq[i] = ak->grid[i].seq;
 		if (!k->grid[i])
 			k->grid[i] = blk_sym_const(c->a, 1);

@@ -194,7 +194,7 @@ static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 {
 	BlkCkBind *b = blk_ck_lookup(c, e->name);
 	if (b && b->kind == CK_BIND_CPARAM && b->cp) /* for `auto`: runtime/auto.c */
-		b->cp->uses |= c->new_sizes ? BLK_CPARAM_IN_SHAPE : BLK_CPARAM_IN_SIZE;
+		b->cp->uses |= c->new_sizes ? BLK_CPARAM_IN_SHAPE : c->in_grid ? BLK_CPARAM_IN_GRID : BLK_CPARAM_IN_SIZE;
 	if (b && b->kind == CK_BIND_SIZE)
 		return blk_sym_var(c->a, b->name);
 	if (b && b->type.kind == CK_VALUE && b->type.weak == CK_WEAK_INT)

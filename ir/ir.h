@@ -301,7 +301,8 @@ typedef enum { BLK_CPARAM_INT, BLK_CPARAM_FLOAT, BLK_CPARAM_BOOL, BLK_CPARAM_DTY
 /* Where a compile-time parameter appears as a size (BlkCParam.uses). */
 enum {
 	BLK_CPARAM_IN_SHAPE = 1, /* in an array parameter's shape: fixed by the arrays */
-	BLK_CPARAM_IN_SIZE = 2,  /* elsewhere as a size: a block dim, a tile's shape, a ds, the grid */
+	BLK_CPARAM_IN_SIZE = 2,  /* as a block dim, a tile's shape, a ds width */
+	BLK_CPARAM_IN_GRID = 4,  /* in a grid extent (split-K's S) */
 };
 
 /* A compile-time parameter with the value this compilation used.  An

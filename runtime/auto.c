@@ -11,7 +11,8 @@
  *               16 .. 256 in powers of two (the tensor cores' instruction
  *               shapes are multiples of 16, and 256 is the widest wgmma);
  *               without, 1 .. 4096 (rows of a norm, elements of an add);
- *   other ints  1, 2, 4, 8, 16.
+ *   other ints  (a count of programs in the grid, as split-K's S, or a
+ *               value) 1, 2, 4, 8, 16.
  * The choice, in two rounds:
  *   1. every point of the parameters other than num_warps and num_stages
  *      is compiled by the frontend and lowered to tile level
@@ -76,7 +77,9 @@ static bool param_values(const BlkKernel *k, const BlkCParam *cp, bool every_int
 	bool dot = has_dot(k->body, false, false);
 	bool warps = strcmp(cp->name, "num_warps") == 0, stages = strcmp(cp->name, "num_stages") == 0;
 	bool size = (cp->uses & BLK_CPARAM_IN_SIZE) && !(cp->uses & BLK_CPARAM_IN_SHAPE);
-	if (cp->kind != BLK_CPARAM_INT || (!cp->is_auto && !(every_int && (warps || stages || size))))
+	bool grid = (cp->uses & BLK_CPARAM_IN_GRID) && !(cp->uses & BLK_CPARAM_IN_SHAPE);
+	if (cp->kind != BLK_CPARAM_INT ||
+	    (!cp->is_auto && !(every_int && (warps || stages || size || grid))))
 		return false;
 	p->name = cp->name;
 	p->sized = !warps && !stages;

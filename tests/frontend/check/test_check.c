@@ -279,7 +279,9 @@ static void test_auto(void **state)
 	assert_non_null(r.m);
 	assert_non_null(strstr(r.ir, "BM = auto 64, num_warps = auto 4"));
 	const BlkCParam *bm = &r.m->first->cparams[1];
-	assert_true(bm->is_auto && (bm->uses & BLK_CPARAM_IN_SIZE) && !(bm->uses & BLK_CPARAM_IN_SHAPE));
+	assert_true(bm->is_auto && (bm->uses & BLK_CPARAM_IN_SIZE) && (bm->uses & BLK_CPARAM_IN_GRID) &&
+	            !(bm->uses & BLK_CPARAM_IN_SHAPE));
+	assert_int_equal(r.m->first->cparams[2].uses, 0); /* num_warps: a value to the compiler */
 	run_free(&r);
 	BlkDefine value[] = { { "BM", "128" } }, again[] = { { "T", "auto" } };
 	r = compile_defs(src, value, 1); /* a value given: no longer auto */
