@@ -666,6 +666,34 @@ def test_fake_gpu_autotune():
         os.environ.pop("BLK_LIBCUDA", None)
 
 
+def test_fake_gpu_autotune_search():
+    # no configs: each key's candidates are the model's best `search`
+    # configurations of the kernel's open parameters, timed; the winner
+    # is kept on disk by its parameters and found again by another tuner
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    d = tempfile.mkdtemp(prefix="blk-search-")
+    os.environ["BLK_CACHE_DIR"] = d
+    try:
+        tuned = blk.autotune(f"{EX}/matmul.blk", key=["M", "N"], reps=3, search=4)
+        a, b, c = fake_mm()
+        assert tuned(a, b, c) is c
+        (r,) = tuned.results.values()
+        timed = [t for t in r["timings"] if t is not None]
+        assert 1 <= len(timed) <= 4 and len(tuned.configs) <= 4
+        best = tuned.best(a, b, c)
+        assert set(best) == {"BM", "BN", "BK", "num_warps", "num_stages"}, best
+        assert best in tuned.base.search(a, b, c, max=4)
+        again = blk.autotune(f"{EX}/matmul.blk", key=["M", "N"], reps=3, search=4)
+        def no_tuning(*args):
+            raise AssertionError("tuned again")
+        again._tune = no_tuning
+        assert again(a, b, c) is c and again.best(a, b, c) == best
+    finally:
+        os.environ.pop("BLK_LIBCUDA", None)
+
+
 BENCH_SAMPLE = """device: NVIDIA H200 (sm_90a, driver 13.0)
 
 | op | type | size | blk ms | blk TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | blk/cuBLAS |
