@@ -7,13 +7,29 @@
  * every value bit for bit (no reassociation, no new roundings).
  *
  *   sink-expand-dims   an elementwise op whose tile operands are all
- *                      expand_dims on one axis (or splat constants) -> the
+ *                      expand_dims on one axis (or splat constants, or
+ *                      broadcast scalars) -> the
  *                      op on the operands before, then one expand_dims:
  *                      `exp(m - m_new)` on [R, 1] statistics computes on
  *                      [R], as `keepdims = false` with `[:, None]` does.
  *   mask-combine       where(c2, where(c1, x, v), v) -> where(c1 && c2, x,
  *                      v): two masks one after the other (`-inf` both
  *                      times) as one.
+ *   select-not         where(!c, a, b) -> where(c, b, a).
+ *   compare-face       a comparison: a scalar bound second, else `<` or
+ *                      `<=` (`S > cols` -> `cols < S`, `rows >= cols` ->
+ *                      `cols <= rows`).
+ *   commute            a commutative op: a loop carry first, a scalar
+ *                      (broadcast or splat) second (`scale * s` -> `s *
+ *                      scale`); two tiles keep their order.
+ *   transpose-pair     transpose(transpose(x)) -> x (rank 2).
+ *   whole-view         r.at[:, ...] of all of r -> r.
+ *   broadcast-at-use   a broadcast moves to just before its first reader.
+ *   hoist-invariant-load  a load of an `in` array inside a loop, its Ref
+ *                      and indices from outside it -> before the loop.
+ *   scratch-carry      a scratch Ref stored whole before a loop, loaded and
+ *                      stored whole once per iteration, loaded after ->
+ *                      a loop carry (Pallas's acc_ref as fori_loop's acc).
  *   carry-squeeze      a `for` carry with a dim of 1, whose yielded value
  *                      is an expand_dims on that dim and whose init is one
  *                      too or a splat constant -> carried without the dim,
@@ -24,8 +40,11 @@
  *                      them, instead of a layout of their own that every
  *                      iteration converts through shared memory.
  *
- * Each rule's test is a case of tests/lower/canonicalize.ir; the spellings
- * it unifies are in tests/lower/spelling.sh.
+ * Rewrites that are not exact (1/sqrt vs rsqrt, additive masks, a scale
+ * moved into exp or across a dot, a dot added after it is named) are no
+ * rules: they need a rounding policy.  Each rule's test is a case of
+ * tests/lower/canonicalize.ir; the spellings it unifies are registered in
+ * tests/lower/meson.build (spelling.sh), with a bound where one differs.
  */
 #include "lower/lower_int.h"
 
@@ -100,15 +119,25 @@ static void rewrite(void *ctx, BlkOp *op);
 
 /* ---- sink-expand-dims ------------------------------------------------------ */
 
+/* A comparison: its [1, N] mask stays as the examples compute it (sinking
+ * it through a broadcast scalar, `cols < S`, would change the code of every
+ * ragged attention for no gain); arithmetic sinks through one. */
+static bool compares(BlkOpKind kind)
+{
+	return kind == BLK_OP_LT || kind == BLK_OP_LE || kind == BLK_OP_GT || kind == BLK_OP_GE ||
+	       kind == BLK_OP_EQ || kind == BLK_OP_NE;
+}
+
 static void sink(Canon *k, BlkOp *op)
 {
 	if (!(blk_op_flags(op->kind) & BLK_OPF_ELEMENTWISE) || op->nresults != 1 || op->results[0]->type.rank < 1)
 		return;
 	int d = -1, found = 0;
 	for (int i = 0; i < op->noperands; i++) {
+		const BlkValue *v = op->operands[i];
 		if (expanded_from(op->operands[i], &d))
 			found++;
-		else if (!is_uniform(op->operands[i]))
+		else if (!is_splat(v) && (compares(op->kind) || !is_uniform(v)))
 			return;
 	}
 	if (!found)
@@ -164,7 +193,7 @@ static void combine(Canon *k, BlkOp *op)
 	k->changed = true;
 }
 
-/* ---- select-not, compare-swap, commute, transpose-pair ------------------------ */
+/* ---- select-not, compare-face, commute, transpose-pair, whole-view ----------- */
 
 /* where(!c, a, b) -> where(c, b, a): a mask written negated, its arms
  * swapped (`where(!keep, -inf, s)` is `where(keep, s, -inf)`). */
@@ -179,26 +208,45 @@ static void unnegate(Canon *k, BlkOp *op)
 	k->changed = true;
 }
 
-/* a > b -> b < a, a >= b -> b <= a: comparisons face one way (as the
- * examples write them); exact, NaN included (both sides false). */
-static void face(Canon *k, BlkOp *op)
-{
-	BlkValue *a = op->operands[0];
-	op->kind = op->kind == BLK_OP_GT ? BLK_OP_LT : BLK_OP_LE;
-	op->operands[0] = op->operands[1], op->operands[1] = a;
-	k->changed = true;
-}
-
 /* Where v goes among a commutative op's operands, first to last: -1 a
- * region's arg (a loop's carry or index), 0 computed, 1 broadcast (of a
- * scalar or a smaller tile), 2 a splat constant. */
+ * region's arg (a loop's carry or index), 0 computed (a broadcast of a
+ * tile too: which operand's layout an op takes is the tile pass's choice,
+ * kept as written), 1 a broadcast scalar or an iota (`pid * B + iota(B)`
+ * stays as the examples write it), 2 a splat constant. */
 static int spread(const BlkValue *v)
 {
 	if (!v->def)
 		return -1;
 	if (is_splat(v))
 		return 2;
-	return v->def && (v->def->kind == BLK_OP_BROADCAST || v->def->kind == BLK_OP_EXPAND_DIMS);
+	if (v->def->kind == BLK_OP_EXPAND_DIMS) /* as what sink-expand-dims makes of it */
+		return spread(v->def->operands[0]);
+	return is_uniform(v) || v->def->kind == BLK_OP_IOTA;
+}
+
+/* A comparison takes its more spread operand second (`S > cols` -> `cols <
+ * S`); between equals it faces `<` or `<=` (`rows >= cols` -> `cols <=
+ * rows`).  Exact, NaN included (both sides false). */
+static BlkOpKind mirror(BlkOpKind kind)
+{
+	switch (kind) {
+	case BLK_OP_LT: return BLK_OP_GT;
+	case BLK_OP_LE: return BLK_OP_GE;
+	case BLK_OP_GT: return BLK_OP_LT;
+	default: return BLK_OP_LE;
+	}
+}
+
+static void face(Canon *k, BlkOp *op)
+{
+	int a = spread(op->operands[0]), b = spread(op->operands[1]);
+	bool up = op->kind == BLK_OP_GT || op->kind == BLK_OP_GE;
+	if (a < b || (a == b && !up))
+		return;
+	BlkValue *x = op->operands[0];
+	op->kind = mirror(op->kind);
+	op->operands[0] = op->operands[1], op->operands[1] = x;
+	k->changed = true;
 }
 
 static bool commutes(BlkOpKind kind)
@@ -212,16 +260,17 @@ static bool commutes(BlkOpKind kind)
 	}
 }
 
-/* A commutative op takes a carry first and a broadcast (or splat) operand
+/* A commutative op takes a carry first and a scalar (broadcast or splat)
  * second: `scale * s` is `s * scale`, `2.0 * x` is `x * 2.0`, `alpha * l`
- * is `l * alpha`, `max(max(s, axis = 1), m)` is `max(m, ...)`.  Exact (IEEE + and * commute;
- * max and min are the NaN-propagating, +0 > -0 ones, commutative too). */
+ * is `l * alpha`, `expand_dims(alpha, 1) * acc` is `acc * ...`, `max(max(s,
+ * axis = 1), m)` is `max(m, ...)`.  Exact (IEEE + and * commute; max and min
+ * are the NaN-propagating, +0 > -0 ones, commutative too). */
 static void commute(Canon *k, BlkOp *op)
 {
 	if (op->noperands != 2 || spread(op->operands[0]) <= spread(op->operands[1]))
 		return;
-	BlkValue *a = op->operands[0];
-	op->operands[0] = op->operands[1], op->operands[1] = a;
+	BlkValue *x = op->operands[0];
+	op->operands[0] = op->operands[1], op->operands[1] = x;
 	k->changed = true;
 }
 
@@ -232,6 +281,21 @@ static void untranspose(Canon *k, BlkOp *op)
 	if (!in || in->kind != BLK_OP_TRANSPOSE || op->nattrs || in->nattrs || op->results[0]->type.rank != 2)
 		return;
 	blk_replace_uses(op->parent, op->results[0], in->operands[0]);
+	blk_op_erase(op);
+	k->changed = true;
+}
+
+/* r.at[:, :] -> r: a view of all of a Ref is the Ref (`atomic_add(c.at[:, :],
+ * acc)` is `atomic_add(c, acc)`). */
+static void unview(Canon *k, BlkOp *op)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (op->noperands != 1 || !idx || !blk_type_equal(&op->results[0]->type, &op->operands[0]->type))
+		return;
+	for (int i = 0; i < idx->index.n; i++)
+		if (idx->index.v[i].kind != BLK_INDEX_FULL)
+			return;
+	blk_replace_uses(k->c->k->body, op->results[0], op->operands[0]);
 	blk_op_erase(op);
 	k->changed = true;
 }
@@ -341,7 +405,11 @@ static bool find_spill(BlkRegion *top, const BlkValue *r, Spill *s)
 			s->after[s->nafter++] = op;
 		}
 	}
-	return s->loop != NULL;
+	if (!s->loop)
+		return false;
+	const BlkType *t = &s->load->results[0]->type, *i = &s->init->operands[1]->type;
+	return (blk_type_equal(i, t) || (i->rank == 0 && i->dtype == t->dtype)) && /* `acc[...] = 0.0` */
+	       blk_type_equal(&s->store->operands[1]->type, t);
 }
 
 /* A scratch Ref stored whole before a loop, read and written whole once
@@ -358,7 +426,13 @@ static void scratch_carry(Canon *k, int pi)
 	if (!find_spill(top, r, &s))
 		return;
 	BlkLoop L = { .c = k->c, .loop = s.loop, .body = s.loop->regions[0] };
-	BlkValue *arg = blk_loop_add_carry(&L, s.init->operands[1], s.store->operands[1]);
+	BlkValue *init = s.init->operands[1];
+	if (init->type.rank == 0) { /* the scalar a store broadcasts */
+		BlkBuilder b;
+		blk_builder_before(&b, k->c->a, s.loop);
+		init = blk_build1(&b, BLK_OP_BROADCAST, s.init->loc, s.load->results[0]->type, 1, &init);
+	}
+	BlkValue *arg = blk_loop_add_carry(&L, init, s.store->operands[1]);
 	BlkValue *res = s.loop->results[s.loop->nresults - 1];
 	blk_replace_uses(L.body, s.load->results[0], arg);
 	blk_op_erase(s.load), blk_op_erase(s.store), blk_op_erase(s.init);
@@ -523,8 +597,9 @@ static void rewrite(void *ctx, BlkOp *op)
 		unnegate(ctx, op);
 		combine(ctx, op);
 		return;
-	case BLK_OP_GT: case BLK_OP_GE:
+	case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT: case BLK_OP_GE:
 		face(ctx, op);
+		sink(ctx, op);
 		return;
 	case BLK_OP_TRANSPOSE:
 		untranspose(ctx, op);
@@ -534,6 +609,9 @@ static void rewrite(void *ctx, BlkOp *op)
 		return;
 	case BLK_OP_BROADCAST:
 		place(ctx, op);
+		return;
+	case BLK_OP_VIEW:
+		unview(ctx, op);
 		return;
 	default:
 		if (commutes(op->kind))
@@ -547,7 +625,8 @@ static void rewrite_loops(void *ctx, BlkOp *op)
 	squeeze(ctx, op);
 }
 
-/* Erases expand_dims, constants and selects nothing reads any more (what
+/* Erases expand_dims, broadcasts, constants, nots, transposes and selects
+ * nothing reads any more (what
  * the rules left behind), innermost first. */
 static void erase_dead(BlkRegion *r, BlkRegion *top)
 {
@@ -556,7 +635,7 @@ static void erase_dead(BlkRegion *r, BlkRegion *top)
 		for (int i = 0; i < op->nregions; i++)
 			erase_dead(op->regions[i], top);
 		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT ||
-		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE;
+		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE || op->kind == BLK_OP_BROADCAST;
 		if (orphan && !blk_lower_uses(top, op->results[0]))
 			blk_op_erase(op);
 	}
