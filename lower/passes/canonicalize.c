@@ -407,9 +407,8 @@ static bool find_spill(BlkRegion *top, const BlkValue *r, Spill *s)
 	}
 	if (!s->loop)
 		return false;
-	const BlkType *t = &s->load->results[0]->type, *i = &s->init->operands[1]->type;
-	return (blk_type_equal(i, t) || (i->rank == 0 && i->dtype == t->dtype)) && /* `acc[...] = 0.0` */
-	       blk_type_equal(&s->store->operands[1]->type, t);
+	const BlkType *t = &s->load->results[0]->type; /* (the frontend broadcasts what a store writes) */
+	return blk_type_equal(&s->init->operands[1]->type, t) && blk_type_equal(&s->store->operands[1]->type, t);
 }
 
 /* A scratch Ref stored whole before a loop, read and written whole once
@@ -426,13 +425,7 @@ static void scratch_carry(Canon *k, int pi)
 	if (!find_spill(top, r, &s))
 		return;
 	BlkLoop L = { .c = k->c, .loop = s.loop, .body = s.loop->regions[0] };
-	BlkValue *init = s.init->operands[1];
-	if (init->type.rank == 0) { /* the scalar a store broadcasts */
-		BlkBuilder b;
-		blk_builder_before(&b, k->c->a, s.loop);
-		init = blk_build1(&b, BLK_OP_BROADCAST, s.init->loc, s.load->results[0]->type, 1, &init);
-	}
-	BlkValue *arg = blk_loop_add_carry(&L, init, s.store->operands[1]);
+	BlkValue *arg = blk_loop_add_carry(&L, s.init->operands[1], s.store->operands[1]);
 	BlkValue *res = s.loop->results[s.loop->nresults - 1];
 	blk_replace_uses(L.body, s.load->results[0], arg);
 	blk_op_erase(s.load), blk_op_erase(s.store), blk_op_erase(s.init);
