@@ -12,7 +12,8 @@
  *      outside its block or its array, '0' where interval arithmetic proves
  *      it cannot.  So matmul at 1024^3 with 64x64 blocks has no checks,
  *      and at 130x70x33 checks exactly the ragged dims;
- *   4. i32 comparisons `<` and `>=` (of index tiles, iota and the like)
+ *   4. i32 comparisons (`<`, `>=`, and `>`, `<=` with the sides swapped;
+ *      of index tiles, iota and the like)
  *      that the same intervals decide become constants (fold_compare):
  *      attention's `cols < S` when BK divides S.
  * Parallel grid axes map, in order, to the CUDA grid's x, y, z.
@@ -492,6 +493,8 @@ static void fold_compare(void *ctx, BlkOp *op)
 	switch (op->kind) {
 	case BLK_OP_LT: v = less(c, x, y); break;
 	case BLK_OP_GE: v = less(c, x, y), v = v < 0 ? v : !v; break;
+	case BLK_OP_GT: v = less(c, y, x); break; /* S > cols: cols < S */
+	case BLK_OP_LE: v = less(c, y, x), v = v < 0 ? v : !v; break;
 	default: return;
 	}
 	if (v < 0)

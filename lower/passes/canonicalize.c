@@ -7,13 +7,29 @@
  * every value bit for bit (no reassociation, no new roundings).
  *
  *   sink-expand-dims   an elementwise op whose tile operands are all
- *                      expand_dims on one axis (or splat constants) -> the
+ *                      expand_dims on one axis (or splat constants, or
+ *                      broadcast scalars) -> the
  *                      op on the operands before, then one expand_dims:
  *                      `exp(m - m_new)` on [R, 1] statistics computes on
  *                      [R], as `keepdims = false` with `[:, None]` does.
  *   mask-combine       where(c2, where(c1, x, v), v) -> where(c1 && c2, x,
  *                      v): two masks one after the other (`-inf` both
  *                      times) as one.
+ *   select-not         where(!c, a, b) -> where(c, b, a).
+ *   compare-face       a comparison: a scalar bound second, else `<` or
+ *                      `<=` (`S > cols` -> `cols < S`, `rows >= cols` ->
+ *                      `cols <= rows`).
+ *   commute            a commutative op: a loop carry first, a scalar
+ *                      (broadcast or splat) second (`scale * s` -> `s *
+ *                      scale`); two tiles keep their order.
+ *   transpose-pair     transpose(transpose(x)) -> x (rank 2).
+ *   whole-view         r.at[:, ...] of all of r -> r.
+ *   broadcast-at-use   a broadcast moves to just before its first reader.
+ *   hoist-invariant-load  a load of an `in` array inside a loop, its Ref
+ *                      and indices from outside it -> before the loop.
+ *   scratch-carry      a scratch Ref stored whole before a loop, loaded and
+ *                      stored whole once per iteration, loaded after ->
+ *                      a loop carry (Pallas's acc_ref as fori_loop's acc).
  *   carry-squeeze      a `for` carry with a dim of 1, whose yielded value
  *                      is an expand_dims on that dim and whose init is one
  *                      too or a splat constant -> carried without the dim,
@@ -24,8 +40,11 @@
  *                      them, instead of a layout of their own that every
  *                      iteration converts through shared memory.
  *
- * Each rule's test is a case of tests/lower/canonicalize.ir; the spellings
- * it unifies are in tests/lower/spelling.sh.
+ * Rewrites that are not exact (1/sqrt vs rsqrt, additive masks, a scale
+ * moved into exp or across a dot, a dot added after it is named) are no
+ * rules: they need a rounding policy.  Each rule's test is a case of
+ * tests/lower/canonicalize.ir; the spellings it unifies are registered in
+ * tests/lower/meson.build (spelling.sh), with a bound where one differs.
  */
 #include "lower/lower_int.h"
 
@@ -53,9 +72,18 @@ static bool is_splat(const BlkValue *v)
 	return v->def && v->def->kind == BLK_OP_CONST && v->type.kind == BLK_TYPE_TILE && blk_op_attr(v->def, "value");
 }
 
-/* The splat constant v at type t, built at b. */
+/* v is one scalar at every element: a splat constant or a broadcast
+ * scalar (`j * BK + iota(BK)[None, :]`'s j * BK). */
+static bool is_uniform(const BlkValue *v)
+{
+	return is_splat(v) || (v->def && v->def->kind == BLK_OP_BROADCAST && v->def->operands[0]->type.rank == 0);
+}
+
+/* The uniform v at type t, built at b. */
 static BlkValue *splat_as(BlkBuilder *b, const BlkValue *v, BlkType t)
 {
+	if (v->def->kind == BLK_OP_BROADCAST)
+		return blk_build1(b, BLK_OP_BROADCAST, v->def->loc, t, 1, &v->def->operands[0]);
 	const BlkAttr *a = blk_op_attr(v->def, "value");
 	return a->kind == BLK_ATTR_INT ? blk_build_const_int(b, v->def->loc, t, a->i)
 	                               : blk_build_const_float(b, v->def->loc, t, a->f);
@@ -91,15 +119,25 @@ static void rewrite(void *ctx, BlkOp *op);
 
 /* ---- sink-expand-dims ------------------------------------------------------ */
 
+/* A comparison: its [1, N] mask stays as the examples compute it (sinking
+ * it through a broadcast scalar, `cols < S`, would change the code of every
+ * ragged attention for no gain); arithmetic sinks through one. */
+static bool compares(BlkOpKind kind)
+{
+	return kind == BLK_OP_LT || kind == BLK_OP_LE || kind == BLK_OP_GT || kind == BLK_OP_GE ||
+	       kind == BLK_OP_EQ || kind == BLK_OP_NE;
+}
+
 static void sink(Canon *k, BlkOp *op)
 {
 	if (!(blk_op_flags(op->kind) & BLK_OPF_ELEMENTWISE) || op->nresults != 1 || op->results[0]->type.rank < 1)
 		return;
 	int d = -1, found = 0;
 	for (int i = 0; i < op->noperands; i++) {
+		const BlkValue *v = op->operands[i];
 		if (expanded_from(op->operands[i], &d))
 			found++;
-		else if (!is_splat(op->operands[i]))
+		else if (!is_splat(v) && (compares(op->kind) || !is_uniform(v)))
 			return;
 	}
 	if (!found)
@@ -109,7 +147,7 @@ static void sink(Canon *k, BlkOp *op)
 	BlkValue **xs = BLK_NEW_N(k->c->a, BlkValue *, op->noperands + 1);
 	for (int i = 0; i < op->noperands; i++) {
 		BlkValue *v = op->operands[i];
-		xs[i] = is_splat(v) ? splat_as(&b, v, squeezed(&v->type, d)) : expanded_from(v, &d);
+		xs[i] = is_uniform(v) ? splat_as(&b, v, squeezed(&v->type, d)) : expanded_from(v, &d);
 	}
 	BlkValue *r = op->results[0];
 	BlkValue *n = blk_build1(&b, op->kind, op->loc, squeezed(&r->type, d), op->noperands, xs);
@@ -153,6 +191,260 @@ static void combine(Canon *k, BlkOp *op)
 	blk_replace_uses(op->parent, r, n);
 	blk_op_erase(op);
 	k->changed = true;
+}
+
+/* ---- select-not, compare-face, commute, transpose-pair, whole-view ----------- */
+
+/* where(!c, a, b) -> where(c, b, a): a mask written negated, its arms
+ * swapped (`where(!keep, -inf, s)` is `where(keep, s, -inf)`). */
+static void unnegate(Canon *k, BlkOp *op)
+{
+	const BlkOp *n = op->operands[0]->def;
+	if (!n || n->kind != BLK_OP_NOT || n->operands[0]->type.dtype != BLK_BOOL)
+		return;
+	BlkValue *a = op->operands[1];
+	op->operands[0] = n->operands[0];
+	op->operands[1] = op->operands[2], op->operands[2] = a;
+	k->changed = true;
+}
+
+/* Where v goes among a commutative op's operands, first to last: -1 a
+ * region's arg (a loop's carry or index), 0 computed (a broadcast of a
+ * tile too: which operand's layout an op takes is the tile pass's choice,
+ * kept as written), 1 a broadcast scalar or an iota (`pid * B + iota(B)`
+ * stays as the examples write it), 2 a splat constant. */
+static int spread(const BlkValue *v)
+{
+	if (!v->def)
+		return -1;
+	if (is_splat(v))
+		return 2;
+	if (v->def->kind == BLK_OP_EXPAND_DIMS) /* as what sink-expand-dims makes of it */
+		return spread(v->def->operands[0]);
+	return is_uniform(v) || v->def->kind == BLK_OP_IOTA;
+}
+
+/* A comparison takes its more spread operand second (`S > cols` -> `cols <
+ * S`); between equals it faces `<` or `<=` (`rows >= cols` -> `cols <=
+ * rows`).  Exact, NaN included (both sides false). */
+static BlkOpKind mirror(BlkOpKind kind)
+{
+	switch (kind) {
+	case BLK_OP_LT: return BLK_OP_GT;
+	case BLK_OP_LE: return BLK_OP_GE;
+	case BLK_OP_GT: return BLK_OP_LT;
+	default: return BLK_OP_LE;
+	}
+}
+
+static void face(Canon *k, BlkOp *op)
+{
+	int a = spread(op->operands[0]), b = spread(op->operands[1]);
+	bool up = op->kind == BLK_OP_GT || op->kind == BLK_OP_GE;
+	if (a < b || (a == b && !up))
+		return;
+	BlkValue *x = op->operands[0];
+	op->kind = mirror(op->kind);
+	op->operands[0] = op->operands[1], op->operands[1] = x;
+	k->changed = true;
+}
+
+static bool commutes(BlkOpKind kind)
+{
+	switch (kind) {
+	case BLK_OP_ADD: case BLK_OP_MUL: case BLK_OP_MAX: case BLK_OP_MIN:
+	case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR: case BLK_OP_EQ: case BLK_OP_NE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A commutative op takes a carry first and a scalar (broadcast or splat)
+ * second: `scale * s` is `s * scale`, `2.0 * x` is `x * 2.0`, `alpha * l`
+ * is `l * alpha`, `expand_dims(alpha, 1) * acc` is `acc * ...`, `max(max(s,
+ * axis = 1), m)` is `max(m, ...)`.  Exact (IEEE + and * commute; max and min
+ * are the NaN-propagating, +0 > -0 ones, commutative too). */
+static void commute(Canon *k, BlkOp *op)
+{
+	if (op->noperands != 2 || spread(op->operands[0]) <= spread(op->operands[1]))
+		return;
+	BlkValue *x = op->operands[0];
+	op->operands[0] = op->operands[1], op->operands[1] = x;
+	k->changed = true;
+}
+
+/* transpose(transpose(x)) -> x, both the rank-2 swap. */
+static void untranspose(Canon *k, BlkOp *op)
+{
+	const BlkOp *in = op->operands[0]->def;
+	if (!in || in->kind != BLK_OP_TRANSPOSE || op->nattrs || in->nattrs || op->results[0]->type.rank != 2)
+		return;
+	blk_replace_uses(op->parent, op->results[0], in->operands[0]);
+	blk_op_erase(op);
+	k->changed = true;
+}
+
+/* r.at[:, :] -> r: a view of all of a Ref is the Ref (`atomic_add(c.at[:, :],
+ * acc)` is `atomic_add(c, acc)`). */
+static void unview(Canon *k, BlkOp *op)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (op->noperands != 1 || !idx || !blk_type_equal(&op->results[0]->type, &op->operands[0]->type))
+		return;
+	for (int i = 0; i < idx->index.n; i++)
+		if (idx->index.v[i].kind != BLK_INDEX_FULL)
+			return;
+	blk_replace_uses(k->c->k->body, op->results[0], op->operands[0]);
+	blk_op_erase(op);
+	k->changed = true;
+}
+
+/* ---- broadcast-at-use ---------------------------------------------------------- */
+
+/* A broadcast moves down to just before the first op that reads it (in its
+ * region, or in a region of that op): `scale * dot(x, kb.T)` broadcasts
+ * the scale before the dot is computed, `dot(x, kb.T) * scale` after; both
+ * now broadcast it between the dot and the multiply.  Order only. */
+static void place(Canon *k, BlkOp *op)
+{
+	BlkValue *v = op->results[0];
+	BlkOp *user = op->next;
+	bool adjacent = true; /* only broadcasts between (they keep their order) */
+	for (; user; adjacent &= user->kind == BLK_OP_BROADCAST, user = user->next) {
+		bool reads = false;
+		for (int i = 0; i < user->noperands && !reads; i++)
+			reads = user->operands[i] == v;
+		for (int i = 0; i < user->nregions && !reads; i++)
+			reads = blk_lower_uses(user->regions[i], v) > 0;
+		if (reads)
+			break;
+	}
+	if (!user || adjacent)
+		return;
+	blk_lower_move_before(op, user);
+	k->changed = true;
+}
+
+/* ---- hoist-invariant-load ------------------------------------------------------ */
+
+/* A load of an `in` array inside a loop whose Ref and indices come from
+ * outside it -> before the loop: the query block of an attention read in
+ * the loop (`dot(q[...], kb.T)`) is read once, as `let x = q[...]` before
+ * the loop reads it.  Nothing writes an `in` array and a masked load never
+ * faults, so the value is the same even where the loop runs no iteration. */
+static void hoist(Canon *k, BlkOp *op)
+{
+	BlkOp *loop = op->parent ? op->parent->parent : NULL;
+	if (!loop || loop->kind != BLK_OP_FOR || !blk_loop_read_only(k->c, op->operands[0]))
+		return;
+	for (int i = 0; i < op->noperands; i++)
+		if (blk_lower_within(op->parent, op->operands[i]))
+			return;
+	blk_lower_move_before(op, loop);
+	k->changed = true;
+}
+
+/* ---- scratch-carry ---------------------------------------------------------------- */
+
+/* op reads (load) or writes (store) the whole of Ref r, and nothing else
+ * of r: no indices, no view, r not its value. */
+static bool whole_access(const BlkOp *op, const BlkValue *r)
+{
+	int n = op->kind == BLK_OP_LOAD ? 1 : op->kind == BLK_OP_STORE ? 2 : 0;
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (!n || op->noperands != n || op->operands[0] != r || (n == 2 && op->operands[1] == r) || !idx)
+		return false;
+	for (int i = 0; i < idx->index.n; i++)
+		if (idx->index.v[i].kind != BLK_INDEX_FULL)
+			return false;
+	return true;
+}
+
+/* What scratch_carry() found: the store before the loop, the loop, the
+ * load and the store in its body, the loads after it. */
+enum { MAX_AFTER = 8 };
+typedef struct Spill {
+	BlkOp *init, *loop, *load, *store, *after[MAX_AFTER];
+	int nafter;
+} Spill;
+
+/* The uses of scratch Ref r in the body top: one whole store, then a loop
+ * whose body's top level loads r whole and then stores it whole, then
+ * whole loads only; no other use anywhere. */
+static bool find_spill(BlkRegion *top, const BlkValue *r, Spill *s)
+{
+	*s = (Spill){ 0 };
+	for (BlkOp *op = top->first; op; op = op->next) {
+		bool direct = false;
+		for (int i = 0; i < op->noperands; i++)
+			direct |= op->operands[i] == r;
+		int nested = 0;
+		for (int i = 0; i < op->nregions; i++)
+			nested += blk_lower_uses(op->regions[i], r);
+		if (!direct && !nested)
+			continue;
+		if (!s->init) {
+			if (nested || op->kind != BLK_OP_STORE || !whole_access(op, r))
+				return false;
+			s->init = op;
+		} else if (!s->loop) {
+			if (direct || op->kind != BLK_OP_FOR || nested != 2)
+				return false;
+			s->loop = op;
+			for (BlkOp *b = op->regions[0]->first; b; b = b->next)
+				if (b->kind == BLK_OP_LOAD && !s->load && whole_access(b, r))
+					s->load = b;
+				else if (b->kind == BLK_OP_STORE && s->load && !s->store && whole_access(b, r))
+					s->store = b;
+			if (!s->store)
+				return false;
+		} else if (nested || op->kind != BLK_OP_LOAD || !whole_access(op, r) || s->nafter == MAX_AFTER) {
+			return false;
+		} else {
+			s->after[s->nafter++] = op;
+		}
+	}
+	if (!s->loop)
+		return false;
+	const BlkType *t = &s->load->results[0]->type; /* (the frontend broadcasts what a store writes) */
+	return blk_type_equal(&s->init->operands[1]->type, t) && blk_type_equal(&s->store->operands[1]->type, t);
+}
+
+/* A scratch Ref stored whole before a loop, read and written whole once
+ * per iteration, read whole after it -> a loop carry: Pallas's `acc_ref[...]
+ * += dot(...)` accumulator is `fori_loop`'s `acc + dot(...)`.  The value
+ * each load gives is the value the store before it wrote, so the carry
+ * holds the same bits (where the loop runs no iteration too).  Not with
+ * a `seq` grid axis, across whose iterations scratch persists. */
+static void scratch_carry(Canon *k, int pi)
+{
+	BlkRegion *top = k->c->k->body;
+	BlkValue *r = top->args[pi];
+	Spill s;
+	if (!find_spill(top, r, &s))
+		return;
+	BlkLoop L = { .c = k->c, .loop = s.loop, .body = s.loop->regions[0] };
+	BlkValue *arg = blk_loop_add_carry(&L, s.init->operands[1], s.store->operands[1]);
+	BlkValue *res = s.loop->results[s.loop->nresults - 1];
+	blk_replace_uses(L.body, s.load->results[0], arg);
+	blk_op_erase(s.load), blk_op_erase(s.store), blk_op_erase(s.init);
+	for (int i = 0; i < s.nafter; i++) {
+		blk_replace_uses(top, s.after[i]->results[0], res);
+		blk_op_erase(s.after[i]);
+	}
+	k->changed = true;
+}
+
+static void scratch_carries(Canon *k)
+{
+	const BlkKernel *kn = k->c->k;
+	for (int a = 0; a < kn->grid_rank; a++)
+		if (kn->grid_seq[a])
+			return;
+	for (int pi = 0; pi < kn->nparams && pi < kn->body->nargs; pi++)
+		if (kn->params[pi].access == BLK_ACCESS_SCRATCH)
+			scratch_carry(k, pi);
 }
 
 /* ---- carry-squeeze ---------------------------------------------------------- */
@@ -293,10 +585,32 @@ static void squeeze(Canon *k, BlkOp *f)
 
 static void rewrite(void *ctx, BlkOp *op)
 {
-	if (op->kind == BLK_OP_SELECT)
+	switch (op->kind) {
+	case BLK_OP_SELECT:
+		unnegate(ctx, op);
 		combine(ctx, op);
-	else
+		return;
+	case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT: case BLK_OP_GE:
+		face(ctx, op);
 		sink(ctx, op);
+		return;
+	case BLK_OP_TRANSPOSE:
+		untranspose(ctx, op);
+		return;
+	case BLK_OP_LOAD:
+		hoist(ctx, op);
+		return;
+	case BLK_OP_BROADCAST:
+		place(ctx, op);
+		return;
+	case BLK_OP_VIEW:
+		unview(ctx, op);
+		return;
+	default:
+		if (commutes(op->kind))
+			commute(ctx, op);
+		sink(ctx, op);
+	}
 }
 
 static void rewrite_loops(void *ctx, BlkOp *op)
@@ -304,7 +618,8 @@ static void rewrite_loops(void *ctx, BlkOp *op)
 	squeeze(ctx, op);
 }
 
-/* Erases expand_dims, constants and selects nothing reads any more (what
+/* Erases expand_dims, broadcasts, constants, nots, transposes and selects
+ * nothing reads any more (what
  * the rules left behind), innermost first. */
 static void erase_dead(BlkRegion *r, BlkRegion *top)
 {
@@ -312,7 +627,8 @@ static void erase_dead(BlkRegion *r, BlkRegion *top)
 		prev = op->prev;
 		for (int i = 0; i < op->nregions; i++)
 			erase_dead(op->regions[i], top);
-		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT;
+		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT ||
+		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE || op->kind == BLK_OP_BROADCAST;
 		if (orphan && !blk_lower_uses(top, op->results[0]))
 			blk_op_erase(op);
 	}
@@ -324,6 +640,7 @@ bool blk_lower_canonicalize(LowerCtx *c)
 	bool any = false;
 	for (int round = 0; k.changed && round < 64; round++) {
 		k.changed = false;
+		scratch_carries(&k);
 		blk_lower_walk(c->k->body, rewrite, &k);
 		blk_lower_walk(c->k->body, rewrite_loops, &k);
 		any |= k.changed;

@@ -637,7 +637,7 @@ bool blk_lower_tile(LowerCtx *c)
 	int errors = blk_diag_error_count(c->d);
 	size_t transit = 0;
 	for (int pi = k->nparams - 1; pi >= 0; pi--)
-		if (k->params[pi].access == BLK_ACCESS_SCRATCH)
+		if (k->params[pi].access == BLK_ACCESS_SCRATCH && blk_lower_uses(k->body, k->body->args[pi]))
 			alloc_scratch(c, k->body, k->body->args[pi], k->params[pi].loc);
 	tile_region(c, k->body);
 	if (blk_diag_error_count(c->d) > errors)
