@@ -98,6 +98,8 @@ void blk_disk_init(BlkRuntime *rt)
 
 bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir)
 {
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_set_cache_dir"))
+		return false;
 	char *copy = dir && *dir ? strdup(dir) : NULL;
 	if (dir && *dir && !copy)
 		return blk_rt_error(rt, "out of memory");
@@ -108,7 +110,7 @@ bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir)
 
 const char *blk_runtime_cache_dir(const BlkRuntime *rt)
 {
-	return rt->cache_dir;
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_cache_dir") ? rt->cache_dir : NULL;
 }
 
 /* ---- keys ----------------------------------------------------------------- */

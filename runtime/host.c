@@ -27,6 +27,10 @@ static const BlkParam *tensor_param(const BlkKernel *k, int i)
 
 bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 {
+	if (!blk_rt_func_ok(f, "blk_func_param"))
+		return false;
+	if (!out)
+		return blk_rt_error(f->prog->rt, "blk_func_param: out is NULL");
 	const BlkParam *p = i >= 0 ? tensor_param(f->kernel, i) : NULL;
 	if (!p)
 		return blk_rt_error(f->prog->rt, "kernel %s has %d tensor params; there is no param %d",
@@ -40,16 +44,22 @@ bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 
 int blk_func_num_sizes(const BlkFunc *f)
 {
-	return f->kernel->nsizes;
+	return blk_rt_func_ok(f, "blk_func_num_sizes") ? f->kernel->nsizes : -1;
 }
 
 const char *blk_func_size_name(const BlkFunc *f, int i)
 {
+	if (!blk_rt_func_ok(f, "blk_func_size_name"))
+		return NULL;
 	return i >= 0 && i < f->kernel->nsizes ? f->kernel->sizes[i] : NULL;
 }
 
 bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values)
 {
+	if (!blk_rt_func_ok(f, "blk_func_bind"))
+		return false;
+	if (!values && f->kernel->nsizes > 0)
+		return blk_rt_error(f->prog->rt, "blk_func_bind: values is NULL");
 	BlkArrayDesc *arrays = calloc((size_t)(ntensors > 0 ? ntensors : 1), sizeof *arrays);
 	bool ok = arrays && blk_rt_bind(f, tensors, ntensors, arrays, values);
 	if (!arrays)
@@ -103,7 +113,11 @@ static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymE
 
 bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 {
+	if (!blk_rt_func_ok(f, "blk_func_infer_shapes"))
+		return false;
 	const BlkKernel *k = f->kernel;
+	if (ntensors > 0 && !tensors)
+		return blk_rt_error(f->prog->rt, "blk_func_infer_shapes: tensors is NULL");
 	if (ntensors != f->ntensors)
 		return blk_rt_error(f->prog->rt, "launch of %s: expected %d arrays, got %d", k->name,
 		                    f->ntensors, ntensors);
@@ -125,6 +139,8 @@ bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 
 bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
+	if (!blk_rt_func_ok(f, "blk_interpret"))
+		return false;
 	BlkRuntime *rt = f->prog->rt;
 	const BlkKernel *k = f->kernel;
 	int n = ntensors > 0 ? ntensors : 1;

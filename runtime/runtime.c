@@ -22,7 +22,7 @@ static _Thread_local char orphan_err[512];
 
 static bool set_error_va(BlkRuntime *rt, const char *fmt, va_list ap)
 {
-	if (!rt) {
+	if (!rt || rt->tag != BLK_TAG_RUNTIME) { /* a bad handle keeps nothing */
 		vsnprintf(orphan_err, sizeof orphan_err, fmt, ap);
 		return false;
 	}
@@ -59,8 +59,8 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what)
 
 bool blk_rt_enter(BlkRuntime *rt, const char *what)
 {
-	if (!rt)
-		return blk_rt_error(NULL, "%s: the runtime is NULL", what);
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, what))
+		return false;
 	if (!rt->drv)
 		return blk_rt_error(rt, "%s: this runtime is offline (no device); create it with "
 		                    "blk_runtime_create to use a GPU", what);
@@ -78,7 +78,7 @@ bool blk_rt_guard(BlkRuntime *rt, const char *what, bool (*fn)(void *arg), void 
 
 const char *blk_runtime_last_error(const BlkRuntime *rt)
 {
-	return !rt ? orphan_err : rt->err ? rt->err : "";
+	return !rt || rt->tag != BLK_TAG_RUNTIME ? orphan_err : rt->err ? rt->err : "";
 }
 
 /* ---- creation ---------------------------------------------------------- */
@@ -134,6 +134,8 @@ static BlkRuntime *runtime_new(void)
 	BlkRuntime *rt = calloc(1, sizeof *rt);
 	if (rt)
 		rt->err = calloc(1, 1);
+	if (rt)
+		rt->tag = BLK_TAG_RUNTIME;
 	if (rt)
 		blk_disk_init(rt);
 	if (rt && !rt->err) {
@@ -224,24 +226,25 @@ BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errle
 
 void blk_runtime_destroy(BlkRuntime *rt)
 {
-	if (!rt)
+	if (!rt || !blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_destroy"))
 		return;
 	if (rt->drv && rt->ctx)
 		rt->drv->cuDevicePrimaryCtxRelease(rt->dev);
 	blk_driver_close(rt->drv);
 	free(rt->cache_dir);
 	free(rt->err);
-	free(rt);
+	rt->err = NULL;
+	blk_handle_retire(rt);
 }
 
 const char *blk_runtime_arch(const BlkRuntime *rt)
 {
-	return rt ? rt->arch : "";
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_arch") ? rt->arch : "";
 }
 
 const char *blk_runtime_device_name(const BlkRuntime *rt)
 {
-	return rt ? rt->name : "";
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_device_name") ? rt->name : "";
 }
 
 /* ---- tensors ----------------------------------------------------------- */

@@ -105,8 +105,10 @@ BLK_API bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir);
 
 /* The message of the last failed call on rt (or anything made from it); ""
  * if none.  Valid until the next call on rt.  A call given a NULL handle
- * (runtime, program, kernel, tuner, timer) fails without touching memory;
- * its message is blk_runtime_last_error(NULL), kept per thread. */
+ * (runtime, program, kernel, tuner, timer), one destroyed already (the
+ * last 1024 destroyed are recognized) or one of another kind fails without
+ * touching freed memory; its message is blk_runtime_last_error(NULL), kept
+ * per thread. */
 BLK_API const char *blk_runtime_last_error(const BlkRuntime *rt);
 /* The architecture kernels are compiled for, e.g. "sm_90a". */
 BLK_API const char *blk_runtime_arch(const BlkRuntime *rt);
