@@ -93,6 +93,19 @@ static bool bind_direct(BlkFunc *f, const BlkTensor *t, int n, int64_t *values)
 	return true;
 }
 
+/* A given tensor of the wrong rank binds nothing: say so, rather than
+ * that an output's shape is not fixed. */
+static bool given_ranks_ok(BlkFunc *f, const BlkTensor *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const BlkParam *p = tensor_param(f->kernel, i);
+		if (t[i].rank >= 0 && t[i].rank != p->rank)
+			return blk_rt_error(f->prog->rt, "launch of %s: %s has rank %d but the kernel "
+			                    "expects rank %d", f->kernel->name, p->name, t[i].rank, p->rank);
+	}
+	return true;
+}
+
 /* Gives tensor i (not given) its param's dtype, rank, shape and strides. */
 static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymEnv *env)
 {
@@ -126,7 +139,7 @@ bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 		return blk_rt_error(f->prog->rt, "out of memory");
 	for (int z = 0; z < k->nsizes; z++)
 		values[z] = -1;
-	bool ok = bind_direct(f, tensors, ntensors, values);
+	bool ok = given_ranks_ok(f, tensors, ntensors) && bind_direct(f, tensors, ntensors, values);
 	BlkSymEnv env = {.n = k->nsizes, .names = k->sizes, .values = values};
 	for (int i = 0; ok && i < ntensors; i++)
 		if (tensors[i].rank < 0)

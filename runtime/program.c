@@ -537,7 +537,9 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 			f->cache.hits++;
 			free(key);
 		} else if (key) {
+			unsigned disk_hits = f->cache.disk_hits;
 			e = compile(f, &la, key);
+			*cached = e && f->cache.disk_hits != disk_hits; /* read from the disk cache */
 		} else {
 			blk_rt_error(rt, "out of memory");
 		}

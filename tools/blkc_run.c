@@ -44,6 +44,11 @@ static bool read_inputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray *
 			return false;
 		if (path && blk_dtype_is_fp8(pa->dtype) && host[n]->desc.dtype == BLK_U8)
 			host[n]->desc.dtype = pa->dtype; /* fp8 travels as its bits ('|u1') */
+		if (path && host[n]->desc.rank != pa->rank) { /* binds no size: say why here */
+			blk_error(d, pa->loc, "%s: an array of rank %d, but %s of kernel '%s' has rank %d",
+			          path, host[n]->desc.rank, pa->name, k->name, pa->rank);
+			return false;
+		}
 		for (int i = 0; path && i < pa->rank && i < host[n]->desc.rank; i++) {
 			for (int s = 0; pa->shape[i]->kind == BLK_SYM_VAR && s < k->nsizes; s++)
 				if (strcmp(k->sizes[s], pa->shape[i]->name) == 0 && sizes[s] < 0)

@@ -134,13 +134,16 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 	}
 }
 
-/* The poison bit pattern of a dtype, in its low bytes. */
+/* The poison bit pattern of a dtype, in its low bytes.  Floats get a
+ * signaling NaN with an odd payload: arithmetic and conversions only make
+ * quiet NaNs, so a kernel that writes NaN is not taken for one that never
+ * wrote (the canonical quiet NaN was both). */
 static uint32_t poison_bits(BlkDType dt)
 {
 	switch (dt) {
-	case BLK_F32: return 0x7fc00000u;
-	case BLK_F16: return 0x7e00u;
-	case BLK_BF16: return 0x7fc0u;
+	case BLK_F32: return 0x7fa5a5a5u;
+	case BLK_F16: return 0x7d5au;
+	case BLK_BF16: return 0x7fa5u;
 	case BLK_I32: return 0xdeadbeefu;
 	case BLK_F8E4M3: case BLK_F8E5M2: return 0x7fu; /* NaN */
 	default: return 0xa5u;

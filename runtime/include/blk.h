@@ -180,7 +180,7 @@ typedef struct BlkCompiledInfo {
 	unsigned threads;    /* per CTA */
 	size_t smem_bytes;   /* dynamic shared memory per CTA */
 	unsigned grid[3];
-	bool cached;         /* this call found it in the cache */
+	bool cached;         /* this call found it in a cache (memory or disk) */
 	const char *jit_log; /* the driver JIT's info log once loaded; else NULL */
 } BlkCompiledInfo;
 

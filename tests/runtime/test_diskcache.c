@@ -56,6 +56,7 @@ typedef struct Outcome {
 	char ptx_head[64];
 	unsigned threads, grid[3];
 	size_t smem;
+	bool cached;         /* BlkCompiledInfo.cached */
 } Outcome;
 
 /* A new runtime and program (empty in-memory caches) compiling add for n. */
@@ -78,6 +79,7 @@ static Outcome compile_once(const char *arch, const char *src, const char *def, 
 	if (o.ok) {
 		snprintf(o.ptx_head, sizeof o.ptx_head, "%s", info.ptx);
 		o.threads = info.threads, o.smem = info.smem_bytes;
+		o.cached = info.cached;
 		memcpy(o.grid, info.grid, sizeof o.grid);
 	}
 	blk_program_cache_stats(p, &o.compiles, NULL);
@@ -119,6 +121,7 @@ static void assert_compiled(Outcome o)
 	assert_true(o.ok);
 	assert_int_equal(o.compiles, 1);
 	assert_int_equal(o.disk_hits, 0);
+	assert_false(o.cached);
 }
 
 static void assert_hit(Outcome o)
@@ -126,6 +129,7 @@ static void assert_hit(Outcome o)
 	assert_true(o.ok);
 	assert_int_equal(o.compiles, 0);
 	assert_int_equal(o.disk_hits, 1);
+	assert_true(o.cached); /* a disk hit is a cache hit (compile()'s "cached") */
 }
 
 static void test_miss_then_hit(void **state)

@@ -108,6 +108,10 @@ static void test_infer(void **state)
 	assert_contains(blk_runtime_last_error(fx->rt), "size R is 3 from an earlier array but 4 from acc");
 	assert_false(blk_func_infer_shapes(fx->f, v, 2));
 	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 2");
+	/* x of rank 1 binds nothing: the rank is the error, not s's shape */
+	BlkTensor w[3] = {blk_tensor_make(NULL, BLK_DTYPE_BF16, 1, xs), {.rank = -1}, {.rank = -1}};
+	assert_false(blk_func_infer_shapes(fx->f, w, 3));
+	assert_contains(blk_runtime_last_error(fx->rt), "launch of rowsum: x has rank 1 but the kernel expects rank 2");
 }
 
 static uint16_t bf16(float f)
