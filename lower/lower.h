@@ -22,6 +22,10 @@ typedef struct BlkLowerOptions {
 	int num_sms;             /* the GPU's multiprocessors (persist.c); 0: 132 (H100 SXM, H200) */
 } BlkLowerOptions;
 
+/* The most shared memory a CTA can opt into on sm_90: no compiled kernel
+ * asks for more (smem-plan refuses it; the disk cache checks entries). */
+enum { BLK_LOWER_MAX_SMEM = 232448 };
+
 /* A compiled kernel: its PTX and its launch contract (ir.h BlkLaunch:
  * grid, threads, shared bytes, the argument list in ABI order), which the
  * runtime and AOT C follow as it is; all arena-allocated. */

@@ -58,7 +58,6 @@ bool blk_lower_rotate(LowerCtx *c);
 /* tma_store.c: a wgmma accumulator's output block stored by TMA. */
 bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
-enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
 /* A SIMT dot's k steps are emitted unrolled while their FMAs a thread
  * (k steps x accumulators) stay within SIMT_UNROLL_FMAS, 64 steps of an
  * 8x8 micro-tile; more run as a loop (emit_dot.c).  Twice that (64 steps

@@ -844,12 +844,14 @@ static bool from_disk(BlkTuner *t, const char *sig, const BlkTensor *ts, int n, 
 	free(key);
 	if (!buf)
 		return false;
-	r->config = (int)blk_disk_take_num(&rd, "config");
+	/* range-checked before narrowing: a huge number must not wrap to a valid one */
+	unsigned long long cfg = blk_disk_take_num(&rd, "config");
 	r->ms = (float)((double)blk_disk_take_num(&rd, "ns") / 1e6);
-	r->candidates = (int)blk_disk_take_num(&rd, "candidates");
-	r->timed = (int)blk_disk_take_num(&rd, "timed");
-	bool ok = !rd.bad && rd.p == rd.end && r->config >= 0 && r->config < t->ncands &&
-	          r->candidates == t->ncands &&
+	unsigned long long cands = blk_disk_take_num(&rd, "candidates");
+	unsigned long long timed = blk_disk_take_num(&rd, "timed");
+	bool fits = cfg < (unsigned)t->ncands && cands == (unsigned)t->ncands && timed >= 1 && timed <= cands;
+	r->config = (int)cfg, r->candidates = (int)cands, r->timed = (int)timed;
+	bool ok = !rd.bad && rd.p == rd.end && fits &&
 	          load_candidate(t, r->config) && blk_func_check(t->cands[r->config].f, ts, n);
 	free(buf);
 	if (ok)
