@@ -36,6 +36,12 @@ typedef struct BlkCompiled {
 	const BlkLaunch *launch;
 } BlkCompiled;
 
+/* The lowest PTX ISA (times 10) that has arch, 0 for an arch blk does not
+ * compile for; blk_lower_arch_name(i) names the ones it does (NULL past the
+ * last), for messages. */
+int blk_lower_arch_isa(const char *arch);
+const char *blk_lower_arch_name(int i);
+
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after
  * and --help): clone, the IR passes, emit-llvm, ptx. */
 const char *blk_lower_pass_name(int i);

@@ -89,7 +89,6 @@ bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op);
  * to add any, calls it). */
 void blk_lower_order_tmaps(LowerCtx *c);
 /* The lowest PTX ISA (times 10) that has arch, 0 for an unknown one (ptx.c). */
-int blk_lower_arch_isa(const char *arch);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 

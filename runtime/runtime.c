@@ -111,6 +111,19 @@ int blk_device_count(char *err, size_t errlen)
 	return n;
 }
 
+/* arch is one blk compiles for; else false with "what 'arch': blk compiles
+ * for sm_80, ..." in buf (a typo such as sm_12345 is refused where it is
+ * given, not at the first compile). */
+static bool arch_known(const char *what, const char *arch, char *buf, size_t len)
+{
+	if (blk_lower_arch_isa(arch))
+		return true;
+	int n = snprintf(buf, len, "%s '%.32s': blk compiles for", what, arch);
+	for (int i = 0; blk_lower_arch_name(i) && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s %s", i ? "," : "", blk_lower_arch_name(i));
+	return false;
+}
+
 /* The PTX target for a compute capability: sm_90a uses Hopper-only
  * instructions and loads only on 9.0; newer GPUs JIT plain sm_90 PTX. */
 static bool arch_for(int major, int minor, char *arch, size_t len)
@@ -171,6 +184,9 @@ static bool query_device(BlkRuntime *rt, int device)
 	if (!arch_for(rt->cc_major, rt->cc_minor, rt->arch, sizeof rt->arch))
 		return blk_rt_error(rt, "%s has compute capability %d.%d; blk needs 8.0 or newer", name,
 		                    rt->cc_major, rt->cc_minor);
+	char buf[256];
+	if (!arch_known("BLK_ARCH", rt->arch, buf, sizeof buf))
+		return blk_rt_error(rt, "%s", buf);
 	snprintf(rt->name, sizeof rt->name, "%s (%s, driver %d.%d)", name, rt->arch,
 	         drv->version / 1000, drv->version % 1000 / 10);
 	return true;
@@ -208,9 +224,8 @@ BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errle
 {
 	if (!arch)
 		arch = "sm_90a";
-	if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= 16) {
-		char buf[96];
-		snprintf(buf, sizeof buf, "bad arch '%.32s': expected e.g. sm_90a or sm_80", arch);
+	char buf[256];
+	if (!arch_known("unknown arch", arch, buf, sizeof buf)) {
 		copy_err(err, errlen, buf);
 		return NULL;
 	}

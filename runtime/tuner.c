@@ -228,7 +228,8 @@ static bool same_name(const char *a, const char *b)
 	return n == name_len(b) && strncmp(a, b, n) == 0;
 }
 
-/* NAME=VALUE with NAME an identifier and VALUE not empty. */
+/* NAME=VALUE with NAME an identifier and VALUE one word (a number, a
+ * dtype, true): "B==4" is a typo, not B set to "=4". */
 static bool define_ok(const char *def)
 {
 	size_t n = name_len(def);
@@ -236,6 +237,9 @@ static bool define_ok(const char *def)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)def[i]) && def[i] != '_')
+			return false;
+	for (const char *v = def + n + 1; *v; v++)
+		if (!isalnum((unsigned char)*v) && !strchr("_.+-", *v))
 			return false;
 	return true;
 }

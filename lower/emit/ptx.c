@@ -52,6 +52,11 @@ int blk_lower_arch_isa(const char *arch)
 	return 0;
 }
 
+const char *blk_lower_arch_name(int i)
+{
+	return i >= 0 && (size_t)i < sizeof archs / sizeof archs[0] ? archs[i].arch : NULL;
+}
+
 bool blk_lower_check_arch(BlkDiag *d, const char *arch)
 {
 	if (blk_lower_arch_isa(arch))
