@@ -152,6 +152,18 @@ static void test_interpret(void **state)
 	assert_int_equal(v[1], 5);
 	assert_false(blk_interpret(fx->f, t, 1));
 	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 1");
+	/* An output written through a reversed view (stride -1): its elements
+	 * are distinct, so it is taken, and row r lands at s[2 - r]. */
+	float rev[3] = {-1, -1, -1};
+	t[1] = blk_tensor_make(&rev[2], BLK_DTYPE_F32, 1, &ss);
+	t[1].strides[0] = -1;
+	if (!blk_interpret(fx->f, t, 3))
+		fail_msg("%s", blk_runtime_last_error(fx->rt));
+	for (int r = 0; r < 3; r++)
+		assert_true(rev[2 - r] == 5.0f * (float)(r + 1));
+	t[1].strides[0] = 0; /* all rows at one address: refused */
+	assert_false(blk_interpret(fx->f, t, 3));
+	assert_contains(blk_runtime_last_error(fx->rt), "stride 0 in dim 0 makes elements share memory");
 }
 
 int main(void)
