@@ -104,7 +104,8 @@ static bool make_arrays(const BlkcOptions *o, const BlkKernel *k, BlkArrayDesc *
 		if (host[i]) {
 			descs[i] = host[i]->desc; /* a file's own shape: blk_bind_sizes judges it */
 		} else if (!(host[i] = blk_host_new(descs[i].dtype, descs[i].rank, descs[i].shape))) {
-			blk_error(d, pa->loc, "'%s' is too large to allocate", pa->name);
+			blk_error(d, pa->loc, "'%s' is too large to allocate (blkc run makes arrays of up to "
+			          "%zu bytes)", pa->name, BLK_HOST_MAX_BYTES);
 			return false;
 		} else if (pa->access == BLK_ACCESS_OUT) {
 			blk_host_poison(host[i]);

@@ -168,6 +168,17 @@ hdr="{'descr': '<f4', 'fortran_order': False, 'shape': (), }"
 { printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "$hdr"; printf '\000\000\100\100'; } >"$T/s0.npy"
 expect 1 's0.npy: an array of rank 0, but x of kernel .add. has rank 1' \
 	"$BLKC" run --interpret "$EX/add.blk" x="$T/s0.npy" y="$T/s0.npy"
+# .npy input is read no further than it announces, within bounds
+expect 1 '/dev/zero: not a .npy file' "$BLKC" run --interpret "$EX/add.blk" x=/dev/zero y=/dev/zero
+hdr="{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }"
+{ printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "$hdr"; } >"$T/huge.npy"
+expect 1 'huge.npy: the array is larger than 4294967296 bytes' \
+	"$BLKC" run --interpret "$EX/add.blk" x="$T/huge.npy" y="$T/huge.npy"
+printf '\223NUMPY\002\000\000\000\020\000' >"$T/bighdr.npy"
+expect 1 'bighdr.npy: a .npy header of 1048576 bytes; blk reads headers up to 65536' \
+	"$BLKC" run --interpret "$EX/add.blk" x="$T/bighdr.npy" y="$T/bighdr.npy"
+expect 1 "'a' is too large to allocate \\(blkc run makes arrays of up to 4294967296 bytes\\)" \
+	"$BLKC" run --interpret "$EX/matmul.blk" M=100000 N=100000 K=100000
 expect 1 "size N of kernel 'add' is unknown" "$BLKC" run --interpret "$EX/add.blk"
 expect 1 "'z' is an output" "$BLKC" run --interpret "$EX/add.blk" z="$T/in.npy"
 expect 1 'has shape|shape' "$BLKC" run --interpret "$EX/add.blk" N=999 x="$T/in.npy"
