@@ -150,6 +150,13 @@ bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 
 /* ---- the interpreter ---------------------------------------------------- */
 
+void blk_runtime_interrupt(BlkRuntime *rt)
+{
+	/* no error on a bad handle: a signal handler may call this */
+	if (rt && rt->tag == BLK_TAG_RUNTIME)
+		atomic_store(&rt->interrupt, true);
+}
+
 bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
 	if (!blk_rt_func_ok(f, "blk_interpret"))
@@ -170,7 +177,9 @@ bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 	BlkCapture c;
 	if (a && blk_rt_capture_open(rt, &c, a)) {
 		fflush(stdout);
-		ok = blk_interp_run(k, arrays, data, ntensors, stdout, c.d) && !blk_diag_error_count(c.d);
+		atomic_store(&rt->interrupt, false);
+		ok = blk_interp_run_until(k, arrays, data, ntensors, stdout, c.d, &rt->interrupt) &&
+		     !blk_diag_error_count(c.d);
 		fflush(stdout);
 		blk_rt_capture_close(rt, &c, !ok, NULL);
 	} else {

@@ -3,6 +3,7 @@
 #define BLK_RT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "blk.h"
@@ -42,6 +43,7 @@ struct BlkRuntime {
 	char name[320];
 	char *err;           /* malloc'ed; "" when none */
 	char *cache_dir;     /* the disk cache (diskcache.c); NULL: none */
+	atomic_bool interrupt; /* blk_runtime_interrupt: stop blk_interpret */
 };
 
 /* One compiled specialization of a kernel (cache.c). */

@@ -341,7 +341,7 @@ class Kernel:
         args, ts = self._args(host, loaded.func, rt)
         with rt.lock:
             sys.stdout.flush()
-            if not _lib.lib.blk_interpret(loaded.func, ts, len(args)):
+            if not _lib.interpret(rt.ptr, loaded.func, ts, len(args)):
                 raise rt.error()
         outs = []
         for orig, a, p in zip(slots, args, self.tensor_params):

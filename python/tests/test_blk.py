@@ -413,6 +413,22 @@ def test_jax_cpu_arrays():
     assert mm.key_of(_JaxCpuArray(x), _JaxCpuArray(y)).startswith("N=8;")
 
 
+def test_ctrl_c_stops_the_interpreter():
+    """A loop of 2^31 steps in interpret mode stops at Ctrl-C (here
+    interrupt_main) with KeyboardInterrupt; the kernel runs again after."""
+    import _thread
+    import threading
+    spin = blk.kernel("kernel spin(y: out f32[N] block (N) index (i) -> (0)) grid (1) {\n"
+                      "    y[...] = fori_loop(0, 2147483647, zeros((N,), f32)) |k, acc| { acc + 1.0 };\n"
+                      "}\n")
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    t0 = time.perf_counter()
+    raises(KeyboardInterrupt, spin, np.zeros(4, np.float32), interpret=True)
+    assert time.perf_counter() - t0 < 30
+    add = blk.kernel(f"{EX}/add.blk")
+    close(add(np.ones(4, np.float32), np.ones(4, np.float32), interpret=True), np.full(4, 2.0))
+
+
 def test_threads():
     """One kernel called from four threads at once (libblk's runtime is used
     by one thread at a time: the package's locks see to it)."""

@@ -230,6 +230,12 @@ BLK_API bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, i
  * offline runtime.  Debug prints go to stdout.  false with the error (a
  * binding error, or a failed check at run time) in the last error. */
 BLK_API bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors);
+/* Asks the blk_interpret running on rt in another thread to stop: it
+ * fails soon after (before its next program or loop iteration) with
+ * "interpreting KERNEL: interrupted".  The one call that may come from
+ * another thread while rt is in use, or from a signal handler (SIGINT);
+ * a later blk_interpret starts afresh. */
+BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
 
 /* ---- autotuner --------------------------------------------------------- */
 

@@ -114,6 +114,7 @@ static void runtime_calls(BlkRuntime *rt, const char *why)
 	assert_null(blk_program_load_source(rt, "x", src, NULL, 0));
 	assert_null(blk_tuner_create(rt, NULL, src, NULL, NULL, 0));
 	expect_orphan(why);
+	blk_runtime_interrupt(rt); /* nothing to stop, nothing touched */
 	blk_runtime_destroy(rt);
 }
 
