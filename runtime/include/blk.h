@@ -14,7 +14,8 @@
  * is loaded at run time; a machine without one gets a clear error, never a
  * crash.  Every destroy/free function accepts NULL.
  *
- * One runtime must not be used from two threads at once.
+ * One runtime must not be used from two threads at once (except for
+ * blk_runtime_interrupt, made to be called from another thread).
  */
 #ifndef BLK_H
 #define BLK_H
