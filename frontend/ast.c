@@ -340,7 +340,10 @@ static void print_kernel(FILE *out, const BlkAstKernel *k, int depth)
 		open_node(out, d, "cparam ");
 		fputs(k->cparams[i].name, out);
 		print_loc(out, k->cparams[i].loc);
-		blk_ast_print_expr(out, k->cparams[i].value, d + 1);
+		if (k->cparams[i].is_auto)
+			fputs(" auto", out);
+		else
+			blk_ast_print_expr(out, k->cparams[i].value, d + 1);
 		fputc(')', out);
 	}
 	for (int i = 0; i < k->nparams; i++)

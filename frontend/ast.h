@@ -242,7 +242,8 @@ typedef struct BlkAstParam {
 typedef struct BlkAstCParam {
 	BlkLoc loc;
 	const char *name;
-	BlkAstExpr *value;
+	BlkAstExpr *value; /* NULL for `auto` */
+	bool is_auto;      /* `NAME = auto`: the compiler chooses the value */
 } BlkAstCParam;
 
 /* `[seq] expr` in a kernel's `grid (...)`. */

@@ -497,9 +497,28 @@ static CkType cparam_type(const BlkCParam *cp)
 	return t;
 }
 
+/* The value an `auto` parameter holds until the runtime chooses: the
+ * compiler's own defaults for the two it knows, else a common block size. */
+static int64_t auto_standin(const char *name)
+{
+	return strcmp(name, "num_warps") == 0 ? 4 : strcmp(name, "num_stages") == 0 ? 2 : 64;
+}
+
+static void make_auto(BlkCParam *cp)
+{
+	cp->kind = BLK_CPARAM_INT;
+	cp->is_auto = true;
+	cp->i = auto_standin(cp->name);
+	cp->f = (double)cp->i;
+}
+
 /* The default's kind and value; false (reported) if it is not a constant. */
 static bool cparam_default(Ck *c, const BlkAstCParam *ap, BlkCParam *cp)
 {
+	if (ap->is_auto) {
+		make_auto(cp);
+		return true;
+	}
 	CkType t = blk_ck_expr(c, ap->value);
 	if (t.kind == CK_DTYPE) {
 		cp->kind = BLK_CPARAM_DTYPE;
@@ -523,6 +542,17 @@ static void apply_define(Ck *c, const BlkAstCParam *ap, BlkCParam *cp, const Blk
 {
 	BlkCParam v = *cp;
 	BlkLoc none = { 0 };
+	if (strcmp(def->value, "auto") == 0 && cp->kind == BLK_CPARAM_INT) {
+		make_auto(cp);
+		return;
+	}
+	if (strcmp(def->value, "auto") == 0) {
+		blk_error(c->d, none, "-D %s=auto: only an int parameter can be auto, and `%s` is %s "
+		          "parameter", def->name, def->name, cparam_kind_names[cp->kind]);
+		blk_note(c->d, ap->loc, "`%s` is declared here", ap->name);
+		return;
+	}
+	v.is_auto = false;
 	bool ok = parse_define(def->value, cp->kind, &v);
 	if (!ok && cp->kind == BLK_CPARAM_FLOAT) /* an int where a float is wanted */
 		ok = parse_define(def->value, BLK_CPARAM_INT, &v) && (v.f = (double)v.i, true);
@@ -582,6 +612,19 @@ static void check_cparams(Ck *c, const BlkAstKernel *ak, const BlkDefine *defs, 
 		reserved_cparam(c, ap, cp);
 		BlkCkBind *b = blk_ck_bind(c, CK_BIND_CPARAM, ap->name, ap->loc, ok ? cparam_type(cp) : blk_ck_poison());
 		b->cp = cp;
+	}
+}
+
+/* An `auto` parameter the arrays' shapes use: the arrays fix its value,
+ * so there is nothing to choose (runtime/auto.c chooses the others). */
+static void check_autos(Ck *c, const BlkAstKernel *ak)
+{
+	for (int i = 0; i < c->k->ncparams; i++) {
+		const BlkCParam *cp = &c->k->cparams[i];
+		if (cp->is_auto && (cp->uses & BLK_CPARAM_IN_SHAPE))
+			blk_error(c->d, ak->cparams[i].loc, "`%s` is auto, but an array parameter's shape "
+			          "uses it: its value comes from the arrays; give it one (`%s = 64`) or "
+			          "leave it out of the shape", cp->name, cp->name);
 	}
 }
 
@@ -663,7 +706,9 @@ static void check_grid(Ck *c, const BlkAstKernel *ak)
 	}
 	k->grid_rank = ak->ngrid;
 	for (int i = 0; i < ak->ngrid; i++) {
+		c->in_grid = true;
 		k->grid[i] = blk_ck_sym(c, ak->grid[i].extent);
+		c->in_grid = false;
 		k->grid_seq[i] = ak->grid[i].seq;
 		if (!k->grid[i])
 			k->grid[i] = blk_sym_const(c->a, 1);
@@ -812,6 +857,7 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 	check_params(c, ak);
 	if (!k->params) /* too many */
 		return;
+	check_autos(c, ak);
 	check_dynamic(c, ak);
 	blk_ck_block(c, ak->body);
 	for (int i = 0; i < k->nparams; i++)

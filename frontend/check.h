@@ -56,7 +56,7 @@ struct BlkCkBind {
 	const char *name;
 	BlkLoc loc;
 	CkType type;
-	const BlkCParam *cp; /* CPARAM */
+	BlkCParam *cp;       /* CPARAM */
 	int param;           /* PARAM */
 	BlkValue *value;     /* lowering's current value of the binding */
 	BlkCkBind *up;       /* the enclosing binding (scope chain) */
@@ -110,9 +110,10 @@ typedef struct CkAccess {
 /* The checker's notes on one AST node (expr or stmt).  Fields by node:
  *   every expr         type
  *   NAME               bind
- *   CALL               builtin, opdt (elementwise max/min, where), axis
- *                      (-1: every axis), keepdims, reduce (a reduction),
- *                      fill (load), reverse (a scan)
+ *   CALL               builtin, opdt (elementwise max/min, where, fma,
+ *                      clamp), axis (-1: every axis), keepdims, reduce (a
+ *                      reduction), fill (load), reverse (a scan), approx
+ *                      (gelu's tanh form)
  *   BINARY             opdt (the operands' common dtype); dot_side
  *   INDEX, AT, STORE   acc
  *   FORI               ivar, carries, ncarries, unroll, lo, hi
@@ -125,7 +126,7 @@ typedef struct CkInfo {
 	int axis;
 	int perm[BLK_MAX_RANK]; /* TRANSPOSE, SWAPAXES, `.T`: result dim d is operand dim perm[d] */
 	int flip;               /* FLIP: a bit per reversed dim */
-	bool keepdims, reduce, reverse;
+	bool keepdims, reduce, reverse, approx;
 	CkType fill;
 	int dot_side; /* BINARY ADD as `acc + dot`: 1 lhs is the dot, 2 rhs */
 	CkAccess acc;

@@ -193,6 +193,8 @@ static bool need_const_int(Ck *c, const BlkAstExpr *e, const CkType *t, const ch
 static const BlkSym *sym_name(Ck *c, const BlkAstExpr *e)
 {
 	BlkCkBind *b = blk_ck_lookup(c, e->name);
+	if (b && b->kind == CK_BIND_CPARAM && b->cp) /* for `auto`: runtime/auto.c */
+		b->cp->uses |= c->new_sizes ? BLK_CPARAM_IN_SHAPE : c->in_grid ? BLK_CPARAM_IN_GRID : BLK_CPARAM_IN_SIZE;
 	if (b && b->kind == CK_BIND_SIZE)
 		return blk_sym_var(c->a, b->name);
 	if (b && b->type.kind == CK_VALUE && b->type.weak == CK_WEAK_INT)
@@ -376,6 +378,23 @@ bool blk_ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
 	return false;
 }
 
+/* Weak scalars: a scalar s (rank 0: a size, program_id, a loop index, a
+ * read element) beside an operand o of another dtype takes o's dtype when
+ * its kind is no higher, as JAX's weak Python scalars and torch's 0-d
+ * tensors do: an integer scalar joins a float o (`x / N`), a float scalar
+ * a float tile (`x_bf16 * scale`).  Never an integer into i8/u8 (the value
+ * would wrap unseen) and never a tile into a tile. */
+static bool scalar_joins(const CkType *s, const CkType *o, BlkDType *out)
+{
+	BlkDType sd = s->t.dtype, od = o->t.dtype;
+	if (s->t.rank != 0 || s->weak || !blk_dtype_is_float(od))
+		return false;
+	if (!blk_dtype_is_int(sd) && !(blk_dtype_is_float(sd) && o->t.rank > 0))
+		return false;
+	*out = od;
+	return true;
+}
+
 /* The common dtype of two operands of op `what`, or false after an error. */
 static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const CkType *y,
                   BlkDType *out)
@@ -386,6 +405,8 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 			*out = x->t.dtype;
 			return true;
 		}
+		if (scalar_joins(x, y, out) || scalar_joins(y, x, out))
+			return true;
 		blk_error(c->d, loc, "mismatched dtypes in `%s`: %s and %s; convert one with astype",
 		          what, tstr(c, x), tstr(c, y));
 		return false;
@@ -402,7 +423,7 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 		          what);
 		return false;
 	}
-	if (blk_ck_converts(w, s->t.dtype))
+	if (blk_ck_converts(w, s->t.dtype) || scalar_joins(s, w, out))
 		return true;
 	blk_error(c->d, loc, "cannot combine %s literal with %s in `%s`",
 	          w->weak == CK_WEAK_INT ? "an integer" : "a float", tstr(c, s), what);
@@ -411,14 +432,9 @@ static bool unify(Ck *c, BlkLoc loc, const char *what, const CkType *x, const Ck
 
 /* ---- operators -------------------------------------------------------------------- */
 
-static int64_t floordiv64(int64_t x, int64_t y)
-{
-	int64_t q = x / y;
-	return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
-}
-
 /* x ** y of integer constants, exactly (Python's int power); false if it
- * leaves i64 (then surely i32: reported by the caller). */
+ * leaves i32 (reported by the caller: i32 has no `**` at run time to
+ * define a wrapped answer). */
 static bool ipow(int64_t x, int64_t y, int64_t *r)
 {
 	*r = 1;
@@ -428,36 +444,35 @@ static bool ipow(int64_t x, int64_t y, int64_t *r)
 	return true;
 }
 
+/* x op y of integer constants as i32 arithmetic at run time gives it (the
+ * interpreter, the GPU): + - * wrap, `~/` and `%` by 0 are 0, by -1 wrap
+ * (ir.c's blk_i32_*), so no program the run time defines is refused here.
+ * Operands are already i32 values. */
 static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 {
+	int32_t a = (int32_t)x, b = (int32_t)y;
 	int64_t r = 0;
-	bool ovf = false;
 	switch (e->op) {
-	case BLK_AST_OP_ADD: ovf = __builtin_add_overflow(x, y, &r); break;
-	case BLK_AST_OP_SUB: ovf = __builtin_sub_overflow(x, y, &r); break;
-	case BLK_AST_OP_MUL: ovf = __builtin_mul_overflow(x, y, &r); break;
+	case BLK_AST_OP_ADD: return ck_weak_int(blk_int_wrap(BLK_I32, x + y));
+	case BLK_AST_OP_SUB: return ck_weak_int(blk_int_wrap(BLK_I32, x - y));
+	case BLK_AST_OP_MUL: return ck_weak_int(blk_int_wrap(BLK_I32, x * y));
 	case BLK_AST_OP_DIV: return ck_weak_float((double)x / (double)y);
-	case BLK_AST_OP_FLOORDIV:
-	case BLK_AST_OP_MOD:
-		if (y == 0) {
-			blk_error(c->d, e->loc, "division by zero");
-			return blk_ck_poison();
-		}
-		r = floordiv64(x, y);
-		r = e->op == BLK_AST_OP_MOD ? x - y * r : r;
-		break;
-	case BLK_AST_OP_BITAND: r = x & y; break;
-	case BLK_AST_OP_BITOR: r = x | y; break;
-	case BLK_AST_OP_BITXOR: r = x ^ y; break;
-	case BLK_AST_OP_SHL: r = blk_i32_shl((int32_t)x, (int32_t)y); break;
-	case BLK_AST_OP_SHR: r = blk_i32_shr((int32_t)x, (int32_t)y); break;
+	case BLK_AST_OP_FLOORDIV: return ck_weak_int(blk_i32_floordiv(a, b));
+	case BLK_AST_OP_MOD: return ck_weak_int(blk_i32_mod(a, b));
+	case BLK_AST_OP_BITAND: return ck_weak_int(x & y);
+	case BLK_AST_OP_BITOR: return ck_weak_int(x | y);
+	case BLK_AST_OP_BITXOR: return ck_weak_int(x ^ y);
+	case BLK_AST_OP_SHL: return ck_weak_int(blk_i32_shl(a, b));
+	case BLK_AST_OP_SHR: return ck_weak_int(blk_i32_shr(a, b));
 	case BLK_AST_OP_POW:
 		if (y < 0) {
 			blk_error(c->d, e->loc, "negative exponent of an integer constant; write a float (2.0 ** -1)");
 			return blk_ck_poison();
 		}
-		ovf = !ipow(x, y, &r);
-		break;
+		if (ipow(x, y, &r))
+			return ck_weak_int(r);
+		blk_error(c->d, e->loc, "integer constant overflows i32");
+		return blk_ck_poison();
 	case BLK_AST_OP_EQ: return ck_bool_const(x == y);
 	case BLK_AST_OP_NE: return ck_bool_const(x != y);
 	case BLK_AST_OP_LT: return ck_bool_const(x < y);
@@ -465,11 +480,6 @@ static CkType fold_int(Ck *c, const BlkAstExpr *e, int64_t x, int64_t y)
 	case BLK_AST_OP_GT: return ck_bool_const(x > y);
 	default: return ck_bool_const(x >= y);
 	}
-	if (ovf || r > INT32_MAX || r < INT32_MIN) {
-		blk_error(c->d, e->loc, "integer constant overflows i32");
-		return blk_ck_poison();
-	}
-	return ck_weak_int(r);
 }
 
 static CkType fold_float(const BlkAstExpr *e, double x, double y)
@@ -662,8 +672,19 @@ static CkType check_bitnot(Ck *c, const BlkAstExpr *e, CkType x)
 	return blk_ck_poison();
 }
 
+/* `-2147483648`: the literal 2147483648 is an i32 only under a minus. */
+static bool is_int_min(Ck *c, const BlkAstExpr *e)
+{
+	if (e->op != BLK_AST_OP_NEG || e->lhs->kind != BLK_AST_INT || e->lhs->ival != -(int64_t)INT32_MIN)
+		return false;
+	blk_ck_note(c, e->lhs)->type = ck_weak_int(INT32_MIN);
+	return true;
+}
+
 static CkType check_unary(Ck *c, const BlkAstExpr *e)
 {
+	if (is_int_min(c, e))
+		return ck_weak_int(INT32_MIN);
 	CkType x = blk_ck_expr(c, e->lhs);
 	if (!need_value(c, e->lhs, &x))
 		return blk_ck_poison();
@@ -675,8 +696,8 @@ static CkType check_unary(Ck *c, const BlkAstExpr *e)
 		blk_error(c->d, e->loc, "`!` needs a bool operand, got %s", tstr(c, &x));
 		return blk_ck_poison();
 	}
-	if (x.weak == CK_WEAK_INT)
-		return ck_weak_int(-x.i);
+	if (x.weak == CK_WEAK_INT) /* wraps: -(-2147483648) is itself, as at run time */
+		return ck_weak_int(blk_int_wrap(BLK_I32, -x.i));
 	if (x.weak == CK_WEAK_FLOAT)
 		return ck_weak_float(-x.f);
 	if (x.t.dtype == BLK_BOOL) {
@@ -776,7 +797,14 @@ static bool index_in_range(Ck *c, const BlkAstIndex *ix, const CkType *t, const 
 {
 	int64_t ext, n = 1, lo = t->i;
 	const char *name = ref->root ? ref->root->name : "the Ref";
-	if (!blk_sym_is_const(ref->t.dims[d], &ext) || (size && !blk_sym_is_const(size, &n)))
+	if (size && !blk_sym_is_const(size, &n))
+		return true;
+	if (n > 0 && step > 1 && (n - 1) > (INT32_MAX - 1) / step) { /* the GPU's coordinates are i32 */
+		blk_error(c->d, ix->loc, "ds(..., %lld, %lld) spans more than 2^31 - 1 elements", (long long)n,
+		          (long long)step);
+		return false;
+	}
+	if (!blk_sym_is_const(ref->t.dims[d], &ext))
 		return true;
 	int64_t span = (n - 1) * step + 1; /* a strided window's */
 	if (size && step > 1 && span > ext) {
@@ -1185,20 +1213,48 @@ static CkType b_iota(Ck *c, const BlkAstExpr *e)
 	return blk_ck_value(BLK_I32, 1, &n);
 }
 
+/* Whether dtype dt meets builtin b's operand rule (reported if not). */
+static bool math_dtype_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b, const CkType *x)
+{
+	if (fp8_refused(c, e->loc, e->name, x->t.dtype))
+		return false;
+	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
+	if (numeric ? x->t.dtype != BLK_BOOL : blk_dtype_is_float(x->t.dtype))
+		return true;
+	bool one = blk_ck_builtins[b].nmax == 1;
+	blk_error(c->d, e->loc, "`%s` needs %s%s operand%s, got %s", e->name, one ? "a " : "",
+	          numeric ? "numeric" : "float", one ? "" : "s", tstr(c, x));
+	return false;
+}
+
 static CkType b_math(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, b, &g) || !value_arg(c, g.pos[0], &x))
 		return blk_ck_poison();
-	if (fp8_refused(c, e->loc, e->name, x.t.dtype))
+	return math_dtype_ok(c, e, b, &x) ? x : blk_ck_poison();
+}
+
+/* isnan(x), isinf(x): a float tile in, a bool tile of its shape out. */
+static CkType b_float_class(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	CkType t = b_math(c, e, b);
+	t.t.dtype = BLK_BOOL;
+	return t;
+}
+
+static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out);
+
+/* gelu(x) (erf), gelu(x, approximate = true) (tanh, JAX's keyword). */
+static CkType b_gelu(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x;
+	if (!builtin_args(c, e, CK_B_GELU, &g) || !value_arg(c, g.pos[0], &x) ||
+	    (g.kw[0] && !bool_arg(c, g.kw[0], &in->approx)))
 		return blk_ck_poison();
-	bool numeric = blk_ck_builtins[b].dtype == CK_DT_NUMERIC;
-	if (numeric ? x.t.dtype != BLK_BOOL : blk_dtype_is_float(x.t.dtype))
-		return x;
-	blk_error(c->d, e->loc, "`%s` needs a %s operand, got %s", e->name,
-	          numeric ? "numeric" : "float", tstr(c, &x));
-	return blk_ck_poison();
+	return math_dtype_ok(c, e, CK_B_GELU, &x) ? x : blk_ck_poison();
 }
 
 static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
@@ -1288,6 +1344,37 @@ static CkType b_elementwise(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *
 		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
 			return blk_ck_poison();
 	return blk_ck_value(in->opdt, rank, dims);
+}
+
+/* fma(a, b, c), clamp(x, lo, hi): three operands of one dtype (weak ones
+ * take the others' dtype), broadcast together. */
+static CkType b_ternary(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
+{
+	Args g;
+	CkType v[3], acc;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0, s = 0;
+	bool ok = builtin_args(c, e, b, &g);
+	for (int i = 0; ok && i < 3; i++) {
+		v[i] = blk_ck_expr(c, g.pos[i]);
+		ok &= need_value(c, g.pos[i], &v[i]);
+	}
+	if (!ok)
+		return blk_ck_poison();
+	while (s < 2 && v[s].weak) /* the first strong operand */
+		s++;
+	for (int i = 0; v[s].weak && i < 3; i++) /* all weak: a float one if any */
+		s = v[i].weak == CK_WEAK_FLOAT ? i : s;
+	for (int i = 0; i < 3; i++)
+		if (i != s && !unify(c, e->loc, e->name, &v[s], &v[i], &in->opdt))
+			return blk_ck_poison();
+	acc = blk_ck_value(in->opdt, 0, NULL);
+	if (!math_dtype_ok(c, e, b, &acc))
+		return blk_ck_poison();
+	for (int i = 0; i < 3; i++, acc = blk_ck_value(in->opdt, rank, dims))
+		if (!broadcast_or_report(c, e->loc, &acc, &v[i], &rank, dims))
+			return blk_ck_poison();
+	return acc;
 }
 
 static CkType b_maxmin(Ck *c, const BlkAstExpr *e, CkInfo *in, CkBuiltin b)
@@ -1506,16 +1593,20 @@ static CkType dot_type(Ck *c, const BlkAstExpr *e, const CkType *xp, const CkTyp
 	return blk_ck_dims_ok(c, e->loc, r, d, true) ? blk_ck_value(i8 ? BLK_I32 : BLK_F32, r, d) : blk_ck_poison();
 }
 
-static CkType b_dot(Ck *c, const BlkAstExpr *e)
+/* The two value arguments of builtin b (dot, interleave); false after an error. */
+static bool two_values(Ck *c, const BlkAstExpr *e, CkBuiltin b, CkType *x, CkType *y)
 {
 	Args g;
+	if (!builtin_args(c, e, b, &g))
+		return false;
+	bool ok = value_arg(c, g.pos[0], x);
+	return ok & value_arg(c, g.pos[1], y);
+}
+
+static CkType b_dot(Ck *c, const BlkAstExpr *e)
+{
 	CkType x, y;
-	if (!builtin_args(c, e, CK_B_DOT, &g))
-		return blk_ck_poison();
-	bool ok = value_arg(c, g.pos[0], &x);
-	if (!(ok & value_arg(c, g.pos[1], &y)))
-		return blk_ck_poison();
-	return dot_type(c, e, &x, &y);
+	return two_values(c, e, CK_B_DOT, &x, &y) ? dot_type(c, e, &x, &y) : blk_ck_poison();
 }
 
 /* x with its dims permuted: result dim d is x's dim in->perm[d]. */
@@ -1650,6 +1741,135 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return blk_ck_value(x.t.dtype, x.t.rank + 1, dims);
 }
 
+/* ---- joining and cutting tiles ---- */
+
+/* The most parts `split` makes (each is an extract: IR and shared memory). */
+#define CK_MAX_PARTS 64
+
+/* concatenate's and stack's first argument: a tuple of tiles of one dtype
+ * and rank (split's tuple too). */
+static bool tile_tuple(Ck *c, const BlkAstExpr *e, const BlkAstExpr *arg, CkType *t)
+{
+	*t = blk_ck_expr(c, arg);
+	if (is_poison(t))
+		return false;
+	if (t->kind != CK_TUPLE) {
+		blk_error(c->d, arg->loc, "`%s` takes a tuple of tiles: %s((a, b), axis = k)", e->name, e->name);
+		return false;
+	}
+	for (int i = 0; i < t->n; i++) {
+		const CkType *x = &t->elems[i], *f = &t->elems[0];
+		if (is_poison(x) || !need_value(c, arg, x))
+			return false;
+		if (x->t.rank == 0 || x->t.dtype != f->t.dtype || x->t.rank != f->t.rank || x->weak) {
+			blk_error(c->d, arg->loc, "`%s` joins tiles of one dtype and rank (not scalars), got %s "
+			          "and %s", e->name, tstr(c, f), tstr(c, x));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The axis of concatenate/stack/split: positional or `axis =`, default 0. */
+static bool join_axis(Ck *c, const BlkAstExpr *e, const Args *g, int rank, int *axis)
+{
+	*axis = 0;
+	if (g->npos == 2 && g->kw[0]) {
+		blk_error(c->d, g->kw[0]->loc, "`%s` got the axis twice", e->name);
+		return false;
+	}
+	const BlkAstExpr *ax = g->npos == 2 ? g->pos[1] : g->kw[0];
+	return !ax || axis_arg(c, ax, rank, axis);
+}
+
+/* concatenate((a, b, ...), axis = k): dims equal off the axis, summed on it;
+ * stack((a, b, ...), axis = k): one shape, a new axis k of the count. */
+static CkType b_join(Ck *c, const BlkAstExpr *e, CkInfo *in, bool stack)
+{
+	Args g;
+	CkType t;
+	if (!builtin_args(c, e, in->builtin, &g) || !tile_tuple(c, e, g.pos[0], &t))
+		return blk_ck_poison();
+	const CkType *f = &t.elems[0];
+	int rank = f->t.rank + stack;
+	if (rank > BLK_MAX_RANK) {
+		blk_error(c->d, e->loc, "`stack` of %s would exceed rank %d", tstr(c, f), BLK_MAX_RANK);
+		return blk_ck_poison();
+	}
+	if (!join_axis(c, e, &g, rank, &in->axis))
+		return blk_ck_poison();
+	const BlkSym *dims[BLK_MAX_RANK], *sum = blk_sym_const(c->a, stack ? t.n : 0);
+	for (int i = 0; i < t.n; i++)
+		for (int d = 0; d < f->t.rank; d++) {
+			if (!stack && d == in->axis) {
+				sum = blk_sym_binary(c->a, BLK_SYM_ADD, sum, t.elems[i].t.dims[d]);
+				continue;
+			}
+			if (blk_sym_equal(t.elems[i].t.dims[d], f->t.dims[d]))
+				continue;
+			blk_error(c->d, e->loc, stack ? "`stack` needs tiles of one shape, got %s and %s"
+			          : "`concatenate` needs tiles whose dims agree off the axis, got %s and %s",
+			          tstr(c, f), tstr(c, &t.elems[i]));
+			return blk_ck_poison();
+		}
+	for (int d = 0, s = 0; d < rank; d++) /* stack: a new dim; concatenate: the axis' */
+		dims[d] = d == in->axis ? sum : f->t.dims[stack ? s++ : d];
+	return blk_ck_dims_ok(c, e->loc, rank, dims, true) ? blk_ck_value(f->t.dtype, rank, dims) : blk_ck_poison();
+}
+
+/* interleave(a, b): a0 b0 a1 b1 ... along the last dim (Triton's). */
+static CkType b_interleave(Ck *c, const BlkAstExpr *e)
+{
+	CkType a, b;
+	if (!two_values(c, e, CK_B_INTERLEAVE, &a, &b))
+		return blk_ck_poison();
+	if (a.t.rank == 0 || !blk_ck_same_type(&a, &b)) {
+		blk_error(c->d, e->loc, "`interleave` needs two tiles of one type, got %s and %s", tstr(c, &a),
+		          tstr(c, &b));
+		return blk_ck_poison();
+	}
+	const BlkSym *dims[BLK_MAX_RANK];
+	memcpy(dims, a.t.dims, sizeof dims);
+	dims[a.t.rank - 1] = blk_sym_binary(c->a, BLK_SYM_MUL, a.t.dims[a.t.rank - 1], blk_sym_const(c->a, 2));
+	return blk_ck_dims_ok(c, e->loc, a.t.rank, dims, true) ? blk_ck_value(a.t.dtype, a.t.rank, dims)
+	                                                       : blk_ck_poison();
+}
+
+/* split(x, n, axis = k): n equal parts along a dim of constant extent, a
+ * tuple (`let (lo, hi) = split(x, 2, axis = 1)`). */
+static CkType b_split(Ck *c, const BlkAstExpr *e, CkInfo *in)
+{
+	Args g;
+	CkType x, nt;
+	int64_t n, ext;
+	if (!builtin_args(c, e, CK_B_SPLIT, &g) || !value_arg(c, g.pos[0], &x))
+		return blk_ck_poison();
+	nt = blk_ck_expr(c, g.pos[1]);
+	if (!need_const_int(c, g.pos[1], &nt, "the number of parts", &n))
+		return blk_ck_poison();
+	if (x.t.rank == 0) {
+		blk_error(c->d, e->loc, "`split` cuts a tile, got %s", tstr(c, &x));
+		return blk_ck_poison();
+	}
+	in->axis = 0;
+	if (g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis))
+		return blk_ck_poison();
+	if (!blk_sym_is_const(x.t.dims[in->axis], &ext) || n < 1 || n > CK_MAX_PARTS || ext % n) {
+		blk_error(c->d, e->loc, "`split` cuts dim %d of %s into %lld equal parts: the dim must be a "
+		          "constant multiple of a count from 1 to %d", in->axis, tstr(c, &x), (long long)n,
+		          CK_MAX_PARTS);
+		return blk_ck_poison();
+	}
+	CkType t = blk_ck_poison();
+	t.kind = CK_TUPLE;
+	t.n = (int)n;
+	t.elems = BLK_NEW_N(c->a, CkType, t.n);
+	x.t.dims[in->axis] = blk_sym_const(c->a, ext / n);
+	for (int i = 0; i < t.n; i++)
+		t.elems[i] = x;
+	return t;
+}
+
 static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
@@ -1661,11 +1881,9 @@ static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 		return blk_ck_poison();
 	if (!x.weak || !y.weak)
 		return blk_ck_value(BLK_I32, 0, NULL);
-	if (y.i == 0) {
-		blk_error(c->d, e->loc, "division by zero");
-		return blk_ck_poison();
-	}
-	return ck_weak_int(-floordiv64(-x.i, y.i));
+	/* -((-x) ~/ y) in i32, as lowering computes it: cdiv(x, 0) == 0 */
+	int32_t q = blk_i32_floordiv(blk_int_wrap(BLK_I32, -x.i), (int32_t)y.i);
+	return ck_weak_int(blk_int_wrap(BLK_I32, -(int64_t)q));
 }
 
 static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)
@@ -1794,7 +2012,7 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
 		else
 			blk_error(c->d, e->loc, "unknown method `.%s()` (known: .sum, .max, .min, .argmax, .argmin, "
-			          ".cumsum, .cumprod, .reshape, .transpose, .swapaxes, .astype)", e->name);
+			          ".cumsum, .cumprod, .cummax, .cummin, .reshape, .transpose, .swapaxes, .astype)", e->name);
 		return false;
 	}
 	for (int i = 1; i < e->nargs; i++)
@@ -1830,6 +2048,9 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_MAX: case CK_B_MIN: case CK_B_SUM: return b_maxmin(c, e, in, b);
 	case CK_B_WHERE: return b_where(c, e, in);
 	case CK_B_POW: return b_pow(c, e, in);
+	case CK_B_FMA: case CK_B_CLAMP: return b_ternary(c, e, in, b);
+	case CK_B_GELU: return b_gelu(c, e, in);
+	case CK_B_ISNAN: case CK_B_ISINF: return b_float_class(c, e, b);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return b_scan(c, e, in);
 	case CK_B_RESHAPE: return b_reshape(c, e);
@@ -1840,6 +2061,9 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_FLIP: return b_flip(c, e, in);
 	case CK_B_EXPAND_DIMS: return b_expand_dims(c, e, in);
 	case CK_B_CDIV: return b_cdiv(c, e);
+	case CK_B_CONCATENATE: case CK_B_STACK: return b_join(c, e, in, b == CK_B_STACK);
+	case CK_B_INTERLEAVE: return b_interleave(c, e);
+	case CK_B_SPLIT: return b_split(c, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
 	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
@@ -1890,7 +2114,8 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	switch (e->kind) {
 	case BLK_AST_INT:
 		if (e->ival > INT32_MAX) {
-			blk_error(c->d, e->loc, "integer literal %lld overflows i32", (long long)e->ival);
+			blk_error(c->d, e->loc, "integer literal %lld overflows i32 (only -%lld may be written)",
+			          (long long)e->ival, (long long)e->ival);
 			return blk_ck_poison();
 		}
 		return ck_weak_int(e->ival);

@@ -22,6 +22,7 @@ typedef struct Ck {
 	bool at_gather;    /* checking load's or an atomic's Ref: `x.at[idx]` may gather */
 	bool gather_ok;    /* the next blk_ck_access may gather (its caller says) */
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
+	bool in_grid;      /* checking the grid's extents (BlkCParam.uses) */
 	int64_t copies;    /* copies of the current statement that unrolling makes */
 } Ck;
 

@@ -114,6 +114,24 @@ static void lex_int(Lexer *lx, const unsigned char *s, const unsigned char *e)
 	push(lx, BLK_TOK_INT, s, e)->ival = v;
 }
 
+/* 0x...: a 32-bit pattern, the i32 with those bits (0xFFFFFFFF is -1), as
+ * C's (int)0x9E3779B9 is: hashes and masks are written in hex, and i32
+ * arithmetic wraps.  Past 32 bits is an error. */
+static void lex_hex(Lexer *lx, const unsigned char *s, const unsigned char *e)
+{
+	uint64_t v = 0;
+	bool big = false;
+	for (const unsigned char *p = s + 2; p < e; p++) {
+		unsigned digit = *p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10;
+		v = v << 4 | digit;
+		big |= v > 0xFFFFFFFFu;
+		v &= 0xFFFFFFFFu;
+	}
+	if (big)
+		blk_error(lx->d, loc_at(lx, s), "hex literal too large (the limit is 0xFFFFFFFF, 32 bits)");
+	push(lx, BLK_TOK_INT, s, e)->ival = (int32_t)(uint32_t)v;
+}
+
 static void lex_float(Lexer *lx, const unsigned char *s, const unsigned char *e)
 {
 	char *txt = blk_arena_strndup(lx->a, (const char *)s, (size_t)(e - s));
@@ -192,6 +210,7 @@ static void bad_chars(Lexer *lx, const unsigned char *s, const unsigned char *e)
 	re2c:eof = 0;
 
 	dec   = [0-9]+;
+	hex   = "0" [xX] [0-9a-fA-F]+;
 	exp   = [eE] [+-]? [0-9]+;
 	flt   = dec "." [0-9]* exp? | dec exp;
 	ident = [a-zA-Z_] [a-zA-Z_0-9]*;
@@ -211,6 +230,7 @@ static bool lex_one(Lexer *lx)
 	"/*"                 { skip_block_comment(lx, s); return true; }
 	["]                  { lex_string(lx, s); return true; }
 	flt                  { lex_float(lx, s, lx->cur); return true; }
+	hex                  { lex_hex(lx, s, lx->cur); return true; }
 	dec                  { lex_int(lx, s, lx->cur); return true; }
 	dec ("." [0-9]*)? [eE] [+-]? {
 		blk_error(lx->d, loc_at(lx, s), "malformed float literal: exponent has no digits");

@@ -10,6 +10,7 @@
  * loop lowers its body once per iteration with the induction variable bound
  * to a constant.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/check.h"
@@ -78,6 +79,8 @@ static BlkValue *lw_as(Lw *L, const BlkAstExpr *e, BlkDType dt, int rank,
 	if (in->type.kind == CK_VALUE && in->type.konst)
 		return lw_const(L, e->loc, t, &in->type);
 	BlkValue *v = lw_expr(L, e, dt);
+	if (v->type.dtype != dt && v->type.rank == 0) /* a weak scalar (check_expr.c's scalar_joins) */
+		v = op1(L, BLK_OP_CAST, e->loc, blk_type_scalar(dt), v);
 	if (v->type.dtype != dt)
 		blk_die("lower_ast: %s value where %s is wanted", blk_dtype_name(v->type.dtype),
 		        blk_dtype_name(dt));
@@ -466,7 +469,122 @@ static const BlkAstExpr *pos_arg(const BlkAstExpr *e, int i)
 static BlkValue *lw_math(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	BlkValue *x = lw_expr(L, pos_arg(e, 0), in->type.t.dtype);
-	return op1(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, x);
+	BlkOpKind k = in->approx ? BLK_OP_GELU_TANH : blk_ck_builtins[in->builtin].op;
+	return op1(L, k, e->loc, in->type.t, x);
+}
+
+/* fma(a, b, c), clamp(x, lo, hi) = min(max(x, lo), hi) (numpy's clip: a
+ * NaN stays NaN, lo > hi gives hi), each operand as opdt of the result's
+ * shape. */
+static BlkValue *lw_ternary(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkType *r = &in->type.t;
+	BlkValue *o[3];
+	for (int i = 0; i < 3; i++)
+		o[i] = lw_as(L, e->args[i].value, in->opdt, r->rank, r->dims);
+	if (in->builtin == CK_B_FMA)
+		return blk_build1(&L->b, BLK_OP_FMA, e->loc, *r, 3, o);
+	return op2(L, BLK_OP_MIN, e->loc, *r, op2(L, BLK_OP_MAX, e->loc, *r, o[0], o[1]), o[2]);
+}
+
+/* isnan(x) = x != x (unordered: true for NaN only), isinf(x) =
+ * abs(x) == inf: exact in the interpreter and on the GPU alike. */
+static BlkValue *lw_float_class(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *x = lw_expr(L, e->args[0].value, info(L, e->args[0].value)->type.t.dtype);
+	if (in->builtin == CK_B_ISNAN)
+		return op2(L, BLK_OP_NE, e->loc, in->type.t, x, x);
+	BlkValue *inf = blk_build_const_float(&L->b, e->loc, x->type, INFINITY);
+	return op2(L, BLK_OP_EQ, e->loc, in->type.t, op1(L, BLK_OP_ABS, e->loc, x->type, x), inf);
+}
+
+/* ---- joining and cutting tiles ---- */
+
+/* x's window of `size` elements from `start` along axis (all of the other
+ * dims), as type t: an extract, elements outside x read 0 (false). */
+static BlkValue *window(Lw *L, BlkLoc loc, BlkValue *x, int axis, BlkValue *start, const BlkSym *size,
+                        BlkType t)
+{
+	BlkIndex idx[BLK_MAX_RANK];
+	for (int d = 0; d < x->type.rank; d++)
+		idx[d] = (BlkIndex){ d == axis ? BLK_INDEX_DS : BLK_INDEX_FULL, d == axis ? size : NULL, 0 };
+	BlkValue *ops[2] = { x, start };
+	BlkValue *v = blk_build1(&L->b, BLK_OP_EXTRACT, loc, t, 2, ops);
+	blk_op_set_index(L->a, v->def, "idx", x->type.rank, idx);
+	return v;
+}
+
+/* parts[0..n) joined along axis into type t: each part's window of the
+ * whole axis from -(its offset) (itself where it goes, the fill
+ * elsewhere), then selected by the index along the axis, last part first:
+ * exact for every dtype, -0.0 and NaN included. */
+static BlkValue *concat_of(Lw *L, BlkLoc loc, BlkValue **parts, int n, int axis, BlkType t)
+{
+	BlkType it = t, bt = t;
+	it.dtype = BLK_I32;
+	bt.dtype = BLK_BOOL;
+	BlkValue *pos = op_axis(L, BLK_OP_IOTA, loc, it, NULL, axis), *acc = NULL;
+	const BlkSym *off = blk_sym_const(L->a, 0), **offs = BLK_NEW_N(L->a, const BlkSym *, n);
+	for (int i = 0; i < n; i++, off = blk_sym_binary(L->a, BLK_SYM_ADD, off, parts[i - 1]->type.dims[axis]))
+		offs[i] = off;
+	for (int i = n - 1; i >= 0; i--) {
+		BlkValue *start = lw_sym(L, loc, blk_sym_binary(L->a, BLK_SYM_SUB, blk_sym_const(L->a, 0), offs[i]));
+		BlkValue *w = window(L, loc, parts[i], axis, start, t.dims[axis], t);
+		if (!acc) {
+			acc = w;
+			continue;
+		}
+		BlkValue *end = op1(L, BLK_OP_BROADCAST, loc, it, lw_sym(L, loc, offs[i + 1]));
+		BlkValue *mine = op2(L, BLK_OP_LT, loc, bt, pos, end);
+		BlkValue *o[3] = { mine, w, acc };
+		acc = blk_build1(&L->b, BLK_OP_SELECT, loc, t, 3, o);
+	}
+	return acc;
+}
+
+/* A tuple of tiles (a tuple expression, split's result) as values. */
+static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, BlkValue **out);
+
+static BlkValue *lw_join(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	const BlkAstExpr *arg = pos_arg(e, 0);
+	int n = info(L, arg)->type.n;
+	BlkValue **parts = BLK_NEW_N(L->a, BlkValue *, n);
+	lw_multi(L, arg, n, NULL, parts);
+	for (int i = 0; in->builtin == CK_B_STACK && i < n; i++) {
+		BlkType t = in->type.t;
+		t.dims[in->axis] = blk_sym_const(L->a, 1);
+		parts[i] = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, parts[i], in->axis);
+	}
+	return concat_of(L, e->loc, parts, n, in->axis, in->type.t);
+}
+
+/* interleave(a, b) = reshape(stack((a, b), axis = -1)): [..., n] twice to
+ * [..., n, 2] to [..., 2n]. */
+static BlkValue *lw_interleave(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkValue *parts[2];
+	for (int i = 0; i < 2; i++) {
+		BlkValue *x = lw_expr(L, e->args[i].value, in->type.t.dtype);
+		BlkType t = x->type;
+		t.dims[t.rank++] = blk_sym_const(L->a, 1);
+		parts[i] = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, x, x->type.rank);
+	}
+	BlkType st = parts[0]->type;
+	st.dims[st.rank - 1] = blk_sym_const(L->a, 2);
+	BlkValue *s = concat_of(L, e->loc, parts, 2, st.rank - 1, st);
+	return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, s);
+}
+
+/* split(x, n, axis = k): part i is the window from i * (extent / n). */
+static void lw_split(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue **out)
+{
+	BlkValue *x = lw_expr(L, e->args[0].value, in->type.elems[0].t.dtype);
+	BlkType t = in->type.elems[0].t;
+	int64_t size = 0;
+	blk_sym_is_const(t.dims[in->axis], &size);
+	for (int i = 0; i < in->type.n; i++)
+		out[i] = window(L, e->loc, x, in->axis, lw_i32(L, e->loc, i * size), t.dims[in->axis], t);
 }
 
 /* transpose of x by in->perm (attr perm: the operand dim of each result
@@ -511,6 +629,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, lw_expr(L, e->args[0].value, in->type.t.dtype));
 	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
+	case CK_B_FMA: case CK_B_CLAMP: return lw_ternary(L, e, in);
+	case CK_B_ISNAN: case CK_B_ISINF: return lw_float_class(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
 		return lw_dot(L, e->loc, in->type.t, x, lw_expr(L, e->args[1].value, BLK_F32));
@@ -521,6 +641,8 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 		return op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, in->type.t,
 		               lw_expr(L, pos_arg(e, 0), in->type.t.dtype), in->axis);
 	case CK_B_CDIV: return lw_cdiv(L, e);
+	case CK_B_CONCATENATE: case CK_B_STACK: return lw_join(L, e, in);
+	case CK_B_INTERLEAVE: return lw_interleave(L, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS:
 		return op_axis(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
@@ -610,6 +732,10 @@ static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, Blk
 {
 	if (e->kind == BLK_AST_FORI) {
 		lw_fori(L, e, out);
+		return;
+	}
+	if (e->kind == BLK_AST_CALL && info(L, e)->builtin == CK_B_SPLIT) {
+		lw_split(L, e, info(L, e), out);
 		return;
 	}
 	if (e->kind != BLK_AST_TUPLE || e->nelems != n)

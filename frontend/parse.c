@@ -947,13 +947,26 @@ static void parse_param(Parser *p, Vec *v)
 		parse_blockspec(p, prm);
 }
 
-/* cparam = IDENT "=" expr ; */
+/* The word `auto` alone as a default (`BM = auto`): a word here, not a
+ * keyword, so it stays free as a name elsewhere. */
+static bool at_auto(Parser *p)
+{
+	return at(p, BLK_TOK_IDENT) && tok(p)->len == 4 && memcmp(tok(p)->text, "auto", 4) == 0 &&
+	       (peek2(p) == BLK_TOK_COMMA || peek2(p) == BLK_TOK_RBRACKET);
+}
+
+/* cparam = IDENT "=" ( "auto" | expr ) ; */
 static void parse_cparam(Parser *p, Vec *v)
 {
 	BlkAstCParam *c = vec_push(p, v, sizeof(BlkAstCParam));
 	c->loc = here(p);
 	c->name = expect_ident(p, "a compile-time parameter name", NULL);
 	expect(p, BLK_TOK_ASSIGN);
+	if (at_auto(p)) {
+		next(p);
+		c->is_auto = true;
+		return;
+	}
 	c->value = parse_expr(p);
 }
 

@@ -13,6 +13,10 @@ static const struct {
 } spellings[] = {
 	{ "arange", "iota(n)" },
 	{ "maximum", "max(a, b)" },
+	{ "clip", "clamp(x, lo, hi)" },
+	{ "swish", "silu(x)" },
+	{ "cat", "concatenate((a, b), axis = k)" },
+	{ "join", "stack((a, b), axis = -1)" },
 	{ "minimum", "min(a, b)" },
 	{ "matmul", "dot(a, b) or a @ b" },
 	{ "power", "x ** y or pow(x, y)" },

@@ -912,6 +912,8 @@ static void exec_math(Interp *I, const Instr *in)
 		blk_iop_cast(a, &r);
 	else if (op->kind == BLK_OP_SELECT)
 		blk_iop_select(a, tile_at(I, in->in[1]), tile_at(I, in->in[2]), &r);
+	else if (op->kind == BLK_OP_FMA)
+		blk_iop_fma(a, tile_at(I, in->in[1]), tile_at(I, in->in[2]), &r);
 	else if (op->kind == BLK_OP_DOT)
 		blk_iop_dot(a, tile_at(I, in->in[1]),
 		            op->noperands > 2 ? tile_at(I, in->in[2]) : NULL, &r);
@@ -932,7 +934,8 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_NEG: case BLK_OP_NOT: case BLK_OP_EXP: case BLK_OP_LOG:
 	case BLK_OP_SQRT: case BLK_OP_RSQRT: case BLK_OP_TANH: case BLK_OP_ABS:
 	case BLK_OP_SIGMOID: case BLK_OP_ERF: case BLK_OP_LOG1P: case BLK_OP_EXPM1:
-	case BLK_OP_FLOOR: case BLK_OP_CEIL:
+	case BLK_OP_FLOOR: case BLK_OP_CEIL: case BLK_OP_EXP2: case BLK_OP_LOG2:
+	case BLK_OP_SILU: case BLK_OP_GELU: case BLK_OP_GELU_TANH: case BLK_OP_SOFTPLUS: case BLK_OP_FMA:
 	case BLK_OP_CAST: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_DIV: case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_MAX:
 	case BLK_OP_MIN: case BLK_OP_POW: case BLK_OP_AND: case BLK_OP_OR: case BLK_OP_XOR:

@@ -83,6 +83,7 @@ float blk_iround(BlkDType dt, float x);
 void blk_iop_unary(BlkOpKind k, const BlkITile *a, BlkITile *r);
 void blk_iop_cast(const BlkITile *a, BlkITile *r);
 void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile *r);
+void blk_iop_fma(const BlkITile *a, const BlkITile *b, const BlkITile *c, BlkITile *r);
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r);
 /* NumPy broadcast of a into r's shape (dims align right, 1 stretches). */
 void blk_iop_broadcast(const BlkITile *a, BlkITile *r);

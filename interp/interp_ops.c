@@ -83,6 +83,24 @@ static void put_int(BlkITile *t, int64_t i, int32_t v)
 
 /* ---- elementwise -------------------------------------------------------- */
 
+/* The activations, in f32 as the GPU computes them (emit_elementwise.c);
+ * each rounds once to f16/bf16 after, as one op. */
+static float gelu(float x)
+{
+	return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+static float gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* log(1 + e^x) without overflow: e^x is taken only of -|x|. */
+static float softplus(float x)
+{
+	return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))); /* NaN: NaN */
+}
+
 static float unary_float(BlkOpKind k, float x)
 {
 	switch (k) {
@@ -99,6 +117,12 @@ static float unary_float(BlkOpKind k, float x)
 	case BLK_OP_EXPM1: return expm1f(x);
 	case BLK_OP_FLOOR: return floorf(x);
 	case BLK_OP_CEIL: return ceilf(x);
+	case BLK_OP_EXP2: return exp2f(x);
+	case BLK_OP_LOG2: return log2f(x);
+	case BLK_OP_SILU: return x / (1.0f + expf(-x));
+	case BLK_OP_GELU: return gelu(x);
+	case BLK_OP_GELU_TANH: return gelu_tanh(x);
+	case BLK_OP_SOFTPLUS: return softplus(x);
 	default: blk_die("interp: %s is not a float op", blk_op_name(k));
 	}
 }
@@ -230,6 +254,14 @@ void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile 
 		for (int64_t i = 0; i < r->n; i++)
 			put_int(r, i, binary_int(k, get_int(a, i * sa), get_int(b, i * sb)));
 	}
+}
+
+/* a * b + c of floats, rounded once (fmaf), then to the dtype. */
+void blk_iop_fma(const BlkITile *a, const BlkITile *b, const BlkITile *c, BlkITile *r)
+{
+	int64_t sa = a->n == 1 ? 0 : 1, sb = b->n == 1 ? 0 : 1, sc = c->n == 1 ? 0 : 1;
+	for (int64_t i = 0; i < r->n; i++)
+		BLK_ITF(r)[i] = blk_iround(r->dtype, fmaf(BLK_ITF(a)[i * sa], BLK_ITF(b)[i * sb], BLK_ITF(c)[i * sc]));
 }
 
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r)

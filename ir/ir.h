@@ -298,13 +298,24 @@ typedef struct BlkParam {
 
 typedef enum { BLK_CPARAM_INT, BLK_CPARAM_FLOAT, BLK_CPARAM_BOOL, BLK_CPARAM_DTYPE } BlkCParamKind;
 
-/* A compile-time parameter with the value this compilation used. */
+/* Where a compile-time parameter appears as a size (BlkCParam.uses). */
+enum {
+	BLK_CPARAM_IN_SHAPE = 1, /* in an array parameter's shape: fixed by the arrays */
+	BLK_CPARAM_IN_SIZE = 2,  /* as a block dim, a tile's shape, a ds width */
+	BLK_CPARAM_IN_GRID = 4,  /* in a grid extent (split-K's S) */
+};
+
+/* A compile-time parameter with the value this compilation used.  An
+ * `auto` one (INT) holds a stand-in value until the runtime chooses
+ * (runtime/auto.c): the kernel is then compiled again with the choice. */
 typedef struct BlkCParam {
 	const char *name;
 	BlkCParamKind kind;
 	int64_t i;      /* INT, BOOL */
 	double f;       /* FLOAT */
 	BlkDType dtype; /* DTYPE */
+	bool is_auto;   /* `NAME = auto` or -D NAME=auto, not yet chosen */
+	unsigned uses;  /* BLK_CPARAM_IN_* */
 } BlkCParam;
 
 /* ---- the launch contract -------------------------------------------------

@@ -747,12 +747,15 @@ static BlkRegion *parse_scope(Parser *P)
 
 /* ---- kernels ----------------------------------------------------------- */
 
-/* cparam = NAME "=" ( ["-"] INT | float | "true" | "false" | DTYPE ) */
+/* cparam = NAME "=" ( ["-"] INT | "auto" INT | float | "true" | "false" | DTYPE ) */
 static void parse_cparam(Parser *P, BlkCParam *c)
 {
 	c->name = expect_ident(P, "a parameter name");
 	expect(P, "=");
-	if (parse_float_lit(P, &c->f))
+	if (accept(P, "auto")) { /* not chosen yet: the stand-in value follows */
+		c->is_auto = true;
+		c->i = expect_int(P);
+	} else if (parse_float_lit(P, &c->f))
 		c->kind = BLK_CPARAM_FLOAT;
 	else if (P->tok.kind == T_INT || is(&P->tok, "-"))
 		c->i = expect_int(P);

@@ -275,7 +275,7 @@ static void print_syms(FILE *out, int n, const BlkSym *const *s)
 
 static void print_cparam(FILE *out, const BlkCParam *c)
 {
-	fprintf(out, "%s = ", c->name);
+	fprintf(out, "%s = %s", c->name, c->is_auto ? "auto " : ""); /* auto: its stand-in after */
 	switch (c->kind) {
 	case BLK_CPARAM_INT: fprintf(out, "%" PRId64, c->i); break;
 	case BLK_CPARAM_FLOAT: print_double(out, c->f); break;

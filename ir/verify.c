@@ -158,7 +158,8 @@ static int op_class(BlkOpKind k)
 	case BLK_OP_EXP: case BLK_OP_LOG: case BLK_OP_SQRT: case BLK_OP_RSQRT:
 	case BLK_OP_TANH: case BLK_OP_DIV: case BLK_OP_SIGMOID: case BLK_OP_ERF:
 	case BLK_OP_LOG1P: case BLK_OP_EXPM1: case BLK_OP_FLOOR: case BLK_OP_CEIL:
-	case BLK_OP_POW: return FLOAT;
+	case BLK_OP_EXP2: case BLK_OP_LOG2: case BLK_OP_SILU: case BLK_OP_GELU: case BLK_OP_GELU_TANH:
+	case BLK_OP_SOFTPLUS: case BLK_OP_FMA: case BLK_OP_POW: return FLOAT;
 	case BLK_OP_FLOORDIV: case BLK_OP_MOD: case BLK_OP_SHL: case BLK_OP_SHR: return INT;
 	case BLK_OP_NEG: case BLK_OP_ABS: case BLK_OP_ADD: case BLK_OP_SUB: case BLK_OP_MUL:
 	case BLK_OP_MAX: case BLK_OP_MIN: case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX:
@@ -264,6 +265,16 @@ static void check_select(Verifier *V, const BlkOp *op)
 	BlkType cond = with_dtype(a, BLK_BOOL);
 	if (want_type(V, operand(op, 0), &cond, "operand", 0) &&
 	    want_type(V, operand(op, 2), a, "operand", 2))
+		want_type(V, &op->results[0]->type, a, "result", 0);
+}
+
+/* fma(a, b, c): three operands of the result's type, a float. */
+static void check_fma(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = operand(op, 0);
+	if (!is_tile(V, a, "operand", 0) || !check_dtype_class(V, op, a->dtype))
+		return;
+	if (want_type(V, operand(op, 1), a, "operand", 1) && want_type(V, operand(op, 2), a, "operand", 2))
 		want_type(V, &op->results[0]->type, a, "result", 0);
 }
 
@@ -656,12 +667,13 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_IOTA] = check_iota,
 	UNARY(NEG), UNARY(NOT), UNARY(EXP), UNARY(LOG), UNARY(SQRT), UNARY(RSQRT),
 	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
-	UNARY(FLOOR), UNARY(CEIL), UNARY(CAST),
+	UNARY(FLOOR), UNARY(CEIL), UNARY(EXP2), UNARY(LOG2), UNARY(SILU), UNARY(GELU),
+	UNARY(GELU_TANH), UNARY(SOFTPLUS), UNARY(CAST),
 	BINARY(ADD), BINARY(SUB), BINARY(MUL), BINARY(DIV), BINARY(FLOORDIV), BINARY(MOD),
 	BINARY(MAX), BINARY(MIN), BINARY(POW), BINARY(AND), BINARY(OR), BINARY(XOR), BINARY(SHL), BINARY(SHR),
 	BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
-	[BLK_OP_SELECT] = check_select, [BLK_OP_BROADCAST] = check_broadcast,
+	[BLK_OP_SELECT] = check_select, [BLK_OP_FMA] = check_fma, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
 	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
@@ -687,7 +699,8 @@ static const signed char arity[][4] = {
 	A(NEG, 1, 1, 1, 0), A(NOT, 1, 1, 1, 0), A(EXP, 1, 1, 1, 0), A(LOG, 1, 1, 1, 0),
 	A(SQRT, 1, 1, 1, 0), A(RSQRT, 1, 1, 1, 0), A(TANH, 1, 1, 1, 0), A(ABS, 1, 1, 1, 0),
 	A(SIGMOID, 1, 1, 1, 0), A(ERF, 1, 1, 1, 0), A(LOG1P, 1, 1, 1, 0), A(EXPM1, 1, 1, 1, 0),
-	A(FLOOR, 1, 1, 1, 0), A(CEIL, 1, 1, 1, 0),
+	A(FLOOR, 1, 1, 1, 0), A(CEIL, 1, 1, 1, 0), A(EXP2, 1, 1, 1, 0), A(LOG2, 1, 1, 1, 0),
+	A(SILU, 1, 1, 1, 0), A(GELU, 1, 1, 1, 0), A(GELU_TANH, 1, 1, 1, 0), A(SOFTPLUS, 1, 1, 1, 0),
 	A(CAST, 1, 1, 1, 0),
 	A(ADD, 2, 2, 1, 0), A(SUB, 2, 2, 1, 0), A(MUL, 2, 2, 1, 0), A(DIV, 2, 2, 1, 0),
 	A(FLOORDIV, 2, 2, 1, 0), A(MOD, 2, 2, 1, 0), A(MAX, 2, 2, 1, 0), A(MIN, 2, 2, 1, 0),
@@ -695,7 +708,7 @@ static const signed char arity[][4] = {
 	A(AND, 2, 2, 1, 0), A(OR, 2, 2, 1, 0), A(XOR, 2, 2, 1, 0), A(SHL, 2, 2, 1, 0),
 	A(SHR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
-	A(SELECT, 3, 3, 1, 0),
+	A(SELECT, 3, 3, 1, 0), A(FMA, 3, 3, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),

@@ -194,21 +194,65 @@ static void launch_class(LowerCtx *c, const BlkKernel *k, const int64_t *sizes,
 	c->env = (BlkSymEnv){ m, names, vals };
 }
 
+/* The context for lowering k at these sizes, and k's clone in it (false:
+ * the launch is refused).  One for the whole pipeline and its cuts. */
+static bool begin(LowerCtx *c, BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                  const BlkArrayDesc *arrays, const BlkLowerOptions *opt)
+{
+	static const BlkLowerOptions none = { 0 };
+	*c = (LowerCtx){ .a = a, .d = d, .opt = opt ? opt : &none };
+	launch_class(c, k, sizes, arrays);
+	c->arch = c->opt->arch ? c->opt->arch : "sm_90a";
+	if (!check_launch(c, k))
+		return false;
+	c->k = blk_lower_clone(c, k);
+	return true;
+}
+
 bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
                       const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCompiled *out)
 {
-	static const BlkLowerOptions none = { 0 };
-	LowerCtx c = { .a = a, .d = d, .opt = opt ? opt : &none };
-	launch_class(&c, k, sizes, arrays);
-	c.arch = c.opt->arch ? c.opt->arch : "sm_90a";
+	LowerCtx c;
 	memset(out, 0, sizeof *out);
-	if (!check_launch(&c, k))
-		return false;
-	c.k = blk_lower_clone(&c, k);
-	bool ok = checked(&c, true, "clone");
+	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone");
 	for (int i = 0; ok && i < NPASSES; i++)
 		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
 	return ok && backend(&c, out);
+}
+
+bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                    const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCost *out)
+{
+	LowerCtx c;
+	BlkCostWork work;
+	memset(out, 0, sizeof *out);
+	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone");
+	for (int i = 0; ok && i < NPASSES; i++) {
+		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
+		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) /* tile level, engines chosen */
+			blk_lower_cost_read(&c, &work);
+	}
+	if (ok && check_registers(&c))
+		blk_lower_cost_estimate(&c, &work, out);
+	return ok && !blk_diag_error_count(d);
+}
+
+/* Unverified between the passes: the first round of runtime/auto.c runs
+ * this for every point, and the frontend's kernel is verified already. */
+bool blk_lower_cost_work(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                         const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCostWork *out)
+{
+	LowerCtx c;
+	memset(out, 0, sizeof *out);
+	bool ok = begin(&c, a, d, k, sizes, arrays, opt);
+	for (int i = 0; ok && i < NPASSES; i++) {
+		ok = ir_passes[i].run(&c) && !blk_diag_error_count(d);
+		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) {
+			blk_lower_cost_read(&c, out);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* s is constant, or names only dynamic sizes of k (what specialize leaves

@@ -61,6 +61,54 @@ bool blk_lower_run_pass(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, con
 bool blk_lower_emit_kernel(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, const BlkLowerOptions *opt,
                            BlkCompiled *out);
 
+/* What the cost model (lower/cost.c) reads of one program, at tile level. */
+typedef struct BlkCostWork {
+	double programs;       /* the grid's programs: tiles of work */
+	double flops;          /* the dots' FLOPs, one program */
+	double bytes;          /* bytes its loads and stores move, one program */
+	double trips;          /* iterations of its longest loop nest (1: none) */
+	const char *engine;    /* its largest dot's engine ("wgmma", "mma", "fma"); NULL: no dot */
+	BlkDType dtype;        /* that dot's operands' */
+	int64_t dot_m, dot_n, dot_k; /* that dot's shape */
+	bool dot_in_loop;      /* it runs in a loop (its operands are staged) */
+	double largest_tile;   /* elements of the largest tile a program computes */
+	double sfu;            /* elements through exp, log, tanh, ... (the SFUs), one program */
+	double compulsory;     /* bytes: every input read once, every output written once */
+	bool guessed;          /* a loop bound did not evaluate (counted once) */
+} BlkCostWork;
+
+/* The cost model's estimate for one launch, and what it came from. */
+typedef struct BlkCost {
+	double us;             /* the kernel's estimated time (INFINITY: does not fit an SM) */
+	BlkCostWork work;
+	int regs;              /* registers a thread, estimated */
+	int threads;           /* a program's */
+	int64_t smem;          /* a program's shared bytes */
+	bool specialized;      /* warp-specialized: one program holds the SM */
+	int per_sm;            /* programs resident an SM */
+	const char *limit;     /* what limits per_sm */
+	double waves;          /* programs / (SMs * per_sm), rounded up */
+	double compute_us, memory_us, latency_us; /* the three per-wave bounds, summed over the waves */
+	double dram_us;        /* compulsory bytes at the HBM's bandwidth */
+	double flight;         /* the share of the bandwidth the loads in flight keep busy */
+} BlkCost;
+
+/* The IR passes alone (no LLVM), then the cost model's estimate of the
+ * kernel at these sizes (blk_lower_kernel's arguments).  False, with the
+ * error in d, where the lowering refuses the kernel. */
+bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                    const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCost *out);
+
+/* Only the passes up to dot-engine, then the model's tile-level reading
+ * of the kernel (cheaper than blk_lower_cost: the first round of
+ * runtime/auto.c's search). */
+bool blk_lower_cost_work(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                         const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCostWork *out);
+/* The estimate from the work alone, at warps and stages, with the
+ * threads, shared memory and registers they would take guessed. */
+void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const BlkLowerOptions *opt,
+                          BlkCost *out);
+
 /* sizes: one value per k->sizes entry; arrays: one per non-scratch param
  * (shapes must already be bound and checked by blk_bind_sizes).
  * Reports errors (e.g. an unsupported construct at this size) through d. */

@@ -35,6 +35,10 @@ typedef struct LowerCtx {
 	const char *ptx;
 } LowerCtx;
 
+/* cost.c: the cost model's two readings of the kernel being lowered. */
+void blk_lower_cost_read(const LowerCtx *c, BlkCostWork *w);
+void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *out);
+
 /* Passes, in pipeline order (pipeline.c lists them). */
 BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 /* A deep copy of op (its regions too) at b; vm maps what is copied to the

@@ -5,6 +5,7 @@
  * key -> blk_lower_kernel on a miss -> module load on first use -> launch.
  */
 #include "rt.h"
+#include "auto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,7 @@ static bool make_funcs(BlkProgram *p)
 		f->tag = BLK_TAG_FUNC;
 		f->prog = p;
 		f->kernel = k;
+		f->has_auto = blk_auto_any(k);
 		f->ntensors = count_tensors(k);
 		*tail = f; /* linked first: blk_program_destroy frees what is made below */
 		tail = &f->next;
@@ -442,14 +444,59 @@ static bool lower_job(void *arg)
 	return blk_lower_kernel(j->a, j->d, j->k, j->la->sizes, j->la->arrays, j->opt, j->out);
 }
 
+/* The kernel to lower for this launch: f's, or with `auto` parameters the
+ * one the cost model chose (compiled into a; its values in *config). */
+typedef struct ChooseJob {
+	BlkFunc *f;
+	const LaunchArgs *la;
+	BlkArena *a;
+	BlkDiag *d;
+	const BlkKernel *k;   /* out */
+	const char *config;   /* out */
+} ChooseJob;
+
+static bool choose_job(void *arg)
+{
+	ChooseJob *j = arg;
+	BlkRuntime *rt = j->f->prog->rt;
+	const BlkKernel *k = j->f->kernel;
+	BlkLowerOptions opt = {.arch = rt->arch, .num_sms = rt->sms};
+	BlkAutoChoice ch;
+	BlkModule *m = blk_auto_choose(j->a, j->d, k->loc.src, j->f->prog->defines,
+	                               j->f->prog->ndefines, k, j->la->sizes, j->la->arrays, &opt, &ch);
+	for (const BlkKernel *c = m ? m->first : NULL; c; c = c->next)
+		if (strcmp(c->name, k->name) == 0)
+			j->k = c;
+	j->config = blk_arena_strdup(j->a, ch.text);
+	return j->k != NULL;
+}
+
+static const BlkKernel *kernel_for(BlkFunc *f, const LaunchArgs *la, BlkArena *a, BlkDiag *d,
+                                   const char **config, char *bug, size_t buglen)
+{
+	*config = "";
+	if (!f->has_auto)
+		return f->kernel;
+	ChooseJob j = { f, la, a, d, NULL, "" };
+	bool ok = blk_guard(choose_job, &j, bug, buglen) && !blk_diag_error_count(d);
+	*config = j.config;
+	return ok ? j.k : NULL;
+}
+
 /* The specialization from the disk cache, else compiled (under blk_guard:
  * a compiler bug is the runtime's error, in *bug) and stored. */
 static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, BlkArena *a,
-                          BlkDiag *d, BlkCompiled *out, char *bug, size_t buglen)
+                          BlkDiag *d, BlkCompiled *out, const char **config, char *bug,
+                          size_t buglen)
 {
 	BlkRuntime *rt = f->prog->rt;
+	const BlkKernel *kernel = kernel_for(f, la, a, d, config, bug, buglen);
+	if (!kernel)
+		return false;
+	/* the disk key names the chosen values: a later model may choose others */
+	char *akey = f->has_auto ? blk_arena_printf(a, "%s auto %s", key, *config) : NULL;
 	size_t klen = 0;
-	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, key, &klen) : NULL;
+	char *dkey = rt->cache_dir ? blk_disk_key(rt, f->prog, akey ? akey : key, &klen) : NULL;
 	if (dkey && blk_disk_load(rt, dkey, klen, f->kernel, a, out)) {
 		f->cache.disk_hits++;
 		free(dkey);
@@ -459,7 +506,7 @@ static bool lower_or_load(BlkFunc *f, const LaunchArgs *la, const char *key, Blk
 	BlkDump dump;
 	bool dumping = blk_dump_begin(&dump, f->kernel->name, key, &opt);
 	memset(out, 0, sizeof *out);
-	LowerJob j = { a, d, f->kernel, la, &opt, out };
+	LowerJob j = { a, d, kernel, la, &opt, out };
 	bool ok = blk_guard(lower_job, &j, bug, buglen) && !blk_diag_error_count(d) && out->ptx &&
 	          out->entry;
 	if (dumping)
@@ -484,13 +531,16 @@ static BlkCacheEntry *compile(BlkFunc *f, const LaunchArgs *la, char *key)
 	}
 	BlkCompiled out;
 	char bug[600] = "";
-	bool ok = lower_or_load(f, la, key, a, c.d, &out, bug, sizeof bug);
+	const char *config = "";
+	bool ok = lower_or_load(f, la, key, a, c.d, &out, &config, bug, sizeof bug);
 	char what[256];
 	snprintf(what, sizeof what, "compiling '%s' for %s", f->kernel->name, rt->arch);
 	blk_rt_capture_close(rt, &c, !ok, what);
 	if (bug[0])
 		blk_rt_error(rt, "%s: %s", what, bug);
 	BlkCacheEntry *e = ok ? blk_cache_insert(&f->cache, key, a, &out) : NULL;
+	if (e)
+		e->config = config;
 	if (!e) {
 		if (ok)
 			blk_rt_error(rt, "out of memory");
@@ -588,6 +638,7 @@ static void fill_info(const BlkFunc *f, const BlkCacheEntry *e, bool cached, Blk
 		memset(info->grid, 0, sizeof info->grid);
 	info->cached = cached;
 	info->jit_log = e->jit_log;
+	info->config = e->config ? e->config : "";
 }
 
 bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)
@@ -599,6 +650,68 @@ bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCom
 	if (e)
 		fill_info(f, e, cached, info);
 	return e != NULL;
+}
+
+/* ---- the search space ---------------------------------------------------- */
+
+typedef struct SearchCall {
+	BlkFunc *f;
+	const BlkTensor *t;
+	int n;
+	const char **configs;
+	int max;
+	BlkDiag *d;
+	int got;     /* out */
+} SearchCall;
+
+static bool search_call(void *arg)
+{
+	SearchCall *c = arg;
+	BlkProgram *p = c->f->prog;
+	const BlkKernel *k = c->f->kernel;
+	BlkLowerOptions opt = {.arch = p->rt->arch, .num_sms = p->rt->sms};
+	BlkAutoSpace sp;
+	LaunchArgs la = { 0 };
+	BlkAutoPoint *pts = calloc((size_t)c->max, sizeof *pts);
+	bool ok = pts && args_alloc(p->rt, k, c->n, &la) && blk_rt_bind(c->f, c->t, c->n, la.arrays, la.sizes);
+	c->got = 0;
+	if (ok && blk_auto_space(k, true, p->defines, p->ndefines, &sp)) {
+		c->got = blk_auto_rank(k->loc.src, p->defines, p->ndefines, k, &sp, la.sizes, la.arrays,
+		                       &opt, c->d, pts, c->max, NULL);
+		for (int i = 0; i < c->got; i++) {
+			char buf[256];
+			blk_auto_point_text(&sp, &pts[i], buf, sizeof buf);
+			c->configs[i] = blk_arena_strdup(p->arena, buf);
+		}
+		ok = c->got > 0;
+	}
+	if (!pts)
+		blk_rt_error(p->rt, "out of memory");
+	args_free(&la);
+	free(pts);
+	return ok;
+}
+
+int blk_func_search(BlkFunc *f, const BlkTensor *tensors, int ntensors, const char **configs, int max)
+{
+	if (!blk_rt_func_ok(f, "blk_func_search"))
+		return -1;
+	BlkRuntime *rt = f->prog->rt;
+	if (max < 1 || !configs) {
+		blk_rt_error(rt, "blk_func_search: room for %d configurations at %p", max, (void *)configs);
+		return -1;
+	}
+	BlkArena *a = blk_arena_create();
+	BlkCapture cap;
+	if (!blk_rt_capture_open(rt, &cap, a)) {
+		blk_arena_destroy(a);
+		return -1;
+	}
+	SearchCall c = { f, tensors, ntensors, configs, max, cap.d, 0 };
+	bool ok = blk_rt_guard(rt, f->kernel->name, search_call, &c);
+	blk_rt_capture_close(rt, &cap, !ok && blk_diag_error_count(cap.d) > 0, NULL);
+	blk_arena_destroy(a);
+	return ok ? c.got : -1;
 }
 
 /* ---- loading and launching --------------------------------------------- */

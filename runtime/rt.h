@@ -55,6 +55,7 @@ typedef struct BlkCacheEntry {
 	CUmodule module;     /* loaded on first launch */
 	CUfunction fn;
 	char *jit_log;
+	const char *config;  /* the `auto` values it was compiled with ("" none; in arena) */
 	struct BlkCacheEntry *next;
 } BlkCacheEntry;
 
@@ -69,7 +70,8 @@ typedef struct BlkCache {
 struct BlkFunc {
 	uint32_t tag;        /* BLK_TAG_FUNC */
 	BlkProgram *prog;
-	const BlkKernel *kernel;
+	const BlkKernel *kernel; /* with `auto` parameters: their stand-ins (runtime/auto.c) */
+	bool has_auto;           /* a specialization first chooses them, then compiles */
 	int ntensors;
 	BlkCache cache;
 	/* The last launch's specialization and its tensors' layouts: a launch

@@ -74,9 +74,10 @@ struct BlkTuner {
 	char *logtext;
 	size_t loglen;
 	bool echo;                  /* BLK_TUNE_LOG: notes to stderr too */
+	bool derived;               /* no candidate given: each signature's come from blk_func_search */
 };
 
-enum { DEFAULT_WARMUP = 2, DEFAULT_REPS = 10 };
+enum { DEFAULT_WARMUP = 2, DEFAULT_REPS = 10, DERIVED = 12 };
 
 static void __attribute__((format(printf, 2, 3))) note(BlkTuner *t, const char *fmt, ...)
 {
@@ -694,13 +695,20 @@ static int compile_all(BlkTuner *t, const BlkTensor *ts, int n, bool *ok)
 /* Steps 1-2 for one signature; the candidates left in ok[] (ncands
  * entries), or -1.  With a device needed, an offline runtime fails after
  * the tensors are checked and before anything is compiled. */
-static int prepare(BlkTuner *t, const BlkTensor *ts, int n, bool *ok, bool need_device)
+static int prepare(BlkTuner *t, const BlkTensor *ts, int n, bool *ok, const bool *only,
+                   bool need_device)
 {
 	char *key = signature(t, ts, n);
-	note(t, "%s: %d candidate%s\n", key ? key : t->kernel, t->ncands, t->ncands == 1 ? "" : "s");
+	int mine = 0;
+	for (int i = 0; i < t->ncands; i++)
+		mine += !only || only[i];
+	note(t, "%s: %d candidate%s%s\n", key ? key : t->kernel, mine, mine == 1 ? "" : "s",
+	     only ? " (the cost model's best of the search space)" : "");
 	free(key);
 	if (!check_all(t, ts, n, ok) || (need_device && !blk_rt_enter(t->rt, "blk_tuner_launch")))
 		return -1;
+	for (int i = 0; only && i < t->ncands; i++)
+		ok[i] = ok[i] && only[i];
 	int good = compile_all(t, ts, n, ok);
 	return good ? good : -1;
 }
@@ -714,13 +722,49 @@ static bool *alloc_flags(BlkTuner *t)
 	return ok;
 }
 
+/* With no candidate given, the search space's best DERIVED points for
+ * these tensors (blk_func_search on the base program) become candidates,
+ * and *only marks them: a signature times its own.  A kernel with nothing
+ * open to search keeps the base defines as its one candidate. */
+static bool derive(BlkTuner *t, const BlkTensor *ts, int n, bool **only)
+{
+	*only = NULL;
+	if (t->ncands > 0 && !t->derived)
+		return true;
+	BlkProgram *p = load_program(t, t->base, t->nbase);
+	BlkFunc *f = p ? blk_program_kernel(p, t->kernel) : NULL;
+	const char *cfg[DERIVED];
+	int got = f ? blk_func_search(f, ts, n, cfg, DERIVED) : -1;
+	bool ok = got >= 0;
+	int *idx = got > 0 ? calloc((size_t)got, sizeof *idx) : NULL;
+	for (int i = 0; idx && i < got; i++) {
+		int j = 0;
+		while (j < t->ncands && strcmp(t->cands[j].text, cfg[i]) != 0)
+			j++;
+		if (j == t->ncands && !blk_tuner_add_config_text(t, cfg[i]))
+			ok = false;
+		idx[i] = j;
+	}
+	if (ok && idx && (*only = calloc((size_t)t->ncands, sizeof **only)))
+		for (int i = 0; i < got; i++)
+			(*only)[idx[i]] = true;
+	if (got > 0 && (!idx || !*only) && ok)
+		ok = blk_rt_error(t->rt, "out of memory");
+	t->derived = t->derived || got > 0;
+	free(idx);
+	blk_program_destroy(p);
+	return ok;
+}
+
 int blk_tuner_compile(BlkTuner *t, const BlkTensor *tensors, int ntensors)
 {
 	if (!tuner_tensors_ok(t, tensors, ntensors, "blk_tuner_compile"))
 		return -1;
-	bool *ok = alloc_flags(t);
-	int good = ok ? prepare(t, tensors, ntensors, ok, false) : -1;
+	bool *only = NULL;
+	bool *ok = derive(t, tensors, ntensors, &only) ? alloc_flags(t) : NULL;
+	int good = ok ? prepare(t, tensors, ntensors, ok, only, false) : -1;
 	free(ok);
+	free(only);
 	return good;
 }
 
@@ -791,7 +835,8 @@ static bool time_all(BlkTuner *t, Timing *tm, const bool *ok, BlkTunerResult *r)
 }
 
 /* Steps 1-4 for a new signature: r gets the winner. */
-static bool timed_tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s, BlkTunerResult *out)
+static bool timed_tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s, const bool *only,
+                       BlkTunerResult *out)
 {
 	bool *ok = alloc_flags(t);
 	Timing tm = {.stream = s, .ts = ts, .n = n};
@@ -800,7 +845,7 @@ static bool timed_tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s, Blk
 	bool done = false;
 	if (ok && !tm.ms) {
 		blk_rt_error(t->rt, "out of memory");
-	} else if (ok && prepare(t, ts, n, ok, true) > 0 && (tm.timer = blk_timer_create(t->rt)) &&
+	} else if (ok && prepare(t, ts, n, ok, only, true) > 0 && (tm.timer = blk_timer_create(t->rt)) &&
 	           time_all(t, &tm, ok, &r)) {
 		r.candidates = t->ncands;
 		char *key = signature(t, ts, n);
@@ -883,14 +928,20 @@ static void to_disk(const BlkTuner *t, const char *sig, const BlkTunerResult *r)
  * launches the winner. */
 static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
 {
+	bool *only = NULL;
+	if (!derive(t, ts, n, &only))
+		return false;
 	char *sig = ensure_candidates(t) ? signature(t, ts, n) : NULL;
 	BlkTunerResult r = {.config = -1};
-	if (sig && t->rt->cache_dir && from_disk(t, sig, ts, n, &r))
+	if (sig && t->rt->cache_dir && from_disk(t, sig, ts, n, &r)) {
+		free(only);
 		return add_signature(t, sig, &r) && blk_launch(t->cands[r.config].f, ts, n, s);
-	bool done = timed_tune(t, ts, n, s, &r);
+	}
+	bool done = timed_tune(t, ts, n, s, only, &r);
 	if (done && sig)
 		to_disk(t, sig, &r);
 	free(sig);
+	free(only);
 	return done && blk_launch(t->cands[r.config].f, ts, n, s);
 }
 

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lower/lower.h"
+#include "runtime/auto.h"
 #include "runtime/include/blk.h"
 
 static const char usage_text[] =
@@ -49,6 +51,9 @@ static const char usage_text[] =
 "                     waves; compulsory traffic, the dots' FLOPs, arithmetic\n"
 "                     intensity and the memory and compute rooflines on\n"
 "                     H100/H200 (docs/backend.md)\n"
+"  --estimate         the cost model's estimate at the sizes (what `auto`\n"
+"                     ranks) and what it read of the kernel, as one JSON\n"
+"                     line; the IR passes only, no LLVM (docs/backend.md)\n"
 "  --from-ir          FILE is IR text (as --emit=ir or --dump-after print it);\n"
 "                     with --pass=NAME, runs that IR pass alone on it and\n"
 "                     prints the result; without, verifies and prints it;\n"
@@ -125,7 +130,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_DUMP, OPT_REPORT, OPT_INTERP, OPT_SEED,
-       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS, OPT_VERSION };
+       OPT_OUTDIR, OPT_NOCHECK, OPT_ITERS, OPT_FROM_IR, OPT_PASS, OPT_VERSION, OPT_ESTIMATE };
 
 static const struct option long_opts[] = {
 	{ "emit", required_argument, 0, OPT_EMIT },
@@ -133,6 +138,7 @@ static const struct option long_opts[] = {
 	{ "arch", required_argument, 0, OPT_ARCH },
 	{ "dump-after", required_argument, 0, OPT_DUMP },
 	{ "report", no_argument, 0, OPT_REPORT },
+	{ "estimate", no_argument, 0, OPT_ESTIMATE },
 	{ "interpret", no_argument, 0, OPT_INTERP },
 	{ "seed", required_argument, 0, OPT_SEED },
 	{ "out-dir", required_argument, 0, OPT_OUTDIR },
@@ -164,6 +170,7 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	case OPT_ARCH: o->arch = arg; return -1;
 	case OPT_DUMP: o->dump_after = arg; return -1;
 	case OPT_REPORT: o->report = true; return -1;
+	case OPT_ESTIMATE: o->estimate = true; return -1;
 	case OPT_FROM_IR: o->from_ir = true; return -1;
 	case OPT_PASS: o->pass = arg; return -1;
 	case OPT_INTERP: o->interpret = true; return -1;
@@ -256,7 +263,7 @@ static int parse_args(BlkcOptions *o, int argc, char **argv)
 	if (o->pass && !o->from_ir)
 		return bad_usage("--pass=%s needs --from-ir (a single pass runs on IR text)", o->pass);
 	if (o->from_ir && (o->run || o->ndefines || o->emit == EMIT_TOKENS || o->emit == EMIT_AST ||
-	                   o->emit == EMIT_C || o->dump_after || o->report))
+	                   o->emit == EMIT_C || o->dump_after || o->report || o->estimate))
 		return bad_usage("--from-ir takes only --pass, --emit=ir|llvm|ptx, --arch, -k, -o and sizes%s", "");
 	return check_dump_after(o);
 }
@@ -378,7 +385,7 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 static bool blkc_lowers(const BlkcOptions *o)
 {
 	return o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_C || o->dump_after ||
-	       o->report;
+	       o->report || o->estimate;
 }
 
 /* The target when --arch is not given: the GPU's own if this machine has
@@ -405,11 +412,10 @@ bool blkc_kernel_fits(const BlkKernel *k, BlkDiag *d)
 	return false;
 }
 
-/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after,
- * --report); sizes and arrays hold BLK_MAX_SIZES and BLK_MAX_PARAMS. */
-bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
-                         const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
-                         BlkCompiled *out)
+/* The sizes bound on the command line and contiguous arrays of them for
+ * kernel k; sizes and arrays hold BLK_MAX_SIZES and BLK_MAX_PARAMS. */
+static bool bind_at_sizes(const BlkcOptions *o, BlkDiag *d, const BlkKernel *k, int64_t *sizes,
+                          BlkArrayDesc *arrays, int *n)
 {
 	if (!blkc_kernel_fits(k, d))
 		return false;
@@ -422,7 +428,16 @@ bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const Bl
 		}
 	}
 	*n = blkc_array_descs(k, sizes, arrays, d);
-	if (*n < 0 || !blk_bind_sizes(k, arrays, *n, sizes, d))
+	return *n >= 0 && blk_bind_sizes(k, arrays, *n, sizes, d);
+}
+
+/* Lowers kernel k at the bound sizes (for --emit=llvm|ptx|c, --dump-after,
+ * --report); sizes and arrays hold BLK_MAX_SIZES and BLK_MAX_PARAMS. */
+bool blkc_lower_at_sizes(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k,
+                         const char *arch, int64_t *sizes, BlkArrayDesc *arrays, int *n,
+                         BlkCompiled *out)
+{
+	if (!bind_at_sizes(o, d, k, sizes, arrays, n))
 		return false;
 	BlkLowerOptions lo = { .arch = arch, .dump_after = o->dump_after, .dump_out = stderr,
 	                       .want_llvm = o->emit == EMIT_LLVM, .no_tma = o->emit == EMIT_C };
@@ -455,6 +470,62 @@ bool blkc_close_output(FILE *f, const BlkcOptions *o, BlkDiag *d)
 	return ok;
 }
 
+/* k with its `auto` parameters chosen by the cost model at the sizes
+ * bound on the command line (runtime/auto.c), and the module holding it;
+ * k itself when it has none.  The choice is noted on stderr. */
+static BlkKernel *resolve_autos(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule **m,
+                                BlkKernel *k)
+{
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
+	int n;
+	if (!k || !blk_auto_any(k))
+		return k;
+	if (!bind_at_sizes(o, d, k, sizes, arrays, &n))
+		return NULL;
+	BlkLowerOptions lo = { .arch = o->arch };
+	BlkAutoChoice ch;
+	BlkModule *chosen = blk_auto_choose(a, d, k->loc.src, o->defines, o->ndefines, k, sizes,
+	                                    arrays, &lo, &ch);
+	if (!chosen)
+		return NULL;
+	fprintf(stderr, "blkc: kernel %s: auto chose %s (the model's estimate %.1f us; %d points "
+	        "ranked, %d lowered)\n", k->name, ch.text, ch.cost.us, ch.ranked, ch.lowered);
+	*m = chosen;
+	for (BlkKernel *c = chosen->first; c; c = c->next)
+		if (strcmp(c->name, k->name) == 0)
+			return c;
+	return NULL;
+}
+
+/* --estimate: the cost model's reading and estimate, one JSON line. */
+static int estimate_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *k)
+{
+	int64_t sizes[BLK_MAX_SIZES];
+	BlkArrayDesc arrays[BLK_MAX_PARAMS];
+	int n;
+	BlkCost c;
+	BlkLowerOptions lo = { .arch = o->arch };
+	if (!bind_at_sizes(o, d, k, sizes, arrays, &n) || !blk_lower_cost(a, d, k, sizes, arrays, &lo, &c))
+		return BLKC_ERROR;
+	const BlkCostWork *w = &c.work;
+	FILE *f = blkc_open_output(o, d);
+	if (!f)
+		return BLKC_ERROR;
+	fprintf(f, "{\"kernel\": \"%s\", \"us\": %.3f, \"per_sm\": %d, \"limit\": \"%s\", \"regs\": %d, "
+	        "\"waves\": %.0f, \"compute_us\": %.3f, \"memory_us\": %.3f, \"latency_us\": %.3f, "
+	        "\"dram_us\": %.3f, \"flight\": %.3f, \"programs\": %.0f, \"flops\": %.6g, \"bytes\": %.6g, "
+	        "\"trips\": %.0f, \"sfu\": %.6g, \"engine\": \"%s\", \"dot\": [%lld, %lld, %lld], "
+	        "\"largest_tile\": %.0f, \"compulsory\": %.6g, \"threads\": %d, \"smem\": %lld, "
+	        "\"specialized\": %s, \"stages\": %d}\n",
+	        k->name, isfinite(c.us) ? c.us : -1.0, c.per_sm, c.limit ? c.limit : "", c.regs, c.waves,
+	        c.compute_us, c.memory_us, c.latency_us, c.dram_us, c.flight, w->programs, w->flops,
+	        w->bytes, w->trips, w->sfu, w->engine ? w->engine : "", (long long)w->dot_m,
+	        (long long)w->dot_n, (long long)w->dot_k, w->largest_tile, w->compulsory, c.threads,
+	        (long long)c.smem, c.specialized ? "true" : "false", k->num_stages);
+	return blkc_close_output(f, o, d) ? BLKC_OK : BLKC_ERROR;
+}
+
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
 	if (!blkc_lowers(o)) {
@@ -472,7 +543,9 @@ static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule
 		}
 		return blkc_close_output(f, o, d) && !blk_diag_error_count(d) ? BLKC_OK : BLKC_ERROR;
 	}
-	BlkKernel *k = blkc_pick_kernel(m, o, d);
+	BlkKernel *k = resolve_autos(o, a, d, &m, blkc_pick_kernel(m, o, d));
+	if (k && o->estimate)
+		return estimate_mode(o, a, d, k);
 	if (k && o->emit == EMIT_C)
 		return blkc_emit_c(o, a, d, k);
 	BlkCompiled c;

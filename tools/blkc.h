@@ -28,6 +28,7 @@ typedef struct BlkcOptions {
 	const char *dump_after;
 	const char *out_dir;   /* run: where outputs go */
 	bool report;
+	bool estimate;         /* --estimate: the cost model's, one JSON line */
 	bool from_ir;          /* --from-ir: the file is IR text */
 	const char *pass;      /* --pass: the one IR pass to run on it */
 	bool check;            /* run on the GPU: compare with the interpreter */

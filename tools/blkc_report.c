@@ -232,6 +232,24 @@ static void report_traffic(const BlkKernel *k, const BlkArrayDesc *arrays)
 	       bytes / 4.19e6);
 }
 
+/* The cost model's estimate (lower/cost.c), which chooses `auto` values. */
+static void report_model(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                         const BlkArrayDesc *arrays, const char *arch)
+{
+	BlkLowerOptions lo = {.arch = arch};
+	BlkCost m;
+	if (!blk_lower_cost(a, d, k, sizes, arrays, &lo, &m)) {
+		printf("  model: not estimated (the lowering refused the kernel)\n");
+		return;
+	}
+	printf("  model: %.1f us; %d program%s an SM (limited by %s, ~%d registers a thread), "
+	       "%.0f programs in %.0f wave%s\n", m.us, m.per_sm, m.per_sm == 1 ? "" : "s", m.limit,
+	       m.regs, m.work.programs, m.waves, m.waves == 1 ? "" : "s");
+	printf("  model bounds over the waves: compute %.1f us, L2 traffic %.1f us, load latency %.1f us "
+	       "(%.0f trips); DRAM floor %.1f us%s\n", m.compute_us, m.memory_us, m.latency_us,
+	       m.work.trips, m.dram_us, m.work.guessed ? " (a loop bound unknown: counted once)" : "");
+}
+
 void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,
                  const BlkCompiled *c, const int64_t *sizes, const BlkArrayDesc *arrays)
 {
@@ -266,6 +284,7 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 	int regs = report_ptxas(c->ptx, arch);
 	report_occupancy(strncmp(arch, "sm_8", 4) == 0 ? &ampere : &hopper, l, grid, regs);
 	report_traffic(k, arrays);
+	report_model(a, d, k, sizes, arrays, arch);
 	/* The kernel itself, specialized in place (every size compiled in, so
 	 * the loops' trip counts are known): nothing uses it after. */
 	k->size_dyn = NULL;

@@ -14,7 +14,10 @@
  * ulp, absolute 2^-22 near 1); tanh is 1 - 2 / (exp(2x) + 1), the
  * division div.approx.ftz (2 ulp; the IEEE division's
  * slow path cost a gelu epilogue a third of its matmul's time): absolute
- * error about 1e-7, relative larger near 0.
+ * error about 1e-7, relative larger near 0.  exp2 and log2 are ex2/lg2
+ * alone; the activations (silu, gelu's two forms, softplus) are built of
+ * the functions above, so they inherit their accuracy; fma is fma.rn,
+ * the interpreter's fmaf exactly.
  */
 #include "emit.h"
 
@@ -220,6 +223,47 @@ static LLVMValueRef sigmoid_f32(Emit *E, LLVMValueRef x)
 	return blk_emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
 }
 
+/* x * sigmoid(x) as div.approx(x, 1 + e^-x): e^-x overflows to inf (-0
+ * for a finite x < 0, the interpreter's x / inf), flushes to 0 (x). */
+static LLVMValueRef silu_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMValueRef dv[2] = { x, LLVMBuildFAdd(E->b, exp_f32(E, LLVMBuildFNeg(E->b, x, "")), fconst(E, 1.0), "") };
+	return blk_emit_intrinsic(E, "llvm.nvvm.div.approx.ftz.f", NULL, 0, dv, 2);
+}
+
+/* x / 2 * (1 + f), f = erf(x / sqrt 2) or the tanh form's tanh. */
+static LLVMValueRef half_x_one_plus(Emit *E, LLVMValueRef x, LLVMValueRef f)
+{
+	LLVMValueRef h = LLVMBuildFMul(E->b, fconst(E, 0.5), x, "");
+	return LLVMBuildFMul(E->b, h, LLVMBuildFAdd(E->b, fconst(E, 1.0), f, ""), "");
+}
+
+static LLVMValueRef gelu_f32(Emit *E, LLVMValueRef x)
+{
+	return half_x_one_plus(E, x, erf_f32(E, LLVMBuildFMul(E->b, x, fconst(E, 0.70710678118654752), "")));
+}
+
+/* tanh(sqrt(2/pi) (x + 0.044715 x^3)), x^3's product in the
+ * interpreter's order. */
+static LLVMValueRef gelu_tanh_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMValueRef c = LLVMBuildFMul(E->b, fconst(E, 0.044715), x, "");
+	c = LLVMBuildFMul(E->b, LLVMBuildFMul(E->b, c, x, ""), x, "");
+	LLVMValueRef u = LLVMBuildFMul(E->b, fconst(E, 0.7978845608028654), LLVMBuildFAdd(E->b, x, c, ""), "");
+	return half_x_one_plus(E, x, tanh_f32(E, u));
+}
+
+/* max(x, 0) + log1p(e^-|x|): e^x is never taken of a large x; maxnum
+ * gives 0 for a NaN, which the log1p term then makes NaN. */
+static LLVMValueRef softplus_f32(Emit *E, LLVMValueRef x)
+{
+	LLVMTypeRef t = E->f32;
+	LLVMValueRef args[2] = { x, fconst(E, 0.0) };
+	LLVMValueRef m = blk_emit_intrinsic(E, "llvm.maxnum", &t, 1, args, 2);
+	LLVMValueRef e = exp_f32(E, LLVMBuildFNeg(E->b, call1(E, "llvm.fabs", x), ""));
+	return LLVMBuildFAdd(E->b, m, log1p_f32(E, e), "");
+}
+
 static LLVMValueRef fcmp(Emit *E, LLVMRealPredicate p, LLVMValueRef x, double c)
 {
 	return LLVMBuildFCmp(E->b, p, x, fconst(E, c), "");
@@ -281,6 +325,12 @@ static LLVMValueRef unary_f32(Emit *E, BlkOpKind k, LLVMValueRef x)
 	case BLK_OP_EXPM1: return expm1_f32(E, x);
 	case BLK_OP_FLOOR: return call1(E, "llvm.floor", x);
 	case BLK_OP_CEIL: return call1(E, "llvm.ceil", x);
+	case BLK_OP_EXP2: return call1_nvvm(E, "llvm.nvvm.ex2.approx.ftz.f", x);
+	case BLK_OP_LOG2: return call1_nvvm(E, "llvm.nvvm.lg2.approx.f", x);
+	case BLK_OP_SILU: return silu_f32(E, x);
+	case BLK_OP_GELU: return gelu_f32(E, x);
+	case BLK_OP_GELU_TANH: return gelu_tanh_f32(E, x);
+	case BLK_OP_SOFTPLUS: return softplus_f32(E, x);
 	default: blk_die("lower: emit: unary op %s on floats", blk_op_name(k));
 	}
 }
@@ -507,6 +557,9 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 		return cast(E, x[0], dt, rt);
 	if (k == BLK_OP_SELECT)
 		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
+	if (k == BLK_OP_FMA) /* fma.rn.f32: the interpreter's fmaf, bit for bit in f32 */
+		return blk_emit_from_f32(E, fma_f32(E, blk_emit_to_f32(E, x[0], dt), blk_emit_to_f32(E, x[1], dt),
+		                                    blk_emit_to_f32(E, x[2], dt)), dt);
 	if (blk_dtype_is_byte(dt)) { /* in i32, then back to 8 bits */
 		LLVMValueRef a = blk_emit_to_i32(E, x[0], dt);
 		LLVMValueRef r = op->noperands == 1 ? unary_int(E, k, a)

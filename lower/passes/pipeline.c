@@ -546,9 +546,11 @@ static bool simt_stages(Pipe *P)
 static void pipeline_loop(void *ctx, BlkOp *f)
 {
 	LowerCtx *c = ctx;
-	if (f->kind != BLK_OP_FOR || c->k->num_stages < 2)
+	const BlkAttr *st = f->kind == BLK_OP_FOR ? blk_op_attr(f, "stages") : NULL;
+	int stages = st && st->kind == BLK_ATTR_INT ? (int)st->i : c->k->num_stages; /* schedule.c's */
+	if (f->kind != BLK_OP_FOR || stages < 2)
 		return;
-	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = c->k->num_stages };
+	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = stages };
 	if (blk_pipe_choose(&P) && simt_stages(&P) && !blk_pipe_warp_specialize(&P))
 		pipeline(&P);
 }

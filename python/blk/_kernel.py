@@ -302,7 +302,25 @@ class Kernel:
                 raise loaded.rt.error(CompileError)
         return {"ptx": _lib.text(info.ptx), "entry": _lib.text(info.entry),
                 "arch": _lib.text(info.arch), "threads": info.threads,
-                "smem_bytes": info.smem_bytes, "grid": tuple(info.grid), "cached": info.cached}
+                "smem_bytes": info.smem_bytes, "grid": tuple(info.grid), "cached": info.cached,
+                "config": _lib.text(info.config)}
+
+    def search(self, *arrays, max=12, **named):
+        """The search space for these arrays, ranked by blk's cost model: up
+        to `max` configurations (dicts of compile-time parameters) of the int
+        parameters this kernel leaves open and uses as sizes, and num_warps
+        and num_stages, the best first; [] when nothing is open.  What
+        blk.autotune times when given no configs.  Works without a GPU."""
+        slots = self._match(arrays, named)
+        first = from_array(next(a for a in slots if a is not None))
+        loaded = self._load(first.device)
+        args, ts = self._args(slots, loaded.func, loaded.rt)
+        out = (ctypes.c_char_p * max)()
+        with loaded.rt.lock:
+            n = _lib.lib.blk_func_search(loaded.func, ts, len(args), out, max)
+            if n < 0:
+                raise loaded.rt.error(CompileError)
+        return [_parse_config(_lib.text(out[i])) for i in range(n)]
 
     def bind(self, *arrays, **named):
         """The launch sizes these arrays bind, as a dict {"M": 128, ...}
@@ -442,6 +460,11 @@ def _like_first(host_out, slots):
 
 def _module_name(x):
     return type(x).__module__.split(".")[0]
+
+
+def _parse_config(text):
+    """"BM=128,num_warps=8" as {"BM": 128, "num_warps": 8} (the search's ints)."""
+    return {k: int(v) for k, v in (kv.split("=", 1) for kv in text.split(","))}
 
 
 def kernel(src, name=None, interpret=None, **params):

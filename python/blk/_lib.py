@@ -47,6 +47,7 @@ class CompiledInfo(ctypes.Structure):
         ("grid", ctypes.c_uint * 3),
         ("cached", ctypes.c_bool),
         ("jit_log", ctypes.c_char_p),
+        ("config", ctypes.c_char_p),
     ]
 
 
@@ -83,6 +84,7 @@ _SIGNATURES = {
     "blk_func_bind": (_B, [_P, _TP, _I, ctypes.POINTER(ctypes.c_int64)]),
     "blk_func_infer_shapes": (_B, [_P, _TP, _I]),
     "blk_func_compile": (_B, [_P, _TP, _I, ctypes.POINTER(CompiledInfo)]),
+    "blk_func_search": (_I, [_P, _TP, _I, ctypes.POINTER(ctypes.c_char_p), _I]),
     "blk_launch": (_B, [_P, _TP, _I, _P]),
     "blk_interpret": (_B, [_P, _TP, _I]),
     "blk_runtime_interrupt": (None, [_P]),

@@ -16,7 +16,14 @@ compile or that the GPU refuses are skipped with the reason in `results`.
 Every candidate writes the outputs while timed, so a kernel that reads its
 outputs (inout) should be tuned on scratch copies.
 
-In interpret mode nothing is timed: the first candidate runs.
+Without `configs` (`blk.autotune("examples/matmul.blk", T="bf16")`), each
+new key's candidates are blk's own search space for its arrays
+(`Kernel.search`): the int parameters the kernel uses as sizes and leaves
+open, and num_warps and num_stages, ranked by the cost model, the best
+`search` of them timed.
+
+In interpret mode nothing is timed: the first candidate runs (without
+configs: the kernel as given, its `auto` parameters at their stand-ins).
 """
 import ctypes
 import hashlib
@@ -68,10 +75,14 @@ def _signature(slots):
 class Autotuned:
     """A kernel with candidate configurations; call it like a Kernel."""
 
-    def __init__(self, src, configs, key=None, name=None, warmup=2, reps=10, **params):
-        if not configs:
-            raise BlkError("autotune needs at least one configuration")
-        self.configs = [dict(c) for c in configs]
+    def __init__(self, src, configs=None, key=None, name=None, warmup=2, reps=10, search=12,
+                 **params):
+        if configs is not None and not configs:
+            raise BlkError("autotune needs at least one configuration (or none given at all: "
+                           "blk's own search space)")
+        self.derived = configs is None  # per key: the model's best `search` of the space
+        self.search = search
+        self.configs = [] if self.derived else [dict(c) for c in configs]
         self.base = Kernel(src, name=name, **params)
         self.kernels = [None] * len(self.configs)
         unknown = [k for k in (key or []) if k not in self.base.sizes]
@@ -96,6 +107,7 @@ class Autotuned:
                                                        errors="replace").read()
         ident = json.dumps([_lib.text(_lib.lib.blk_version()), text, b.name,
                             sorted(b.params.items(), key=str),
+                            "derived" if self.derived else
                             [sorted(c.items(), key=str) for c in self.configs],
                             self.key, self.warmup, self.reps], default=str)
         return os.path.join(d, "tune", hashlib.sha256(ident.encode()).hexdigest() + ".json")
@@ -110,9 +122,19 @@ class Autotuned:
             return  # none yet, or damaged: tuned again and rewritten
         if isinstance(data, dict):
             for k, v in data.items():
+                if self.derived and isinstance(v, dict) and isinstance(v.get("params"), dict):
+                    v = dict(v, config=self._add_config(v["params"]))
                 if isinstance(v, dict) and isinstance(v.get("config"), int) \
                         and 0 <= v["config"] < len(self.configs):
                     self.results.setdefault(k, v)
+
+    def _add_config(self, params):
+        """The index of params among the configs, appended if new."""
+        params = dict(params)
+        if params not in self.configs:
+            self.configs.append(params)
+            self.kernels.append(None)
+        return self.configs.index(params)
 
     def _write(self):
         if not self._file:
@@ -163,7 +185,8 @@ class Autotuned:
         if interpret is None:
             interpret = interpret_default()
         if interpret:
-            return self.kernel(0)(*arrays, interpret=True, **named)
+            k = self.base if self.derived else self.kernel(0)
+            return k(*arrays, interpret=True, **named)
         given = self.base._match(arrays, named)
         sig = _signature(given)
         try:
@@ -196,9 +219,20 @@ class Autotuned:
             self._write()
         return self.kernel(r["config"])
 
+    def _candidates(self, slots):
+        """The configs timed for these arrays: all given, or the search's."""
+        if not self.derived:
+            return list(range(len(self.configs)))
+        found = self.base.search(*slots, max=self.search)
+        if not found:
+            raise BlkError(f"autotune: kernel {self.base.name} leaves no int parameter used as a "
+                           "size, nor num_warps or num_stages, open to search; give configs")
+        return [self._add_config(c) for c in found]
+
     def _tune(self, slots, stream):
+        cands = self._candidates(slots)
         timings, notes = [None] * len(self.configs), {}
-        for i in range(len(self.configs)):
+        for i in cands:
             try:
                 timings[i] = self._time(self.kernel(i), slots, stream)
             except BlkError as e:  # CompileError included
@@ -237,7 +271,9 @@ class Autotuned:
         return statistics.median(ms)
 
 
-def autotune(src, configs, key=None, name=None, warmup=2, reps=10, **params):
-    """A kernel tuned over `configs` (dicts of compile-time parameters) per
-    `key` (names of launch sizes; default all of them).  See the module doc."""
-    return Autotuned(src, configs, key=key, name=name, warmup=warmup, reps=reps, **params)
+def autotune(src, configs=None, key=None, name=None, warmup=2, reps=10, search=12, **params):
+    """A kernel tuned over `configs` (dicts of compile-time parameters; None:
+    blk's search space, its best `search` by the cost model) per `key`
+    (names of launch sizes; default all of them).  See the module doc."""
+    return Autotuned(src, configs, key=key, name=name, warmup=warmup, reps=reps, search=search,
+                     **params)

@@ -473,6 +473,50 @@ def test_kernel_info_compile_bind():
     assert "matmul" in repr(mm) and "BM=32" in repr(mm)
 
 
+def test_auto_params_chosen_per_shape():
+    # BM/BN/BK/num_warps/num_stages left to the cost model: each shape gets
+    # its own choice (compile()'s "config"), and the interpreter's result
+    # does not depend on it
+    mm = blk.kernel(f"{EX}/matmul.blk", T="f16", BM="auto", BN="auto", BK="auto",
+                    num_warps="auto", num_stages="auto")
+    big = mm.compile(np.zeros((4096, 4096), np.float16), np.zeros((4096, 4096), np.float16))
+    skinny = mm.compile(np.zeros((64, 8192), np.float16), np.zeros((8192, 8192), np.float16))
+    for info in (big, skinny):
+        names = [kv.split("=")[0] for kv in info["config"].split(",")]
+        assert names == ["BM", "BN", "BK", "num_warps", "num_stages"], info["config"]
+    assert big["config"] != skinny["config"]
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((37, 20)).astype(np.float16)
+    b = rng.standard_normal((20, 29)).astype(np.float16)
+    close(mm(a, b, interpret=True).astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), 2e-2)
+    plain = blk.kernel(f"{EX}/matmul.blk", T="f16")
+    assert plain.compile(a, b)["config"] == ""
+    try:
+        blk.kernel(f"{EX}/matmul.blk", T="auto")
+        raise AssertionError("T=auto was accepted")
+    except blk.CompileError as e:
+        assert "only an int parameter can be auto" in str(e)
+
+
+def test_search_space_ranked_by_the_model():
+    # no configs: the parameters the kernel uses as sizes and leaves open,
+    # and num_warps/num_stages, ranked for the arrays; a define closes one
+    mm = blk.kernel(f"{EX}/matmul.blk", T="f16")
+    a, b = np.zeros((2048, 2048), np.float16), np.zeros((2048, 2048), np.float16)
+    space = mm.search(a, b, max=5)
+    assert 1 <= len(space) <= 5
+    assert all(set(c) == {"BM", "BN", "BK", "num_warps", "num_stages"} for c in space), space
+    assert len({tuple(sorted(c.items())) for c in space}) == len(space)
+    fixed = blk.kernel(f"{EX}/matmul.blk", T="f16", BK=64, num_warps=8).search(a, b, max=3)
+    assert all(set(c) == {"BM", "BN", "num_stages"} for c in fixed), fixed
+    add = blk.kernel(f"{EX}/add.blk")
+    x = np.zeros(100000, np.float32)
+    assert {"B"} <= set(add.search(x, x, max=2)[0])
+    # interpret mode runs the kernel as given: no timing, no search
+    t = blk.autotune(f"{EX}/add.blk")
+    close(t(x + 1, x + 2, interpret=True), x + 3, 0)
+
+
 # ---- the disk cache across processes ----------------------------------------------
 
 CHILD = r"""
@@ -716,6 +760,34 @@ def test_fake_gpu_autotune():
         # interpret mode runs the first candidate, untimed
         an, bn = rand(20, 10), rand(10, 12)
         close(tuned(an, bn, interpret=True), an @ bn)
+    finally:
+        os.environ.pop("BLK_LIBCUDA", None)
+
+
+def test_fake_gpu_autotune_search():
+    # no configs: each key's candidates are the model's best `search`
+    # configurations of the kernel's open parameters, timed; the winner
+    # is kept on disk by its parameters and found again by another tuner
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    d = tempfile.mkdtemp(prefix="blk-search-")
+    os.environ["BLK_CACHE_DIR"] = d
+    try:
+        tuned = blk.autotune(f"{EX}/matmul.blk", key=["M", "N"], reps=3, search=4)
+        a, b, c = fake_mm()
+        assert tuned(a, b, c) is c
+        (r,) = tuned.results.values()
+        timed = [t for t in r["timings"] if t is not None]
+        assert 1 <= len(timed) <= 4 and len(tuned.configs) <= 4
+        best = tuned.best(a, b, c)
+        assert set(best) == {"BM", "BN", "BK", "num_warps", "num_stages"}, best
+        assert best in tuned.base.search(a, b, c, max=4)
+        again = blk.autotune(f"{EX}/matmul.blk", key=["M", "N"], reps=3, search=4)
+        def no_tuning(*args):
+            raise AssertionError("tuned again")
+        again._tune = no_tuning
+        assert again(a, b, c) is c and again.best(a, b, c) == best
     finally:
         os.environ.pop("BLK_LIBCUDA", None)
 

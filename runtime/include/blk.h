@@ -183,6 +183,8 @@ typedef struct BlkCompiledInfo {
 	unsigned grid[3];
 	bool cached;         /* this call found it in a cache (memory or disk) */
 	const char *jit_log; /* the driver JIT's info log once loaded; else NULL */
+	const char *config;  /* the values chosen for `auto` parameters for these
+	                      * tensors ("BM=128,BN=256,num_warps=8"); "" when none */
 } BlkCompiledInfo;
 
 /* Checks tensors against f's params (count, dtype, rank, shape) without
@@ -191,6 +193,15 @@ BLK_API bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors);
 /* Checks and compiles (or finds in the cache) the specialization for these
  * tensors; works offline.  info may be NULL. */
 BLK_API bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info);
+/* The search space for these tensors, ranked by the cost model: up to max
+ * configurations of f's int compile-time parameters that its program's
+ * defines leave open and the kernel uses as sizes, plus num_warps and
+ * num_stages (docs/runtime.md, "auto"), the best first, each as
+ * "BM=128,BN=256,num_warps=8" in configs[i] (valid as long as the
+ * program).  Returns how many: 0 when nothing is open to search, -1 on
+ * an error.  What the tuners time when given no candidates; works offline. */
+BLK_API int blk_func_search(BlkFunc *f, const BlkTensor *tensors, int ntensors, const char **configs,
+                            int max);
 /* Checks, compiles if needed, loads, and enqueues f on stream.  Nothing
  * reaches the GPU if the tensors do not match the kernel.  Asynchronous:
  * errors while the kernel runs surface at the next synchronization. */
@@ -268,6 +279,12 @@ BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
  * blk_launch); candidates added after a signature was tuned do not reopen
  * it.
  *
+ * With no candidate added, each new signature's candidates are the cost
+ * model's best 12 of the kernel's search space for its tensors
+ * (blk_func_search; they are added to the list, and a signature times only
+ * its own); a kernel with nothing open to search has one candidate, the
+ * base defines alone.
+ *
  * Errors go to blk_runtime_last_error of the runtime. */
 typedef struct BlkTuner BlkTuner;
 
@@ -282,8 +299,8 @@ BLK_API BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char 
 BLK_API void blk_tuner_destroy(BlkTuner *t);
 
 /* Adds a candidate: n strings "NAME=VALUE".  false if one is malformed or a
- * name repeats (nothing is added).  With no candidate added, a tuner has one:
- * the base defines alone.  Candidates are numbered from 0 in order added. */
+ * name repeats (nothing is added).  With no candidate added, the search
+ * space's (above).  Candidates are numbered from 0 in order added. */
 BLK_API bool blk_tuner_add_config(BlkTuner *t, const char *const *defines, int n);
 /* The same from text: "BM=64,BN=128,BK=16,num_warps=4" (commas or spaces). */
 BLK_API bool blk_tuner_add_config_text(BlkTuner *t, const char *text);

@@ -108,6 +108,21 @@ static void test_numbers(void **state)
 	done(&r);
 }
 
+/* Hex literals are 32-bit patterns: past 0x7fffffff, negative i32s. */
+static void test_hex(void **state)
+{
+	(void)state;
+	Lexed r = lex("0xFF 0x7fffffff 0X80000000 0xffffffff 0x00000000009E3779B9");
+	assert_int_equal(r.errors, 0);
+	assert_int_equal(r.t[0].kind, BLK_TOK_INT);
+	assert_int_equal(r.t[0].ival, 255);
+	assert_int_equal(r.t[1].ival, 2147483647);
+	assert_int_equal(r.t[2].ival, INT32_MIN);
+	assert_int_equal(r.t[3].ival, -1);
+	assert_int_equal(r.t[4].ival, (int32_t)0x9E3779B9u);
+	done(&r);
+}
+
 static void test_strings(void **state)
 {
 	(void)state;
@@ -156,6 +171,8 @@ static void test_errors(void **state)
 	expect_error("1e", 2, "t.blk:1:1: error:", "exponent has no digits");
 	expect_error("1.5e-", 5, "t.blk:1:1: error:", "exponent has no digits");
 	expect_error("12abc", 5, "t.blk:1:1: error:", "malformed number '12abc'");
+	expect_error("0x100000000", 11, "t.blk:1:1: error:", "hex literal too large (the limit is 0xFFFFFFFF, 32 bits)");
+	expect_error("0xfg", 4, "t.blk:1:1: error:", "malformed number '0xfg'");
 	expect_error("a $", 3, "t.blk:1:3: error:", "invalid character '$'");
 	expect_error("a\n #", 4, "t.blk:2:2: error:", "invalid character '#'");
 	expect_error("a \x01", 3, "t.blk:1:3: error:", "invalid character 0x01");
@@ -216,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_idents_and_builtins),
 		cmocka_unit_test(test_maximal_munch),
 		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_hex),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_locations),
 		cmocka_unit_test(test_errors),

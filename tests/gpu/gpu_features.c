@@ -809,8 +809,55 @@ static const Case cases[] = {
 	UNARY("unary_expm1", "expm1(v * 4.0)"),
 	UNARY("unary_expm1_small", "expm1(v * 0.0001)"),
 	UNARY("unary_floor_ceil", "floor(v * 5.0) + ceil(v * 3.0) * 0.5"),
+	UNARY("unary_exp2", "exp2(v * 6.0)"),
+	UNARY("unary_log2", "log2(abs(v) + 0.25)"),
+	UNARY("unary_silu", "silu(v * 8.0)"),
+	UNARY("unary_gelu", "gelu(v * 4.0)"),
+	UNARY("unary_gelu_tanh", "gelu(v * 4.0, approximate = true)"),
+	UNARY("unary_softplus", "softplus(v * 20.0) + softplus(v * 0.001)"),
+	UNARY("ternary_fma_clamp", "fma(v, v * 3.0, 0.5) + clamp(v * 2.0, -0.5, 1)"),
+	UNARY("weak_scalars", "v / N + v * (1.0 / N) - program_id(0) + clamp(v, -0.5, x[0])"),
+	UNARY("unary_isnan_isinf", "where(isnan(sqrt(v)), v, -v) + where(isinf(1.0 / floor(v * 2.0)), v * 4.0, 1.0)"),
 	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
 	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
+
+	/* tiles joined and cut: split's halves, concatenate, interleave,
+	 * stack; rows ragged (37 in blocks of 16) */
+	CASE("tile_join_split", true,
+	     "kernel tile_join_split[T = f32, BR = 16](\n"
+	     "    x: in T[R, 32] block (BR, 32) index (i) -> (i, 0),\n"
+	     "    y: out T[R, 48] block (BR, 48) index (i) -> (i, 0),\n"
+	     "    z: out T[R, 64] block (BR, 64) index (i) -> (i, 0),\n"
+	     "    s: out T[R, 2, 16] block (BR, 2, 16) index (i) -> (i, 0, 0),\n"
+	     "    o: out T[R, 13] block (BR, 13) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let t = x[...];\n"
+	     "    let (a, b) = split(t, 2, axis = 1);\n"
+	     "    y[...] = concatenate((b, t), axis = 1);\n"
+	     "    z[...] = interleave(t, -t);\n"
+	     "    s[...] = stack((b, a), axis = 1);\n"
+	     "    o[...] = concatenate((t[:, 0:5], t[:, 24:]), axis = 1);\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 32), A2('o', DT_T, 37, 48), A2('o', DT_T, 37, 64), A3('o', DT_T, 37, 2, 16),
+	     A2('o', DT_T, 37, 13)),
+
+	/* the same moves on one-byte and bool tiles (fp8 moved, not computed) */
+	CASE("tile_join_bytes", false,
+	     "kernel tile_join_bytes(\n"
+	     "    x: in f8e4m3[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    m: in bool[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    q: in i8[R, 8] block (16, 8) index (i) -> (i, 0),\n"
+	     "    y: out f8e4m3[R, 16] block (16, 16) index (i) -> (i, 0),\n"
+	     "    n: out bool[R, 2, 8] block (16, 2, 8) index (i) -> (i, 0, 0),\n"
+	     "    p: out i8[R, 16] block (16, 16) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, 16)) {\n"
+	     "    let (a, b) = split(x[...], 2, axis = 1);\n"
+	     "    y[...] = concatenate((b, x[...], a), axis = 1);\n"
+	     "    n[...] = stack((m[...], !m[...]), axis = 1);\n"
+	     "    p[...] = interleave(q[...], q[...] + 1);\n"
+	     "}\n",
+	     A2('i', BLK_F8E4M3, 37, 8), A2('i', BLK_BOOL, 37, 8), A2('i', BLK_I8, 37, 8),
+	     A2('o', BLK_F8E4M3, 37, 16), A3('o', BLK_BOOL, 37, 2, 8), A2('o', BLK_I8, 37, 16)),
 
 	/* pow with an exponent per element, from -6 to 6 */
 	CASE("binary_pow_tiles", true,

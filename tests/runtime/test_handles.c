@@ -49,6 +49,9 @@ static void kernel_calls(BlkFunc *f, const char *why)
 	expect_orphan("blk_func_bind: the kernel");
 	assert_false(blk_func_check(f, t, 2));
 	assert_false(blk_func_compile(f, t, 2, &ci));
+	const char *configs[4];
+	assert_int_equal(blk_func_search(f, t, 2, configs, 4), -1);
+	expect_orphan("blk_func_search: the kernel");
 	assert_false(blk_launch(f, t, 2, NULL));
 	assert_false(blk_interpret(f, t, 2));
 	expect_orphan("blk_interpret: the kernel");

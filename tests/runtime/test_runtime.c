@@ -684,9 +684,25 @@ static void test_tuner_default_candidate(void **state)
 		blk_tuner_destroy(t);
 		skip();
 	}
-	assert_int_equal(n, 1);
-	assert_int_equal(blk_tuner_num_configs(t), 1);
-	assert_string_equal(blk_tuner_config(t, 0), "");
+	/* No candidate given: the cost model's best of the search space for
+	 * these tensors, BM, BN, BK, num_warps and num_stages all open. */
+	assert_true(n >= 2 && n <= 12);
+	assert_int_equal(blk_tuner_num_configs(t), n);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(strncmp(blk_tuner_config(t, i), "BM=", 3), 0);
+	assert_contains(blk_tuner_log(t), "(the cost model's best of the search space)");
+	/* A second compile of the same tensors adds nothing new. */
+	assert_int_equal(blk_tuner_compile(t, ts, 3), n);
+	assert_int_equal(blk_tuner_num_configs(t), n);
+	/* A kernel with nothing open to search keeps its defines as the one. */
+	const char *copy = "kernel copy(x: in f32[N], y: out f32[N]) {\n    y[...] = x[...];\n}\n";
+	BlkTuner *one = blk_tuner_create(fx->rt, NULL, copy, NULL, NULL, 0);
+	int64_t sx[1] = {100};
+	BlkTensor xs[2] = {blk_tensor_make((void *)0x1000, BLK_DTYPE_F32, 1, sx),
+	                   blk_tensor_make((void *)0x2000, BLK_DTYPE_F32, 1, sx)};
+	assert_int_equal(blk_tuner_compile(one, xs, 2), 1);
+	assert_string_equal(blk_tuner_config(one, 0), "");
+	blk_tuner_destroy(one);
 	/* Every candidate failing is an error naming the log. */
 	BlkTuner *bad = matmul_tuner(fx->rt);
 	assert_true(blk_tuner_add_config_text(bad, "BM=512,BN=512,BK=32"));

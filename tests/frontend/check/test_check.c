@@ -90,6 +90,29 @@ static void test_weak_literals(void **state)
 	/* constant folding of weak expressions and cparams */
 	expect_ir("kernel k[B = 4](y: out i32[8]) {\n    y[...] = B * 3 + 1;\n}\n",
 	          "const {value = 13} : i32[8]", NULL);
+	/* i32's minimum written as docs/language.md says; folding wraps */
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = -2147483648;\n}\n",
+	          "const {value = -2147483648} : i32[8]", NULL);
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = 2147483647 + 1;\n}\n",
+	          "const {value = -2147483648} : i32[8]", NULL);
+	expect_ir("kernel k(y: out i32[8]) {\n    y[...] = 7 ~/ 0 + 0x10;\n}\n",
+	          "const {value = 16} : i32[8]", NULL);
+}
+
+/* Weak scalars: an integer scalar takes a float operand's dtype, a float
+ * scalar a float tile's; a cast of the scalar, then the broadcast. */
+static void test_weak_scalars(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f16[N], y: out f16[N]) {\n    y[...] = x[...] / N;\n}\n",
+	          "size {name = \"N\"} : i32", "cast %1 : f16\n", "broadcast %2 : f16[N]",
+	          "div %0, %3 : f16[N]", NULL);
+	expect_ir("kernel k(x: in bf16[N], s: in f32[1], y: out bf16[N]) {\n"
+	          "    y[...] = x[...] * (1.0 / N) + s[0];\n}\n",
+	          "div %1, %3 : f32\n", "cast %4 : bf16\n", "cast %9 : bf16\n", NULL);
+	expect_ir("kernel k(x: in f32[8], m: out bool[8]) {\n"
+	          "    m[...] = fori_loop(0, 4, x[...] < 0.0) |i, c| { c | (x[...] < i + 1) };\n}\n",
+	          "add %i, %6 : i32", "cast %7 : f32", "lt %5, %9 : bool[8]", NULL);
 }
 
 static void test_broadcast_explicit(void **state)
@@ -124,9 +147,28 @@ static void test_python_spellings(void **state)
 	          "    z[0] = x[...].sum();\n}\n",
 	          "reduce_max %0 {axis = 1} : f32[4]", "expand_dims %1 {axis = 1} : f32[4, 1]",
 	          "reduce_sum %4 {axis = 1} : f32[4]", "reduce_sum %5 {axis = 0} : f32\n", NULL);
+	expect_ir("kernel k(x: in f32[4, 8], y: out f32[4, 8]) {\n"
+	          "    y[...] = x[...].cummax(axis = 1) + x[...].cummin(axis = 0, reverse = true);\n}\n",
+	          "cummax %0 {axis = 1} : f32[4, 8]", "cummin %2 {axis = 0, reverse = 1} : f32[4, 8]", NULL);
 	expect_ir("kernel k(x: in f32[8], y: out f32[8, 8]) {\n"
 	          "    y[...] = x[...][:, None] + x[None, :];\n}\n",
 	          "expand_dims %0 {axis = 1} : f32[8, 1]", "expand_dims %3 {axis = 0} : f32[1, 8]", NULL);
+}
+
+/* The math builtins: an op each, clamp/isnan/isinf as the ops they mean,
+ * weak literals taking the tile's dtype. */
+static void test_math_builtins(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(x: in f16[8], y: out f16[8]) {\n"
+	          "    y[...] = gelu(x[...], approximate = true) + gelu(x[...]) + fma(x[...], 2, 0.5);\n}\n",
+	          "gelu_tanh %0 : f16[8]", "gelu %2 : f16[8]", "const {value = 2.0} : f16[8]", "fma %5, %6, %7 : f16[8]", NULL);
+	expect_ir("kernel k(x: in f32[8], y: out f32[8], m: out bool[8]) {\n"
+	          "    y[...] = clamp(x[...], -1, 1);\n    m[...] = isnan(x[...]) | isinf(x[...]);\n}\n",
+	          "max %0, %1 : f32[8]", "min %3, %2 : f32[8]", "ne %5, %5 : bool[8]",
+	          "const {value = inf} : f32[8]", "abs %7 : f32[8]", "eq %9, %8 : bool[8]", NULL);
+	expect_ir("kernel k(x: in i32[8], y: out i32[8]) {\n    y[...] = clamp(x[...], 0, 5);\n}\n",
+	          "max %0, %1 : i32[8]", NULL);
 }
 
 static void test_unroll(void **state)
@@ -225,6 +267,40 @@ static void test_define_errors(void **state)
 	run_free(&r);
 }
 
+/* `auto`: a stand-in value until the runtime chooses (runtime/auto.c);
+ * where the parameter is used is recorded; an array shape may not use it. */
+static void test_auto(void **state)
+{
+	(void)state;
+	const char *src = "kernel k[T = f32, BM = auto, num_warps = auto](x: in T[M] block (BM) index (i) -> (i), "
+	                  "y: out T[M] block (BM) index (i) -> (i)) grid (cdiv(M, BM)) {\n"
+	                  "    y[...] = x[...];\n}\n";
+	Run r = compile(src);
+	assert_non_null(r.m);
+	assert_non_null(strstr(r.ir, "BM = auto 64, num_warps = auto 4"));
+	const BlkCParam *bm = &r.m->first->cparams[1];
+	assert_true(bm->is_auto && (bm->uses & BLK_CPARAM_IN_SIZE) && (bm->uses & BLK_CPARAM_IN_GRID) &&
+	            !(bm->uses & BLK_CPARAM_IN_SHAPE));
+	assert_int_equal(r.m->first->cparams[2].uses, 0); /* num_warps: a value to the compiler */
+	run_free(&r);
+	BlkDefine value[] = { { "BM", "128" } }, again[] = { { "T", "auto" } };
+	r = compile_defs(src, value, 1); /* a value given: no longer auto */
+	assert_non_null(strstr(r.ir, "BM = 128, num_warps = auto 4"));
+	run_free(&r);
+	r = compile_defs(src, again, 1);
+	assert_null(r.m);
+	assert_non_null(strstr(r.errs, "-D T=auto: only an int parameter can be auto, and `T` is a dtype parameter"));
+	run_free(&r);
+	expect_error("kernel k[D = auto](x: in f32[N, D], y: out f32[N, D]) {\n    y[...] = x[...];\n}\n",
+	             "1:10: error: `D` is auto, but an array parameter's shape uses it: its value comes from "
+	             "the arrays; give it one (`D = 64`) or leave it out of the shape");
+	BlkDefine to_auto[] = { { "B", "auto" } };
+	r = compile_defs("kernel k[B = 4](y: out i32[8]) {\n    y[...] = B;\n}\n", to_auto, 1);
+	assert_non_null(r.m); /* used as a value, not a size: auto all the same */
+	assert_non_null(strstr(r.ir, "B = auto 64"));
+	run_free(&r);
+}
+
 static void test_several_errors_no_cascade(void **state)
 {
 	(void)state;
@@ -290,6 +366,8 @@ int main(void)
 		cmocka_unit_test(test_broadcast_explicit),
 		cmocka_unit_test(test_dot_accumulate),
 		cmocka_unit_test(test_python_spellings),
+		cmocka_unit_test(test_math_builtins),
+		cmocka_unit_test(test_weak_scalars),
 		cmocka_unit_test(test_unroll),
 		cmocka_unit_test(test_loop_and_carries),
 		cmocka_unit_test(test_reductions_keepdims),
@@ -298,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_when_scoped_print),
 		cmocka_unit_test(test_defines),
 		cmocka_unit_test(test_define_errors),
+		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_several_errors_no_cascade),
 		cmocka_unit_test(test_error_messages),
 		cmocka_unit_test(test_examples_compile),
