@@ -50,6 +50,7 @@ typedef struct Interp {
 	int64_t grid[BLK_MAX_GRID];
 	int64_t pid[BLK_MAX_GRID];
 	bool failed;
+	const atomic_bool *stop; /* NULL: never asked to stop */
 	/* the frame: one slot per SSA value, its shape evaluated once */
 	int nslots, cap_slots;
 	BlkIVal *slots;
@@ -67,6 +68,17 @@ static void fail(Interp *I, BlkLoc loc, const char *msg, int64_t v)
 	if (!I->failed)
 		blk_error(I->d, loc, "interpreting %s: %s (%" PRId64 ")", I->k->name, msg, v);
 	I->failed = true;
+}
+
+/* Whether the caller asked the run to stop; the first time, the error. */
+static bool stopped(Interp *I, BlkLoc loc)
+{
+	if (!I->stop || !atomic_load_explicit(I->stop, memory_order_relaxed))
+		return false;
+	if (!I->failed)
+		blk_error(I->d, loc, "interpreting %s: interrupted", I->k->name);
+	I->failed = true;
+	return true;
 }
 
 /* ---- the value -> slot map ---------------------------------------------- */
@@ -749,7 +761,7 @@ static void exec_for(Interp *I, const Instr *in)
 		if (carry[i].kind == BLK_IVAL_TILE)
 			blk_itile_retain(&carry[i].t);
 	}
-	for (int64_t iv = lo; !I->failed && (step > 0 ? iv < hi : iv > hi); iv += step) {
+	for (int64_t iv = lo; !I->failed && !stopped(I, op->loc) && (step > 0 ? iv < hi : iv > hi); iv += step) {
 		set_tile(I, body->args[0], scalar_i32(iv));
 		for (int i = 0; i < nc; i++)
 			set_val(I, body->args[1 + i], &carry[i]);
@@ -1093,7 +1105,7 @@ static void run_grid(Interp *I)
 	memset(I->pid, 0, sizeof I->pid);
 	do
 		run_program(I, scratch, bufs);
-	while (!I->failed && next_pid(I, false));
+	while (!I->failed && !stopped(I, I->k->loc) && next_pid(I, false));
 	free(scratch);
 	free(bufs);
 }
@@ -1141,13 +1153,19 @@ static void prepare(Interp *I)
 bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
                     int narrays, FILE *print_out, BlkDiag *d)
 {
+	return blk_interp_run_until(k, arrays, data, narrays, print_out, d, NULL);
+}
+
+bool blk_interp_run_until(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
+                          int narrays, FILE *print_out, BlkDiag *d, const atomic_bool *stop)
+{
 	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);
 	if (!blk_bind_sizes(k, arrays, narrays, sizes, d)) {
 		free(sizes);
 		return false;
 	}
 	Interp I = { .k = k, .d = d, .out = print_out ? print_out : stdout,
-	             .arena = blk_arena_create(), .arrays = arrays, .data = data };
+	             .arena = blk_arena_create(), .arrays = arrays, .data = data, .stop = stop };
 	I.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
 	if (eval_launch(&I)) {
 		prepare(&I);

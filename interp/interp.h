@@ -7,6 +7,7 @@
 #ifndef BLK_INTERP_API_H
 #define BLK_INTERP_API_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -18,5 +19,10 @@
  * (bad arguments, a failed check at run time) go to d; false if any. */
 bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
                     int narrays, FILE *print_out, BlkDiag *d);
+/* The same, stopping with an "interrupted" error once *stop is set (by
+ * another thread or a signal handler): it is read before each program and
+ * each loop iteration, so a run of 2^31 steps can be cut short. */
+bool blk_interp_run_until(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
+                          int narrays, FILE *print_out, BlkDiag *d, const atomic_bool *stop);
 
 #endif

@@ -22,6 +22,10 @@ typedef struct BlkLowerOptions {
 	int num_sms;             /* the GPU's multiprocessors (persist.c); 0: 132 (H100 SXM, H200) */
 } BlkLowerOptions;
 
+/* The most shared memory a CTA can opt into on sm_90: no compiled kernel
+ * asks for more (smem-plan refuses it; the disk cache checks entries). */
+enum { BLK_LOWER_MAX_SMEM = 232448 };
+
 /* A compiled kernel: its PTX and its launch contract (ir.h BlkLaunch:
  * grid, threads, shared bytes, the argument list in ABI order), which the
  * runtime and AOT C follow as it is; all arena-allocated. */
@@ -31,6 +35,12 @@ typedef struct BlkCompiled {
 	const char *llvm_ir;   /* when want_llvm, else NULL */
 	const BlkLaunch *launch;
 } BlkCompiled;
+
+/* The lowest PTX ISA (times 10) that has arch, 0 for an arch blk does not
+ * compile for; blk_lower_arch_name(i) names the ones it does (NULL past the
+ * last), for messages. */
+int blk_lower_arch_isa(const char *arch);
+const char *blk_lower_arch_name(int i);
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after
  * and --help): clone, the IR passes, emit-llvm, ptx. */

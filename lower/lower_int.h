@@ -62,7 +62,6 @@ bool blk_lower_rotate(LowerCtx *c);
 /* tma_store.c: a wgmma accumulator's output block stored by TMA. */
 bool blk_lower_tma_store(LowerCtx *c);
 bool blk_lower_smem_plan(LowerCtx *c);
-enum { BLK_LOWER_MAX_SMEM = 232448 }; /* the most shared memory a CTA can opt into on sm_90 */
 /* A SIMT dot's k steps are emitted unrolled while their FMAs a thread
  * (k steps x accumulators) stay within SIMT_UNROLL_FMAS, 64 steps of an
  * 8x8 micro-tile; more run as a loop (emit_dot.c).  Twice that (64 steps
@@ -94,7 +93,6 @@ bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op);
  * to add any, calls it). */
 void blk_lower_order_tmaps(LowerCtx *c);
 /* The lowest PTX ISA (times 10) that has arch, 0 for an unknown one (ptx.c). */
-int blk_lower_arch_isa(const char *arch);
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out);
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod);
 

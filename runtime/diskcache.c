@@ -24,7 +24,13 @@
  *   the argument list; ir.h BlkLaunch), parsed back for the kernel.
  *
  * Reads check all of it: a truncated, altered or foreign file is a miss,
- * and the recompiled entry replaces it.  Writes go to a temporary file in
+ * and the recompiled entry replaces it.  Nothing read is trusted: only
+ * regular files of ours (owner, our own names) are opened, without
+ * blocking and up to a size, and every launch field is range-checked
+ * against what the compiler can produce (launch_plausible).  The sum
+ * catches damage, not intent: whoever can write the directory can write
+ * a consistent entry, so the directory is made 0700, entries 0600, and a
+ * directory another user owns or may write is not used.  Writes go to a temporary file in
  * the same directory, renamed over the entry: a reader sees the old file
  * or the new one, never a part, and two processes compiling the same
  * kernel at once each rename a whole entry.  After a write the directory
@@ -66,10 +72,19 @@ static bool make_dirs(char *dir)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		mkdir(dir, 0755);
+		mkdir(dir, 0700);
 		*p = '/';
 	}
-	return mkdir(dir, 0755) == 0 || errno == EEXIST;
+	return mkdir(dir, 0700) == 0 || errno == EEXIST;
+}
+
+/* A directory only this user can change: anyone else who can write it can
+ * plant entries (with a correct sum) that this process would run. */
+static bool dir_is_ours(const char *dir)
+{
+	struct stat st;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
 static char *default_dir(void)
@@ -98,6 +113,8 @@ void blk_disk_init(BlkRuntime *rt)
 
 bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir)
 {
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_set_cache_dir"))
+		return false;
 	char *copy = dir && *dir ? strdup(dir) : NULL;
 	if (dir && *dir && !copy)
 		return blk_rt_error(rt, "out of memory");
@@ -108,7 +125,7 @@ bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir)
 
 const char *blk_runtime_cache_dir(const BlkRuntime *rt)
 {
-	return rt->cache_dir;
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_cache_dir") ? rt->cache_dir : NULL;
 }
 
 /* ---- keys ----------------------------------------------------------------- */
@@ -157,15 +174,18 @@ static void entry_path(const BlkRuntime *rt, const char *kind, const char *key, 
 
 /* ---- reading -------------------------------------------------------------- */
 
+/* The whole file, if it is a regular file of ours of at most
+ * MAX_ENTRY_BYTES.  O_NONBLOCK: a FIFO or device in an entry's place must
+ * not block the open (it is then refused by its type); no symlinks. */
 static char *read_all(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	struct stat st;
 	char *buf = NULL;
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= MAX_ENTRY_BYTES &&
-	    (buf = malloc((size_t)st.st_size + 1))) {
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
+	    st.st_size <= MAX_ENTRY_BYTES && (buf = malloc((size_t)st.st_size + 1))) {
 		ssize_t got = read(fd, buf, (size_t)st.st_size);
 		if (got != st.st_size) {
 			free(buf);
@@ -253,7 +273,7 @@ char *blk_disk_read(const BlkRuntime *rt, const char *kind, const char *key, siz
 {
 	char path[4352];
 	size_t len = 0;
-	if (!rt->cache_dir)
+	if (!rt->cache_dir || !dir_is_ours(rt->cache_dir))
 		return NULL;
 	entry_path(rt, kind, key, klen, path, sizeof path);
 	char *buf = read_all(path, &len);
@@ -280,18 +300,52 @@ static const BlkLaunch *take_launch(BlkDiskReader *r, BlkArena *a, const BlkKern
 	return blk_launch_parse(a, blk_diag_create(a, NULL, 1), k, src); /* (silent) */
 }
 
-static bool parse_compiled(BlkDiskReader *r, BlkArena *a, const BlkKernel *k, BlkCompiled *out)
+/* A constant grid extent the compiler can make: 1 up to CUDA's limit (an
+ * empty launch's 0 is recompiled rather than trusted: it skips the launch). */
+static bool extent_plausible(const BlkSym *s, int64_t max)
+{
+	int64_t v;
+	return !s || !blk_sym_is_const(s, &v) || (v >= 1 && v <= max);
+}
+
+/* Every launch field within what the compiler produces (ir/verify_gpu.c
+ * blk_verify_launch, smem-plan's bound): an entry whose sum was recomputed
+ * after editing cannot ask for 0 threads or 2^64 bytes of shared memory. */
+static bool launch_plausible(const BlkLaunch *l)
+{
+	static const int64_t max_extent[3] = { INT32_MAX, 65535, 65535 };
+	bool ok = l->threads >= 32 && l->threads <= 1024 && l->threads % 32 == 0 && l->smem >= 0 &&
+	          l->smem <= BLK_LOWER_MAX_SMEM && l->isa >= 60 && l->isa <= 200 && l->persist >= 0 &&
+	          l->nargs >= 0;
+	for (int i = 0; ok && i < 3; i++)
+		ok = extent_plausible(l->grid[i], max_extent[i]);
+	return ok;
+}
+
+/* The PTX defines entry for the runtime's arch: a foreign file is a miss. */
+static bool ptx_plausible(const char *ptx, const char *entry, const char *arch)
+{
+	char want[160];
+	snprintf(want, sizeof want, ".entry %s(", entry);
+	const char *target = strstr(ptx, ".target ");
+	size_t al = strlen(arch);
+	return strstr(ptx, want) && target && strncmp(target + 8, arch, al) == 0 &&
+	       (target[8 + al] == '\n' || target[8 + al] == ',' || target[8 + al] == ' ');
+}
+
+static bool parse_compiled(BlkDiskReader *r, BlkArena *a, const BlkKernel *k, const char *arch,
+                           BlkCompiled *out)
 {
 	out->entry = take_name(r, a);
 	out->launch = take_launch(r, a, k);
-	if (!out->launch)
+	if (!out->launch || strcmp(out->entry, k->name) != 0 || !launch_plausible(out->launch))
 		return false;
 	size_t n = (size_t)blk_disk_take_num(r, "ptx");
 	const char *ptx = take_bytes(r, n, false);
 	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
 		return false;
 	out->ptx = blk_arena_strndup(a, ptx, n);
-	return true;
+	return ptx_plausible(out->ptx, out->entry, arch);
 }
 
 bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k, BlkArena *a,
@@ -300,7 +354,7 @@ bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, const Blk
 	BlkDiskReader r;
 	char *buf = blk_disk_read(rt, "blkc", key, klen, &r);
 	memset(out, 0, sizeof *out);
-	bool ok = buf && parse_compiled(&r, a, k, out);
+	bool ok = buf && parse_compiled(&r, a, k, rt->arch, out);
 	free(buf);
 	return ok;
 }
@@ -341,7 +395,7 @@ static bool write_atomic(const char *path, const char *data, size_t len)
 	static atomic_uint counter; /* the tuner's compile threads write at once */
 	char tmp[4400];
 	snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return false;
 	bool ok = write(fd, data, len) == (ssize_t)len;
@@ -360,7 +414,8 @@ void blk_disk_write(const BlkRuntime *rt, const char *kind, const char *key, siz
 	if (!rt->cache_dir)
 		return;
 	snprintf(dir, sizeof dir, "%s", rt->cache_dir);
-	char *data = make_dirs(dir) ? format_entry(key, klen, payload, plen, &len) : NULL;
+	bool usable = make_dirs(dir) && dir_is_ours(dir);
+	char *data = usable ? format_entry(key, klen, payload, plen, &len) : NULL;
 	entry_path(rt, kind, key, klen, path, sizeof path);
 	/* Best effort: a cache that cannot be written only costs a compile. */
 	if (data && write_atomic(path, data, len))
@@ -400,9 +455,36 @@ uint64_t blk_disk_max_bytes(void)
 	const char *env = getenv("BLK_CACHE_MAX_MB");
 	char *end;
 	unsigned long long mb = env ? strtoull(env, &end, 10) : 0;
-	if (!env || *end || mb == 0)
+	if (!env || *end || mb == 0 || *env == '-')
 		mb = DEFAULT_MAX_MB;
-	return (uint64_t)mb << 20;
+	return mb > UINT64_MAX >> 20 ? UINT64_MAX : (uint64_t)mb << 20; /* 2^44 MB: no bound, not 0 */
+}
+
+enum { NAME_ENTRY = 1, NAME_TEMP = 2 };
+
+/* Whether a file name is one this cache writes: HASH.blkc or HASH.blkt
+ * (16 hex digits), or a temporary HASH.KIND.tmp.PID.N of write_atomic.
+ * Trimming touches nothing else (a user's settings.blkcfg stays). */
+static int own_name(const char *s)
+{
+	for (int i = 0; i < 16; i++)
+		if (!strchr("0123456789abcdef", s[i]) || !s[i])
+			return 0;
+	if (strncmp(s + 16, ".blkc", 5) != 0 && strncmp(s + 16, ".blkt", 5) != 0)
+		return 0;
+	const char *rest = s + 21;
+	if (!*rest)
+		return NAME_ENTRY;
+	if (strncmp(rest, ".tmp.", 5) != 0)
+		return 0;
+	int dots = 0;
+	for (rest += 5; *rest; rest++) {
+		if (*rest == '.')
+			dots++;
+		else if (*rest < '0' || *rest > '9')
+			return 0;
+	}
+	return dots == 1 ? NAME_TEMP : 0;
 }
 
 typedef struct Item {
@@ -429,10 +511,10 @@ static Item *list_entries(const char *dir, int *n, uint64_t *total)
 		char path[4352];
 		struct stat st;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		bool entry = strstr(e->d_name, ".blkc") || strstr(e->d_name, ".blkt");
-		if (!entry || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		int name = own_name(e->d_name);
+		if (!name || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
 			continue;
-		if (strstr(e->d_name, ".tmp.")) {
+		if (name == NAME_TEMP) {
 			if (st.st_mtime < time(NULL) - 3600) /* a writer that died */
 				unlink(path);
 			continue;

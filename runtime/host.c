@@ -27,6 +27,10 @@ static const BlkParam *tensor_param(const BlkKernel *k, int i)
 
 bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 {
+	if (!blk_rt_func_ok(f, "blk_func_param"))
+		return false;
+	if (!out)
+		return blk_rt_error(f->prog->rt, "blk_func_param: out is NULL");
 	const BlkParam *p = i >= 0 ? tensor_param(f->kernel, i) : NULL;
 	if (!p)
 		return blk_rt_error(f->prog->rt, "kernel %s has %d tensor params; there is no param %d",
@@ -40,16 +44,22 @@ bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 
 int blk_func_num_sizes(const BlkFunc *f)
 {
-	return f->kernel->nsizes;
+	return blk_rt_func_ok(f, "blk_func_num_sizes") ? f->kernel->nsizes : -1;
 }
 
 const char *blk_func_size_name(const BlkFunc *f, int i)
 {
+	if (!blk_rt_func_ok(f, "blk_func_size_name"))
+		return NULL;
 	return i >= 0 && i < f->kernel->nsizes ? f->kernel->sizes[i] : NULL;
 }
 
 bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *values)
 {
+	if (!blk_rt_func_ok(f, "blk_func_bind"))
+		return false;
+	if (!values && f->kernel->nsizes > 0)
+		return blk_rt_error(f->prog->rt, "blk_func_bind: values is NULL");
 	BlkArrayDesc *arrays = calloc((size_t)(ntensors > 0 ? ntensors : 1), sizeof *arrays);
 	bool ok = arrays && blk_rt_bind(f, tensors, ntensors, arrays, values);
 	if (!arrays)
@@ -83,6 +93,19 @@ static bool bind_direct(BlkFunc *f, const BlkTensor *t, int n, int64_t *values)
 	return true;
 }
 
+/* A given tensor of the wrong rank binds nothing: say so, rather than
+ * that an output's shape is not fixed. */
+static bool given_ranks_ok(BlkFunc *f, const BlkTensor *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const BlkParam *p = tensor_param(f->kernel, i);
+		if (t[i].rank >= 0 && t[i].rank != p->rank)
+			return blk_rt_error(f->prog->rt, "launch of %s: %s has rank %d but the kernel "
+			                    "expects rank %d", f->kernel->name, p->name, t[i].rank, p->rank);
+	}
+	return true;
+}
+
 /* Gives tensor i (not given) its param's dtype, rank, shape and strides. */
 static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymEnv *env)
 {
@@ -103,7 +126,11 @@ static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymE
 
 bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 {
+	if (!blk_rt_func_ok(f, "blk_func_infer_shapes"))
+		return false;
 	const BlkKernel *k = f->kernel;
+	if (ntensors > 0 && !tensors)
+		return blk_rt_error(f->prog->rt, "blk_func_infer_shapes: tensors is NULL");
 	if (ntensors != f->ntensors)
 		return blk_rt_error(f->prog->rt, "launch of %s: expected %d arrays, got %d", k->name,
 		                    f->ntensors, ntensors);
@@ -112,7 +139,7 @@ bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 		return blk_rt_error(f->prog->rt, "out of memory");
 	for (int z = 0; z < k->nsizes; z++)
 		values[z] = -1;
-	bool ok = bind_direct(f, tensors, ntensors, values);
+	bool ok = given_ranks_ok(f, tensors, ntensors) && bind_direct(f, tensors, ntensors, values);
 	BlkSymEnv env = {.n = k->nsizes, .names = k->sizes, .values = values};
 	for (int i = 0; ok && i < ntensors; i++)
 		if (tensors[i].rank < 0)
@@ -123,8 +150,17 @@ bool blk_func_infer_shapes(BlkFunc *f, BlkTensor *tensors, int ntensors)
 
 /* ---- the interpreter ---------------------------------------------------- */
 
+void blk_runtime_interrupt(BlkRuntime *rt)
+{
+	/* no error on a bad handle: a signal handler may call this */
+	if (rt && rt->tag == BLK_TAG_RUNTIME)
+		atomic_store(&rt->interrupt, true);
+}
+
 bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
+	if (!blk_rt_func_ok(f, "blk_interpret"))
+		return false;
 	BlkRuntime *rt = f->prog->rt;
 	const BlkKernel *k = f->kernel;
 	int n = ntensors > 0 ? ntensors : 1;
@@ -141,7 +177,9 @@ bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 	BlkCapture c;
 	if (a && blk_rt_capture_open(rt, &c, a)) {
 		fflush(stdout);
-		ok = blk_interp_run(k, arrays, data, ntensors, stdout, c.d) && !blk_diag_error_count(c.d);
+		atomic_store(&rt->interrupt, false);
+		ok = blk_interp_run_until(k, arrays, data, ntensors, stdout, c.d, &rt->interrupt) &&
+		     !blk_diag_error_count(c.d);
 		fflush(stdout);
 		blk_rt_capture_close(rt, &c, !ok, NULL);
 	} else {

@@ -56,15 +56,17 @@ static int by_stride(const void *a, const void *b)
 }
 
 /* No two elements of t share an address: with the dims of extent > 1
- * sorted by stride, each stride passes the reach of the smaller ones (and
- * so is positive).  Returns the offending dim, or -1. */
+ * sorted by |stride|, each passes the reach of the smaller ones (and so is
+ * not 0).  The sign does not matter: a reversed view (stride -1) has
+ * distinct elements.  Returns the offending dim, or -1. */
 static int overlapping_dim(const BlkTensor *t)
 {
 	int64_t dims[BLK_TENSOR_MAX_RANK][3];
 	int n = 0;
 	for (int d = 0; d < t->rank; d++)
 		if (t->shape[d] > 1)
-			dims[n][0] = t->strides[d], dims[n][1] = t->shape[d], dims[n++][2] = d;
+			dims[n][0] = t->strides[d] < 0 ? -t->strides[d] : t->strides[d], /* |stride|: in range */
+			dims[n][1] = t->shape[d], dims[n++][2] = d;
 	qsort(dims, (size_t)n, sizeof dims[0], by_stride);
 	int64_t reach = 1;
 	for (int i = 0; i < n; i++) {

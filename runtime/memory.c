@@ -25,7 +25,8 @@ bool blk_mem_alloc(BlkRuntime *rt, size_t bytes, void **out)
 
 void blk_mem_free(BlkRuntime *rt, void *p)
 {
-	if (p && rt && rt->drv && blk_rt_enter(rt, "blk_mem_free"))
+	if (p && blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_mem_free") && rt->drv &&
+	    blk_rt_enter(rt, "blk_mem_free"))
 		blk_rt_check(rt, rt->drv->cuMemFree(dptr(p)), "cuMemFree");
 }
 
@@ -99,6 +100,7 @@ bool blk_synchronize(BlkRuntime *rt)
 /* ---- timers ------------------------------------------------------------ */
 
 struct BlkTimer {
+	uint32_t tag;        /* BLK_TAG_TIMER (handle.c) */
 	BlkRuntime *rt;
 	CUevent start, stop;
 };
@@ -112,6 +114,7 @@ BlkTimer *blk_timer_create(BlkRuntime *rt)
 		blk_rt_error(rt, "out of memory");
 		return NULL;
 	}
+	t->tag = BLK_TAG_TIMER;
 	t->rt = rt;
 	if (!blk_rt_check(rt, rt->drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT), "cuEventCreate") ||
 	    !blk_rt_check(rt, rt->drv->cuEventCreate(&t->stop, CU_EVENT_DEFAULT), "cuEventCreate")) {
@@ -123,7 +126,7 @@ BlkTimer *blk_timer_create(BlkRuntime *rt)
 
 void blk_timer_destroy(BlkTimer *t)
 {
-	if (!t)
+	if (!t || !blk_handle_ok(t, BLK_TAG_TIMER, "blk_timer_destroy"))
 		return;
 	if (blk_rt_enter(t->rt, "blk_timer_destroy")) {
 		if (t->start)
@@ -131,30 +134,31 @@ void blk_timer_destroy(BlkTimer *t)
 		if (t->stop)
 			t->rt->drv->cuEventDestroy(t->stop);
 	}
-	free(t);
+	blk_handle_retire(t);
 }
 
 bool blk_timer_start(BlkTimer *t, BlkStream s)
 {
-	if (!t)
-		return blk_rt_error(NULL, "blk_timer_start: the timer is NULL");
+	if (!blk_handle_ok(t, BLK_TAG_TIMER, "blk_timer_start"))
+		return false;
 	return blk_rt_enter(t->rt, "blk_timer_start") &&
 	       blk_rt_check(t->rt, t->rt->drv->cuEventRecord(t->start, (CUstream)s), "cuEventRecord");
 }
 
 bool blk_timer_stop(BlkTimer *t, BlkStream s)
 {
-	if (!t)
-		return blk_rt_error(NULL, "blk_timer_stop: the timer is NULL");
+	if (!blk_handle_ok(t, BLK_TAG_TIMER, "blk_timer_stop"))
+		return false;
 	return blk_rt_enter(t->rt, "blk_timer_stop") &&
 	       blk_rt_check(t->rt, t->rt->drv->cuEventRecord(t->stop, (CUstream)s), "cuEventRecord");
 }
 
 bool blk_timer_elapsed_ms(BlkTimer *t, float *ms)
 {
-	if (!t || !ms)
-		return blk_rt_error(t ? t->rt : NULL, "blk_timer_elapsed_ms: %s is NULL",
-		                    t ? "ms" : "the timer");
+	if (!blk_handle_ok(t, BLK_TAG_TIMER, "blk_timer_elapsed_ms"))
+		return false;
+	if (!ms)
+		return blk_rt_error(t->rt, "blk_timer_elapsed_ms: ms is NULL");
 	BlkRuntime *rt = t->rt;
 	return blk_rt_enter(rt, "blk_timer_elapsed_ms") &&
 	       blk_rt_check(rt, rt->drv->cuEventSynchronize(t->stop), "cuEventSynchronize") &&

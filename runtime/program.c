@@ -69,6 +69,7 @@ static bool make_funcs(BlkProgram *p)
 		BlkFunc *f = calloc(1, sizeof *f);
 		if (!f)
 			return blk_rt_error(p->rt, "out of memory");
+		f->tag = BLK_TAG_FUNC;
 		f->prog = p;
 		f->kernel = k;
 		f->has_auto = blk_auto_any(k);
@@ -114,10 +115,8 @@ static bool load_job(void *arg)
 static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, const char *source,
                         const char *const *defines, int ndefines)
 {
-	if (!rt) {
-		blk_rt_error(NULL, "blk_program_load: the runtime is NULL");
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_program_load"))
 		return NULL;
-	}
 	if (ndefines < 0 || (ndefines > 0 && !defines)) {
 		blk_rt_error(rt, "blk_program_load: %d defines at %p", ndefines, (const void *)defines);
 		return NULL;
@@ -127,6 +126,7 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 		blk_rt_error(rt, "out of memory");
 		return NULL;
 	}
+	p->tag = BLK_TAG_PROGRAM;
 	p->rt = rt;
 	p->arena = blk_arena_create();
 	BlkDefine *defs = BLK_NEW_N(p->arena, BlkDefine, ndefines > 0 ? ndefines : 1);
@@ -201,11 +201,12 @@ BlkProgram *blk_program_load_source(BlkRuntime *rt, const char *name, const char
 
 void blk_program_destroy(BlkProgram *p)
 {
-	if (!p)
+	if (!p || !blk_handle_ok(p, BLK_TAG_PROGRAM, "blk_program_destroy"))
 		return;
 	/* Modules exist only if the runtime has a device; unload them in its
 	 * context. */
-	const BlkDriver *drv = p->rt->drv && blk_rt_enter(p->rt, "blk_program_destroy") ? p->rt->drv : NULL;
+	const BlkDriver *drv = blk_handle_ok(p->rt, BLK_TAG_RUNTIME, "blk_program_destroy") && p->rt->drv &&
+	                       blk_rt_enter(p->rt, "blk_program_destroy") ? p->rt->drv : NULL;
 	BlkFunc *next;
 	for (BlkFunc *f = p->funcs; f; f = next) {
 		next = f->next;
@@ -213,15 +214,17 @@ void blk_program_destroy(BlkProgram *p)
 		free(f->last_arrays);
 		free(f->spec_sizes), free(f->spec_csizes), free(f->spec_carrays);
 		free(f->last_sizes);
-		free(f);
+		blk_handle_retire(f);
 	}
 	blk_arena_destroy(p->arena);
-	free(p);
+	blk_handle_retire(p);
 }
 
 unsigned blk_program_disk_hits(const BlkProgram *p)
 {
 	unsigned n = 0;
+	if (!blk_handle_ok(p, BLK_TAG_PROGRAM, "blk_program_disk_hits"))
+		return 0;
 	for (const BlkFunc *f = p->funcs; f; f = f->next)
 		n += f->cache.disk_hits;
 	return n;
@@ -230,7 +233,8 @@ unsigned blk_program_disk_hits(const BlkProgram *p)
 void blk_program_cache_stats(const BlkProgram *p, unsigned *compiles, unsigned *hits)
 {
 	unsigned c = 0, h = 0;
-	for (const BlkFunc *f = p ? p->funcs : NULL; f; f = f->next) {
+	bool ok = blk_handle_ok(p, BLK_TAG_PROGRAM, "blk_program_cache_stats");
+	for (const BlkFunc *f = ok ? p->funcs : NULL; f; f = f->next) {
 		c += f->cache.compiles;
 		h += f->cache.hits;
 	}
@@ -254,10 +258,8 @@ static void list_kernels(const BlkProgram *p, char *buf, size_t len)
 
 BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 {
-	if (!p) {
-		blk_rt_error(NULL, "blk_program_kernel: the program is NULL");
+	if (!blk_handle_ok(p, BLK_TAG_PROGRAM, "blk_program_kernel"))
 		return NULL;
-	}
 	BlkFunc *only = p->funcs && !p->funcs->next ? p->funcs : NULL;
 	if (!name && only)
 		return only;
@@ -276,18 +278,17 @@ BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 
 const char *blk_func_name(const BlkFunc *f)
 {
-	return f ? f->kernel->name : "";
+	return blk_rt_func_ok(f, "blk_func_name") ? f->kernel->name : "";
 }
 
 int blk_func_num_tensors(const BlkFunc *f)
 {
-	return f ? f->ntensors : -1;
+	return blk_rt_func_ok(f, "blk_func_num_tensors") ? f->ntensors : -1;
 }
 
-/* Every entry point taking a BlkFunc starts here. */
-static bool func_ok(const BlkFunc *f, const char *what)
+bool blk_rt_func_ok(const BlkFunc *f, const char *what)
 {
-	return f ? true : blk_rt_error(NULL, "%s: the kernel is NULL", what);
+	return blk_handle_ok(f, BLK_TAG_FUNC, what) && blk_handle_ok(f->prog->rt, BLK_TAG_RUNTIME, what);
 }
 
 /* ---- checking ---------------------------------------------------------- */
@@ -422,7 +423,7 @@ static bool check_call(void *arg)
 bool blk_func_check(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 {
 	CheckCall c = { f, tensors, ntensors };
-	return func_ok(f, "blk_func_check") &&
+	return blk_rt_func_ok(f, "blk_func_check") &&
 	       blk_rt_guard(f->prog->rt, f->kernel->name, check_call, &c);
 }
 
@@ -586,7 +587,9 @@ static BlkCacheEntry *specialize(BlkFunc *f, const BlkTensor *t, int n, bool *ca
 			f->cache.hits++;
 			free(key);
 		} else if (key) {
+			unsigned disk_hits = f->cache.disk_hits;
 			e = compile(f, &la, key);
+			*cached = e && f->cache.disk_hits != disk_hits; /* read from the disk cache */
 		} else {
 			blk_rt_error(rt, "out of memory");
 		}
@@ -641,7 +644,7 @@ static void fill_info(const BlkFunc *f, const BlkCacheEntry *e, bool cached, Blk
 bool blk_func_compile(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkCompiledInfo *info)
 {
 	bool cached = false;
-	if (!func_ok(f, "blk_func_compile"))
+	if (!blk_rt_func_ok(f, "blk_func_compile"))
 		return false;
 	BlkCacheEntry *e = specialize_guarded(f, tensors, ntensors, &cached);
 	if (e)
@@ -691,7 +694,7 @@ static bool search_call(void *arg)
 
 int blk_func_search(BlkFunc *f, const BlkTensor *tensors, int ntensors, const char **configs, int max)
 {
-	if (!func_ok(f, "blk_func_search"))
+	if (!blk_rt_func_ok(f, "blk_func_search"))
 		return -1;
 	BlkRuntime *rt = f->prog->rt;
 	if (max < 1 || !configs) {
@@ -907,7 +910,7 @@ static void remember(BlkFunc *f, BlkCacheEntry *e, const BlkTensor *t, int n)
 
 bool blk_launch(BlkFunc *f, const BlkTensor *tensors, int ntensors, BlkStream stream)
 {
-	if (!func_ok(f, "blk_launch"))
+	if (!blk_rt_func_ok(f, "blk_launch"))
 		return false;
 	BlkRuntime *rt = f->prog->rt;
 	bool cached = false;

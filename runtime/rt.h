@@ -3,6 +3,7 @@
 #define BLK_RT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "blk.h"
@@ -11,7 +12,27 @@
 #include "ir/ir.h"
 #include "lower/lower.h"
 
+/* ---- handle.c ---------------------------------------------------------- */
+
+/* The first field of every public handle: its kind while it lives, 0 once
+ * destroyed (ORDER: kind_name in handle.c). */
+enum {
+	BLK_TAG_RUNTIME = 0x626c6b52, /* "blkR" */
+	BLK_TAG_PROGRAM = 0x626c6b50, /* "blkP" */
+	BLK_TAG_FUNC = 0x626c6b46,    /* "blkF" */
+	BLK_TAG_TUNER = 0x626c6b54,   /* "blkT" */
+	BLK_TAG_TIMER = 0x626c6b45,   /* "blkE" (events) */
+};
+/* true when h is a live handle tagged tag; else false with the error
+ * "what: the kernel is NULL" (or "... was destroyed") in
+ * blk_runtime_last_error(NULL): a bad handle has no runtime to hold it. */
+bool blk_handle_ok(const void *h, uint32_t tag, const char *what);
+/* Ends a handle whose contents are freed already: clears its tag and frees
+ * the shell later, so a late call reads the cleared tag, not freed memory. */
+void blk_handle_retire(void *h);
+
 struct BlkRuntime {
+	uint32_t tag;        /* BLK_TAG_RUNTIME (handle.c) */
 	BlkDriver *drv;      /* NULL: offline */
 	CUdevice dev;
 	CUcontext ctx;       /* the device's primary context, retained */
@@ -22,6 +43,7 @@ struct BlkRuntime {
 	char name[320];
 	char *err;           /* malloc'ed; "" when none */
 	char *cache_dir;     /* the disk cache (diskcache.c); NULL: none */
+	atomic_bool interrupt; /* blk_runtime_interrupt: stop blk_interpret */
 };
 
 /* One compiled specialization of a kernel (cache.c). */
@@ -46,6 +68,7 @@ typedef struct BlkCache {
 } BlkCache;
 
 struct BlkFunc {
+	uint32_t tag;        /* BLK_TAG_FUNC */
 	BlkProgram *prog;
 	const BlkKernel *kernel; /* with `auto` parameters: their stand-ins (runtime/auto.c) */
 	bool has_auto;           /* a specialization first chooses them, then compiles */
@@ -66,6 +89,7 @@ struct BlkFunc {
 };
 
 struct BlkProgram {
+	uint32_t tag;        /* BLK_TAG_PROGRAM */
 	BlkRuntime *rt;
 	BlkArena *arena;     /* the IR module */
 	BlkModule *module;
@@ -108,6 +132,9 @@ bool blk_rt_capture_open(BlkRuntime *rt, BlkCapture *c, BlkArena *a);
 /* Closes the stream; when failing, the captured text becomes the error,
  * after "what: " unless what is NULL (messages that name their subject). */
 void blk_rt_capture_close(BlkRuntime *rt, BlkCapture *c, bool failed, const char *what);
+/* Every entry point taking a BlkFunc starts here: f and its runtime are
+ * live handles, else false with the error (handle.c). */
+bool blk_rt_func_ok(const BlkFunc *f, const char *what);
 /* Array descriptors and bound sizes (k->nsizes) for a launch of f on t[n];
  * errors (from blk_bind_sizes among others) become the runtime's error. */
 bool blk_rt_bind(BlkFunc *f, const BlkTensor *t, int n, BlkArrayDesc *arrays, int64_t *sizes);

@@ -22,7 +22,7 @@ static _Thread_local char orphan_err[512];
 
 static bool set_error_va(BlkRuntime *rt, const char *fmt, va_list ap)
 {
-	if (!rt) {
+	if (!rt || rt->tag != BLK_TAG_RUNTIME) { /* a bad handle keeps nothing */
 		vsnprintf(orphan_err, sizeof orphan_err, fmt, ap);
 		return false;
 	}
@@ -59,8 +59,8 @@ bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what)
 
 bool blk_rt_enter(BlkRuntime *rt, const char *what)
 {
-	if (!rt)
-		return blk_rt_error(NULL, "%s: the runtime is NULL", what);
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, what))
+		return false;
 	if (!rt->drv)
 		return blk_rt_error(rt, "%s: this runtime is offline (no device); create it with "
 		                    "blk_runtime_create to use a GPU", what);
@@ -78,7 +78,7 @@ bool blk_rt_guard(BlkRuntime *rt, const char *what, bool (*fn)(void *arg), void 
 
 const char *blk_runtime_last_error(const BlkRuntime *rt)
 {
-	return !rt ? orphan_err : rt->err ? rt->err : "";
+	return !rt || rt->tag != BLK_TAG_RUNTIME ? orphan_err : rt->err ? rt->err : "";
 }
 
 /* ---- creation ---------------------------------------------------------- */
@@ -111,6 +111,19 @@ int blk_device_count(char *err, size_t errlen)
 	return n;
 }
 
+/* arch is one blk compiles for; else false with "what 'arch': blk compiles
+ * for sm_80, ..." in buf (a typo such as sm_12345 is refused where it is
+ * given, not at the first compile). */
+static bool arch_known(const char *what, const char *arch, char *buf, size_t len)
+{
+	if (blk_lower_arch_isa(arch))
+		return true;
+	int n = snprintf(buf, len, "%s '%.32s': blk compiles for", what, arch);
+	for (int i = 0; blk_lower_arch_name(i) && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s %s", i ? "," : "", blk_lower_arch_name(i));
+	return false;
+}
+
 /* The PTX target for a compute capability: sm_90a uses Hopper-only
  * instructions and loads only on 9.0; newer GPUs JIT plain sm_90 PTX. */
 static bool arch_for(int major, int minor, char *arch, size_t len)
@@ -134,6 +147,8 @@ static BlkRuntime *runtime_new(void)
 	BlkRuntime *rt = calloc(1, sizeof *rt);
 	if (rt)
 		rt->err = calloc(1, 1);
+	if (rt)
+		rt->tag = BLK_TAG_RUNTIME;
 	if (rt)
 		blk_disk_init(rt);
 	if (rt && !rt->err) {
@@ -169,6 +184,9 @@ static bool query_device(BlkRuntime *rt, int device)
 	if (!arch_for(rt->cc_major, rt->cc_minor, rt->arch, sizeof rt->arch))
 		return blk_rt_error(rt, "%s has compute capability %d.%d; blk needs 8.0 or newer", name,
 		                    rt->cc_major, rt->cc_minor);
+	char buf[256];
+	if (!arch_known("BLK_ARCH", rt->arch, buf, sizeof buf))
+		return blk_rt_error(rt, "%s", buf);
 	snprintf(rt->name, sizeof rt->name, "%s (%s, driver %d.%d)", name, rt->arch,
 	         drv->version / 1000, drv->version % 1000 / 10);
 	return true;
@@ -206,9 +224,8 @@ BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errle
 {
 	if (!arch)
 		arch = "sm_90a";
-	if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= 16) {
-		char buf[96];
-		snprintf(buf, sizeof buf, "bad arch '%.32s': expected e.g. sm_90a or sm_80", arch);
+	char buf[256];
+	if (!arch_known("unknown arch", arch, buf, sizeof buf)) {
 		copy_err(err, errlen, buf);
 		return NULL;
 	}
@@ -224,24 +241,25 @@ BlkRuntime *blk_runtime_create_offline(const char *arch, char *err, size_t errle
 
 void blk_runtime_destroy(BlkRuntime *rt)
 {
-	if (!rt)
+	if (!rt || !blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_destroy"))
 		return;
 	if (rt->drv && rt->ctx)
 		rt->drv->cuDevicePrimaryCtxRelease(rt->dev);
 	blk_driver_close(rt->drv);
 	free(rt->cache_dir);
 	free(rt->err);
-	free(rt);
+	rt->err = NULL;
+	blk_handle_retire(rt);
 }
 
 const char *blk_runtime_arch(const BlkRuntime *rt)
 {
-	return rt ? rt->arch : "";
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_arch") ? rt->arch : "";
 }
 
 const char *blk_runtime_device_name(const BlkRuntime *rt)
 {
-	return rt ? rt->name : "";
+	return blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_device_name") ? rt->name : "";
 }
 
 /* ---- tensors ----------------------------------------------------------- */

@@ -49,6 +49,7 @@ typedef struct Signature {
 } Signature;
 
 struct BlkTuner {
+	uint32_t tag;               /* BLK_TAG_TUNER (handle.c) */
 	BlkRuntime *rt;
 	BlkArena *arena;            /* every string and the candidate array */
 	const char *path, *source;  /* exactly one is set */
@@ -156,10 +157,8 @@ BlkTuner *blk_tuner_create(BlkRuntime *rt, const char *path, const char *source,
 static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
                         const char *kernel, const char *const *base_defines, int nbase)
 {
-	if (!rt) {
-		blk_rt_error(NULL, "blk_tuner_create: the runtime is NULL");
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_tuner_create"))
 		return NULL;
-	}
 	if (!path == !source) {
 		blk_rt_error(rt, "blk_tuner_create: give a path or a source, not %s",
 		             path ? "both" : "neither");
@@ -175,6 +174,7 @@ static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
 		blk_rt_error(rt, "out of memory");
 		return NULL;
 	}
+	t->tag = BLK_TAG_TUNER;
 	t->rt = rt;
 	t->arena = blk_arena_create();
 	t->path = path ? blk_arena_strdup(t->arena, path) : NULL;
@@ -197,7 +197,7 @@ static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
 
 void blk_tuner_destroy(BlkTuner *t)
 {
-	if (!t)
+	if (!t || !blk_handle_ok(t, BLK_TAG_TUNER, "blk_tuner_destroy"))
 		return;
 	for (int i = 0; i < t->ncands; i++)
 		blk_program_destroy(t->cands[i].prog);
@@ -212,7 +212,7 @@ void blk_tuner_destroy(BlkTuner *t)
 		fclose(t->log);
 	free(t->logtext);
 	blk_arena_destroy(t->arena);
-	free(t);
+	blk_handle_retire(t);
 }
 
 /* ---- configurations ---------------------------------------------------- */
@@ -229,7 +229,8 @@ static bool same_name(const char *a, const char *b)
 	return n == name_len(b) && strncmp(a, b, n) == 0;
 }
 
-/* NAME=VALUE with NAME an identifier and VALUE not empty. */
+/* NAME=VALUE with NAME an identifier and VALUE one word (a number, a
+ * dtype, true): "B==4" is a typo, not B set to "=4". */
 static bool define_ok(const char *def)
 {
 	size_t n = name_len(def);
@@ -237,6 +238,9 @@ static bool define_ok(const char *def)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)def[i]) && def[i] != '_')
+			return false;
+	for (const char *v = def + n + 1; *v; v++)
+		if (!isalnum((unsigned char)*v) && !strchr("_.+-", *v))
 			return false;
 	return true;
 }
@@ -288,7 +292,7 @@ static void merge(BlkTuner *t, Candidate *c, const char *const *defs, int n)
 /* Every entry point taking a tuner starts here. */
 static bool tuner_ok(const BlkTuner *t, const char *what)
 {
-	return t ? true : blk_rt_error(NULL, "%s: the tuner is NULL", what);
+	return blk_handle_ok(t, BLK_TAG_TUNER, what) && blk_handle_ok(t->rt, BLK_TAG_RUNTIME, what);
 }
 
 /* ... and those taking tensors here. */
@@ -374,17 +378,17 @@ bool blk_tuner_add_config_text(BlkTuner *t, const char *text)
 
 int blk_tuner_num_configs(const BlkTuner *t)
 {
-	return t ? t->ncands : 0;
+	return tuner_ok(t, "blk_tuner_num_configs") ? t->ncands : 0;
 }
 
 const char *blk_tuner_config(const BlkTuner *t, int i)
 {
-	return t && i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
+	return tuner_ok(t, "blk_tuner_config") && i >= 0 && i < t->ncands ? t->cands[i].text : NULL;
 }
 
 void blk_tuner_set_timing(BlkTuner *t, int warmup, int reps)
 {
-	if (!t)
+	if (!tuner_ok(t, "blk_tuner_set_timing"))
 		return;
 	t->warmup = warmup > 0 ? warmup : 0;
 	t->reps = reps > 1 ? reps : 1;
@@ -889,12 +893,14 @@ static bool from_disk(BlkTuner *t, const char *sig, const BlkTensor *ts, int n, 
 	free(key);
 	if (!buf)
 		return false;
-	r->config = (int)blk_disk_take_num(&rd, "config");
+	/* range-checked before narrowing: a huge number must not wrap to a valid one */
+	unsigned long long cfg = blk_disk_take_num(&rd, "config");
 	r->ms = (float)((double)blk_disk_take_num(&rd, "ns") / 1e6);
-	r->candidates = (int)blk_disk_take_num(&rd, "candidates");
-	r->timed = (int)blk_disk_take_num(&rd, "timed");
-	bool ok = !rd.bad && rd.p == rd.end && r->config >= 0 && r->config < t->ncands &&
-	          r->candidates == t->ncands &&
+	unsigned long long cands = blk_disk_take_num(&rd, "candidates");
+	unsigned long long timed = blk_disk_take_num(&rd, "timed");
+	bool fits = cfg < (unsigned)t->ncands && cands == (unsigned)t->ncands && timed >= 1 && timed <= cands;
+	r->config = (int)cfg, r->candidates = (int)cands, r->timed = (int)timed;
+	bool ok = !rd.bad && rd.p == rd.end && fits &&
 	          load_candidate(t, r->config) && blk_func_check(t->cands[r->config].f, ts, n);
 	free(buf);
 	if (ok)
@@ -1002,7 +1008,7 @@ bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int ntensors, B
 
 const char *blk_tuner_log(BlkTuner *t)
 {
-	if (!t || !t->log || fflush(t->log) != 0 || !t->logtext)
+	if (!tuner_ok(t, "blk_tuner_log") || !t->log || fflush(t->log) != 0 || !t->logtext)
 		return "";
 	return t->logtext;
 }

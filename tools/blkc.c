@@ -174,7 +174,11 @@ static int take_option(BlkcOptions *o, int c, char *arg)
 	case OPT_FROM_IR: o->from_ir = true; return -1;
 	case OPT_PASS: o->pass = arg; return -1;
 	case OPT_INTERP: o->interpret = true; return -1;
-	case OPT_OUTDIR: o->out_dir = arg; return -1;
+	case OPT_OUTDIR: /* "" would make "/NAME.npy": the root, never meant */
+		if (!*arg)
+			return bad_usage("--out-dir wants a directory (. for the current one)%s", "");
+		o->out_dir = arg;
+		return -1;
 	case OPT_NOCHECK: o->check = false; return -1;
 	case OPT_SEED:
 		if (!parse_u64(arg, &o->seed))

@@ -44,6 +44,11 @@ static bool read_inputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray *
 			return false;
 		if (path && blk_dtype_is_fp8(pa->dtype) && host[n]->desc.dtype == BLK_U8)
 			host[n]->desc.dtype = pa->dtype; /* fp8 travels as its bits ('|u1') */
+		if (path && host[n]->desc.rank != pa->rank) { /* binds no size: say why here */
+			blk_error(d, pa->loc, "%s: an array of rank %d, but %s of kernel '%s' has rank %d",
+			          path, host[n]->desc.rank, pa->name, k->name, pa->rank);
+			return false;
+		}
 		for (int i = 0; path && i < pa->rank && i < host[n]->desc.rank; i++) {
 			for (int s = 0; pa->shape[i]->kind == BLK_SYM_VAR && s < k->nsizes; s++)
 				if (strcmp(k->sizes[s], pa->shape[i]->name) == 0 && sizes[s] < 0)
@@ -99,7 +104,8 @@ static bool make_arrays(const BlkcOptions *o, const BlkKernel *k, BlkArrayDesc *
 		if (host[i]) {
 			descs[i] = host[i]->desc; /* a file's own shape: blk_bind_sizes judges it */
 		} else if (!(host[i] = blk_host_new(descs[i].dtype, descs[i].rank, descs[i].shape))) {
-			blk_error(d, pa->loc, "'%s' is too large to allocate", pa->name);
+			blk_error(d, pa->loc, "'%s' is too large to allocate (blkc run makes arrays of up to "
+			          "%zu bytes)", pa->name, BLK_HOST_MAX_BYTES);
 			return false;
 		} else if (pa->access == BLK_ACCESS_OUT) {
 			blk_host_poison(host[i]);

@@ -27,9 +27,11 @@ BlkHostArray *blk_host_new(BlkDType dt, int rank, const int64_t *shape)
 	uint64_t count = 1;
 	for (int i = 0; i < rank; i++) {
 		if (shape[i] < 0 || __builtin_mul_overflow(count, (uint64_t)shape[i], &count) ||
-		    count > ((uint64_t)1 << 40))
+		    count > BLK_HOST_MAX_BYTES)
 			return NULL;
 	}
+	if (count * (uint64_t)blk_dtype_size(dt) > BLK_HOST_MAX_BYTES)
+		return NULL;
 	BlkHostArray *h = calloc(1, sizeof *h);
 	size_t nbytes = (size_t)count * (size_t)blk_dtype_size(dt);
 	h->data = calloc(1, nbytes + 1);
@@ -134,13 +136,16 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 	}
 }
 
-/* The poison bit pattern of a dtype, in its low bytes. */
+/* The poison bit pattern of a dtype, in its low bytes.  Floats get a
+ * signaling NaN with an odd payload: arithmetic and conversions only make
+ * quiet NaNs, so a kernel that writes NaN is not taken for one that never
+ * wrote (the canonical quiet NaN was both). */
 static uint32_t poison_bits(BlkDType dt)
 {
 	switch (dt) {
-	case BLK_F32: return 0x7fc00000u;
-	case BLK_F16: return 0x7e00u;
-	case BLK_BF16: return 0x7fc0u;
+	case BLK_F32: return 0x7fa5a5a5u;
+	case BLK_F16: return 0x7d5au;
+	case BLK_BF16: return 0x7fa5u;
 	case BLK_I32: return 0xdeadbeefu;
 	case BLK_F8E4M3: case BLK_F8E5M2: return 0x7fu; /* NaN */
 	default: return 0xa5u;
@@ -402,6 +407,11 @@ static bool npy_dtype(const char *name, const char *descr, BlkDType *dt, BlkDiag
 	return false;
 }
 
+/* The largest header and payload blk reads: NumPy writes headers of a
+ * few hundred bytes (and itself refuses ones over 10000 by default). */
+enum { NPY_MAX_HEADER = 1 << 16 };
+#define NPY_MAX_BYTES BLK_HOST_MAX_BYTES
+
 /* Magic, version and header length; hstart and hlen locate the dict. */
 static bool npy_preamble(const char *name, const unsigned char *b, size_t len,
                          size_t *hstart, size_t *hlen, BlkDiag *d)
@@ -425,10 +435,37 @@ static bool npy_preamble(const char *name, const unsigned char *b, size_t len,
 		*hstart = 12;
 		*hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
 	}
+	if (*hlen > NPY_MAX_HEADER) {
+		blk_error(d, no_loc, "%s: a .npy header of %zu bytes; blk reads headers up to %d bytes",
+		          name, *hlen, NPY_MAX_HEADER);
+		return false;
+	}
 	if (*hlen > len - *hstart) {
 		blk_error(d, no_loc, "%s: truncated .npy header", name);
 		return false;
 	}
+	return true;
+}
+
+/* The payload bytes a header announces; false (with an error) past
+ * NPY_MAX_BYTES or when the header does not parse. */
+static bool npy_payload_bytes(const char *name, const unsigned char *b, size_t hstart, size_t hlen,
+                              size_t *bytes, BlkDiag *d)
+{
+	Hdr h = { (const char *)b + hstart, (const char *)b + hstart + hlen, name, d };
+	NpyHeader nh = { 0 };
+	BlkDType dt;
+	if (!parse_header(&h, &nh) || !npy_dtype(name, nh.descr, &dt, d))
+		return false;
+	uint64_t n = (uint64_t)blk_dtype_size(dt);
+	for (int i = 0; i < nh.rank; i++)
+		if (nh.shape[i] < 0 || __builtin_mul_overflow(n, (uint64_t)nh.shape[i], &n) ||
+		    n > NPY_MAX_BYTES) {
+			blk_error(d, no_loc, "%s: the array is larger than %zu bytes, the most blk reads "
+			          "from a .npy", name, NPY_MAX_BYTES);
+			return false;
+		}
+	*bytes = (size_t)n;
 	return true;
 }
 
@@ -466,44 +503,61 @@ BlkHostArray *blk_host_npy_parse(const char *name, const void *buf, size_t len, 
 	return a;
 }
 
-/* Reads a whole file with malloc (arrays may be large; not the arena). */
-static unsigned char *read_all(const char *path, size_t *len, BlkDiag *d)
+/* Up to n more bytes of f at buf + *len. */
+static void read_more(FILE *f, unsigned char *buf, size_t *len, size_t n)
+{
+	*len += fread(buf + *len, 1, n, f);
+}
+
+/* The image of a .npy file, read no further than it announces: the
+ * preamble, the header it sizes (checked and capped), then the payload the
+ * header describes plus one byte to notice trailing data.  A stream such
+ * as /dev/zero is refused after its first bytes instead of filling memory. */
+static unsigned char *read_npy(const char *path, FILE *f, size_t *len, BlkDiag *d)
+{
+	size_t hstart, hlen, bytes, n = 0;
+	unsigned char *buf = calloc(1, 12 + NPY_MAX_HEADER), *grown;
+	if (!buf)
+		return NULL;
+	read_more(f, buf, &n, 10);
+	if (n == 10 && buf[6] > 1)
+		read_more(f, buf, &n, 2);
+	if (!npy_preamble(path, buf, n < 10 ? n : n + NPY_MAX_HEADER, &hstart, &hlen, d)) {
+		free(buf);
+		return NULL;
+	}
+	read_more(f, buf, &n, hlen);
+	if (n < hstart + hlen) {
+		*len = n; /* truncated: the parse says so */
+		return buf;
+	}
+	if (!npy_payload_bytes(path, buf, hstart, hlen, &bytes, d) ||
+	    !(grown = realloc(buf, hstart + hlen + bytes + 1))) {
+		free(buf);
+		return NULL;
+	}
+	read_more(f, grown, &n, bytes + 1);
+	*len = n;
+	return grown;
+}
+
+BlkHostArray *blk_host_npy_read(const char *path, BlkDiag *d)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		blk_error(d, no_loc, "cannot open %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	size_t cap = 1 << 16, n = 0;
-	unsigned char *buf = malloc(cap);
-	size_t got;
-	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			unsigned char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	bool err = ferror(f) || !buf;
+	size_t len = 0;
+	unsigned char *buf = read_npy(path, f, &len, d);
+	bool err = ferror(f);
 	fclose(f);
-	if (err) {
-		blk_error(d, no_loc, "cannot read %s", path);
+	if (err || !buf) {
+		if (err || !blk_diag_error_count(d))
+			blk_error(d, no_loc, "cannot read %s", path);
 		free(buf);
 		return NULL;
 	}
-	*len = n;
-	return buf;
-}
-
-BlkHostArray *blk_host_npy_read(const char *path, BlkDiag *d)
-{
-	size_t len;
-	unsigned char *buf = read_all(path, &len, d);
-	if (!buf)
-		return NULL;
 	BlkHostArray *a = blk_host_npy_parse(path, buf, len, d);
 	free(buf);
 	return a;

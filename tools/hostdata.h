@@ -33,7 +33,12 @@ typedef struct BlkHostArray {
 	void *data;
 } BlkHostArray;
 
-/* A zeroed array; NULL if the shape is negative or too large (2^40 bytes).
+/* The most bytes one host array may take (a .npy read, an array blkc run
+ * makes): past it a typo in a size is an error, not the machine's memory
+ * filled (calloc overcommits; the random fill would touch every page). */
+#define BLK_HOST_MAX_BYTES ((size_t)1 << 32)
+
+/* A zeroed array; NULL if the shape is negative or over BLK_HOST_MAX_BYTES.
  * Free with blk_host_free (accepts NULL). */
 BlkHostArray *blk_host_new(BlkDType dt, int rank, const int64_t *shape);
 void blk_host_free(BlkHostArray *h);

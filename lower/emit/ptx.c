@@ -21,6 +21,18 @@
  *                    so the backend's load/store vectorizer makes v4s.
  * Checked against O3 on every example: same FMA/ld.shared.v4/bar.sync
  * counts in the matmul inner loop, no new spills (docs/backend.md).
+ *
+ * A huge kernel takes a linear path instead.  Each scalar store, `when`
+ * and extract is a region guarded by a branch, and thousands of them
+ * branch on the same few conditions (tid == 0, program_id == k).  LLVM's
+ * early-cse, gvn and instcombine (through its dominating-condition cache),
+ * and codegen's own early-cse, each walk every use of a branch's condition
+ * at every branch on it: quadratic (10,000 stores took 100 s).  Past
+ * BIG_KERNEL_BRANCHES conditional branches -- far more than any kernel of
+ * the examples or the GPU suites has, whose PTX is unchanged -- the module
+ * gets only function-attrs, sroa, simplifycfg and infer-alignment, and
+ * codegen at CodeGenOpt::None: slower code, a compile time linear in the
+ * kernel's size.
  * The PTX version is the launch header's isa: the lowest that has the
  * arch, so the driver JITs the result wherever that arch runs (sm_90a PTX
  * only runs on sm_90), unless dot-engine chose an instruction that needs
@@ -52,6 +64,11 @@ int blk_lower_arch_isa(const char *arch)
 	return 0;
 }
 
+const char *blk_lower_arch_name(int i)
+{
+	return i >= 0 && (size_t)i < sizeof archs / sizeof archs[0] ? archs[i].arch : NULL;
+}
+
 bool blk_lower_check_arch(BlkDiag *d, const char *arch)
 {
 	if (blk_lower_arch_isa(arch))
@@ -73,6 +90,22 @@ static void init_nvptx(void)
 	LLVMInitializeNVPTXAsmPrinter();
 }
 
+static const char big_passes[] =
+	"cgscc(function-attrs),function(sroa,simplifycfg,infer-alignment)";
+
+enum { BIG_KERNEL_BRANCHES = 4000 };
+
+static int count_cond_branches(LLVMModuleRef mod)
+{
+	int n = 0;
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b)) {
+			LLVMValueRef t = LLVMGetBasicBlockTerminator(b);
+			n += t && LLVMIsABranchInst(t) && LLVMIsConditional(t);
+		}
+	return n;
+}
+
 static const char passes[] =
 	"cgscc(function-attrs),"
 	"function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
@@ -90,13 +123,14 @@ typedef struct PooledTM {
 	LLVMTargetMachineRef tm;
 	char arch[16];
 	int isa;
+	bool big;            /* CodeGenOpt::None, for huge kernels (above) */
 	struct PooledTM *next;
 } PooledTM;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static PooledTM *pool;
 
-static PooledTM *make_tm(const char *arch, int isa)
+static PooledTM *make_tm(const char *arch, int isa, bool big)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_nvptx);
@@ -109,24 +143,26 @@ static PooledTM *make_tm(const char *arch, int isa)
 		blk_die("lower: out of memory");
 	snprintf(e->arch, sizeof e->arch, "%s", arch);
 	e->isa = isa;
+	e->big = big;
 	char features[16];
 	snprintf(features, sizeof features, "+ptx%d", isa);
-	e->tm = LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features, LLVMCodeGenLevelDefault,
+	e->tm = LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", arch, features,
+	                                big ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault,
 	                                LLVMRelocDefault, LLVMCodeModelDefault);
 	return e;
 }
 
-static PooledTM *take_tm(const char *arch, int isa)
+static PooledTM *take_tm(const char *arch, int isa, bool big)
 {
 	pthread_mutex_lock(&pool_lock);
 	PooledTM **p = &pool;
-	while (*p && (strcmp((*p)->arch, arch) != 0 || (*p)->isa != isa))
+	while (*p && (strcmp((*p)->arch, arch) != 0 || (*p)->isa != isa || (*p)->big != big))
 		p = &(*p)->next;
 	PooledTM *e = *p;
 	if (e)
 		*p = e->next;
 	pthread_mutex_unlock(&pool_lock);
-	return e ? e : make_tm(arch, isa);
+	return e ? e : make_tm(arch, isa, big);
 }
 
 static void give_back_tm(PooledTM *e)
@@ -146,7 +182,7 @@ static const char *to_arena(LowerCtx *c, const char *s, size_t n)
  * failed in why (no blk_die here: the caller holds a pooled machine).
  * *ir: the optimized IR when asked (codegen's own IR passes change the
  * module after that), for LLVMDisposeMessage. */
-static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMModuleRef mod,
+static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMModuleRef mod, bool big,
                                    char **ir, char *why, size_t len)
 {
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
@@ -159,7 +195,7 @@ static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMMo
 	}
 	LLVMDisposeMessage(msg);
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef e = why[0] ? NULL : LLVMRunPasses(mod, passes, tm, po);
+	LLVMErrorRef e = why[0] ? NULL : LLVMRunPasses(mod, big ? big_passes : passes, tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (e) {
 		char *em = LLVMGetErrorMessage(e);
@@ -179,9 +215,10 @@ static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMMo
 
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 {
-	PooledTM *pooled = take_tm(c->arch, blk_lower_launch(c)->isa);
+	bool big = count_cond_branches(mod) > BIG_KERNEL_BRANCHES;
+	PooledTM *pooled = take_tm(c->arch, blk_lower_launch(c)->isa, big);
 	char why[1024] = "", *ir = NULL;
-	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, &ir, why, sizeof why);
+	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, big, &ir, why, sizeof why);
 	give_back_tm(pooled);
 	if (!buf) {
 		LLVMDisposeMessage(ir);

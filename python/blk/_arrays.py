@@ -111,7 +111,13 @@ def _from_cai(x):
     fw = _module(x)
     if fw in ("jax", "jaxlib"):
         x.block_until_ready()  # its pointer is read now; JAX may still be writing it
-    cai = x.__cuda_array_interface__
+    try:
+        cai = x.__cuda_array_interface__
+    except AttributeError:  # the type offers it, this array not (JAX on the CPU)
+        if hasattr(x, "__dlpack__"):
+            return _from_dlpack(x)
+        raise BlkError(f"a {type(x).__name__} without __cuda_array_interface__: pass a GPU "
+                       "array, or a NumPy array in interpret mode") from None
     dt = _TYPESTR.get(cai["typestr"])
     if dt is None and hasattr(x, "__dlpack__"):
         return _from_dlpack(x)  # bf16 (JAX) has no typestr; DLPack has it
@@ -174,6 +180,11 @@ _NUMPY_DTYPES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16
 
 
 def _from_numpy(x):
+    import numpy as np
+    if isinstance(x, np.generic):  # a NumPy scalar: a 0-d array (read only)
+        x = np.asarray(x)
+    if not x.dtype.isnative:  # big-endian: blk reads native order; outputs refuse it (check_output)
+        x = x.astype(x.dtype.newbyteorder("="))
     dt = _NUMPY_DTYPES.get(x.dtype.name)
     if dt is None and x.dtype.name == "uint16":
         dt = _lib.BF16  # 16-bit patterns: the param's dtype (f16 or bf16) decides
@@ -182,6 +193,25 @@ def _from_numpy(x):
                        "bf16 as ml_dtypes.bfloat16 or uint16 bits)")
     strides = _byte_strides(x.strides, x.itemsize, x.shape)
     return Arg(x, _make(x.ctypes.data, dt, x.shape, strides), HOST, "numpy")
+
+
+def check_output(kernel, param, x):
+    """A host array blk will write (interpret mode) must take the writes:
+    a read-only array (writeable=False, a memmap opened "r", a view of
+    bytes) would fault or be changed behind its owner's back, and a
+    big-endian array or a NumPy scalar would be written through a copy."""
+    if _module(x) != "numpy":
+        return
+    import numpy as np
+    where = f"kernel {kernel}: output {param}"
+    if isinstance(x, np.generic):
+        raise BlkError(f"{where} is a NumPy scalar, which cannot be written: pass an array")
+    if not x.flags.writeable:
+        raise BlkError(f"{where} is read-only (writeable=False, a memmap opened 'r', or a "
+                       "view of bytes): pass a writable array")
+    if not x.dtype.isnative:
+        raise BlkError(f"{where} is {x.dtype.str} (byte order not native): pass "
+                       f"x.astype(x.dtype.newbyteorder('=')) and convert back")
 
 
 def from_array(x):

@@ -13,7 +13,7 @@ import sys
 import threading
 
 from . import _lib
-from ._arrays import HOST, BlkError, CompileError, empty, from_array
+from ._arrays import HOST, BlkError, CompileError, check_output, empty, from_array
 
 _lock = threading.RLock()
 _runtimes = {}  # device ordinal (HOST: offline) -> _Runtime
@@ -114,6 +114,8 @@ class Kernel:
         if not isinstance(src, str):
             src = os.fspath(src)
         self.path = src if _is_path(src) else None
+        if self.path is not None and not os.path.isfile(self.path):
+            raise BlkError(f"{self.path}: no such file (pass a .blk path, or source text)")
         self.source = None if self.path else src
         self.source_name = "<string>"
         self.name = name
@@ -349,12 +351,15 @@ class Kernel:
         others (torch tensors, on any device) are copied to the host and the
         results copied back into the outputs."""
         host = [_to_host(a) for a in slots]
+        for p, a in zip(self.tensor_params, slots):
+            if a is not None and p.access != "in":
+                check_output(self.name, p.name, a)
         loaded = self._load(HOST)
         rt = loaded.rt
         args, ts = self._args(host, loaded.func, rt)
         with rt.lock:
             sys.stdout.flush()
-            if not _lib.lib.blk_interpret(loaded.func, ts, len(args)):
+            if not _lib.interpret(rt.ptr, loaded.func, ts, len(args)):
                 raise rt.error()
         outs = []
         for orig, a, p in zip(slots, args, self.tensor_params):

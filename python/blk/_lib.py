@@ -87,6 +87,7 @@ _SIGNATURES = {
     "blk_func_search": (_I, [_P, _TP, _I, ctypes.POINTER(ctypes.c_char_p), _I]),
     "blk_launch": (_B, [_P, _TP, _I, _P]),
     "blk_interpret": (_B, [_P, _TP, _I]),
+    "blk_runtime_interrupt": (None, [_P]),
     "blk_stream_synchronize": (_B, [_P, _P]),
     "blk_timer_create": (_P, [_P]),
     "blk_timer_destroy": (None, [_P]),
@@ -122,6 +123,55 @@ def _open():
 
 
 lib = _open()
+
+
+def interpret(rt, func, ts, n):
+    """blk_interpret, stoppable with Ctrl-C.  The call stays in this thread
+    (a run must never outlive its call: it reads the caller's arrays and
+    program).  While it runs, Python's signal handler writes each signal's
+    number to a pipe (signal.set_wakeup_fd) that a watcher thread reads; at
+    SIGINT the watcher calls blk_runtime_interrupt until the run returns,
+    and the KeyboardInterrupt is raised here as usual.  Outside the main
+    thread (which alone gets SIGINT) the call is a plain one."""
+    import signal
+    import threading
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return bool(lib.blk_interpret(func, ts, n))
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        os.close(r)
+        os.close(w)
+        return bool(lib.blk_interpret(func, ts, n))
+    done = threading.Event()
+
+    def watch():
+        try:
+            while True:
+                b = os.read(r, 1)
+                if not b or b == b"\0":
+                    return
+                if b[0] == signal.SIGINT:
+                    break
+            while not done.wait(0.05):  # again and again: a run not yet begun clears it
+                lib.blk_runtime_interrupt(rt)
+        finally:
+            os.close(r)
+
+    threading.Thread(target=watch, name="blk-interrupt", daemon=True).start()
+    try:
+        return bool(lib.blk_interpret(func, ts, n))
+    finally:
+        done.set()
+        signal.set_wakeup_fd(old)
+        try:
+            os.write(w, b"\0")
+        except OSError:
+            pass
+        os.close(w)
 
 
 def text(b):

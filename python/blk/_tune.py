@@ -160,7 +160,7 @@ class Autotuned:
     def key_of(self, *arrays, **named):
         """The tuning key of a call: the key sizes, the dtypes, the arch."""
         slots = self.base._match(arrays, named)
-        if None in slots:
+        if any(a is None for a in slots):  # `None in` compares arrays elementwise
             slots = self._with_outputs(slots)
         sizes = self.base.bind(*slots)
         dev = from_array(slots[0]).device

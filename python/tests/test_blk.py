@@ -308,8 +308,9 @@ def test_compile_error_has_location_and_caret():
     assert "NOPE" in str(e)
     e = raises(blk.CompileError, blk.kernel, f"{EX}/add.blk", name="sub")
     assert "no kernel named 'sub'" in str(e)
-    e = raises(blk.CompileError, blk.kernel, "/nonexistent/x.blk")
-    assert "/nonexistent/x.blk" in str(e)
+    e = raises(blk.BlkError, blk.kernel, "/nonexistent/x.blk")
+    assert not isinstance(e, blk.CompileError), e  # nothing was compiled
+    assert "/nonexistent/x.blk: no such file" in str(e), str(e)
 
 
 def test_call_errors():
@@ -330,6 +331,102 @@ def test_call_errors():
     mm = blk.kernel(f"{EX}/matmul.blk")
     e = raises(blk.BlkError, mm, rand(4, 5), rand(6, 7), interpret=True)
     assert "launch of matmul" in str(e)
+
+
+def test_outputs_that_cannot_be_written():
+    """Read-only, big-endian and scalar outputs are refused before the
+    interpreter writes (a read-only memmap used to kill the process)."""
+    add = blk.kernel(f"{EX}/add.blk")
+    x = rand(8)
+    ro = np.zeros(8, np.float32)
+    ro.flags.writeable = False
+    e = raises(blk.BlkError, add, x, x, ro, interpret=True)
+    assert "kernel add: output z is read-only" in str(e), str(e)
+    assert not ro.any()
+    frozen = np.frombuffer(bytes(32), np.float32)  # a view of immutable bytes
+    raises(blk.BlkError, add, x, x, frozen, interpret=True)
+    assert bytes(frozen.tobytes()) == bytes(32)
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(bytes(32))
+        f.flush()
+        mm = np.memmap(f.name, np.float32, mode="r", shape=(8,))
+        e = raises(blk.BlkError, add, x, x, mm, interpret=True)
+        assert "read-only" in str(e)
+    e = raises(blk.BlkError, add, x, x, np.zeros(8, ">f4"), interpret=True)
+    assert "byte order not native" in str(e), str(e)
+    raises(blk.BlkError, add, x, x, np.float32(0), interpret=True)
+
+
+def test_big_endian_and_scalar_inputs():
+    add = blk.kernel(f"{EX}/add.blk")
+    x, y = rand(8), rand(8)
+    z = add(x.astype(">f4"), y.astype(">f4"), interpret=True)
+    close(z, x + y)
+    e = raises(blk.BlkError, add, np.float32(1), np.float32(2), interpret=True)
+    assert "rank 0 but the kernel expects rank 1" in str(e), str(e)
+
+
+def test_autotune_on_numpy_arrays():
+    mm = blk.autotune(f"{EX}/matmul.blk", configs=[dict(BM=32), dict(BM=64)], key=["M", "N", "K"])
+    a, b = rand(64, 16), rand(16, 32)
+    assert mm.key_of(a, b).startswith("M=64,N=32,K=16;")
+    assert mm.best(a, b) is None
+    close(mm(a, b, interpret=True), a @ b)
+    e = raises(blk.BlkError, mm, a, b)  # not a GPU array: a BlkError, no ValueError
+    assert "host memory" in str(e), str(e)
+
+
+class _JaxCpuArray:
+    """What a JAX array on the CPU offers: the type has the CUDA interface
+    (a property that fails for this array), DLPack on the host."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype = a, a.shape, a.dtype
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("not on a GPU")
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __array__(self, dtype=None):
+        return self.a
+
+    def block_until_ready(self):
+        return self
+
+
+_JaxCpuArray.__module__ = "jaxlib.xla_extension"
+
+
+def test_jax_cpu_arrays():
+    add = blk.kernel(f"{EX}/add.blk")
+    x, y = rand(8), rand(8)
+    e = raises(blk.BlkError, add, _JaxCpuArray(x), _JaxCpuArray(y))
+    assert "host memory" in str(e), str(e)
+    close(add(_JaxCpuArray(x), _JaxCpuArray(y), interpret=True), x + y)
+    mm = blk.autotune(f"{EX}/add.blk", configs=[dict(B=64)])
+    assert mm.key_of(_JaxCpuArray(x), _JaxCpuArray(y)).startswith("N=8;")
+
+
+def test_ctrl_c_stops_the_interpreter():
+    """A loop of 2^31 steps in interpret mode stops at Ctrl-C (here
+    interrupt_main) with KeyboardInterrupt; the kernel runs again after."""
+    import _thread
+    import threading
+    spin = blk.kernel("kernel spin(y: out f32[N] block (N) index (i) -> (0)) grid (1) {\n"
+                      "    y[...] = fori_loop(0, 2147483647, zeros((N,), f32)) |k, acc| { acc + 1.0 };\n"
+                      "}\n")
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    t0 = time.perf_counter()
+    raises(KeyboardInterrupt, spin, np.zeros(4, np.float32), interpret=True)
+    assert time.perf_counter() - t0 < 30
+    add = blk.kernel(f"{EX}/add.blk")
+    close(add(np.ones(4, np.float32), np.ones(4, np.float32), interpret=True), np.full(4, 2.0))
 
 
 def test_threads():
@@ -429,10 +526,10 @@ if os.environ.get("BLK_TEST_INSTALLED") != "1":
 import numpy as np, blk
 t0 = time.perf_counter()
 k = blk.kernel(sys.argv[2] + "/matmul.blk", BM=32, BN=32)
-k.compile(np.zeros((256, 128), np.float32), np.zeros((128, 256), np.float32))
+info = k.compile(np.zeros((256, 128), np.float32), np.zeros((128, 256), np.float32))
 ms = (time.perf_counter() - t0) * 1e3
 s = k.cache_stats(-1)
-print(s["compiles"], s["disk_hits"], "%.3f" % ms)
+print(s["compiles"], s["disk_hits"], "%.3f" % ms, int(info["cached"]))
 """
 
 
@@ -440,7 +537,7 @@ def child(env=None):
     out = subprocess.run([sys.executable, "-c", CHILD, os.path.join(ROOT, "python"), EX],
                          capture_output=True, text=True, env={**os.environ, **(env or {})},
                          check=True).stdout.split()
-    return int(out[0]), int(out[1]), float(out[2])
+    return int(out[0]), int(out[1]), float(out[2]), int(out[3])
 
 
 def test_disk_cache_second_process_skips_compiler():
@@ -448,6 +545,7 @@ def test_disk_cache_second_process_skips_compiler():
     cold = child({"BLK_CACHE_DIR": d})
     warm = child({"BLK_CACHE_DIR": d})
     assert cold[:2] == (1, 0) and warm[:2] == (0, 1), (cold, warm)
+    assert cold[3] == 0 and warm[3] == 1, (cold, warm)  # compile()'s "cached" on a disk hit
     print(f"  source -> PTX in a new process: compiled {cold[2]:.1f} ms, "
           f"from the disk cache {warm[2]:.2f} ms")
     off = child({"BLK_CACHE_DIR": d, "BLK_CACHE": "0"})

@@ -14,7 +14,8 @@
  * is loaded at run time; a machine without one gets a clear error, never a
  * crash.  Every destroy/free function accepts NULL.
  *
- * One runtime must not be used from two threads at once.
+ * One runtime must not be used from two threads at once (except for
+ * blk_runtime_interrupt, made to be called from another thread).
  */
 #ifndef BLK_H
 #define BLK_H
@@ -105,8 +106,10 @@ BLK_API bool blk_runtime_set_cache_dir(BlkRuntime *rt, const char *dir);
 
 /* The message of the last failed call on rt (or anything made from it); ""
  * if none.  Valid until the next call on rt.  A call given a NULL handle
- * (runtime, program, kernel, tuner, timer) fails without touching memory;
- * its message is blk_runtime_last_error(NULL), kept per thread. */
+ * (runtime, program, kernel, tuner, timer), one destroyed already (the
+ * last 1024 destroyed are recognized) or one of another kind fails without
+ * touching freed memory; its message is blk_runtime_last_error(NULL), kept
+ * per thread. */
 BLK_API const char *blk_runtime_last_error(const BlkRuntime *rt);
 /* The architecture kernels are compiled for, e.g. "sm_90a". */
 BLK_API const char *blk_runtime_arch(const BlkRuntime *rt);
@@ -178,7 +181,7 @@ typedef struct BlkCompiledInfo {
 	unsigned threads;    /* per CTA */
 	size_t smem_bytes;   /* dynamic shared memory per CTA */
 	unsigned grid[3];
-	bool cached;         /* this call found it in the cache */
+	bool cached;         /* this call found it in a cache (memory or disk) */
 	const char *jit_log; /* the driver JIT's info log once loaded; else NULL */
 	const char *config;  /* the values chosen for `auto` parameters for these
 	                      * tensors ("BM=128,BN=256,num_warps=8"); "" when none */
@@ -239,6 +242,12 @@ BLK_API bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, i
  * offline runtime.  Debug prints go to stdout.  false with the error (a
  * binding error, or a failed check at run time) in the last error. */
 BLK_API bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors);
+/* Asks the blk_interpret running on rt in another thread to stop: it
+ * fails soon after (before its next program or loop iteration) with
+ * "interpreting KERNEL: interrupted".  The one call that may come from
+ * another thread while rt is in use, or from a signal handler (SIGINT);
+ * a later blk_interpret starts afresh. */
+BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
 
 /* ---- autotuner --------------------------------------------------------- */
 

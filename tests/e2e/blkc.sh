@@ -161,6 +161,24 @@ if grep -q ' -> ' "$T/out"; then
 	fails=$((fails + 1))
 	echo "FAIL: run with an unwritable --out-dir still says it wrote an output"
 fi
+expect 2 '--out-dir wants a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir=
+# a rank-0 .npy (numpy.save of a scalar): 10 bytes of magic and length, a
+# 118-byte header, one f32
+hdr="{'descr': '<f4', 'fortran_order': False, 'shape': (), }"
+{ printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "$hdr"; printf '\000\000\100\100'; } >"$T/s0.npy"
+expect 1 's0.npy: an array of rank 0, but x of kernel .add. has rank 1' \
+	"$BLKC" run --interpret "$EX/add.blk" x="$T/s0.npy" y="$T/s0.npy"
+# .npy input is read no further than it announces, within bounds
+expect 1 '/dev/zero: not a .npy file' "$BLKC" run --interpret "$EX/add.blk" x=/dev/zero y=/dev/zero
+hdr="{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }"
+{ printf '\223NUMPY\001\000\166\000'; printf '%-117s\n' "$hdr"; } >"$T/huge.npy"
+expect 1 'huge.npy: the array is larger than 4294967296 bytes' \
+	"$BLKC" run --interpret "$EX/add.blk" x="$T/huge.npy" y="$T/huge.npy"
+printf '\223NUMPY\002\000\000\000\020\000' >"$T/bighdr.npy"
+expect 1 'bighdr.npy: a .npy header of 1048576 bytes; blk reads headers up to 65536' \
+	"$BLKC" run --interpret "$EX/add.blk" x="$T/bighdr.npy" y="$T/bighdr.npy"
+expect 1 "'a' is too large to allocate \\(blkc run makes arrays of up to 4294967296 bytes\\)" \
+	"$BLKC" run --interpret "$EX/matmul.blk" M=100000 N=100000 K=100000
 expect 1 "size N of kernel 'add' is unknown" "$BLKC" run --interpret "$EX/add.blk"
 expect 1 "'z' is an output" "$BLKC" run --interpret "$EX/add.blk" z="$T/in.npy"
 expect 1 'has shape|shape' "$BLKC" run --interpret "$EX/add.blk" N=999 x="$T/in.npy"
@@ -169,6 +187,16 @@ printf 'not a numpy file' >"$T/bad.npy"
 expect 1 'bad.npy' "$BLKC" run --interpret "$EX/add.blk" x="$T/bad.npy" y="$T/bad.npy"
 expect 0 'y: f16\[13, 77\]' "$BLKC" run --interpret -D T=f16 "$EX/softmax.blk" R=13 C=77 --out-dir="$T"
 expect 0 'c: bf16\[130, 70\]' "$BLKC" run --interpret -D T=bf16 "$EX/matmul_acc.blk" M=130 N=70 K=33 --out-dir="$T"
+# an output that is NaN was written: no "never written" (the poison is not
+# the NaN a kernel makes)
+cat >"$T/nan.blk" <<'NAN'
+kernel mknan[T = f16](x: in f32[N] block (N) index (i) -> (0), y: out T[N] block (N) index (i) -> (0)) grid (1) {
+    y[...] = (x[...] * 0.0 + nan).astype(T);
+}
+NAN
+for t in f32 f16 bf16; do
+	expect 0 "y: $t\\[8\\] -> [^ ]*y\\.npy\$" "$BLKC" run --interpret -D T=$t "$T/nan.blk" N=8 --out-dir="$T"
+done
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
 	expect 1 'cannot run on the GPU: no CUDA driver' "$BLKC" run "$EX/add.blk" N=10 --out-dir="$T"
 fi

@@ -1,12 +1,14 @@
 /* test_host.c - the host-language API without a GPU: the version, a
  * kernel's tensor params, output shapes inferred from the inputs, the
  * interpreter on host arrays, and every error of each. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -108,6 +110,10 @@ static void test_infer(void **state)
 	assert_contains(blk_runtime_last_error(fx->rt), "size R is 3 from an earlier array but 4 from acc");
 	assert_false(blk_func_infer_shapes(fx->f, v, 2));
 	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 2");
+	/* x of rank 1 binds nothing: the rank is the error, not s's shape */
+	BlkTensor w[3] = {blk_tensor_make(NULL, BLK_DTYPE_BF16, 1, xs), {.rank = -1}, {.rank = -1}};
+	assert_false(blk_func_infer_shapes(fx->f, w, 3));
+	assert_contains(blk_runtime_last_error(fx->rt), "launch of rowsum: x has rank 1 but the kernel expects rank 2");
 }
 
 static uint16_t bf16(float f)
@@ -148,6 +154,66 @@ static void test_interpret(void **state)
 	assert_int_equal(v[1], 5);
 	assert_false(blk_interpret(fx->f, t, 1));
 	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 1");
+	/* An output written through a reversed view (stride -1): its elements
+	 * are distinct, so it is taken, and row r lands at s[2 - r]. */
+	float rev[3] = {-1, -1, -1};
+	t[1] = blk_tensor_make(&rev[2], BLK_DTYPE_F32, 1, &ss);
+	t[1].strides[0] = -1;
+	if (!blk_interpret(fx->f, t, 3))
+		fail_msg("%s", blk_runtime_last_error(fx->rt));
+	for (int r = 0; r < 3; r++)
+		assert_true(rev[2 - r] == 5.0f * (float)(r + 1));
+	t[1].strides[0] = 0; /* all rows at one address: refused */
+	assert_false(blk_interpret(fx->f, t, 3));
+	assert_contains(blk_runtime_last_error(fx->rt), "stride 0 in dim 0 makes elements share memory");
+}
+
+/* 2^31 - 1 loop steps: minutes in the interpreter, unless interrupted. */
+static const char spin_src[] =
+	"kernel spin(y: out f32[N] block (N) index (i) -> (0)) grid (1) {\n"
+	"    y[...] = fori_loop(0, 2147483647, zeros((N,), f32)) |k, acc| { acc + 1.0 };\n"
+	"}\n";
+
+typedef struct Spin {
+	BlkFunc *f;
+	BlkTensor t;
+	bool ok;
+} Spin;
+
+static void *spin_run(void *arg)
+{
+	Spin *s = arg;
+	s->ok = blk_interpret(s->f, &s->t, 1);
+	return NULL;
+}
+
+/* blk_runtime_interrupt from another thread stops a long interpretation
+ * (Python's Ctrl-C), which fails with a message; the next run is whole. */
+static void test_interrupt(void **state)
+{
+	Fixture *fx = *state;
+	BlkProgram *p = blk_program_load_source(fx->rt, "spin.blk", spin_src, NULL, 0);
+	assert_non_null(p);
+	float y[4];
+	int64_t n = 4;
+	Spin s = {blk_program_kernel(p, NULL), blk_tensor_make(y, BLK_DTYPE_F32, 1, &n), true};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, spin_run, &s), 0);
+	struct timespec pause = {0, 50 * 1000 * 1000};
+	nanosleep(&pause, NULL);
+	blk_runtime_interrupt(fx->rt);
+	pthread_join(th, NULL);
+	assert_false(s.ok);
+	assert_contains(blk_runtime_last_error(fx->rt), "interpreting spin: interrupted");
+	blk_runtime_interrupt(NULL); /* no runtime: nothing to stop, no crash */
+	blk_program_destroy(p);
+	int64_t xs[2] = {3, 5};
+	uint16_t x[15] = {0};
+	float sums[3], acc[6] = {0};
+	int64_t ss = 3, as[2] = {3, 2};
+	BlkTensor t[3] = {blk_tensor_make(x, BLK_DTYPE_BF16, 2, xs), blk_tensor_make(sums, BLK_DTYPE_F32, 1, &ss),
+	                  blk_tensor_make(acc, BLK_DTYPE_F32, 2, as)};
+	assert_true(blk_interpret(fx->f, t, 3)); /* the flag does not outlive its run */
 }
 
 int main(void)
@@ -157,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_infer),
 		cmocka_unit_test(test_interpret),
+		cmocka_unit_test(test_interrupt),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
