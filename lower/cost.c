@@ -498,16 +498,28 @@ static void finish(const Machine *mc, double compulsory, BlkCost *out)
 	out->us = fmax(out->us, out->dram_us) + LAUNCH * 1e6;
 }
 
+/* The most stages schedule.c gave a loop (attr stages), at any depth: a
+ * specialized loop sits inside the persistent one and warp_specialize. */
+static double deepest(const BlkRegion *r)
+{
+	double most = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		const BlkAttr *st = op->kind == BLK_OP_FOR ? blk_op_attr(op, "stages") : NULL;
+		if (st && st->kind == BLK_ATTR_INT)
+			most = fmax(most, (double)st->i);
+		for (int i = 0; i < op->nregions; i++)
+			most = fmax(most, deepest(op->regions[i]));
+	}
+	return most;
+}
+
 void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *out)
 {
 	const Machine *mc = machine(c->arch);
 	const BlkLaunch *l = c->k->launch;
 	Res r = { l->threads, l->smem, (int)ceil(live_regs(c->k->body)) + OVERHEAD_REGS,
 	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages };
-	for (const BlkOp *op = c->k->body->first; op; op = op->next) { /* schedule.c's deeper pipeline */
-		const BlkAttr *st = op->kind == BLK_OP_FOR ? blk_op_attr(op, "stages") : NULL;
-		r.stages = st && st->kind == BLK_ATTR_INT && st->i > r.stages ? (int)st->i : r.stages;
-	}
+	r.stages = (int)fmax(r.stages, deepest(c->k->body)); /* schedule.c's deeper pipeline */
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, compulsory_bytes(c), out);
 }

@@ -27,6 +27,7 @@ typedef struct BlkAutoPoint {
 	int64_t v[BLK_AUTO_MAX_PARAMS]; /* per space param */
 	double us;                      /* the model's estimate */
 	double busy_us;                 /* its compute and memory bounds summed: breaks ties */
+	int regs;                       /* registers a thread: breaks what ties remain */
 } BlkAutoPoint;
 
 /* The choice for one launch. */
