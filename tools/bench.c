@@ -3,13 +3,15 @@
  *
  *   blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] [--fixed]
  *             [--f32 BM=128,BN=128,...] [--bf16 ...] [--f16 ...]
- *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'] [--tune-bf16 ...] [--tune-f16 ...]
+ *             [--tune-f32 'BM=64,BN=64;BM=128,BN=128'|search] [--tune-bf16 ...] [--tune-f16 ...]
  *             [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more]
  *             [--bandwidth-only] [--attention-only] [--only NAME,NAME] [--offline]
  *
  * The matmul rows of the dtypes in --autotune (default: f32) run through the
  * runtime's autotuner over a candidate list (the built-in one below, or
- * --tune-DTYPE's, ';' between candidates); the other dtypes, and a dtype
+ * --tune-DTYPE's, ';' between candidates; `search`: none, so the tuner
+ * times the cost model's best 12 of the kernel's search space for each
+ * size, docs/runtime.md); the other dtypes, and a dtype
  * given a fixed config with --f32/--bf16/--f16, use one config.  --fixed is
  * --autotune none.  The last column names the config that ran, and for a
  * tuned row how many candidates were timed and how long tuning took
@@ -308,6 +310,8 @@ static BlkTuner *make_tuner(BlkRuntime *rt, const Options *o, BlkDType dt)
 	const char *base[] = {tdef};
 	BlkTuner *t = blk_tuner_create(rt, path, NULL, "matmul", base, 1);
 	bool ok = t != NULL;
+	if (strcmp(list, "search") == 0) /* no candidates: the tuner's search space (blk_func_search) */
+		list[0] = '\0';
 	char *save = NULL;
 	for (char *c = strtok_r(list, ";", &save); ok && c; c = strtok_r(NULL, ";", &save))
 		ok = blk_tuner_add_config_text(t, c);
@@ -743,7 +747,7 @@ int main(int argc, char **argv)
 	if (!parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: blk-bench [--sizes 1024,2048] [--autotune f32,bf16,f16|all|none] "
 		        "[--fixed] [--f32|--f16|--bf16 BM=..,BN=..] [--tune-f32|--tune-f16|--tune-bf16 "
-		        "'BM=..,BN=..;BM=..'] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
+		        "'BM=..,BN=..;BM=..'|search] [--budget-ms N] [--examples DIR] [--no-bandwidth] [--no-more] "
 		        "[--bandwidth-only] [--attention-only] [--only NAME,NAME] [--offline]\n");
 		return 2;
 	}
