@@ -11,8 +11,9 @@
  *       for the program in the middle of the grid: causal attention's
  *       average), and the engine of its dots;
  *   resources (after smem-plan, GPU level): threads, shared bytes,
- *       registers per thread (the largest tile's plus an overhead; a
- *       warp-specialized kernel holds the SM), persistence, num_stages.
+ *       registers per thread (a loop's carried tiles plus the largest tile
+ *       its body makes anew, plus an overhead; a warp-specialized kernel
+ *       holds the SM), the deepest pipeline (schedule.c's attr stages).
  *
  * The estimate, per SM (docs/backend.md "The cost model" gives the
  * constants and where they were measured):
@@ -20,7 +21,8 @@
  *   conc      = min(resident, programs / SMs): what one wave puts on an SM
  *   waves     = ceil(programs / (SMs * resident))
  *   per trip  = max(conc * FLOPs / (peak * efficiency),
- *                   conc * bytes / L2 share, latency / (stages - 1))
+ *                   conc * bytes / L2 share,
+ *                   latency / (stages - 1) + a trip's own cost)
  *   time      = waves * (trips * per trip + fixed) , at least the
  *               compulsory bytes over DRAM bandwidth, plus the launch.
  * The efficiency of a tensor-core dot falls with the width each warpgroup
@@ -58,8 +60,6 @@ static const double LATENCY = 1.48e-6, FIXED = 1.11e-6, LAUNCH = 3.0e-6;
  * epilogue beside the next tile's loads). */
 static const double TRIP = 0.089e-6, SFU_RATE = 16 * 1.75e9, WARP_BYTES_IN_FLIGHT = 1320,
                     SFU_EXPOSED = 0.3, SPECIALIZED_GAIN = 1.6;
-
-static double compulsory_bytes(const LowerCtx *c);
 
 /* ---- work: a scalar evaluator for loop bounds ---------------------------- */
 
@@ -287,7 +287,7 @@ void blk_lower_cost_read(const LowerCtx *c, BlkCostWork *w)
 	}
 	w->trips = 1;
 	region_work(&e, c->k->body, 1, w);
-	w->compulsory = compulsory_bytes(c);
+	w->compulsory = blk_lower_compulsory_bytes(c->k, c->arrays);
 }
 
 /* ---- resources --------------------------------------------------------- */
@@ -412,15 +412,15 @@ static double engine_efficiency(const BlkCostWork *w, int threads)
 	return eff * (n >= 256 ? 1.0 : n >= 128 ? 0.97 : n >= 64 ? 0.675 : n >= 32 ? 0.65 : 0.6);
 }
 
-static double compulsory_bytes(const LowerCtx *c)
+double blk_lower_compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays)
 {
 	double bytes = 0;
 	int n = 0;
-	for (int p = 0; p < c->k->nparams && c->arrays; p++) {
-		const BlkParam *pa = &c->k->params[p];
+	for (int p = 0; p < k->nparams && arrays; p++) {
+		const BlkParam *pa = &k->params[p];
 		if (pa->access == BLK_ACCESS_SCRATCH)
 			continue;
-		const BlkArrayDesc *a = &c->arrays[n++];
+		const BlkArrayDesc *a = &arrays[n++];
 		double elems = 1;
 		for (int d = 0; d < a->rank; d++)
 			elems *= (double)a->shape[d];
@@ -523,7 +523,7 @@ void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *o
 	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages };
 	r.stages = (int)fmax(r.stages, deepest(c->k->body)); /* schedule.c's deeper pipeline */
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
-	finish(mc, compulsory_bytes(c), out);
+	finish(mc, w->compulsory, out);
 }
 
 void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const BlkLowerOptions *opt,

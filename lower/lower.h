@@ -99,6 +99,10 @@ typedef struct BlkCost {
 bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
                     const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCost *out);
 
+/* Every input read once, every output written once (inout both): the
+ * bytes no schedule avoids; arrays one per non-scratch param of k. */
+double blk_lower_compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays);
+
 /* Only the passes up to dot-engine, then the model's tile-level reading
  * of the kernel (cheaper than blk_lower_cost: the first round of
  * runtime/auto.c's search). */

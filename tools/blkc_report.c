@@ -96,24 +96,6 @@ static void report_occupancy(const SmLimits *sm, const BlkLaunch *l, const unsig
 	       programs / (sm->sms * per_sm));
 }
 
-/* Every input read once, every output written once (inout both). */
-static double compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays)
-{
-	double bytes = 0;
-	int n = 0;
-	for (int p = 0; p < k->nparams; p++) {
-		const BlkParam *pa = &k->params[p];
-		if (pa->access == BLK_ACCESS_SCRATCH)
-			continue;
-		const BlkArrayDesc *a = &arrays[n++];
-		double elems = 1;
-		for (int d = 0; d < a->rank; d++)
-			elems *= (double)a->shape[d];
-		bytes += elems * blk_dtype_size(a->dtype) * (pa->access == BLK_ACCESS_INOUT ? 2 : 1);
-	}
-	return bytes;
-}
-
 /* ---- FLOPs of the dots --------------------------------------------------- */
 
 typedef struct Flops {
@@ -223,7 +205,7 @@ static void report_compute(BlkKernel *k, double flops, const Flops *f, double by
 
 static void report_traffic(const BlkKernel *k, const BlkArrayDesc *arrays)
 {
-	double bytes = compulsory_bytes(k, arrays);
+	double bytes = blk_lower_compulsory_bytes(k, arrays);
 	printf("  traffic: at least %.3f MB (inputs read once, outputs written once)\n", bytes / 1e6);
 	/* Spec HBM bandwidth; the H200's device-to-device copy measured 4.19 TB/s
 	 * (docs/gpu-notes.md), the practical ceiling. */
@@ -291,7 +273,7 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 	BlkLowerOptions lo = {.arch = arch};
 	Flops f = {0};
 	if (blk_lower_run_pass(a, d, m, k, "specialize", sizes, arrays, &lo))
-		report_compute(k, kernel_flops(k, &f), &f, compulsory_bytes(k, arrays));
+		report_compute(k, kernel_flops(k, &f), &f, blk_lower_compulsory_bytes(k, arrays));
 	else
 		printf("  FLOPs: not counted (the kernel did not specialize)\n");
 }
