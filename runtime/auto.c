@@ -19,7 +19,9 @@
  *      (blk_lower_cost_work); the model's estimate with the resources
  *      guessed for each num_warps and num_stages ranks all points;
  *   2. the best FINALISTS are lowered through every IR pass
- *      (blk_lower_cost), and the model's full estimate orders them.
+ *      (blk_lower_cost), and the model's full estimate orders them; if
+ *      the lowering refuses them all, the next FINALISTS, up to
+ *      MAX_LOWERED points in all.
  * A point the frontend or the lowering refuses (a tile too big for the
  * registers, shared memory over the SM's) is left out; a compiler bug in
  * one (blk_die) is too, under blk_guard.
@@ -32,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { FINALISTS = 24, MAX_POINTS = 4096 };
+enum { FINALISTS = 24, MAX_POINTS = 4096, MAX_LOWERED = 8 * FINALISTS };
 
 bool blk_auto_any(const BlkKernel *k)
 {
@@ -324,7 +326,18 @@ int blk_auto_rank(const BlkSource *src, const BlkDefine *defs, int ndefs, const 
 	int fin = npoints > FINALISTS ? npoints : FINALISTS;
 	fin = n < fin ? n : fin;
 	BlkCost best = { 0 };
-	int kept = second_round(&base, sp, all, fin, &first, &best);
+	/* where the lowering refuses every finalist (the model's guess of the
+	 * shared memory missed, as for several f32 dots staged one by one), the
+	 * next ones in the ranking, a batch at a time */
+	int kept = 0, start = 0, lowered = 0;
+	while (kept == 0 && start < n && lowered < MAX_LOWERED) {
+		int m = n - start < fin ? n - start : fin;
+		kept = second_round(&base, sp, all + start, m, &first, &best);
+		if (kept && start)
+			memmove(all, all + start, sizeof *all * (size_t)kept);
+		start += m;
+		lowered += m;
+	}
 	if (kept == 0) {
 		BlkLoc none = { 0 };
 		blk_error(d, none, "kernel %s: no value of its auto parameters lowers at these sizes; "
@@ -335,7 +348,7 @@ int blk_auto_rank(const BlkSource *src, const BlkDefine *defs, int ndefs, const 
 	if (info) {
 		memset(info, 0, sizeof *info);
 		info->ranked = n;
-		info->lowered = fin;
+		info->lowered = lowered;
 		info->cost = best;
 		if (kept > 0)
 			blk_auto_point_text(sp, &pts[0], info->text, sizeof info->text);

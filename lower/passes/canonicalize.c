@@ -30,6 +30,12 @@
  *   scratch-carry      a scratch Ref stored whole before a loop, loaded and
  *                      stored whole once per iteration, loaded after ->
  *                      a loop carry (Pallas's acc_ref as fori_loop's acc).
+ *   same-load          a load of an `in` array that an earlier load of the
+ *                      same region repeats (the same Ref, indices computed
+ *                      alike, the same attributes) -> that load's value:
+ *                      `dot(x[:, ds(k * BK, BK)], w1..)` and the same x
+ *                      chunk read again for a second dot are one slab,
+ *                      which the pipeliner then stages once.
  *   carry-squeeze      a `for` carry with a dim of 1, whose yielded value
  *                      is an expand_dims on that dim and whose init is one
  *                      too or a splat constant -> carried without the dim,
@@ -345,6 +351,82 @@ static void hoist(Canon *k, BlkOp *op)
 	k->changed = true;
 }
 
+/* ---- same-load ------------------------------------------------------------------ */
+
+static bool same_attr(const BlkAttr *x, const BlkAttr *y)
+{
+	if (strcmp(x->name, y->name) != 0 || x->kind != y->kind)
+		return false;
+	switch (x->kind) {
+	case BLK_ATTR_INT: return x->i == y->i;
+	case BLK_ATTR_FLOAT: return memcmp(&x->f, &y->f, sizeof x->f) == 0;
+	case BLK_ATTR_STRING: return strcmp(x->s, y->s) == 0;
+	case BLK_ATTR_DTYPE: return x->dtype == y->dtype;
+	case BLK_ATTR_INDEX:
+		if (x->index.n != y->index.n)
+			return false;
+		for (int i = 0; i < x->index.n; i++) {
+			const BlkIndex *a = &x->index.v[i], *b = &y->index.v[i];
+			if (a->kind != b->kind || blk_index_step(a) != blk_index_step(b) ||
+			    (a->kind == BLK_INDEX_DS && !blk_sym_equal(a->size, b->size)))
+				return false;
+		}
+		return true;
+	default: return false;
+	}
+}
+
+/* Ops a and b have the kind, attributes and result types of one another. */
+static bool alike(const BlkOp *a, const BlkOp *b)
+{
+	if (a->kind != b->kind || a->noperands != b->noperands || a->nresults != b->nresults || a->nattrs != b->nattrs ||
+	    a->nregions || b->nregions)
+		return false;
+	for (int i = 0; i < a->nresults; i++)
+		if (!blk_type_equal(&a->results[i]->type, &b->results[i]->type))
+			return false;
+	for (int i = 0; i < a->nattrs; i++)
+		if (!same_attr(&a->attrs[i], &b->attrs[i]))
+			return false;
+	return true;
+}
+
+/* a and b are the same value: one value, or results of alike pure ops on
+ * the same values (`k * BK` written twice); depth bounds the walk. */
+static bool equivalent(const BlkValue *a, const BlkValue *b, int depth)
+{
+	if (a == b)
+		return true;
+	const BlkOp *x = a->def, *y = b->def;
+	if (!x || !y || depth == 0 || a->index != b->index || !(blk_op_flags(x->kind) & BLK_OPF_PURE) || !alike(x, y))
+		return false;
+	for (int i = 0; i < x->noperands; i++)
+		if (!equivalent(x->operands[i], y->operands[i], depth - 1))
+			return false;
+	return true;
+}
+
+/* A load of an `in` array repeating an earlier load of its region -> that
+ * one's value (nothing writes an `in` array in between). */
+static void reuse_load(Canon *k, BlkOp *op)
+{
+	if (!blk_loop_read_only(k->c, op->operands[0]))
+		return;
+	for (BlkOp *e = op->prev; e; e = e->prev) {
+		if (e->kind != BLK_OP_LOAD || !alike(e, op))
+			continue;
+		bool same = true;
+		for (int i = 0; i < op->noperands && same; i++)
+			same = equivalent(e->operands[i], op->operands[i], 8);
+		if (!same)
+			continue;
+		blk_replace_uses(op->parent, op->results[0], e->results[0]);
+		blk_op_erase(op);
+		k->changed = true;
+		return;
+	}
+}
+
 /* ---- scratch-carry ---------------------------------------------------------------- */
 
 /* op reads (load) or writes (store) the whole of Ref r, and nothing else
@@ -599,6 +681,7 @@ static void rewrite(void *ctx, BlkOp *op)
 		return;
 	case BLK_OP_LOAD:
 		hoist(ctx, op);
+		reuse_load(ctx, op);
 		return;
 	case BLK_OP_BROADCAST:
 		place(ctx, op);

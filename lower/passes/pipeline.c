@@ -138,6 +138,64 @@ static void simt_slot(const Operand *x, int64_t d[2])
 	d[1] = x->kmajor ? x->R : x->C;
 }
 
+/* Every use of v in body is an operand of a dot of body, directly or
+ * through a transpose only that dot reads (B): a slab that several
+ * tensor-core dots read (SwiGLU's x, the backward's dO) is staged once,
+ * all of them reading its slot (blk_pipe_choose checks they are all
+ * taken). */
+static bool dots_only(const BlkRegion *body, const BlkValue *v)
+{
+	for (const BlkOp *op = body->first; op; op = op->next) {
+		for (int r = 0; r < op->nregions; r++)
+			if (blk_lower_uses(op->regions[r], v))
+				return false;
+		for (int i = 0; i < op->noperands; i++) {
+			if (op->operands[i] != v)
+				continue;
+			bool ok = op->kind == BLK_OP_DOT && i < 2;
+			if (!ok && blk_transpose_plain(op) && blk_lower_uses(body, op->results[0]) == 1)
+				for (const BlkOp *u = op->next; u && !ok; u = u->next)
+					ok = u->kind == BLK_OP_DOT && u->noperands >= 2 && u->operands[1] == op->results[0];
+			if (!ok)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The uses of the load's result in the body: its dots' and transposes'. */
+static int slab_uses(const Pipe *P, const BlkOp *load)
+{
+	return blk_lower_uses(P->L.body, load->results[0]);
+}
+
+/* Slabs read by several taken dots: the first operand with a load owns
+ * it, the others name it (same).  False if some use of a shared slab is
+ * not a taken operand (a dot left to another path would lose its load). */
+static bool share_slabs(Pipe *P)
+{
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			Operand *x = &P->all[i].x[o];
+			x->same = 0;
+			if (!x->load)
+				continue;
+			int readers = 0;
+			for (int j = 0; j < P->n; j++)
+				for (int q = 0; q < 2; q++) {
+					Operand *y = &P->all[j].x[q];
+					if (y->load != x->load)
+						continue;
+					readers++;
+					if ((j < i || (j == i && q < o)) && !x->same)
+						x->same = 1 + 2 * j + q;
+				}
+			if (readers != slab_uses(P, x->load))
+				return false;
+		}
+	return true;
+}
+
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
  * 16-bit tile from outside the loop (attention's q), kept in shared
  * memory for every iteration. */
@@ -166,7 +224,8 @@ static bool stageable(Pipe *P, int o)
 	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* 8 bits are read k-contiguous */
 		return false;
 	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
-	    v->type.rank != 2 || !slab_dtype(P->s->dot, v->type.dtype) || !zero_fill(d) || blk_lower_uses(P->L.body, v) != 1 ||
+	    v->type.rank != 2 || !slab_dtype(P->s->dot, v->type.dtype) || !zero_fill(d) ||
+	    (simt ? blk_lower_uses(P->L.body, v) != 1 : !dots_only(P->L.body, v)) ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))
 		return false;
 	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
@@ -203,8 +262,23 @@ static BlkType shared_type(LowerCtx *c, BlkDType dt, int rank, const int64_t *sh
 /* bufX = local_alloc [S, R, C] with rows of C + PAD (SIMT: k-major, see
  * simt_orient); [R, C] for a tile from outside the loop, stored into it
  * once. */
+void blk_pipe_share_buffers(Pipe *P)
+{
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++) {
+			Operand *x = &P->all[i].x[o];
+			if (blk_pipe_shared(x)) {
+				const Operand *y = &P->all[(x->same - 1) / 2].x[(x->same - 1) % 2];
+				x->buf = y->buf;
+				x->tma = y->tma;
+			}
+		}
+}
+
 void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 {
+	if (blk_pipe_shared(x))
+		return; /* blk_pipe_share_buffers gives it its owner's */
 	LowerCtx *c = P->L.c;
 	int shape[3] = { P->S, (int)x->R, (int)x->C };
 	int64_t shape64[3] = { P->S, x->R, x->C };
@@ -303,7 +377,7 @@ static void prologue(Pipe *P, BlkBuilder *b)
 			for (int o = 0; o < 2; o++) {
 				BlkPtrMap vm = { 0 };
 				P->s = &P->all[i];
-				if (!P->s->x[o].load)
+				if (!P->s->x[o].load || blk_pipe_shared(&P->s->x[o]))
 					continue;
 				blk_loop_clone_slice(&P->L, b, &P->s->x[o].in, P->s->x[o].load, ks, &vm);
 				blk_pipe_copy(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
@@ -376,7 +450,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	for (int o = 0; o < 2; o++) {
 		if (P->s->x[o].regs)
 			continue;
-		if (P->s->x[o].load)
+		if (P->s->x[o].load && !blk_pipe_shared(&P->s->x[o]))
 			blk_loop_clone_slice(&P->L, &b, &P->s->x[o].in, P->s->x[o].load, kn, &vm[o]);
 		dot->operands[o] = blk_pipe_operand_view(P, &b, &P->s->x[o], blk_pipe_slot_view(P, &b, &P->s->x[o], rd));
 	}
@@ -391,7 +465,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	if (!blk_lower_dot_tc(dot)) /* the slots lie as the dot reads them (simt_orient) */
 		blk_op_remove_attr(dot, "b_trans");
 	for (int o = 0; o < 2; o++)
-		for (int p = 0; p < parts && P->s->x[o].load; p++)
+		for (int p = 0; p < parts && P->s->x[o].load && !blk_pipe_shared(&P->s->x[o]); p++)
 			blk_pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
 	if (last)
 		commit(&in, dot->loc);
@@ -426,6 +500,7 @@ static void pipeline(Pipe *P)
 			if (!P->all[i].x[o].regs)
 				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
+	blk_pipe_share_buffers(P);
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
@@ -453,12 +528,13 @@ void blk_pipe_erase_loads(Pipe *P)
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
-			if (!x->load)
-				continue;
 			if (x->trans)
 				blk_op_erase(x->trans);
-			blk_op_erase(x->load);
 		}
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++)
+			if (P->all[i].x[o].load && !blk_pipe_shared(&P->all[i].x[o]))
+				blk_op_erase(P->all[i].x[o].load);
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++)
 			blk_loop_erase_dead(&P->L, &P->all[i].x[o].in);
@@ -506,7 +582,7 @@ bool blk_pipe_choose(Pipe *P)
 		if (!tc || blk_lower_dot_tc(P->all[i].dot))
 			P->all[n++] = P->all[i];
 	P->n = n;
-	return P->n > 0;
+	return P->n > 0 && share_slabs(P);
 }
 
 /* A SIMT dot whose micro-tile keeps one program an SM (emit_dot.c asks

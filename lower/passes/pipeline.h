@@ -23,6 +23,8 @@ typedef struct Operand {
 	BlkPtrMap in;     /* the body ops its indices depend on */
 	BlkValue *buf;    /* [S, R, C]; [S, C, R] where kmajor */
 	bool tma;         /* warp specialized: copied by TMA (warp_spec.c) */
+	int same;         /* 1 + 2i + o where all[i].x[o] has the same load (one slab feeds both
+	                   * dots: made, copied and erased there only); 0: its own */
 	int64_t R, C;
 } Operand;
 
@@ -51,6 +53,15 @@ BlkValue *blk_pipe_binop(BlkBuilder *b, BlkOpKind k, BlkLoc loc, BlkValue *x, Bl
  * ldmatrix; SIMT: k-major, rows of pow2 + 4 floats), or [R, C] for a tile
  * from outside the loop, stored once. */
 void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name);
+/* x's slab is staged by another operand of the loop (same > 0): no
+ * buffer, copies or erase of its own. */
+static inline bool blk_pipe_shared(const Operand *x)
+{
+	return x->same > 0;
+}
+/* Each operand that shares another's slab takes its buffer (and TMA
+ * choice), once the owners' are made. */
+void blk_pipe_share_buffers(Pipe *P);
 /* bufX[slot] as a shared Ref of the buffer's last two dims. */
 BlkValue *blk_pipe_slot_view(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *slot);
 /* The dot's operand from a slot view, through a trans_view where

@@ -209,7 +209,7 @@ static int64_t tma_bytes(const Pipe *P)
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			const Operand *x = &P->all[i].x[o];
-			if (x->tma)
+			if (x->tma && !blk_pipe_shared(x))
 				n += x->R * x->C * blk_dtype_size(x->load->results[0]->type.dtype);
 		}
 	return n;
@@ -284,7 +284,7 @@ static BlkOp *producer_loop(Pipe *P, BlkBuilder *b, BlkValue *bars, BlkValue *sl
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
-			if (!x->load)
+			if (!x->load || blk_pipe_shared(x))
 				continue;
 			blk_loop_clone_slice(&P->L, &in, &x->in, x->load, iv, vm);
 			if (x->tma) {
@@ -550,6 +550,7 @@ static bool same_slabs(const Pipe *P, const Pipe *Q)
 		for (int o = 0; o < 2; o++) {
 			const Operand *x = &P->all[i].x[o], *y = &Q->all[i].x[o];
 			if (!x->load != !y->load || x->regs != y->regs || x->fixed != y->fixed || !x->trans != !y->trans ||
+			    x->same != y->same ||
 			    x->R != y->R || x->C != y->C)
 				return false;
 			if (x->load && x->load->results[0]->type.dtype != y->load->results[0]->type.dtype)
@@ -640,8 +641,11 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkValue *bars = blk_build(&pre, BLK_OP_LOCAL_ALLOC, loc, 0, NULL, 1, &bt, 0)->results[0];
 	bars->name = "bars";
 	for (int i = 0; i < P->n; i++)
-		for (int o = 0; o < 2; o++)
-			P->all[i].x[o].tma = P->all[i].x[o].load && tma_ok(P, &P->all[i].x[o]);
+		for (int o = 0; o < 2; o++) {
+			Operand *x = &P->all[i].x[o];
+			x->tma = x->load && !blk_pipe_shared(x) && tma_ok(P, x);
+		}
+	blk_pipe_share_buffers(P);
 	Pipe *G[MAX_GROUP] = { P };
 	int ng = gather(G, outer);
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */

@@ -56,6 +56,8 @@ typedef struct Case {
 #define DYN(M, N, K, defs) {"matmul_dynamic", #M "x" #N "x" #K, 3, {{M, K}, {N, K}, {M, N}}, defs, 0}
 #define EPI(M, N, K, defs) \
 	{"matmul_epilogue", #M "x" #N "x" #K, 4, {{M, K}, {K, N}, {N}, {M, N}}, defs, 0}
+#define SWIGLU(M, N, K, defs) \
+	{"swiglu", #M "x" #N "x" #K, 4, {{M, K}, {N, K}, {N, K}, {M, N}}, defs, 0}
 #define BMM(B, M, N, K, defs) \
 	{"bmm", #B "x" #M "x" #N "x" #K, 3, {{B, M, K}, {B, K, N}, {B, M, N}}, defs, 0}
 #define SPLITK(M, N, K, defs) \
@@ -85,6 +87,10 @@ typedef struct Case {
 /* One warpgroup a program, persistent: two programs a CTA taking turns
  * (ping-pong, lower/passes/warp_spec.c). */
 #define PING {"BM=128", "BN=128", "BK=64", "num_warps=4", "num_stages=5"}
+/* SwiGLU: BK 32 (f32's SIMT dots stage x once for each: 64 needs more
+ * shared memory than an SM has) */
+#define SWI {"BM=128", "BN=128", "BK=32", "num_warps=8", "num_stages=3"}
+#define SWI4 {"BM=128", "BN=128", "BK=32", "num_warps=8", "num_stages=4"}
 #define SPLIT3 {"S=3", "BK=16"}
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
@@ -107,6 +113,11 @@ static const Case cases[] = {
 	MM(600, 1304, 100, "matmul", PERSIST),
 	NT(600, 1300, 200, PERSIST),
 	EPI(700, 1250, 96, PERSIST),
+	/* x's slab feeds both dots (staged once); the blocks `auto` (NONE), a
+	 * tensor-core config, more tiles than SMs */
+	SWIGLU(130, 70, 33, NONE),
+	SWIGLU(600, 1300, 200, SWI),
+	SWIGLU(2100, 2200, 136, SWI4),
 	BMM(8, 300, 200, 72, PERSIST),
 	/* ragged M, N and K; a CTA count whose last tiles leave one program idle */
 	MM(2100, 2200, 200, "matmul", PING),

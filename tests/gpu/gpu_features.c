@@ -140,6 +140,21 @@ typedef struct Case {
 	     "    y[...] = acc.astype(T);\n"                                            \
 	     "}\n",                                                                     \
 	     A1('i', BLK_I32, nk), A2('i', DT_T, m, k), A2('i', DT_T, k, n), A2('o', DT_T, m, n))
+/* SwiGLU's two dots on one x slab: silu(x @ w1.T) * (x @ w3.T). */
+#define SWIGLU(name)                                                                              \
+	"kernel " name "[T = f32, BM = 128, BN = 128, BK = 32, num_warps = 8, num_stages = 3](\n"   \
+	"    x: in T[M, K] block (BM, K) index (i, j) -> (i, 0),\n"                                \
+	"    w1: in T[N, K] block (BN, K) index (i, j) -> (j, 0),\n"                               \
+	"    w3: in T[N, K] block (BN, K) index (i, j) -> (j, 0),\n"                               \
+	"    h: out f32[M, N] block (BM, BN) index (i, j) -> (i, j),\n"                            \
+	") grid (cdiv(M, BM), cdiv(N, BN)) {\n"                                                    \
+	"    let (g, u) = fori_loop(0, cdiv(K, BK), (zeros((BM, BN), f32), zeros((BM, BN), f32))) |k, (g, u)| {\n" \
+	"        let xs = x[:, ds(k * BK, BK)];\n"                                                  \
+	"        (g + dot(xs, w1[:, ds(k * BK, BK)].T), u + dot(xs, w3[:, ds(k * BK, BK)].T))\n"   \
+	"    };\n"                                                                                  \
+	"    h[...] = silu(g) * u;\n"                                                               \
+	"}\n"
+
 #define BLK_f32 BLK_F32
 #define BLK_f16 BLK_F16
 #define BLK_bf16 BLK_BF16
@@ -2709,6 +2724,37 @@ static const Case cases[] = {
 	     A2('i', DT_T, 300, 330), A2('i', DT_T, 330, 200), A2('o', BLK_F32, 300, 200)),
 	CASE("two_k_loops_persist", true, TWO_K_LOOPS("two_k_loops_persist"),
 	     A2('i', DT_T, 2100, 200), A2('i', DT_T, 200, 2200), A2('o', BLK_F32, 2100, 2200)),
+	/* two dots on one slab (issue 26): SwiGLU's x feeds both x @ w1.T and
+	 * x @ w3.T, staged once (pipeline.c's shared slabs; on sm_90a one TMA
+	 * copy a slab for both wgmma dots); ragged M, N and K, then more
+	 * tiles than SMs (persistent) */
+	CASE("swiglu_shared_x", true, SWIGLU("swiglu_shared_x"),
+	     A2('i', DT_T, 200, 100), A2('i', DT_T, 136, 100), A2('i', DT_T, 136, 100), A2('o', BLK_F32, 200, 136)),
+	CASE("swiglu_shared_x_persist", true, SWIGLU("swiglu_shared_x_persist"),
+	     A2('i', DT_T, 1500, 192), A2('i', DT_T, 1800, 192), A2('i', DT_T, 1800, 192),
+	     A2('o', BLK_F32, 1500, 1800)),
+	/* one slab read by two dots in two orientations: dO of attention's
+	 * backward, B of p.T @ dO as it lies and A of dO @ v.T (a [BQ, BK]
+	 * result, added up over the rows); ragged S */
+	CASE("shared_slab_two_ways", true,
+	     "kernel shared_slab_two_ways[T = f32, BQ = 64, BK = 64, D = 64, num_warps = 4, num_stages = 3](\n"
+	     "    p: in T[S, BK] block (S, BK) index (j) -> (0, j),\n"
+	     "    dout: in T[S, D] block (S, D) index (j) -> (0, 0),\n"
+	     "    v: in T[N, D] block (BK, D) index (j) -> (j, 0),\n"
+	     "    dv: out f32[N, D] block (BK, D) index (j) -> (j, 0),\n"
+	     "    dp: out f32[N, BQ] block (BK, BQ) index (j) -> (j, 0),\n"
+	     ") grid (cdiv(N, BK)) {\n"
+	     "    let vb = v[...];\n"
+	     "    let (a, b) = fori_loop(0, cdiv(S, BQ), (zeros((BK, D), f32), zeros((BK, BQ), f32))) |i, (a, b)| {\n"
+	     "        let d = dout[ds(i * BQ, BQ), :];\n"
+	     "        let pt = p[ds(i * BQ, BQ), :];\n"
+	     "        (a + dot(pt.T, d), b + dot(vb, d.T))\n"
+	     "    };\n"
+	     "    dv[...] = a;\n"
+	     "    dp[...] = b;\n"
+	     "}\n",
+	     A2('i', DT_T, 300, 64), A2('i', DT_T, 300, 64), A2('i', DT_T, 100, 64), A2('o', BLK_F32, 100, 64),
+	     A2('o', BLK_F32, 100, 64)),
 	/* the epilogue's TMA store (tma_store.c) at ragged edges: rows of 272
 	 * bytes (bf16) take a tensor map, and TMA clips the blocks past M = 200
 	 * and N = 136; an elementwise epilogue and the cast to T before it */
