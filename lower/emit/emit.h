@@ -68,6 +68,7 @@ typedef struct Emit {
 	LLVMValueRef prog;    /* i32: the consumer program's index (ping-pong), or NULL */
 	LLVMValueRef *size_args; /* per k->sizes entry: its i32 kernel argument if dynamic, else NULL */
 	LLVMValueRef (*stride_args)[BLK_MAX_RANK]; /* per array, dim: i64 argument of a dynamic stride */
+	bool plain_pieces;    /* an async_copy since the last async_arrive stored a piece plainly */
 } Emit;
 
 /* emit_llvm.c */

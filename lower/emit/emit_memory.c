@@ -612,6 +612,7 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
 		blk_emit_intrinsic(E, name, NULL, 0, args, m ? 3 : 2);
 		return;
 	}
+	E->plain_pieces = true; /* an async_arrive after it must release this store */
 	LLVMTypeRef it = LLVMIntTypeInContext(E->cx, (unsigned)bytes * 8);
 	LLVMValueRef x = LLVMBuildLoad2(E->b, it, src, "");
 	LLVMSetAlignment(x, (unsigned)bytes);
