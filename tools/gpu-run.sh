@@ -7,7 +7,7 @@
 #   tools/gpu-run.sh [blk-bench args...]
 #
 # Logs go to $OUT (if set) as nvidia-smi.txt, gpu-examples.txt, gpu-features.txt,
-# test-runtime.txt, kernel-fuzz.txt, matmul-host.txt, bench.txt (and bench.json,
+# test-runtime.txt, kernel-fuzz.txt, sanitizers.txt, matmul-host.txt, bench.txt (and bench.json,
 # bench.png: tools/bench_json.py), bench-torch.txt; the bench tables (blk-bench's,
 # then tools/bench_torch.py's torch reference rows) are printed last.
 set -u
@@ -56,6 +56,30 @@ if [ -x "$B/tests/fuzz/kernel-fuzz" ]; then
 	r=$?; [ $r -ne 0 ] && rc=1
 	grep -A 30 'FINDING' "$LOG/kernel-fuzz.txt" | head -n 60; tail -n 1 "$LOG/kernel-fuzz.txt"
 	echo "kernel-fuzz exit $r"
+fi
+
+# compute-sanitizer on the kernel shapes whose synchronization is the most
+# involved: warp-specialized (TMA and cp.async producers, two consumer
+# warpgroups, ping-pong), two dots on one slab, attention.  synccheck's
+# one known report is the K = 77 case (2-byte pieces: a producer thread
+# arrives twice a phase, which tests/gpu/synccheck shows the tool misreads).
+echo "== compute-sanitizer"
+if command -v compute-sanitizer > /dev/null; then
+	bf="-D T=bf16 -D BM=128 -D BN=128"
+	for t in memcheck racecheck synccheck; do
+		for k in "examples/matmul.blk M=512 N=512 K=256 $bf -D BK=64 -D num_warps=8" \
+		         "examples/matmul_nt.blk M=300 N=260 K=130 $bf -D BK=64 -D num_warps=4 -D num_stages=3" \
+		         "examples/matmul.blk M=2100 N=2200 K=136 $bf -D BK=64 -D num_warps=4 -D num_stages=5" \
+		         "examples/swiglu.blk M=300 N=256 K=128 $bf -D BK=64 -D num_warps=8 -D num_stages=3" \
+		         "examples/attention.blk BH=2 S=300 -D T=bf16 -D D=64 -D BQ=128 -D BK=64 -D num_warps=8 -D CAUSAL=true" \
+		         "examples/matmul.blk M=300 N=200 K=77 $bf -D BK=16 -D num_warps=8"; do
+			# shellcheck disable=SC2086
+			n=$(timeout 120 compute-sanitizer --tool $t "$B/tools/blkc" run $k 2>&1 |
+				sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p; s/.*RACECHECK SUMMARY: \([0-9]*\) hazard.*/\1/p' | head -n 1)
+			echo "$t: ${n:-?} errors: $k"
+		done
+	done > "$LOG/sanitizers.txt" 2>&1
+	cat "$LOG/sanitizers.txt"
 fi
 
 echo "== matmul-host"
