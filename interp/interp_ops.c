@@ -264,6 +264,29 @@ void blk_iop_fma(const BlkITile *a, const BlkITile *b, const BlkITile *c, BlkITi
 		BLK_ITF(r)[i] = blk_iround(r->dtype, fmaf(BLK_ITF(a)[i * sa], BLK_ITF(b)[i * sb], BLK_ITF(c)[i * sc]));
 }
 
+/* Element i's 32-bit word of operand j (one element: broadcast). */
+static uint32_t word_at(const BlkITile *const *w, int j, int64_t i)
+{
+	return (uint32_t)BLK_ITI(w[j])[w[j]->n == 1 ? 0 : i];
+}
+
+void blk_iop_random(BlkOpKind k, int word, const BlkITile *const *w, BlkITile *r)
+{
+	for (int64_t i = 0; i < r->n; i++) {
+		if (k == BLK_OP_UNIFORM) {
+			BLK_ITF(r)[i] = blk_rand_uniform(word_at(w, 0, i));
+		} else if (k == BLK_OP_NORMAL) {
+			BLK_ITF(r)[i] = blk_rand_normal(word_at(w, 0, i), word_at(w, 1, i));
+		} else {
+			uint32_t seed = word_at(w, 0, i), c[4];
+			for (int j = 0; j < 4; j++)
+				c[j] = word_at(w, j + 1, i);
+			blk_philox(seed, blk_philox_key_hi((int32_t)seed), c);
+			BLK_ITI(r)[i] = (int32_t)c[word];
+		}
+	}
+}
+
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r)
 {
 	int64_t sc = c->n == 1 ? 0 : 1, sa = a->n == 1 ? 0 : 1, sb = b->n == 1 ? 0 : 1;
