@@ -137,6 +137,8 @@ LLVMValueRef blk_emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+/* philox, uniform, normal of one register's operands x (emit_random.c). */
+LLVMValueRef blk_emit_random(Emit *E, const BlkOp *op, const LLVMValueRef *x);
 
 /* per op family */
 void blk_emit_elementwise(Emit *E, const BlkOp *op);

@@ -557,6 +557,8 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 		return cast(E, x[0], dt, rt);
 	if (k == BLK_OP_SELECT)
 		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
+	if (k == BLK_OP_PHILOX || k == BLK_OP_UNIFORM || k == BLK_OP_NORMAL)
+		return blk_emit_random(E, op, x);
 	if (k == BLK_OP_FMA) /* fma.rn.f32: the interpreter's fmaf, bit for bit in f32 */
 		return blk_emit_from_f32(E, fma_f32(E, blk_emit_to_f32(E, x[0], dt), blk_emit_to_f32(E, x[1], dt),
 		                                    blk_emit_to_f32(E, x[2], dt)), dt);
@@ -637,12 +639,12 @@ void blk_emit_elementwise(Emit *E, const BlkOp *op)
 	}
 	if (exp_of_difference(E, op, ev, n))
 		return;
-	ETile *in[3];
-	for (int i = 0; i < op->noperands && i < 3; i++)
+	ETile *in[5]; /* philox's seed and counters at most */
+	for (int i = 0; i < op->noperands && i < 5; i++)
 		in[i] = blk_emit_tile(E, op->operands[i]);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef x[3];
-		for (int i = 0; i < op->noperands && i < 3; i++)
+		LLVMValueRef x[5];
+		for (int i = 0; i < op->noperands && i < 5; i++)
 			x[i] = in[i]->r[blk_layout_nregs(in[i]->l) == 1 ? 0 : r];
 		ev->t.r[r] = one_reg(E, op, x);
 	}
