@@ -35,6 +35,12 @@ static LLVMValueRef fma3(Emit *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c
 static void mul_wide(Emit *E, uint32_t m, LLVMValueRef x, LLVMValueRef *hi, LLVMValueRef *lo)
 {
 	LLVMValueRef args[2] = { x, k32(E, m) };
+	if (LLVMIsAConstantInt(x)) { /* randint's zero counters: LLVM keeps mulhi of a constant */
+		uint64_t p = (uint64_t)m * (uint32_t)LLVMConstIntGetZExtValue(x);
+		*hi = k32(E, (uint32_t)(p >> 32));
+		*lo = k32(E, (uint32_t)p);
+		return;
+	}
 	*hi = blk_emit_intrinsic(E, "llvm.nvvm.mulhi.ui", NULL, 0, args, 2);
 	*lo = LLVMBuildMul(E->b, x, args[1], "");
 }

@@ -336,6 +336,134 @@ static void test_join_and_split(void **state)
 		free(o[i]);
 }
 
+/* ---- random numbers ------------------------------------------------------ */
+
+/* Random123's known answers for philox4x32_10 (its kat_vectors):
+ * counter 0 under key 0, all ones under all ones (an i32 seed of -1
+ * sign-extends to that key), and the digits of pi.  The builtins reach
+ * the first two; the third's key is no seed's, so ir/random.c's function
+ * (what the interpreter runs) takes it directly. */
+static void test_philox_known_answers(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(o: out i32[12]) {\n"
+	            "    let (a, b, c, d) = philox(0, 0, 0, 0, 0);\n"
+	            "    let (e, f, g, h) = philox(-1, -1, -1, -1, -1);\n"
+	            "    let (p, q, u, v) = randint4x(0, iota(2));\n"
+	            "    o[0] = a;\n    o[1] = b;\n    o[2] = c;\n    o[3] = d;\n"
+	            "    o[4] = e;\n    o[5] = f;\n    o[6] = g;\n    o[7] = h;\n"
+	            "    o[8] = p[0];\n    o[9] = q[0];\n    o[10] = u[0];\n    o[11] = randint(0, 0);\n}\n");
+	uint32_t o[12];
+	void *data[] = { o };
+	BlkDType dt[] = { BLK_I32 };
+	run(&r, 1, dt, 12, data);
+	static const uint32_t want[12] = {
+		0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8,
+		0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd,
+		0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x6627e8d5,
+	};
+	for (int i = 0; i < 12; i++)
+		if (o[i] != want[i])
+			fail_msg("word %d: got %08x, want %08x", i, o[i], want[i]);
+	uint32_t c[4] = { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 };
+	blk_philox(0xa4093822, 0x299f31d0, c);
+	assert_int_equal(c[0], 0xd16cfe09);
+	assert_int_equal(c[1], 0x94fdcceb);
+	assert_int_equal(c[2], 0x5001e420);
+	assert_int_equal(c[3], 0x24126ea1);
+	run_free(&r);
+}
+
+/* A word as [0, 1): ~x for the negative ones, converted, scaled below 1. */
+static float ref_uniform(uint32_t x)
+{
+	int32_t v = (int32_t)x;
+	return (float)(v < 0 ? -(v + 1) : v) * 0x1.fffffep-32f;
+}
+
+/* rand is randint's word as ref_uniform says, bit for bit; randn is
+ * Box-Muller of words 0 and 1 in double within a few f32 ulp of its
+ * size; offsets of any shape. */
+static void test_random_conversions(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	Run r;
+	compile(&r, "kernel k(s: in i32[4096], w: out i32[4096], v: out i32[4096], u: out f32[4096],\n"
+	            "         g: out f32[4096], t: out f32[4096]) {\n"
+	            "    let off = iota(4096) * 3 - 77;\n"
+	            "    let (a, b, c, d) = randint4x(s[0], off);\n"
+	            "    w[...] = a;\n    v[...] = b;\n"
+	            "    u[...] = rand(s[0], off);\n    g[...] = randn(s[0], off);\n"
+	            "    t[...] = rand(s[0], off.reshape(64, 64)).reshape(-1);\n}\n");
+	static int32_t s[N], w[N], v[N];
+	static float u[N], g[N], t[N];
+	s[0] = -123456789;
+	void *data[] = { s, w, v, u, g, t };
+	BlkDType dt[] = { BLK_I32, BLK_I32, BLK_I32, BLK_F32, BLK_F32, BLK_F32 };
+	run(&r, 6, dt, N, data);
+	double worst = 0;
+	for (int i = 0; i < N; i++) {
+		expect_bits("rand", i, u[i], ref_uniform((uint32_t)w[i]));
+		expect_bits("rand 2-D", i, t[i], u[i]);
+		double u1 = fmax(ref_uniform((uint32_t)w[i]), 1e-7f), u2 = ref_uniform((uint32_t)v[i]);
+		double want = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2), err = fabs(g[i] - want) / fmax(1, fabs(want));
+		worst = fmax(worst, err);
+		if (err > 1e-6)
+			fail_msg("randn[%d] = %.9g, Box-Muller %.9g", i, g[i], want);
+	}
+	assert_true(ref_uniform(0x7fffffff) < 1.0f && ref_uniform(0x7fffffff) == blk_rand_uniform(0x80000000));
+	assert_true(blk_rand_uniform(0) == 0.0f && blk_rand_uniform(0xffffffff) == 0.0f);
+	assert_true(blk_rand_uniform(0x7fffffff) == 1.0f - 0x1p-24f);
+	assert_true(worst > 0); /* the conversions round: not exact in double */
+	run_free(&r);
+}
+
+/* Mean and variance over 2^18 elements of a grid, loosely (about 5 standard
+ * errors): rand uniform on [0, 1), randn standard normal, randint's bits
+ * fair; another seed gives other numbers, the same seed the same. */
+static void test_random_statistics(void **state)
+{
+	(void)state;
+	enum { N = 1 << 18 };
+	Run r;
+	compile(&r, "kernel k[B = 4096](s: in i32[N] block (B) index (i) -> (i),\n"
+	            "         u: out f32[N] block (B) index (i) -> (i), g: out f32[N] block (B) index (i) -> (i),\n"
+	            "         w: out i32[N] block (B) index (i) -> (i), e: out f32[N] block (B) index (i) -> (i),\n"
+	            ") grid (cdiv(N, B)) {\n"
+	            "    let off = program_id(0) * B + iota(B);\n"
+	            "    u[...] = rand(42, off);\n    g[...] = randn(42, off);\n    w[...] = randint(42, off);\n"
+	            "    e[...] = rand(43, off);\n}\n");
+	int32_t *s = calloc(N, 4), *w = malloc(N * 4);
+	float *u = malloc(N * 4), *g = malloc(N * 4), *e = malloc(N * 4);
+	void *data[] = { s, u, g, w, e };
+	BlkDType dt[] = { BLK_I32, BLK_F32, BLK_F32, BLK_I32, BLK_F32 };
+	run(&r, 5, dt, N, data);
+	double su = 0, su2 = 0, sg = 0, sg2 = 0, bits = 0, lo = 1, hi = 0, within1 = 0;
+	int same = 0;
+	for (int i = 0; i < N; i++) {
+		su += u[i], su2 += (double)u[i] * u[i], sg += g[i], sg2 += (double)g[i] * g[i];
+		lo = fmin(lo, u[i]), hi = fmax(hi, u[i]), within1 += fabs(g[i]) < 1;
+		bits += __builtin_popcount((uint32_t)w[i]);
+		same += e[i] == u[i];
+	}
+	double mu = su / N, vu = su2 / N - mu * mu, mg = sg / N, vg = sg2 / N - mg * mg;
+	if (fabs(mu - 0.5) > 3e-3 || fabs(vu - 1.0 / 12) > 2e-3 || lo < 0 || hi >= 1)
+		fail_msg("rand: mean %g, variance %g, range [%g, %g]", mu, vu, lo, hi);
+	if (fabs(mg) > 1e-2 || fabs(vg - 1) > 1.5e-2 || fabs(within1 / N - 0.682689) > 5e-3)
+		fail_msg("randn: mean %g, variance %g, %g within 1", mg, vg, within1 / N);
+	if (fabs(bits / (32.0 * N) - 0.5) > 1e-3)
+		fail_msg("randint: %g of the bits set", bits / (32.0 * N));
+	if (same > 16)
+		fail_msg("seeds 42 and 43 agree on %d elements", same);
+	float first = u[12345];
+	run(&r, 5, dt, N, data);
+	expect_bits("rand again", 12345, u[12345], first);
+	free(s), free(w), free(u), free(g), free(e);
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +474,9 @@ int main(void)
 		cmocka_unit_test(test_activation_rounds_once),
 		cmocka_unit_test(test_weak_scalars),
 		cmocka_unit_test(test_join_and_split),
+		cmocka_unit_test(test_philox_known_answers),
+		cmocka_unit_test(test_random_conversions),
+		cmocka_unit_test(test_random_statistics),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
