@@ -75,7 +75,7 @@ typedef struct Case {
 	const char *expect; /* print cases: text the interpreter's output must hold */
 	CheckFn *check;     /* NULL: the interpreter is trusted */
 	FillFn *fill;       /* NULL: every input random */
-	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics */
+	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics; < 0 exact */
 	int narrays;
 	ArraySpec a[MAX_ARRAYS];
 } Case;
@@ -91,6 +91,9 @@ typedef struct Case {
 	.tol_mult = mult, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define FILLED(nm, ty, fl, fn, text, ...) {.name = nm, .typed = ty, .src = text, .fill = fl, \
 	.check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+/* Float outputs compared bit for bit (the random numbers). */
+#define CASE_EXACT(nm, text, ...) {.name = nm, .src = text, .tol_mult = -1, \
+	.narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define CHECKED(nm, ty, fn, text, ...) \
 	{.name = nm, .typed = ty, .src = text, .check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 
@@ -820,6 +823,56 @@ static const Case cases[] = {
 	UNARY("unary_isnan_isinf", "where(isnan(sqrt(v)), v, -v) + where(isinf(1.0 / floor(v * 2.0)), v * 4.0, 1.0)"),
 	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
 	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
+
+	/* random numbers: the GPU's bits are the interpreter's (ir/random.c),
+	 * words and floats alike; the seed loaded (random, negative ones too),
+	 * counters from an array, the offsets of a 1-D and a 2-D grid */
+	CASE("random_bits", false,
+	     "kernel random_bits[B = 128](\n"
+	     "    s: in i32[1],\n"
+	     "    c: in i32[N] block (B) index (i) -> (i),\n"
+	     "    a: out i32[N] block (B) index (i) -> (i),\n"
+	     "    b: out i32[N] block (B) index (i) -> (i),\n"
+	     "    d: out i32[N] block (B) index (i) -> (i),\n"
+	     "    e: out i32[N] block (B) index (i) -> (i),\n"
+	     "    w: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let off = program_id(0) * B + iota(B);\n"
+	     "    let (p, q, r, t) = philox(s[0], off, c[...], off * 7, -1);\n"
+	     "    a[...] = p;\n    b[...] = q;\n    d[...] = r;\n    e[...] = t;\n"
+	     "    let (x, y, z, u) = randint4x(c[0] - 5, off);\n"
+	     "    w[...] = randint(s[0], off) ^ (y >> 3);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+	CASE_EXACT("random_floats",
+	     "kernel random_floats[B = 128](\n"
+	     "    s: in i32[1],\n"
+	     "    u: out f32[N] block (B) index (i) -> (i),\n"
+	     "    g: out f32[N] block (B) index (i) -> (i),\n"
+	     "    h: out f32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let off = program_id(0) * B + iota(B);\n"
+	     "    u[...] = rand(s[0], off);\n"
+	     "    g[...] = randn(s[0], off);\n"
+	     "    h[...] = randn(s[0] * 65599 + 1, off * 4099 - 77);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A1('o', BLK_F32, 4099), A1('o', BLK_F32, 4099), A1('o', BLK_F32, 4099)),
+	CASE_EXACT("random_2d",
+	     "kernel random_2d[BR = 16, BC = 64](\n"
+	     "    s: in i32[1],\n"
+	     "    u: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    g: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    w: out i32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    let row = program_id(0) * BR + iota(BR);\n"
+	     "    let col = program_id(1) * BC + iota(BC);\n"
+	     "    let off = row[:, None] * C + col[None, :];\n"
+	     "    u[...] = rand(s[0], off);\n"
+	     "    g[...] = randn(s[0], off);\n"
+	     "    w[...] = randint(s[0], off);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A2('o', BLK_F32, 37, 150), A2('o', BLK_F32, 37, 150), A2('o', BLK_I32, 37, 150)),
 
 	/* tiles joined and cut: split's halves, concatenate, interleave,
 	 * stack; rows ragged (37 in blocks of 16) */
@@ -3056,6 +3109,8 @@ static bool compare_all(const Case *c, BlkDType t, Arrays *gpu, Arrays *ref, dou
 			tol = blk_host_default_tol(t);
 		if (c->tol_mult > 1)
 			tol *= c->tol_mult;
+		if (c->tol_mult < 0)
+			tol = 0;
 		BlkHostCompare cmp = {0};
 		bool ok = o->desc.dtype == BLK_BOOL ? memcmp(o->data, r->data, o->nbytes) == 0
 		                                   : blk_host_compare(o, rv, tol, &cmp);
