@@ -1096,9 +1096,9 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- builtins ------------------------------------------------------------------- */
 
-/* Call arguments sorted: positional ones, then the keyword ones named in kws. */
-enum { MAX_POS = 5 }; /* philox's seed and four counters */
+enum { MAX_POS = 5 }; /* the most positional arguments: philox's seed and four counters */
 
+/* Call arguments sorted: positional ones, then the keyword ones named in kws. */
 typedef struct Args {
 	const BlkAstExpr *pos[MAX_POS];
 	int npos;
