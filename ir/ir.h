@@ -38,7 +38,8 @@
 	X(I8, "i8", 1)           \
 	X(U8, "u8", 1)           \
 	X(F8E4M3, "f8e4m3", 1)   \
-	X(F8E5M2, "f8e5m2", 1)
+	X(F8E5M2, "f8e5m2", 1)   \
+	X(U32, "u32", 4)
 
 typedef enum {
 #define X(e, n, b) BLK_##e,
@@ -51,7 +52,7 @@ const char *blk_dtype_name(BlkDType t);
 int blk_dtype_size(BlkDType t);
 bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
-bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 */
+bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 u32 */
 bool blk_dtype_is_byte(BlkDType t);  /* i8 u8: one-byte integers, wrapped after each op */
 /* f8e4m3 f8e5m2: 8-bit floats for storage, conversions and dot (no
  * arithmetic): e4m3 as OCP's E4M3FN (bias 7, no infinities, 0x7f NaN,
@@ -91,6 +92,14 @@ int32_t blk_i32_mod(int32_t x, int32_t y);
  * as numpy and PTX's shl/shr do.  lower/emit/emit_elementwise.c emits the same. */
 int32_t blk_i32_shl(int32_t x, int32_t y);
 int32_t blk_i32_shr(int32_t x, int32_t y);
+/* u32 (held as the i32 with its bits): `x ~/ y`, `x % y` unsigned, x ~/ 0
+ * == x % 0 == 0 as for i32; `x >> y` logical, an amount outside [0, 32)
+ * gives 0; `<` and friends, max, min unsigned.  lower/emit/emit_elementwise.c
+ * emits the same. */
+int32_t blk_u32_div(int32_t x, int32_t y);
+int32_t blk_u32_mod(int32_t x, int32_t y);
+int32_t blk_u32_shr(int32_t x, int32_t y);
+bool blk_u32_lt(int32_t x, int32_t y);
 
 /* Random numbers (ir/random.c), the definition docs/language.md gives:
  * Philox4x32-10 and two conversions of its 32-bit words to f32.  The

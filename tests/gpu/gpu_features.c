@@ -150,6 +150,7 @@ typedef struct Case {
 #define BLK_bool BLK_BOOL
 #define BLK_i8 BLK_I8
 #define BLK_u8 BLK_U8
+#define BLK_u32 BLK_U32
 
 /* ---- C references for the interpreter's trickier semantics --------------- */
 
@@ -1269,6 +1270,11 @@ static const Case cases[] = {
 	ASTYPE_FROM("astype_bf16_to_8bit", bf16, " * 200.0", i8, u8, f32, f16),
 	ASTYPE_FROM("astype_i32_to_8bit", i32, " * 37", i8, u8, f32, bool),
 	ASTYPE_FROM("astype_bool_to_8bit", bool, "", i8, u8, f32, i32),
+	/* u32: full 32-bit random values (the top bit set in half) */
+	ASTYPE_FROM("astype_from_u32", u32, "", f32, f16, i32, bool),
+	ASTYPE_FROM("astype_u32_to_8bit", u32, "", i8, u8, bf16, f32),
+	ASTYPE_FROM("astype_f32_to_u32", f32, " * 5.0e9", u32, i32, u8, f16),
+	ASTYPE_FROM("astype_i32_to_u32", i32, " * 268435456", u32, f32, u8, bool),
 	ASTYPE_FROM("astype_from_i8", i8, "", f32, bf16, i32, u8),
 	ASTYPE_FROM("astype_from_u8", u8, "", f16, i8, i32, bool),
 
@@ -1292,6 +1298,54 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I8, 1000), A1('i', BLK_U8, 1000), A1('o', BLK_I8, 1000), A1('o', BLK_U8, 1000),
 	     A1('o', BLK_F32, 1000), A1('o', BLK_BOOL, 1000)),
+	/* u32: logical >>, unsigned ~/ % (by 0: 0), order, max/min/clamp,
+	 * literals as 32 bits, conversions of the unsigned value */
+	CASE("u32_arith", false,
+	     "kernel u32_arith(\n"
+	     "    x: in u32[N] block (64) index (i) -> (i),\n"
+	     "    y: in u32[N] block (64) index (i) -> (i),\n"
+	     "    a: out u32[N] block (64) index (i) -> (i),\n"
+	     "    b: out u32[N] block (64) index (i) -> (i),\n"
+	     "    c: out u32[N] block (64) index (i) -> (i),\n"
+	     "    d: out bool[N] block (64) index (i) -> (i),\n"
+	     "    f: out f32[N] block (64) index (i) -> (i),\n"
+	     ") grid (cdiv(N, 64)) {\n"
+	     "    let u = x[...];\n"
+	     "    let v = y[...];\n"
+	     "    a[...] = (u >> (v & 31)) + (u >> 40) + (u << (v & 7)) + (u ^ 0xDEADBEEF) - (u | 7) * 3 + ~u;\n"
+	     "    b[...] = u ~/ (v >> 20) + u % (v >> 24) + u ~/ 0 + max(u, v) - min(u, 0x80000000) + abs(u) + -u;\n"
+	     "    c[...] = where(u > v, u, v) + clamp(u, 0x10000000, 0xF0000000) + (v >> (v & 63));\n"
+	     "    d[...] = (u < v) | ((u >= 0x80000000) & (v <= 0x7FFFFFFF));\n"
+	     "    f[...] = u.astype(f32) - v.astype(f32) + (u ~/ (v | 1)).astype(f32);\n"
+	     "}\n",
+	     A1('i', BLK_U32, 1000), A1('i', BLK_U32, 1000), A1('o', BLK_U32, 1000), A1('o', BLK_U32, 1000),
+	     A1('o', BLK_U32, 1000), A1('o', BLK_BOOL, 1000), A1('o', BLK_F32, 1000)),
+	/* u32 reductions, argmax and scans in unsigned order, columns ragged
+	 * (50 in a block of 64: the padding holds the identity) */
+	CASE("u32_reduce_scan", false,
+	     "kernel u32_reduce_scan[BC = 64](\n"
+	     "    x: in u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    m: out u32[R] block (8) index (i) -> (i),\n"
+	     "    n: out u32[R] block (8) index (i) -> (i),\n"
+	     "    s: out u32[R] block (8) index (i) -> (i),\n"
+	     "    a: out i32[R] block (8) index (i) -> (i),\n"
+	     "    c: out u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    d: out u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    t: out u32[C] block (BC) index (i) -> (0),\n"
+	     ") grid (cdiv(R, 8)) {\n"
+	     "    let v = x[...];\n"
+	     "    m[...] = max(v, axis = 1);\n"
+	     "    n[...] = min(v, axis = 1);\n"
+	     "    s[...] = sum(v, axis = 1);\n"
+	     "    a[...] = argmin(v, axis = 1) + argmax(v, axis = 1) * 100;\n"
+	     "    c[...] = cummax(v, axis = 1);\n"
+	     "    d[...] = cummin(v, axis = 1, reverse = true);\n"
+	     "    when (program_id(0) == 0) {\n"
+	     "        t[...] = max(v, axis = 0);\n"
+	     "    }\n"
+	     "}\n",
+	     A2('i', BLK_U32, 37, 50), A1('o', BLK_U32, 37), A1('o', BLK_U32, 37), A1('o', BLK_U32, 37),
+	     A1('o', BLK_I32, 37), A2('o', BLK_U32, 37, 50), A2('o', BLK_U32, 37, 50), A1('o', BLK_U32, 50)),
 	/* reductions, scans, argmax, transpose on i8/u8, rows ragged */
 	CASE("int8_reduce_scan", false,
 	     "kernel int8_reduce_scan[BC = 64](\n"

@@ -464,6 +464,86 @@ static void test_random_statistics(void **state)
 	run_free(&r);
 }
 
+/* ---- u32 ------------------------------------------------------------------ */
+
+static uint32_t ref_u32(int op, uint32_t x, uint32_t y)
+{
+	switch (op) {
+	case 0: return y < 32 ? x >> y : 0;
+	case 1: return y ? x / y : 0;
+	case 2: return y ? x % y : 0;
+	case 3: return x > y ? x : y;
+	case 4: return (x < y) + 2u * (x <= y) + 4u * (x >= y) + 8u * (x > y);
+	case 5: return (x ^ 0xFFFFFFFFu) + (x << 1) - 1u; /* literals wrap: -1 is 0xFFFFFFFF */
+	default: return y < 32 ? x << y : 0;
+	}
+}
+
+/* u32 against C's unsigned arithmetic: `>>` logical, `~/` and `%`
+ * unsigned (by 0: 0), unsigned order; hex and negative literals take
+ * their 32 bits; conversions to f32 of the unsigned value, from f32
+ * saturated; i32 <-> u32 keep the bits; reductions in unsigned order. */
+static void test_u32(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	Run r;
+	compile(&r, "kernel k(x: in u32[64], y: in u32[64], o: out u32[448], f: out f32[64], g: out u32[64],\n"
+	            "         h: out i32[64], m: out u32[68]) {\n"
+	            "    let u = x[...];\n    let v = y[...];\n    let s = v & 63;\n"
+	            "    o[0:64] = u >> s;\n    o[64:128] = u ~/ v;\n    o[128:192] = u % v;\n"
+	            "    o[192:256] = max(u, v);\n"
+	            "    o[256:320] = (u < v).astype(u32) + (u <= v).astype(u32) * 2 + (u >= v).astype(u32) * 4 +\n"
+	            "                 (u > v).astype(u32) * 8;\n"
+	            "    o[320:384] = (u ^ 0xFFFFFFFF) + (u << 1) + -1;\n    o[384:448] = u << s;\n"
+	            "    f[...] = u.astype(f32);\n    g[...] = (v.astype(f32) * 1.5 - 1.0e9).astype(u32);\n"
+	            "    h[...] = u.astype(i32) >> 31;\n"
+	            "    m[0] = max(u);\n    m[1] = min(u);\n    m[2] = sum(u);\n    m[3] = argmax(u, axis = 0).astype(u32);\n"
+	            "    m[4:68] = cummax(v);\n}\n");
+	static uint32_t x[N], y[N], o[7 * N], g[N], m[N + 4];
+	static int32_t h[N];
+	static float f[N];
+	uint64_t st = 12345;
+	for (int i = 0; i < N; i++) {
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		x[i] = (uint32_t)(st >> 32), y[i] = (uint32_t)st;
+	}
+	y[0] = 0, y[1] = 31, y[2] = 32, y[3] = 0xFFFFFFFFu, x[4] = y[4];
+	void *data[] = { x, y, o, f, g, h, m };
+	BlkDType dt[] = { BLK_U32, BLK_U32, BLK_U32, BLK_F32, BLK_U32, BLK_I32, BLK_U32 };
+	BlkArrayDesc ad[7];
+	int64_t len[7] = { N, N, 7 * N, N, N, N, N + 4 };
+	for (int i = 0; i < 7; i++)
+		ad[i] = (BlkArrayDesc){ .dtype = dt[i], .rank = 1, .shape = { len[i] }, .strides = { 1 } };
+	if (!blk_interp_run(r.k, ad, data, 7, NULL, r.d)) {
+		fflush(r.errf);
+		fail_msg("run failed:\n%s", r.err);
+	}
+	uint32_t mx = 0, mn = 0xFFFFFFFFu, sum = 0, arg = 0, run = 0;
+	for (int i = 0; i < N; i++) {
+		for (int op = 0; op < 7; op++) {
+			uint32_t want = ref_u32(op, x[i], op == 0 || op == 6 ? y[i] & 63 : y[i]);
+			if (o[op * N + i] != want)
+				fail_msg("op %d of %u, %u: got %u, want %u", op, x[i], y[i], o[op * N + i], want);
+		}
+		expect_bits("u32 to f32", i, f[i], (float)x[i]);
+		float gf = (float)y[i] * 1.5f - 1.0e9f;
+		assert_int_equal(g[i], gf <= 0 ? 0 : gf >= 4294967296.0f ? 0xFFFFFFFFu : (uint32_t)gf);
+		assert_int_equal(h[i], x[i] >> 31 ? -1 : 0);
+		arg = x[i] > mx ? (uint32_t)i : arg;
+		mx = x[i] > mx ? x[i] : mx, mn = x[i] < mn ? x[i] : mn, sum += x[i];
+	}
+	assert_int_equal(m[0], mx);
+	assert_int_equal(m[1], mn);
+	assert_int_equal(m[2], sum);
+	assert_int_equal(m[3], arg);
+	for (int i = 0; i < N; i++) {
+		run = y[i] > run ? y[i] : run;
+		assert_int_equal(m[4 + i], run);
+	}
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_philox_known_answers),
 		cmocka_unit_test(test_random_conversions),
 		cmocka_unit_test(test_random_statistics),
+		cmocka_unit_test(test_u32),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
