@@ -1096,9 +1096,11 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- builtins ------------------------------------------------------------------- */
 
+enum { MAX_POS = 5 }; /* the most positional arguments: philox's seed and four counters */
+
 /* Call arguments sorted: positional ones, then the keyword ones named in kws. */
 typedef struct Args {
-	const BlkAstExpr *pos[4];
+	const BlkAstExpr *pos[MAX_POS];
 	int npos;
 	const BlkAstExpr *kw[2];
 } Args;
@@ -1114,7 +1116,7 @@ static bool get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *k
 		int k = -1;
 		for (int j = 0; j < 2 && g->name; j++)
 			k = kws[j] && strcmp(kws[j], g->name) == 0 ? j : k;
-		if (!g->name && out->npos < 4)
+		if (!g->name && out->npos < MAX_POS)
 			out->pos[out->npos++] = g->value;
 		else if (!g->name)
 			out->npos++;
@@ -1870,6 +1872,57 @@ static CkType b_split(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	return t;
 }
 
+/* An integer argument of a random builtin: i32 (weak literals count),
+ * what names it in the message. */
+static bool random_word(Ck *c, const BlkAstExpr *fn, const BlkAstExpr *e, const char *what, CkType *t)
+{
+	if (!value_arg(c, e, t))
+		return false;
+	if (t->t.dtype == BLK_I32)
+		return true;
+	blk_error(c->d, e->loc, "`%s`'s %s must be i32, got %s", fn->name, what, tstr(c, t));
+	return false;
+}
+
+/* rand, randn, randint, randint4x (seed, offsets); philox (seed, c0, c1,
+ * c2, c3): the seed an i32 scalar, the others i32 values broadcast
+ * together.  philox and randint4x give a tuple of four i32 words. */
+static CkType b_random(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	static const char *const what[] = { "offsets", "counter c0", "counter c1", "counter c2", "counter c3" };
+	Args g;
+	CkType s, v, acc;
+	const BlkSym *dims[BLK_MAX_RANK];
+	int rank = 0;
+	if (!builtin_args(c, e, b, &g))
+		return blk_ck_poison();
+	s = blk_ck_expr(c, g.pos[0]);
+	if (!need_value(c, g.pos[0], &s))
+		return blk_ck_poison();
+	if (s.t.rank != 0 || s.t.dtype != BLK_I32) {
+		blk_error(c->d, g.pos[0]->loc, "`%s`'s seed must be an i32 scalar, got %s", e->name, tstr(c, &s));
+		return blk_ck_poison();
+	}
+	acc = blk_ck_value(BLK_I32, 0, NULL);
+	for (int i = 1; i < g.npos; i++) {
+		if (!random_word(c, e, g.pos[i], what[b == CK_B_PHILOX ? i : 0], &v) ||
+		    !broadcast_or_report(c, e->loc, &acc, &v, &rank, dims))
+			return blk_ck_poison();
+		acc = blk_ck_value(BLK_I32, rank, dims);
+	}
+	if (b == CK_B_RAND || b == CK_B_RANDN)
+		acc.t.dtype = BLK_F32;
+	if (b != CK_B_PHILOX && b != CK_B_RANDINT4X)
+		return acc;
+	CkType t = blk_ck_poison();
+	t.kind = CK_TUPLE;
+	t.n = 4;
+	t.elems = BLK_NEW_N(c->a, CkType, 4);
+	for (int i = 0; i < 4; i++)
+		t.elems[i] = acc;
+	return t;
+}
+
 static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 {
 	Args g;
@@ -2066,6 +2119,8 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_SPLIT: return b_split(c, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
+	case CK_B_RAND: case CK_B_RANDN: case CK_B_RANDINT: case CK_B_RANDINT4X: case CK_B_PHILOX:
+		return b_random(c, e, b);
 	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
 		return b_atomic(c, e, b);
 	case CK_B_DS:

@@ -498,6 +498,50 @@ static BlkValue *lw_float_class(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return op2(L, BLK_OP_EQ, e->loc, in->type.t, op1(L, BLK_OP_ABS, e->loc, x->type, x), inf);
 }
 
+/* ---- random numbers ---- */
+
+/* The seed and counters of a random call as i32 tiles t, each argument
+ * lowered once: c0 the first after the seed, the others 0 where the call
+ * has only offsets. */
+static void lw_counters(Lw *L, const BlkAstExpr *e, BlkType t, BlkValue **o)
+{
+	for (int i = 0; i < 5; i++)
+		o[i] = i < e->nargs ? lw_as(L, e->args[i].value, BLK_I32, t.rank, t.dims)
+		                    : blk_build_const_int(&L->b, e->loc, t, 0);
+}
+
+/* Word w of Philox4x32-10 of the counters o[1..4] under o[0]'s key. */
+static BlkValue *philox_word(Lw *L, BlkLoc loc, BlkType t, BlkValue **o, int w)
+{
+	BlkValue *v = blk_build1(&L->b, BLK_OP_PHILOX, loc, t, 5, o);
+	blk_op_set_int(L->a, v->def, "word", w);
+	return v;
+}
+
+/* philox, randint4x: the four words. */
+static void lw_philox(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue **out)
+{
+	BlkValue *o[5];
+	lw_counters(L, e, in->type.elems[0].t, o);
+	for (int i = 0; i < 4; i++)
+		out[i] = philox_word(L, e->loc, in->type.elems[0].t, o, i);
+}
+
+/* rand: uniform(word 0); randn: normal(words 0, 1); randint: word 0. */
+static BlkValue *lw_random(Lw *L, const BlkAstExpr *e, const CkInfo *in)
+{
+	BlkType t = in->type.t;
+	t.dtype = BLK_I32;
+	BlkValue *o[5];
+	lw_counters(L, e, t, o);
+	BlkValue *w0 = philox_word(L, e->loc, t, o, 0);
+	if (in->builtin == CK_B_RANDINT)
+		return w0;
+	if (in->builtin == CK_B_RAND)
+		return op1(L, BLK_OP_UNIFORM, e->loc, in->type.t, w0);
+	return op2(L, BLK_OP_NORMAL, e->loc, in->type.t, w0, philox_word(L, e->loc, t, o, 1));
+}
+
 /* ---- joining and cutting tiles ---- */
 
 /* x's window of `size` elements from `start` along axis (all of the other
@@ -630,6 +674,7 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_POW: return lw_elementwise(L, BLK_OP_POW, e->loc, in, e->args[0].value, e->args[1].value);
 	case CK_B_WHERE: return lw_where(L, e, in);
 	case CK_B_FMA: case CK_B_CLAMP: return lw_ternary(L, e, in);
+	case CK_B_RAND: case CK_B_RANDN: case CK_B_RANDINT: return lw_random(L, e, in);
 	case CK_B_ISNAN: case CK_B_ISINF: return lw_float_class(L, e, in);
 	case CK_B_DOT: {
 		BlkValue *x = lw_expr(L, e->args[0].value, BLK_F32); /* in source order */
@@ -736,6 +781,10 @@ static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, Blk
 	}
 	if (e->kind == BLK_AST_CALL && info(L, e)->builtin == CK_B_SPLIT) {
 		lw_split(L, e, info(L, e), out);
+		return;
+	}
+	if (e->kind == BLK_AST_CALL && (info(L, e)->builtin == CK_B_PHILOX || info(L, e)->builtin == CK_B_RANDINT4X)) {
+		lw_philox(L, e, info(L, e), out);
 		return;
 	}
 	if (e->kind != BLK_AST_TUPLE || e->nelems != n)

@@ -221,7 +221,8 @@ static bool is_dtype_kw(BlkTokKind k)
 
 static BlkDType dtype_of(BlkTokKind k)
 {
-	static const BlkDType map[] = {BLK_F32, BLK_F16, BLK_BF16, BLK_I32, BLK_I8, BLK_U8, BLK_F8E4M3, BLK_F8E5M2, BLK_BOOL};
+	static const BlkDType map[] = {BLK_F32, BLK_F16, BLK_BF16, BLK_I32, BLK_I8, BLK_U8, BLK_U32, BLK_F8E4M3, BLK_F8E5M2,
+	                              BLK_BOOL};
 	return map[k - BLK_TOK_F32];
 }
 
@@ -231,7 +232,7 @@ static BlkAstExpr *parse_expr(Parser *p);
 static BlkAstExpr *parse_unary(Parser *p);
 static BlkAstBlock *parse_block(Parser *p, bool is_body);
 
-/* dtype = "f32" | "f16" | "bf16" | "i32" | "i8" | "u8" | "f8e4m3" | "f8e5m2" | "bool" | IDENT ; */
+/* dtype = "f32" | "f16" | "bf16" | "i32" | "i8" | "u8" | "u32" | "f8e4m3" | "f8e5m2" | "bool" | IDENT ; */
 static BlkAstExpr *parse_dtype(Parser *p)
 {
 	BlkLoc loc = here(p);

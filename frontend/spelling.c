@@ -35,6 +35,7 @@ static const struct {
 	{ "int32", "i32" },
 	{ "int8", "i8" },
 	{ "uint8", "u8" },
+	{ "uint32", "u32" },
 	{ "float8_e4m3fn", "f8e4m3" },
 	{ "float8e4nv", "f8e4m3" },
 	{ "float8_e5m2", "f8e5m2" },

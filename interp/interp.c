@@ -914,6 +914,12 @@ static void exec_math(Interp *I, const Instr *in)
 		blk_iop_select(a, tile_at(I, in->in[1]), tile_at(I, in->in[2]), &r);
 	else if (op->kind == BLK_OP_FMA)
 		blk_iop_fma(a, tile_at(I, in->in[1]), tile_at(I, in->in[2]), &r);
+	else if (op->kind == BLK_OP_PHILOX || op->kind == BLK_OP_UNIFORM || op->kind == BLK_OP_NORMAL) {
+		const BlkITile *w[5];
+		for (int i = 0; i < op->noperands; i++)
+			w[i] = tile_at(I, in->in[i]);
+		blk_iop_random(op->kind, (int)blk_op_int(op, "word", 0), w, &r);
+	}
 	else if (op->kind == BLK_OP_DOT)
 		blk_iop_dot(a, tile_at(I, in->in[1]),
 		            op->noperands > 2 ? tile_at(I, in->in[2]) : NULL, &r);
@@ -942,6 +948,7 @@ static void exec_instr(Interp *I, const Instr *in)
 	case BLK_OP_SHL: case BLK_OP_SHR: case BLK_OP_EQ:
 	case BLK_OP_NE: case BLK_OP_LT: case BLK_OP_LE: case BLK_OP_GT:
 	case BLK_OP_GE: case BLK_OP_SELECT: case BLK_OP_DOT:
+	case BLK_OP_PHILOX: case BLK_OP_UNIFORM: case BLK_OP_NORMAL:
 		exec_math(I, in);
 		break;
 	case BLK_OP_EXTRACT: exec_extract(I, in); break;

@@ -84,6 +84,9 @@ void blk_iop_unary(BlkOpKind k, const BlkITile *a, BlkITile *r);
 void blk_iop_cast(const BlkITile *a, BlkITile *r);
 void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile *r);
 void blk_iop_fma(const BlkITile *a, const BlkITile *b, const BlkITile *c, BlkITile *r);
+/* philox (w: seed, c0..c3; that word), uniform (w[0]), normal (w[0],
+ * w[1]): ir/random.c's functions of each element's i32 words. */
+void blk_iop_random(BlkOpKind k, int word, const BlkITile *const *w, BlkITile *r);
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r);
 /* NumPy broadcast of a into r's shape (dims align right, 1 stretches). */
 void blk_iop_broadcast(const BlkITile *a, BlkITile *r);

@@ -7,6 +7,9 @@
  * no overflow UB); `//` and `%` are floor division and its remainder, and
  * division by zero gives 0 for both: the GPU would give garbage, a trap
  * helps nobody, and a defined answer keeps the oracle deterministic.
+ * u32 is held as the i32 with its bits: + - * & | ^ << are i32's, while
+ * `~/`, `%`, `>>` (logical), comparisons, max, min and conversions to
+ * float take the unsigned value.
  */
 #include "interp_int.h"
 
@@ -73,6 +76,13 @@ static int32_t get_int(const BlkITile *t, int64_t i)
 	return t->dtype == BLK_BOOL ? BLK_ITB(t)[i] : BLK_ITI(t)[i];
 }
 
+/* v as a key that orders as the dtype does: u32's bits with the top one
+ * flipped compare as i32s do, in unsigned order. */
+static int32_t okey(BlkDType dt, int32_t v)
+{
+	return dt == BLK_U32 ? (int32_t)((uint32_t)v ^ 0x80000000u) : v;
+}
+
 static void put_int(BlkITile *t, int64_t i, int32_t v)
 {
 	if (t->dtype == BLK_BOOL)
@@ -132,7 +142,7 @@ static int32_t unary_int(BlkOpKind k, BlkDType dt, int32_t x)
 	switch (k) {
 	case BLK_OP_NEG: return (int32_t)(0u - (uint32_t)x);
 	case BLK_OP_NOT: return dt == BLK_BOOL ? !x : ~x;
-	case BLK_OP_ABS: return x < 0 ? (int32_t)(0u - (uint32_t)x) : x;
+	case BLK_OP_ABS: return x < 0 && dt != BLK_U32 ? (int32_t)(0u - (uint32_t)x) : x;
 	default: blk_die("interp: %s is not an integer op", blk_op_name(k));
 	}
 }
@@ -165,7 +175,7 @@ void blk_iop_cast(const BlkITile *a, BlkITile *r)
 		} else {
 			int32_t x = get_int(a, i * sa);
 			if (is_float(r->dtype))
-				BLK_ITF(r)[i] = blk_iround(r->dtype, (float)x);
+				BLK_ITF(r)[i] = blk_iround(r->dtype, a->dtype == BLK_U32 ? (float)(uint32_t)x : (float)x);
 			else
 				put_int(r, i, x);
 		}
@@ -211,29 +221,32 @@ static float binary_float(BlkOpKind k, float x, float y)
 	}
 }
 
-static int32_t binary_int(BlkOpKind k, int32_t x, int32_t y)
+/* On dt's values: u32 divides, shifts and compares unsigned. */
+static int32_t binary_int(BlkOpKind k, BlkDType dt, int32_t x, int32_t y)
 {
 	uint32_t ux = (uint32_t)x, uy = (uint32_t)y;
+	int32_t ox = okey(dt, x), oy = okey(dt, y);
+	bool u = dt == BLK_U32;
 	switch (k) {
 	case BLK_OP_ADD: return (int32_t)(ux + uy);
 	case BLK_OP_SUB: return (int32_t)(ux - uy);
 	case BLK_OP_MUL: return (int32_t)(ux * uy);
 	case BLK_OP_DIV:
-	case BLK_OP_FLOORDIV: return blk_i32_floordiv(x, y);
-	case BLK_OP_MOD: return blk_i32_mod(x, y);
-	case BLK_OP_MAX: return x > y ? x : y;
-	case BLK_OP_MIN: return x < y ? x : y;
+	case BLK_OP_FLOORDIV: return u ? blk_u32_div(x, y) : blk_i32_floordiv(x, y);
+	case BLK_OP_MOD: return u ? blk_u32_mod(x, y) : blk_i32_mod(x, y);
+	case BLK_OP_MAX: return ox > oy ? x : y;
+	case BLK_OP_MIN: return ox < oy ? x : y;
 	case BLK_OP_AND: return x & y;
 	case BLK_OP_OR: return x | y;
 	case BLK_OP_XOR: return x ^ y;
 	case BLK_OP_SHL: return blk_i32_shl(x, y);
-	case BLK_OP_SHR: return blk_i32_shr(x, y);
+	case BLK_OP_SHR: return u ? blk_u32_shr(x, y) : blk_i32_shr(x, y);
 	case BLK_OP_EQ: return x == y;
 	case BLK_OP_NE: return x != y;
-	case BLK_OP_LT: return x < y;
-	case BLK_OP_LE: return x <= y;
-	case BLK_OP_GT: return x > y;
-	case BLK_OP_GE: return x >= y;
+	case BLK_OP_LT: return ox < oy;
+	case BLK_OP_LE: return ox <= oy;
+	case BLK_OP_GT: return ox > oy;
+	case BLK_OP_GE: return ox >= oy;
 	default: blk_die("interp: %s is not an integer op", blk_op_name(k));
 	}
 }
@@ -252,7 +265,7 @@ void blk_iop_binary(BlkOpKind k, const BlkITile *a, const BlkITile *b, BlkITile 
 		}
 	} else {
 		for (int64_t i = 0; i < r->n; i++)
-			put_int(r, i, binary_int(k, get_int(a, i * sa), get_int(b, i * sb)));
+			put_int(r, i, binary_int(k, a->dtype, get_int(a, i * sa), get_int(b, i * sb)));
 	}
 }
 
@@ -262,6 +275,29 @@ void blk_iop_fma(const BlkITile *a, const BlkITile *b, const BlkITile *c, BlkITi
 	int64_t sa = a->n == 1 ? 0 : 1, sb = b->n == 1 ? 0 : 1, sc = c->n == 1 ? 0 : 1;
 	for (int64_t i = 0; i < r->n; i++)
 		BLK_ITF(r)[i] = blk_iround(r->dtype, fmaf(BLK_ITF(a)[i * sa], BLK_ITF(b)[i * sb], BLK_ITF(c)[i * sc]));
+}
+
+/* Element i's 32-bit word of operand j (one element: broadcast). */
+static uint32_t word_at(const BlkITile *const *w, int j, int64_t i)
+{
+	return (uint32_t)BLK_ITI(w[j])[w[j]->n == 1 ? 0 : i];
+}
+
+void blk_iop_random(BlkOpKind k, int word, const BlkITile *const *w, BlkITile *r)
+{
+	for (int64_t i = 0; i < r->n; i++) {
+		if (k == BLK_OP_UNIFORM) {
+			BLK_ITF(r)[i] = blk_rand_uniform(word_at(w, 0, i));
+		} else if (k == BLK_OP_NORMAL) {
+			BLK_ITF(r)[i] = blk_rand_normal(word_at(w, 0, i), word_at(w, 1, i));
+		} else {
+			uint32_t seed = word_at(w, 0, i), c[4];
+			for (int j = 0; j < 4; j++)
+				c[j] = word_at(w, j + 1, i);
+			blk_philox(seed, blk_philox_key_hi((int32_t)seed), c);
+			BLK_ITI(r)[i] = (int32_t)c[word];
+		}
+	}
 }
 
 void blk_iop_select(const BlkITile *c, const BlkITile *a, const BlkITile *b, BlkITile *r)
@@ -356,16 +392,16 @@ static int32_t reduce_int(BlkOpKind k, const BlkITile *a, int64_t at, int64_t le
                           int64_t stride)
 {
 	bool isb = a->dtype == BLK_BOOL;
-	int32_t acc = k == BLK_OP_REDUCE_SUM ? 0 : k == BLK_OP_REDUCE_MAX ? (isb ? 0 : INT32_MIN)
-	                                                                  : (isb ? 1 : INT32_MAX);
+	int32_t acc = k == BLK_OP_REDUCE_SUM ? 0 : k == BLK_OP_REDUCE_MAX ? (isb ? 0 : okey(a->dtype, INT32_MIN))
+	                                                                  : (isb ? 1 : okey(a->dtype, INT32_MAX));
 	for (int64_t i = 0; i < len; i++) {
-		int32_t v = get_int(a, at + i * stride);
+		int32_t v = get_int(a, at + i * stride), ov = okey(a->dtype, v), oa = okey(a->dtype, acc);
 		if (k == BLK_OP_REDUCE_SUM)
 			acc = (int32_t)((uint32_t)acc + (uint32_t)v);
 		else if (k == BLK_OP_REDUCE_MAX)
-			acc = v > acc ? v : acc;
+			acc = ov > oa ? v : acc;
 		else
-			acc = v < acc ? v : acc;
+			acc = ov < oa ? v : acc;
 	}
 	return acc;
 }
@@ -414,7 +450,8 @@ void blk_iop_argreduce(BlkOpKind k, const BlkITile *a, int axis, BlkITile *r)
 			for (int64_t e = 1; e < len; e++) {
 				int64_t p = at + e * inner, q = at + best * inner;
 				bool win = fl ? arg_beats(mx, BLK_ITF(a)[p], BLK_ITF(a)[q])
-				              : (mx ? get_int(a, p) > get_int(a, q) : get_int(a, p) < get_int(a, q));
+				              : (mx ? okey(a->dtype, get_int(a, p)) > okey(a->dtype, get_int(a, q))
+				                    : okey(a->dtype, get_int(a, p)) < okey(a->dtype, get_int(a, q)));
 				best = win ? e : best;
 			}
 			BLK_ITI(r)[o * inner + i] = (int32_t)best;
@@ -432,13 +469,13 @@ static float scan_step_float(BlkOpKind k, float acc, float v)
 	}
 }
 
-static int32_t scan_step_int(BlkOpKind k, int32_t acc, int32_t v)
+static int32_t scan_step_int(BlkOpKind k, BlkDType dt, int32_t acc, int32_t v)
 {
 	switch (k) {
 	case BLK_OP_SCAN_SUM: return (int32_t)((uint32_t)acc + (uint32_t)v);
 	case BLK_OP_SCAN_PROD: return (int32_t)((uint32_t)acc * (uint32_t)v);
-	case BLK_OP_SCAN_MAX: return v > acc ? v : acc;
-	default: return v < acc ? v : acc;
+	case BLK_OP_SCAN_MAX: return okey(dt, v) > okey(dt, acc) ? v : acc;
+	default: return okey(dt, v) < okey(dt, acc) ? v : acc;
 	}
 }
 
@@ -456,7 +493,7 @@ void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITi
 	float fid = k == BLK_OP_SCAN_SUM ? 0.0f : k == BLK_OP_SCAN_PROD ? 1.0f
 	          : k == BLK_OP_SCAN_MAX ? -INFINITY : INFINITY;
 	int32_t iid = k == BLK_OP_SCAN_SUM ? 0 : k == BLK_OP_SCAN_PROD ? 1
-	            : k == BLK_OP_SCAN_MAX ? INT32_MIN : INT32_MAX;
+	            : okey(a->dtype, k == BLK_OP_SCAN_MAX ? INT32_MIN : INT32_MAX);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
 			float facc = fid;
@@ -467,7 +504,7 @@ void blk_iop_scan(BlkOpKind k, const BlkITile *a, int axis, bool reverse, BlkITi
 					facc = scan_step_float(k, facc, BLK_ITF(a)[at]);
 					BLK_ITF(r)[at] = blk_iround(r->dtype, facc);
 				} else {
-					iacc = scan_step_int(k, iacc, get_int(a, at));
+					iacc = scan_step_int(k, a->dtype, iacc, get_int(a, at));
 					put_int(r, at, iacc);
 				}
 			}
@@ -524,6 +561,8 @@ static void print_elem(FILE *out, const BlkITile *t, int64_t i)
 		fprintf(out, "%g", (double)BLK_ITF(t)[i]);
 	else if (t->dtype == BLK_BOOL)
 		fputs(BLK_ITB(t)[i] ? "true" : "false", out);
+	else if (t->dtype == BLK_U32)
+		fprintf(out, "%" PRIu32, (uint32_t)BLK_ITI(t)[i]);
 	else
 		fprintf(out, "%" PRId32, BLK_ITI(t)[i]);
 }

@@ -105,7 +105,7 @@ bool blk_dtype_is_byte(BlkDType t)
 
 bool blk_dtype_is_int(BlkDType t)
 {
-	return t == BLK_I32 || blk_dtype_is_byte(t);
+	return t == BLK_I32 || t == BLK_U32 || blk_dtype_is_byte(t);
 }
 
 int32_t blk_int_wrap(BlkDType t, int64_t v)
@@ -119,6 +119,8 @@ int32_t blk_int_wrap(BlkDType t, int64_t v)
 
 int32_t blk_f32_to_int(BlkDType t, float f)
 {
+	if (t == BLK_U32) /* toward zero into [0, 2^32 - 1], NaN 0: cvt.rzi.sat.u32.f32 */
+		return f != f || f <= 0.0f ? 0 : f >= 4294967296.0f ? -1 : (int32_t)(uint32_t)f;
 	if (!blk_dtype_is_byte(t))
 		return blk_f32_to_i32(f);
 	float lo = t == BLK_U8 ? 0.0f : -128.0f, hi = t == BLK_U8 ? 255.0f : 127.0f;
@@ -204,6 +206,26 @@ int32_t blk_i32_shr(int32_t x, int32_t y)
 {
 	int32_t s = (uint32_t)y < 32 ? y : 31;
 	return x < 0 ? ~(~x >> s) : x >> s; /* no implementation-defined >> of a negative */
+}
+
+int32_t blk_u32_div(int32_t x, int32_t y)
+{
+	return y == 0 ? 0 : (int32_t)((uint32_t)x / (uint32_t)y);
+}
+
+int32_t blk_u32_mod(int32_t x, int32_t y)
+{
+	return y == 0 ? 0 : (int32_t)((uint32_t)x % (uint32_t)y);
+}
+
+int32_t blk_u32_shr(int32_t x, int32_t y)
+{
+	return (uint32_t)y < 32 ? (int32_t)((uint32_t)x >> y) : 0;
+}
+
+bool blk_u32_lt(int32_t x, int32_t y)
+{
+	return (uint32_t)x < (uint32_t)y;
 }
 
 int32_t blk_fill_to_i32(double f)

@@ -38,7 +38,8 @@
 	X(I8, "i8", 1)           \
 	X(U8, "u8", 1)           \
 	X(F8E4M3, "f8e4m3", 1)   \
-	X(F8E5M2, "f8e5m2", 1)
+	X(F8E5M2, "f8e5m2", 1)   \
+	X(U32, "u32", 4)
 
 typedef enum {
 #define X(e, n, b) BLK_##e,
@@ -51,7 +52,7 @@ const char *blk_dtype_name(BlkDType t);
 int blk_dtype_size(BlkDType t);
 bool blk_dtype_from_name(const char *name, BlkDType *out);
 bool blk_dtype_is_float(BlkDType t); /* f32 f16 bf16 */
-bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 */
+bool blk_dtype_is_int(BlkDType t);   /* i32 i8 u8 u32 */
 bool blk_dtype_is_byte(BlkDType t);  /* i8 u8: one-byte integers, wrapped after each op */
 /* f8e4m3 f8e5m2: 8-bit floats for storage, conversions and dot (no
  * arithmetic): e4m3 as OCP's E4M3FN (bias 7, no infinities, 0x7f NaN,
@@ -91,6 +92,47 @@ int32_t blk_i32_mod(int32_t x, int32_t y);
  * as numpy and PTX's shl/shr do.  lower/emit/emit_elementwise.c emits the same. */
 int32_t blk_i32_shl(int32_t x, int32_t y);
 int32_t blk_i32_shr(int32_t x, int32_t y);
+/* u32 (held as the i32 with its bits): `x ~/ y`, `x % y` unsigned, x ~/ 0
+ * == x % 0 == 0 as for i32; `x >> y` logical, an amount outside [0, 32)
+ * gives 0; `<` and friends, max, min unsigned.  lower/emit/emit_elementwise.c
+ * emits the same. */
+int32_t blk_u32_div(int32_t x, int32_t y);
+int32_t blk_u32_mod(int32_t x, int32_t y);
+int32_t blk_u32_shr(int32_t x, int32_t y);
+bool blk_u32_lt(int32_t x, int32_t y);
+
+/* Random numbers (ir/random.c), the definition docs/language.md gives:
+ * Philox4x32-10 and two conversions of its 32-bit words to f32.  The
+ * interpreter calls these; lower/emit/emit_random.c emits the same
+ * operations in the same order, so the GPU gives the same bits. */
+#define BLK_PHILOX_M0 0xD2511F53u /* round multipliers */
+#define BLK_PHILOX_M1 0xCD9E8D57u
+#define BLK_PHILOX_W0 0x9E3779B9u /* key increments (Weyl sequence) */
+#define BLK_PHILOX_W1 0xBB67AE85u
+#define BLK_PHILOX_ROUNDS 10
+/* ctr[4] through 10 rounds under the key (k0, k1), in place. */
+void blk_philox(uint32_t k0, uint32_t k1, uint32_t ctr[4]);
+/* The key an i32 seed gives: the seed sign-extended to 64 bits, low word
+ * first (what Triton's philox makes of an i32 seed). */
+uint32_t blk_philox_key_hi(int32_t seed);
+/* A word as f32 in [0, 1): |x| of the word as i32, its negative ones
+ * folded by ~x onto [0, 2^31), times (1 - 2^-24) 2^-31. */
+float blk_rand_uniform(uint32_t x);
+/* A standard normal from two words by Box-Muller's first output:
+ * sqrt(-2 log max(u1, 1e-7)) cos(2 pi u2), u = blk_rand_uniform, log and
+ * cos built of f32 adds, products, fmas, one division and a sqrt. */
+float blk_rand_normal(uint32_t a, uint32_t b);
+/* The constants of those (the emitter builds the same float constants). */
+#define BLK_RAND_SCALE 0x1.fffffep-32f   /* (1 - 2^-24) 2^-31: 2^31 - 1 maps below 1 */
+#define BLK_RAND_TINY 1e-7f              /* u1's floor: log(0) never taken */
+#define BLK_RAND_LN2 0.693147182f
+#define BLK_RAND_MID 0x3faaaaabu         /* 4/3's bits: log's mantissa goes to [2/3, 4/3) */
+/* 2 atanh(s) = 2s + s^3 (2/3 + s^2 (2/5 + s^2 (2/7 + s^2 2/9))) */
+#define BLK_RAND_LOG_C { 0.666666687f, 0.400000006f, 0.285714298f, 0.222222224f }
+/* cos(2 pi z) = 1 + q (c1 + q (c2 + ...)), q = z^2, z in [0, 1/8] (Taylor) */
+#define BLK_RAND_COS_C { -19.7392082f, 64.9393921f, -85.4568176f, 60.2446404f, -26.4262562f }
+/* sin(2 pi z) = z (s0 + q (s1 + ...)) */
+#define BLK_RAND_SIN_C { 6.28318548f, -41.3417015f, 81.6052475f, -76.7058563f, 42.0586929f }
 
 /* Correctly rounded (nearest-even) conversions, NaN and Inf kept. */
 float blk_f16_to_f32(uint16_t h);

@@ -278,6 +278,26 @@ static void check_fma(Verifier *V, const BlkOp *op)
 		want_type(V, &op->results[0]->type, a, "result", 0);
 }
 
+/* philox (seed, c0..c3; attr word 0..3), uniform (a word), normal (two
+ * words): i32 operands of one shape; philox gives i32, the others f32. */
+static void check_random(Verifier *V, const BlkOp *op)
+{
+	const BlkType *a = operand(op, 0);
+	if (!is_tile(V, a, "operand", 0))
+		return;
+	BlkType w = with_dtype(a, BLK_I32);
+	for (int i = 0; i < op->noperands; i++)
+		if (!want_type(V, operand(op, i), &w, "operand", i))
+			return;
+	if (op->kind == BLK_OP_PHILOX) {
+		const BlkAttr *at = want_attr(V, op, "word", BLK_ATTR_INT);
+		if (at && (at->i < 0 || at->i > 3))
+			fail(V, "word %lld is out of range [0, 4)", (long long)at->i);
+	}
+	BlkType r = with_dtype(a, op->kind == BLK_OP_PHILOX ? BLK_I32 : BLK_F32);
+	want_type(V, &op->results[0]->type, &r, "result", 0);
+}
+
 static bool dim_is_one(const BlkSym *s)
 {
 	int64_t v;
@@ -674,6 +694,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	BINARY(EQ), BINARY(NE),
 	BINARY(LT), BINARY(LE), BINARY(GT), BINARY(GE),
 	[BLK_OP_SELECT] = check_select, [BLK_OP_FMA] = check_fma, [BLK_OP_BROADCAST] = check_broadcast,
+	[BLK_OP_PHILOX] = check_random, [BLK_OP_UNIFORM] = check_random, [BLK_OP_NORMAL] = check_random,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
 	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
@@ -709,6 +730,7 @@ static const signed char arity[][4] = {
 	A(SHR, 2, 2, 1, 0), A(EQ, 2, 2, 1, 0), A(NE, 2, 2, 1, 0),
 	A(LT, 2, 2, 1, 0), A(LE, 2, 2, 1, 0), A(GT, 2, 2, 1, 0), A(GE, 2, 2, 1, 0),
 	A(SELECT, 3, 3, 1, 0), A(FMA, 3, 3, 1, 0),
+	A(PHILOX, 5, 5, 1, 0), A(UNIFORM, 1, 1, 1, 0), A(NORMAL, 2, 2, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
 	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),

@@ -10,7 +10,8 @@ _Static_assert(BLK_DTYPE_F32 == (int)BLK_F32 && BLK_DTYPE_F16 == (int)BLK_F16 &&
                BLK_DTYPE_BF16 == (int)BLK_BF16 && BLK_DTYPE_I32 == (int)BLK_I32 &&
                BLK_DTYPE_BOOL == (int)BLK_BOOL && BLK_DTYPE_I8 == (int)BLK_I8 &&
                BLK_DTYPE_U8 == (int)BLK_U8 && BLK_DTYPE_F8E4M3 == (int)BLK_F8E4M3 &&
-               BLK_DTYPE_F8E5M2 == (int)BLK_F8E5M2 && BLK_NUM_DTYPES == 9,
+               BLK_DTYPE_F8E5M2 == (int)BLK_F8E5M2 && BLK_DTYPE_U32 == (int)BLK_U32 &&
+               BLK_NUM_DTYPES == 10,
                "ORDER DTYPE: blk.h and ir.h disagree");
 _Static_assert(BLK_TENSOR_MAX_RANK == BLK_MAX_RANK, "blk.h and ir.h ranks disagree");
 

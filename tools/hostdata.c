@@ -71,6 +71,7 @@ double blk_host_get(const BlkHostArray *h, size_t i)
 	case BLK_F16: memcpy(&u, p, 2); return blk_f16_to_f32(u);
 	case BLK_BF16: memcpy(&u, p, 2); return blk_bf16_to_f32(u);
 	case BLK_I32: memcpy(&v, p, 4); return v;
+	case BLK_U32: memcpy(&v, p, 4); return (uint32_t)v;
 	case BLK_I8: return (int8_t)*p;
 	case BLK_U8: return *p;
 	case BLK_F8E4M3: case BLK_F8E5M2: return blk_fp8_to_f32(h->desc.dtype, *p);
@@ -100,6 +101,10 @@ void blk_host_set(BlkHostArray *h, size_t i, double v)
 	case BLK_F16: u = blk_f32_to_f16(f); memcpy(p, &u, 2); break;
 	case BLK_BF16: u = blk_f32_to_bf16(f); memcpy(p, &u, 2); break;
 	case BLK_I32: n = to_i32(v); memcpy(p, &n, 4); break;
+	case BLK_U32: /* saturated to [0, 2^32 - 1], NaN 0 */
+		n = (int32_t)(uint32_t)(v > 0 ? (v < 4294967295.0 ? v : 4294967295.0) : 0.0);
+		memcpy(p, &n, 4);
+		break;
 	case BLK_I8: case BLK_U8: *p = (unsigned char)blk_int_wrap(h->desc.dtype, to_i32(v)); break;
 	case BLK_F8E4M3: case BLK_F8E5M2: *p = blk_f32_to_fp8(h->desc.dtype, f); break;
 	default: *p = v != 0.0; break;
@@ -128,6 +133,8 @@ void blk_host_fill_random(BlkHostArray *h, uint64_t seed)
 			v = (double)(r >> 40) * 0x1p-21 - 4.0;
 		else if (h->desc.dtype == BLK_I32)
 			v = (double)(r % 17) - 8.0;
+		else if (h->desc.dtype == BLK_U32) /* every bit: the top one too, where u32 is not i32 */
+			v = (double)(r >> 32);
 		else if (blk_dtype_is_byte(h->desc.dtype)) /* every byte: wraps show */
 			v = (double)blk_int_wrap(h->desc.dtype, (int64_t)(r >> 56));
 		else
@@ -146,7 +153,7 @@ static uint32_t poison_bits(BlkDType dt)
 	case BLK_F32: return 0x7fa5a5a5u;
 	case BLK_F16: return 0x7d5au;
 	case BLK_BF16: return 0x7fa5u;
-	case BLK_I32: return 0xdeadbeefu;
+	case BLK_I32: case BLK_U32: return 0xdeadbeefu;
 	case BLK_F8E4M3: case BLK_F8E5M2: return 0x7fu; /* NaN */
 	default: return 0xa5u;
 	}
@@ -228,7 +235,7 @@ static const struct {
 } npy_dtypes[] = {
 	{ "<f4", BLK_F32 }, { "<f2", BLK_F16 }, { "<u2", BLK_BF16 },
 	{ "<i4", BLK_I32 }, { "|b1", BLK_BOOL }, { "|i1", BLK_I8 }, { "|u1", BLK_U8 },
-	{ "|u1", BLK_F8E4M3 }, { "|u1", BLK_F8E5M2 },
+	{ "|u1", BLK_F8E4M3 }, { "|u1", BLK_F8E5M2 }, { "<u4", BLK_U32 },
 };
 
 /* A cursor over the header text. */

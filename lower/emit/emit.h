@@ -138,6 +138,8 @@ LLVMValueRef blk_emit_fp8_to_f32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_to_i32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_from_i32(Emit *E, LLVMValueRef x, BlkDType dt);
 LLVMValueRef blk_emit_from_f32(Emit *E, LLVMValueRef x, BlkDType dt);
+/* philox, uniform, normal of one register's operands x (emit_random.c). */
+LLVMValueRef blk_emit_random(Emit *E, const BlkOp *op, const LLVMValueRef *x);
 
 /* per op family */
 void blk_emit_elementwise(Emit *E, const BlkOp *op);
@@ -157,6 +159,9 @@ void blk_emit_reduce(Emit *E, const BlkOp *op);
  * register r's element over layout s's padded shape. */
 LLVMValueRef blk_emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLVMValueRef x);
 LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
+/* x (i32 bits) as a key the signed max/min order as dt's values: u32's
+ * with the top bit flipped (its own inverse); others as they are. */
+LLVMValueRef blk_emit_order_key(Emit *E, LLVMValueRef x, BlkDType dt, BlkOpKind combiner);
 LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r);
 void blk_emit_scan(Emit *E, const BlkOp *op);
 void blk_emit_dot(Emit *E, const BlkOp *op);

@@ -147,7 +147,7 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 		strncat(buf, " %s", size - strlen(buf) - 1);
 		return LLVMBuildSelect(E->b, x, t, f, "");
 	}
-	strncat(buf, " %d", size - strlen(buf) - 1);
+	strncat(buf, dt == BLK_U32 ? " %u" : " %d", size - strlen(buf) - 1);
 	return blk_emit_to_i32(E, x, dt);
 }
 

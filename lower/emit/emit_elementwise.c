@@ -432,6 +432,31 @@ static LLVMValueRef binary_int(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRe
 	}
 }
 
+/* u32's own ops (ir.c's blk_u32_*): unsigned division with x ~/ 0 ==
+ * x % 0 == 0 (LLVM's udiv by 0 is undefined: the divisor is 1 there),
+ * logical shift right with amounts outside [0, 32) giving 0, unsigned
+ * order; the rest are i32's. */
+static LLVMValueRef binary_u32(Emit *E, BlkOpKind k, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef zero = blk_emit_i32(E, 0), y0 = LLVMBuildICmp(E->b, LLVMIntEQ, y, zero, "");
+	LLVMValueRef d = LLVMBuildSelect(E->b, y0, blk_emit_i32(E, 1), y, "");
+	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, y, blk_emit_i32(E, 32), "");
+	switch (k) {
+	case BLK_OP_FLOORDIV: return LLVMBuildSelect(E->b, y0, zero, LLVMBuildUDiv(E->b, x, d, ""), "");
+	case BLK_OP_MOD: return LLVMBuildSelect(E->b, y0, zero, LLVMBuildURem(E->b, x, d, ""), "");
+	case BLK_OP_SHR:
+		return LLVMBuildSelect(E->b, in, LLVMBuildLShr(E->b, x, LLVMBuildSelect(E->b, in, y, zero, ""), ""),
+		                       zero, "");
+	case BLK_OP_MAX: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntUGT, x, y, ""), x, y, "");
+	case BLK_OP_MIN: return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntULT, x, y, ""), x, y, "");
+	case BLK_OP_LT: return LLVMBuildICmp(E->b, LLVMIntULT, x, y, "");
+	case BLK_OP_LE: return LLVMBuildICmp(E->b, LLVMIntULE, x, y, "");
+	case BLK_OP_GT: return LLVMBuildICmp(E->b, LLVMIntUGT, x, y, "");
+	case BLK_OP_GE: return LLVMBuildICmp(E->b, LLVMIntUGE, x, y, "");
+	default: return binary_int(E, k, x, y);
+	}
+}
+
 static bool is_cmp(BlkOpKind k)
 {
 	return k >= BLK_OP_EQ && k <= BLK_OP_GE;
@@ -534,9 +559,10 @@ static LLVMValueRef cast(Emit *E, LLVMValueRef x, BlkDType from, BlkDType to)
 	if (ff) { /* toward zero, saturated to the dtype's range, NaN 0 */
 		LLVMTypeRef t[2] = { blk_emit_reg_type(E, to), E->f32 };
 		LLVMValueRef f = blk_emit_to_f32(E, x, from);
-		return blk_emit_intrinsic(E, to == BLK_U8 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", t, 2, &f, 1);
+		return blk_emit_intrinsic(E, to == BLK_U8 || to == BLK_U32 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", t, 2,
+		                          &f, 1);
 	}
-	if ((from == BLK_BOOL || from == BLK_U8) && tf)
+	if ((from == BLK_BOOL || from == BLK_U8 || from == BLK_U32) && tf)
 		return blk_emit_from_f32(E, LLVMBuildUIToFP(E->b, x, E->f32, ""), to);
 	if (tf)
 		return blk_emit_from_f32(E, LLVMBuildSIToFP(E->b, x, E->f32, ""), to);
@@ -557,6 +583,8 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 		return cast(E, x[0], dt, rt);
 	if (k == BLK_OP_SELECT)
 		return LLVMBuildSelect(E->b, x[0], x[1], x[2], "");
+	if (k == BLK_OP_PHILOX || k == BLK_OP_UNIFORM || k == BLK_OP_NORMAL)
+		return blk_emit_random(E, op, x);
 	if (k == BLK_OP_FMA) /* fma.rn.f32: the interpreter's fmaf, bit for bit in f32 */
 		return blk_emit_from_f32(E, fma_f32(E, blk_emit_to_f32(E, x[0], dt), blk_emit_to_f32(E, x[1], dt),
 		                                    blk_emit_to_f32(E, x[2], dt)), dt);
@@ -566,6 +594,10 @@ static LLVMValueRef one_reg(Emit *E, const BlkOp *op, LLVMValueRef *x)
 		                                    : binary_int(E, k, a, blk_emit_to_i32(E, x[1], dt));
 		return is_cmp(k) ? r : blk_emit_from_i32(E, r, dt);
 	}
+	if (dt == BLK_U32 && op->noperands == 1)
+		return k == BLK_OP_ABS ? x[0] : unary_int(E, k, x[0]);
+	if (dt == BLK_U32)
+		return binary_u32(E, k, x[0], x[1]);
 	if (!blk_dtype_is_float(dt))
 		return op->noperands == 1 ? unary_int(E, k, x[0]) : binary_int(E, k, x[0], x[1]);
 	LLVMValueRef a = blk_emit_to_f32(E, x[0], dt);
@@ -637,12 +669,12 @@ void blk_emit_elementwise(Emit *E, const BlkOp *op)
 	}
 	if (exp_of_difference(E, op, ev, n))
 		return;
-	ETile *in[3];
-	for (int i = 0; i < op->noperands && i < 3; i++)
+	ETile *in[5]; /* philox's seed and counters at most */
+	for (int i = 0; i < op->noperands && i < 5; i++)
 		in[i] = blk_emit_tile(E, op->operands[i]);
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef x[3];
-		for (int i = 0; i < op->noperands && i < 3; i++)
+		LLVMValueRef x[5];
+		for (int i = 0; i < op->noperands && i < 5; i++)
 			x[i] = in[i]->r[blk_layout_nregs(in[i]->l) == 1 ? 0 : r];
 		ev->t.r[r] = one_reg(E, op, x);
 	}

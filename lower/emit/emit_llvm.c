@@ -68,7 +68,7 @@ LLVMTypeRef blk_emit_reg_type(Emit *E, BlkDType dt)
 	case BLK_F32: return E->f32;
 	case BLK_F16: return E->f16;
 	case BLK_BF16: return E->bf16;
-	case BLK_I32: return E->i32;
+	case BLK_I32: case BLK_U32: return E->i32;
 	case BLK_I8: case BLK_U8: return E->i8;
 	case BLK_F8E4M3: case BLK_F8E5M2: return E->i8; /* its bits */
 	default: return E->i1;

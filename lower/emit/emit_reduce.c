@@ -42,6 +42,13 @@ LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl)
 	return blk_emit_i32(E, mx ? INT32_MIN : INT32_MAX);
 }
 
+LLVMValueRef blk_emit_order_key(Emit *E, LLVMValueRef x, BlkDType dt, BlkOpKind combiner)
+{
+	if (dt != BLK_U32 || (combiner != BLK_OP_MAX && combiner != BLK_OP_MIN))
+		return x;
+	return LLVMBuildXor(E->b, x, blk_emit_i32(E, INT32_MIN), "");
+}
+
 /* The elementwise op a reduction combines with. */
 static BlkOpKind combiner(BlkOpKind k)
 {
@@ -80,7 +87,9 @@ static LLVMValueRef widen(Emit *E, const Red *R, LLVMValueRef x)
 {
 	if (R->fl)
 		return blk_emit_to_f32(E, x, R->dt);
-	return blk_emit_to_i32(E, x, R->dt);
+	BlkOpKind k = R->kind == BLK_OP_REDUCE_ARGMAX ? BLK_OP_MAX : R->kind == BLK_OP_REDUCE_ARGMIN ? BLK_OP_MIN
+	                                                             : combiner(R->kind);
+	return blk_emit_order_key(E, blk_emit_to_i32(E, x, R->dt), R->dt, k);
 }
 
 /* Step 1 for the result register whose operand indices are rd. */
@@ -169,7 +178,7 @@ static LLVMValueRef narrow(Emit *E, const BlkOp *op, bool fl, LLVMValueRef v)
 	BlkDType rt = op->results[0]->type.dtype;
 	if (fl)
 		return blk_emit_from_f32(E, v, rt);
-	return blk_emit_from_i32(E, v, rt);
+	return blk_emit_from_i32(E, blk_emit_order_key(E, v, rt, combiner(op->kind)), rt);
 }
 
 /* ---- argmax, argmin: (value, index) pairs ------------------------------------------ */

@@ -68,7 +68,7 @@ static int reg_of(const Scan *S, int r, int i, int j)
 static LLVMValueRef element(Emit *E, const Scan *S, int r, int i, int j)
 {
 	LLVMValueRef x = S->src->r[reg_of(S, r, i, j)];
-	x = S->fl ? blk_emit_to_f32(E, x, S->dt) : blk_emit_to_i32(E, x, S->dt);
+	x = S->fl ? blk_emit_to_f32(E, x, S->dt) : blk_emit_order_key(E, blk_emit_to_i32(E, x, S->dt), S->dt, S->k);
 	if (S->l->shape[S->axis] == S->l->pad[S->axis])
 		return x;
 	LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntSLT, blk_emit_coord(E, S->l, S->axis, i * S->spt + j),
@@ -220,7 +220,8 @@ void blk_emit_scan(Emit *E, const BlkOp *op)
 			for (int j = 0; j < S.spt; j++) {
 				LLVMValueRef v = comb(E, &S, base, run[ri * S.spt + j]);
 				BlkDType rt = op->results[0]->type.dtype;
-				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? blk_emit_from_f32(E, v, rt) : blk_emit_from_i32(E, v, rt);
+				ev->t.r[reg_of(&S, r, i, j)] = S.fl ? blk_emit_from_f32(E, v, rt)
+				                                    : blk_emit_from_i32(E, blk_emit_order_key(E, v, rt, S.k), rt);
 			}
 			carry = comb(E, &S, carry, tot[ri]);
 		}

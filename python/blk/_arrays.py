@@ -71,7 +71,8 @@ def _byte_strides(strides, itemsize, shape):
 
 _TORCH_NAMES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
                 "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8,
-                "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2}
+                "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2,
+                "uint32": _lib.U32}  # torch.uint32: torch 2.3 and later
 _torch_dtypes = {}  # torch dtype object -> blk dtype, filled on first use
 
 
@@ -82,7 +83,7 @@ def _torch_dtype(dt):
                               if hasattr(torch, n)})
     v = _torch_dtypes.get(dt)
     if v is None:
-        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 i8 u8 bool; "
+        raise BlkError(f"torch dtype {dt} has no blk dtype (f32 f16 bf16 i32 i8 u8 u32 bool; "
                        "float8_e4m3fn and float8_e5m2 are f8e4m3 and f8e5m2)")
     return v
 
@@ -96,7 +97,7 @@ def _from_torch(x):
 # ---- __cuda_array_interface__ ----------------------------------------------
 
 _TYPESTR = {"<f4": _lib.F32, "<f2": _lib.F16, "<i4": _lib.I32, "|b1": _lib.BOOL,
-            "|i1": _lib.I8, "|u1": _lib.U8}
+            "|i1": _lib.I8, "|u1": _lib.U8, "<u4": _lib.U32}
 
 
 def _dlpack_device(x):
@@ -122,7 +123,7 @@ def _from_cai(x):
     if dt is None and hasattr(x, "__dlpack__"):
         return _from_dlpack(x)  # bf16 (JAX) has no typestr; DLPack has it
     if dt is None:
-        raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 i8 u8 bool; "
+        raise BlkError(f"array type {cai['typestr']!r} has no blk dtype (f32 f16 i32 i8 u8 u32 bool; "
                        "bf16 through DLPack or torch)")
     shape = tuple(cai["shape"])
     strides = _byte_strides(cai.get("strides"), _lib.ITEMSIZE[dt], shape)
@@ -145,7 +146,7 @@ class _DLTensor(ctypes.Structure):
 _DL_CPU, _DL_CUDA = 1, 2
 # (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
 _DL_DTYPES = {(2, 32): _lib.F32, (2, 16): _lib.F16, (4, 16): _lib.BF16, (0, 32): _lib.I32,
-              (6, 8): _lib.BOOL, (0, 8): _lib.I8, (1, 8): _lib.U8}
+              (6, 8): _lib.BOOL, (0, 8): _lib.I8, (1, 8): _lib.U8, (1, 32): _lib.U32}
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -176,7 +177,8 @@ def _from_dlpack(x):
 
 _NUMPY_DTYPES = {"float32": _lib.F32, "float16": _lib.F16, "bfloat16": _lib.BF16,
                  "int32": _lib.I32, "bool": _lib.BOOL, "int8": _lib.I8, "uint8": _lib.U8,
-                 "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2}  # ml_dtypes' names
+                 "float8_e4m3fn": _lib.F8E4M3, "float8_e5m2": _lib.F8E5M2,  # ml_dtypes' names
+                 "uint32": _lib.U32}
 
 
 def _from_numpy(x):
@@ -189,7 +191,7 @@ def _from_numpy(x):
     if dt is None and x.dtype.name == "uint16":
         dt = _lib.BF16  # 16-bit patterns: the param's dtype (f16 or bf16) decides
     if dt is None:
-        raise BlkError(f"NumPy dtype {x.dtype} has no blk dtype (float32 float16 int32 int8 uint8 bool; "
+        raise BlkError(f"NumPy dtype {x.dtype} has no blk dtype (float32 float16 int32 int8 uint8 uint32 bool; "
                        "bf16 as ml_dtypes.bfloat16 or uint16 bits)")
     strides = _byte_strides(x.strides, x.itemsize, x.shape)
     return Arg(x, _make(x.ctypes.data, dt, x.shape, strides), HOST, "numpy")
@@ -253,7 +255,7 @@ def _probe(x):
 
 # ---- allocation of outputs -----------------------------------------------------
 
-_NP_NAMES = ("float32", "float16", None, "int32", "bool", "int8", "uint8", None, None)
+_NP_NAMES = ("float32", "float16", None, "int32", "bool", "int8", "uint8", None, None, "uint32")
 _ML_NAMES = {_lib.BF16: ("bfloat16", "uint16"), _lib.F8E4M3: ("float8_e4m3fn", "uint8"),
              _lib.F8E5M2: ("float8_e5m2", "uint8")}
 
@@ -279,7 +281,7 @@ def empty(like, dtype, shape):
     if fw == "torch":
         torch = sys.modules["torch"]
         tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool", "int8",
-                              "uint8", "float8_e4m3fn", "float8_e5m2")[dtype])
+                              "uint8", "float8_e4m3fn", "float8_e5m2", "uint32")[dtype])
         return torch.empty(shape, dtype=tdt, device=like.obj.device)
     if fw == "cupy":
         cupy = sys.modules["cupy"]
@@ -292,7 +294,7 @@ def empty(like, dtype, shape):
             raise BlkError(f"blk takes fp8 ({_lib.DTYPE_NAMES[dtype]}) from torch or NumPy, not JAX")
         jax = sys.modules["jax"]
         jdt = getattr(jax.numpy, ("float32", "float16", "bfloat16", "int32", "bool_", "int8",
-                                  "uint8")[dtype])
+                                  "uint8", None, None, "uint32")[dtype])
         dev = [d for d in jax.devices() if d.id == like.device or len(jax.devices()) == 1][0]
         # A fresh buffer no JAX computation refers to; blk writes it once.
         return jax.device_put(jax.numpy.zeros(shape, jdt), dev).block_until_ready()

@@ -10,9 +10,9 @@ import os
 MAX_RANK = 4
 
 # ORDER DTYPE: blk.h's BLK_DTYPE_*.
-F32, F16, BF16, I32, BOOL, I8, U8, F8E4M3, F8E5M2 = range(9)
-DTYPE_NAMES = ("f32", "f16", "bf16", "i32", "bool", "i8", "u8", "f8e4m3", "f8e5m2")
-ITEMSIZE = (4, 2, 2, 4, 1, 1, 1, 1, 1)
+F32, F16, BF16, I32, BOOL, I8, U8, F8E4M3, F8E5M2, U32 = range(10)
+DTYPE_NAMES = ("f32", "f16", "bf16", "i32", "bool", "i8", "u8", "f8e4m3", "f8e5m2", "u32")
+ITEMSIZE = (4, 2, 2, 4, 1, 1, 1, 1, 1, 4)
 
 # ORDER ACCESS: blk.h's BLK_PARAM_*.
 PARAM_IN, PARAM_OUT, PARAM_INOUT = range(3)

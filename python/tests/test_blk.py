@@ -195,6 +195,33 @@ def test_int8_dtypes():
     assert "launch of add" in str(e) and "u8" in str(e), e
 
 
+U32_SRC = """
+kernel u32k(x: in u32[N], y: in u32[N], h: out u32[N], q: out u32[N], lt: out bool[N], w: out u32[N]) {
+    h[...] = x[...] >> 28;
+    q[...] = x[...] ~/ y[...];
+    lt[...] = x[...] < y[...];
+    w[...] = randint(7, iota(N)).astype(u32);
+}
+"""
+
+
+def test_u32_dtype():
+    """u32 arrays go in and come out as NumPy uint32: >> is logical, ~/ and
+    < unsigned, the top bit a value bit; randint's i32 words as u32 are
+    Triton's uint32 words."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "u32.blk")
+        with open(src, "w") as f:
+            f.write(U32_SRC)
+        x = np.array([0, 1, 2**31, 2**32 - 1, 3000000000, 12345], np.uint32)
+        y = np.array([0, 2, 2**31 - 1, 7, 4000000000, 5], np.uint32)
+        h, q, lt, w = blk.kernel(src, name="u32k")(x, y, interpret=True)
+    assert h.dtype == np.uint32 and (h == x >> 28).all()
+    assert (q == np.where(y == 0, 0, x // np.maximum(y, 1))).all()
+    assert (lt == (x < y)).all()
+    assert w.dtype == np.uint32 and w[0] == 0xF4607A2D  # Philox4x32-10 of (0, 0, 0, 0) under (7, 0)
+
+
 FP8_SRC = """
 kernel q8[T = f8e4m3](x: in f32[N], q: out T[N], back: out f32[N]) {
     let q8 = x[...].astype(T);

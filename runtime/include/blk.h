@@ -49,6 +49,7 @@ enum {
 	BLK_DTYPE_U8 = 6,   /* unsigned byte */
 	BLK_DTYPE_F8E4M3 = 7, /* 8-bit float, OCP E4M3FN bits (torch.float8_e4m3fn) */
 	BLK_DTYPE_F8E5M2 = 8, /* 8-bit float, E5M2 bits (torch.float8_e5m2) */
+	BLK_DTYPE_U32 = 9,  /* unsigned 32-bit integer */
 };
 
 #define BLK_TENSOR_MAX_RANK 4

@@ -129,6 +129,8 @@ static const Case cases[] = {
 	BMM(5, 700, 900, 136, PING),
 	{"add", "4096", 3, {{4096}, {4096}, {4096}}, NONE, 0},
 	{"add", "1000", 3, {{1000}, {1000}, {1000}}, NONE, 0},
+	/* the mask from rand(seed, i): every bit the interpreter's (seed in -8..8) */
+	{"dropout", "5000", 3, {{1}, {5000}, {5000}}, NONE, IN0_I32},
 	{"softmax", "64x128", 2, {{64, 128}, {64, 128}}, NONE, 0},
 	{"softmax", "13x77", 2, {{13, 77}, {13, 77}}, NONE, 0},
 	/* One row per program: a row spans warps (shuffles, then shared memory). */

@@ -75,7 +75,7 @@ typedef struct Case {
 	const char *expect; /* print cases: text the interpreter's output must hold */
 	CheckFn *check;     /* NULL: the interpreter is trusted */
 	FillFn *fill;       /* NULL: every input random */
-	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics */
+	double tol_mult;    /* 0 or 1: the dtype's default tolerance; more for racing atomics; < 0 exact */
 	int narrays;
 	ArraySpec a[MAX_ARRAYS];
 } Case;
@@ -91,6 +91,9 @@ typedef struct Case {
 	.tol_mult = mult, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define FILLED(nm, ty, fl, fn, text, ...) {.name = nm, .typed = ty, .src = text, .fill = fl, \
 	.check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
+/* Float outputs compared bit for bit (the random numbers). */
+#define CASE_EXACT(nm, text, ...) {.name = nm, .src = text, .tol_mult = -1, \
+	.narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 #define CHECKED(nm, ty, fn, text, ...) \
 	{.name = nm, .typed = ty, .src = text, .check = fn, .narrays = NARGS(__VA_ARGS__), .a = {__VA_ARGS__}}
 
@@ -162,6 +165,7 @@ typedef struct Case {
 #define BLK_bool BLK_BOOL
 #define BLK_i8 BLK_I8
 #define BLK_u8 BLK_U8
+#define BLK_u32 BLK_U32
 
 /* ---- C references for the interpreter's trickier semantics --------------- */
 
@@ -836,6 +840,56 @@ static const Case cases[] = {
 	UNARY("binary_pow_frac", "abs(v) ** 1.5 + pow(abs(v) + 0.5, -2.5)"),
 	UNARY("binary_pow_negative_base", "(v * 2.0) ** 3.0 - (v * 2.0) ** 2.0 + (v - 1.5) ** -3.0 - -v ** 2"),
 
+	/* random numbers: the GPU's bits are the interpreter's (ir/random.c),
+	 * words and floats alike; the seed loaded (random, negative ones too),
+	 * counters from an array, the offsets of a 1-D and a 2-D grid */
+	CASE("random_bits", false,
+	     "kernel random_bits[B = 128](\n"
+	     "    s: in i32[1],\n"
+	     "    c: in i32[N] block (B) index (i) -> (i),\n"
+	     "    a: out i32[N] block (B) index (i) -> (i),\n"
+	     "    b: out i32[N] block (B) index (i) -> (i),\n"
+	     "    d: out i32[N] block (B) index (i) -> (i),\n"
+	     "    e: out i32[N] block (B) index (i) -> (i),\n"
+	     "    w: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let off = program_id(0) * B + iota(B);\n"
+	     "    let (p, q, r, t) = philox(s[0], off, c[...], off * 7, -1);\n"
+	     "    a[...] = p;\n    b[...] = q;\n    d[...] = r;\n    e[...] = t;\n"
+	     "    let (x, y, z, u) = randint4x(c[0] - 5, off);\n"
+	     "    w[...] = randint(s[0], off) ^ (y >> 3);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A1('i', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001),
+	     A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001), A1('o', BLK_I32, 1001)),
+	CASE_EXACT("random_floats",
+	     "kernel random_floats[B = 128](\n"
+	     "    s: in i32[1],\n"
+	     "    u: out f32[N] block (B) index (i) -> (i),\n"
+	     "    g: out f32[N] block (B) index (i) -> (i),\n"
+	     "    h: out f32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let off = program_id(0) * B + iota(B);\n"
+	     "    u[...] = rand(s[0], off);\n"
+	     "    g[...] = randn(s[0], off);\n"
+	     "    h[...] = randn(s[0] * 65599 + 1, off * 4099 - 77);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A1('o', BLK_F32, 4099), A1('o', BLK_F32, 4099), A1('o', BLK_F32, 4099)),
+	CASE_EXACT("random_2d",
+	     "kernel random_2d[BR = 16, BC = 64](\n"
+	     "    s: in i32[1],\n"
+	     "    u: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    g: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     "    w: out i32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	     "    let row = program_id(0) * BR + iota(BR);\n"
+	     "    let col = program_id(1) * BC + iota(BC);\n"
+	     "    let off = row[:, None] * C + col[None, :];\n"
+	     "    u[...] = rand(s[0], off);\n"
+	     "    g[...] = randn(s[0], off);\n"
+	     "    w[...] = randint(s[0], off);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1), A2('o', BLK_F32, 37, 150), A2('o', BLK_F32, 37, 150), A2('o', BLK_I32, 37, 150)),
+
 	/* tiles joined and cut: split's halves, concatenate, interleave,
 	 * stack; rows ragged (37 in blocks of 16) */
 	CASE("tile_join_split", true,
@@ -1231,6 +1285,11 @@ static const Case cases[] = {
 	ASTYPE_FROM("astype_bf16_to_8bit", bf16, " * 200.0", i8, u8, f32, f16),
 	ASTYPE_FROM("astype_i32_to_8bit", i32, " * 37", i8, u8, f32, bool),
 	ASTYPE_FROM("astype_bool_to_8bit", bool, "", i8, u8, f32, i32),
+	/* u32: full 32-bit random values (the top bit set in half) */
+	ASTYPE_FROM("astype_from_u32", u32, "", f32, f16, i32, bool),
+	ASTYPE_FROM("astype_u32_to_8bit", u32, "", i8, u8, bf16, f32),
+	ASTYPE_FROM("astype_f32_to_u32", f32, " * 5.0e9", u32, i32, u8, f16),
+	ASTYPE_FROM("astype_i32_to_u32", i32, " * 268435456", u32, f32, u8, bool),
 	ASTYPE_FROM("astype_from_i8", i8, "", f32, bf16, i32, u8),
 	ASTYPE_FROM("astype_from_u8", u8, "", f16, i8, i32, bool),
 
@@ -1254,6 +1313,54 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I8, 1000), A1('i', BLK_U8, 1000), A1('o', BLK_I8, 1000), A1('o', BLK_U8, 1000),
 	     A1('o', BLK_F32, 1000), A1('o', BLK_BOOL, 1000)),
+	/* u32: logical >>, unsigned ~/ % (by 0: 0), order, max/min/clamp,
+	 * literals as 32 bits, conversions of the unsigned value */
+	CASE("u32_arith", false,
+	     "kernel u32_arith(\n"
+	     "    x: in u32[N] block (64) index (i) -> (i),\n"
+	     "    y: in u32[N] block (64) index (i) -> (i),\n"
+	     "    a: out u32[N] block (64) index (i) -> (i),\n"
+	     "    b: out u32[N] block (64) index (i) -> (i),\n"
+	     "    c: out u32[N] block (64) index (i) -> (i),\n"
+	     "    d: out bool[N] block (64) index (i) -> (i),\n"
+	     "    f: out f32[N] block (64) index (i) -> (i),\n"
+	     ") grid (cdiv(N, 64)) {\n"
+	     "    let u = x[...];\n"
+	     "    let v = y[...];\n"
+	     "    a[...] = (u >> (v & 31)) + (u >> 40) + (u << (v & 7)) + (u ^ 0xDEADBEEF) - (u | 7) * 3 + ~u;\n"
+	     "    b[...] = u ~/ (v >> 20) + u % (v >> 24) + u ~/ 0 + max(u, v) - min(u, 0x80000000) + abs(u) + -u;\n"
+	     "    c[...] = where(u > v, u, v) + clamp(u, 0x10000000, 0xF0000000) + (v >> (v & 63));\n"
+	     "    d[...] = (u < v) | ((u >= 0x80000000) & (v <= 0x7FFFFFFF));\n"
+	     "    f[...] = u.astype(f32) - v.astype(f32) + (u ~/ (v | 1)).astype(f32);\n"
+	     "}\n",
+	     A1('i', BLK_U32, 1000), A1('i', BLK_U32, 1000), A1('o', BLK_U32, 1000), A1('o', BLK_U32, 1000),
+	     A1('o', BLK_U32, 1000), A1('o', BLK_BOOL, 1000), A1('o', BLK_F32, 1000)),
+	/* u32 reductions, argmax and scans in unsigned order, columns ragged
+	 * (50 in a block of 64: the padding holds the identity) */
+	CASE("u32_reduce_scan", false,
+	     "kernel u32_reduce_scan[BC = 64](\n"
+	     "    x: in u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    m: out u32[R] block (8) index (i) -> (i),\n"
+	     "    n: out u32[R] block (8) index (i) -> (i),\n"
+	     "    s: out u32[R] block (8) index (i) -> (i),\n"
+	     "    a: out i32[R] block (8) index (i) -> (i),\n"
+	     "    c: out u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    d: out u32[R, C] block (8, BC) index (i) -> (i, 0),\n"
+	     "    t: out u32[C] block (BC) index (i) -> (0),\n"
+	     ") grid (cdiv(R, 8)) {\n"
+	     "    let v = x[...];\n"
+	     "    m[...] = max(v, axis = 1);\n"
+	     "    n[...] = min(v, axis = 1);\n"
+	     "    s[...] = sum(v, axis = 1);\n"
+	     "    a[...] = argmin(v, axis = 1) + argmax(v, axis = 1) * 100;\n"
+	     "    c[...] = cummax(v, axis = 1);\n"
+	     "    d[...] = cummin(v, axis = 1, reverse = true);\n"
+	     "    when (program_id(0) == 0) {\n"
+	     "        t[...] = max(v, axis = 0);\n"
+	     "    }\n"
+	     "}\n",
+	     A2('i', BLK_U32, 37, 50), A1('o', BLK_U32, 37), A1('o', BLK_U32, 37), A1('o', BLK_U32, 37),
+	     A1('o', BLK_I32, 37), A2('o', BLK_U32, 37, 50), A2('o', BLK_U32, 37, 50), A1('o', BLK_U32, 50)),
 	/* reductions, scans, argmax, transpose on i8/u8, rows ragged */
 	CASE("int8_reduce_scan", false,
 	     "kernel int8_reduce_scan[BC = 64](\n"
@@ -3102,6 +3209,8 @@ static bool compare_all(const Case *c, BlkDType t, Arrays *gpu, Arrays *ref, dou
 			tol = blk_host_default_tol(t);
 		if (c->tol_mult > 1)
 			tol *= c->tol_mult;
+		if (c->tol_mult < 0)
+			tol = 0;
 		BlkHostCompare cmp = {0};
 		bool ok = o->desc.dtype == BLK_BOOL ? memcmp(o->data, r->data, o->nbytes) == 0
 		                                   : blk_host_compare(o, rv, tol, &cmp);

@@ -858,6 +858,58 @@ static void test_paged_attention(void **state)
 	}
 }
 
+/* ---- dropout: the mask is rand(seed, i) >= P, ir/random.c's numbers ---- */
+
+/* Whether dropout keeps element i under seed s and drop rate p. */
+static bool kept(int32_t s, int64_t i, double p)
+{
+	uint32_t c[4] = { (uint32_t)i, 0, 0, 0 };
+	blk_philox((uint32_t)s, blk_philox_key_hi(s), c);
+	return blk_rand_uniform(c[0]) >= (float)p;
+}
+
+/* Forward: x / (1 - P) where kept, 0 elsewhere; backward: the same mask
+ * on dy, run again from the seed alone; about 1 - P of the elements kept. */
+static void dropout_case(const char *T, int64_t n, const char *P, const char *B)
+{
+	BlkDefine defs[3] = { { "T", T }, { "P", P }, { "B", B } };
+	double p = atof(P);
+	BlkDType dt = dtype_of(T);
+	int64_t one = 1;
+	BlkHostArray *sd = blk_host_new(BLK_I32, 1, &one);
+	blk_host_set(sd, 0, (double)(int32_t)(uint32_t)(seed++ * 2654435761u));
+	int32_t s = (int32_t)blk_host_get(sd, 0);
+	double *ref = malloc((size_t)n * sizeof *ref);
+	int64_t nkept = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		Run r;
+		compile(&r, "dropout.blk", pass ? "dropout_backward" : "dropout", defs, 3);
+		BlkHostArray *a[3] = { sd, input(dt, 1, n, 0), output(dt, 1, n, 0) };
+		for (int64_t i = 0; i < n; i++) {
+			bool k = kept(s, i, p);
+			nkept += k && !pass;
+			ref[i] = k ? blk_host_get(a[1], (size_t)i) / (1.0 - p) : 0.0;
+		}
+		run_and_check(&r, a, 3, 2, ref, pass ? "dropout_backward" : "dropout");
+		blk_host_free(a[1]);
+		blk_host_free(a[2]);
+		run_free(&r);
+	}
+	if (fabs((double)nkept / (double)n - (1 - p)) > 5.0 / sqrt((double)n))
+		fail_msg("dropout P=%s kept %lld of %lld", P, (long long)nkept, (long long)n);
+	blk_host_free(sd);
+	free(ref);
+}
+
+static void test_dropout(void **state)
+{
+	(void)state;
+	for (int t = 0; t < 3; t++)
+		dropout_case(dtypes[t], 4096, "0.5", "1024");
+	dropout_case("f32", 3001, "0.1", "256");
+	dropout_case("bf16", 777, "0.8", "128");
+}
+
 int main(void)
 {
 	const char *s = getenv("BLK_TEST_SEED");
@@ -886,6 +938,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_int8),
 		cmocka_unit_test(test_matmul_fp8),
 		cmocka_unit_test(test_paged_attention),
+		cmocka_unit_test(test_dropout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -336,6 +336,214 @@ static void test_join_and_split(void **state)
 		free(o[i]);
 }
 
+/* ---- random numbers ------------------------------------------------------ */
+
+/* Random123's known answers for philox4x32_10 (its kat_vectors):
+ * counter 0 under key 0, all ones under all ones (an i32 seed of -1
+ * sign-extends to that key), and the digits of pi.  The builtins reach
+ * the first two; the third's key is no seed's, so ir/random.c's function
+ * (what the interpreter runs) takes it directly. */
+static void test_philox_known_answers(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(o: out i32[12]) {\n"
+	            "    let (a, b, c, d) = philox(0, 0, 0, 0, 0);\n"
+	            "    let (e, f, g, h) = philox(-1, -1, -1, -1, -1);\n"
+	            "    let (p, q, u, v) = randint4x(0, iota(2));\n"
+	            "    o[0] = a;\n    o[1] = b;\n    o[2] = c;\n    o[3] = d;\n"
+	            "    o[4] = e;\n    o[5] = f;\n    o[6] = g;\n    o[7] = h;\n"
+	            "    o[8] = p[0];\n    o[9] = q[0];\n    o[10] = u[0];\n    o[11] = randint(0, 0);\n}\n");
+	uint32_t o[12];
+	void *data[] = { o };
+	BlkDType dt[] = { BLK_I32 };
+	run(&r, 1, dt, 12, data);
+	static const uint32_t want[12] = {
+		0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8,
+		0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd,
+		0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x6627e8d5,
+	};
+	for (int i = 0; i < 12; i++)
+		if (o[i] != want[i])
+			fail_msg("word %d: got %08x, want %08x", i, o[i], want[i]);
+	uint32_t c[4] = { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 };
+	blk_philox(0xa4093822, 0x299f31d0, c);
+	assert_int_equal(c[0], 0xd16cfe09);
+	assert_int_equal(c[1], 0x94fdcceb);
+	assert_int_equal(c[2], 0x5001e420);
+	assert_int_equal(c[3], 0x24126ea1);
+	run_free(&r);
+}
+
+/* A word as [0, 1): ~x for the negative ones, converted, scaled below 1. */
+static float ref_uniform(uint32_t x)
+{
+	int32_t v = (int32_t)x;
+	return (float)(v < 0 ? -(v + 1) : v) * 0x1.fffffep-32f;
+}
+
+/* rand is randint's word as ref_uniform says, bit for bit; randn is
+ * Box-Muller of words 0 and 1 in double within a few f32 ulp of its
+ * size; offsets of any shape. */
+static void test_random_conversions(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	Run r;
+	compile(&r, "kernel k(s: in i32[4096], w: out i32[4096], v: out i32[4096], u: out f32[4096],\n"
+	            "         g: out f32[4096], t: out f32[4096]) {\n"
+	            "    let off = iota(4096) * 3 - 77;\n"
+	            "    let (a, b, c, d) = randint4x(s[0], off);\n"
+	            "    w[...] = a;\n    v[...] = b;\n"
+	            "    u[...] = rand(s[0], off);\n    g[...] = randn(s[0], off);\n"
+	            "    t[...] = rand(s[0], off.reshape(64, 64)).reshape(-1);\n}\n");
+	static int32_t s[N], w[N], v[N];
+	static float u[N], g[N], t[N];
+	s[0] = -123456789;
+	void *data[] = { s, w, v, u, g, t };
+	BlkDType dt[] = { BLK_I32, BLK_I32, BLK_I32, BLK_F32, BLK_F32, BLK_F32 };
+	run(&r, 6, dt, N, data);
+	double worst = 0;
+	for (int i = 0; i < N; i++) {
+		expect_bits("rand", i, u[i], ref_uniform((uint32_t)w[i]));
+		expect_bits("rand 2-D", i, t[i], u[i]);
+		double u1 = fmax(ref_uniform((uint32_t)w[i]), 1e-7f), u2 = ref_uniform((uint32_t)v[i]);
+		double want = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2), err = fabs(g[i] - want) / fmax(1, fabs(want));
+		worst = fmax(worst, err);
+		if (err > 1e-6)
+			fail_msg("randn[%d] = %.9g, Box-Muller %.9g", i, g[i], want);
+	}
+	assert_true(ref_uniform(0x7fffffff) < 1.0f && ref_uniform(0x7fffffff) == blk_rand_uniform(0x80000000));
+	assert_true(blk_rand_uniform(0) == 0.0f && blk_rand_uniform(0xffffffff) == 0.0f);
+	assert_true(blk_rand_uniform(0x7fffffff) == 1.0f - 0x1p-24f);
+	assert_true(worst > 0); /* the conversions round: not exact in double */
+	run_free(&r);
+}
+
+/* Mean and variance over 2^18 elements of a grid, loosely (about 5 standard
+ * errors): rand uniform on [0, 1), randn standard normal, randint's bits
+ * fair; another seed gives other numbers, the same seed the same. */
+static void test_random_statistics(void **state)
+{
+	(void)state;
+	enum { N = 1 << 18 };
+	Run r;
+	compile(&r, "kernel k[B = 4096](s: in i32[N] block (B) index (i) -> (i),\n"
+	            "         u: out f32[N] block (B) index (i) -> (i), g: out f32[N] block (B) index (i) -> (i),\n"
+	            "         w: out i32[N] block (B) index (i) -> (i), e: out f32[N] block (B) index (i) -> (i),\n"
+	            ") grid (cdiv(N, B)) {\n"
+	            "    let off = program_id(0) * B + iota(B);\n"
+	            "    u[...] = rand(42, off);\n    g[...] = randn(42, off);\n    w[...] = randint(42, off);\n"
+	            "    e[...] = rand(43, off);\n}\n");
+	int32_t *s = calloc(N, 4), *w = malloc(N * 4);
+	float *u = malloc(N * 4), *g = malloc(N * 4), *e = malloc(N * 4);
+	void *data[] = { s, u, g, w, e };
+	BlkDType dt[] = { BLK_I32, BLK_F32, BLK_F32, BLK_I32, BLK_F32 };
+	run(&r, 5, dt, N, data);
+	double su = 0, su2 = 0, sg = 0, sg2 = 0, bits = 0, lo = 1, hi = 0, within1 = 0;
+	int same = 0;
+	for (int i = 0; i < N; i++) {
+		su += u[i], su2 += (double)u[i] * u[i], sg += g[i], sg2 += (double)g[i] * g[i];
+		lo = fmin(lo, u[i]), hi = fmax(hi, u[i]), within1 += fabs(g[i]) < 1;
+		bits += __builtin_popcount((uint32_t)w[i]);
+		same += e[i] == u[i];
+	}
+	double mu = su / N, vu = su2 / N - mu * mu, mg = sg / N, vg = sg2 / N - mg * mg;
+	if (fabs(mu - 0.5) > 3e-3 || fabs(vu - 1.0 / 12) > 2e-3 || lo < 0 || hi >= 1)
+		fail_msg("rand: mean %g, variance %g, range [%g, %g]", mu, vu, lo, hi);
+	if (fabs(mg) > 1e-2 || fabs(vg - 1) > 1.5e-2 || fabs(within1 / N - 0.682689) > 5e-3)
+		fail_msg("randn: mean %g, variance %g, %g within 1", mg, vg, within1 / N);
+	if (fabs(bits / (32.0 * N) - 0.5) > 1e-3)
+		fail_msg("randint: %g of the bits set", bits / (32.0 * N));
+	if (same > 16)
+		fail_msg("seeds 42 and 43 agree on %d elements", same);
+	float first = u[12345];
+	run(&r, 5, dt, N, data);
+	expect_bits("rand again", 12345, u[12345], first);
+	free(s), free(w), free(u), free(g), free(e);
+	run_free(&r);
+}
+
+/* ---- u32 ------------------------------------------------------------------ */
+
+static uint32_t ref_u32(int op, uint32_t x, uint32_t y)
+{
+	switch (op) {
+	case 0: return y < 32 ? x >> y : 0;
+	case 1: return y ? x / y : 0;
+	case 2: return y ? x % y : 0;
+	case 3: return x > y ? x : y;
+	case 4: return (x < y) + 2u * (x <= y) + 4u * (x >= y) + 8u * (x > y);
+	case 5: return (x ^ 0xFFFFFFFFu) + (x << 1) - 1u; /* literals wrap: -1 is 0xFFFFFFFF */
+	default: return y < 32 ? x << y : 0;
+	}
+}
+
+/* u32 against C's unsigned arithmetic: `>>` logical, `~/` and `%`
+ * unsigned (by 0: 0), unsigned order; hex and negative literals take
+ * their 32 bits; conversions to f32 of the unsigned value, from f32
+ * saturated; i32 <-> u32 keep the bits; reductions in unsigned order. */
+static void test_u32(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	Run r;
+	compile(&r, "kernel k(x: in u32[64], y: in u32[64], o: out u32[448], f: out f32[64], g: out u32[64],\n"
+	            "         h: out i32[64], m: out u32[68]) {\n"
+	            "    let u = x[...];\n    let v = y[...];\n    let s = v & 63;\n"
+	            "    o[0:64] = u >> s;\n    o[64:128] = u ~/ v;\n    o[128:192] = u % v;\n"
+	            "    o[192:256] = max(u, v);\n"
+	            "    o[256:320] = (u < v).astype(u32) + (u <= v).astype(u32) * 2 + (u >= v).astype(u32) * 4 +\n"
+	            "                 (u > v).astype(u32) * 8;\n"
+	            "    o[320:384] = (u ^ 0xFFFFFFFF) + (u << 1) + -1;\n    o[384:448] = u << s;\n"
+	            "    f[...] = u.astype(f32);\n    g[...] = (v.astype(f32) * 1.5 - 1.0e9).astype(u32);\n"
+	            "    h[...] = u.astype(i32) >> 31;\n"
+	            "    m[0] = max(u);\n    m[1] = min(u);\n    m[2] = sum(u);\n    m[3] = argmax(u, axis = 0).astype(u32);\n"
+	            "    m[4:68] = cummax(v);\n}\n");
+	static uint32_t x[N], y[N], o[7 * N], g[N], m[N + 4];
+	static int32_t h[N];
+	static float f[N];
+	uint64_t st = 12345;
+	for (int i = 0; i < N; i++) {
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		x[i] = (uint32_t)(st >> 32), y[i] = (uint32_t)st;
+	}
+	y[0] = 0, y[1] = 31, y[2] = 32, y[3] = 0xFFFFFFFFu, x[4] = y[4];
+	void *data[] = { x, y, o, f, g, h, m };
+	BlkDType dt[] = { BLK_U32, BLK_U32, BLK_U32, BLK_F32, BLK_U32, BLK_I32, BLK_U32 };
+	BlkArrayDesc ad[7];
+	int64_t len[7] = { N, N, 7 * N, N, N, N, N + 4 };
+	for (int i = 0; i < 7; i++)
+		ad[i] = (BlkArrayDesc){ .dtype = dt[i], .rank = 1, .shape = { len[i] }, .strides = { 1 } };
+	if (!blk_interp_run(r.k, ad, data, 7, NULL, r.d)) {
+		fflush(r.errf);
+		fail_msg("run failed:\n%s", r.err);
+	}
+	uint32_t mx = 0, mn = 0xFFFFFFFFu, sum = 0, arg = 0, run = 0;
+	for (int i = 0; i < N; i++) {
+		for (int op = 0; op < 7; op++) {
+			uint32_t want = ref_u32(op, x[i], op == 0 || op == 6 ? y[i] & 63 : y[i]);
+			if (o[op * N + i] != want)
+				fail_msg("op %d of %u, %u: got %u, want %u", op, x[i], y[i], o[op * N + i], want);
+		}
+		expect_bits("u32 to f32", i, f[i], (float)x[i]);
+		float gf = (float)y[i] * 1.5f - 1.0e9f;
+		assert_int_equal(g[i], gf <= 0 ? 0 : gf >= 4294967296.0f ? 0xFFFFFFFFu : (uint32_t)gf);
+		assert_int_equal(h[i], x[i] >> 31 ? -1 : 0);
+		arg = x[i] > mx ? (uint32_t)i : arg;
+		mx = x[i] > mx ? x[i] : mx, mn = x[i] < mn ? x[i] : mn, sum += x[i];
+	}
+	assert_int_equal(m[0], mx);
+	assert_int_equal(m[1], mn);
+	assert_int_equal(m[2], sum);
+	assert_int_equal(m[3], arg);
+	for (int i = 0; i < N; i++) {
+		run = y[i] > run ? y[i] : run;
+		assert_int_equal(m[4 + i], run);
+	}
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +554,10 @@ int main(void)
 		cmocka_unit_test(test_activation_rounds_once),
 		cmocka_unit_test(test_weak_scalars),
 		cmocka_unit_test(test_join_and_split),
+		cmocka_unit_test(test_philox_known_answers),
+		cmocka_unit_test(test_random_conversions),
+		cmocka_unit_test(test_random_statistics),
+		cmocka_unit_test(test_u32),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,6 +171,21 @@ static void test_math_builtins(void **state)
 	          "max %0, %1 : i32[8]", NULL);
 }
 
+/* The random builtins: philox words of (offsets, 0, 0, 0) under the
+ * broadcast seed; rand and randn convert words 0 (and 1); philox gives
+ * all four words of its counters. */
+static void test_random_builtins(void **state)
+{
+	(void)state;
+	expect_ir("kernel k(s: in i32[1], y: out f32[8]) {\n    y[...] = randn(s[0], iota(8)) + rand(7, iota(8));\n}\n",
+	          "philox %2, %3, %4, %5, %6 {word = 0} : i32[8]", "philox %2, %3, %4, %5, %6 {word = 1} : i32[8]",
+	          "normal %7, %8 : f32[8]", "const {value = 7} : i32[8]", "uniform %15 : f32[8]", NULL);
+	expect_ir("kernel k(s: in i32[1], w: out i32[8]) {\n"
+	          "    let (a, b, c, d) = philox(s[0], iota(8), 1, 2, 3);\n    w[...] = randint(s[0], 5) + d;\n}\n",
+	          "%d = philox %2, %3, %4, %5, %6 {word = 3} : i32[8]", "philox %8, %9, %10, %11, %12 {word = 0} : i32\n",
+	          NULL);
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -367,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_dot_accumulate),
 		cmocka_unit_test(test_python_spellings),
 		cmocka_unit_test(test_math_builtins),
+		cmocka_unit_test(test_random_builtins),
 		cmocka_unit_test(test_weak_scalars),
 		cmocka_unit_test(test_unroll),
 		cmocka_unit_test(test_loop_and_carries),
