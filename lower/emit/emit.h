@@ -158,6 +158,7 @@ LLVMValueRef blk_emit_combine(Emit *E, BlkOpKind k, bool fl, LLVMValueRef a, LLV
 LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
 LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r);
 void blk_emit_scan(Emit *E, const BlkOp *op);
+void blk_emit_scan_region(Emit *E, const BlkOp *op); /* `scan`, with a combine region */
 void blk_emit_dot(Emit *E, const BlkOp *op);
 void blk_emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
 /* emit_mma.c: tensor cores (the ops mma_steps.c makes) */

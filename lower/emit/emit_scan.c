@@ -22,6 +22,12 @@
  * meets them first.  f16/bf16 scan in f32 and round each element; f32
  * sums and products combine in another order than the interpreter's
  * sequential one, max and min are exact.
+ *
+ * A `scan` with a combine region (associative_scan) has no identity and
+ * need not be associative: its operands come in a layout that holds each
+ * line of the axis in one thread (tile.c, blk_layout_along), and each
+ * thread applies the region's ops element after element in scan order,
+ * as the interpreter does, so the results are the interpreter's exactly.
  */
 #include <string.h>
 
@@ -226,4 +232,58 @@ void blk_emit_scan(Emit *E, const BlkOp *op)
 		}
 	}
 	blk_emit_bind(E, op->results[0], ev);
+}
+
+/* The combine region of op on scalars acc[n] (the left elements) and
+ * x[n] (the right ones); out[n] gets what it yields. */
+static void combine_region(Emit *E, const BlkOp *op, LLVMValueRef *acc, LLVMValueRef *x,
+                           LLVMValueRef *out)
+{
+	const BlkRegion *rg = op->regions[0];
+	int n = op->noperands;
+	for (int p = 0; p < 2 * n; p++) {
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = blk_emit_new_tile(E, blk_lower_scalar_layout(E->c));
+		ev->t.r[0] = p < n ? acc[p] : x[p - n];
+		blk_emit_bind(E, rg->args[p], ev);
+	}
+	blk_emit_region(E, rg);
+	for (int i = 0; i < n && !E->failed; i++)
+		out[i] = blk_emit_tile(E, rg->last->operands[i])->r[0];
+}
+
+void blk_emit_scan_region(Emit *E, const BlkOp *op)
+{
+	int n = op->noperands;
+	Scan S = { .rev = blk_op_int(op, "reverse", 0) != 0, .axis = (int)blk_op_int(op, "axis", 0) };
+	const ETile **src = BLK_NEW_N(E->c->a, const ETile *, n);
+	ETile *dst = BLK_NEW_N(E->c->a, ETile, n);
+	for (int i = 0; i < n; i++)
+		src[i] = blk_emit_tile(E, op->operands[i]);
+	S.l = src[0]->l;
+	BlkLayout *rows = BLK_NEW(E->c->a, BlkLayout);
+	*rows = blk_layout_slice(S.l, S.axis);
+	S.rows = rows;
+	S.spt = S.l->pad[S.axis];
+	BLK_ASSERT(S.l->spt[S.axis] == S.spt && S.l->thr[S.axis] == 1);
+	for (int i = 0; i < n; i++)
+		dst[i] = blk_emit_new_tile(E, S.l);
+	LLVMValueRef *acc = BLK_NEW_N(E->c->a, LLVMValueRef, 3 * n);
+	LLVMValueRef *x = acc + n, *y = acc + 2 * n;
+	int len = S.l->shape[S.axis], nrows = blk_layout_nregs(rows);
+	for (int r = 0; r < nrows && !E->failed; r++)
+		for (int j = 0; j < S.spt && !E->failed; j++) { /* padding (j >= len) keeps its element */
+			int q = S.rev && j < len ? len - 1 - j : j, reg = reg_of(&S, r, 0, q);
+			for (int i = 0; i < n; i++)
+				x[i] = y[i] = src[i]->r[reg];
+			if (j > 0 && j < len)
+				combine_region(E, op, acc, x, y);
+			for (int i = 0; i < n && !E->failed; i++)
+				dst[i].r[reg] = acc[i] = y[i];
+		}
+	for (int i = 0; i < n; i++) {
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = dst[i];
+		blk_emit_bind(E, op->results[i], ev);
+	}
 }

@@ -456,6 +456,22 @@ static void tile_gather(LowerCtx *c, BlkOp *op)
 			op->operands[i] = relayout(c, op, op->operands[i], l);
 }
 
+/* A scan with a combine region runs each line of its axis in one thread
+ * (emit_scan.c), in order: its operands move to a layout that holds the
+ * axis whole in every thread, and its results stay there. */
+static void tile_scan_region(LowerCtx *c, BlkOp *op)
+{
+	int shape[BLK_MAX_RANK];
+	const BlkType *t = &op->operands[0]->type;
+	static_shape(t, shape);
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_along(t->rank, shape, (int)blk_op_int(op, "axis", 0), c->nthreads);
+	for (int i = 0; i < op->noperands; i++) {
+		op->operands[i] = relayout(c, op, op->operands[i], l);
+		set_layout(c, op->results[i], l);
+	}
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -471,6 +487,10 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 		tile_region(c, op->regions[i]);
 	if (op->kind == BLK_OP_DOT) {
 		tile_dot(c, op);
+		return;
+	}
+	if (op->kind == BLK_OP_SCAN) {
+		tile_scan_region(c, op);
 		return;
 	}
 	if ((fl & BLK_OPF_ELEMENTWISE) && op->nresults == 1) {
