@@ -2031,8 +2031,12 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		return blk_ck_inline(c, e, in, blk_ck_helper(c, e->name));
 	if (b == CK_B_NONE) {
 		const char *blk = blk_ck_spelling(c, e->name);
+		const BlkAstFn *near = blk_ck_helper_near(c, e->name);
 		if (blk)
 			blk_error(c->d, e->loc, "unknown function `%s`; blk writes `%s`", e->name, blk);
+		else if (near)
+			blk_error(c->d, e->loc, "unknown function `%s`; did you mean the helper `%s`?", e->name,
+			          near->name);
 		else
 			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return blk_ck_poison();

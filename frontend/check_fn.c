@@ -27,6 +27,38 @@ const BlkAstFn *blk_ck_helper(const Ck *c, const char *name)
 	return NULL;
 }
 
+/* Levenshtein distance of a and b, or 3 past 2 (or past 63 bytes). */
+static int distance(const char *a, const char *b)
+{
+	int n = (int)strlen(a), m = (int)strlen(b), row[64];
+	if (n > 63 || m > 63 || n - m > 2 || m - n > 2)
+		return 3;
+	for (int j = 0; j <= m; j++)
+		row[j] = j;
+	for (int i = 1; i <= n; i++) {
+		int diag = row[0]++;
+		for (int j = 1; j <= m; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			best = up + 1 < best ? up + 1 : best;
+			row[j] = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			diag = up;
+		}
+	}
+	return row[m] > 2 ? 3 : row[m];
+}
+
+const BlkAstFn *blk_ck_helper_near(const Ck *c, const char *name)
+{
+	const BlkAstFn *best = NULL;
+	int d = 3;
+	for (int i = 0; c->file && i < c->file->nfns && strlen(name) > 2; i++) {
+		int k = distance(name, c->file->fns[i]->name);
+		if (k < d)
+			d = k, best = c->file->fns[i];
+	}
+	return best;
+}
+
 static void params_distinct(Ck *c, const BlkAstFn *f)
 {
 	for (int j = 0; j < f->nparams; j++)

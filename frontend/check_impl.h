@@ -92,6 +92,8 @@ bool blk_ck_bool_arg(Ck *c, const BlkAstExpr *e, bool *out);
 void blk_ck_helpers(Ck *c, const BlkAstFile *f);
 /* The helper named name, or NULL. */
 const BlkAstFn *blk_ck_helper(const Ck *c, const char *name);
+/* A helper whose name is within two edits of name (a typo), or NULL. */
+const BlkAstFn *blk_ck_helper_near(const Ck *c, const char *name);
 /* A call of helper f: its arguments, then a copy of its body with the
  * parameters bound to them; the call's type. */
 CkType blk_ck_inline(Ck *c, const BlkAstExpr *e, CkInfo *in, const BlkAstFn *f);
