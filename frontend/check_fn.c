@@ -254,22 +254,23 @@ static const BlkAstFn *combine_of(Ck *c, const BlkAstExpr *e)
 	return f;
 }
 
-/* Whether the combine's value t is n scalars of the scanned dtypes. */
-static bool combine_result(Ck *c, BlkLoc loc, const CkType *t, const CkType *el, int n)
+/* Whether the combine's value t is what x's elements are: a scalar of
+ * xt's dtype, or (x a tuple) a tuple of scalars of its dtypes. */
+static bool combine_result(Ck *c, BlkLoc loc, const CkType *t, const CkType *xt)
 {
-	const CkType *r = t->kind == CK_TUPLE && n > 1 ? t->elems : t;
-	bool ok = t->kind == CK_POISON || (n == 1 ? t->kind == CK_VALUE : t->kind == CK_TUPLE && t->n == n);
-	for (int i = 0; ok && t->kind != CK_POISON && i < n; i++)
+	bool tuple = xt->kind == CK_TUPLE;
+	int n = tuple ? xt->n : 1;
+	const CkType *r = tuple ? t->elems : t, *el = tuple ? xt->elems : xt;
+	bool ok = tuple ? t->kind == CK_TUPLE && t->n == n : t->kind == CK_VALUE;
+	for (int i = 0; ok && i < n; i++)
 		ok = r[i].kind == CK_VALUE && r[i].t.rank == 0 && blk_ck_converts(&r[i], el[i].t.dtype);
 	if (ok)
-		return t->kind != CK_POISON;
-	CkType want = *t;
-	want.kind = n == 1 ? CK_VALUE : CK_TUPLE;
-	want.n = n;
+		return true;
+	CkType want = *xt;
 	want.elems = BLK_NEW_N(c->a, CkType, n);
 	for (int i = 0; i < n; i++)
 		want.elems[i] = blk_ck_value(el[i].t.dtype, 0, NULL);
-	if (n == 1)
+	if (!tuple)
 		want = want.elems[0];
 	blk_error(c->d, loc, "the combine must give %s (the scanned elements' type), got %s",
 	          blk_ck_type_str(c->a, &want), blk_ck_type_str(c->a, t));
@@ -369,8 +370,9 @@ CkType blk_ck_assoc_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	    (g.kw[1] && !blk_ck_bool_arg(c, g.kw[1], &in->reverse)))
 		return blk_ck_poison();
 	CkType r = check_combine(c, e, in, f, el, n);
-	if (r.kind == CK_POISON || !combine_result(c, in->body->result ? in->body->result->loc : g.pos[0]->loc, &r, el, n))
+	BlkLoc at = in->body && in->body->result ? in->body->result->loc : g.pos[0]->loc;
+	if (r.kind == CK_POISON || !combine_result(c, at, &r, &xt))
 		return blk_ck_poison();
-	in->scan = n == 1 ? known_op(c, in->body, in->binds, el[0].t.dtype) : BLK_OP_SCAN;
+	in->scan = xt.kind != CK_TUPLE ? known_op(c, in->body, in->binds, el[0].t.dtype) : BLK_OP_SCAN;
 	return xt;
 }

@@ -640,10 +640,11 @@ static void lw_assoc_scan(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue
 	const BlkAstExpr *x = pos_arg(e, 1);
 	BlkValue **xs = BLK_NEW_N(L->a, BlkValue *, n), **ys = BLK_NEW_N(L->a, BlkValue *, n);
 	BlkType *types = BLK_NEW_N(L->a, BlkType, n), *scalars = BLK_NEW_N(L->a, BlkType, n);
-	if (n == 1)
-		xs[0] = lw_expr(L, x, in->type.t.dtype);
-	else
+	bool tuple = in->type.kind == CK_TUPLE;
+	if (tuple)
 		lw_multi(L, x, n, NULL, xs);
+	else
+		xs[0] = lw_expr(L, x, in->type.t.dtype);
 	BlkOp *op;
 	for (int i = 0; i < n; i++) {
 		types[i] = xs[i]->type;
@@ -659,7 +660,10 @@ static void lw_assoc_scan(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue
 		BlkBuilder saved = L->b;
 		blk_builder_at_end(&L->b, L->a, op->regions[0]);
 		lw_stmts(L, in->body);
-		lw_body_result(L, in->body->result, n, scalars, ys);
+		if (tuple)
+			lw_multi(L, in->body->result, n, scalars, ys);
+		else
+			ys[0] = lw_as_type(L, in->body->result, &scalars[0]);
 		blk_build(&L->b, BLK_OP_YIELD, e->loc, n, ys, 0, NULL, 0);
 		L->b = saved;
 	}
