@@ -25,8 +25,6 @@ typedef struct Lw {
 static BlkValue *lw_expr(Lw *L, const BlkAstExpr *e, BlkDType want);
 static void lw_stmts(Lw *L, const BlkAstBlock *blk);
 static void name_value(BlkValue *v, const char *name);
-static void lw_body_result(Lw *L, const BlkAstExpr *res, int n, const BlkType *types,
-                           BlkValue **out);
 
 static CkInfo *info(Lw *L, const void *node)
 {
