@@ -108,6 +108,11 @@ BlkLayout blk_layout_along(int rank, const int *shape, int axis, int nthreads)
 	return l;
 }
 
+bool blk_layout_holds_lines(const BlkLayout *l, int axis)
+{
+	return blk_layout_runs(l) && l->thr[axis] == 1 && l->spt[axis] == l->pad[axis];
+}
+
 /* Threads go to whichever dim has more micro-tiles left per thread, so
  * the thread grid stays square-ish and each thread's block small. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads)

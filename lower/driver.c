@@ -117,20 +117,6 @@ static const BlkOp *largest_tile(const BlkRegion *r, int *most)
 	return best;
 }
 
-/* A `scan` with a combine region whose lines, each held whole by one
- * thread (emit_scan.c), take more registers than a thread has. */
-static const BlkOp *long_scan(const BlkRegion *r)
-{
-	for (const BlkOp *op = r->first; op; op = op->next) {
-		if (op->kind == BLK_OP_SCAN && blk_layout_nregs(op->results[0]->type.layout) > BLK_MAX_TILE_REGS)
-			return op;
-		for (int i = 0; i < op->nregions; i++)
-			if (long_scan(op->regions[i]))
-				return long_scan(op->regions[i]);
-	}
-	return NULL;
-}
-
 /* Refuses a kernel with a tile too large for registers before LLVM and
  * ptxas see it: past a few hundred elements per thread ptxas spills
  * kilobytes and takes minutes (softmax with C = 100000 in blocks of 4 rows:
@@ -138,18 +124,7 @@ static const BlkOp *long_scan(const BlkRegion *r)
 static bool check_registers(LowerCtx *c)
 {
 	int most = 0;
-	const BlkOp *op = long_scan(c->k->body);
-	if (op) {
-		BlkType t = op->results[0]->type;
-		t.layout = NULL;
-		blk_error(c->d, op->loc, "kernel %s: associative_scan holds each line of its axis in one "
-		          "thread, and over %s that is %d registers per thread; the limit is %d: scan a "
-		          "shorter block along the axis (in chunks with a carry, as "
-		          "examples/linear_recurrence.blk does)", c->k->name, blk_type_str(c->a, &t),
-		          blk_layout_nregs(op->results[0]->type.layout), BLK_MAX_TILE_REGS);
-		return false;
-	}
-	op = largest_tile(c->k->body, &most);
+	const BlkOp *op = largest_tile(c->k->body, &most);
 	if (most <= BLK_MAX_TILE_REGS)
 		return true;
 	BlkType t = op->results[0]->type;

@@ -2209,6 +2209,46 @@ static const Case cases[] = {
 	     "}\n",
 	     A1('i', BLK_I32, 1000), A1('o', BLK_I32, 1000), A1('o', BLK_BOOL, 1000), A1('o', BLK_I8, 1000)),
 
+	/* lines too long for a thread's registers (more than 128 a thread):
+	 * through the transit region, a thread a line, still in order */
+	CASE("assoc_scan_long", true,
+	     "kernel assoc_scan_long[T = f32, B = 2048](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    l: out T[N] block (B) index (i) -> (i),\n"
+	     "    r: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    l[...] = associative_scan(|a, b| a * 0.99 + b, v);\n"
+	     "    r[...] = associative_scan(|a, b| max(a, b) * 0.5 + min(a, b) * 0.25, v, reverse = true);\n"
+	     "}\n",
+	     A1('i', DT_T, 5000), A1('o', DT_T, 5000), A1('o', DT_T, 5000)),
+
+	CASE("assoc_scan_long_rows", false,
+	     "kernel assoc_scan_long_rows[BR = 8](\n"
+	     "    x: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    v: out f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    ix: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    q: out i8[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let (bv, bi) = associative_scan(|v0, i0, v1, i1| (where(v1 > v0, v1, v0),\n"
+	     "        where(v1 > v0, i1, i0)), (x[...], iota(C)[None, :] + zeros((BR, C), i32)), axis = 1);\n"
+	     "    v[...] = bv;\n"
+	     "    ix[...] = bi;\n"
+	     "    q[...] = associative_scan(|a, b| a * 3 - b, (x[...] * 50.0).astype(i8), axis = 1,\n"
+	     "                              reverse = true);\n"
+	     "}\n",
+	     A2('i', BLK_F32, 13, 700), A2('o', BLK_F32, 13, 700), A2('o', BLK_I32, 13, 700),
+	     A2('o', BLK_I8, 13, 700)),
+
+	CASE("assoc_scan_long_cols", true,
+	     "kernel assoc_scan_long_cols[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    l: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    l[...] = associative_scan(|a, b| a * 0.75 + b, x[...], axis = 0);\n"
+	     "}\n",
+	     A2('i', DT_T, 300, 45), A2('o', DT_T, 300, 45)),
+
 	/* ---- parts of tiles and reshapes (through shared memory on the GPU):
 	 * slices, scalar indices (negative from the end, run-time ones, one
 	 * past the tile reading 0), ds, reshape round trips, Ref slices */
