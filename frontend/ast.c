@@ -102,6 +102,18 @@ static void print_quoted(FILE *out, const char *s)
 
 static void print_block(FILE *out, const BlkAstBlock *b, int depth);
 
+/* `(fn NAME a b @L:C (block ...))`, a closure without the name. */
+static void print_fn(FILE *out, const BlkAstFn *f, int depth)
+{
+	open_node(out, depth, f->name ? "fn " : "params");
+	fputs(f->name ? f->name : "", out);
+	for (int i = 0; i < f->nparams; i++)
+		fprintf(out, " %s", f->params[i]);
+	print_loc(out, f->loc);
+	print_block(out, f->body, depth + 1);
+	fputc(')', out);
+}
+
 static void print_indices(FILE *out, const BlkAstIndex *idx, int n, int depth)
 {
 	open_node(out, depth, "indices");
@@ -220,6 +232,7 @@ void blk_ast_print_expr(FILE *out, const BlkAstExpr *e, int depth)
 		break;
 	case BLK_AST_CALL: print_args(out, e->args, e->nargs, d); break;
 	case BLK_AST_FORI: print_fori(out, e, d); break;
+	case BLK_AST_CLOSURE: print_fn(out, e->fn, d); break;
 	case BLK_AST_TUPLE:
 		for (int i = 0; i < e->nelems; i++)
 			blk_ast_print_expr(out, e->elems[i], d);
@@ -366,6 +379,8 @@ static void print_kernel(FILE *out, const BlkAstKernel *k, int depth)
 void blk_ast_print(FILE *out, const struct BlkAstFile *f)
 {
 	fprintf(out, "(file %s", f->src ? f->src->name : "?");
+	for (int i = 0; i < f->nfns; i++)
+		print_fn(out, f->fns[i], 1);
 	for (int i = 0; i < f->nkernels; i++)
 		print_kernel(out, f->kernels[i], 1);
 	fputs(")\n", out);

@@ -26,6 +26,7 @@
 
 typedef struct BlkAstExpr BlkAstExpr;
 typedef struct BlkAstStmt BlkAstStmt;
+typedef struct BlkAstFn BlkAstFn;
 
 /* ---- expressions --------------------------------------------------------- */
 
@@ -49,7 +50,9 @@ typedef struct BlkAstStmt BlkAstStmt;
 	X(AT, "at")            /* lhs, idx, nidx: `lhs.at[idx...]` */          \
 	X(ASTYPE, "astype")    /* lhs, rhs (a DTYPE or NAME): lhs.astype(T) */ \
 	X(TRANSPOSE, "T")      /* lhs: `lhs.T` */                              \
-	X(ATTR, "attr")        /* lhs, name: `lhs.IDENT` (any other ident) */
+	X(ATTR, "attr")        /* lhs, name: `lhs.IDENT` (any other ident) */ \
+	X(CLOSURE, "closure")  /* fn: `|a, b| expr` or `|a, b| { ... }`, an   \
+	                          unnamed helper (associative_scan's combine) */
 
 typedef enum {
 #define X(e, n) BLK_AST_##e,
@@ -155,6 +158,20 @@ struct BlkAstExpr {
 	const char **carries; /* carry names */
 	BlkLoc *carry_locs;
 	int ncarries;
+	BlkAstBlock *body;
+	BlkAstFn *fn;         /* CLOSURE */
+};
+
+/* A helper `fn name(a, b) { stmts; result }` at file scope, or a closure
+ * `|a, b| ...` (name NULL).  body->result is the value (NULL: none, the
+ * helper is called as a statement). */
+struct BlkAstFn {
+	BlkLoc loc;           /* `fn`, or the closure's first `|` */
+	const char *name;     /* NULL for a closure */
+	BlkLoc name_loc;
+	const char **params;
+	BlkLoc *param_locs;
+	int nparams;
 	BlkAstBlock *body;
 };
 
@@ -275,6 +292,8 @@ typedef struct BlkAstFile {
 	const BlkSource *src;
 	BlkAstKernel **kernels;
 	int nkernels;
+	BlkAstFn **fns; /* the helpers, in source order */
+	int nfns;
 } BlkAstFile;
 
 /* ---- helpers (ast.c) --------------------------------------------------------- */
@@ -286,6 +305,11 @@ const char *blk_ast_access_name(BlkAstAccess acc);
 
 BlkAstExpr *blk_ast_expr_new(BlkArena *a, BlkAstExprKind k, BlkLoc loc);
 BlkAstStmt *blk_ast_stmt_new(BlkArena *a, BlkAstStmtKind k, BlkLoc loc);
+
+/* A deep copy of a helper's or closure's body (names and strings
+ * shared): what the checker inlines at each call, so that every call's
+ * nodes get notes of their own. */
+BlkAstBlock *blk_ast_clone_block(BlkArena *a, const BlkAstBlock *b);
 
 /* Prints one expression (and its children) as the tree dump does, starting
  * at the given indentation depth; for checker debugging and tests. */

@@ -79,6 +79,20 @@ void blk_ck_block(Ck *c, const BlkAstBlock *blk)
 	c->scope = saved;
 }
 
+CkType blk_ck_body(Ck *c, const BlkAstBlock *blk)
+{
+	BlkCkBind *saved = c->scope;
+	CkType t = blk_ck_poison();
+	t.kind = CK_VOID;
+	check_stmts(c, blk);
+	if (blk->result && !blk_diag_saturated(c->d))
+		t = blk_ck_expr(c, blk->result);
+	else if (blk->result)
+		t = blk_ck_poison();
+	c->scope = saved;
+	return t;
+}
+
 /* `let x = v;` or `let (a, b) = v;` */
 static void check_let(Ck *c, const BlkAstStmt *s)
 {
@@ -240,6 +254,11 @@ static void check_expr_stmt(Ck *c, const BlkAstStmt *s)
 
 static void check_stmt(Ck *c, const BlkAstStmt *s)
 {
+	if (c->in_combine && s->kind != BLK_AST_LET && s->kind != BLK_AST_EXPR) {
+		blk_error(c->d, s->loc, "a combine function only computes its value: `%s` is not "
+		          "allowed in it (only `let`)", blk_ast_stmt_kind_name(s->kind));
+		return;
+	}
 	switch (s->kind) {
 	case BLK_AST_LET: check_let(c, s); break;
 	case BLK_AST_STORE: check_store(c, s); break;
@@ -852,6 +871,7 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
 {
 	c->k = k;
 	c->scope = NULL;
+	c->inlined = 0;
 	k->ast = ak;
 	check_cparams(c, ak, defs, ndefs, used);
 	check_params(c, ak);
@@ -890,6 +910,7 @@ BlkCkFile *blk_check_file(BlkArena *a, BlkDiag *d, const BlkAstFile *f,
 	cf->nkernels = f->nkernels;
 	cf->kernels = BLK_NEW_N(a, CkKernel, f->nkernels + 1);
 	check_kernel_names(&c, f);
+	blk_ck_helpers(&c, f);
 	for (int i = 0; i < f->nkernels && !blk_diag_saturated(d); i++)
 		check_kernel(&c, f->kernels[i], &cf->kernels[i], defines, ndefines, used);
 	for (int i = 0; i < ndefines; i++)

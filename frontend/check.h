@@ -117,7 +117,13 @@ typedef struct CkAccess {
  *   BINARY             opdt (the operands' common dtype); dot_side
  *   INDEX, AT, STORE   acc
  *   FORI               ivar, carries, ncarries, unroll, lo, hi
- *   LET, SCOPED        binds, nbinds */
+ *   LET, SCOPED        binds, nbinds
+ *   CALL of a helper   fn, body (this call's copy of fn's body), binds
+ *                      (its parameters), fargs (the argument of each)
+ *   associative_scan   body, binds (the combine's copy and parameters:
+ *                      the left elements, then the right ones), axis,
+ *                      reverse, scan (BLK_OP_SCAN, or the cumsum-family
+ *                      op a combine of one known operation is) */
 typedef struct CkInfo {
 	CkType type;
 	BlkCkBind *bind;
@@ -135,6 +141,10 @@ typedef struct CkInfo {
 	int nbinds;
 	bool unroll;
 	int64_t lo, hi;
+	const BlkAstFn *fn;
+	BlkAstBlock *body;
+	const BlkAstExpr **fargs;
+	BlkOpKind scan;
 } CkInfo;
 
 /* One checked kernel: its signature already in IR terms. */

@@ -740,6 +740,8 @@ static CkType check_name(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		const char *blk = blk_ck_spelling(c, e->name);
 		if (builtin_of(e->name))
 			blk_error(c->d, e->loc, "`%s` is a builtin function; call it", e->name);
+		else if (blk_ck_helper(c, e->name))
+			blk_error(c->d, e->loc, "`%s` is a helper function; call it: `%s(...)`", e->name, e->name);
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown name `%s`; blk writes `%s`", e->name, blk);
 		else if (c->in_map && blk_ck_is_param_name(c, e->name) == 1)
@@ -1096,16 +1098,8 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- builtins ------------------------------------------------------------------- */
 
-enum { MAX_POS = 5 }; /* the most positional arguments: philox's seed and four counters */
-
 /* Call arguments sorted: positional ones, then the keyword ones named in kws. */
-typedef struct Args {
-	const BlkAstExpr *pos[MAX_POS];
-	int npos;
-	const BlkAstExpr *kw[2];
-} Args;
-
-static bool get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *kw0,
+bool blk_ck_get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *kw0,
                      const char *kw1, Args *out)
 {
 	const char *kws[2] = { kw0, kw1 };
@@ -1142,7 +1136,7 @@ static bool get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *k
 static bool builtin_args(Ck *c, const BlkAstExpr *e, CkBuiltin b, Args *out)
 {
 	const CkBuiltinInfo *bi = &blk_ck_builtins[b];
-	return get_args(c, e, bi->nmin, bi->nmax, bi->kw[0], bi->kw[1], out);
+	return blk_ck_get_args(c, e, bi->nmin, bi->nmax, bi->kw[0], bi->kw[1], out);
 }
 
 /* A value argument; weak literals become strong (their default dtype). */
@@ -1246,7 +1240,6 @@ static CkType b_float_class(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	return t;
 }
 
-static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out);
 
 /* gelu(x) (erf), gelu(x, approximate = true) (tanh, JAX's keyword). */
 static CkType b_gelu(Ck *c, const BlkAstExpr *e, CkInfo *in)
@@ -1254,12 +1247,12 @@ static CkType b_gelu(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	Args g;
 	CkType x;
 	if (!builtin_args(c, e, CK_B_GELU, &g) || !value_arg(c, g.pos[0], &x) ||
-	    (g.kw[0] && !bool_arg(c, g.kw[0], &in->approx)))
+	    (g.kw[0] && !blk_ck_bool_arg(c, g.kw[0], &in->approx)))
 		return blk_ck_poison();
 	return math_dtype_ok(c, e, CK_B_GELU, &x) ? x : blk_ck_poison();
 }
 
-static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
+bool blk_ck_axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
 {
 	CkType t = blk_ck_expr(c, e);
 	int64_t v;
@@ -1273,7 +1266,7 @@ static bool axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis)
 	return true;
 }
 
-static bool bool_arg(Ck *c, const BlkAstExpr *e, bool *out)
+bool blk_ck_bool_arg(Ck *c, const BlkAstExpr *e, bool *out)
 {
 	CkType t = blk_ck_expr(c, e);
 	if (is_poison(&t))
@@ -1296,9 +1289,9 @@ static CkType b_reduce(Ck *c, const BlkAstExpr *e, CkInfo *in, const Args *g)
 	in->axis = -1;
 	if (!value_arg(c, g->pos[0], &x))
 		return blk_ck_poison();
-	if (g->kw[0] && !axis_arg(c, g->kw[0], x.t.rank, &in->axis))
+	if (g->kw[0] && !blk_ck_axis_arg(c, g->kw[0], x.t.rank, &in->axis))
 		return blk_ck_poison();
-	if (g->kw[1] && !bool_arg(c, g->kw[1], &in->keepdims))
+	if (g->kw[1] && !blk_ck_bool_arg(c, g->kw[1], &in->keepdims))
 		return blk_ck_poison();
 	if (x.t.dtype == BLK_BOOL) {
 		blk_error(c->d, e->loc, "`%s` does not apply to bool", e->name);
@@ -1419,8 +1412,8 @@ static CkType b_scan(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		return blk_ck_poison();
 	}
 	in->axis = 0;
-	if ((ax && !axis_arg(c, ax, x.t.rank, &in->axis)) ||
-	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->reverse)))
+	if ((ax && !blk_ck_axis_arg(c, ax, x.t.rank, &in->axis)) ||
+	    (g.kw[1] && !blk_ck_bool_arg(c, g.kw[1], &in->reverse)))
 		return blk_ck_poison();
 	return x;
 }
@@ -1528,8 +1521,8 @@ static CkType b_arg(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	}
 	in->reduce = true;
 	in->axis = 0;
-	if ((g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis)) ||
-	    (g.kw[1] && !bool_arg(c, g.kw[1], &in->keepdims)))
+	if ((g.kw[0] && !blk_ck_axis_arg(c, g.kw[0], x.t.rank, &in->axis)) ||
+	    (g.kw[1] && !blk_ck_bool_arg(c, g.kw[1], &in->keepdims)))
 		return blk_ck_poison();
 	const BlkSym *dims[BLK_MAX_RANK];
 	int rank = 0;
@@ -1667,7 +1660,7 @@ static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	bool seen[BLK_MAX_RANK] = { false };
 	for (int d = 0; d < n; d++) {
 		const BlkAstExpr *el = tuple ? ax->elems[d] : e->args[1 + d].value;
-		if (!axis_arg(c, el, x.t.rank, &in->perm[d]))
+		if (!blk_ck_axis_arg(c, el, x.t.rank, &in->perm[d]))
 			return blk_ck_poison();
 		if (seen[in->perm[d]]) {
 			blk_error(c->d, el->loc, "axis %d appears twice: transpose's axes are a permutation of "
@@ -1693,7 +1686,7 @@ static CkType b_flip(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		return blk_ck_poison();
 	}
 	int a;
-	if (ax && !axis_arg(c, ax, x.t.rank, &a))
+	if (ax && !blk_ck_axis_arg(c, ax, x.t.rank, &a))
 		return blk_ck_poison();
 	in->flip = ax ? 1 << a : (1 << x.t.rank) - 1;
 	for (int d = 0; d < x.t.rank; d++)
@@ -1713,7 +1706,7 @@ static CkType b_swapaxes(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		blk_error(c->d, e->loc, "swapaxes needs a tile of rank 2 or more, got %s", tstr(c, &x));
 		return blk_ck_poison();
 	}
-	if (!axis_arg(c, g.pos[1], x.t.rank, &a) || !axis_arg(c, g.pos[2], x.t.rank, &b))
+	if (!blk_ck_axis_arg(c, g.pos[1], x.t.rank, &a) || !blk_ck_axis_arg(c, g.pos[2], x.t.rank, &b))
 		return blk_ck_poison();
 	for (int d = 0; d < x.t.rank; d++)
 		in->perm[d] = d == a ? b : d == b ? a : d;
@@ -1736,7 +1729,7 @@ static CkType b_expand_dims(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		blk_error(c->d, e->loc, "expand_dims of %s would exceed rank %d", tstr(c, &x), BLK_MAX_RANK);
 		return blk_ck_poison();
 	}
-	if (!axis_arg(c, ax, x.t.rank + 1, &in->axis))
+	if (!blk_ck_axis_arg(c, ax, x.t.rank + 1, &in->axis))
 		return blk_ck_poison();
 	for (int d = 0, s = 0; d <= x.t.rank; d++)
 		dims[d] = d == in->axis ? blk_sym_const(c->a, 1) : x.t.dims[s++];
@@ -1781,7 +1774,7 @@ static bool join_axis(Ck *c, const BlkAstExpr *e, const Args *g, int rank, int *
 		return false;
 	}
 	const BlkAstExpr *ax = g->npos == 2 ? g->pos[1] : g->kw[0];
-	return !ax || axis_arg(c, ax, rank, axis);
+	return !ax || blk_ck_axis_arg(c, ax, rank, axis);
 }
 
 /* concatenate((a, b, ...), axis = k): dims equal off the axis, summed on it;
@@ -1854,7 +1847,7 @@ static CkType b_split(Ck *c, const BlkAstExpr *e, CkInfo *in)
 		return blk_ck_poison();
 	}
 	in->axis = 0;
-	if (g.kw[0] && !axis_arg(c, g.kw[0], x.t.rank, &in->axis))
+	if (g.kw[0] && !blk_ck_axis_arg(c, g.kw[0], x.t.rank, &in->axis))
 		return blk_ck_poison();
 	if (!blk_sym_is_const(x.t.dims[in->axis], &ext) || n < 1 || n > CK_MAX_PARTS || ext % n) {
 		blk_error(c->d, e->loc, "`split` cuts dim %d of %s into %lld equal parts: the dim must be a "
@@ -2059,7 +2052,10 @@ static bool method_ok(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 		return true; /* numpy's positional dims or axes: b_reshape, b_transpose, b_swapaxes */
 	if (!(bi->flags & CK_BF_METHOD)) {
 		const char *blk = blk_ck_spelling(c, e->name);
-		if (b != CK_B_NONE)
+		if (b == CK_B_NONE && blk_ck_helper(c, e->name))
+			blk_error(c->d, e->loc, "`%s` is a helper, not a method; call it: `%s(x, ...)`", e->name,
+			          e->name);
+		else if (b != CK_B_NONE)
 			blk_error(c->d, e->loc, "`.%s()` is not a method; call it: `%s(x, ...)`", e->name, e->name);
 		else if (blk)
 			blk_error(c->d, e->loc, "unknown method `.%s()`; blk writes `%s`", e->name, blk);
@@ -2082,10 +2078,16 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	CkBuiltin b = in->builtin = builtin_of(e->name);
 	if (e->method && !method_ok(c, e, b))
 		return blk_ck_poison();
+	if (b == CK_B_NONE && blk_ck_helper(c, e->name))
+		return blk_ck_inline(c, e, in, blk_ck_helper(c, e->name));
 	if (b == CK_B_NONE) {
 		const char *blk = blk_ck_spelling(c, e->name);
+		const BlkAstFn *near = blk_ck_helper_near(c, e->name);
 		if (blk)
 			blk_error(c->d, e->loc, "unknown function `%s`; blk writes `%s`", e->name, blk);
+		else if (near)
+			blk_error(c->d, e->loc, "unknown function `%s`; did you mean the helper `%s`?", e->name,
+			          near->name);
 		else
 			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return blk_ck_poison();
@@ -2106,6 +2108,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_ISNAN: case CK_B_ISINF: return b_float_class(c, e, b);
 	case CK_B_CUMSUM: case CK_B_CUMPROD: case CK_B_CUMMAX: case CK_B_CUMMIN:
 		return b_scan(c, e, in);
+	case CK_B_ASSOCIATIVE_SCAN: return blk_ck_assoc_scan(c, e, in);
 	case CK_B_RESHAPE: return b_reshape(c, e);
 	case CK_B_ARGMAX: case CK_B_ARGMIN: return b_arg(c, e, in);
 	case CK_B_DOT: return b_dot(c, e);
@@ -2194,6 +2197,10 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case BLK_AST_ASTYPE: return check_astype(c, e);
 	case BLK_AST_TRANSPOSE:
 		return value_arg(c, e->lhs, &t) ? transpose_of(c, e->loc, t, in) : blk_ck_poison();
+	case BLK_AST_CLOSURE:
+		blk_error(c->d, e->loc, "a closure `|a, b| ...` is only the combine of `associative_scan`; "
+		          "name a reused function with `fn`");
+		return blk_ck_poison();
 	default:
 		if (blk_ck_foreign_qualified(c, e->lhs, e->name, e->loc))
 			return blk_ck_poison();
@@ -2203,9 +2210,27 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	}
 }
 
+/* Inside associative_scan's combine only scalars are computed (it runs
+ * once per element, in registers on the GPU). */
+static CkType combine_only(Ck *c, const BlkAstExpr *e, CkType t)
+{
+	const char *why = e->kind == BLK_AST_FORI ? "cannot run a loop"
+	                : t.kind == CK_REF ? "cannot use Refs"
+	                : t.kind == CK_VALUE && t.t.rank > 0 ? "computes on scalars" : NULL;
+	if (!why)
+		return t;
+	if (t.kind == CK_VALUE)
+		blk_error(c->d, e->loc, "a combine function %s, but this is %s", why, tstr(c, &t));
+	else
+		blk_error(c->d, e->loc, "a combine function %s", why);
+	return blk_ck_poison();
+}
+
 CkType blk_ck_expr(Ck *c, const BlkAstExpr *e)
 {
 	CkInfo *in = blk_ck_note(c, e);
 	in->type = check_kind(c, e, in);
+	if (c->in_combine)
+		in->type = combine_only(c, e, in->type);
 	return in->type;
 }

@@ -24,7 +24,23 @@ typedef struct Ck {
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
 	bool in_grid;      /* checking the grid's extents (BlkCParam.uses) */
 	int64_t copies;    /* copies of the current statement that unrolling makes */
+	/* helpers (check_fn.c) */
+	const BlkAstFile *file;
+	const BlkAstFn **active; /* the helpers being inlined, outermost first */
+	int nactive;
+	int inline_height;       /* the heights of their bodies, summed */
+	int inlined;             /* helper calls inlined in this kernel */
+	bool in_combine;         /* checking associative_scan's combine: scalars only */
 } Ck;
+
+/* A call's arguments: positional ones in pos (npos counts them all,
+ * even past 4), the keyword arguments a builtin takes in kw. */
+enum { MAX_POS = 5 }; /* the most positional arguments: philox's seed and four counters */
+typedef struct Args {
+	const BlkAstExpr *pos[MAX_POS];
+	int npos;
+	const BlkAstExpr *kw[2];
+} Args;
 
 /* check.c */
 CkInfo *blk_ck_note(Ck *c, const void *node);
@@ -32,6 +48,9 @@ BlkCkBind *blk_ck_lookup(Ck *c, const char *name);
 BlkCkBind *blk_ck_bind(Ck *c, CkBindKind kind, const char *name, BlkLoc loc, CkType type);
 void blk_ck_declared_here(Ck *c, const BlkCkBind *b);
 void blk_ck_block(Ck *c, const BlkAstBlock *blk);
+/* A helper's or closure's body: its statements, then its result in their
+ * scope; the result's type (VOID without one). */
+CkType blk_ck_body(Ck *c, const BlkAstBlock *blk);
 /* fori_loop(lo, hi, init) |i, carries| { body }: its type; notes in in. */
 CkType blk_ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in);
 /* False (reported) if r is a Ref to an `in` parameter. */
@@ -59,6 +78,28 @@ bool blk_ck_same_type(const CkType *x, const CkType *y);
  * weak literal dt can hold (an int: any dtype but bool; a float: a float
  * dtype). */
 bool blk_ck_converts(const CkType *t, BlkDType dt);
+
+/* e's arguments: min..max positional ones, keywords kw0 and kw1 (NULL:
+ * none); false (reported) otherwise. */
+bool blk_ck_get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *kw0,
+                     const char *kw1, Args *out);
+/* A constant axis of a rank-`rank` tile (negative counts from the end). */
+bool blk_ck_axis_arg(Ck *c, const BlkAstExpr *e, int rank, int *axis);
+/* `true` or `false`. */
+bool blk_ck_bool_arg(Ck *c, const BlkAstExpr *e, bool *out);
+
+/* check_fn.c: helpers and closures, inlined at each use. */
+/* Checks the file's helpers' names (before any kernel). */
+void blk_ck_helpers(Ck *c, const BlkAstFile *f);
+/* The helper named name, or NULL. */
+const BlkAstFn *blk_ck_helper(const Ck *c, const char *name);
+/* A helper whose name is within two edits of name (a typo), or NULL. */
+const BlkAstFn *blk_ck_helper_near(const Ck *c, const char *name);
+/* A call of helper f: its arguments, then a copy of its body with the
+ * parameters bound to them; the call's type. */
+CkType blk_ck_inline(Ck *c, const BlkAstExpr *e, CkInfo *in, const BlkAstFn *f);
+/* associative_scan(combine, x, axis = k, reverse = b). */
+CkType blk_ck_assoc_scan(Ck *c, const BlkAstExpr *e, CkInfo *in);
 
 /* Whether name is a builtin function. */
 bool blk_ck_is_builtin(const char *name);

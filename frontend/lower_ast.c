@@ -24,6 +24,7 @@ typedef struct Lw {
 
 static BlkValue *lw_expr(Lw *L, const BlkAstExpr *e, BlkDType want);
 static void lw_stmts(Lw *L, const BlkAstBlock *blk);
+static void name_value(BlkValue *v, const char *name);
 
 static CkInfo *info(Lw *L, const void *node)
 {
@@ -654,9 +655,78 @@ static BlkValue *lw_transpose(Lw *L, BlkLoc loc, const CkInfo *in, BlkValue *x)
 	return v;
 }
 
+/* ---- helpers and associative_scan ---------------------------------------------- */
+
+/* A helper's call: its parameters bound to the arguments' values (a
+ * constant or a dtype needs none: each use makes its own), then this
+ * call's copy of the body lowered in place.  Its result, if any, is the
+ * caller's to lower. */
+static void lw_inline(Lw *L, const CkInfo *in)
+{
+	for (int p = 0; p < in->nbinds; p++) {
+		const CkType *t = &in->binds[p]->type;
+		if (t->kind == CK_DTYPE || (t->kind == CK_VALUE && t->konst))
+			continue;
+		in->binds[p]->value = lw_expr(L, in->fargs[p], t->t.dtype);
+		name_value(in->binds[p]->value, in->binds[p]->name);
+	}
+	lw_stmts(L, in->body);
+}
+
+/* associative_scan as the cumsum-family op its combine is, or as a
+ * `scan` whose region is the combine: 2n scalar arguments, the left
+ * elements then the right ones, yielding n. */
+static void lw_assoc_scan(Lw *L, const BlkAstExpr *e, const CkInfo *in, BlkValue **out)
+{
+	int n = in->nbinds / 2;
+	const BlkAstExpr *x = pos_arg(e, 1);
+	BlkValue **xs = BLK_NEW_N(L->a, BlkValue *, n), **ys = BLK_NEW_N(L->a, BlkValue *, n);
+	BlkType *types = BLK_NEW_N(L->a, BlkType, n), *scalars = BLK_NEW_N(L->a, BlkType, n);
+	bool tuple = in->type.kind == CK_TUPLE;
+	if (tuple)
+		lw_multi(L, x, n, NULL, xs);
+	else
+		xs[0] = lw_expr(L, x, in->type.t.dtype);
+	BlkOp *op;
+	for (int i = 0; i < n; i++) {
+		types[i] = xs[i]->type;
+		scalars[i] = blk_type_scalar(types[i].dtype);
+	}
+	if (in->scan != BLK_OP_SCAN) {
+		op = blk_build(&L->b, in->scan, e->loc, 1, xs, 1, types, 0);
+	} else {
+		op = blk_build(&L->b, BLK_OP_SCAN, e->loc, n, xs, n, types, 1);
+		for (int p = 0; p < 2 * n; p++)
+			in->binds[p]->value = blk_region_add_arg(L->a, op->regions[0], scalars[p % n],
+			                                         in->binds[p]->name);
+		BlkBuilder saved = L->b;
+		blk_builder_at_end(&L->b, L->a, op->regions[0]);
+		lw_stmts(L, in->body);
+		if (tuple)
+			lw_multi(L, in->body->result, n, scalars, ys);
+		else
+			ys[0] = lw_as_type(L, in->body->result, &scalars[0]);
+		blk_build(&L->b, BLK_OP_YIELD, e->loc, n, ys, 0, NULL, 0);
+		L->b = saved;
+	}
+	blk_op_set_int(L->a, op, "axis", in->axis);
+	if (in->reverse)
+		blk_op_set_int(L->a, op, "reverse", 1);
+	for (int i = 0; i < n; i++)
+		out[i] = op->results[i];
+}
+
 static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
+	BlkValue *v = NULL;
+	if (in->fn) {
+		lw_inline(L, in);
+		return in->body->result ? lw_expr(L, in->body->result, in->type.t.dtype) : NULL;
+	}
 	switch (in->builtin) {
+	case CK_B_ASSOCIATIVE_SCAN:
+		lw_assoc_scan(L, e, in, &v);
+		return v;
 	case CK_B_ZEROS:
 	case CK_B_FULL: return lw_const(L, e->loc, in->type.t, &in->fill);
 	case CK_B_IOTA: return op_axis(L, BLK_OP_IOTA, e->loc, in->type.t, NULL, 0);
@@ -787,6 +857,15 @@ static void lw_multi(Lw *L, const BlkAstExpr *e, int n, const BlkType *want, Blk
 		lw_philox(L, e, info(L, e), out);
 		return;
 	}
+	if (e->kind == BLK_AST_CALL && info(L, e)->builtin == CK_B_ASSOCIATIVE_SCAN) {
+		lw_assoc_scan(L, e, info(L, e), out);
+		return;
+	}
+	if (e->kind == BLK_AST_CALL && info(L, e)->fn) { /* a helper giving a tuple */
+		lw_inline(L, info(L, e));
+		lw_multi(L, info(L, e)->body->result, n, want, out);
+		return;
+	}
 	if (e->kind != BLK_AST_TUPLE || e->nelems != n)
 		blk_die("lower_ast: a %d-tuple expected", n);
 	info(L, e);
@@ -856,7 +935,7 @@ static void name_value(BlkValue *v, const char *name)
 static void lw_let(Lw *L, const BlkAstStmt *s)
 {
 	CkInfo *in = info(L, s);
-	if (s->tuple_pattern && s->nnames > 1) {
+	if (s->tuple_pattern && (s->nnames > 1 || s->value->kind != BLK_AST_TUPLE)) {
 		BlkValue **vals = BLK_NEW_N(L->a, BlkValue *, s->nnames);
 		lw_multi(L, s->value, s->nnames, NULL, vals);
 		for (int i = 0; i < s->nnames; i++)

@@ -358,6 +358,27 @@ static BlkAstExpr *parse_fori(Parser *p)
 	return grown(p, e, imax(height(e), e->body->height));
 }
 
+static void parse_fn_params(Parser *p, BlkAstFn *f, BlkTokKind close);
+
+/* closure = "|" [ IDENT { "," IDENT } [ "," ] ] "|" ( body | expr ) ;
+ * An expression body is the block `{ expr }`. */
+static BlkAstExpr *parse_closure(Parser *p)
+{
+	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_CLOSURE, next(p)->loc);
+	BlkAstFn *f = e->fn = BLK_NEW(p->a, BlkAstFn);
+	f->loc = e->loc;
+	parse_fn_params(p, f, BLK_TOK_PIPE);
+	if (at(p, BLK_TOK_LBRACE)) {
+		f->body = parse_block(p, true);
+	} else {
+		f->body = BLK_NEW(p->a, BlkAstBlock);
+		f->body->loc = here(p);
+		f->body->result = parse_expr(p);
+		f->body->height = height(f->body->result) + 2;
+	}
+	return grown(p, e, f->body->height);
+}
+
 /* "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" */
 static BlkAstExpr *parse_paren(Parser *p)
 {
@@ -389,7 +410,7 @@ static BlkAstExpr *leaf(Parser *p, BlkAstExprKind k)
 /* primary = INT | FLOAT | "true" | "false" | "inf" | "nan" | IDENT | dtype
  *         | IDENT "(" [ arg { "," arg } ] ")"
  *         | "fori_loop" "(" arg { "," arg } ")" "|" IDENT [ "," lpattern ] "|" body
- *         | "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" ; */
+ *         | "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" | closure ; */
 static BlkAstExpr *parse_primary(Parser *p)
 {
 	BlkToken *t = tok(p);
@@ -419,6 +440,7 @@ static BlkAstExpr *parse_primary(Parser *p)
 		return e;
 	case BLK_TOK_FORI_LOOP: return parse_fori(p);
 	case BLK_TOK_LPAREN: return parse_paren(p);
+	case BLK_TOK_PIPE: return parse_closure(p);
 	default:
 		if (is_dtype_kw(t->kind))
 			return parse_dtype(p);
@@ -1064,28 +1086,68 @@ static BlkAstKernel *parse_kernel(Parser *p)
 	return k;
 }
 
-/* file = { kernel } EOF ; */
+/* The word `fn` starting a helper: a word at file scope only, so `fn`
+ * stays free as a name inside kernels. */
+static bool at_fn(Parser *p)
+{
+	return at(p, BLK_TOK_IDENT) && tok(p)->len == 2 && memcmp(tok(p)->text, "fn", 2) == 0 &&
+	       peek2(p) == BLK_TOK_IDENT;
+}
+
+/* IDENT { "," IDENT } [ "," ] close, or just close: a helper's or a
+ * closure's parameter names. */
+static void parse_fn_params(Parser *p, BlkAstFn *f, BlkTokKind close)
+{
+	Vec names = {0}, locs = {0};
+	if (!at(p, close))
+		do {
+			BlkLoc *loc = vec_push(p, &locs, sizeof(BlkLoc));
+			vec_push_ptr(p, &names, (void *)expect_ident(p, "a parameter name", loc));
+		} while (more(p, close));
+	expect(p, close);
+	f->params = names.data;
+	f->param_locs = locs.data;
+	f->nparams = names.n;
+}
+
+/* fn = "fn" IDENT "(" [ IDENT { "," IDENT } [ "," ] ] ")" body ; */
+static BlkAstFn *parse_fn(Parser *p)
+{
+	BlkAstFn *f = BLK_NEW(p->a, BlkAstFn);
+	f->loc = next(p)->loc;
+	f->name = expect_ident(p, "a helper name", &f->name_loc);
+	if (expect(p, BLK_TOK_LPAREN))
+		parse_fn_params(p, f, BLK_TOK_RPAREN);
+	f->body = parse_block(p, true);
+	return f;
+}
+
+/* file = { kernel | fn } EOF ; */
 static BlkAstFile *parse_file(Parser *p)
 {
 	BlkAstFile *f = BLK_NEW(p->a, BlkAstFile);
-	Vec v = {0};
+	Vec v = {0}, fns = {0};
 	f->src = p->src;
 	while (!at(p, BLK_TOK_EOF)) {
-		if (!at(p, BLK_TOK_KERNEL)) {
-			expected(p, "'kernel'");
-			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL))
+		if (at_fn(p)) {
+			vec_push_ptr(p, &fns, parse_fn(p));
+		} else if (!at(p, BLK_TOK_KERNEL)) {
+			expected(p, "'kernel' or 'fn'");
+			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL) && !at_fn(p))
 				next(p);
 		} else {
 			vec_push_ptr(p, &v, parse_kernel(p));
 		}
 		if (p->panic) {
-			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL))
+			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL) && !at_fn(p))
 				next(p);
 			p->panic = blk_diag_saturated(p->d);
 		}
 	}
 	f->kernels = v.data;
 	f->nkernels = v.n;
+	f->fns = fns.data;
+	f->nfns = fns.n;
 	return f;
 }
 

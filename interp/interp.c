@@ -777,6 +777,90 @@ static void exec_for(Interp *I, const Instr *in)
 	free(carry);
 }
 
+static int axis_attr(Interp *I, const Instr *in, int limit);
+
+/* Element at of t as a scalar tile. */
+static BlkITile element_of(const BlkITile *t, int64_t at)
+{
+	BlkITile e = blk_itile_new(t->dtype, 0, NULL);
+	int es = blk_itile_esize(t->dtype);
+	memcpy(e.buf->data, t->buf->data + at * es, (size_t)es);
+	return e;
+}
+
+static void put_element(BlkITile *t, int64_t at, const BlkITile *e)
+{
+	int es = blk_itile_esize(t->dtype);
+	memcpy(t->buf->data + at * es, e->buf->data, (size_t)es);
+}
+
+/* One line of a scan: element j of the results is the combine of element
+ * j-1's (the previous in scan order) and x's element j; the first is x's.
+ * at0 and step address the line's elements in the n operands x, r. */
+static void scan_line(Interp *I, const Instr *in, BlkITile *r, BlkIVal *acc, int64_t at0,
+                      int64_t step, int64_t len, bool rev)
+{
+	const Block *body = &in->regions[0];
+	int n = in->op->noperands;
+	int64_t prev = 0;
+	for (int64_t q = 0; q < len && !I->failed; q++) {
+		int64_t at = at0 + (rev ? len - 1 - q : q) * step;
+		for (int i = 0; i < n && q == 0; i++) {
+			BlkITile e = element_of(tile_at(I, in->in[i]), at);
+			put_element(&r[i], at, &e);
+			blk_itile_release(&e);
+		}
+		if (q > 0) {
+			for (int i = 0; i < n; i++) {
+				set_tile(I, body->args[i], element_of(&r[i], prev));
+				set_tile(I, body->args[n + i], element_of(tile_at(I, in->in[i]), at));
+			}
+			if (!exec_block(I, body, acc))
+				return;
+			for (int i = 0; i < n; i++)
+				put_element(&r[i], at, &acc[i].t);
+		}
+		prev = at;
+	}
+}
+
+/* scan: the combine's region run once per element, in order along the
+ * axis (from its end when reverse), whatever the combine is. */
+static void exec_scan(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	int n = op->noperands;
+	const BlkITile *x = tile_at(I, in->in[0]);
+	int ax = axis_attr(I, in, x->rank);
+	if (ax < 0)
+		return;
+	int64_t outer = 1, inner = 1, len = x->dims[ax];
+	for (int d = 0; d < x->rank; d++) {
+		outer *= d < ax ? x->dims[d] : 1;
+		inner *= d > ax ? x->dims[d] : 1;
+	}
+	BlkITile *r = calloc((size_t)n, sizeof *r);
+	BlkIVal *acc = calloc((size_t)n, sizeof *acc);
+	if (!r || !acc)
+		blk_die("out of memory");
+	for (int i = 0; i < n; i++)
+		r[i] = result_tile(I, in, i);
+	bool rev = blk_op_int(op, "reverse", 0) != 0;
+	for (int64_t o = 0; o < outer && !I->failed; o++)
+		for (int64_t k = 0; k < inner && !I->failed; k++)
+			scan_line(I, in, r, acc, o * len * inner + k, inner, len, rev);
+	for (int i = 0; i < n; i++) {
+		if (I->failed)
+			blk_itile_release(&r[i]);
+		else
+			set_tile(I, in->out[i], r[i]);
+		if (acc[i].kind == BLK_IVAL_TILE)
+			blk_itile_release(&acc[i].t);
+	}
+	free(r);
+	free(acc);
+}
+
 static void exec_if(Interp *I, const Instr *in)
 {
 	bool c = scalar_at(I, in->in[0]) != 0;
@@ -963,6 +1047,7 @@ static void exec_instr(Interp *I, const Instr *in)
 		exec_access(I, in);
 		break;
 	case BLK_OP_FOR: exec_for(I, in); break;
+	case BLK_OP_SCAN: exec_scan(I, in); break;
 	case BLK_OP_IF: exec_if(I, in); break;
 	case BLK_OP_SCOPED: exec_scoped(I, in); break;
 	case BLK_OP_PRINT: exec_print(I, in); break;

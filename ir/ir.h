@@ -280,7 +280,7 @@ unsigned blk_op_flags(BlkOpKind k);
 bool blk_op_from_name(const char *name, BlkOpKind *out);
 /* The operand and result counts an op of kind k must have (docs/ir.md):
  * min..max operands (max -1: no limit) and nresults (-1: one per operand
- * after the third, as `for`).  False for kinds with no fixed rule. */
+ * after the third, as `for`; -2: one per operand, as `scan`).  False for kinds with no fixed rule. */
 bool blk_op_arity(BlkOpKind k, int *min_operands, int *max_operands, int *nresults);
 
 struct BlkOp {

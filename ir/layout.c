@@ -98,6 +98,21 @@ BlkLayout blk_layout_copy_across(int rank, const int *shape, BlkDType dt, int nt
 	return blocked_vec(rank, shape, 1, 32 / blk_dtype_size(dt), nthreads);
 }
 
+BlkLayout blk_layout_along(int rank, const int *shape, int axis, int nthreads)
+{
+	BlkLayout l;
+	layout_init(&l, rank, shape, nthreads);
+	l.spt[axis] = l.pad[axis]; /* no room left for threads along it */
+	give_threads(&l, nthreads, NULL);
+	pack_threads(&l);
+	return l;
+}
+
+bool blk_layout_holds_lines(const BlkLayout *l, int axis)
+{
+	return blk_layout_runs(l) && l->thr[axis] == 1 && l->spt[axis] == l->pad[axis];
+}
+
 /* Threads go to whichever dim has more micro-tiles left per thread, so
  * the thread grid stays square-ish and each thread's block small. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads)

@@ -117,6 +117,13 @@ BlkLayout blk_layout_copy(int rank, const int *shape, BlkDType dt, int nthreads)
  * row (one sector) and the rest of the warp on the next rows, so its
  * writes go down as many destination rows as lanes share a row. */
 BlkLayout blk_layout_copy_across(int rank, const int *shape, BlkDType dt, int nthreads);
+/* Every element along dim axis in one thread (spt = the padded extent),
+ * the threads spread over the other dims: the layout of a scan whose
+ * combine runs element after element (emit_scan.c). */
+BlkLayout blk_layout_along(int rank, const int *shape, int axis, int nthreads);
+/* Whether every line of l along axis lies whole in one thread's registers
+ * (blk_layout_along's, and any other layout of runs so made). */
+bool blk_layout_holds_lines(const BlkLayout *l, int axis);
 /* The dot accumulator layout for an [M, N] tile. */
 BlkLayout blk_layout_dot(const int *shape, int nthreads);
 /* The tensor-core accumulator for an [M, N] tile: the m16n8 C fragment of

@@ -644,6 +644,8 @@ static void check_arity(Parser *P, const BlkOp *op)
 		fail(P, op->loc, "%s: expected %s%d operand%s, got %d", name, bound, want,
 		     want == 1 ? "" : "s", op->noperands);
 	}
+	if (nres == -2)
+		nres = op->noperands;
 	if (nres < 0)
 		nres = op->noperands - 3 > 0 ? op->noperands - 3 : 0;
 	if (op->nresults != nres)

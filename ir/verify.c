@@ -394,6 +394,75 @@ static void check_scan(Verifier *V, const BlkOp *op)
 	want_type(V, &op->results[0]->type, x, "result", 0);
 }
 
+static const BlkOp *yield_of(const BlkRegion *r);
+
+/* The combine of a `scan`: scalar ops without effects or regions, so the
+ * interpreter and the GPU can run it once per element. */
+static void check_combine(Verifier *V, const BlkOp *scan, const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		bool scalar = true;
+		for (int i = 0; i < op->nresults; i++)
+			scalar &= op->results[i]->type.kind == BLK_TYPE_TILE && op->results[i]->type.rank == 0;
+		if (op->kind == BLK_OP_YIELD)
+			continue;
+		if (!scalar || op->nregions || (blk_op_flags(op->kind) & BLK_OPF_EFFECT)) {
+			const BlkOp *was = V->op;
+			V->op = scan;
+			fail(V, "its region holds a %s; a combine computes scalars, without effects or regions",
+			     blk_op_name(op->kind));
+			V->op = was;
+			return;
+		}
+	}
+}
+
+/* scan: n tiles of one shape, n results of their types, a region of 2n
+ * scalars (the left elements, then the right ones) yielding n. */
+static void check_scan_region(Verifier *V, const BlkOp *op)
+{
+	int n = op->noperands;
+	int64_t axis;
+	for (int i = 0; i < n; i++) {
+		const BlkType *x = operand(op, i);
+		BlkType same = *x;
+		same.dtype = operand(op, 0)->dtype;
+		if (!is_tile(V, x, "operand", i) || !want_type(V, &same, operand(op, 0), "operand", i) ||
+		    !want_type(V, &op->results[i]->type, x, "result", i))
+			return;
+	}
+	if (operand(op, 0)->rank == 0) {
+		fail(V, "operand is a scalar (%s); a scan runs along a dim of a tile", ty(V, operand(op, 0)));
+		return;
+	}
+	const BlkAttr *rev = blk_op_attr(op, "reverse");
+	if (!want_axis(V, op, operand(op, 0)->rank, &axis))
+		return;
+	if (rev && (rev->kind != BLK_ATTR_INT || (rev->i != 0 && rev->i != 1))) {
+		fail(V, "attribute reverse must be 0 or 1");
+		return;
+	}
+	const BlkRegion *r = op->regions[0];
+	if (r->nargs != 2 * n) {
+		fail(V, "region has %d args, expected %d (two per operand)", r->nargs, 2 * n);
+		return;
+	}
+	for (int i = 0; i < 2 * n; i++) {
+		BlkType s = blk_type_scalar(operand(op, i % n)->dtype);
+		want_type(V, &r->args[i]->type, &s, "region arg", i);
+	}
+	const BlkOp *y = yield_of(r);
+	if (!y || y->noperands != n) {
+		fail(V, "region must end with a yield of %d values", n);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		BlkType s = blk_type_scalar(operand(op, i)->dtype);
+		want_type(V, operand(y, i), &s, "yielded value", i);
+	}
+	check_combine(V, op, r);
+}
+
 /* Operands a and b are tiles, or (the GPU level, after the pipeliner)
  * shared Refs holding them; the shape rules are the same. */
 static void check_dot(Verifier *V, const BlkOp *op)
@@ -701,7 +770,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_REDUCE_ARGMAX] = check_reduce,
 	[BLK_OP_REDUCE_ARGMIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
 	[BLK_OP_SCAN_PROD] = check_scan, [BLK_OP_SCAN_MAX] = check_scan,
-	[BLK_OP_SCAN_MIN] = check_scan, [BLK_OP_DOT] = check_dot,
+	[BLK_OP_SCAN_MIN] = check_scan, [BLK_OP_SCAN] = check_scan_region, [BLK_OP_DOT] = check_dot,
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
 	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
 	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_ATOMIC_MAX] = check_atomic,
@@ -711,7 +780,8 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 
 /* ---- counts ------------------------------------------------------------ */
 
-/* min operands, max operands (-1: any), results (-1: noperands - 3),
+/* min operands, max operands (-1: any), results (-1: noperands - 3,
+ * -2: noperands),
  * regions (-1: any).  ORDER OP for the frontend's ops. */
 static const signed char arity[][4] = {
 #define A(e, lo, hi, res, reg) [BLK_OP_##e] = { lo, hi, res, reg }
@@ -736,7 +806,7 @@ static const signed char arity[][4] = {
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
 	A(REDUCE_ARGMAX, 1, 1, 1, 0), A(REDUCE_ARGMIN, 1, 1, 1, 0),
 	A(SCAN_SUM, 1, 1, 1, 0), A(SCAN_PROD, 1, 1, 1, 0), A(SCAN_MAX, 1, 1, 1, 0),
-	A(SCAN_MIN, 1, 1, 1, 0),
+	A(SCAN_MIN, 1, 1, 1, 0), A(SCAN, 1, -1, -2, 1),
 	A(DOT, 2, 3, 1, -1),
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
 	A(ATOMIC_ADD, 2, -1, 0, 0), A(ATOMIC_MAX, 2, -1, 0, 0), A(ATOMIC_MIN, 2, -1, 0, 0),
@@ -763,6 +833,8 @@ static bool check_counts(Verifier *V, const BlkOp *op)
 	int lo, hi, nres;
 	if (!blk_op_arity(op->kind, &lo, &hi, &nres))
 		return true;
+	if (nres == -2)
+		nres = op->noperands;
 	if (nres < 0)
 		nres = op->noperands > 3 ? op->noperands - 3 : 0;
 	int nreg = arity[op->kind][3];

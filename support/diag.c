@@ -8,8 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A call whose inlined body is being checked (blk_diag_push_call). */
+typedef struct Call {
+	BlkLoc loc;
+	const char *name;
+	struct Call *up;
+} Call;
+
 struct BlkDiag {
 	BlkArena *arena;
+	Call *calls, *free_calls; /* the innermost call; popped ones, for reuse */
 	FILE *out;
 	int max_errors;
 	int errors;
@@ -72,6 +80,29 @@ static void report(BlkDiag *d, BlkSeverity sev, BlkLoc loc, const char *fmt, va_
 		fprintf(d->out, "blk: %s: %s\n", names[sev], msg);
 	if (loc.src && loc.line)
 		print_source_line(d->out, loc);
+	for (const Call *c = sev == BLK_SEV_ERROR ? d->calls : NULL; c; c = c->up) {
+		fprintf(d->out, "%s:%u:%u: note: in the call of `%s`\n", c->loc.src->name, c->loc.line,
+		        c->loc.col, c->name);
+		print_source_line(d->out, c->loc);
+	}
+}
+
+void blk_diag_push_call(BlkDiag *d, BlkLoc call, const char *name)
+{
+	Call *c = d->free_calls ? d->free_calls : BLK_NEW(d->arena, Call);
+	d->free_calls = c == d->free_calls ? c->up : d->free_calls;
+	c->loc = call;
+	c->name = name;
+	c->up = d->calls;
+	d->calls = c;
+}
+
+void blk_diag_pop_call(BlkDiag *d)
+{
+	Call *c = d->calls;
+	d->calls = c->up;
+	c->up = d->free_calls;
+	d->free_calls = c;
 }
 
 #define DEFINE_REPORTER(fn, sev)                                 \

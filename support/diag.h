@@ -46,6 +46,11 @@ void blk_warning(BlkDiag *d, BlkLoc loc, const char *fmt, ...)
 /* A note attaches to the error before it. */
 void blk_note(BlkDiag *d, BlkLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* While the body of a helper is checked for one of its calls, every error
+ * is followed by a note at each call being inlined, innermost first:
+ * `FILE:L:C: note: in the call of `name``.  Pushes and pops nest. */
+void blk_diag_push_call(BlkDiag *d, BlkLoc call, const char *name);
+void blk_diag_pop_call(BlkDiag *d);
 int blk_diag_error_count(const BlkDiag *d);
 /* True once max_errors were reported: passes may stop early. */
 bool blk_diag_saturated(const BlkDiag *d);

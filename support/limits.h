@@ -35,6 +35,9 @@ enum {
 	 * a thread has 255 registers; past this ptxas spills kilobytes and
 	 * takes seconds to minutes (lower/driver.c, check_registers). */
 	BLK_MAX_TILE_REGS = 512,
+	/* Helper calls inlined into one kernel (a copy of the body each):
+	 * helpers calling helpers twice over would grow it exponentially. */
+	BLK_MAX_INLINE = 1024,
 };
 
 #endif

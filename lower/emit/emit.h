@@ -164,6 +164,7 @@ LLVMValueRef blk_emit_combine_identity(Emit *E, BlkOpKind k, bool fl);
 LLVMValueRef blk_emit_order_key(Emit *E, LLVMValueRef x, BlkDType dt, BlkOpKind combiner);
 LLVMValueRef blk_emit_padded_index(Emit *E, const BlkLayout *s, int r);
 void blk_emit_scan(Emit *E, const BlkOp *op);
+void blk_emit_scan_region(Emit *E, const BlkOp *op); /* `scan`, with a combine region */
 void blk_emit_dot(Emit *E, const BlkOp *op);
 void blk_emit_fma_load(Emit *E, const BlkOp *op); /* local_load into fma_a<>/fma_b<> */
 /* emit_mma.c: tensor cores (the ops mma_steps.c makes) */

@@ -305,6 +305,7 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_SCAN_SUM: case BLK_OP_SCAN_PROD: case BLK_OP_SCAN_MAX: case BLK_OP_SCAN_MIN:
 		blk_emit_scan(E, op);
 		return;
+	case BLK_OP_SCAN: blk_emit_scan_region(E, op); return;
 	case BLK_OP_CONVERT_LAYOUT:
 		if (op->results[0]->type.layout && op->results[0]->type.layout->frag) {
 			blk_emit_frag_convert(E, op);

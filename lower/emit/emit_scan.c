@@ -22,6 +22,18 @@
  * meets them first.  f16/bf16 scan in f32 and round each element; f32
  * sums and products combine in another order than the interpreter's
  * sequential one, max and min are exact.
+ *
+ * A `scan` with a combine region (associative_scan) has no identity and
+ * need not be associative, so each line of the axis is combined by one
+ * thread, element after element in scan order, as the interpreter does:
+ * the results are the interpreter's exactly.  Where its operands' layout
+ * holds each line in one thread (tile.c, blk_layout_along), in registers;
+ * else (lines too long for registers) through the transit region:
+ *   1. every thread writes its elements of each operand there (as
+ *      32 bits, at their index in the padded shape), barrier;
+ *   2. thread t scans lines t, t + nthreads, ... in place, in a loop over
+ *      the line's elements, barrier;
+ *   3. every thread reads its elements of the results back.
  */
 #include <string.h>
 
@@ -227,4 +239,191 @@ void blk_emit_scan(Emit *E, const BlkOp *op)
 		}
 	}
 	blk_emit_bind(E, op->results[0], ev);
+}
+
+/* The combine region of op on scalars acc[n] (the left elements) and
+ * x[n] (the right ones); out[n] gets what it yields. */
+static void combine_region(Emit *E, const BlkOp *op, LLVMValueRef *acc, LLVMValueRef *x,
+                           LLVMValueRef *out)
+{
+	const BlkRegion *rg = op->regions[0];
+	int n = op->noperands;
+	for (int p = 0; p < 2 * n; p++) {
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = blk_emit_new_tile(E, blk_lower_scalar_layout(E->c));
+		ev->t.r[0] = p < n ? acc[p] : x[p - n];
+		blk_emit_bind(E, rg->args[p], ev);
+	}
+	blk_emit_region(E, rg);
+	for (int i = 0; i < n && !E->failed; i++)
+		out[i] = blk_emit_tile(E, rg->last->operands[i])->r[0];
+}
+
+/* ---- a combine region through the transit region ---------------------------- */
+
+/* Operand i's slot of padded index idx (i32) among n of total elements. */
+static LLVMValueRef line_slot(Emit *E, BlkDType dt, int i, int64_t total, LLVMValueRef idx)
+{
+	LLVMValueRef at = LLVMBuildAdd(E->b, idx, blk_emit_i32(E, i * total), "");
+	return LLVMBuildGEP2(E->b, blk_dtype_is_float(dt) ? E->f32 : E->i32, blk_emit_transit_base(E),
+	                     &at, 1, "");
+}
+
+static LLVMValueRef widen(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return blk_dtype_is_float(dt) ? blk_emit_to_f32(E, x, dt) : blk_emit_to_i32(E, x, dt);
+}
+
+static LLVMValueRef narrow(Emit *E, LLVMValueRef x, BlkDType dt)
+{
+	return blk_dtype_is_float(dt) ? blk_emit_from_f32(E, x, dt) : blk_emit_from_i32(E, x, dt);
+}
+
+static LLVMTypeRef wide_type(Emit *E, BlkDType dt)
+{
+	return blk_dtype_is_float(dt) ? E->f32 : E->i32;
+}
+
+/* A counted loop's head: i (an alloca) from its value while i < hi, the
+ * builder in the body; blk_emit_loop_end closes it with i += step. */
+typedef struct Loop {
+	LLVMValueRef slot, i;
+	LLVMBasicBlockRef head, done;
+} Loop;
+
+static Loop loop_begin(Emit *E, LLVMValueRef from, LLVMValueRef hi)
+{
+	Loop L = { .slot = blk_emit_alloca(E, E->i32) };
+	LLVMBuildStore(E->b, from, L.slot);
+	L.head = LLVMAppendBasicBlockInContext(E->cx, E->fn, "scan.head");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(E->cx, E->fn, "scan.body");
+	L.done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "scan.done");
+	LLVMBuildBr(E->b, L.head);
+	LLVMPositionBuilderAtEnd(E->b, L.head);
+	L.i = LLVMBuildLoad2(E->b, E->i32, L.slot, "");
+	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, L.i, hi, ""), body, L.done);
+	LLVMPositionBuilderAtEnd(E->b, body);
+	return L;
+}
+
+static void loop_end(Emit *E, const Loop *L, int step)
+{
+	LLVMBuildStore(E->b, LLVMBuildAdd(E->b, L->i, blk_emit_i32(E, step), ""), L->slot);
+	LLVMBuildBr(E->b, L->head);
+	LLVMPositionBuilderAtEnd(E->b, L->done);
+}
+
+/* Step 2 for the line starting at padded index base, its elements inner
+ * apart: its first element in scan order stays, each next one becomes
+ * the combine of the one before and itself. */
+static void scan_line(Emit *E, const BlkOp *op, const BlkLayout *l, int axis, LLVMValueRef base,
+                      int inner, int64_t total)
+{
+	int n = op->noperands, len = l->shape[axis];
+	bool rev = blk_op_int(op, "reverse", 0) != 0;
+	LLVMValueRef *acc = BLK_NEW_N(E->c->a, LLVMValueRef, 4 * n), *a = acc + n, *x = acc + 2 * n,
+	             *y = acc + 3 * n;
+	LLVMValueRef first = LLVMBuildAdd(E->b, base, blk_emit_i32(E, (rev ? len - 1 : 0) * inner), "");
+	for (int i = 0; i < n; i++) {
+		BlkDType dt = op->operands[i]->type.dtype;
+		acc[i] = blk_emit_alloca(E, wide_type(E, dt));
+		LLVMBuildStore(E->b, LLVMBuildLoad2(E->b, wide_type(E, dt), line_slot(E, dt, i, total, first), ""),
+		               acc[i]);
+	}
+	Loop s = loop_begin(E, blk_emit_i32(E, 1), blk_emit_i32(E, len));
+	LLVMValueRef j = rev ? LLVMBuildSub(E->b, blk_emit_i32(E, len - 1), s.i, "") : s.i;
+	LLVMValueRef at = LLVMBuildAdd(E->b, base, LLVMBuildMul(E->b, j, blk_emit_i32(E, inner), ""), "");
+	for (int i = 0; i < n; i++) {
+		BlkDType dt = op->operands[i]->type.dtype;
+		a[i] = narrow(E, LLVMBuildLoad2(E->b, wide_type(E, dt), acc[i], ""), dt);
+		x[i] = narrow(E, LLVMBuildLoad2(E->b, wide_type(E, dt), line_slot(E, dt, i, total, at), ""), dt);
+	}
+	combine_region(E, op, a, x, y);
+	for (int i = 0; i < n && !E->failed; i++) {
+		BlkDType dt = op->operands[i]->type.dtype;
+		LLVMValueRef w = widen(E, y[i], dt);
+		LLVMBuildStore(E->b, w, line_slot(E, dt, i, total, at));
+		LLVMBuildStore(E->b, w, acc[i]);
+	}
+	loop_end(E, &s, 1);
+}
+
+static void scan_shared(Emit *E, const BlkOp *op, int axis)
+{
+	int n = op->noperands;
+	const BlkLayout *l = blk_emit_tile(E, op->operands[0])->l;
+	int64_t total = 1, lines = 1;
+	int inner = 1;
+	for (int d = 0; d < l->rank; d++) {
+		total *= l->pad[d];
+		lines *= d == axis ? 1 : l->pad[d];
+		inner *= d > axis ? l->pad[d] : 1;
+	}
+	blk_emit_barrier(E); /* step 1 */
+	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_owner(E, l));
+	for (int i = 0; i < n; i++) {
+		const ETile *t = blk_emit_tile(E, op->operands[i]);
+		BlkDType dt = op->operands[i]->type.dtype;
+		for (int r = 0; r < blk_layout_nregs(l); r++)
+			LLVMBuildStore(E->b, widen(E, t->r[r], dt),
+			               line_slot(E, dt, i, total, blk_emit_padded_index(E, l, r)));
+	}
+	blk_emit_end_if(E, cont);
+	blk_emit_barrier(E);
+	Loop q = loop_begin(E, E->tid, blk_emit_i32(E, lines)); /* step 2 */
+	LLVMValueRef in = blk_emit_i32(E, inner);
+	LLVMValueRef base = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, LLVMBuildUDiv(E->b, q.i, in, ""),
+	                                                    blk_emit_i32(E, l->pad[axis] * inner), ""),
+	                                 LLVMBuildURem(E->b, q.i, in, ""), "");
+	scan_line(E, op, l, axis, base, inner, total);
+	loop_end(E, &q, E->c->nthreads);
+	blk_emit_barrier(E);
+	for (int i = 0; i < n; i++) { /* step 3 */
+		BlkDType dt = op->operands[i]->type.dtype;
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = blk_emit_new_tile(E, l);
+		for (int r = 0; r < blk_layout_nregs(l); r++)
+			ev->t.r[r] = narrow(E, LLVMBuildLoad2(E->b, wide_type(E, dt),
+			                    line_slot(E, dt, i, total, blk_emit_padded_index(E, l, r)), ""), dt);
+		blk_emit_bind(E, op->results[i], ev);
+	}
+}
+
+void blk_emit_scan_region(Emit *E, const BlkOp *op)
+{
+	if (!blk_layout_holds_lines(blk_emit_tile(E, op->operands[0])->l, (int)blk_op_int(op, "axis", 0))) {
+		scan_shared(E, op, (int)blk_op_int(op, "axis", 0));
+		return;
+	}
+	int n = op->noperands;
+	Scan S = { .rev = blk_op_int(op, "reverse", 0) != 0, .axis = (int)blk_op_int(op, "axis", 0) };
+	const ETile **src = BLK_NEW_N(E->c->a, const ETile *, n);
+	ETile *dst = BLK_NEW_N(E->c->a, ETile, n);
+	for (int i = 0; i < n; i++)
+		src[i] = blk_emit_tile(E, op->operands[i]);
+	S.l = src[0]->l;
+	BlkLayout *rows = BLK_NEW(E->c->a, BlkLayout);
+	*rows = blk_layout_slice(S.l, S.axis);
+	S.rows = rows;
+	S.spt = S.l->pad[S.axis];
+	for (int i = 0; i < n; i++)
+		dst[i] = blk_emit_new_tile(E, S.l);
+	LLVMValueRef *acc = BLK_NEW_N(E->c->a, LLVMValueRef, 3 * n);
+	LLVMValueRef *x = acc + n, *y = acc + 2 * n;
+	int len = S.l->shape[S.axis], nrows = blk_layout_nregs(rows);
+	for (int r = 0; r < nrows && !E->failed; r++)
+		for (int j = 0; j < S.spt && !E->failed; j++) { /* padding (j >= len) keeps its element */
+			int q = S.rev && j < len ? len - 1 - j : j, reg = reg_of(&S, r, 0, q);
+			for (int i = 0; i < n; i++)
+				x[i] = y[i] = src[i]->r[reg];
+			if (j > 0 && j < len)
+				combine_region(E, op, acc, x, y);
+			for (int i = 0; i < n && !E->failed; i++)
+				dst[i].r[reg] = acc[i] = y[i];
+		}
+	for (int i = 0; i < n; i++) {
+		EVal *ev = BLK_NEW(E->c->a, EVal);
+		ev->t = dst[i];
+		blk_emit_bind(E, op->results[i], ev);
+	}
 }

@@ -456,6 +456,27 @@ static void tile_gather(LowerCtx *c, BlkOp *op)
 			op->operands[i] = relayout(c, op, op->operands[i], l);
 }
 
+/* A scan with a combine region runs each line of its axis in one thread,
+ * in order (emit_scan.c): in registers, where the lines of every operand
+ * take at most SCAN_REGS a thread, its operands in a layout that holds
+ * each line whole (blk_layout_along); else through the transit region,
+ * its operands in operand 0's default layout. */
+enum { SCAN_REGS = 128 };
+
+static void tile_scan_region(LowerCtx *c, BlkOp *op)
+{
+	int shape[BLK_MAX_RANK];
+	const BlkType *t = &op->operands[0]->type;
+	static_shape(t, shape);
+	BlkLayout *along = BLK_NEW(c->a, BlkLayout);
+	*along = blk_layout_along(t->rank, shape, (int)blk_op_int(op, "axis", 0), c->nthreads);
+	const BlkLayout *l = blk_layout_nregs(along) * op->noperands > SCAN_REGS ? default_layout(c, t) : along;
+	for (int i = 0; i < op->noperands; i++) {
+		op->operands[i] = relayout(c, op, op->operands[i], l);
+		set_layout(c, op->results[i], l);
+	}
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -471,6 +492,10 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 		tile_region(c, op->regions[i]);
 	if (op->kind == BLK_OP_DOT) {
 		tile_dot(c, op);
+		return;
+	}
+	if (op->kind == BLK_OP_SCAN) {
+		tile_scan_region(c, op);
 		return;
 	}
 	if ((fl & BLK_OPF_ELEMENTWISE) && op->nresults == 1) {
@@ -545,6 +570,11 @@ static void transit_scan(LowerCtx *c, BlkRegion *r, size_t *bytes)
 		int axis = (int)blk_op_int(op, "axis", 0);
 		bool moves = op->kind == BLK_OP_CONVERT_LAYOUT || op->kind == BLK_OP_TRANSPOSE ||
 		             (op->kind == BLK_OP_BROADCAST && !blk_layout_bcast_local(src, layout_of(c, op->results[0])));
+		if (op->kind == BLK_OP_SCAN && !blk_layout_holds_lines(src, axis)) {
+			/* every operand's elements, to be scanned a line a thread */
+			need_transit_n(bytes, (size_t)op->noperands * result_elems(v));
+			continue;
+		}
 		if (blk_op_is_scan(op->kind)) {
 			/* one total per warp of the axis for each rep of each row */
 			int nw = blk_layout_axis_warps(src, axis);

@@ -73,6 +73,21 @@ expect 0 "st.global" "$BLKC" --emit=ptx "$T/div0.blk" N=20
 expect 1 'softmax.blk:9:14: error: kernel softmax: a tile of f32\[4, 100000\] needs 4096 registers per thread over 128 threads; the limit is 512: use smaller blocks' \
 	"$BLKC" --emit=ptx "$EX/softmax.blk" R=1024 C=100000
 
+# helpers: an error in a helper's body points into the helper, with a note
+# at each call being inlined, innermost first; a helper and a scan run
+printf 'fn inner(x) {\n    exp(x)\n}\nfn outer(x) { inner(x) * 2 }\nkernel k(x: in i32[N], y: out i32[N]) {\n    y[...] = outer(x[...]);\n}\n' >"$T/fn.blk"
+expect 1 'fn.blk:2:5: error: `exp` needs a float operand, got i32\[N\]' "$BLKC" "$T/fn.blk"
+expect 1 'fn.blk:4:15: note: in the call of `inner`' "$BLKC" "$T/fn.blk"
+expect 1 'fn.blk:6:14: note: in the call of `outer`' "$BLKC" "$T/fn.blk"
+printf 'fn f(x) { g(x) }\nfn g(x) { f(x) }\nkernel k(x: in f32[N], y: out f32[N]) {\n    y[...] = f(x[...]) + softcap(x[...]);\n}\n' >"$T/rec.blk"
+expect 1 'rec.blk:2:11: error: helper `f` calls itself through `g`; helpers are inlined, so they cannot recurse' "$BLKC" "$T/rec.blk"
+expect 1 'rec.blk:4:26: error: unknown function `softcap`' "$BLKC" "$T/rec.blk"
+printf 'fn lin(a, b) { a * 0.5 + b }\nkernel k(x: in f32[N], y: out f32[N]) {\n    y[...] = associative_scan(lin, x[...]);\n}\n' >"$T/scan.blk"
+expect 0 'scan %0 \{axis = 0\} : f32\[N\]' "$BLKC" --emit=ir "$T/scan.blk"
+expect 0 'kernel k ran in the interpreter' "$BLKC" run --interpret --out-dir="$T" "$T/scan.blk" N=100
+expect 0 'add.rn.f32' "$BLKC" --emit=ptx "$T/scan.blk" N=100
+expect 0 'bar.sync' "$BLKC" --emit=ptx "$T/scan.blk" N=1000
+
 # stages
 expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"
 expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"

@@ -304,6 +304,40 @@ static void test_saturation(void **state)
 	free(s);
 }
 
+/* Helpers at file scope, closures as expressions; `fn` is a word only
+ * there, so it stays free as a name in kernels. */
+static void test_helpers_and_closures(void **state)
+{
+	(void)state;
+	Parsed r = parse("fn f(a, b,) { let c = a; c + b }\nfn g() { }\n"
+	                 "kernel k(y: out f32[8]) { let fn = 1; y[0] = f(fn, 2); }\n"
+	                 "fn h(r) { r[0] = 1.0; }\n");
+	assert_non_null(r.f);
+	assert_int_equal(r.f->nfns, 3);
+	assert_int_equal(r.f->nkernels, 1);
+	char *got = dump_file(r.f);
+	assert_non_null(strstr(got, "(fn f a b (block (let c (name a)) (result (binary + (name c) (name b)))))"));
+	assert_non_null(strstr(got, "(fn g (block))"));
+	assert_non_null(strstr(got, "(let fn (int 1))"));
+	free(got);
+	done(&r);
+	expect_expr("associative_scan(|a, b| a * 0.9 + b, x)",
+	            "(call associative_scan (closure (params a b (block (result (binary + (binary * (name a) "
+	            "(float 0.9)) (name b)))))) (name x))");
+	expect_expr("associative_scan(|a, b| { let c = a; c }, x, axis = 1)",
+	            "(call associative_scan (closure (params a b (block (let c (name a)) (result (name c))))) "
+	            "(name x) (kwarg axis (int 1)))");
+	expect_expr("|a| a | 1", "(closure (params a (block (result (binary | (name a) (int 1))))))");
+	r = parse("fn f(a b) { a }\nkernel k(y: out f32[8]) { y[0] = 1.0; }\n");
+	assert_null(r.f);
+	assert_non_null(strstr(r.diag, "t.blk:1:8: error: expected ')', found identifier 'b'"));
+	done(&r);
+	r = parse("fn (a) { a }\n");
+	assert_null(r.f);
+	assert_non_null(strstr(r.diag, "t.blk:1:1: error: expected 'kernel' or 'fn', found identifier 'fn'"));
+	done(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_header),
 		cmocka_unit_test(test_recovery_reports_several),
 		cmocka_unit_test(test_saturation),
+		cmocka_unit_test(test_helpers_and_closures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

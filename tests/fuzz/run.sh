@@ -39,7 +39,7 @@ done
 
 dict="$tmp/blk.dict"
 for w in kernel in out inout scratch block index grid seq let when else scoped print \
-	fori_loop None true false inf nan f32 f16 bf16 i32 bool ds at astype T \
+	fori_loop None true false inf nan f32 f16 bf16 i32 bool ds at astype T fn associative_scan '|' \
 	'->' '...' '~/' '==' '!=' '<=' '>=' '&&' '||' '/*' '*/' '//'; do
 	printf '"%s"\n' "$w" >> "$dict"
 done

@@ -69,6 +69,7 @@ typedef struct Case {
 #define RMS(R, C, defs) {"rmsnorm", #R "x" #C, 3, {{R, C}, {C}, {R, C}}, defs, 0}
 #define COLSUM(R, C, defs) {"colsum", #R "x" #C, 2, {{R, C}, {C}}, defs, OUT_F32}
 #define CUMSUM(R, C, defs) {"cumsum", #R "x" #C, 2, {{R, C}, {R, C}}, defs, 0}
+#define RECUR(R, S, defs) {"linear_recurrence", #R "x" #S, 3, {{R, S}, {R, S}, {R, S}}, defs, 0}
 #define EMB(N, V, D, defs) {"embedding", #N "x" #V "x" #D, 3, {{N}, {V, D}, {N, D}}, defs, IN0_I32}
 /* W is at least cdiv(M, BM) + G - 1; the list is padded with empty items. */
 #define GMM(W, M, K, N, G, defs) \
@@ -95,6 +96,8 @@ typedef struct Case {
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
 #define TALL {"BR=128", "BC=32"}
+/* linear_recurrence in chunks of 8 columns, 32 rows a program */
+#define CHUNK8 {"BR=32", "BT=8", "num_warps=1"}
 /* cumsum over 8 warps, chunks of 512 columns: the scan's axis spans warps */
 #define SCAN8 {"BR=1", "BC=512", "num_warps=8"}
 #define EMBSMALL {"BN=8", "BD=32"}
@@ -180,6 +183,9 @@ static const Case cases[] = {
 	CUMSUM(13, 3001, NONE),
 	CUMSUM(7, 77, NONE),
 	CUMSUM(33, 2500, SCAN8),
+	RECUR(256, 1024, NONE),
+	RECUR(13, 333, NONE),
+	RECUR(100, 77, CHUNK8),
 	EMB(100, 9, 1000, NONE),
 	EMB(37, 16, 64, NONE),
 	EMB(45, 5, 77, EMBSMALL),

@@ -2243,6 +2243,134 @@ static const Case cases[] = {
 	     A2('i', DT_T, 45, 16), A2('i', DT_T, 16, 37), A2('o', BLK_F32, 45, 37),
 	     A2('o', BLK_F32, 45, 37)),
 
+	/* ---- helpers (`fn`, inlined) and associative_scan.  A generic scan
+	 * runs each line of its axis in one thread, the combine applied in
+	 * order, so it is the interpreter's to the bit, associative or not. */
+	/* a helper at the case's dtype, a hash helper called three times */
+	CASE("fn_helpers", true,
+	     "fn softcap(x, c) { c * tanh(x / c) }\n"
+	     "fn mix(h) { let a = h ^ (h >> 16); let b = a * 0x45d9f3b; b ^ (b >> 16) }\n"
+	     "fn keep(i, seed) { (mix(i + seed) & 0xffff) >= 16384 }\n"
+	     "kernel fn_helpers[T = f32, B = 128](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    y: out T[N] block (B) index (i) -> (i),\n"
+	     "    m: out i32[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let i = program_id(0) * B + iota(B);\n"
+	     "    y[...] = where(keep(i, 7), softcap(x[...], 2.0), 0.0);\n"
+	     "    m[...] = keep(i, 99).astype(i32) + keep(i, 5).astype(i32);\n"
+	     "}\n",
+	     A1('i', DT_T, 1001), A1('o', DT_T, 1001), A1('o', BLK_I32, 1001)),
+
+	/* along the rows: a linear recurrence with a captured scalar, a
+	 * combine with a `let`, reverse; `a + b` (cumsum's path at f32) */
+	CASE("assoc_scan_rows", true,
+	     "kernel assoc_scan_rows[T = f32, BR = 4](\n"
+	     "    x: in T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    d: in f32[1],\n"
+	     "    l: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    r: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    s: out T[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let v = x[...];\n"
+	     "    let g = (d[0] * 0.5).astype(T);\n"
+	     "    l[...] = associative_scan(|a, b| a * g + b, v, axis = 1);\n"
+	     "    r[...] = associative_scan(|a, b| { let t = a * 0.5; t + b * t }, v, axis = 1,\n"
+	     "                              reverse = true);\n"
+	     "    s[...] = associative_scan(|a, b| a + b, v, axis = 1);\n"
+	     "}\n",
+	     A2('i', DT_T, 13, 77), A1('i', BLK_F32, 1), A2('o', DT_T, 13, 77), A2('o', DT_T, 13, 77),
+	     A2('o', DT_T, 13, 77)),
+
+	/* down the columns of a [37, 16] block, both directions */
+	CASE("assoc_scan_cols", true,
+	     "kernel assoc_scan_cols[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    l: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    m: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    let v = x[...];\n"
+	     "    l[...] = associative_scan(|a, b| a * 0.75 + b, v, axis = 0, reverse = true);\n"
+	     "    m[...] = associative_scan(|a, b| max(a, b) - 0.125, v, 0);\n"
+	     "}\n",
+	     A2('i', DT_T, 37, 45), A2('o', DT_T, 37, 45), A2('o', DT_T, 37, 45)),
+
+	/* tuples: the running maximum with its index, and a gated recurrence
+	 * h = a h + x as pairs ((a, x) then (b, y) gives (a b, b x + y)) */
+	CASE("assoc_scan_tuple", false,
+	     "fn gate(a0, h0, a1, x1) { (a0 * a1, a1 * h0 + x1) }\n"
+	     "kernel assoc_scan_tuple[BR = 8](\n"
+	     "    x: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    a: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    v: out f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    ix: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    h: out f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let (bv, bi) = associative_scan(|v0, i0, v1, i1| (where(v1 > v0, v1, v0),\n"
+	     "        where(v1 > v0, i1, i0)), (x[...], iota(C)[None, :] + zeros((BR, C), i32)), axis = 1);\n"
+	     "    v[...] = bv;\n"
+	     "    ix[...] = bi;\n"
+	     "    let (_, hs) = associative_scan(gate, (a[...], x[...]), axis = 1);\n"
+	     "    h[...] = hs;\n"
+	     "}\n",
+	     A2('i', BLK_F32, 13, 77), A2('i', BLK_F32, 13, 77), A2('o', BLK_F32, 13, 77),
+	     A2('o', BLK_I32, 13, 77), A2('o', BLK_F32, 13, 77)),
+
+	/* integers wrap, bools: a hash chain, a reverse running OR, i8 */
+	CASE("assoc_scan_int", false,
+	     "kernel assoc_scan_int[B = 128](\n"
+	     "    x: in i32[N] block (B) index (i) -> (i),\n"
+	     "    h: out i32[N] block (B) index (i) -> (i),\n"
+	     "    o: out bool[N] block (B) index (i) -> (i),\n"
+	     "    q: out i8[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    h[...] = associative_scan(|a, b| (a ^ b) * 16777619, v);\n"
+	     "    o[...] = associative_scan(|a, b| a | b, v % 37 == 0, reverse = true);\n"
+	     "    q[...] = associative_scan(|a, b| a * 3 - b, v.astype(i8));\n"
+	     "}\n",
+	     A1('i', BLK_I32, 1000), A1('o', BLK_I32, 1000), A1('o', BLK_BOOL, 1000), A1('o', BLK_I8, 1000)),
+
+	/* lines too long for a thread's registers (more than 128 a thread):
+	 * through the transit region, a thread a line, still in order */
+	CASE("assoc_scan_long", true,
+	     "kernel assoc_scan_long[T = f32, B = 2048](\n"
+	     "    x: in T[N] block (B) index (i) -> (i),\n"
+	     "    l: out T[N] block (B) index (i) -> (i),\n"
+	     "    r: out T[N] block (B) index (i) -> (i),\n"
+	     ") grid (cdiv(N, B)) {\n"
+	     "    let v = x[...];\n"
+	     "    l[...] = associative_scan(|a, b| a * 0.99 + b, v);\n"
+	     "    r[...] = associative_scan(|a, b| max(a, b) * 0.5 + min(a, b) * 0.25, v, reverse = true);\n"
+	     "}\n",
+	     A1('i', DT_T, 5000), A1('o', DT_T, 5000), A1('o', DT_T, 5000)),
+
+	CASE("assoc_scan_long_rows", false,
+	     "kernel assoc_scan_long_rows[BR = 8](\n"
+	     "    x: in f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    v: out f32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    ix: out i32[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     "    q: out i8[R, C] block (BR, C) index (i) -> (i, 0),\n"
+	     ") grid (cdiv(R, BR)) {\n"
+	     "    let (bv, bi) = associative_scan(|v0, i0, v1, i1| (where(v1 > v0, v1, v0),\n"
+	     "        where(v1 > v0, i1, i0)), (x[...], iota(C)[None, :] + zeros((BR, C), i32)), axis = 1);\n"
+	     "    v[...] = bv;\n"
+	     "    ix[...] = bi;\n"
+	     "    q[...] = associative_scan(|a, b| a * 3 - b, (x[...] * 50.0).astype(i8), axis = 1,\n"
+	     "                              reverse = true);\n"
+	     "}\n",
+	     A2('i', BLK_F32, 13, 700), A2('o', BLK_F32, 13, 700), A2('o', BLK_I32, 13, 700),
+	     A2('o', BLK_I8, 13, 700)),
+
+	CASE("assoc_scan_long_cols", true,
+	     "kernel assoc_scan_long_cols[T = f32, BC = 16](\n"
+	     "    x: in T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     "    l: out T[R, C] block (R, BC) index (j) -> (0, j),\n"
+	     ") grid (cdiv(C, BC)) {\n"
+	     "    l[...] = associative_scan(|a, b| a * 0.75 + b, x[...], axis = 0);\n"
+	     "}\n",
+	     A2('i', DT_T, 300, 45), A2('o', DT_T, 300, 45)),
+
 	/* ---- parts of tiles and reshapes (through shared memory on the GPU):
 	 * slices, scalar indices (negative from the end, run-time ones, one
 	 * past the tile reading 0), ds, reshape round trips, Ref slices */

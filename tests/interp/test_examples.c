@@ -606,6 +606,45 @@ static void test_cumsum(void **state)
 	}
 }
 
+/* ---- linear_recurrence: h = a h_prev + x along rows, from a and x ---- */
+
+static void recurrence_case(const char *T, int64_t R, int64_t S, const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[4] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, "linear_recurrence.blk", "linear_recurrence", defs, 1 + nextra);
+	BlkHostArray *arr[3] = { input(dtype_of(T), 2, R, S), input(dtype_of(T), 2, R, S),
+	                         output(dtype_of(T), 2, R, S) };
+	double *ref = calloc((size_t)(R * S) + 1, sizeof *ref);
+	for (int64_t i = 0; i < R; i++)
+		for (int64_t t = 0; t < S; t++) {
+			size_t e = (size_t)(i * S + t);
+			ref[e] = (t ? blk_host_get(arr[0], e) * ref[e - 1] : 0) + blk_host_get(arr[1], e);
+		}
+	char what[96];
+	snprintf(what, sizeof what, "linear_recurrence T=%s %" PRId64 "x%" PRId64 "%s", T, R, S,
+	         nextra ? " (blocks overridden)" : "");
+	run_and_check(&r, arr, 3, 2, ref, what);
+	free(ref);
+	for (int i = 0; i < 3; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+static void test_linear_recurrence(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BR", "3" }, { "BT", "8" } };
+	for (int t = 0; t < 3; t++) {
+		recurrence_case(dtypes[t], 64, 256, NULL, 0);
+		recurrence_case(dtypes[t], 13, 333, NULL, 0);
+		recurrence_case(dtypes[t], 1, 1, NULL, 0);
+		recurrence_case(dtypes[t], 13, 77, small, 2);
+	}
+}
+
 /* ---- embedding: ids random in -8..8, so some rows are outside the table ---- */
 
 static void embedding_case(const char *T, int64_t N, int64_t V, int64_t D, const BlkDefine *extra, int nextra)
@@ -933,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_colsum),
 		cmocka_unit_test(test_cumsum),
+		cmocka_unit_test(test_linear_recurrence),
 		cmocka_unit_test(test_embedding),
 		cmocka_unit_test(test_grouped_matmul),
 		cmocka_unit_test(test_matmul_int8),

@@ -51,6 +51,8 @@ for T in f32 f16 bf16; do
 	run "$ex/rmsnorm.blk" R=13 C=77 -D T=$T -D BR=3
 	run "$ex/colsum.blk" R=256 C=128 -D T=$T
 	run "$ex/colsum.blk" R=130 C=77 -D T=$T
+	run "$ex/linear_recurrence.blk" R=256 S=1024 -D T=$T
+	run "$ex/linear_recurrence.blk" R=13 S=333 -D T=$T -D BR=3 -D BT=8
 done
 # the bench's f16/bf16 default: no spills at 4096^3; ragged assembles
 nospill() {

@@ -358,6 +358,47 @@ static void test_error_messages(void **state)
 	expect_error("kernel k(y: out f32[N]) {\n    y[...] = zeros((1 << 0,), f32);\n}\n", "2:");
 }
 
+/* Helpers are inlined: the IR has no call, each call its own copy at its
+ * own dtype; an error in a helper's body is followed by a note at every
+ * call being inlined, innermost first. */
+static void test_helpers(void **state)
+{
+	(void)state;
+	expect_ir("fn sq(x) { x * x }\nkernel k(x: in f32[8], h: in f16[8], y: out f32[8], z: out f16[8]) {\n"
+	          "    y[...] = sq(x[...]);\n    z[...] = sq(h[...]);\n}\n",
+	          "mul %x.1, %x.1 : f32[8]", "mul %x.2, %x.2 : f16[8]", NULL);
+	/* a constant argument stays weak: 2.0 takes bf16 */
+	expect_ir("fn scale(x, c) { x * c }\nkernel k(x: in bf16[8], y: out bf16[8]) {\n"
+	          "    y[...] = scale(x[...], 2.0);\n}\n", "const {value = 2.0} : bf16[8]", NULL);
+	/* a combine over a closure's captured scalar */
+	expect_ir("kernel k(x: in f32[8], d: in f32[1], y: out f32[8]) {\n    let g = d[0];\n"
+	          "    y[...] = associative_scan(|a, b| a * g + b, x[...], reverse = true);\n}\n",
+	          "scan %1 {axis = 0, reverse = 1} : f32[8] {", "^(%a: f32, %b: f32):", "mul %a, %g : f32",
+	          "yield %4",
+	          NULL);
+	Run r = compile("fn inner(x) { exp(x) }\nfn outer(x) { inner(x) }\n"
+	                "kernel k(x: in i32[8], y: out i32[8]) {\n    y[...] = outer(x[...]);\n}\n");
+	assert_null(r.m);
+	assert_int_equal(r.nerrors, 1);
+	const char *want =
+		"t.blk:1:15: error: `exp` needs a float operand, got i32[8]\n"
+		"    fn inner(x) { exp(x) }\n"
+		"                  ^\n"
+		"t.blk:2:15: note: in the call of `inner`\n"
+		"    fn outer(x) { inner(x) }\n"
+		"                  ^\n"
+		"t.blk:4:14: note: in the call of `outer`\n"
+		"        y[...] = outer(x[...]);\n"
+		"                 ^\n";
+	if (strcmp(r.errs, want) != 0)
+		fail_msg("got:\n%s", r.errs);
+	run_free(&r);
+	/* each call is checked on its own: the f32 call is fine, the i32 one not */
+	expect_error("fn e(x) { exp(x) }\nkernel k(x: in f32[8], i: in i32[8], y: out f32[8]) {\n"
+	             "    y[...] = e(x[...]) + e(i[...]).astype(f32);\n}\n",
+	             "1:11: error: `exp` needs a float operand, got i32[8]");
+}
+
 static void test_examples_compile(void **state)
 {
 	(void)state;
@@ -378,6 +419,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weak_literals),
+		cmocka_unit_test(test_helpers),
 		cmocka_unit_test(test_broadcast_explicit),
 		cmocka_unit_test(test_dot_accumulate),
 		cmocka_unit_test(test_python_spellings),
