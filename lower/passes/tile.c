@@ -15,7 +15,9 @@
  *        layout (a softmax's running max and sum);
  *      - everything else gets the default (coalesced, vectorized) layout;
  *   2. `convert_layout` ops where a consumer needs another layout (a
- *      constant splat is rebuilt in place instead: it has no data);
+ *      constant splat is rebuilt in place instead: it has no data; a
+ *      broadcast of a vector is made again in the consumer's layout, the
+ *      vector converted instead of the tile);
  *   3. every dot's accumulator explicit (operand 2: a zero splat where it
  *      had none); its staging is dot_stage.c's;
  *   4. a `local_alloc` op for scratch params and scoped Refs (their uses
@@ -240,6 +242,23 @@ static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, const BlkLayout *
 	blk_builder_before(&b, c->a, at);
 	if (can_remat(c, v, l, 0))
 		return remat(c, &b, v, l);
+	const BlkOp *d = v->def;
+	const BlkLayout *m = d && (d->kind == BLK_OP_BROADCAST || d->kind == BLK_OP_EXPAND_DIMS) &&
+	                     d->operands[0]->type.rank > 0 ? operand_layout(c, d, 0, l) : NULL;
+	if (m) {
+		/* a vector broadcast over a tile (a loop-carried statistic along
+		 * the columns of an mma tile): the vector moves, and the
+		 * broadcast is made again in l, instead of the whole tile */
+		BlkValue *x = relayout(c, at, d->operands[0], m);
+		BlkValue *n = blk_build1(&b, d->kind, d->loc, v->type, 1, &x);
+		n->def->nattrs = d->nattrs;
+		n->def->attrs = BLK_NEW_N(c->a, BlkAttr, d->nattrs + 1);
+		if (d->nattrs > 0)
+			memcpy(n->def->attrs, d->attrs, sizeof(BlkAttr) * (size_t)d->nattrs);
+		n->name = v->name;
+		set_layout(c, n, l);
+		return n;
+	}
 	BlkValue *n = blk_build1(&b, BLK_OP_CONVERT_LAYOUT, at->loc, v->type, 1, &v);
 	set_layout(c, n, l);
 	return n;

@@ -109,6 +109,41 @@ def test_examples():
 
 
 @case
+def test_training_examples():
+    """examples/attention_bwd.blk (forward with the log-sum-exp, the
+    backward's three kernels) against torch's autograd through SDPA, and
+    examples/swiglu.blk, at ragged sizes, at the examples' defaults and at
+    the tensor-core configs a user picks."""
+    src = f"{EX}/attention_bwd.blk"
+    big = dict(BM=128, BN=128, num_warps=8)
+    for t, D, causal, cfg, qcfg in (("f32", 64, False, {}, {}), ("bf16", 64, False, {}, {}), ("bf16", 64, True, {}, {}),
+                                    ("f16", 128, True, {}, {}), ("bf16", 64, False, big, big),
+                                    ("bf16", 128, True, dict(BM=64, BN=128, num_warps=8),
+                                     dict(BM=128, BN=64, num_warps=8))):
+        tol = TOL[t] * 2
+        q, k, v, do = (randn(6, 333, D, t=t) for _ in range(4))
+        qr, kr, vr = (f(x).requires_grad_() for x in (q, k, v))
+        o_r = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+        dq_r, dk_r, dv_r = torch.autograd.grad(o_r, (qr, kr, vr), f(do))
+        fcfg = {"BQ": qcfg["BM"], "BK": qcfg["BN"], "num_warps": qcfg["num_warps"]} if qcfg else {}
+        o, lse = blk.kernel(src, name="attention_fwd_lse", T=t, D=D, CAUSAL=causal, **fcfg)(q, k, v)
+        what = f"{t} D={D} causal={causal} {cfg or 'defaults'}"
+        check(f"attention_fwd_lse {what}", o, o_r, tol)
+        delta = blk.kernel(src, name="attention_bwd_preprocess", T=t, D=D)(o, do)
+        dk, dv = blk.kernel(src, name="attention_bwd_dkdv", T=t, D=D, CAUSAL=causal, **cfg)(q, k, v, do, lse, delta)
+        dq = blk.kernel(src, name="attention_bwd_dq", T=t, D=D, CAUSAL=causal, **qcfg)(q, k, v, do, lse, delta)
+        check(f"attention_bwd dq {what}", dq, dq_r, tol)
+        check(f"attention_bwd dk {what}", dk, dk_r, tol)
+        check(f"attention_bwd dv {what}", dv, dv_r, tol)
+    for t in ("f32", "bf16"):
+        x, w1, w3 = randn(517, 300, t=t) * 0.5, randn(1030, 300, t=t) * 0.1, randn(1030, 300, t=t) * 0.1
+        ref = F.silu(f(x) @ f(w1).T) * (f(x) @ f(w3).T)
+        check(f"swiglu {t} auto", blk.kernel(f"{EX}/swiglu.blk", T=t)(x, w1, w3), ref, TOL[t])
+        cfg = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=4)
+        check(f"swiglu {t} {cfg}", blk.kernel(f"{EX}/swiglu.blk", T=t, **cfg)(x, w1, w3), ref, TOL[t])
+
+
+@case
 def test_new_examples():
     """The examples of the language issue on torch tensors: scans, gathers,
     scalar prefetch (grouped matmul, paged attention), 8-bit integers."""
@@ -419,7 +454,7 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
-    for t in (test_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_dynamic_sizes,
+    for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):

@@ -135,6 +135,43 @@ def test_attention():
         close(att(q, k, v, interpret=True), attention_ref(q, k, v, causal), 1e-4)
 
 
+def attention_grads_ref(q, k, v, do, causal):
+    """Attention's forward (O, the log-sum-exp L) and its gradients, in f64."""
+    q, k, v, do = (t.astype(np.float64) for t in (q, k, v, do))
+    c = 1 / np.sqrt(q.shape[-1])
+    s = q @ k.transpose(0, 2, 1) * c
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)
+    p = np.exp(s - lse[..., None])
+    o = p @ v
+    dv = p.transpose(0, 2, 1) @ do
+    dp = do @ v.transpose(0, 2, 1)
+    ds = p * (dp - (do * o).sum(-1, keepdims=True))
+    return o, lse, ds @ k * c, ds.transpose(0, 2, 1) @ q * c, dv
+
+
+def test_attention_backward():
+    """examples/attention_bwd.blk's four kernels, ragged S, causal or not."""
+    src = f"{EX}/attention_bwd.blk"
+    q, k, v, do = rand(2, 40, 16), rand(2, 40, 16), rand(2, 40, 16), rand(2, 40, 16)
+    for causal in (False, True):
+        o_r, lse_r, dq_r, dk_r, dv_r = attention_grads_ref(q, k, v, do, causal)
+        b = dict(D=16, CAUSAL=causal)
+        o, lse = blk.kernel(src, name="attention_fwd_lse", BQ=16, BK=16, **b)(q, k, v, interpret=True)
+        close(o, o_r, 1e-4)
+        close(lse, lse_r, 1e-4)
+        delta = blk.kernel(src, name="attention_bwd_preprocess", BR=16, D=16)(o, do, interpret=True)
+        close(delta, (o_r * do).sum(-1), 1e-4)
+        dk, dv = blk.kernel(src, name="attention_bwd_dkdv", BM=16, BN=8, **b)(q, k, v, do, lse, delta,
+                                                                             interpret=True)
+        close(dk, dk_r, 1e-4)
+        close(dv, dv_r, 1e-4)
+        dq = blk.kernel(src, name="attention_bwd_dq", BM=8, BN=16, **b)(q, k, v, do, lse, delta, interpret=True)
+        close(dq, dq_r, 1e-4)
+
+
 # ---- arrays -------------------------------------------------------------------
 
 def test_outputs_given_named_and_returned():
