@@ -178,6 +178,16 @@ static double tile_bytes(const BlkType *t)
 
 static void region_work(const Eval *e, const BlkRegion *r, double times, BlkCostWork *w);
 
+/* The share of a tensor-core engine's peak a dot of width n keeps: a
+ * narrow instruction (wgmma's N, mma's tile) issues more often for the same
+ * FLOPs.  N = 256 over 128 is worth a few percent (H100, bf16: 128x256
+ * tiles 1-3% faster than 256x128 as a matmul, 27% as a 16-batch bmm;
+ * gpu-notes runs 140, 142). */
+static double width_share(int64_t n)
+{
+	return n >= 256 ? 1.0 : n >= 128 ? 0.97 : n >= 64 ? 0.675 : n >= 32 ? 0.65 : 0.6;
+}
+
 static void count_dot(const BlkOp *op, double times, BlkCostWork *w)
 {
 	const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
@@ -190,7 +200,9 @@ static void count_dot(const BlkOp *op, double times, BlkCostWork *w)
 		int64_t v = 1;
 		batch *= blk_sym_is_const(a->dims[d], &v) ? (double)v : 1;
 	}
-	w->flops += 2.0 * (double)m * (double)n * (double)k * batch * times;
+	double f = 2.0 * (double)m * (double)n * (double)k * batch * times;
+	w->flops += f;
+	w->wide_flops += f / width_share(n); /* each dot at its own width (attention's two, the backward's four) */
 	const BlkAttr *eng = blk_op_attr(op, "engine");
 	w->engine = eng && eng->kind == BLK_ATTR_STRING ? eng->s : "fma";
 	w->dtype = a->dtype;
@@ -346,9 +358,51 @@ static double fresh_regs(const BlkRegion *r, const BlkRegion *body)
 	return most;
 }
 
+/* Where in body (an index of its ops) v is last read: by an op or inside
+ * its regions; -1 if never. */
+static int last_use(const BlkRegion *body, const BlkValue *v)
+{
+	int i = 0, last = -1;
+	for (const BlkOp *op = body->first; op; op = op->next, i++) {
+		bool reads = false;
+		for (int k = 0; k < op->noperands && !reads; k++)
+			reads = op->operands[k] == v;
+		for (int k = 0; k < op->nregions && !reads; k++)
+			reads = blk_lower_uses(op->regions[k], v) > 0;
+		if (reads)
+			last = i;
+	}
+	return last;
+}
+
+/* The tiles body makes anew that are live across one of its dots, with
+ * that dot's own result, at the busiest dot: a loop of dependent dots
+ * (attention's backward: P^T = exp(K Q^T - L) is held while dP^T = V dO^T
+ * runs) holds several score tiles at once, where elementwise chains are
+ * fused element by element and hold one. */
+static double across_dots(const BlkRegion *body)
+{
+	double most = 0;
+	int i = 0;
+	for (const BlkOp *d = body->first; d; d = d->next, i++) {
+		if (d->kind != BLK_OP_DOT)
+			continue;
+		double live = from_carry(d->results[0], body) ? 0 : tile_regs(&d->results[0]->type);
+		int j = 0;
+		for (const BlkOp *op = body->first; op != d; op = op->next, j++)
+			for (int k = 0; k < op->nresults; k++)
+				if (op->results[k]->type.rank >= 2 && !from_carry(op->results[k], body) &&
+				    last_use(body, op->results[k]) > i)
+					live += tile_regs(&op->results[k]->type);
+		most = fmax(most, live);
+	}
+	return most;
+}
+
 /* Registers a thread holds at its busiest: in a loop, the tiles it carries
  * plus the largest its body makes anew (attention's accumulator and its
- * scores); elsewhere the largest tile. */
+ * scores), or the tiles held across a dot where that is more; elsewhere
+ * the largest tile. */
 static double live_regs(const BlkRegion *r)
 {
 	double most = 0;
@@ -360,7 +414,7 @@ static double live_regs(const BlkRegion *r)
 			double carried = 0;
 			for (int i = 1; i < body->nargs; i++)
 				carried += tile_regs(&body->args[i]->type);
-			most = fmax(most, carried + fresh_regs(body, body));
+			most = fmax(most, carried + fmax(fresh_regs(body, body), across_dots(body)));
 		}
 		for (int i = 0; i < op->nregions; i++)
 			most = fmax(most, live_regs(op->regions[i]));
@@ -391,11 +445,8 @@ static int resident(const Machine *mc, const BlkLaunch *l, int regs, bool specia
 
 /* ---- the estimate ------------------------------------------------------ */
 
-/* The share of a dot engine's peak it keeps at the dot's width: a
- * narrow tensor-core instruction (wgmma's N, mma's tile) issues more often
- * for the same FLOPs.  N = 256 over 128 is worth a few percent (H100,
- * bf16: 128x256 tiles 1-3% faster than 256x128 as a matmul, 27% as a
- * 16-batch bmm; gpu-notes runs 140, 142). */
+/* The share of a dot engine's peak the dots keep: on tensor cores the
+ * engine's, each dot's width counted in wide_flops (width_share). */
 static double engine_efficiency(const BlkCostWork *w, int threads)
 {
 	/* FMA: a thread's micro-tile of e accumulators (about sqrt(e) on a
@@ -407,9 +458,7 @@ static double engine_efficiency(const BlkCostWork *w, int threads)
 		double e = (double)w->dot_m * (double)w->dot_n / (threads > 0 ? threads : 128);
 		return 0.85 * fmin(1.0, sqrt(e > 1 ? e : 1) / sqrt(128));
 	}
-	double n = (double)w->dot_n;
-	double eff = strcmp(w->engine, "wgmma") == 0 ? 0.9 : 0.65;
-	return eff * (n >= 256 ? 1.0 : n >= 128 ? 0.97 : n >= 64 ? 0.675 : n >= 32 ? 0.65 : 0.6);
+	return strcmp(w->engine, "wgmma") == 0 ? 0.9 : 0.65;
 }
 
 double blk_lower_compulsory_bytes(const BlkKernel *k, const BlkArrayDesc *arrays)
@@ -468,7 +517,8 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	out->waves = ceil(w->programs / ((double)sms * out->per_sm));
 	double trips = w->trips > 0 ? w->trips : 1;
 	int warps = r->specialized ? 8 : (r->threads + 31) / 32;
-	double dots = w->flops > 0 ? w->flops / (peak(mc, w) / sms * engine_efficiency(w, r->threads)) : 0;
+	bool tc = w->engine && strcmp(w->engine, "fma") != 0;
+	double dots = w->flops > 0 ? (tc ? w->wide_flops : w->flops) / (peak(mc, w) / sms * engine_efficiency(w, r->threads)) : 0;
 	dots /= r->specialized ? SPECIALIZED_GAIN : 1;
 	/* exp and friends on the SFUs: mostly beside the dots when two
 	 * warpgroups take turns (FlashAttention-3's ping-pong), after them with one */

@@ -65,6 +65,7 @@ bool blk_lower_emit_kernel(BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k, 
 typedef struct BlkCostWork {
 	double programs;       /* the grid's programs: tiles of work */
 	double flops;          /* the dots' FLOPs, one program */
+	double wide_flops;     /* the same, each dot's over its width's share of the engine's peak */
 	double bytes;          /* bytes its loads and stores move, one program */
 	double trips;          /* iterations of its longest loop nest (1: none) */
 	const char *engine;    /* its largest dot's engine ("wgmma", "mma", "fma"); NULL: no dot */
