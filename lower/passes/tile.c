@@ -215,14 +215,10 @@ static bool can_remat(LowerCtx *c, const BlkValue *v, const BlkLayout *l, int de
 }
 
 /* v in l, recomputed before b's insertion point (can_remat said it can). */
-static BlkValue *remat(LowerCtx *c, BlkBuilder *b, BlkValue *v, const BlkLayout *l)
+/* v's op made again at b on operands ops, its result in l. */
+static BlkValue *rebuild(LowerCtx *c, BlkBuilder *b, const BlkValue *v, BlkValue **ops, const BlkLayout *l)
 {
-	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
-		return v;
-	BlkOp *d = v->def;
-	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, d->noperands + 1);
-	for (int i = 0; i < d->noperands; i++) /* a load's operands are its Ref and indices */
-		ops[i] = d->kind == BLK_OP_LOAD ? d->operands[i] : remat(c, b, d->operands[i], operand_layout(c, d, i, l));
+	const BlkOp *d = v->def;
 	BlkValue *n = blk_build1(b, d->kind, d->loc, v->type, d->noperands, ops);
 	n->def->nattrs = d->nattrs;
 	n->def->attrs = BLK_NEW_N(c->a, BlkAttr, d->nattrs + 1);
@@ -231,6 +227,17 @@ static BlkValue *remat(LowerCtx *c, BlkBuilder *b, BlkValue *v, const BlkLayout 
 	n->name = v->name;
 	set_layout(c, n, l);
 	return n;
+}
+
+static BlkValue *remat(LowerCtx *c, BlkBuilder *b, BlkValue *v, const BlkLayout *l)
+{
+	if (v->type.rank == 0 || blk_layout_equal(layout_of(c, v), l))
+		return v;
+	BlkOp *d = v->def;
+	BlkValue **ops = BLK_NEW_N(c->a, BlkValue *, d->noperands + 1);
+	for (int i = 0; i < d->noperands; i++) /* a load's operands are its Ref and indices */
+		ops[i] = d->kind == BLK_OP_LOAD ? d->operands[i] : remat(c, b, d->operands[i], operand_layout(c, d, i, l));
+	return rebuild(c, b, v, ops, l);
 }
 
 /* v in layout l before op `at`: itself, recomputed, or converted. */
@@ -250,14 +257,7 @@ static BlkValue *relayout(LowerCtx *c, BlkOp *at, BlkValue *v, const BlkLayout *
 		 * the columns of an mma tile): the vector moves, and the
 		 * broadcast is made again in l, instead of the whole tile */
 		BlkValue *x = relayout(c, at, d->operands[0], m);
-		BlkValue *n = blk_build1(&b, d->kind, d->loc, v->type, 1, &x);
-		n->def->nattrs = d->nattrs;
-		n->def->attrs = BLK_NEW_N(c->a, BlkAttr, d->nattrs + 1);
-		if (d->nattrs > 0)
-			memcpy(n->def->attrs, d->attrs, sizeof(BlkAttr) * (size_t)d->nattrs);
-		n->name = v->name;
-		set_layout(c, n, l);
-		return n;
+		return rebuild(c, &b, v, &x, l);
 	}
 	BlkValue *n = blk_build1(&b, BLK_OP_CONVERT_LAYOUT, at->loc, v->type, 1, &v);
 	set_layout(c, n, l);
