@@ -135,6 +135,22 @@ def test_training_examples():
         check(f"attention_bwd dq {what}", dq, dq_r, tol)
         check(f"attention_bwd dk {what}", dk, dk_r, tol)
         check(f"attention_bwd dv {what}", dv, dv_r, tol)
+    # grouped-query heads: 8 query heads on 2 key/value heads; dK, dV per
+    # query head, summed over each group of 4
+    q, do = randn(8, 333, 64, t="bf16"), randn(8, 333, 64, t="bf16")
+    k, v = randn(2, 333, 64, t="bf16"), randn(2, 333, 64, t="bf16")
+    qr, kr, vr = (f(x)[None].requires_grad_() for x in (q, k, v))
+    o_r = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True, enable_gqa=True)
+    dq_r, dk_r, dv_r = torch.autograd.grad(o_r, (qr, kr, vr), f(do)[None])
+    b = dict(T="bf16", D=64, G=4, CAUSAL=True)
+    o, lse = blk.kernel(src, name="attention_fwd_lse", **b)(q, k, v)
+    check("attention_fwd_lse GQA", o, o_r[0], TOL["bf16"] * 2)
+    delta = blk.kernel(src, name="attention_bwd_preprocess", T="bf16", D=64)(o, do)
+    dk, dv = blk.kernel(src, name="attention_bwd_dkdv", **b)(q, k, v, do, lse, delta)
+    dq = blk.kernel(src, name="attention_bwd_dq", **b)(q, k, v, do, lse, delta)
+    check("attention_bwd dq GQA", dq, dq_r[0], TOL["bf16"] * 2)
+    check("attention_bwd dk GQA", f(dk).reshape(2, 4, 333, 64).sum(1), dk_r[0], TOL["bf16"] * 2)
+    check("attention_bwd dv GQA", f(dv).reshape(2, 4, 333, 64).sum(1), dv_r[0], TOL["bf16"] * 2)
     for t in ("f32", "bf16"):
         x, w1, w3 = randn(517, 300, t=t) * 0.5, randn(1030, 300, t=t) * 0.1, randn(1030, 300, t=t) * 0.1
         ref = F.silu(f(x) @ f(w1).T) * (f(x) @ f(w3).T)

@@ -170,6 +170,20 @@ def test_attention_backward():
         close(dv, dv_r, 1e-4)
         dq = blk.kernel(src, name="attention_bwd_dq", BM=8, BN=16, **b)(q, k, v, do, lse, delta, interpret=True)
         close(dq, dq_r, 1e-4)
+    # grouped-query heads: 4 query heads on 2 key/value heads (G = 2); dK and
+    # dV per query head, summed over each group
+    q, do = rand(4, 40, 16), rand(4, 40, 16)
+    kg, vg = rand(2, 40, 16), rand(2, 40, 16)
+    o_r, lse_r, dq_r, dk_r, dv_r = attention_grads_ref(q, np.repeat(kg, 2, 0), np.repeat(vg, 2, 0), do, True)
+    b = dict(D=16, G=2, CAUSAL=True)
+    o, lse = blk.kernel(src, name="attention_fwd_lse", BQ=16, BK=16, **b)(q, kg, vg, interpret=True)
+    close(o, o_r, 1e-4)
+    delta = blk.kernel(src, name="attention_bwd_preprocess", BR=16, D=16)(o, do, interpret=True)
+    dk, dv = blk.kernel(src, name="attention_bwd_dkdv", BM=16, BN=8, **b)(q, kg, vg, do, lse, delta, interpret=True)
+    close(dk.reshape(2, 2, 40, 16).sum(1), dk_r.reshape(2, 2, 40, 16).sum(1), 1e-4)
+    close(dv.reshape(2, 2, 40, 16).sum(1), dv_r.reshape(2, 2, 40, 16).sum(1), 1e-4)
+    dq = blk.kernel(src, name="attention_bwd_dq", BM=8, BN=16, **b)(q, kg, vg, do, lse, delta, interpret=True)
+    close(dq, dq_r, 1e-4)
 
 
 # ---- arrays -------------------------------------------------------------------
