@@ -169,31 +169,46 @@ static int slab_uses(const Pipe *P, const BlkOp *load)
 	return blk_lower_uses(P->L.body, load->results[0]);
 }
 
-/* Slabs read by several taken dots: the first operand with a load owns
- * it, the others name it (same).  False if some use of a shared slab is
- * not a taken operand (a dot left to another path would lose its load). */
-static bool share_slabs(Pipe *P)
+/* The taken operands that read x's slab. */
+static int readers(const Pipe *P, const Operand *x)
 {
+	int n = 0;
+	for (int j = 0; j < P->n; j++)
+		for (int q = 0; q < 2; q++)
+			n += P->all[j].x[q].load == x->load;
+	return n;
+}
+
+/* Slabs read by several taken dots: the first operand with a load owns
+ * it, the others name it (same).  A dot reading a slab that something
+ * not taken also reads (a dot left to another path, which needs the
+ * load) is left out too, until every slab's reads are taken dots'. */
+static void share_slabs(Pipe *P)
+{
+	for (bool dropped = true; dropped;) {
+		dropped = false;
+		int n = 0;
+		for (int i = 0; i < P->n; i++) {
+			bool whole = true;
+			for (int o = 0; o < 2; o++) {
+				const Operand *x = &P->all[i].x[o];
+				whole = whole && (!x->load || readers(P, x) == slab_uses(P, x->load));
+			}
+			if (whole)
+				P->all[n++] = P->all[i];
+			dropped |= !whole;
+		}
+		P->n = n;
+	}
 	for (int i = 0; i < P->n; i++)
 		for (int o = 0; o < 2; o++) {
 			Operand *x = &P->all[i].x[o];
 			x->same = 0;
-			if (!x->load)
-				continue;
-			int readers = 0;
-			for (int j = 0; j < P->n; j++)
-				for (int q = 0; q < 2; q++) {
-					Operand *y = &P->all[j].x[q];
-					if (y->load != x->load)
-						continue;
-					readers++;
-					if ((j < i || (j == i && q < o)) && !x->same)
+			for (int j = 0; j <= i && x->load && !x->same; j++)
+				for (int q = 0; q < (j < i ? 2 : o); q++)
+					if (P->all[j].x[q].load == x->load && !x->same)
 						x->same = 1 + 2 * j + q;
-				}
-			if (readers != slab_uses(P, x->load))
-				return false;
 		}
-	return true;
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -582,7 +597,8 @@ bool blk_pipe_choose(Pipe *P)
 		if (!tc || blk_lower_dot_tc(P->all[i].dot))
 			P->all[n++] = P->all[i];
 	P->n = n;
-	return P->n > 0 && share_slabs(P);
+	share_slabs(P);
+	return P->n > 0;
 }
 
 /* A SIMT dot whose micro-tile keeps one program an SM (emit_dot.c asks
