@@ -358,23 +358,6 @@ static double fresh_regs(const BlkRegion *r, const BlkRegion *body)
 	return most;
 }
 
-/* Where in body (an index of its ops) v is last read: by an op or inside
- * its regions; -1 if never. */
-static int last_use(const BlkRegion *body, const BlkValue *v)
-{
-	int i = 0, last = -1;
-	for (const BlkOp *op = body->first; op; op = op->next, i++) {
-		bool reads = false;
-		for (int k = 0; k < op->noperands && !reads; k++)
-			reads = op->operands[k] == v;
-		for (int k = 0; k < op->nregions && !reads; k++)
-			reads = blk_lower_uses(op->regions[k], v) > 0;
-		if (reads)
-			last = i;
-	}
-	return last;
-}
-
 /* The tiles body makes anew that are live across one of its dots, with
  * that dot's own result, at the busiest dot: a loop of dependent dots
  * (attention's backward: P^T = exp(K Q^T - L) is held while dP^T = V dO^T
@@ -382,18 +365,29 @@ static int last_use(const BlkRegion *body, const BlkValue *v)
  * fused element by element and hold one. */
 static double across_dots(const BlkRegion *body)
 {
+	enum { MAX_HELD = 256 }; /* fresh tiles tracked (a body's, in order) */
+	struct { int def, last; double regs; } held[MAX_HELD];
+	int n = 0, i = 0;
+	for (const BlkOp *op = body->first; op; op = op->next, i++) /* each fresh tile's live range */
+		for (int k = 0; k < op->nresults && n < MAX_HELD; k++) {
+			const BlkValue *v = op->results[k];
+			if (v->type.rank < 2 || from_carry(v, body))
+				continue;
+			int j = 0, last = -1;
+			for (const BlkOp *u = body->first; u; u = u->next, j++)
+				if (j > i && blk_lower_op_reads(u, v))
+					last = j;
+			held[n].def = i, held[n].last = last, held[n].regs = tile_regs(&v->type);
+			n++;
+		}
 	double most = 0;
-	int i = 0;
+	i = 0;
 	for (const BlkOp *d = body->first; d; d = d->next, i++) {
 		if (d->kind != BLK_OP_DOT)
 			continue;
 		double live = from_carry(d->results[0], body) ? 0 : tile_regs(&d->results[0]->type);
-		int j = 0;
-		for (const BlkOp *op = body->first; op != d; op = op->next, j++)
-			for (int k = 0; k < op->nresults; k++)
-				if (op->results[k]->type.rank >= 2 && !from_carry(op->results[k], body) &&
-				    last_use(body, op->results[k]) > i)
-					live += tile_regs(&op->results[k]->type);
+		for (int h = 0; h < n; h++)
+			live += held[h].def < i && held[h].last > i ? held[h].regs : 0;
 		most = fmax(most, live);
 	}
 	return most;

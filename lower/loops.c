@@ -125,6 +125,17 @@ int blk_lower_uses(const BlkRegion *r, const BlkValue *v)
 	return n;
 }
 
+bool blk_lower_op_reads(const BlkOp *op, const BlkValue *v)
+{
+	for (int i = 0; i < op->noperands; i++)
+		if (op->operands[i] == v)
+			return true;
+	for (int i = 0; i < op->nregions; i++)
+		if (blk_lower_uses(op->regions[i], v) > 0)
+			return true;
+	return false;
+}
+
 void blk_loop_erase_dead(BlkLoop *L, BlkPtrMap *in)
 {
 	for (BlkOp *op = L->body->last, *prev; op; op = prev) {

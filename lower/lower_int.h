@@ -130,6 +130,8 @@ BlkValue *blk_loop_add_carry(BlkLoop *L, BlkValue *init, BlkValue *next);
 void blk_loop_erase_dead(BlkLoop *L, BlkPtrMap *in);
 /* Uses of v in r and its nested regions. */
 int blk_lower_uses(const BlkRegion *r, const BlkValue *v);
+/* op reads v: as an operand, or inside its regions. */
+bool blk_lower_op_reads(const BlkOp *op, const BlkValue *v);
 BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
 
 /* Where a dot's staging buffers live: before the outermost `for` around

@@ -318,12 +318,7 @@ static void place(Canon *k, BlkOp *op)
 	BlkOp *user = op->next;
 	bool adjacent = true; /* only broadcasts between (they keep their order) */
 	for (; user; adjacent &= user->kind == BLK_OP_BROADCAST, user = user->next) {
-		bool reads = false;
-		for (int i = 0; i < user->noperands && !reads; i++)
-			reads = user->operands[i] == v;
-		for (int i = 0; i < user->nregions && !reads; i++)
-			reads = blk_lower_uses(user->regions[i], v) > 0;
-		if (reads)
+		if (blk_lower_op_reads(user, v))
 			break;
 	}
 	if (!user || adjacent)
