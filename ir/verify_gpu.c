@@ -360,14 +360,44 @@ static void check_reshape_view(Verifier *V, const BlkOp *op)
 
 /* Of a copy's source indices (attr idx): the dims they keep and the index
  * operands they take. */
-static void copy_indices(const BlkOp *op, const BlkType *src, int *rank, int *nidx)
+/* The copied block's rank and the index operands idx takes; *gather: the
+ * first gathered dim's index tile (it holds the whole block's shape, as
+ * a gathering load's do), or NULL. */
+static void copy_indices(const BlkOp *op, const BlkType *src, int first, int *rank, int *nidx,
+                         const BlkValue **gather)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx");
 	*rank = *nidx = 0;
+	*gather = NULL;
 	for (int d = 0; d < src->rank; d++) {
 		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
+		if (k == BLK_INDEX_GATHER && !*gather && first + *nidx < op->noperands)
+			*gather = op->operands[first + *nidx];
 		*nidx += k != BLK_INDEX_FULL;
-		*rank += k != BLK_INDEX_SCALAR;
+		*rank += k == BLK_INDEX_FULL || k == BLK_INDEX_DS;
+	}
+	if (*gather)
+		*rank = (*gather)->type.rank;
+}
+
+/* A gathered copy's index tiles: i32 tiles of the block's shape. */
+static void check_copy_gathers(Verifier *V, const BlkOp *op, const BlkType *dst)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	int next = 2;
+	for (int d = 0; d < idx->index.n; d++) {
+		BlkIndexKind k = idx->index.v[d].kind;
+		const BlkType *g = &op->operands[next]->type;
+		bool ok = k != BLK_INDEX_GATHER ||
+		          (g->kind == BLK_TYPE_TILE && g->dtype == BLK_I32 && g->rank == dst->rank);
+		for (int j = 0; ok && k == BLK_INDEX_GATHER && j < g->rank; j++)
+			ok = blk_sym_equal(g->dims[j], dst->dims[j]);
+		if (!ok) {
+			fail(V, "a gathered dim's indices have type %s; they must be an i32 tile of the block's "
+			     "shape, %s", ty(V, g), ty(V, dst));
+			return;
+		}
+		next += k != BLK_INDEX_FULL;
 	}
 }
 
@@ -381,13 +411,18 @@ static void check_async_copy(Verifier *V, const BlkOp *op)
 	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[1]->type;
 	const BlkAttr *idx = blk_op_attr(op, "idx");
 	int rank, nidx;
-	copy_indices(op, src, &rank, &nidx);
-	if (idx && (idx->kind != BLK_ATTR_INDEX || idx->index.n != src->rank))
+	const BlkValue *gather;
+	if (idx && (idx->kind != BLK_ATTR_INDEX || idx->index.n != src->rank)) {
 		fail(V, "attr idx must index each of the source's %d dims", src->rank);
-	else if (op->noperands != 2 + nidx)
+		return;
+	}
+	copy_indices(op, src, 2, &rank, &nidx, &gather);
+	if (op->noperands != 2 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 2, nidx);
 	else if (rank != dst->rank || dst->dtype != src->dtype)
 		fail(V, "copies a rank-%d block of %s into %s", rank, ty(V, src), ty(V, dst));
+	else if (gather)
+		check_copy_gathers(V, op, dst);
 	int64_t part = blk_op_int(op, "part", 0), parts = blk_op_int(op, "parts", 1);
 	if (parts < 1 || part < 0 || part >= parts)
 		fail(V, "part %lld of %lld: expected 0 <= part < parts", (long long)part, (long long)parts);
@@ -654,9 +689,12 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	}
 	const BlkType *dst = &op->operands[0]->type, *src = &op->operands[3]->type;
 	int rank, nidx;
-	copy_indices(op, src, &rank, &nidx);
+	const BlkValue *gather;
+	copy_indices(op, src, 4, &rank, &nidx, &gather);
 	if (op->noperands != 4 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 4, nidx);
+	else if (gather)
+		fail(V, "gathers: TMA copies boxes, not rows picked by index tiles (async_copy does)");
 	else if (!tma_slot(dst, src, rank))
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
@@ -691,9 +729,12 @@ static void check_tma_store(Verifier *V, const BlkOp *op)
 	}
 	const BlkType *src = &op->operands[0]->type, *dst = &op->operands[1]->type;
 	int rank, nidx;
-	copy_indices(op, dst, &rank, &nidx);
+	const BlkValue *gather;
+	copy_indices(op, dst, 2, &rank, &nidx, &gather);
 	if (op->noperands != 2 + nidx)
 		fail(V, "has %d index operands, its idx takes %d", op->noperands - 2, nidx);
+	else if (gather)
+		fail(V, "scatters: TMA writes boxes, not rows picked by index tiles");
 	else if (!tma_slot(src, dst, rank))
 		fail(V, "writes %s to a rank-%d block of %s: TMA stores a swizzled rank-2 slot of at most 256 rows",
 		     ty(V, src), rank, ty(V, dst));

@@ -380,3 +380,11 @@ bool blk_lower_depends(const BlkValue *v, const BlkValue *on)
 {
 	return depends(v, on, 0);
 }
+
+BlkLayout blk_lower_copy_layout(const LowerCtx *c, const BlkOp *copy, bool across)
+{
+	const BlkType *t = &copy->operands[0]->type;
+	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
+	int threads = (int)blk_op_int(copy, "threads", c->nthreads);
+	return across ? blk_layout_copy_across(2, shape, t->dtype, threads) : blk_layout_copy(2, shape, t->dtype, threads);
+}

@@ -134,6 +134,12 @@ int blk_lower_uses(const BlkRegion *r, const BlkValue *v);
 bool blk_lower_op_reads(const BlkOp *op, const BlkValue *v);
 BlkValue *blk_lower_i32(BlkBuilder *b, BlkLoc loc, int64_t v);
 
+/* The layout an async_copy's threads copy its [R, C] block in (16 bytes
+ * along a row; `across`: one element a piece, for a slot that lies
+ * transposed): emit_memory.c walks it, and a gathered copy's index tiles
+ * take it (tile.c).  attr threads: the warps sharing the copy. */
+BlkLayout blk_lower_copy_layout(const LowerCtx *c, const BlkOp *copy, bool across);
+
 /* Where a dot's staging buffers live: before the outermost `for` around
  * the dot (every execution alternates between their slots), else before
  * the dot. */

@@ -625,7 +625,10 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
  * (blk_layout_copy: 16 bytes along the row where alignment allows;
  * blk_layout_copy_across where dst lies transposed) to the same
  * coordinates of dst, through dst's strides; with
- * part/parts only that share of its pieces.  Padding lanes copy nothing. */
+ * part/parts only that share of its pieces.  Padding lanes copy nothing.
+ * Gathered dims (an implicit GEMM's rows) take each piece's address from
+ * the index tiles, laid out as the copy (tile.c); an index out of bounds
+ * copies zeros (cp.async's src-size 0). */
 void blk_emit_async_copy(Emit *E, const BlkOp *op)
 {
 	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
@@ -633,14 +636,10 @@ void blk_emit_async_copy(Emit *E, const BlkOp *op)
 	const BlkType *t = &op->operands[0]->type;
 	ERef v;
 	Walk w = { 0 };
-	apply_index(E, op, 2, in, &v, w.dmask, NULL);
+	apply_index(E, op, 2, in, &v, w.dmask, &w.gt); /* gathered rows: index tiles in l */
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
-	int shape[2] = { (int)blk_lower_dim(t->dims[0]), (int)blk_lower_dim(t->dims[1]) };
-	/* attr threads: the warps that share the copy (a producer warpgroup) */
-	int threads = (int)blk_op_int(op, "threads", E->c->nthreads);
 	/* dst k-major (its rows along the source's columns): pieces of one element */
-	*l = dst->stride[1] != 1 && dst->stride[0] == 1 ? blk_layout_copy_across(2, shape, t->dtype, threads)
-	                                               : blk_layout_copy(2, shape, t->dtype, threads);
+	*l = blk_lower_copy_layout(E->c, op, dst->stride[1] != 1 && dst->stride[0] == 1);
 	walk_init(E, &w, &v, l);
 	while (w.vec > 1 && (dst->stride[0] % w.vec || dst->stride[1] != 1))
 		w.vec /= 2;

@@ -46,6 +46,12 @@
  *                      them, instead of a layout of their own that every
  *                      iteration converts through shared memory.
  *
+ *   loop-nest          for i < n1 { pure(i); for j < n2 { body } }, the
+ *                      carries passed straight through, constant trip
+ *                      counts -> one loop over t < n1 * n2, i = t ~/ n2,
+ *                      j = t % n2: a convolution's taps written as loops
+ *                      around its channel loop pipeline as one loop.
+ *
  * Rewrites that are not exact (1/sqrt vs rsqrt, additive masks, a scale
  * moved into exp or across a dot, a dot added after it is named) are no
  * rules: they need a rounding policy.  Each rule's test is a case of
@@ -658,6 +664,88 @@ static void squeeze(Canon *k, BlkOp *f)
 	}
 }
 
+/* ---- loop-nest ------------------------------------------------------------------ */
+
+enum { MAX_NEST_TRIPS = 1 << 30 };
+
+/* A fori_loop's `for`: from 0 by 1 to a constant n >= 1, not unrolled. */
+static bool counted(const BlkOp *f, int64_t *n)
+{
+	int64_t lo, step;
+	return f->kind == BLK_OP_FOR && blk_op_int(f, "unroll", 0) == 0 && blk_lower_const_int(f->operands[0], &lo) &&
+	       lo == 0 && blk_lower_const_int(f->operands[2], &step) && step == 1 &&
+	       blk_lower_const_int(f->operands[1], n) && *n >= 1;
+}
+
+/* The inner loop of a perfect nest: outer's body is pure ops of its iv
+ * (no carry), then a `for` started from the outer carries, its results
+ * yielded as they are. */
+static BlkOp *nested(BlkOp *outer)
+{
+	BlkRegion *ob = outer->regions[0];
+	BlkOp *y = ob->last, *in = y ? y->prev : NULL;
+	int nc = outer->nresults;
+	if (!in || in->kind != BLK_OP_FOR || in->nresults != nc || y->noperands != nc || in->noperands != 3 + nc)
+		return NULL;
+	for (int i = 0; i < nc; i++)
+		if (y->operands[i] != in->results[i] || in->operands[3 + i] != ob->args[1 + i])
+			return NULL;
+	for (int i = 0; i < 3; i++) /* the inner bounds: the same for every outer iteration */
+		if (blk_lower_depends(in->operands[i], ob->args[0]))
+			return NULL;
+	for (const BlkOp *op = ob->first; op != in; op = op->next) {
+		if (!(blk_op_flags(op->kind) & BLK_OPF_PURE) || op->nregions)
+			return NULL;
+		for (int i = 1; i < ob->nargs; i++)
+			if (blk_lower_op_reads(op, ob->args[i]))
+				return NULL;
+	}
+	return in;
+}
+
+/* for i < n1 { pure(i); for j < n2 { body(i, j) } } with the carries
+ * passed straight through -> for t < n1 * n2 { i = t ~/ n2; j = t % n2;
+ * pure(i); body(i, j) }: the same iterations in the same order.  A conv
+ * written with its taps as loops around the channel loop (`for r, for s,
+ * for c`) is then one loop, which the pipeliner keeps full across the
+ * taps instead of draining it at every inner loop's end. */
+static void flatten(Canon *k, BlkOp *outer)
+{
+	int64_t n1, n2;
+	BlkOp *in = counted(outer, &n1) ? nested(outer) : NULL;
+	if (!in || !counted(in, &n2) || n1 > MAX_NEST_TRIPS / n2)
+		return;
+	BlkArena *a = k->c->a;
+	BlkRegion *ob = outer->regions[0], *ib = in->regions[0];
+	BlkValue *t = ob->args[0];
+	BlkBuilder b;
+	blk_builder_before(&b, a, outer);
+	outer->operands[1] = blk_lower_i32(&b, outer->loc, n1 * n2);
+	BlkValue *span = blk_lower_i32(&b, outer->loc, n2);
+	blk_builder_before(&b, a, ob->first);
+	BlkValue *o[2] = { t, span };
+	BlkValue *i = blk_build1(&b, BLK_OP_FLOORDIV, outer->loc, blk_type_scalar(BLK_I32), 2, o);
+	i->name = t->name;
+	blk_replace_uses(ob, t, i);
+	i->def->operands[0] = t;
+	blk_builder_before(&b, a, in);
+	BlkValue *j = blk_build1(&b, BLK_OP_MOD, in->loc, blk_type_scalar(BLK_I32), 2, o);
+	j->name = ib->args[0]->name;
+	blk_replace_uses(ib, ib->args[0], j);
+	for (int c = 1; c < ib->nargs; c++)
+		blk_replace_uses(ib, ib->args[c], ob->args[c]);
+	BlkOp *iy = ib->last, *y = ob->last;
+	for (int c = 0; c < y->noperands; c++)
+		y->operands[c] = iy->operands[c];
+	blk_op_erase(iy);
+	for (BlkOp *op = ib->first, *next; op; op = next) {
+		next = op->next;
+		blk_lower_move_before(op, in);
+	}
+	blk_op_erase(in);
+	k->changed = true;
+}
+
 /* ---- the pass ------------------------------------------------------------------ */
 
 static void rewrite(void *ctx, BlkOp *op)
@@ -694,6 +782,7 @@ static void rewrite(void *ctx, BlkOp *op)
 static void rewrite_loops(void *ctx, BlkOp *op)
 {
 	squeeze(ctx, op);
+	flatten(ctx, op);
 }
 
 /* Erases expand_dims, broadcasts, constants, nots, transposes and selects

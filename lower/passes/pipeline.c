@@ -15,7 +15,10 @@
  * is stored into a shared buffer once, before the loop; or, for A, the
  * result of another mma dot of the body (attention's P = softmax(Q K^T)),
  * when both run over one warp column: its accumulator registers are the A
- * fragments (emit_mma.c), so A stays in registers.
+ * fragments (emit_mma.c), so A stays in registers.  A tensor-core
+ * dot's slab may also be a gather of rows (gathered_rows below: an
+ * implicit GEMM's A), its copies computing their rows' indices at their
+ * own iteration.
  * With S = num_stages >= 2, each operand X gets a buffer
  * bufX = local_alloc [S, R, C + 16 bytes] (the pad spreads ldmatrix's row
  * reads over the banks; for wgmma [S, R, C] swizzled, ir/layout.h, and a
@@ -211,6 +214,20 @@ static void share_slabs(Pipe *P)
 		}
 }
 
+/* A gathering load (an implicit GEMM's rows, picked by computed indices)
+ * is a slab a tensor-core dot's copies can fetch -- cp.async takes any
+ * address, 16 bytes a piece along the row -- where the slab's last dim is
+ * a plain slice of the array's last (contiguous) dim and it lies as the
+ * dot reads it.  TMA cannot gather (warp_spec.c copies such a slab by
+ * cp.async; schedule.c keeps such loops plain). */
+static bool gathered_rows(const Pipe *P, const Operand *x, const BlkOp *ld)
+{
+	const BlkAttr *idx = blk_op_attr(ld, "idx");
+	int n = idx->index.n;
+	BlkIndexKind last = idx->index.v[n - 1].kind;
+	return !simt_f32(P->s->dot) && !x->trans && (last == BLK_INDEX_FULL || last == BLK_INDEX_DS);
+}
+
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
  * 16-bit tile from outside the loop (attention's q), kept in shared
  * memory for every iteration. */
@@ -238,7 +255,8 @@ static bool stageable(Pipe *P, int o)
 	}
 	if (blk_dtype_size(v->type.dtype) == 1 && o == 1 && !x->trans) /* 8 bits are read k-contiguous */
 		return false;
-	if (!d || d->kind != BLK_OP_LOAD || blk_op_gathers(d) || blk_op_strided(d) || d->parent != P->L.body ||
+	if (!d || d->kind != BLK_OP_LOAD || (blk_op_gathers(d) && !gathered_rows(P, x, d)) || blk_op_strided(d) ||
+	    d->parent != P->L.body ||
 	    v->type.rank != 2 || !slab_dtype(P->s->dot, v->type.dtype) || !zero_fill(d) ||
 	    (simt ? blk_lower_uses(P->L.body, v) != 1 : !dots_only(P->L.body, v)) ||
 	    !blk_loop_read_only(P->L.c, d->operands[0]))

@@ -25,6 +25,9 @@
  * specialized; 64 x 64 tiles of one warpgroup run seven plain programs an
  * SM instead of one specialized.
  *
+ * A loop whose dot reads rows gathered through index tiles (an implicit
+ * GEMM) is plain: TMA cannot gather, the plain pipeline's cp.async can.
+ *
  * The register estimate: the accumulators a thread holds plus
  * SCHED_OVERHEAD_REGS for addresses, indices and operands; shared memory:
  * num_stages slabs of every dot's operands.
@@ -47,13 +50,24 @@ typedef struct Work {
 	int64_t acc;   /* accumulator elements of the loop's wgmma dots */
 	int64_t slab;  /* bytes of one stage of their operands */
 	int ndots;
+	bool gathers;  /* an operand loaded through index tiles */
 } Work;
+
+/* v is loaded through index tiles (directly or transposed). */
+static bool gathered(const BlkValue *v)
+{
+	const BlkOp *d = v->def;
+	if (d && blk_transpose_plain(d))
+		d = d->operands[0]->def;
+	return d && d->kind == BLK_OP_LOAD && blk_op_gathers(d);
+}
 
 static void count_dot(void *ctx, BlkOp *op)
 {
 	Work *w = ctx;
 	if (op->kind != BLK_OP_DOT || !blk_lower_dot_wgmma(op))
 		return;
+	w->gathers = w->gathers || gathered(op->operands[0]) || gathered(op->operands[1]);
 	const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
 	int64_t M = blk_lower_dim(a->dims[0]), K = blk_lower_dim(a->dims[1]), N = blk_lower_dim(b->dims[1]);
 	w->acc += M * N;
@@ -83,11 +97,14 @@ static int plain_programs(const LowerCtx *c, const Work *w, int stages)
  * issued further ahead hides more of its latency at no cost in occupancy
  * (CUTLASS sizes its stages from the shared memory left the same way).
  * H200, bf16 x @ W.T 4096^3 at 128x128x32 on 4 warps: 3 stages 0.47 of
- * cuBLAS, 4 stages 0.69 (gpu-notes run 137). */
+ * cuBLAS, 4 stages 0.69 (gpu-notes run 137).  The slabs must still fit:
+ * plain_programs never says fewer than one program, even where one
+ * program's stages overflow the shared memory. */
 static int free_stages(const LowerCtx *c, const Work *w, int plain)
 {
 	int s = c->k->num_stages;
-	while (s >= 2 && s < MAX_FREE_STAGES && plain_programs(c, w, s + 1) >= plain)
+	while (s >= 2 && s < MAX_FREE_STAGES && plain_programs(c, w, s + 1) >= plain &&
+	       (int64_t)plain * ((s + 1) * w->slab + 1024) <= BLK_LOWER_MAX_SMEM)
 		s++;
 	return s;
 }
@@ -151,7 +168,7 @@ bool blk_lower_schedule(LowerCtx *c)
 	 * ping-pong programs that take turns) against the plain programs' */
 	int64_t specialized = w.acc;
 	int plain = plain_programs(c, &w, c->k->num_stages);
-	bool is_plain = plain * w.acc > 2 * specialized;
+	bool is_plain = plain * w.acc > 2 * specialized || w.gathers; /* TMA cannot gather */
 	mark(c, is_plain ? "plain" : "specialize", plain,
 	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w));
 	return true;

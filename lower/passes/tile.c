@@ -459,19 +459,24 @@ static void through_shared(LowerCtx *c, BlkOp *op)
 }
 
 /* A gathering access walks its tile's layout (a load's result: the
- * default one; a store's or atomic's value: the one it has), and element
- * r's indices are register r of its index tiles: they take that layout. */
+ * default one; a store's or atomic's value: the one it has; an
+ * async_copy's: its copy layout), and element r's indices are register r
+ * of its index tiles: they take that layout. */
 static void tile_gather(LowerCtx *c, BlkOp *op)
 {
 	const BlkLayout *l;
-	if (op->kind == BLK_OP_LOAD) {
+	if (op->kind == BLK_OP_ASYNC_COPY) { /* the pipeliner's gathered slab: the copy's walk */
+		BlkLayout *cl = BLK_NEW(c->a, BlkLayout);
+		*cl = blk_lower_copy_layout(c, op, false);
+		l = cl;
+	} else if (op->kind == BLK_OP_LOAD) {
 		l = default_layout(c, &op->results[0]->type);
 		set_layout(c, op->results[0], l);
 	} else {
 		l = layout_of(c, op->operands[op->noperands - 1]);
 	}
 	for (int i = 1; i < op->noperands; i++)
-		if (op->operands[i]->type.rank > 0)
+		if (op->operands[i]->type.kind == BLK_TYPE_TILE && op->operands[i]->type.rank > 0)
 			op->operands[i] = relayout(c, op, op->operands[i], l);
 }
 

@@ -112,8 +112,9 @@ def test_examples():
 def test_training_examples():
     """examples/attention_bwd.blk (forward with the log-sum-exp, the
     backward's three kernels) against torch's autograd through SDPA, and
-    examples/swiglu.blk, at ragged sizes, at the examples' defaults and at
-    the tensor-core configs a user picks."""
+    examples/swiglu.blk, and examples/conv2d.blk against cuDNN, at ragged
+    sizes, at the examples' defaults and at the tensor-core configs a user
+    picks."""
     src = f"{EX}/attention_bwd.blk"
     big = dict(BM=128, BN=128, num_warps=8)
     for t, D, causal, cfg, qcfg in (("f32", 64, False, {}, {}), ("bf16", 64, False, {}, {}), ("bf16", 64, True, {}, {}),
@@ -157,6 +158,18 @@ def test_training_examples():
         check(f"swiglu {t} auto", blk.kernel(f"{EX}/swiglu.blk", T=t)(x, w1, w3), ref, TOL[t])
         cfg = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=4)
         check(f"swiglu {t} {cfg}", blk.kernel(f"{EX}/swiglu.blk", T=t, **cfg)(x, w1, w3), ref, TOL[t])
+    # examples/conv2d.blk against cuDNN's F.conv2d (channels_last), ragged
+    # channels and pixels, `auto` and a config given
+    for t, (n, h, w_, c, oc), cfg in (("bf16", (3, 13, 17, 40, 72), {}), ("f16", (2, 28, 28, 64, 136), {}),
+                                      ("f32", (2, 9, 7, 24, 40), {}),
+                                      ("bf16", (4, 14, 14, 256, 256), dict(BM=128, BN=128, BK=64, num_warps=8))):
+        x = randn(n, c, h, w_, t=t).to(memory_format=torch.channels_last)
+        wt = (randn(oc, c, 3, 3, t=t) * (1.0 / (3 * c ** 0.5))).to(memory_format=torch.channels_last)
+        ref = F.conv2d(x.double(), wt.double(), padding=1).permute(0, 2, 3, 1).reshape(n * h * w_, oc).float()
+        xk = x.permute(0, 2, 3, 1).contiguous()
+        wk = wt.permute(2, 3, 1, 0).reshape(9 * c, oc).contiguous()
+        check(f"conv2d {t} {n}x{h}x{w_}x{c}->{oc} {cfg or 'auto'}",
+              blk.kernel(f"{EX}/conv2d.blk", T=t, **cfg)(xk, wk), ref, TOL[t] * 2)
 
 
 @case

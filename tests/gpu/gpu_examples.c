@@ -23,7 +23,7 @@
 #define BLK_EXAMPLES_DIR "examples"
 #endif
 
-enum { MAX_ARRAYS = 5, MAX_RANK = 3, MAX_DEFINES = 6 };
+enum { MAX_ARRAYS = 5, MAX_RANK = 4, MAX_DEFINES = 6 };
 
 /* $BLK_EXAMPLES_DIR first: on the GPU machine the tree sits elsewhere. */
 static void example_path(char *buf, size_t len, const char *kernel)
@@ -58,6 +58,8 @@ typedef struct Case {
 	{"matmul_epilogue", #M "x" #N "x" #K, 4, {{M, K}, {K, N}, {N}, {M, N}}, defs, 0}
 #define SWIGLU(M, N, K, defs) \
 	{"swiglu", #M "x" #N "x" #K, 4, {{M, K}, {N, K}, {N, K}, {M, N}}, defs, 0}
+#define CONV(N, H, W, C, OC, defs) \
+	{"conv2d", #N "x" #H "x" #W "x" #C "->" #OC, 3, {{N, H, W, C}, {9 * (C), OC}, {(N) * (H) * (W), OC}}, defs, 0}
 #define BMM(B, M, N, K, defs) \
 	{"bmm", #B "x" #M "x" #N "x" #K, 3, {{B, M, K}, {B, K, N}, {B, M, N}}, defs, 0}
 #define SPLITK(M, N, K, defs) \
@@ -92,6 +94,8 @@ typedef struct Case {
  * shared memory than an SM has) */
 #define SWI {"BM=128", "BN=128", "BK=32", "num_warps=8", "num_stages=3"}
 #define SWI4 {"BM=128", "BN=128", "BK=32", "num_warps=8", "num_stages=4"}
+#define CONV_BIG {"BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=4"}
+#define CONV_SMALL {"BM=64", "BN=32", "BK=16", "num_warps=4", "num_stages=2"}
 #define SPLIT3 {"S=3", "BK=16"}
 #define SPLIT5_MMA {"S=5", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"}
 #define ROWS3 {"BR=3", "num_warps=4"}
@@ -121,6 +125,10 @@ static const Case cases[] = {
 	SWIGLU(130, 70, 33, NONE),
 	SWIGLU(600, 1300, 200, SWI),
 	SWIGLU(2100, 2200, 136, SWI4),
+	CONV(2, 7, 9, 40, 72, NONE),
+	CONV(3, 21, 19, 64, 136, NONE),
+	CONV(4, 14, 14, 256, 256, CONV_BIG),
+	CONV(5, 9, 11, 24, 40, CONV_SMALL),
 	BMM(8, 300, 200, 72, PERSIST),
 	/* ragged M, N and K; a CTA count whose last tiles leave one program idle */
 	MM(2100, 2200, 200, "matmul", PING),

@@ -143,6 +143,29 @@ typedef struct Case {
 	     "    y[...] = acc.astype(T);\n"                                            \
 	     "}\n",                                                                     \
 	     A1('i', BLK_I32, nk), A2('i', DT_T, m, k), A2('i', DT_T, k, n), A2('o', DT_T, m, n))
+/* A 3x3 convolution, stride 1, padding 1, NHWC, as an implicit GEMM: the
+ * GEMM's rows are output pixels, each tap's A slab their input pixels'
+ * rows, gathered by computed (n, h, w) indices (out of the image: zeros),
+ * B the weights' rows of that tap and channel chunk. */
+#define CONV3X3(name, cparams)                                                                    \
+	"kernel " name "[T = f32, " cparams "](\n"                                                  \
+	"    x: in T[N, H, W, C] block (N, H, W, C) index (i, j) -> (0, 0, 0, 0),\n"                \
+	"    w: in T[9 * C, OC] block (9 * C, BN) index (i, j) -> (0, j),\n"                        \
+	"    y: out T[N * H * W, OC] block (BM, BN) index (i, j) -> (i, j),\n"                      \
+	") grid (cdiv(N * H * W, BM), cdiv(OC, BN)) {\n"                                            \
+	"    let m = program_id(0) * BM + iota(BM);\n"                                              \
+	"    let n = m ~/ (H * W);\n"                                                               \
+	"    let p = (m % (H * W)) ~/ W;\n"                                                         \
+	"    let q = m % W;\n"                                                                      \
+	"    let nc = cdiv(C, BK);\n"                                                               \
+	"    let acc = fori_loop(0, 9 * nc, zeros((BM, BN), f32)) |t, acc| {\n"                     \
+	"        let tap = t ~/ nc;\n"                                                              \
+	"        let c0 = (t % nc) * BK;\n"                                                         \
+	"        let a = x[n, p + tap ~/ 3 - 1, q + tap % 3 - 1, ds(c0, BK)];\n"                    \
+	"        acc + dot(a, w[ds(tap * C + c0, BK), :])\n"                                        \
+	"    };\n"                                                                                  \
+	"    y[...] = acc.astype(T);\n"                                                             \
+	"}\n"
 /* SwiGLU's two dots on one x slab: silu(x @ w1.T) * (x @ w3.T). */
 #define SWIGLU(name)                                                                              \
 	"kernel " name "[T = f32, BM = 128, BN = 128, BK = 32, num_warps = 8, num_stages = 3](\n"   \
@@ -2968,6 +2991,40 @@ static const Case cases[] = {
 	CASE("swiglu_shared_x_persist", true, SWIGLU("swiglu_shared_x_persist"),
 	     A2('i', DT_T, 1500, 192), A2('i', DT_T, 1800, 192), A2('i', DT_T, 1800, 192),
 	     A2('o', BLK_F32, 1500, 1800)),
+	/* gathered A slabs (pipeline.c's gathered rows: cp.async at computed
+	 * row addresses, plain schedule on sm_90a): ragged C (40 of a 64-wide
+	 * chunk), pixels and output channels; then 2 chunks a tap, more tiles
+	 * than SMs, 8 warps */
+	CASE("conv3x3_gather", true, CONV3X3("conv3x3_gather", "BM = 128, BN = 128, BK = 64, num_warps = 4, num_stages = 3"),
+	     A4('i', DT_T, 2, 7, 9, 40), A2('i', DT_T, 360, 72), A2('o', DT_T, 126, 72)),
+	CASE("conv3x3_gather_big", true, CONV3X3("conv3x3_gather_big", "BM = 128, BN = 64, BK = 32, num_warps = 8, num_stages = 4"),
+	     A4('i', DT_T, 3, 21, 19, 64), A2('i', DT_T, 576, 136), A2('o', DT_T, 1197, 136)),
+	CASE("conv3x3_gather_small", true, CONV3X3("conv3x3_gather_small", "BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 2"),
+	     A4('i', DT_T, 1, 13, 11, 48), A2('i', DT_T, 432, 40), A2('o', DT_T, 143, 40)),
+	/* the taps as two loops around the channel loop (canonicalize.c's
+	 * loop-nest makes one loop of the three, pipelined across taps);
+	 * weights [3, 3, C, OC] */
+	CASE("conv3x3_nested", true,
+	     "kernel conv3x3_nested[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3](\n"
+	     "    x: in T[N, H, W, C] block (N, H, W, C) index (i, j) -> (0, 0, 0, 0),\n"
+	     "    w: in T[3, 3, C, OC] block (3, 3, C, BN) index (i, j) -> (0, 0, 0, j),\n"
+	     "    y: out T[N * H * W, OC] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(N * H * W, BM), cdiv(OC, BN)) {\n"
+	     "    let m = program_id(0) * BM + iota(BM);\n"
+	     "    let n = m ~/ (H * W);\n"
+	     "    let p = (m % (H * W)) ~/ W;\n"
+	     "    let q = m % W;\n"
+	     "    let acc = fori_loop(0, 3, zeros((BM, BN), f32)) |r, acc| {\n"
+	     "        fori_loop(0, 3, acc) |s, acc| {\n"
+	     "            fori_loop(0, cdiv(C, BK), acc) |k, acc| {\n"
+	     "                let a = x[n, p + r - 1, q + s - 1, ds(k * BK, BK)];\n"
+	     "                acc + dot(a, w[r, s, ds(k * BK, BK), :])\n"
+	     "            }\n"
+	     "        }\n"
+	     "    };\n"
+	     "    y[...] = acc.astype(T);\n"
+	     "}\n",
+	     A4('i', DT_T, 2, 9, 7, 72), A4('i', DT_T, 3, 3, 72, 40), A2('o', DT_T, 126, 40)),
 	/* one slab read by two dots in two orientations: dO of attention's
 	 * backward, B of p.T @ dO as it lies and A of dO @ v.T (a [BQ, BK]
 	 * result, added up over the rows); ragged S */

@@ -302,6 +302,60 @@ static void test_swiglu(void **state)
 	}
 }
 
+/* ---- conv2d: a 3x3 NHWC convolution, stride 1, padding 1 ---- */
+
+static void conv2d_case(const char *T, int64_t N, int64_t H, int64_t W, int64_t C, int64_t OC,
+                        const BlkDefine *extra, int nextra)
+{
+	BlkDefine defs[6] = { { "T", T } };
+	for (int i = 0; i < nextra; i++)
+		defs[1 + i] = extra[i];
+	Run r;
+	compile(&r, "conv2d.blk", "conv2d", defs, 1 + nextra);
+	BlkDType dt = dtype_of(T);
+	int64_t xs[4] = { N, H, W, C };
+	BlkHostArray *x = blk_host_new(dt, 4, xs);
+	blk_host_fill_random(x, seed++);
+	BlkHostArray *arr[3] = { x, input(dt, 2, 9 * C, OC), output(dt, 2, N * H * W, OC) };
+	double *ref = calloc((size_t)(N * H * W * OC) + 1, sizeof *ref);
+	for (int64_t m = 0; m < N * H * W; m++)
+		for (int64_t o = 0; o < OC; o++) {
+			int64_t n = m / (H * W), p = m / W % H, q = m % W;
+			double acc = 0;
+			for (int64_t t = 0; t < 9; t++) {
+				int64_t h = p + t / 3 - 1, v = q + t % 3 - 1;
+				if (h < 0 || h >= H || v < 0 || v >= W)
+					continue; /* the padding */
+				for (int64_t c = 0; c < C; c++)
+					acc += blk_host_get(x, (size_t)(((n * H + h) * W + v) * C + c)) *
+					       blk_host_get(arr[1], (size_t)((t * C + c) * OC + o));
+			}
+			ref[m * OC + o] = acc;
+		}
+	char what[128];
+	snprintf(what, sizeof what, "conv2d T=%s %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 " -> %" PRId64 "%s",
+	         T, N, H, W, C, OC, nextra ? " (blocks given)" : "");
+	run_and_check(&r, arr, 3, 2, ref, what);
+	free(ref);
+	for (int i = 0; i < 3; i++)
+		blk_host_free(arr[i]);
+	run_free(&r);
+}
+
+/* `auto` blocks (the interpreter's stand-ins), and small blocks given:
+ * channel chunks ragged against C, pixel blocks against N * H * W, one
+ * pixel, one channel. */
+static void test_conv2d(void **state)
+{
+	(void)state;
+	static const BlkDefine small[] = { { "BM", "16" }, { "BN", "8" }, { "BK", "8" } };
+	for (int t = 0; t < 3; t++) {
+		conv2d_case(dtypes[t], 2, 5, 6, 12, 10, NULL, 0);
+		conv2d_case(dtypes[t], 1, 1, 1, 1, 1, NULL, 0);
+		conv2d_case(dtypes[t], 2, 7, 3, 20, 9, small, 3);
+	}
+}
+
 /* ---- add ---- */
 
 static void add_case(const char *T, int64_t n, const char *B)
@@ -965,6 +1019,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_dynamic),
 		cmocka_unit_test(test_matmul_epilogue),
 		cmocka_unit_test(test_swiglu),
+		cmocka_unit_test(test_conv2d),
 		cmocka_unit_test(test_bmm),
 		cmocka_unit_test(test_matmul_splitk),
 		cmocka_unit_test(test_attention),
