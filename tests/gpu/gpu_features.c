@@ -3001,6 +3001,23 @@ static const Case cases[] = {
 	     A4('i', DT_T, 3, 21, 19, 64), A2('i', DT_T, 576, 136), A2('o', DT_T, 1197, 136)),
 	CASE("conv3x3_gather_small", true, CONV3X3("conv3x3_gather_small", "BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 2"),
 	     A4('i', DT_T, 1, 13, 11, 48), A2('i', DT_T, 432, 40), A2('o', DT_T, 143, 40)),
+	/* a token gather feeding a dot (MoE's, an embedding's): rows of x
+	 * picked by ids loaded once (random in -8..8: the negative ones read
+	 * zeros), staged by cp.async at their rows; ragged M, N, K */
+	CASE("gather_rows_dot", true,
+	     "kernel gather_rows_dot[T = f32, BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3](\n"
+	     "    ids: in i32[M] block (BM) index (i, j) -> (i),\n"
+	     "    x: in T[V, K] block (V, K) index (i, j) -> (0, 0),\n"
+	     "    w: in T[K, N] block (K, BN) index (i, j) -> (0, j),\n"
+	     "    y: out T[M, N] block (BM, BN) index (i, j) -> (i, j),\n"
+	     ") grid (cdiv(M, BM), cdiv(N, BN)) {\n"
+	     "    let rows = ids[...];\n"
+	     "    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {\n"
+	     "        acc + dot(x[rows, ds(k * BK, BK)], w[ds(k * BK, BK), :])\n"
+	     "    };\n"
+	     "    y[...] = acc.astype(T);\n"
+	     "}\n",
+	     A1('i', BLK_I32, 200), A2('i', DT_T, 9, 104), A2('i', DT_T, 104, 72), A2('o', DT_T, 200, 72)),
 	/* the taps as two loops around the channel loop (canonicalize.c's
 	 * loop-nest makes one loop of the three, pipelined across taps);
 	 * weights [3, 3, C, OC] */
