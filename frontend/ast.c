@@ -47,8 +47,8 @@ const char *blk_ast_op_spelling(BlkAstOp op)
 
 const char *blk_ast_access_name(BlkAstAccess acc)
 {
-	static const char *names[] = {"in", "out", "inout", "scratch", "prefetch"};
-	return acc <= BLK_AST_PREFETCH ? names[acc] : "?";
+	static const char *names[] = {"in", "out", "inout", "scratch", "prefetch", "signal"};
+	return acc <= BLK_AST_SIGNAL ? names[acc] : "?";
 }
 
 BlkAstExpr *blk_ast_expr_new(BlkArena *a, BlkAstExprKind k, BlkLoc loc)
@@ -259,9 +259,11 @@ static void print_exprs(FILE *out, const char *head, const BlkLoc *loc,
 static void print_param(FILE *out, const BlkAstParam *p, int depth)
 {
 	open_node(out, depth, "param ");
-	fprintf(out, "%s %s", p->name, blk_ast_access_name(p->access));
+	fprintf(out, "%s %s%s", p->name, blk_ast_access_name(p->access),
+	        p->symmetric && p->access != BLK_AST_SIGNAL ? " symmetric" : "");
 	print_loc(out, p->loc);
-	blk_ast_print_expr(out, p->dtype, depth + 1);
+	if (p->dtype)
+		blk_ast_print_expr(out, p->dtype, depth + 1);
 	print_exprs(out, "shape", NULL, p->shape, p->nshape, depth + 1);
 	if (p->has_block) {
 		print_exprs(out, "block", &p->block_loc, p->block, p->nblock, depth + 1);

@@ -229,6 +229,7 @@ typedef enum {
 	BLK_AST_INOUT,
 	BLK_AST_SCRATCH,
 	BLK_AST_PREFETCH, /* an i32 array every program and every index map can read */
+	BLK_AST_SIGNAL,   /* symmetric i32 counters for signal_add/set/wait (no dtype written) */
 } BlkAstAccess;
 
 /* A kernel parameter `name: access dtype[shape] [block (...) [index (...) -> (...)]]`,
@@ -238,7 +239,8 @@ typedef struct BlkAstParam {
 	const char *name;
 	BlkAstAccess access;
 	BlkLoc access_loc;
-	BlkAstExpr *dtype; /* DTYPE, or NAME of a dtype cparam */
+	bool symmetric;    /* `in symmetric ...`: a buffer on every rank (SIGNAL: always) */
+	BlkAstExpr *dtype; /* DTYPE, or NAME of a dtype cparam; NULL for SIGNAL */
 	BlkAstExpr **shape; /* nshape entries (0 for a scalar-shaped array) */
 	int nshape;
 	bool has_block;     /* a `block (...)` clause was given */

@@ -120,8 +120,19 @@ static void check_let(Ck *c, const BlkAstStmt *s)
 		                       n == s->nnames ? el[i] : blk_ck_poison());
 }
 
+bool blk_ck_not_signal(Ck *c, BlkLoc loc, const CkType *r)
+{
+	if (!r->root || r->root->kind != CK_BIND_PARAM || !c->k->params[r->root->param].signal)
+		return true;
+	blk_error(c->d, loc, "`%s` is a signal: only signal_add, signal_set, signal_wait and "
+	          "rank_barrier touch it (`signal_wait(%s.at[i], n)`)", r->root->name, r->root->name);
+	return false;
+}
+
 bool blk_ck_writable(Ck *c, BlkLoc loc, const CkType *r)
 {
+	if (!blk_ck_not_signal(c, loc, r))
+		return false;
 	if (r->root && r->root->kind == CK_BIND_PARAM)
 		c->k->written[r->root->param] = true;
 	if (r->access != BLK_ACCESS_IN)
@@ -651,7 +662,11 @@ static void check_autos(Ck *c, const BlkAstKernel *ak)
 
 static bool param_shape(Ck *c, const BlkAstParam *p, BlkParam *P)
 {
-	bool ok = blk_ck_dtype(c, p->dtype, &P->dtype);
+	bool ok = true;
+	if (p->access == BLK_AST_SIGNAL)
+		P->dtype = BLK_I32;
+	else
+		ok = blk_ck_dtype(c, p->dtype, &P->dtype);
 	if (!rank_ok(c, p))
 		return false;
 	P->rank = p->nshape;
@@ -682,6 +697,16 @@ static bool block_dim(Ck *c, const BlkAstParam *p, int d, BlkParam *P)
 static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 {
 	bool ok = true;
+	if (p->symmetric && p->access == BLK_AST_SCRATCH) {
+		blk_error(c->d, p->access_loc, "scratch `%s` is private to a program; only an array "
+		          "parameter can be symmetric", p->name);
+		return false;
+	}
+	if (p->symmetric && p->access == BLK_AST_PREFETCH) {
+		blk_error(c->d, p->access_loc, "prefetch array `%s` cannot be symmetric; pass it as "
+		          "`in symmetric i32[...]` to read a peer's copy", p->name);
+		return false;
+	}
 	if (p->access == BLK_AST_SCRATCH) {
 		memcpy(P->block, P->shape, sizeof P->block);
 		if (!scratch_dims_ok(c, p, P->shape))
@@ -699,6 +724,13 @@ static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 			blk_error(c->d, p->dtype->loc, "a prefetch array holds i32 indices, not %s",
 			          blk_dtype_name(P->dtype));
 		return !p->has_block && P->dtype == BLK_I32;
+	}
+	if (p->access == BLK_AST_SIGNAL) {
+		memcpy(P->block, P->shape, sizeof P->block);
+		if (p->has_block)
+			blk_error(c->d, p->block_loc, "signal `%s` is whole in every program; it takes no "
+			          "block spec (index its elements: `%s.at[i]`)", p->name, p->name);
+		return !p->has_block;
 	}
 	if (p->has_block && p->nblock != P->rank) {
 		blk_error(c->d, p->block_loc, "the block has %d dim%s but `%s` has rank %d", p->nblock,
@@ -813,7 +845,10 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 		k->params[i].name = p->name;
 		k->params[i].loc = p->loc;
 		k->params[i].prefetch = p->access == BLK_AST_PREFETCH;
+		k->params[i].signal = p->access == BLK_AST_SIGNAL;
+		k->params[i].symmetric = p->symmetric;
 		k->params[i].access = k->params[i].prefetch ? BLK_ACCESS_IN
+		                      : k->params[i].signal ? BLK_ACCESS_INOUT
 		                      : (BlkAccess)p->access; /* same order */
 		for (int j = 0; j < i; j++)
 			if (strcmp(ak->params[j].name, p->name) == 0) {

@@ -1053,6 +1053,8 @@ static CkType need_ref(Ck *c, const BlkAstExpr *e, const CkType *t)
 
 static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 {
+	if (!blk_ck_not_signal(c, loc, r))
+		return false;
 	if (r->access != BLK_ACCESS_OUT)
 		return true;
 	blk_error(c->d, loc, "cannot read `%s`: it is an `out` parameter", r->root->name);
@@ -2039,6 +2041,96 @@ static CkType b_atomic(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 	return t;
 }
 
+/* ---- several GPUs ---- */
+
+/* The param a Ref views (NULL: scratch). */
+static const BlkParam *ref_root_param(Ck *c, const CkType *r)
+{
+	return r->root && r->root->kind == CK_BIND_PARAM ? &c->k->params[r->root->param] : NULL;
+}
+
+/* my_rank(), world(): i32 scalars. */
+static CkType b_rank(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	Args g;
+	if (!builtin_args(c, e, b, &g))
+		return blk_ck_poison();
+	return blk_ck_value(BLK_I32, 0, NULL);
+}
+
+/* A peer rank: an i32 scalar. */
+static bool rank_arg(Ck *c, const BlkAstExpr *e)
+{
+	CkType t = blk_ck_expr(c, e);
+	if (!need_value(c, e, &t))
+		return false;
+	if (t.t.rank == 0 && (t.weak == CK_WEAK_INT || t.t.dtype == BLK_I32))
+		return true;
+	blk_error(c->d, e->loc, "a rank is an i32 scalar, got %s", tstr(c, &t));
+	return false;
+}
+
+/* x.on(rank): the same Ref of a symmetric param in that rank's buffer. */
+static CkType b_on(Ck *c, const BlkAstExpr *e)
+{
+	Args g;
+	if (!builtin_args(c, e, CK_B_ON, &g))
+		return blk_ck_poison();
+	CkType r = blk_ck_expr(c, g.pos[0]);
+	if (r.kind != CK_REF) {
+		if (!is_poison(&r))
+			blk_error(c->d, g.pos[0]->loc, "on(rank) needs a Ref of a symmetric parameter, got %s",
+			          tstr(c, &r));
+		return blk_ck_poison();
+	}
+	const BlkParam *p = ref_root_param(c, &r);
+	if (!p || !p->symmetric) {
+		blk_error(c->d, e->loc, "`%s` is not symmetric, so it has no buffer on other ranks",
+		          r.root ? r.root->name : "this Ref");
+		if (p)
+			blk_note(c->d, r.root->loc, "`%s` is declared here; declare it `%s symmetric ...` and "
+			         "pass a buffer from symmetric memory", r.root->name, blk_access_name(p->access));
+		return blk_ck_poison();
+	}
+	return rank_arg(c, g.pos[1]) ? r : blk_ck_poison();
+}
+
+/* One element of a signal param: `flags.at[i]`, `flags.on(r).at[i]`. */
+static bool signal_ref(Ck *c, const BlkAstExpr *e, const BlkAstExpr *arg)
+{
+	CkType r = blk_ck_expr(c, arg);
+	if (is_poison(&r))
+		return false;
+	const BlkParam *p = r.kind == CK_REF ? ref_root_param(c, &r) : NULL;
+	if (!p || !p->signal) {
+		blk_error(c->d, arg->loc, "%s needs one element of a `signal` parameter, got %s", e->name,
+		          tstr(c, &r));
+		return false;
+	}
+	if (r.t.rank != 0) {
+		blk_error(c->d, arg->loc, "%s acts on one signal, got %s; pick it: `%s.at[i]`", e->name,
+		          tstr(c, &r), r.root->name);
+		return false;
+	}
+	return true;
+}
+
+/* signal_add/set/wait(sig, v), rank_barrier(sig): nothing. */
+static CkType b_signal(Ck *c, const BlkAstExpr *e, CkBuiltin b)
+{
+	Args g;
+	if (!builtin_args(c, e, b, &g) || !signal_ref(c, e, g.pos[0]))
+		return blk_ck_poison();
+	if (b != CK_B_RANK_BARRIER) {
+		CkType v = blk_ck_expr(c, g.pos[1]);
+		if (!need_value(c, g.pos[1], &v) || !blk_ck_storable(c, g.pos[1]->loc, &v, BLK_I32, 0, NULL))
+			return blk_ck_poison();
+	}
+	CkType t = blk_ck_poison();
+	t.kind = CK_VOID;
+	return t;
+}
+
 /* `x.name(kw = ...)`: the reductions have a method form, numpy's; the
  * receiver is the call's first argument, the rest must be keywords
  * (numpy's x.max(1) means an axis, blk's max(x, 1) an elementwise max). */
@@ -2122,6 +2214,10 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	case CK_B_SPLIT: return b_split(c, e, in);
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS: return b_program_id(c, e, in);
 	case CK_B_LOAD: return b_load(c, e, in);
+	case CK_B_MY_RANK: case CK_B_WORLD: return b_rank(c, e, b);
+	case CK_B_ON: return b_on(c, e);
+	case CK_B_SIGNAL_ADD: case CK_B_SIGNAL_SET: case CK_B_SIGNAL_WAIT: case CK_B_RANK_BARRIER:
+		return b_signal(c, e, b);
 	case CK_B_RAND: case CK_B_RANDN: case CK_B_RANDINT: case CK_B_RANDINT4X: case CK_B_PHILOX:
 		return b_random(c, e, b);
 	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:

@@ -55,6 +55,9 @@ CkType blk_ck_body(Ck *c, const BlkAstBlock *blk);
 CkType blk_ck_fori(Ck *c, const BlkAstExpr *e, CkInfo *in);
 /* False (reported) if r is a Ref to an `in` parameter. */
 bool blk_ck_writable(Ck *c, BlkLoc loc, const CkType *r);
+/* False, with the error, when r is (a view of) a signal param: only the
+ * signal ops touch those. */
+bool blk_ck_not_signal(Ck *c, BlkLoc loc, const CkType *r);
 
 /* check_expr.c */
 CkType blk_ck_expr(Ck *c, const BlkAstExpr *e);

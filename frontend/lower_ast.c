@@ -443,6 +443,44 @@ static BlkValue *lw_load(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return v;
 }
 
+/* x.on(rank): a peer op on x's Ref. */
+static BlkValue *lw_on(Lw *L, const BlkAstExpr *e)
+{
+	BlkValue *ref = lw_expr(L, e->args[0].value, BLK_I32);
+	return op2(L, BLK_OP_PEER, e->loc, ref->type, ref, lw_scalar_i32(L, e->args[1].value));
+}
+
+/* signal_add/set/wait(sig, v). */
+static BlkValue *lw_signal(Lw *L, const BlkAstExpr *e, BlkOpKind k)
+{
+	BlkValue *o[2] = { lw_expr(L, e->args[0].value, BLK_I32), lw_scalar_i32(L, e->args[1].value) };
+	blk_build(&L->b, k, e->loc, 2, o, 0, NULL, 0);
+	return NULL;
+}
+
+/* rank_barrier(sig): every rank's sig gets 1 from each rank, then each waits
+ * for world arrivals on its own (and so leaves it at 0). */
+static BlkValue *lw_rank_barrier(Lw *L, const BlkAstExpr *e)
+{
+	BlkLoc loc = e->loc;
+	BlkValue *sig = lw_expr(L, e->args[0].value, BLK_I32);
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	BlkValue *world = blk_build1(&L->b, BLK_OP_WORLD, loc, i32, 0, NULL);
+	BlkValue *ops[3] = { lw_i32(L, loc, 0), world, lw_i32(L, loc, 1) };
+	BlkOp *f = blk_build(&L->b, BLK_OP_FOR, loc, 3, ops, 0, NULL, 1);
+	blk_op_set_int(L->a, f, "unroll", 0);
+	BlkValue *r = blk_region_add_arg(L->a, f->regions[0], i32, "r");
+	BlkBuilder saved = L->b;
+	blk_builder_at_end(&L->b, L->a, f->regions[0]);
+	BlkValue *add[2] = { op2(L, BLK_OP_PEER, loc, sig->type, sig, r), lw_i32(L, loc, 1) };
+	blk_build(&L->b, BLK_OP_SIGNAL_ADD, loc, 2, add, 0, NULL, 0);
+	blk_build(&L->b, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);
+	L->b = saved;
+	BlkValue *wait[2] = { sig, world };
+	blk_build(&L->b, BLK_OP_SIGNAL_WAIT, loc, 2, wait, 0, NULL, 0);
+	return NULL;
+}
+
 /* atomic_add/max/min(ref, v): ref, v; atomic_cas(ref, cmp, v): ref, cmp, v. */
 static BlkValue *lw_atomic(Lw *L, const BlkAstExpr *e, BlkOpKind k)
 {
@@ -761,6 +799,12 @@ static BlkValue *lw_call(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	case CK_B_PROGRAM_ID: case CK_B_NUM_PROGRAMS:
 		return op_axis(L, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, NULL, in->axis);
 	case CK_B_LOAD: return lw_load(L, e, in);
+	case CK_B_MY_RANK: case CK_B_WORLD:
+		return blk_build1(&L->b, blk_ck_builtins[in->builtin].op, e->loc, in->type.t, 0, NULL);
+	case CK_B_ON: return lw_on(L, e);
+	case CK_B_SIGNAL_ADD: case CK_B_SIGNAL_SET: case CK_B_SIGNAL_WAIT:
+		return lw_signal(L, e, blk_ck_builtins[in->builtin].op);
+	case CK_B_RANK_BARRIER: return lw_rank_barrier(L, e);
 	case CK_B_ATOMIC_ADD: case CK_B_ATOMIC_MAX: case CK_B_ATOMIC_MIN: case CK_B_ATOMIC_CAS:
 		return lw_atomic(L, e, blk_ck_builtins[in->builtin].op);
 	default: return lw_math(L, e, in);

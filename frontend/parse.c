@@ -938,7 +938,16 @@ static void parse_blockspec(Parser *p, BlkAstParam *prm)
 		parse_index_map(p, prm);
 }
 
-/* access = "in" | "out" | "inout" | "scratch" | "prefetch" ; */
+/* Whether the current token is the word w (a word, not a keyword, so it
+ * stays free as a name elsewhere). */
+static bool at_word(Parser *p, const char *w)
+{
+	size_t n = strlen(w);
+	return at(p, BLK_TOK_IDENT) && tok(p)->len == n && memcmp(tok(p)->text, w, n) == 0;
+}
+
+/* access = ( "in" | "out" | "inout" | "scratch" | "prefetch" ) [ "symmetric" ]
+ *        | "signal" ; */
 static void parse_access(Parser *p, BlkAstParam *prm)
 {
 	static const BlkAstAccess map[] = {BLK_AST_IN, BLK_AST_OUT, BLK_AST_INOUT, BLK_AST_SCRATCH,
@@ -947,16 +956,27 @@ static void parse_access(Parser *p, BlkAstParam *prm)
 	BlkTokKind k = peek(p);
 	if (k >= BLK_TOK_IN && k <= BLK_TOK_PREFETCH) {
 		prm->access = map[next(p)->kind - BLK_TOK_IN];
+		if (at_word(p, "symmetric")) {
+			next(p);
+			prm->symmetric = true;
+		}
+		return;
+	}
+	if (at_word(p, "signal") && peek2(p) == BLK_TOK_LBRACKET) {
+		next(p);
+		prm->access = BLK_AST_SIGNAL;
+		prm->symmetric = true;
 		return;
 	}
 	if (k == BLK_TOK_IDENT || is_dtype_kw(k))
-		error_at(p, here(p), "expected an access ('in', 'out', 'inout', 'scratch' or "
-		         "'prefetch'), found %s", blk_tok_describe(p->a, tok(p)));
+		error_at(p, here(p), "expected an access ('in', 'out', 'inout', 'scratch', "
+		         "'prefetch' or 'signal'), found %s", blk_tok_describe(p->a, tok(p)));
 	else
-		expected(p, "an access ('in', 'out', 'inout', 'scratch' or 'prefetch')");
+		expected(p, "an access ('in', 'out', 'inout', 'scratch', 'prefetch' or 'signal')");
 }
 
-/* param = IDENT ":" access dtype "[" [ expr { "," expr } ] "]" [ blockspec ] ; */
+/* param = IDENT ":" access [ dtype ] "[" [ expr { "," expr } ] "]" [ blockspec ] ;
+ * (the dtype is there for every access but signal) */
 static void parse_param(Parser *p, Vec *v)
 {
 	BlkAstParam *prm = vec_push(p, v, sizeof(BlkAstParam));
@@ -964,7 +984,8 @@ static void parse_param(Parser *p, Vec *v)
 	prm->name = expect_ident(p, "a parameter name", NULL);
 	expect(p, BLK_TOK_COLON);
 	parse_access(p, prm);
-	prm->dtype = parse_dtype(p);
+	if (prm->access != BLK_AST_SIGNAL)
+		prm->dtype = parse_dtype(p);
 	parse_shape_list(p, prm);
 	if (at(p, BLK_TOK_BLOCK))
 		parse_blockspec(p, prm);
@@ -974,8 +995,7 @@ static void parse_param(Parser *p, Vec *v)
  * keyword, so it stays free as a name elsewhere. */
 static bool at_auto(Parser *p)
 {
-	return at(p, BLK_TOK_IDENT) && tok(p)->len == 4 && memcmp(tok(p)->text, "auto", 4) == 0 &&
-	       (peek2(p) == BLK_TOK_COMMA || peek2(p) == BLK_TOK_RBRACKET);
+	return at_word(p, "auto") && (peek2(p) == BLK_TOK_COMMA || peek2(p) == BLK_TOK_RBRACKET);
 }
 
 /* cparam = IDENT "=" ( "auto" | expr ) ; */

@@ -19,6 +19,7 @@
 #include "support/ptrmap.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,13 +62,39 @@ typedef struct Interp {
 	int64_t (*bdims)[BLK_MAX_RANK];
 	BlkIRef *pf; /* per prefetch param: the whole array, an arg of the other index maps */
 	Block body;
+	/* several ranks: this one's number, the world, every rank's arrays */
+	int rank;
+	BlkIWorld *world;
+	void *const *const *ranks_data;
+	int *array_of; /* per param: its index among the arrays (-1: scratch) */
 } Interp;
+
+/* "kernel" alone, or "kernel (rank r)" in a world of several. */
+static const char *who(const Interp *I, char *buf, size_t n)
+{
+	if (blk_iworld_size(I->world) == 1)
+		return I->k->name;
+	snprintf(buf, n, "%s (rank %d)", I->k->name, I->rank);
+	return buf;
+}
+
+/* The first error of this rank (the others stay silent). */
+static void report(Interp *I, BlkLoc loc, const char *msg)
+{
+	char w[256];
+	if (!I->failed) {
+		blk_iworld_diag_lock(I->world);
+		blk_error(I->d, loc, "interpreting %s: %s", who(I, w, sizeof w), msg);
+		blk_iworld_diag_unlock(I->world);
+	}
+	I->failed = true;
+}
 
 static void fail(Interp *I, BlkLoc loc, const char *msg, int64_t v)
 {
-	if (!I->failed)
-		blk_error(I->d, loc, "interpreting %s: %s (%" PRId64 ")", I->k->name, msg, v);
-	I->failed = true;
+	char m[512];
+	snprintf(m, sizeof m, "%s (%" PRId64 ")", msg, v);
+	report(I, loc, m);
 }
 
 /* Whether the caller asked the run to stop; the first time, the error. */
@@ -75,9 +102,7 @@ static bool stopped(Interp *I, BlkLoc loc)
 {
 	if (!I->stop || !atomic_load_explicit(I->stop, memory_order_relaxed))
 		return false;
-	if (!I->failed)
-		blk_error(I->d, loc, "interpreting %s: interrupted", I->k->name);
-	I->failed = true;
+	report(I, loc, "interrupted");
 	return true;
 }
 
@@ -671,6 +696,9 @@ static void exec_access(Interp *I, const Instr *in)
 	BlkITile t = value_for(&v, tile_at(I, in->in[next]));
 	a.t = &t;
 	a.kind = op->kind;
+	bool shared = blk_op_is_atomic(op->kind) && blk_iworld_size(I->world) > 1;
+	if (shared) /* other ranks' atomics may hit the same elements */
+		blk_iworld_lock(I->world);
 	if (op->kind == BLK_OP_STORE) {
 		ref_walk(&v, store_row, &a);
 	} else if (op->kind == BLK_OP_ATOMIC_ADD) {
@@ -683,13 +711,71 @@ static void exec_access(Interp *I, const Instr *in)
 		ref_walk(&v, swap_row, &a);
 		set_tile(I, in->out[0], old);
 	}
+	if (shared)
+		blk_iworld_unlock(I->world);
 	blk_itile_release(&t);
+}
+
+/* ---- several ranks ------------------------------------------------------------ */
+
+/* peer(ref, r): the same window on rank r's buffer of the param (every
+ * rank's symmetric arrays have one shape and strides: run_world checked). */
+static void exec_peer(Interp *I, const Instr *in)
+{
+	BlkIVal v = { .kind = BLK_IVAL_REF, .r = *ref_at(I, in->in[0]) };
+	int64_t r = scalar_at(I, in->in[1]);
+	if (r < 0 || r >= blk_iworld_size(I->world)) {
+		char m[160];
+		snprintf(m, sizeof m, "peer rank %" PRId64 " is outside the world of %d rank%s", r,
+		         blk_iworld_size(I->world), blk_iworld_size(I->world) == 1 ? "" : "s");
+		report(I, in->op->loc, m);
+		return;
+	}
+	int ai = v.r.param >= 0 ? I->array_of[v.r.param] : -1;
+	if (ai < 0)
+		blk_die("interp: %s: peer of a Ref that views no array", I->k->name);
+	v.r.base = (unsigned char *)I->ranks_data[r][ai] +
+	           (v.r.base - (unsigned char *)I->ranks_data[v.r.holder][ai]);
+	v.r.holder = (int)r;
+	set_val(I, in->out[0], &v);
+}
+
+/* signal_add/set/wait on one i32 counter. */
+static void exec_signal(Interp *I, const Instr *in)
+{
+	const BlkIRef *r = ref_at(I, in->in[0]);
+	int32_t v = (int32_t)scalar_at(I, in->in[1]), seen;
+	if (r->dead) {
+		report(I, in->op->loc, "the signal's index is outside its signal array");
+		return;
+	}
+	int32_t *counter = (int32_t *)(void *)(r->base + r->off * 4);
+	if (in->op->kind != BLK_OP_SIGNAL_WAIT) {
+		blk_iworld_signal(I->world, counter, in->op->kind == BLK_OP_SIGNAL_SET, v);
+		return;
+	}
+	BlkIWait w = blk_iworld_wait(I->world, counter, v, I->stop, &seen);
+	if (w == BLK_IWAIT_OK)
+		return;
+	if (w == BLK_IWAIT_ABORTED) {
+		if (!stopped(I, in->op->loc))
+			I->failed = true; /* another rank failed and said why */
+		return;
+	}
+	char m[400], pid[96] = "the program";
+	for (int i = 0, n = 0; i < I->k->grid_rank; i++)
+		n += snprintf(pid + n, sizeof pid - (size_t)n, "%s%" PRId64 "%s", i ? ", " : "program (",
+		              I->pid[i], i + 1 == I->k->grid_rank ? ")" : "");
+	snprintf(m, sizeof m, "deadlock: %s waits for a signal to reach %d, and it is %d; "
+	         "no rank that is still running can signal it", pid, v, seen);
+	report(I, in->op->loc, m);
 }
 
 /* A fresh buffer for a scratch Ref of the given type, poisoned. */
 static unsigned char *scratch_new(BlkDType dt, int rank, const int64_t *dims, BlkIRef *r)
 {
 	memset(r, 0, sizeof *r);
+	r->param = -1;
 	r->dtype = dt;
 	r->rank = rank;
 	int64_t n = 1;
@@ -889,6 +975,9 @@ static void exec_scoped(Interp *I, const Instr *in)
 static void exec_print(Interp *I, const Instr *in)
 {
 	const BlkAttr *fmt = blk_op_attr(in->op, "fmt");
+	blk_iworld_diag_lock(I->world);
+	if (blk_iworld_size(I->world) > 1)
+		fprintf(I->out, "rank %d ", I->rank);
 	fputs("program (", I->out);
 	for (int i = 0; i < I->k->grid_rank; i++)
 		fprintf(I->out, "%s%" PRId64, i ? ", " : "", I->pid[i]);
@@ -901,6 +990,7 @@ static void exec_print(Interp *I, const Instr *in)
 			fputs("<ref>", I->out);
 	}
 	fputc('\n', I->out);
+	blk_iworld_diag_unlock(I->world);
 }
 
 /* ---- ops ----------------------------------------------------------------------- */
@@ -942,6 +1032,8 @@ static void exec_leaf(Interp *I, const Instr *in)
 		else if (ax == 0 && op->kind == BLK_OP_NUM_PROGRAMS)
 			blk_iop_splat(&r, false, 1, 0.0); /* a grid of rank 0 is one program */
 		break;
+	case BLK_OP_RANK: blk_iop_splat(&r, false, I->rank, 0.0); break;
+	case BLK_OP_WORLD: blk_iop_splat(&r, false, blk_iworld_size(I->world), 0.0); break;
 	default: /* IOTA */
 		if ((ax = axis_attr(I, in, r.rank)) >= 0)
 			blk_iop_iota(ax, &r);
@@ -1018,8 +1110,12 @@ static void exec_instr(Interp *I, const Instr *in)
 {
 	switch (in->op->kind) {
 	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID:
-	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
+	case BLK_OP_NUM_PROGRAMS: case BLK_OP_RANK: case BLK_OP_WORLD: case BLK_OP_IOTA:
 		exec_leaf(I, in);
+		break;
+	case BLK_OP_PEER: exec_peer(I, in); break;
+	case BLK_OP_SIGNAL_ADD: case BLK_OP_SIGNAL_SET: case BLK_OP_SIGNAL_WAIT:
+		exec_signal(I, in);
 		break;
 	case BLK_OP_NEG: case BLK_OP_NOT: case BLK_OP_EXP: case BLK_OP_LOG:
 	case BLK_OP_SQRT: case BLK_OP_RSQRT: case BLK_OP_TANH: case BLK_OP_ABS:
@@ -1107,6 +1203,8 @@ static void block_ref(Interp *I, int pi, int ai, BlkIRef *r)
 		}
 	}
 	memset(r, 0, sizeof *r);
+	r->param = pi;
+	r->holder = I->rank;
 	r->base = I->data[ai];
 	r->dtype = p->dtype;
 	for (int d = 0; d < p->rank; d++) {
@@ -1251,24 +1349,129 @@ bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const 
 bool blk_interp_run_until(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
                           int narrays, FILE *print_out, BlkDiag *d, const atomic_bool *stop)
 {
-	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);
-	if (!blk_bind_sizes(k, arrays, narrays, sizes, d)) {
-		free(sizes);
+	const BlkArrayDesc *const a[1] = { arrays };
+	void *const *const dt[1] = { data };
+	return blk_interp_run_world(k, 1, a, dt, narrays, print_out, d, stop);
+}
+
+/* Every rank's array of a symmetric param has rank 0's shape and strides,
+ * so a peer Ref's offsets hold on every rank. */
+static bool symmetric_alike(const BlkKernel *k, int nranks, const BlkArrayDesc *const *arrays,
+                            const int *array_of, BlkDiag *d)
+{
+	for (int pi = 0; pi < k->nparams; pi++) {
+		int ai = array_of[pi];
+		if (!k->params[pi].symmetric || ai < 0)
+			continue;
+		const BlkArrayDesc *a0 = &arrays[0][ai];
+		for (int r = 1; r < nranks; r++) {
+			const BlkArrayDesc *ar = &arrays[r][ai];
+			bool same = ar->rank == a0->rank && ar->dtype == a0->dtype;
+			for (int i = 0; same && i < a0->rank; i++)
+				same = ar->shape[i] == a0->shape[i] && ar->strides[i] == a0->strides[i];
+			if (!same) {
+				blk_error(d, k->params[pi].loc, "symmetric `%s` has another shape, dtype or "
+				          "layout on rank %d than on rank 0; a symmetric array is the same on "
+				          "every rank", k->params[pi].name, r);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+static bool run_rank(void *arg)
+{
+	run_grid(arg);
+	return true;
+}
+
+/* One rank's thread: its grid, then word to the others that it is done. */
+static void *rank_main(void *arg)
+{
+	Interp *I = arg;
+	char msg[512];
+	if (!blk_guard(run_rank, I, msg, sizeof msg))
+		report(I, I->k->loc, msg);
+	blk_iworld_finish(I->world, I->failed);
+	return NULL;
+}
+
+/* Starts every rank (on threads when there are several) and waits for them. */
+static void run_ranks(Interp *Is, int nranks)
+{
+	if (nranks == 1) {
+		rank_main(&Is[0]);
+		return;
+	}
+	pthread_t *th = calloc((size_t)nranks, sizeof *th);
+	bool *started = calloc((size_t)nranks, sizeof *started);
+	if (!th || !started)
+		blk_die("out of memory");
+	for (int r = 0; r < nranks; r++) {
+		started[r] = pthread_create(&th[r], NULL, rank_main, &Is[r]) == 0;
+		if (!started[r]) { /* the rank never runs: the others must not wait for it */
+			report(&Is[r], Is[r].k->loc, "cannot start a thread for this rank");
+			blk_iworld_finish(Is[r].world, true);
+		}
+	}
+	for (int r = 0; r < nranks; r++)
+		if (started[r])
+			pthread_join(th[r], NULL);
+	free(th);
+	free(started);
+}
+
+bool blk_interp_run_world(const BlkKernel *k, int nranks, const BlkArrayDesc *const *arrays,
+                          void *const *const *data, int narrays, FILE *print_out, BlkDiag *d,
+                          const atomic_bool *stop)
+{
+	if (nranks < 1 || nranks > BLK_INTERP_MAX_RANKS) {
+		blk_error(d, k->loc, "interpreting %s: a world of %d ranks; it takes 1 to %d", k->name,
+		          nranks, BLK_INTERP_MAX_RANKS);
 		return false;
 	}
-	Interp I = { .k = k, .d = d, .out = print_out ? print_out : stdout,
-	             .arena = blk_arena_create(), .arrays = arrays, .data = data, .stop = stop };
-	I.env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
-	if (eval_launch(&I)) {
-		prepare(&I);
-		if (!I.failed)
-			run_grid(&I);
-		for (int s = 0; s < I.nslots; s++)
-			slot_clear(&I, s);
+	int *array_of = calloc((size_t)k->nparams + 1, sizeof *array_of);
+	Interp *Is = calloc((size_t)nranks, sizeof *Is);
+	int64_t **sizes = calloc((size_t)nranks, sizeof *sizes);
+	if (!array_of || !Is || !sizes)
+		blk_die("out of memory");
+	for (int pi = 0, ai = 0; pi < k->nparams; pi++)
+		array_of[pi] = k->params[pi].access == BLK_ACCESS_SCRATCH ? -1 : ai++;
+	bool ok = true;
+	for (int r = 0; r < nranks && ok; r++) {
+		sizes[r] = calloc((size_t)k->nsizes + 1, sizeof **sizes);
+		ok = sizes[r] && blk_bind_sizes(k, arrays[r], narrays, sizes[r], d);
 	}
-	free(I.slots);
-	blk_arena_destroy(I.arena);
+	ok = ok && symmetric_alike(k, nranks, arrays, array_of, d);
+	BlkIWorld *world = blk_iworld_create(nranks);
+	for (int r = 0; r < nranks && ok; r++) {
+		Interp *I = &Is[r];
+		*I = (Interp){ .k = k, .d = d, .out = print_out ? print_out : stdout,
+		               .arena = blk_arena_create(), .arrays = arrays[r], .data = data[r],
+		               .stop = stop, .rank = r, .world = world, .ranks_data = data,
+		               .array_of = array_of };
+		I->env = (BlkSymEnv){ k->nsizes, k->sizes, sizes[r] };
+		if (eval_launch(I))
+			prepare(I);
+		ok = !I->failed;
+	}
+	if (ok)
+		run_ranks(Is, nranks);
+	for (int r = 0; r < nranks; r++) {
+		Interp *I = &Is[r];
+		ok &= !I->failed;
+		for (int s = 0; s < I->nslots && I->slots; s++)
+			slot_clear(I, s);
+		free(I->slots);
+		if (I->arena)
+			blk_arena_destroy(I->arena);
+		free(sizes[r]);
+	}
+	blk_iworld_destroy(world);
 	free(sizes);
-	fflush(I.out);
-	return !I.failed;
+	free(Is);
+	free(array_of);
+	fflush(print_out ? print_out : stdout);
+	return ok;
 }

@@ -25,4 +25,16 @@ bool blk_interp_run(const BlkKernel *k, const BlkArrayDesc *arrays, void *const 
 bool blk_interp_run_until(const BlkKernel *k, const BlkArrayDesc *arrays, void *const *data,
                           int narrays, FILE *print_out, BlkDiag *d, const atomic_bool *stop);
 
+/* A world of nranks ranks (docs/language.md, "Several GPUs"), one thread
+ * each: arrays[r] and data[r] are rank r's arrays, as for blk_interp_run.
+ * A symmetric param's array must have one shape, dtype and layout on every
+ * rank; peer Refs reach the other ranks' arrays and signals pass between
+ * them.  A deadlock (every rank still running waits for a signal no running
+ * rank can send) is an error at each waiting signal_wait, not a hang.
+ * nranks is 1 to BLK_INTERP_MAX_RANKS. */
+#define BLK_INTERP_MAX_RANKS 64
+bool blk_interp_run_world(const BlkKernel *k, int nranks, const BlkArrayDesc *const *arrays,
+                          void *const *const *data, int narrays, FILE *print_out, BlkDiag *d,
+                          const atomic_bool *stop);
+
 #endif

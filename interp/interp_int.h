@@ -40,6 +40,8 @@ typedef struct BlkITile {
 
 typedef struct BlkIRef {
 	unsigned char *base;
+	int param;  /* the kernel param it views (peer finds that buffer on a rank); -1: scratch */
+	int holder; /* the rank whose buffer of it base points into */
 	BlkDType dtype;
 	int rank;
 	bool dead;
@@ -61,6 +63,31 @@ typedef struct BlkIVal {
 		BlkIRef r;  /* REF */
 	};
 } BlkIVal;
+
+/* ---- the world of ranks (world.c) ---- */
+
+/* The ranks of one run, each on its own thread, and what they share. */
+typedef struct BlkIWorld BlkIWorld;
+typedef enum { BLK_IWAIT_OK, BLK_IWAIT_DEADLOCK, BLK_IWAIT_ABORTED } BlkIWait;
+
+BlkIWorld *blk_iworld_create(int nranks);
+void blk_iworld_destroy(BlkIWorld *w);
+int blk_iworld_size(const BlkIWorld *w);
+/* Held around every atomic when there are several ranks. */
+void blk_iworld_lock(BlkIWorld *w);
+void blk_iworld_unlock(BlkIWorld *w);
+/* Held around an error report or a printed line. */
+void blk_iworld_diag_lock(BlkIWorld *w);
+void blk_iworld_diag_unlock(BlkIWorld *w);
+/* signal_add (set false) or signal_set of the counter. */
+void blk_iworld_signal(BlkIWorld *w, int32_t *counter, bool set, int32_t v);
+/* signal_wait: until *counter >= v, then subtracts v.  DEADLOCK when no
+ * rank can signal any more, ABORTED when another rank failed or *stop was
+ * set; *seen: the counter's last value. */
+BlkIWait blk_iworld_wait(BlkIWorld *w, int32_t *counter, int32_t v, const atomic_bool *stop,
+                         int32_t *seen);
+/* A rank is done (failed: the others stop waiting). */
+void blk_iworld_finish(BlkIWorld *w, bool failed);
 
 #define BLK_ITF(t) ((float *)(void *)(t)->buf->data)
 #define BLK_ITI(t) ((int32_t *)(void *)(t)->buf->data)

@@ -381,6 +381,42 @@ bool blk_op_gathers(const BlkOp *op)
 	return false;
 }
 
+/* Whether r or a region inside it has an op of kind a..b. */
+static bool region_has(const BlkRegion *r, BlkOpKind a, BlkOpKind b)
+{
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		if (op->kind >= a && op->kind <= b)
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (region_has(op->regions[i], a, b))
+				return true;
+	}
+	return false;
+}
+
+bool blk_kernel_multi_rank(const BlkKernel *k)
+{
+	for (int pi = 0; pi < k->nparams; pi++)
+		if (k->params[pi].symmetric)
+			return true;
+	return region_has(k->body, BLK_OP_RANK, BLK_OP_WORLD); /* (adjacent in ops.def) */
+}
+
+bool blk_kernel_signals(const BlkKernel *k)
+{
+	return region_has(k->body, BLK_OP_SIGNAL_ADD, BLK_OP_SIGNAL_WAIT);
+}
+
+int blk_ref_param(const BlkKernel *k, const BlkValue *ref)
+{
+	while (ref->def && (ref->def->kind == BLK_OP_VIEW || ref->def->kind == BLK_OP_PEER ||
+	                    ref->def->kind == BLK_OP_TRANS_VIEW))
+		ref = ref->def->operands[0];
+	if (ref->def)
+		return ref->def->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(ref->def, "param", -1) : -1;
+	return ref->owner == k->body && ref->index < k->nparams ? ref->index : -1;
+}
+
 bool blk_transpose_perm(const BlkOp *op, int rank, int *perm)
 {
 	const BlkAttr *a = blk_op_attr(op, "perm");

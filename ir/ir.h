@@ -262,6 +262,11 @@ static inline bool blk_op_is_reduce(BlkOpKind k)
 bool blk_op_is_scan(BlkOpKind k);
 /* An access some of whose dims are GATHER (its idx attr). */
 bool blk_op_gathers(const BlkOp *op);
+/* signal_add, signal_set, signal_wait (ORDER OP keeps them together). */
+static inline bool blk_op_is_signal(BlkOpKind k)
+{
+	return k >= BLK_OP_SIGNAL_ADD && k <= BLK_OP_SIGNAL_WAIT;
+}
 /* An access with a DS dim of step > 1 (its idx attr). */
 bool blk_op_strided(const BlkOp *op);
 /* A transpose's order: perm[d] the operand dim of result dim d, from attr
@@ -336,6 +341,11 @@ typedef struct BlkParam {
 	bool squeezed[BLK_MAX_RANK];
 	BlkRegion *index_map;  /* NULL for scratch */
 	bool prefetch; /* access IN, i32, whole: a Ref arg of every other param's index map */
+	/* Several GPUs: a symmetric param has a buffer of the same shape on
+	 * every rank, which `peer` reaches; a signal param (access INOUT, i32,
+	 * symmetric) is a row of counters only the signal ops touch. */
+	bool symmetric;
+	bool signal;
 } BlkParam;
 
 typedef enum { BLK_CPARAM_INT, BLK_CPARAM_FLOAT, BLK_CPARAM_BOOL, BLK_CPARAM_DTYPE } BlkCParamKind;
@@ -372,10 +382,15 @@ typedef enum BlkArgKind {
 	BLK_ARG_TMAP,   /* a 128-byte CUtensorMap of a param's array, by value (a grid constant) */
 	BLK_ARG_SIZE,   /* a dynamic size, i32 */
 	BLK_ARG_STRIDE, /* a dynamic stride (elements) of a param's array, i64 */
+	/* several ranks (a kernel with a symmetric param or my_rank/world) */
+	BLK_ARG_PEERS,   /* a symmetric param: a global pointer to world u64s, rank r's base of its buffer */
+	BLK_ARG_RANK,    /* this rank, i32 */
+	BLK_ARG_WORLD,   /* the number of ranks, i32 */
+	BLK_ARG_TIMEOUT, /* how long a signal_wait may wait, nanoseconds, i64 */
 } BlkArgKind;
 
 /* One kernel argument; the list is in ABI order: every PTR (param order),
- * then every TMAP, SIZE, STRIDE. */
+ * then every TMAP, SIZE, STRIDE, PEERS (param order), RANK, WORLD, TIMEOUT. */
 typedef struct BlkLaunchArg {
 	BlkArgKind kind;
 	int param;       /* PTR, TMAP, STRIDE: the kernel param (never scratch) */
@@ -506,6 +521,17 @@ void blk_op_set_index(BlkArena *a, BlkOp *op, const char *name, int n, const Blk
 const BlkAttr *blk_op_attr(const BlkOp *op, const char *name); /* NULL if absent */
 void blk_op_remove_attr(BlkOp *op, const char *name); /* nothing if absent */
 int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt);
+/* The kernel param a Ref views: ref is a body arg, a block_ref, or a view,
+ * peer or trans_view of one; -1 for anything else (scratch allocations,
+ * scoped args). */
+int blk_ref_param(const BlkKernel *k, const BlkValue *ref);
+/* Whether k runs in a world of ranks: it has a symmetric param or asks
+ * my_rank() or world() (its launch then takes rank, world, timeout). */
+bool blk_kernel_multi_rank(const BlkKernel *k);
+/* Whether k's body has a signal_add, signal_set or signal_wait: programs
+ * that signal one another (the GPU passes keep such a kernel one program
+ * a CTA, every warp running the body, its stores plain). */
+bool blk_kernel_signals(const BlkKernel *k);
 
 /* Unlinks op from its region (its results must be unused). */
 void blk_op_erase(BlkOp *op);

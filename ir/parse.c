@@ -845,15 +845,21 @@ static void parse_grid(Parser *P, BlkKernel *k)
 	expect(P, ")");
 }
 
-/* access = "in" | "out" | "inout" | "scratch" | "prefetch" (in, flagged) */
-static BlkAccess parse_access(Parser *P, bool *prefetch)
+/* access = ( "in" | "out" | "inout" | "scratch" ) [ "symmetric" ]
+ *        | "prefetch" (in, flagged) | "signal" (symmetric inout, flagged) */
+static BlkAccess parse_access(Parser *P, BlkParam *pa)
 {
-	if ((*prefetch = accept(P, "prefetch")))
+	if ((pa->prefetch = accept(P, "prefetch")))
 		return BLK_ACCESS_IN;
+	if ((pa->signal = pa->symmetric = accept(P, "signal")))
+		return BLK_ACCESS_INOUT;
 	for (int a = BLK_ACCESS_IN; a <= BLK_ACCESS_SCRATCH; a++)
-		if (accept(P, blk_access_name((BlkAccess)a)))
+		if (accept(P, blk_access_name((BlkAccess)a))) {
+			pa->symmetric = accept(P, "symmetric");
 			return (BlkAccess)a;
-	fail(P, P->tok.loc, "expected in, out, inout, scratch or prefetch, found %s", tok_text(P, &P->tok));
+		}
+	fail(P, P->tok.loc, "expected in, out, inout, scratch, prefetch or signal, found %s",
+	     tok_text(P, &P->tok));
 }
 
 /* block = "block" "[" bdim { "," bdim } "]"    bdim = "None" | sym */
@@ -882,7 +888,7 @@ static void parse_param(Parser *P, BlkParam *pa)
 	pa->loc = P->tok.loc;
 	pa->name = expect_ident(P, "a parameter name");
 	expect(P, ":");
-	pa->access = parse_access(P, &pa->prefetch);
+	pa->access = parse_access(P, pa);
 	pa->dtype = parse_dtype(P);
 	expect(P, "[");
 	pa->rank = parse_syms(P, "]", pa->shape);
@@ -980,18 +986,24 @@ static void parse_arg_strides(Parser *P, BlkLaunchArg *g, const BlkParam *pa)
 }
 
 /* arg = "arg" ( "ptr" NAME strides | "tmap" NAME "box" "(" INT "," INT ")"
- *       "swizzle" INT | "size" NAME | "stride" NAME INT ) */
+ *       "swizzle" INT | "size" NAME | "stride" NAME INT | "peers" NAME
+ *       | "rank" | "world" | "timeout" ) */
 static void parse_launch_arg(Parser *P, BlkLaunch *l, const BlkKernel *k)
 {
-	static const char *const kinds[] = { "ptr", "tmap", "size", "stride" };
-	BlkLaunchArg g = { 0 };
+	static const char *const kinds[] = { "ptr", "tmap", "size", "stride", "peers", "rank", "world",
+		                             "timeout" };
+	enum { NKINDS = sizeof kinds / sizeof *kinds };
+	BlkLaunchArg g = { .param = -1 };
 	int kind = 0;
-	while (kind < 4 && !accept(P, kinds[kind]))
+	while (kind < NKINDS && !accept(P, kinds[kind]))
 		kind++;
-	if (kind == 4)
-		fail(P, P->tok.loc, "expected ptr, tmap, size or stride, found %s", tok_text(P, &P->tok));
+	if (kind == NKINDS)
+		fail(P, P->tok.loc, "expected ptr, tmap, size, stride, peers, rank, world or timeout, found %s",
+		     tok_text(P, &P->tok));
 	g.kind = (BlkArgKind)kind;
-	if (g.kind == BLK_ARG_SIZE)
+	if (g.kind >= BLK_ARG_RANK)
+		; /* nothing follows */
+	else if (g.kind == BLK_ARG_SIZE)
 		g.size = expect_ident(P, "a size name");
 	else
 		g.param = param_named(P, k);

@@ -353,7 +353,12 @@ static void print_strides(FILE *out, const BlkLaunchArg *g, int rank)
 
 static void print_arg(FILE *out, const BlkLaunchArg *g, const BlkKernel *k)
 {
-	static const char *const kinds[] = { "ptr", "tmap", "size", "stride" };
+	static const char *const kinds[] = { "ptr", "tmap", "size", "stride", "peers", "rank", "world",
+		                             "timeout" };
+	if (g->kind >= BLK_ARG_RANK) {
+		fprintf(out, "    arg %s\n", kinds[g->kind]);
+		return;
+	}
 	fprintf(out, "    arg %s ", kinds[g->kind]);
 	if (g->kind == BLK_ARG_SIZE) {
 		fprintf(out, "%s\n", g->size);
@@ -364,7 +369,7 @@ static void print_arg(FILE *out, const BlkLaunchArg *g, const BlkKernel *k)
 		print_strides(out, g, k->params[g->param].rank);
 	else if (g->kind == BLK_ARG_TMAP)
 		fprintf(out, " box (%d, %d) swizzle %d", g->box[0], g->box[1], g->swizzle);
-	else
+	else if (g->kind == BLK_ARG_STRIDE)
 		fprintf(out, " %d", g->dim);
 	fputc('\n', out);
 }
@@ -383,8 +388,9 @@ void blk_launch_print(FILE *out, const BlkLaunch *l, const BlkKernel *k)
 static void print_param(Printer *p, const BlkParam *pa)
 {
 	FILE *out = p->out;
-	fprintf(out, "  param %s: %s %s[", pa->name,
-	        pa->prefetch ? "prefetch" : blk_access_name(pa->access), blk_dtype_name(pa->dtype));
+	fprintf(out, "  param %s: %s%s %s[", pa->name,
+	        pa->prefetch ? "prefetch" : pa->signal ? "signal" : blk_access_name(pa->access),
+	        pa->symmetric && !pa->signal ? " symmetric" : "", blk_dtype_name(pa->dtype));
 	print_syms(out, pa->rank, pa->shape);
 	fputc(']', out);
 	if (pa->access != BLK_ACCESS_SCRATCH) {

@@ -573,6 +573,13 @@ static bool gather_shape(Verifier *V, const BlkOp *op, BlkType *t)
 
 /* Checks ref, indices and (with_value) the value after them; gives the
  * accessed tile type. */
+/* The param a Ref operand views (-1: none), for the rules of several GPUs. */
+static const BlkParam *ref_param(Verifier *V, const BlkOp *op)
+{
+	int pi = blk_ref_param(V->k, op->operands[0]);
+	return pi >= 0 ? &V->k->params[pi] : NULL;
+}
+
 /* An access: the ref, its index operands, then nvalues more: the value
  * (store, swap, atomics), after a scalar compare value (atomic_cas). */
 static bool check_access(Verifier *V, const BlkOp *op, int nvalues, BlkType *tile)
@@ -597,6 +604,12 @@ static bool check_access(Verifier *V, const BlkOp *op, int nvalues, BlkType *til
 		if (k != BLK_INDEX_GATHER && !want_i32_scalar(V, operand(op, i), "operand", i))
 			return false;
 		i++;
+	}
+	const BlkParam *sp = op->kind != BLK_OP_VIEW ? ref_param(V, op) : NULL;
+	if (sp && sp->signal) {
+		fail(V, "%s of signal param %s: only signal_add, signal_set and signal_wait touch a signal",
+		     blk_op_name(op->kind), sp->name);
+		return false;
 	}
 	bool reads_writes = op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || blk_op_is_atomic(op->kind);
 	if (blk_op_gathers(op) && !reads_writes) {
@@ -740,6 +753,40 @@ static void check_scoped(Verifier *V, const BlkOp *op)
 		fail(V, "region yields %d values, expected none", y->noperands);
 }
 
+static void check_rank(Verifier *V, const BlkOp *op)
+{
+	want_i32_scalar(V, &op->results[0]->type, "result", 0);
+}
+
+/* peer(ref, rank): the same Ref of a symmetric param, on that rank. */
+static void check_peer(Verifier *V, const BlkOp *op)
+{
+	const BlkType *r = operand(op, 0);
+	if (r->kind != BLK_TYPE_REF || r->space != BLK_SPACE_GLOBAL) {
+		fail(V, "operand 0 has type %s, expected a Ref of a symmetric param", ty(V, r));
+		return;
+	}
+	const BlkParam *p = ref_param(V, op);
+	if (!p || !p->symmetric)
+		fail(V, "operand 0 views %s%s, which is not symmetric: only a symmetric or signal param "
+		     "has a buffer on every rank", p ? "param " : "no param", p ? p->name : "");
+	else if (want_i32_scalar(V, operand(op, 1), "operand", 1))
+		want_type(V, &op->results[0]->type, r, "result", 0);
+}
+
+/* signal_add/set/wait(ref, v): ref one i32 element of a signal param. */
+static void check_signal(Verifier *V, const BlkOp *op)
+{
+	const BlkType *r = operand(op, 0);
+	BlkType want = blk_type_ref(BLK_I32, 0, NULL, BLK_SPACE_GLOBAL);
+	if (!want_type(V, r, &want, "operand", 0) || !want_i32_scalar(V, operand(op, 1), "operand", 1))
+		return;
+	const BlkParam *p = ref_param(V, op);
+	if (!p || !p->signal)
+		fail(V, "operand 0 views %s%s, which is not a signal param", p ? "param " : "no param",
+		     p ? p->name : "");
+}
+
 static void check_print(Verifier *V, const BlkOp *op)
 {
 	want_attr(V, op, "fmt", BLK_ATTR_STRING);
@@ -753,7 +800,7 @@ static void check_print(Verifier *V, const BlkOp *op)
 static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_CONST] = check_const, [BLK_OP_SIZE] = check_size,
 	[BLK_OP_PROGRAM_ID] = check_program, [BLK_OP_NUM_PROGRAMS] = check_program,
-	[BLK_OP_IOTA] = check_iota,
+	[BLK_OP_RANK] = check_rank, [BLK_OP_WORLD] = check_rank, [BLK_OP_IOTA] = check_iota,
 	UNARY(NEG), UNARY(NOT), UNARY(EXP), UNARY(LOG), UNARY(SQRT), UNARY(RSQRT),
 	UNARY(TANH), UNARY(ABS), UNARY(SIGMOID), UNARY(ERF), UNARY(LOG1P), UNARY(EXPM1),
 	UNARY(FLOOR), UNARY(CEIL), UNARY(EXP2), UNARY(LOG2), UNARY(SILU), UNARY(GELU),
@@ -774,7 +821,9 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_VIEW] = check_view, [BLK_OP_LOAD] = check_load,
 	[BLK_OP_STORE] = check_store, [BLK_OP_SWAP] = check_store,
 	[BLK_OP_ATOMIC_ADD] = check_store, [BLK_OP_ATOMIC_MAX] = check_atomic,
-	[BLK_OP_ATOMIC_MIN] = check_atomic, [BLK_OP_ATOMIC_CAS] = check_atomic, [BLK_OP_FOR] = check_for,
+	[BLK_OP_ATOMIC_MIN] = check_atomic, [BLK_OP_ATOMIC_CAS] = check_atomic, [BLK_OP_PEER] = check_peer,
+	[BLK_OP_SIGNAL_ADD] = check_signal, [BLK_OP_SIGNAL_SET] = check_signal,
+	[BLK_OP_SIGNAL_WAIT] = check_signal, [BLK_OP_FOR] = check_for,
 	[BLK_OP_IF] = check_if, [BLK_OP_SCOPED] = check_scoped, [BLK_OP_PRINT] = check_print,
 };
 
@@ -786,7 +835,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 static const signed char arity[][4] = {
 #define A(e, lo, hi, res, reg) [BLK_OP_##e] = { lo, hi, res, reg }
 	A(CONST, 0, 0, 1, 0), A(SIZE, 0, 0, 1, 0), A(PROGRAM_ID, 0, 0, 1, 0),
-	A(NUM_PROGRAMS, 0, 0, 1, 0), A(IOTA, 0, 0, 1, 0),
+	A(NUM_PROGRAMS, 0, 0, 1, 0), A(RANK, 0, 0, 1, 0), A(WORLD, 0, 0, 1, 0), A(IOTA, 0, 0, 1, 0),
 	A(NEG, 1, 1, 1, 0), A(NOT, 1, 1, 1, 0), A(EXP, 1, 1, 1, 0), A(LOG, 1, 1, 1, 0),
 	A(SQRT, 1, 1, 1, 0), A(RSQRT, 1, 1, 1, 0), A(TANH, 1, 1, 1, 0), A(ABS, 1, 1, 1, 0),
 	A(SIGMOID, 1, 1, 1, 0), A(ERF, 1, 1, 1, 0), A(LOG1P, 1, 1, 1, 0), A(EXPM1, 1, 1, 1, 0),
@@ -811,6 +860,8 @@ static const signed char arity[][4] = {
 	A(VIEW, 1, -1, 1, 0), A(LOAD, 1, -1, 1, 0), A(STORE, 2, -1, 0, 0), A(SWAP, 2, -1, 1, 0),
 	A(ATOMIC_ADD, 2, -1, 0, 0), A(ATOMIC_MAX, 2, -1, 0, 0), A(ATOMIC_MIN, 2, -1, 0, 0),
 	A(ATOMIC_CAS, 3, -1, 0, 0),
+	A(PEER, 2, 2, 1, 0), A(SIGNAL_ADD, 2, 2, 0, 0), A(SIGNAL_SET, 2, 2, 0, 0),
+	A(SIGNAL_WAIT, 2, 2, 0, 0),
 	A(FOR, 3, -1, -1, 1), A(IF, 1, 1, 0, 2), A(SCOPED, 0, 0, 0, 1), A(YIELD, 0, -1, 0, 0),
 	A(PRINT, 0, -1, 0, 0),
 #undef A
@@ -953,6 +1004,16 @@ static void verify_prefetch(Verifier *V, const BlkParam *p)
 	}
 }
 
+/* A signal param: symmetric inout i32 counters, passed whole. */
+static void verify_signal(Verifier *V, const BlkParam *p)
+{
+	if (p->dtype != BLK_I32 || p->access != BLK_ACCESS_INOUT || !p->symmetric || p->prefetch)
+		fail(V, "param %s: a signal param is a symmetric `inout` i32 array", p->name);
+	for (int d = 0; d < p->rank; d++)
+		if (p->squeezed[d] || (p->block[d] && !blk_sym_equal(p->block[d], p->shape[d])))
+			fail(V, "param %s: a signal param's block is the whole array", p->name);
+}
+
 static void verify_index_map(Verifier *V, const BlkParam *p)
 {
 	const BlkRegion *r = p->index_map;
@@ -1001,6 +1062,10 @@ static void verify_param(Verifier *V, const BlkParam *p, int i)
 		verify_index_map(V, p);
 	if (p->prefetch)
 		verify_prefetch(V, p);
+	if (p->signal)
+		verify_signal(V, p);
+	else if (p->symmetric && (p->access == BLK_ACCESS_SCRATCH || p->prefetch))
+		fail(V, "param %s: scratch and prefetch params are not symmetric", p->name);
 	V->op = NULL;
 	const BlkRegion *b = V->k->body;
 	if (i >= b->nargs)

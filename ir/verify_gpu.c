@@ -779,7 +779,14 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 {
 	const BlkLaunchArg *g = &l->args[i];
 	if (i > 0 && g->kind < l->args[i - 1].kind)
-		fail(V, "launch arg %d: out of ABI order (pointers, tensor maps, sizes, strides)", i);
+		fail(V, "launch arg %d: out of ABI order (pointers, tensor maps, sizes, strides, peers, "
+		     "rank, world, timeout)", i);
+	if (g->kind >= BLK_ARG_RANK) {
+		if (i > 0 && g->kind == l->args[i - 1].kind)
+			fail(V, "launch arg %d: a second %s argument", i, g->kind == BLK_ARG_RANK ? "rank"
+			     : g->kind == BLK_ARG_WORLD ? "world" : "timeout");
+		return;
+	}
 	if (g->kind == BLK_ARG_SIZE) {
 		if (!g->size || !is_size(V->k, g->size))
 			fail(V, "launch arg %d: %s is not a size of the kernel", i, g->size ? g->size : "?");
@@ -788,6 +795,8 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 	const BlkParam *p = arg_param(V, g, i);
 	if (!p)
 		return;
+	if (g->kind == BLK_ARG_PEERS && !p->symmetric)
+		fail(V, "launch arg %d: peers of %s, which is not symmetric", i, p->name);
 	if (g->kind == BLK_ARG_PTR && (g->align < 1 || (g->align & (g->align - 1))))
 		fail(V, "launch arg %d: align %d is not a power of two", i, g->align);
 	if (g->kind == BLK_ARG_TMAP && (p->rank < 2 || g->box[0] < 1 || g->box[0] > 256 || g->box[1] < 1 ||
@@ -802,6 +811,28 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 			ptr = &l->args[j];
 	if (g->dim < 0 || g->dim >= p->rank || !ptr || ptr->strides[g->dim] >= 0)
 		fail(V, "launch arg %d: stride %d of %s is not a dynamic stride of its pointer", i, g->dim, p->name);
+}
+
+/* Several ranks: peers for each symmetric param, in param order, then
+ * rank, world and timeout; none of them for a kernel of one rank. */
+static void check_launch_world(Verifier *V, const BlkLaunch *l)
+{
+	bool multi = blk_kernel_multi_rank(V->k);
+	int n = 0;
+	for (int pi = 0; pi < V->k->nparams; pi++) {
+		if (!V->k->params[pi].symmetric)
+			continue;
+		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_PEERS, n++);
+		if (!g || g->param != pi)
+			fail(V, "launch: peers %d are not param %s's (one per symmetric param, in order)", n - 1,
+			     V->k->params[pi].name);
+	}
+	if (blk_launch_count(l, BLK_ARG_PEERS) != n)
+		fail(V, "launch: %d peers arguments for %d symmetric params", blk_launch_count(l, BLK_ARG_PEERS), n);
+	for (BlkArgKind a = BLK_ARG_RANK; a <= BLK_ARG_TIMEOUT; a++)
+		if ((blk_launch_count(l, a) > 0) != multi)
+			fail(V, "launch: %s %s argument", multi ? "no" : "a kernel of one rank has a",
+			     a == BLK_ARG_RANK ? "rank" : a == BLK_ARG_WORLD ? "world" : "timeout");
 }
 
 /* The pointers: one per array param, in param order. */
@@ -846,6 +877,7 @@ void blk_verify_launch(Verifier *V)
 	check_launch_ptrs(V, l);
 	for (int i = 0; i < l->nargs; i++)
 		check_launch_arg(V, l, i);
+	check_launch_world(V, l);
 }
 
 /* warp_specialize: at the top of the body, its consumers the kernel's

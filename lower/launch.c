@@ -55,6 +55,15 @@ static BlkLaunch *make_launch(LowerCtx *c)
 				BlkLaunchArg g = { .kind = BLK_ARG_STRIDE, .param = l->args[j].param, .dim = d };
 				blk_launch_add_arg(c->a, l, &g);
 			}
+	for (int pi = 0; pi < k->nparams; pi++)
+		if (k->params[pi].symmetric) {
+			BlkLaunchArg g = { .kind = BLK_ARG_PEERS, .param = pi };
+			blk_launch_add_arg(c->a, l, &g);
+		}
+	for (BlkArgKind a = BLK_ARG_RANK; blk_kernel_multi_rank(k) && a <= BLK_ARG_TIMEOUT; a++) {
+		BlkLaunchArg g = { .kind = a, .param = -1 };
+		blk_launch_add_arg(c->a, l, &g);
+	}
 	return l;
 }
 

@@ -39,6 +39,7 @@ bool blk_func_param(BlkFunc *f, int i, BlkParamInfo *out)
 	out->access = (int)p->access;
 	out->dtype = (int)p->dtype;
 	out->rank = p->rank;
+	out->symmetric = p->signal ? 2 : p->symmetric ? 1 : 0;
 	return true;
 }
 
@@ -157,28 +158,43 @@ void blk_runtime_interrupt(BlkRuntime *rt)
 		atomic_store(&rt->interrupt, true);
 }
 
-bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+/* Every rank's tensors bound (sizes checked per rank), then the world run. */
+static bool interpret(BlkFunc *f, int nranks, const BlkTensor *const *tensors, int ntensors)
 {
-	if (!blk_rt_func_ok(f, "blk_interpret"))
-		return false;
 	BlkRuntime *rt = f->prog->rt;
 	const BlkKernel *k = f->kernel;
+	if (nranks < 1 || nranks > BLK_INTERP_MAX_RANKS)
+		return blk_rt_error(rt, "blk_interpret_world: %d ranks; it takes 1 to %d", nranks,
+		                    BLK_INTERP_MAX_RANKS);
+	if (!tensors)
+		return blk_rt_error(rt, "blk_interpret_world: tensors is NULL");
 	int n = ntensors > 0 ? ntensors : 1;
-	BlkArrayDesc *arrays = calloc((size_t)n, sizeof *arrays);
+	BlkArrayDesc *arrays = calloc((size_t)(n * nranks), sizeof *arrays);
 	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);
-	void **data = calloc((size_t)n, sizeof *data);
-	bool ok = arrays && sizes && data;
+	void **data = calloc((size_t)(n * nranks), sizeof *data);
+	const BlkArrayDesc **ranks_arrays = calloc((size_t)nranks, sizeof *ranks_arrays);
+	void *const **ranks_data = calloc((size_t)nranks, sizeof *ranks_data);
+	bool ok = arrays && sizes && data && ranks_arrays && ranks_data;
 	if (!ok)
 		blk_rt_error(rt, "out of memory");
-	ok = ok && blk_rt_bind(f, tensors, ntensors, arrays, sizes);
-	for (int i = 0; ok && i < ntensors; i++)
-		data[i] = tensors[i].data;
+	for (int r = 0; ok && r < nranks; r++) {
+		if (!tensors[r] && ntensors > 0) {
+			ok = blk_rt_error(rt, "blk_interpret_world: rank %d's tensors are NULL", r);
+			break;
+		}
+		ok = blk_rt_bind(f, tensors[r], ntensors, arrays + r * n, sizes);
+		for (int i = 0; ok && i < ntensors; i++)
+			data[r * n + i] = tensors[r][i].data;
+		ranks_arrays[r] = arrays + r * n;
+		ranks_data[r] = data + r * n;
+	}
 	BlkArena *a = ok ? blk_arena_create() : NULL;
 	BlkCapture c;
 	if (a && blk_rt_capture_open(rt, &c, a)) {
 		fflush(stdout);
 		atomic_store(&rt->interrupt, false);
-		ok = blk_interp_run_until(k, arrays, data, ntensors, stdout, c.d, &rt->interrupt) &&
+		ok = blk_interp_run_world(k, nranks, ranks_arrays, (void *const *const *)ranks_data, ntensors,
+		                          stdout, c.d, &rt->interrupt) &&
 		     !blk_diag_error_count(c.d);
 		fflush(stdout);
 		blk_rt_capture_close(rt, &c, !ok, NULL);
@@ -189,5 +205,34 @@ bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
 	free(arrays);
 	free(sizes);
 	free(data);
+	free(ranks_arrays);
+	free(ranks_data);
 	return ok;
+}
+
+bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors)
+{
+	if (!blk_rt_func_ok(f, "blk_interpret"))
+		return false;
+	const BlkTensor *const t[1] = { tensors };
+	return interpret(f, 1, t, ntensors);
+}
+
+bool blk_interpret_world(BlkFunc *f, int nranks, const BlkTensor *const *tensors, int ntensors)
+{
+	if (!blk_rt_func_ok(f, "blk_interpret_world"))
+		return false;
+	return interpret(f, nranks, tensors, ntensors);
+}
+
+bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world)
+{
+	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_set_world"))
+		return false;
+	if (world < 1 || rank < 0 || rank >= world)
+		return blk_rt_error(rt, "blk_runtime_set_world: rank %d of a world of %d (a rank is 0 .. "
+		                    "world - 1)", rank, world);
+	rt->rank = rank;
+	rt->world = world;
+	return true;
 }

@@ -824,8 +824,17 @@ static bool pack_arg(BlkRuntime *rt, const BlkFunc *f, const BlkCompiled *c, con
                      const BlkTensor *t, const int64_t *sizes, ArgVal *v)
 {
 	const BlkKernel *k = f->kernel;
-	const BlkTensor *x = g->kind == BLK_ARG_SIZE ? NULL : &t[blk_kernel_array_index(k, g->param)];
+	const BlkTensor *x = g->kind == BLK_ARG_SIZE || g->kind >= BLK_ARG_RANK ? NULL
+	                     : &t[blk_kernel_array_index(k, g->param)];
 	switch (g->kind) {
+	case BLK_ARG_PEERS:
+		v->ptr = (CUdeviceptr)(uintptr_t)x->peers;
+		return x->peers ? true : blk_rt_error(rt, "kernel '%s': symmetric parameter '%s' needs its peers "
+		                                      "(BlkTensor.peers: a device array of every rank's address "
+		                                      "of the buffer)", k->name, k->params[g->param].name);
+	case BLK_ARG_RANK: v->size = rt->rank; return true;
+	case BLK_ARG_WORLD: v->size = rt->world; return true;
+	case BLK_ARG_TIMEOUT: v->stride = rt->signal_timeout_ns; return true;
 	case BLK_ARG_PTR: v->ptr = (CUdeviceptr)(uintptr_t)x->data; return true;
 	case BLK_ARG_TMAP: return encode_tmap(rt, c, g, x, &v->map);
 	case BLK_ARG_STRIDE: v->stride = x->strides[g->dim]; return true;

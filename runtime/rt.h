@@ -44,6 +44,8 @@ struct BlkRuntime {
 	char *err;           /* malloc'ed; "" when none */
 	char *cache_dir;     /* the disk cache (diskcache.c); NULL: none */
 	atomic_bool interrupt; /* blk_runtime_interrupt: stop blk_interpret */
+	int rank, world;     /* blk_runtime_set_world (0 of 1 by default) */
+	int64_t signal_timeout_ns; /* a signal_wait's bound: BLK_SIGNAL_TIMEOUT seconds, 60 by default */
 };
 
 /* One compiled specialization of a kernel (cache.c). */

@@ -143,13 +143,28 @@ static bool arch_for(int major, int minor, char *arch, size_t len)
 	return true;
 }
 
+/* BLK_SIGNAL_TIMEOUT: seconds a signal_wait may spin before its kernel
+ * traps (60 when unset or not a positive number). */
+static int64_t signal_timeout_ns(void)
+{
+	const char *s = getenv("BLK_SIGNAL_TIMEOUT");
+	char *end = NULL;
+	double v = s ? strtod(s, &end) : 0;
+	if (!s || end == s || *end || !(v > 0) || v > 1e9)
+		v = 60;
+	return (int64_t)(v * 1e9);
+}
+
 static BlkRuntime *runtime_new(void)
 {
 	BlkRuntime *rt = calloc(1, sizeof *rt);
 	if (rt)
 		rt->err = calloc(1, 1);
-	if (rt)
+	if (rt) {
 		rt->tag = BLK_TAG_RUNTIME;
+		rt->world = 1;
+		rt->signal_timeout_ns = signal_timeout_ns();
+	}
 	if (rt)
 		blk_disk_init(rt);
 	if (rt && !rt->err) {

@@ -69,6 +69,10 @@ typedef struct Emit {
 	LLVMValueRef *size_args; /* per k->sizes entry: its i32 kernel argument if dynamic, else NULL */
 	LLVMValueRef (*stride_args)[BLK_MAX_RANK]; /* per array, dim: i64 argument of a dynamic stride */
 	bool plain_pieces;    /* an async_copy since the last async_arrive stored a piece plainly */
+	/* several ranks (emit_world.c): the launch's rank, world and timeout
+	 * arguments, and per symmetric param its table of every rank's base */
+	LLVMValueRef rank_arg, world_arg, timeout_arg;
+	LLVMValueRef *peer_args;
 } Emit;
 
 /* emit_llvm.c */
@@ -144,6 +148,10 @@ LLVMValueRef blk_emit_random(Emit *E, const BlkOp *op, const LLVMValueRef *x);
 /* per op family */
 void blk_emit_elementwise(Emit *E, const BlkOp *op);
 void blk_emit_leaf(Emit *E, const BlkOp *op);
+/* emit_world.c: my_rank/world, peer, signal_add/set/wait */
+void blk_emit_world_leaf(Emit *E, const BlkOp *op);
+void blk_emit_peer(Emit *E, const BlkOp *op);
+void blk_emit_signal(Emit *E, const BlkOp *op);
 /* Parallel grid axis a's program id (CUDA's block index; a folded axis
  * decoded from z). */
 LLVMValueRef blk_emit_program_id(Emit *E, int a);

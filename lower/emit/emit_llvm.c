@@ -272,6 +272,11 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
 		blk_emit_leaf(E, op);
 		return;
+	case BLK_OP_RANK: case BLK_OP_WORLD: blk_emit_world_leaf(E, op); return;
+	case BLK_OP_PEER: blk_emit_peer(E, op); return;
+	case BLK_OP_SIGNAL_ADD: case BLK_OP_SIGNAL_SET: case BLK_OP_SIGNAL_WAIT:
+		blk_emit_signal(E, op);
+		return;
 	case BLK_OP_BLOCK_REF: blk_emit_block_ref(E, op); return;
 	case BLK_OP_LOCAL_ALLOC: blk_emit_local_alloc(E, op); return;
 	case BLK_OP_BARRIER: blk_emit_barrier(E); return;
@@ -420,6 +425,10 @@ static void bind_arg(Emit *E, const BlkLaunchArg *g, unsigned j, int *ntmaps)
 		LLVMSetValueName2(v, g->size, strlen(g->size));
 		return;
 	case BLK_ARG_STRIDE: E->stride_args[blk_kernel_array_index(k, g->param)][g->dim] = v; return;
+	case BLK_ARG_PEERS: E->peer_args[g->param] = v; return;
+	case BLK_ARG_RANK: E->rank_arg = v; LLVMSetValueName2(v, "rank", 4); return;
+	case BLK_ARG_WORLD: E->world_arg = v; LLVMSetValueName2(v, "world", 5); return;
+	case BLK_ARG_TIMEOUT: E->timeout_arg = v; LLVMSetValueName2(v, "timeout", 7); return;
 	}
 }
 
@@ -431,7 +440,8 @@ static void make_function(Emit *E)
 	LLVMTypeRef *pt = BLK_NEW_N(E->c->a, LLVMTypeRef, l->nargs + 1);
 	for (int j = 0; j < l->nargs; j++) {
 		BlkArgKind kind = l->args[j].kind;
-		pt[j] = kind == BLK_ARG_PTR ? E->p1 : kind == BLK_ARG_TMAP ? E->p0 : kind == BLK_ARG_SIZE ? E->i32 : E->i64;
+		pt[j] = kind == BLK_ARG_PTR || kind == BLK_ARG_PEERS ? E->p1 : kind == BLK_ARG_TMAP ? E->p0
+		        : kind == BLK_ARG_SIZE || kind == BLK_ARG_RANK || kind == BLK_ARG_WORLD ? E->i32 : E->i64;
 	}
 	LLVMTypeRef ft = LLVMFunctionType(E->v, pt, (unsigned)l->nargs, false);
 	E->fn = LLVMAddFunction(E->mod, k->name, ft);
@@ -439,6 +449,7 @@ static void make_function(Emit *E)
 	E->params = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
 	E->size_args = BLK_NEW_N(E->c->a, LLVMValueRef, k->nsizes + 1);
 	E->stride_args = blk_arena_alloc(E->c->a, sizeof *E->stride_args * (size_t)(k->nparams + 1));
+	E->peer_args = BLK_NEW_N(E->c->a, LLVMValueRef, k->nparams + 1);
 	int ntmaps = 0;
 	for (int j = 0; j < l->nargs; j++)
 		bind_arg(E, &l->args[j], (unsigned)j, &ntmaps);

@@ -179,6 +179,8 @@ bool blk_lower_persist(LowerCtx *c)
 {
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
 		return true;
+	if (blk_kernel_signals(c->k)) /* a CTA waiting for a later tile of its own would hang */
+		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
 		if (c->k->grid_seq[a])
 			return true;

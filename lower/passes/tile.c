@@ -639,7 +639,8 @@ static void note_access(LowerCtx *c, BlkRegion *r, Access *acc)
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
 			note_access(c, op->regions[i], acc);
-		int p = is_access(op) ? blk_lower_ref_param(op->operands[0]) : -1;
+		/* (through peer Refs too: a rank's own buffer is one of its peers) */
+		int p = is_access(op) ? blk_ref_param(c->k, op->operands[0]) : -1;
 		if (p >= 0 && p < c->k->nparams) {
 			acc[p].kinds |= 1u << (op->kind - BLK_OP_LOAD);
 			acc[p].ops++;
@@ -669,7 +670,7 @@ static void bracket(LowerCtx *c, BlkRegion *r, const Access *acc)
 			bracket(c, op->regions[i], acc);
 		if (!is_access(op))
 			continue;
-		int p = blk_lower_ref_param(op->operands[0]);
+		int p = blk_ref_param(c->k, op->operands[0]);
 		bool multi = p >= 0 && p < c->k->nparams && shared_param(&acc[p]);
 		if (op->operands[0]->type.space != BLK_SPACE_SHARED && !multi)
 			continue;

@@ -202,6 +202,8 @@ bool blk_lower_tma_store(LowerCtx *c)
 {
 	if (strcmp(c->arch, "sm_90a") != 0)
 		return true;
+	if (blk_kernel_signals(c->k)) /* a signal must follow the stores' completion: plain ones */
+		return true;
 	Found f = { .n = 0 };
 	blk_lower_walk(c->k->body, find, &f);
 	for (int i = 0; i < f.n; i++) {

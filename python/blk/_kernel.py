@@ -60,18 +60,22 @@ def _is_path(src):
 
 
 class Param:
-    """One tensor parameter: name, access ("in", "out", "inout"), dtype, rank."""
+    """One tensor parameter: name, access ("in", "out", "inout"), dtype, rank,
+    and symmetric: "" (a plain array), "symmetric" (a buffer on every rank)
+    or "signal" (a symmetric array of i32 signals)."""
 
-    __slots__ = ("name", "access", "dtype", "rank")
+    __slots__ = ("name", "access", "dtype", "rank", "symmetric")
 
     def __init__(self, info):
         self.name = _lib.text(info.name)
         self.access = ("in", "out", "inout")[info.access]
         self.dtype = _lib.DTYPE_NAMES[info.dtype]
         self.rank = info.rank
+        self.symmetric = ("", "symmetric", "signal")[info.symmetric]
 
     def __repr__(self):
-        return f"Param({self.name}: {self.access} {self.dtype}, rank {self.rank})"
+        sym = f" {self.symmetric}" if self.symmetric else ""
+        return f"Param({self.name}: {self.access}{sym} {self.dtype}, rank {self.rank})"
 
 
 class _Loaded:
@@ -235,13 +239,22 @@ class Kernel:
 
     # ---- calls ----------------------------------------------------------------
 
-    def __call__(self, *arrays, stream=None, interpret=None, **named):
+    def __call__(self, *arrays, stream=None, interpret=None, group=None, **named):
         """Runs the kernel.  Arrays go to the tensor params in order, or by
         name; outputs (`out` params) not given are allocated like the first
         array given and returned (one array, or a tuple).  On a GPU the
         launch is asynchronous, on `stream` (a torch/CuPy stream or a
         CUstream as int) or else the arrays' current stream.  interpret=True
-        (or BLK_INTERPRET=1) runs the CPU interpreter instead."""
+        (or BLK_INTERPRET=1) runs the CPU interpreter instead.
+
+        A kernel with symmetric or signal params runs on every rank of a
+        torch.distributed group (`group`: a ProcessGroup or its name; the
+        default group when None): each rank calls it with its own tensors,
+        those of symmetric params from torch's symmetric memory
+        (torch.distributed._symmetric_memory.empty), and blk exchanges
+        their addresses (symm_mem.rendezvous) for the peer Refs.  In the
+        interpreter such a call is a world of one rank; interpret_world
+        runs several."""
         if interpret is None:
             interpret = self.interpret
         if interpret is None:
@@ -249,9 +262,9 @@ class Kernel:
         slots = self._match(arrays, named)
         if interpret:
             return self._interpret(slots)
-        return self._launch(slots, stream)
+        return self._launch(slots, stream, group)
 
-    def _launch(self, slots, stream):
+    def _launch(self, slots, stream, group=None):
         given = [from_array(a) if a is not None else None for a in slots]
         first = next(a for a in given if a is not None)
         device = first.device
@@ -260,25 +273,84 @@ class Kernel:
                            "arrays, or interpret=True to run in the interpreter")
         guard = _device_guard(first.framework, device)
         if guard is None:
-            return self._launch_on(slots, stream, given, device)
+            return self._launch_on(slots, stream, given, device, group)
         with guard:
-            return self._launch_on(slots, stream, given, device)
+            return self._launch_on(slots, stream, given, device, group)
 
-    def _launch_on(self, slots, stream, given, device):
+    def _launch_on(self, slots, stream, given, device, group=None):
         loaded = self._loaded.get(device) or self._load(device)
         rt = loaded.rt
         args, ts = self._args(slots, loaded.func, rt, given)
         for a in args:
             if a.device != device:
                 self._wrong_device(args, device)
+        world = self._peers(args, ts, group)
         s = _stream_of(stream, args, device)
         with rt.lock:
+            if world and not _lib.lib.blk_runtime_set_world(rt.ptr, *world):
+                raise rt.error()
             ok = _lib.lib.blk_launch(loaded.func, ts, len(args), s)
             if ok and stream is None and args[0].framework == "jax":
                 ok = _lib.lib.blk_stream_synchronize(rt.ptr, s)
             if not ok:
                 raise rt.error()
         return self._outputs(args)
+
+    def _peers(self, args, ts, group):
+        """For symmetric params: each tensor's table of every rank's address
+        (torch's symmetric memory), and (rank, world); None without them."""
+        sym = [i for i, p in enumerate(self.tensor_params) if p.symmetric]
+        if not sym:
+            return None
+        world = None
+        for i in sym:
+            p, a = self.tensor_params[i], args[i]
+            if a.framework != "torch":
+                raise BlkError(f"kernel {self.name}: {p.name} is {p.symmetric}: pass a torch tensor "
+                               "from torch.distributed._symmetric_memory.empty")
+            h = _rendezvous(a.obj, group, self.name, p.name)
+            ts[i].peers = h.buffer_ptrs_dev
+            if world is not None and world != (h.rank, h.world_size):
+                raise BlkError(f"kernel {self.name}: {p.name}'s group differs from the others'")
+            world = (h.rank, h.world_size)
+        return world
+
+    def interpret_world(self, ranks):
+        """Runs the kernel in the interpreter as a world of len(ranks) ranks,
+        one thread each: ranks[r] holds rank r's arrays, a list (in param
+        order) or a dict (by name), as a call takes them.  Symmetric and
+        signal params are plain arrays here: the interpreter reaches every
+        rank's.  Returns each rank's outputs, as a call returns them; a
+        deadlock between the ranks raises BlkError naming each wait."""
+        if not ranks:
+            raise BlkError(f"kernel {self.name}: interpret_world needs at least one rank")
+        loaded = self._load(HOST)
+        rt = loaded.rt
+        per = []
+        for r, given in enumerate(ranks):
+            arrays, named = (given, {}) if isinstance(given, (list, tuple)) else ((), dict(given))
+            slots = self._match(arrays, named)
+            host = [_to_host(a) for a in slots]
+            for p, a in zip(self.tensor_params, slots):
+                if a is not None and p.access != "in":
+                    check_output(self.name, p.name, a)
+            args, ts = self._args(host, loaded.func, rt)
+            per.append((slots, args, ts))
+        tps = (ctypes.POINTER(_lib.Tensor) * len(per))(
+            *[ctypes.cast(ts, ctypes.POINTER(_lib.Tensor)) for _, _, ts in per])
+        with rt.lock:
+            sys.stdout.flush()
+            if not _lib.lib.blk_interpret_world(loaded.func, len(per), tps, len(self.tensor_params)):
+                raise rt.error()
+        results = []
+        for slots, args, _ in per:
+            outs = []
+            for orig, a, p in zip(slots, args, self.tensor_params):
+                if orig is not None and a.obj is not orig and p.access != "in":
+                    _copy_back(orig, a.obj)
+                outs.append(orig if orig is not None else _like_first(a.obj, slots))
+            results.append(self._outputs([_Obj(o) for o in outs]))
+        return results
 
     def _wrong_device(self, args, device):
         for p, a in zip(self.tensor_params, args):
@@ -374,6 +446,28 @@ class _Obj:
 
     def __init__(self, obj):
         self.obj = obj
+
+
+def _rendezvous(t, group, kernel, param):
+    """torch's symmetric-memory handle of t's allocation in group (a
+    collective the first time: every rank's call of the kernel makes it)."""
+    try:
+        import torch.distributed as dist
+        import torch.distributed._symmetric_memory as symm
+    except ImportError as e:
+        raise BlkError(f"kernel {kernel}: {param} needs torch.distributed's symmetric memory: {e}")
+    if group is None:
+        if not dist.is_initialized():
+            raise BlkError(f"kernel {kernel}: {param} is symmetric, but torch.distributed is not "
+                           "initialized (dist.init_process_group first)")
+        group = dist.group.WORLD
+    name = group if isinstance(group, str) else group.group_name
+    try:
+        return symm.rendezvous(t, name)
+    except Exception as e:  # noqa: BLE001 - torch raises RuntimeError and others
+        raise BlkError(f"kernel {kernel}: {param}: torch's symmetric memory refused the tensor "
+                       f"(allocate it with torch.distributed._symmetric_memory.empty and call "
+                       f"enable_symm_mem_for_group for its group): {str(e).splitlines()[0]}")
 
 
 def _device_guard(framework, device):

@@ -25,6 +25,7 @@ class Tensor(ctypes.Structure):
         ("rank", ctypes.c_int),
         ("shape", ctypes.c_int64 * MAX_RANK),
         ("strides", ctypes.c_int64 * MAX_RANK),
+        ("peers", ctypes.c_void_p),  # a symmetric param's device table of every rank's address
     ]
 
 
@@ -34,6 +35,7 @@ class ParamInfo(ctypes.Structure):
         ("access", ctypes.c_int),
         ("dtype", ctypes.c_int),
         ("rank", ctypes.c_int),
+        ("symmetric", ctypes.c_int),
     ]
 
 
@@ -87,6 +89,8 @@ _SIGNATURES = {
     "blk_func_search": (_I, [_P, _TP, _I, ctypes.POINTER(ctypes.c_char_p), _I]),
     "blk_launch": (_B, [_P, _TP, _I, _P]),
     "blk_interpret": (_B, [_P, _TP, _I]),
+    "blk_interpret_world": (_B, [_P, _I, ctypes.POINTER(_TP), _I]),
+    "blk_runtime_set_world": (_B, [_P, _I, _I]),
     "blk_runtime_interrupt": (None, [_P]),
     "blk_stream_synchronize": (_B, [_P, _P]),
     "blk_timer_create": (_P, [_P]),

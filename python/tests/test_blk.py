@@ -882,6 +882,45 @@ BENCH_SAMPLE = """device: NVIDIA H200 (sm_90a, driver 13.0)
 """
 
 
+WORLD_ALL_GATHER = """
+kernel ag(x: in f32[S], ag: inout symmetric f32[R, S], o: out f32[R, S], flags: signal[R]) {
+    let me = my_rank();
+    fori_loop(0, world()) |p| {
+        ag.on(p)[me, :] = x[...];
+        signal_add(flags.on(p).at[me], 1);
+    };
+    fori_loop(0, world()) |p| { signal_wait(flags.at[p], 1); };
+    o[...] = ag[...] * 2.0;
+}
+"""
+
+
+def test_interpret_world():
+    k = blk.kernel(WORLD_ALL_GATHER)
+    assert [p.symmetric for p in k.tensor_params] == ["", "symmetric", "", "signal"]
+    for n in (1, 3):
+        xs = [rand(5) for _ in range(n)]
+        ags = [np.zeros((n, 5), np.float32) for _ in range(n)]
+        flags = [np.zeros(n, np.int32) for _ in range(n)]
+        outs = k.interpret_world([[xs[r], ags[r], None, flags[r]] for r in range(n)])
+        assert len(outs) == n
+        for r in range(n):
+            close(outs[r], 2 * np.stack(xs))
+            close(ags[r], np.stack(xs))
+            assert not flags[r].any()  # every wait took its signal
+    # by name, and a deadlock: nobody signals
+    k2 = blk.kernel("kernel w(y: out i32[1], s: signal[1]) { signal_wait(s.at[0], 1); y[0] = 1; }")
+    e = raises(blk.BlkError, k2.interpret_world,
+               [{"y": np.zeros(1, np.int32), "s": np.zeros(1, np.int32)} for _ in range(2)])
+    assert "deadlock" in str(e) and "(rank 1)" in str(e), str(e)
+    # a plain call is a world of one rank
+    k3 = blk.kernel("kernel r(y: out i32[1]) { y[0] = my_rank() * 10 + world(); }")
+    assert k3(np.zeros(1, np.int32), interpret=True)[0] == 1
+    assert [int(o[0]) for o in k3.interpret_world([[np.zeros(1, np.int32)] for _ in range(3)])] == [3, 13, 23]
+    e = raises(blk.BlkError, k.interpret_world, [])
+    assert "at least one rank" in str(e)
+
+
 def test_bench_json():
     """tools/bench_json.py: blk-bench's tables as JSON."""
     sys.path.insert(0, os.path.join(ROOT, "tools"))

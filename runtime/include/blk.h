@@ -69,6 +69,12 @@ typedef struct BlkTensor {
 	int rank;   /* 0 .. BLK_TENSOR_MAX_RANK */
 	int64_t shape[BLK_TENSOR_MAX_RANK];
 	int64_t strides[BLK_TENSOR_MAX_RANK];
+	/* A symmetric param's tensor (docs/language.md, "Several GPUs"): a
+	 * device array of the world's u64 addresses of this buffer, entry r
+	 * rank r's (any one address per rank of the same allocation works: a
+	 * kernel reaches rank r at data + peers[r] - peers[rank]).  NULL for
+	 * every other param. */
+	const void *peers;
 } BlkTensor;
 
 /* A row-major contiguous tensor over data. */
@@ -219,6 +225,7 @@ typedef struct BlkParamInfo {
 	int access;        /* BLK_PARAM_* */
 	int dtype;         /* BLK_DTYPE_*, compile-time parameters applied */
 	int rank;
+	int symmetric;     /* 1: a buffer on every rank (a launch passes its peers); 2: a signal array */
 } BlkParamInfo;
 
 /* Tensor parameter i (0 .. blk_func_num_tensors - 1); false (with an
@@ -249,6 +256,16 @@ BLK_API bool blk_interpret(BlkFunc *f, const BlkTensor *tensors, int ntensors);
  * another thread while rt is in use, or from a signal handler (SIGINT);
  * a later blk_interpret starts afresh. */
 BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
+/* The world this runtime's device belongs to: its rank (0 .. world - 1)
+ * and how many ranks there are (1 by default).  The launches of a kernel
+ * with symmetric params or my_rank()/world() pass these; each rank's
+ * process (or thread) sets its own.  false for a rank outside the world. */
+BLK_API bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world);
+/* Runs f in the interpreter as a world of nranks ranks, one thread each:
+ * tensors[r] are rank r's ntensors tensors, as blk_interpret takes them
+ * (host memory; peers unused: the interpreter sees every rank's arrays).
+ * A deadlock between the ranks is an error, not a hang. */
+BLK_API bool blk_interpret_world(BlkFunc *f, int nranks, const BlkTensor *const *tensors, int ntensors);
 
 /* ---- autotuner --------------------------------------------------------- */
 

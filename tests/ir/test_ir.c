@@ -842,6 +842,90 @@ static void test_verify_errors(void **state)
 	}
 }
 
+/* Several ranks: a symmetric param, a signal param, peer and the signal
+ * ops, printed and parsed back; each broken variant names what is wrong. */
+static const char *world_ir(BlkArena *a, const char *xacc, const char *sacc, const char *body)
+{
+	return blk_arena_printf(a,
+		"kernel @k {\n"
+		"  cparams []\n"
+		"  sizes ()\n"
+		"  grid ()\n"
+		"  warps 4 stages 2\n"
+		"  param x: %s f32[8] block [8]\n"
+		"  param s: %s i32[2] block [2]\n"
+		"  body {\n"
+		"  ^(%%x: ref<f32[8]>, %%s: ref<i32[2]>):\n"
+		"    %%r = rank : i32\n"
+		"    %%w = world : i32\n"
+		"    %%z = const {value = 0} : i32\n"
+		"%s"
+		"  }\n"
+		"}\n", xacc, sacc, body);
+}
+
+static void test_verify_world(void **state)
+{
+	(void)state;
+	static const char *good =
+		"    %p = peer %x, %w : ref<f32[8]>\n"
+		"    %v = load %p {idx = [:], fill = 0.0} : f32[8]\n"
+		"    %e = view %s, %z {idx = [i]} : ref<i32>\n"
+		"    %q = peer %e, %r : ref<i32>\n"
+		"    signal_add %q, %w\n"
+		"    signal_set %q, %z\n"
+		"    signal_wait %e, %w\n";
+	static const struct { const char *xacc, *sacc, *body, *error; } cases[] = {
+		{ "in symmetric", "signal", NULL, NULL },
+		{ "in", "signal", NULL,
+		  "peer: operand 0 views param x, which is not symmetric: only a symmetric or signal param" },
+		{ "in symmetric", "inout symmetric", NULL,
+		  "signal_add: operand 0 views param s, which is not a signal param" },
+		{ "in symmetric", "signal", "    %v = load %s {idx = [:], fill = 0} : i32[2]\n",
+		  "load: load of signal param s: only signal_add, signal_set and signal_wait touch a signal" },
+		{ "in symmetric", "signal", "    signal_add %s, %z\n",
+		  "signal_add: operand 0 has type ref<i32[2]>, expected ref<i32>" },
+		{ "in symmetric", "signal", "    %p = peer %x, %x : ref<f32[8]>\n",
+		  "peer: operand 1 has type ref<f32[8]>, expected i32" },
+		{ "in symmetric", "out", NULL, "kernel @k: param s: a signal param is a symmetric `inout` i32 array" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		T t;
+		t_init(&t);
+		bool sig = strcmp(cases[i].sacc, "signal") == 0;
+		const char *text = world_ir(t.a, cases[i].xacc, sig ? "signal" : cases[i].sacc,
+		                            cases[i].body ? cases[i].body : good);
+		BlkSource *src = blk_source_from_string(t.a, "w.ir", text, strlen(text));
+		BlkModule *m = blk_ir_parse(t.a, t.d, src);
+		if (!m)
+			fail_msg("world case %zu does not parse:\n%s", i, t_errors(&t));
+		if (i == 6) /* a signal param that is not inout: only a bad pass makes one */
+			m->first->params[1].signal = true;
+		bool ok = blk_ir_verify(m, t.d, "test");
+		if (!cases[i].error) {
+			if (!ok)
+				fail_msg("world case %zu: %s", i, t_errors(&t));
+			assert_true(m->first->params[0].symmetric);
+			assert_true(m->first->params[1].signal && m->first->params[1].symmetric);
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&buf, &len);
+			blk_ir_print_module(f, m);
+			fclose(f);
+			assert_non_null(strstr(buf, "param x: in symmetric f32[8]"));
+			assert_non_null(strstr(buf, "param s: signal i32[2]"));
+			assert_non_null(strstr(buf, "signal_wait %e, %w"));
+			free(buf);
+		} else {
+			const char *want = cases[i].error;
+			const char *got = ok ? "(verified)" : t_errors(&t);
+			if (!strstr(got, want))
+				fail_msg("world case %zu: got\n%s\nexpected\n%s", i, got, want);
+		}
+		t_free(&t);
+	}
+}
+
 /* Scalar prefetch: a prefetch param and an index map reading it; each
  * broken variant names what is wrong.  The prefetch param's dtype and
  * block, its map's yield, x's map args (without the Ref arg, x's map
@@ -977,6 +1061,7 @@ int main(void)
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_verify_errors),
 		cmocka_unit_test(test_verify_prefetch),
+		cmocka_unit_test(test_verify_world),
 		cmocka_unit_test(test_verify_kernel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
