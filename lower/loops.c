@@ -11,6 +11,38 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref)
 	return pi >= 0 && pi < c->k->nparams && c->k->params[pi].access == BLK_ACCESS_IN;
 }
 
+/* Whether r (and the regions in it) writes param pi, through any view or
+ * peer of it. */
+static bool writes_param(const BlkKernel *k, const BlkRegion *r, int pi)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		bool w = op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP || blk_op_is_atomic(op->kind);
+		if (w && blk_ref_param(k, op->operands[0]) == pi)
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (writes_param(k, op->regions[i], pi))
+				return true;
+	}
+	return false;
+}
+
+bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref)
+{
+	const BlkKernel *k = L->c->k;
+	int pi = blk_lower_ref_param(ref);
+	if (pi < 0 || pi >= k->nparams || k->params[pi].access != BLK_ACCESS_INOUT ||
+	    L->loop->parent != k->body || writes_param(k, L->body, pi))
+		return false;
+	for (const BlkOp *op = L->loop->prev; op; op = op->prev) {
+		if (op->kind == BLK_OP_SIGNAL_WAIT)
+			return true;
+		bool w = op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP || blk_op_is_atomic(op->kind);
+		if ((w && blk_ref_param(k, op->operands[0]) == pi) || op->nregions)
+			return false;
+	}
+	return false;
+}
+
 /* A scalar read of an `in` array at scalar indices (a prefetch list's
  * entry: `kl[k]`): nothing writes it, and a clone at another iteration
  * reads another entry (or, past the end, the fill), so it may be sliced. */

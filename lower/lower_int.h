@@ -109,6 +109,12 @@ typedef struct BlkLoop {
 } BlkLoop;
 /* ref reaches (through views) an `in` array: nothing writes it. */
 bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
+/* ref reaches an `inout` array that L (a loop of the kernel's body) does
+ * not write and that a signal_wait before L, with no write of it or region
+ * in between, made ready: what other programs or ranks wrote before their
+ * signals (an all-gather's rows before their product).  The wait's barrier
+ * and proxy fence order those writes before any copy the pipeliner issues. */
+bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref);
 /* Marks in `in` (op -> op) the ops of L's body v depends on; false when v
  * depends on a carry or on an op that is not pure and region-free. */
 bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v);

@@ -103,6 +103,11 @@ static int plain_programs(const LowerCtx *c, const Work *w, int stages)
 static int free_stages(const LowerCtx *c, const Work *w, int plain)
 {
 	int s = c->k->num_stages;
+	/* a kernel that signals combines its tiles with others after the loop
+	 * (a reduce-scatter's sum), through a transit region the stages would
+	 * have taken: it keeps the stages it asks for */
+	if (blk_kernel_signals(c->k))
+		return s;
 	while (s >= 2 && s < MAX_FREE_STAGES && plain_programs(c, w, s + 1) >= plain &&
 	       (int64_t)plain * ((s + 1) * w->slab + 1024) <= BLK_LOWER_MAX_SMEM)
 		s++;
@@ -168,7 +173,9 @@ bool blk_lower_schedule(LowerCtx *c)
 	 * ping-pong programs that take turns) against the plain programs' */
 	int64_t specialized = w.acc;
 	int plain = plain_programs(c, &w, c->k->num_stages);
-	bool is_plain = plain * w.acc > 2 * specialized || w.gathers; /* TMA cannot gather */
+	/* TMA cannot gather; a kernel that signals keeps every warp in its
+	 * body (warp_spec.c refuses it) */
+	bool is_plain = plain * w.acc > 2 * specialized || w.gathers || blk_kernel_signals(c->k);
 	mark(c, is_plain ? "plain" : "specialize", plain,
 	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w));
 	return true;

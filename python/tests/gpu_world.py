@@ -63,6 +63,7 @@ kernel allreduce[BN = 1024](x: in symmetric bf16[N] block (BN,) index (i) -> (i)
 }
 """
 
+EX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 results = []
 
 
@@ -158,31 +159,139 @@ def test_all_reduce():
         torch.testing.assert_close(y.float(), want, atol=2e-2 * WORLD, rtol=1e-2)
 
 
+def test_allgather_matmul():
+    """examples/allgather_matmul.blk against all_gather_into_tensor + matmul."""
+    k = blk.kernel(f"{EX}/allgather_matmul.blk")
+    for ms, kk, n in ((256, 512, 384), (1024, 1024, 1024)):
+        torch.manual_seed(RANK)
+        a = torch.randn(ms, kk, device=DEV).to(torch.bfloat16)
+        b = torch.randn(kk, n, device=DEV).to(torch.bfloat16)
+        ag = symm.empty((WORLD * ms, kk), dtype=torch.bfloat16, device=DEV).fill_(-1)
+        ready, started = signals(WORLD * ms // 128), signals(WORLD)
+        c = torch.empty(WORLD * ms, n, device=DEV, dtype=torch.bfloat16)
+        full = torch.empty(WORLD * ms, kk, device=DEV, dtype=torch.bfloat16)
+        dist.all_gather_into_tensor(full, a)
+        want = full.float() @ b.float()
+        for _ in range(3):  # again on the same signals: the protocol leaves them at 0
+            c.fill_(0)
+            k(a, b, ag, c, ready, started)
+            torch.cuda.synchronize()
+            assert torch.equal(ag, full)
+            torch.testing.assert_close(c.float(), want, atol=0.5, rtol=2e-2)
+        torch.cuda.synchronize()
+        dist.barrier()
+        assert not ready.any() and not started.any()
+        dist.barrier()
+
+
+def test_matmul_reduce_scatter():
+    """examples/matmul_reduce_scatter.blk against matmul + reduce_scatter_tensor."""
+    k = blk.kernel(f"{EX}/matmul_reduce_scatter.blk")
+    for ms, kk, n in ((256, 512, 384), (1024, 1024, 1024)):
+        torch.manual_seed(RANK)
+        a = torch.randn(WORLD * ms, kk, device=DEV).to(torch.bfloat16)
+        b = torch.randn(kk, n, device=DEV).to(torch.bfloat16)
+        stage = symm.empty((WORLD, ms, n), dtype=torch.bfloat16, device=DEV)
+        arrived, started = signals((ms // 128) * ((n + 127) // 128)), signals(WORLD)
+        part = (a.float() @ b.float())
+        want = torch.empty(ms, n, device=DEV)
+        dist.reduce_scatter_tensor(want, part)
+        for _ in range(3):
+            c = k(a, b, stage, arrived=arrived, started=started)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(c.float(), want, atol=0.5 * WORLD, rtol=2e-2)
+        dist.barrier()
+        assert not arrived.any() and not started.any()
+        dist.barrier()
+
+
+def timeit(fn, reps=50):
+    """As ../shared/bench/mgpu_anchor.py times: a barrier before each
+    rep, CUDA events, the median, the max over the ranks."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    ts = []
+    for _ in range(reps):
+        dist.barrier()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    t = torch.tensor([sorted(ts)[len(ts) // 2]], device=DEV)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def bench_fused():
+    """The issue's shapes: blk's fused kernels beside NCCL + cuBLAS, cuBLAS
+    alone and torch's fused symmetric-memory ops, in one process."""
+    kag = blk.kernel(f"{EX}/allgather_matmul.blk")
+    krs = blk.kernel(f"{EX}/matmul_reduce_scatter.blk")
+    for ms, kk, n, dt in ((1024, 4096, 4096, torch.float16), (4096, 8192, 8192, torch.bfloat16),
+                          (2048, 8192, 28672 // WORLD, torch.bfloat16)):
+        tname = "f16" if dt == torch.float16 else "bf16"
+        a = torch.randn(ms, kk, device=DEV, dtype=dt)
+        b = torch.randn(kk, n, device=DEV, dtype=dt)
+        full = torch.empty(WORLD * ms, kk, device=DEV, dtype=dt)
+        ag = symm.empty((WORLD * ms, kk), dtype=dt, device=DEV)
+        c = torch.empty(WORLD * ms, n, device=DEV, dtype=dt)
+        ready, started = signals(WORLD * ms // 128), signals(WORLD)
+        k = kag.with_params(T=tname)
+        k(a, b, ag, c, ready, started)
+        dist.all_gather_into_tensor(full, a)
+        torch.cuda.synchronize()
+        err = (c.float() - full.float() @ b.float()).abs().max().item()
+        r = dict(op="all_gather_matmul", shard=ms, K=kk, N=n, dtype=tname, max_err=round(err, 3))
+        r["blk_ms"] = timeit(lambda: k(a, b, ag, c, ready, started))
+        r["nccl_cublas_ms"] = timeit(lambda: (dist.all_gather_into_tensor(full, a), full @ b))
+        r["cublas_ms"] = timeit(lambda: full @ b)
+        try:
+            r["torch_fused_ms"] = timeit(
+                lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b], 0, GROUP))
+        except Exception as e:  # noqa: BLE001
+            r["torch_fused"] = str(e).splitlines()[0][:80]
+        if RANK == 0:
+            print("BENCH", r, flush=True)
+        # matmul + reduce-scatter: [W*ms, kk/W] x [kk/W, n]
+        a2 = torch.randn(WORLD * ms, kk // WORLD, device=DEV, dtype=dt)
+        b2 = torch.randn(kk // WORLD, n, device=DEV, dtype=dt)
+        stage = symm.empty((WORLD, ms, n), dtype=dt, device=DEV)
+        rs = torch.empty(ms, n, device=DEV, dtype=dt)
+        out = torch.empty(ms, n, device=DEV, dtype=dt)
+        arrived, started2 = signals((ms // 128) * ((n + 127) // 128)), signals(WORLD)
+        k2 = krs.with_params(T=tname)
+        k2(a2, b2, stage, out, arrived, started2)
+        dist.reduce_scatter_tensor(rs, a2 @ b2)
+        torch.cuda.synchronize()
+        err = (out.float() - rs.float()).abs().max().item()
+        r = dict(op="matmul_reduce_scatter", M=WORLD * ms, K=kk // WORLD, N=n, dtype=tname,
+                 max_err=round(err, 3))
+        r["blk_ms"] = timeit(lambda: k2(a2, b2, stage, out, arrived, started2))
+        r["nccl_cublas_ms"] = timeit(lambda: dist.reduce_scatter_tensor(rs, a2 @ b2))
+        r["cublas_ms"] = timeit(lambda: a2 @ b2)
+        try:
+            r["torch_fused_ms"] = timeit(
+                lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b2, "sum", 0, GROUP))
+        except Exception as e:  # noqa: BLE001
+            r["torch_fused"] = str(e).splitlines()[0][:80]
+        if RANK == 0:
+            print("BENCH", r, flush=True)
+
+
 def bench_all_reduce():
-    """blk's pull all-reduce against NCCL's, same process, median of 50."""
-    k = blk.kernel(ALL_REDUCE)
+    """examples/allreduce.blk against NCCL's all_reduce, same process."""
+    k = blk.kernel(f"{EX}/allreduce.blk")
     for n in (1 << 20, 1 << 24):
         x = symm.empty(n, dtype=torch.bfloat16, device=DEV)
         x.copy_(torch.randn(n, device=DEV))
-        bar = signals((n + 1023) // 1024)
+        bar = signals(2 * ((n + 2047) // 2048))
         y = torch.empty_like(x)
         z = x.clone()
 
-        def timeit(fn):
-            for _ in range(5):
-                fn()
-            ts = []
-            for _ in range(50):
-                dist.barrier()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                fn()
-                e.record()
-                e.synchronize()
-                ts.append(s.elapsed_time(e))
-            t = torch.tensor([sorted(ts)[len(ts) // 2]], device=DEV)
-            dist.all_reduce(t, op=dist.ReduceOp.MAX)
-            return t.item()
         tb = timeit(lambda: k(x, y, bar))
         tn = timeit(lambda: dist.all_reduce(z))
         if RANK == 0:
@@ -209,10 +318,12 @@ if os.environ.get("BLK_WORLD_TIMEOUT_TEST") == "1":
     test_timeout()
     os._exit(0)  # the context is gone: no clean shutdown
 
-for t in (test_identity, test_ring, test_all_gather, test_all_reduce):
+for t in (test_identity, test_ring, test_all_gather, test_all_reduce, test_allgather_matmul,
+          test_matmul_reduce_scatter):
     case(t)
-if os.environ.get("BLK_WORLD_BENCH") == "1":
+if os.environ.get("BLK_WORLD_BENCH") == "1" and not any(e for _, e in results):
     bench_all_reduce()
+    bench_fused()
 failed = sum(1 for _, e in results if e is not None)
 if RANK == 0:
     print(f"{len(results) - failed} passed, {failed} failed", flush=True)

@@ -921,6 +921,49 @@ def test_interpret_world():
     assert "at least one rank" in str(e)
 
 
+def test_world_examples():
+    """The examples of several ranks in a world of 2 and 3 ranks, f32 with
+    small blocks, against NumPy; their signals are back at 0 after."""
+    small = dict(T="f32", BM=16, BN=16, BK=16)
+    for R in (2, 3):
+        # all-gather + matmul: every rank's c = (all shards) @ its own b
+        MS, K, N = 32, 48, 40
+        k = blk.kernel(f"{EX}/allgather_matmul.blk", CK=16, NC=1, **small)
+        a = [rand(MS, K) for _ in range(R)]
+        b = [rand(K, N) for _ in range(R)]
+        ag = [np.zeros((R * MS, K), np.float32) for _ in range(R)]
+        ready = [np.zeros(R * MS // 16, np.int32) for _ in range(R)]
+        started = [np.zeros(R, np.int32) for _ in range(R)]
+        outs = k.interpret_world([[a[r], b[r], ag[r], None, ready[r], started[r]] for r in range(R)])
+        full = np.concatenate(a)
+        for r in range(R):
+            close(ag[r], full, 0)
+            close(outs[r], full @ b[r], 1e-4)
+            assert not ready[r].any() and not started[r].any()
+        # matmul + reduce-scatter: rank s's c = rows s of the sum of a @ b
+        MS, K, N = 32, 24, 40
+        k = blk.kernel(f"{EX}/matmul_reduce_scatter.blk", **small)
+        a = [rand(R * MS, K) for _ in range(R)]
+        b = [rand(K, N) for _ in range(R)]
+        stage = [np.zeros((R, MS, N), np.float32) for _ in range(R)]
+        arrived = [np.zeros(2 * 3, np.int32) for _ in range(R)]
+        started = [np.zeros(R, np.int32) for _ in range(R)]
+        outs = k.interpret_world([[a[r], b[r], stage[r], None, arrived[r], started[r]]
+                                  for r in range(R)])
+        total = sum(a[r] @ b[r] for r in range(R))
+        for r in range(R):
+            close(outs[r], total[r * MS:(r + 1) * MS], 1e-4)
+            assert not arrived[r].any() and not started[r].any()
+        # all-reduce
+        k = blk.kernel(f"{EX}/allreduce.blk", T="f32", BN=256)
+        xs = [rand(1000) for _ in range(R)]
+        bars = [np.zeros(8, np.int32) for _ in range(R)]
+        outs = k.interpret_world([[xs[r], None, bars[r]] for r in range(R)])
+        for r in range(R):
+            close(outs[r], sum(xs), 1e-5)
+            assert not bars[r].any()
+
+
 def test_bench_json():
     """tools/bench_json.py: blk-bench's tables as JSON."""
     sys.path.insert(0, os.path.join(ROOT, "tools"))
