@@ -136,6 +136,8 @@ static int64_t out_size(const LowerCtx *c)
 static int free_slots(const LowerCtx *c, const Work *w)
 {
 	int s = c->k->num_stages;
+	if (blk_kernel_signals(c->k)) /* as free_stages: its epilogue's transit needs the room */
+		return s;
 	int64_t epilogue = (c->nthreads == 128 ? 2 : 1) * w->acc * out_size(c);
 	int64_t room = BLK_LOWER_MAX_SMEM - SMEM_MARGIN - epilogue;
 	while (w->ndots == 1 && s >= 2 && s < MAX_FREE_STAGES && (s + 1) * w->slab <= room)
@@ -173,9 +175,7 @@ bool blk_lower_schedule(LowerCtx *c)
 	 * ping-pong programs that take turns) against the plain programs' */
 	int64_t specialized = w.acc;
 	int plain = plain_programs(c, &w, c->k->num_stages);
-	/* TMA cannot gather; a kernel that signals keeps every warp in its
-	 * body (warp_spec.c refuses it) */
-	bool is_plain = plain * w.acc > 2 * specialized || w.gathers || blk_kernel_signals(c->k);
+	bool is_plain = plain * w.acc > 2 * specialized || w.gathers; /* TMA cannot gather */
 	mark(c, is_plain ? "plain" : "specialize", plain,
 	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w));
 	return true;

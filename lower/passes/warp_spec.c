@@ -143,8 +143,6 @@ static bool applies(const Pipe *P)
 	outer_loop(P, &ok);
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok || blk_lower_plain_schedule(P->L.loop))
 		return false;
-	if (blk_kernel_signals(c->k)) /* a signal is the whole program's: every warp meets at it */
-		return false;
 	for (int i = 0; i < P->n; i++) {
 		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[1].load)
 			return false;
