@@ -201,6 +201,18 @@ static void test_random_poison_compare(void **state)
 	assert_false(blk_host_compare(n, ref, 0.0, &cmp));
 	assert_int_equal(cmp.first_bad, 5);
 	blk_host_free(n);
+	/* f16 among its subnormals: off by less than their spacing (2^-24) is
+	 * within any tolerance (the stored result cannot be closer); more is not */
+	int64_t one[1] = { 1 };
+	BlkHostArray *h = blk_host_new(BLK_F16, 1, one);
+	blk_host_set(h, 0, -4.76837158203125e-07); /* -8 * 2^-24 */
+	double tiny = -4.57934e-07;
+	assert_true(blk_host_compare(h, &tiny, blk_host_default_tol(BLK_F16), &cmp));
+	tiny = -4.76837158203125e-07 + 1.2e-7;
+	assert_false(blk_host_compare(h, &tiny, blk_host_default_tol(BLK_F16), &cmp));
+	tiny = -4.57934e-07; /* a tolerance of 0 stays exact */
+	assert_false(blk_host_compare(h, &tiny, 0.0, &cmp));
+	blk_host_free(h);
 	free(ref);
 	blk_host_free(a);
 	blk_host_free(b);
