@@ -933,6 +933,17 @@ static bool tune(BlkTuner *t, const BlkTensor *ts, int n, BlkStream s)
 		return false;
 	char *sig = ensure_candidates(t) ? signature(t, ts, n) : NULL;
 	BlkTunerResult r = {.config = -1};
+	const BlkFunc *any = NULL;
+	for (int i = 0; sig && !any && i < t->ncands; i++)
+		any = t->cands[i].f;
+	if (any && blk_kernel_signals(any->kernel)) {
+		/* each timed launch would wait for the other ranks' signals */
+		free(sig);
+		free(only);
+		return blk_rt_error(t->rt, "tuner: kernel %s signals other programs or ranks, so it cannot "
+		                    "be timed alone; give its parameters values (or `auto`: chosen by the "
+		                    "cost model, the same on every rank)", t->kernel);
+	}
 	if (sig && t->rt->cache_dir && from_disk(t, sig, ts, n, &r)) {
 		free(only);
 		return add_signature(t, sig, &r) && blk_launch(t->cands[r.config].f, ts, n, s);

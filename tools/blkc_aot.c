@@ -338,6 +338,11 @@ int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *
 	int64_t sizes[BLK_MAX_SIZES];
 	BlkArrayDesc arrays[BLK_MAX_PARAMS];
 	int nv = split_arches(a, o->arch, arches), n = 0;
+	if (blk_kernel_multi_rank(k)) {
+		blk_error(d, k->loc, "kernel %s: --emit=c compiles kernels of one GPU; this one runs across "
+		          "ranks (symmetric params, my_rank or world): launch it through libblk", k->name);
+		return BLKC_ERROR;
+	}
 	for (int i = 0; k->size_dyn && i < k->nsizes; i++)
 		if (k->size_dyn[i] > 0) {
 			blk_error(d, k->loc, "kernel %s: --emit=c compiles for fixed sizes, but `%s` is dynamic; "

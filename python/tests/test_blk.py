@@ -919,6 +919,8 @@ def test_interpret_world():
     assert [int(o[0]) for o in k3.interpret_world([[np.zeros(1, np.int32)] for _ in range(3)])] == [3, 13, 23]
     e = raises(blk.BlkError, k.interpret_world, [])
     assert "at least one rank" in str(e)
+    e = raises(blk.BlkError, blk.autotune, WORLD_ALL_GATHER, configs=[{}])
+    assert "runs across ranks" in str(e)
 
 
 def test_world_examples():
