@@ -30,8 +30,11 @@ bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref)
 {
 	const BlkKernel *k = L->c->k;
 	int pi = blk_lower_ref_param(ref);
-	if (pi < 0 || pi >= k->nparams || k->params[pi].access != BLK_ACCESS_INOUT ||
-	    L->loop->parent != k->body || writes_param(k, L->body, pi))
+	const BlkOp *outer = L->loop->parent->parent; /* persist.c's loop over tiles */
+	bool top = L->loop->parent == k->body ||
+	           (outer && outer->kind == BLK_OP_FOR && outer->parent == k->body);
+	if (pi < 0 || pi >= k->nparams || k->params[pi].access != BLK_ACCESS_INOUT || !top ||
+	    writes_param(k, L->body, pi))
 		return false;
 	for (const BlkOp *op = L->loop->prev; op; op = op->prev) {
 		if (op->kind == BLK_OP_SIGNAL_WAIT)

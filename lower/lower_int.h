@@ -109,8 +109,9 @@ typedef struct BlkLoop {
 } BlkLoop;
 /* ref reaches (through views) an `in` array: nothing writes it. */
 bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
-/* ref reaches an `inout` array that L (a loop of the kernel's body) does
- * not write and that a signal_wait before L, with no write of it or region
+/* ref reaches an `inout` array that L (a loop of the kernel's body, or of
+ * the body of a top-level loop: persist.c's over tiles) does not write and
+ * that a signal_wait before L in its region, with no write of it or region
  * in between, made ready: what other programs or ranks wrote before their
  * signals (an all-gather's rows before their product).  The wait's barrier
  * and proxy fence order those writes before any copy the pipeliner issues. */

@@ -44,17 +44,53 @@ static int sms(const LowerCtx *c)
 	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
 }
 
+/* Whether r stores (or adds atomically into) memory. */
+static bool stores(const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		if (op->kind == BLK_OP_STORE || blk_op_is_atomic(op->kind))
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (stores(op->regions[i]))
+				return true;
+	}
+	return false;
+}
+
+/* Whether r holds a loop that stores (copying work, which varies from
+ * program to program); a loop of signals alone is none. */
+static bool copy_loop(const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		if (op->kind == BLK_OP_FOR && stores(op->regions[0]))
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (copy_loop(op->regions[i]))
+				return true;
+	}
+	return false;
+}
+
 /* The top-level loop of wgmma dots the tiles are for: persistent unless
- * schedule.c gave it to plain programs (*plain). */
+ * schedule.c gave it to plain programs (*plain).  Not in a kernel that
+ * signals where a loop that stores comes before it (an all-gather's pushes, in some
+ * programs only): a persistent CTA would run that work before every later
+ * tile of its own, while a CTA a tile lets the others take those tiles
+ * (run 162: the all-gather + matmul 15% slower persistent). */
 static const BlkOp *tile_loop(const LowerCtx *c, int64_t T, bool *plain)
 {
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= sms(c))
 		return NULL;
-	for (const BlkOp *op = c->k->body->first; op; op = op->next)
+	bool signals = blk_kernel_signals(c->k);
+	for (const BlkOp *op = c->k->body->first; op; op = op->next) {
 		if (op->kind == BLK_OP_FOR && has_wgmma(op->regions[0])) {
 			*plain = blk_lower_plain_schedule(op);
 			return op;
 		}
+		for (int i = 0; signals && i < op->nregions; i++)
+			if ((op->kind == BLK_OP_FOR && stores(op->regions[i])) || copy_loop(op->regions[i]))
+				return NULL;
+	}
 	return NULL;
 }
 
@@ -178,8 +214,6 @@ static bool group_programs(LowerCtx *c)
 bool blk_lower_persist(LowerCtx *c)
 {
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
-		return true;
-	if (blk_kernel_signals(c->k)) /* a CTA waiting for a later tile of its own would hang */
 		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
 		if (c->k->grid_seq[a])

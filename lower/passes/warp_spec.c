@@ -206,6 +206,37 @@ static void needed_outer(Pipe *P, const BlkRegion *ob, BlkPtrMap *set)
 	}
 }
 
+static bool plain(const LowerCtx *c, const BlkOp *op);
+
+/* A signal_wait at the top of the outer loop's body before the pipelined
+ * loop (an all-gather's tile waiting for its rows): the producer's, whose
+ * copies read what the signal made ready, and the consumers' no more --
+ * they read the slabs after the producer's arrive on full[slot], which
+ * orders them after its acquire (and a second wait would take the signal
+ * twice).  Adds each wait and the ops it needs to set (NULL: only checks);
+ * false where one of those is not plain. */
+static bool waits_before(Pipe *P, BlkOp *outer, BlkPtrMap *set)
+{
+	LowerCtx *c = P->L.c;
+	const BlkRegion *ob = outer->regions[0];
+	for (BlkOp *w = ob->first; w && w != P->L.loop; w = w->next) {
+		if (w->kind != BLK_OP_SIGNAL_WAIT)
+			continue;
+		BlkPtrMap mine = { 0 };
+		for (int i = 0; i < w->noperands; i++)
+			need(c, &mine, ob, w->operands[i]);
+		for (BlkOp *o = ob->first; o != w; o = o->next)
+			if (blk_pmap_get(&mine, o) && !plain(c, o))
+				return false;
+		for (BlkOp *o = ob->first; set && o != w; o = o->next)
+			if (blk_pmap_get(&mine, o))
+				blk_pmap_put(c->a, set, o, o);
+		if (set)
+			blk_pmap_put(c->a, set, w, w);
+	}
+	return true;
+}
+
 /* The bytes a slot's TMA copies bring (0: none by TMA). */
 static int64_t tma_bytes(const Pipe *P)
 {
@@ -331,9 +362,16 @@ static void producer(Pipe **G, int ng, BlkRegion *r, BlkValue *bars, BlkOp *oute
 	 * the warp_specialize and are used as they are */
 	for (int k = 0; k < ng; k++)
 		needed_outer(G[k], f->parent, &set);
+	if (outer)
+		waits_before(G[0], outer, &set);
 	for (BlkOp *op = from; op && op != G[ng - 1]->L.loop; op = op->next)
-		if (blk_pmap_get(&set, op)) /* plain: needs_plain_ops */
+		if (blk_pmap_get(&set, op)) /* plain: needs_plain_ops, waits_before */
 			blk_loop_copy_op(c, &b, &vm, op);
+	for (BlkOp *op = from, *next; op && op != G[ng - 1]->L.loop; op = next) {
+		next = op->next;
+		if (op->kind == BLK_OP_SIGNAL_WAIT) /* the producer's alone now */
+			blk_op_erase(op);
+	}
 	for (int k = 0; k < ng; k++) {
 		BlkOp *pf = producer_loop(G[k], &b, bars, slot, phase, &vm);
 		slot = pf->results[0], phase = pf->results[1];
@@ -629,8 +667,8 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	BlkLoc loc = f->loc;
 	bool ok;
 	BlkOp *outer = outer_loop(P, &ok), *top = outer ? outer : f;
-	if (outer && !needs_plain_ops(P, outer->regions[0]->first))
-		return false; /* the producer could not compute the tile's bounds */
+	if (outer && (!needs_plain_ops(P, outer->regions[0]->first) || !waits_before(P, outer, NULL)))
+		return false; /* the producer could not compute the tile's bounds or waits */
 	P->D = P->S; /* the producer fills every slot */
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, top);
