@@ -56,6 +56,10 @@ static bool resolve_all(BlkDriver *drv, char *err, size_t errlen)
 		return false;
 	BLK_CU_FUNCS(X)
 #undef X
+	char ignored[256]; /* optional: NULL where the driver lacks them */
+#define X(name, ver) resolve(gpa, #name, ver, (void **)&drv->name, ignored, sizeof ignored);
+	BLK_CU_VMM_FUNCS(X)
+#undef X
 	return true;
 }
 

@@ -51,11 +51,26 @@
 	X(cuEventSynchronize, 2000)         \
 	X(cuEventElapsedTime, 2000)
 
+/* Virtual memory management, for symmetric buffers (symmetric.c): taken
+ * when the driver has them, NULL otherwise (blk_symmetric_create says so). */
+#define BLK_CU_VMM_FUNCS(X)                      \
+	X(cuMemGetAllocationGranularity, 10020)  \
+	X(cuMemCreate, 10020)                    \
+	X(cuMemRelease, 10020)                   \
+	X(cuMemAddressReserve, 10020)            \
+	X(cuMemAddressFree, 10020)               \
+	X(cuMemMap, 10020)                       \
+	X(cuMemUnmap, 10020)                     \
+	X(cuMemSetAccess, 10020)                 \
+	X(cuMemExportToShareableHandle, 10020)   \
+	X(cuMemImportFromShareableHandle, 10020)
+
 typedef struct BlkDriver {
 	void *lib;
 	int version; /* cuDriverGetVersion: 13000 for CUDA 13.0 */
 #define X(name, ver) PFN_##name##_v##ver name;
 	BLK_CU_FUNCS(X)
+	BLK_CU_VMM_FUNCS(X)
 #undef X
 } BlkDriver;
 

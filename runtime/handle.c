@@ -29,6 +29,7 @@ static const char *kind_name(uint32_t tag)
 	case BLK_TAG_FUNC: return "kernel";
 	case BLK_TAG_TUNER: return "tuner";
 	case BLK_TAG_TIMER: return "timer";
+	case BLK_TAG_SYMMETRIC: return "symmetric buffer";
 	}
 	return "handle";
 }

@@ -22,6 +22,7 @@ enum {
 	BLK_TAG_FUNC = 0x626c6b46,    /* "blkF" */
 	BLK_TAG_TUNER = 0x626c6b54,   /* "blkT" */
 	BLK_TAG_TIMER = 0x626c6b45,   /* "blkE" (events) */
+	BLK_TAG_SYMMETRIC = 0x626c6b53, /* "blkS" */
 };
 /* true when h is a live handle tagged tag; else false with the error
  * "what: the kernel is NULL" (or "... was destroyed") in

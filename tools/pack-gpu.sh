@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 [ -d build-gpu ] || meson setup build-gpu -Dbuildtype=release >/dev/null
 ninja -C build-gpu >/dev/null
 rm -rf carry && mkdir -p carry/build
-for f in libblk-private.so tools/blkc tools/blk-bench tests/gpu/gpu-examples tests/gpu/gpu-features tests/fuzz/kernel-fuzz tests/runtime/test_runtime tests/runtime/libfakecuda.so examples/host/matmul-host tools/launch-cost tests/aot/aot-test; do
+for f in libblk-private.so tools/blkc tools/blk-bench tests/gpu/gpu-examples tests/gpu/gpu-features tests/fuzz/kernel-fuzz tests/runtime/test_runtime tests/runtime/libfakecuda.so examples/host/matmul-host tools/launch-cost tests/aot/aot-test tests/runtime/world-c; do
 	mkdir -p "carry/build/$(dirname "$f")"
 	strip -o "carry/build/$f" "build-gpu/$f"
 done

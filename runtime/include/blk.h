@@ -261,6 +261,34 @@ BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
  * with symmetric params or my_rank()/world() pass these; each rank's
  * process (or thread) sets its own.  false for a rank outside the world. */
 BLK_API bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world);
+/* ---- symmetric memory (several GPUs, from C) ----------------------------
+ * A buffer every rank of a group allocates and maps the others' of, from
+ * the CUDA driver's virtual memory management: cuMemCreate with a POSIX
+ * file descriptor handle, exported to the other ranks' processes by the
+ * caller's own means (a Unix socket with SCM_RIGHTS, pidfd_getfd), each
+ * imported and mapped here with cuMemMap and cuMemSetAccess.  Once every
+ * rank's is imported, blk_symmetric_peers is the table a symmetric
+ * param's BlkTensor.peers takes.  No NVLink multicast. */
+typedef struct BlkSymmetric BlkSymmetric;
+/* This rank's buffer of at least `bytes` (rounded up to the driver's
+ * granularity) on rt's device, in a group of `world` ranks; NULL with the
+ * error (a driver without virtual memory management, no memory). */
+BLK_API BlkSymmetric *blk_symmetric_create(BlkRuntime *rt, size_t bytes, int rank, int world);
+/* This rank's buffer as a new file descriptor to send to the others (the
+ * caller closes it); -1 with the error. */
+BLK_API int blk_symmetric_export(BlkSymmetric *s);
+/* Maps rank r's buffer from a descriptor of it (received from rank r;
+ * the caller still owns and closes fd).  Once per other rank. */
+BLK_API bool blk_symmetric_import(BlkSymmetric *s, int rank, int fd);
+/* This rank's device address of the buffer. */
+BLK_API void *blk_symmetric_data(const BlkSymmetric *s);
+/* The device table of every rank's address of the buffer (BlkTensor.peers
+ * for any tensor in it); NULL with the error until every rank's is mapped. */
+BLK_API const void *blk_symmetric_peers(BlkSymmetric *s);
+/* Unmaps every rank's buffer and frees this one (after every kernel using
+ * it has finished, on every rank). */
+BLK_API void blk_symmetric_destroy(BlkSymmetric *s);
+
 /* Runs f in the interpreter as a world of nranks ranks, one thread each:
  * tensors[r] are rank r's ntensors tensors, as blk_interpret takes them
  * (host memory; peers unused: the interpreter sees every rank's arrays).

@@ -1062,6 +1062,36 @@ static void *fake_counter(int (**launches)(void))
 /* Under the fake, a launch takes 1 + 64 / CTAs ms and more than 384 threads
  * per CTA are refused: the winner is the config with the most CTAs that
  * the "GPU" takes. */
+/* Several ranks from C: the world's rank, and symmetric buffers' errors
+ * where there is no driver with virtual memory management (the GPU path
+ * is python/tests/gpu_world.py's and tools' two-process test). */
+static void test_world_and_symmetric(void **state)
+{
+	(void)state;
+	char err[128] = "";
+	BlkRuntime *off = blk_runtime_create_offline(NULL, err, sizeof err);
+	assert_non_null(off);
+	assert_false(blk_runtime_set_world(off, 2, 2));
+	assert_contains(blk_runtime_last_error(off), "blk_runtime_set_world: rank 2 of a world of 2");
+	assert_false(blk_runtime_set_world(off, 0, 0));
+	assert_true(blk_runtime_set_world(off, 1, 2));
+	assert_null(blk_symmetric_create(off, 1024, 0, 2));
+	assert_contains(blk_runtime_last_error(off), "blk_symmetric_create: this runtime is offline");
+	blk_runtime_destroy(off);
+	assert_null(blk_symmetric_create(NULL, 1024, 0, 2));
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_symmetric_create: the runtime is NULL");
+	assert_int_equal(blk_symmetric_export(NULL), -1);
+	assert_string_equal(blk_runtime_last_error(NULL), "blk_symmetric_export: the symmetric buffer is NULL");
+	assert_false(blk_symmetric_import(NULL, 1, 3));
+	assert_null(blk_symmetric_data(NULL));
+	assert_null(blk_symmetric_peers(NULL));
+	blk_symmetric_destroy(NULL);
+	BlkRuntime *rt = fake_runtime(); /* the stand-in driver has no cuMemCreate */
+	assert_null(blk_symmetric_create(rt, 1024, 0, 2));
+	assert_contains(blk_runtime_last_error(rt), "the CUDA driver has no virtual memory management");
+	blk_runtime_destroy(rt);
+}
+
 static void test_tuner_fake_driver(void **state)
 {
 	need_program(state);
@@ -1277,6 +1307,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_default_candidate),
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
+		cmocka_unit_test(test_world_and_symmetric),
 		cmocka_unit_test(test_tuner_parallel_compile),
 		cmocka_unit_test(test_tuner_dynamic_buckets),
 		cmocka_unit_test(test_tma_tensor_maps),
