@@ -73,7 +73,7 @@ typedef enum {
 } CkBuiltin;
 
 typedef enum { CK_DT_OWN, CK_DT_FLOAT, CK_DT_NUMERIC } CkDTypeRule;
-enum { CK_BF_METHOD = 1, CK_BF_METHOD_POS = 2, CK_BF_SIZE = 4 };
+enum { CK_BF_METHOD = 1, CK_BF_METHOD_POS = 2, CK_BF_SIZE = 4, CK_BF_MAP = 8 };
 #define CK_NO_OP BLK_NUM_OPS /* no single op (builtins.def) */
 
 typedef struct CkBuiltinInfo {

@@ -2184,7 +2184,7 @@ static CkType check_call(Ck *c, const BlkAstExpr *e, CkInfo *in)
 			blk_error(c->d, e->loc, "unknown function `%s`", e->name);
 		return blk_ck_poison();
 	}
-	if (c->in_map && !(blk_ck_builtins[b].flags & CK_BF_SIZE)) {
+	if (c->in_map && !(blk_ck_builtins[b].flags & (CK_BF_SIZE | CK_BF_MAP))) {
 		blk_error(c->d, e->loc, "`%s` cannot be used in an index map", e->name);
 		return blk_ck_poison();
 	}

@@ -397,7 +397,7 @@ static bool region_has(const BlkRegion *r, BlkOpKind a, BlkOpKind b)
 bool blk_kernel_multi_rank(const BlkKernel *k)
 {
 	for (int pi = 0; pi < k->nparams; pi++)
-		if (k->params[pi].symmetric)
+		if (k->params[pi].symmetric || region_has(k->params[pi].index_map, BLK_OP_RANK, BLK_OP_WORLD))
 			return true;
 	return region_has(k->body, BLK_OP_RANK, BLK_OP_WORLD); /* (adjacent in ops.def) */
 }

@@ -526,7 +526,8 @@ int64_t blk_op_int(const BlkOp *op, const char *name, int64_t dflt);
  * scoped args). */
 int blk_ref_param(const BlkKernel *k, const BlkValue *ref);
 /* Whether k runs in a world of ranks: it has a symmetric param or asks
- * my_rank() or world() (its launch then takes rank, world, timeout). */
+ * my_rank() or world(), in its body or an index map (its launch then
+ * takes rank, world, timeout). */
 bool blk_kernel_multi_rank(const BlkKernel *k);
 /* Whether k's body has a signal_add, signal_set or signal_wait: programs
  * that signal one another (the GPU passes keep such a kernel one program

@@ -198,11 +198,37 @@ static void find(void *ctx, BlkOp *op)
 		f->stores[f->n++] = op;
 }
 
+/* Whether r, from op on (and the regions in those ops), signals. */
+static bool signals_from(const BlkOp *op)
+{
+	for (; op; op = op->next) {
+		if (op->kind == BLK_OP_SIGNAL_ADD || op->kind == BLK_OP_SIGNAL_SET)
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (signals_from(op->regions[i]->first))
+				return true;
+	}
+	return false;
+}
+
+/* Whether a signal may follow st (after it in its region or in any region
+ * around it, a loop's later iterations included): a signal releases the
+ * program's earlier stores, and a TMA store completes later than its issue,
+ * so such a store stays plain. */
+static bool signal_follows(const BlkOp *st)
+{
+	for (const BlkOp *op = st; op; op = op->parent ? op->parent->parent : NULL) {
+		if (signals_from(op->next))
+			return true;
+		if (op->kind == BLK_OP_FOR && signals_from(op->regions[0]->first))
+			return true;
+	}
+	return false;
+}
+
 bool blk_lower_tma_store(LowerCtx *c)
 {
 	if (strcmp(c->arch, "sm_90a") != 0)
-		return true;
-	if (blk_kernel_signals(c->k)) /* a signal must follow the stores' completion: plain ones */
 		return true;
 	Found f = { .n = 0 };
 	blk_lower_walk(c->k->body, find, &f);
@@ -211,7 +237,8 @@ bool blk_lower_tma_store(LowerCtx *c)
 		const BlkValue *ref = st->operands[0];
 		int cw, pi = blk_lower_ref_param(ref);
 		if (ref->type.kind != BLK_TYPE_REF || ref->type.space != BLK_SPACE_GLOBAL || !ref->def ||
-		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3))
+		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3) ||
+		    signal_follows(st))
 			continue;
 		BlkOp *anchor = anchor_of(st);
 		Scan s = { .param = pi, .store = st };
