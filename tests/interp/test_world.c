@@ -222,6 +222,30 @@ static void test_rank_barrier(void **state)
 	run_free(&r);
 }
 
+/* my_rank() in an index map: each rank's program i takes block
+ * (i + rank) mod 4, a rotation by rank. */
+static void test_rank_in_index_map(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(x: in f32[8] block (2,) index (i) -> ((i + my_rank()) % 4),\n"
+	            "         y: out f32[8] block (2,) index (i) -> (i)) grid (4) {\n"
+	            "    y[...] = x[...] + (100 * my_rank()).astype(f32);\n"
+	            "}\n");
+	float x[MAXR][8], y[MAXR][8];
+	void *data[MAXR][MAXA];
+	for (int q = 0; q < 3; q++) {
+		for (int i = 0; i < 8; i++)
+			x[q][i] = (float)i, y[q][i] = -1;
+		data[q][0] = x[q], data[q][1] = y[q];
+	}
+	must_run(&r, 3, 2, (BlkDType[]){ BLK_F32, BLK_F32 }, (int64_t[]){ 8, 8 }, data);
+	for (int q = 0; q < 3; q++)
+		for (int i = 0; i < 8; i++)
+			assert_float_equal(y[q][i], (float)(((i / 2 + q) % 4) * 2 + i % 2 + 100 * q), 0);
+	run_free(&r);
+}
+
 /* Signals between programs of one rank (programs run in grid order in
  * the interpreter), and signal_set. */
 static void test_signal_set_between_programs(void **state)
@@ -345,8 +369,9 @@ static void test_check_errors(void **state)
 		  "scratch `s` is private to a program; only an array parameter can be symmetric" },
 		{ "kernel k(s: signal f32[4]) { }", "expected" },
 		{ "kernel k(y: out i32[1]) { y[0] = my_rank(1); }", "my_rank" },
-		{ "kernel k(x: in symmetric f32[4] block (2,) index (i) -> (my_rank()), y: out f32[4]) grid (2) { y[...] = x[...]; }",
-		  "`my_rank` cannot be used in an index map" },
+		{ "kernel k(x: in f32[4] block (2,) index (i) -> (i), y: out f32[4]) grid (2) { y[...] = x[...]; }\n"
+		  "kernel j(y: out f32[4] block (2,) index (i) -> (program_id(0))) grid (2) { y[...] = 1.0; }",
+		  "`program_id` cannot be used in an index map" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		Run r;
@@ -366,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_into_peer),
 		cmocka_unit_test(test_rank_barrier),
 		cmocka_unit_test(test_signal_set_between_programs),
+		cmocka_unit_test(test_rank_in_index_map),
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_rank_fails),
 		cmocka_unit_test(test_symmetric_mismatch),
