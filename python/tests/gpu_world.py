@@ -289,9 +289,12 @@ def bench_all_reduce():
         x = symm.empty(n, dtype=torch.bfloat16, device=DEV)
         x.copy_(torch.randn(n, device=DEV))
         bar = signals(2 * ((n + 2047) // 2048))
-        y = torch.empty_like(x)
+        y = symm.empty(n, dtype=torch.bfloat16, device=DEV)
         z = x.clone()
-
+        k(x, y, bar)
+        want = x.float()
+        dist.all_reduce(want)
+        torch.testing.assert_close(y.float(), want, atol=2e-2 * WORLD, rtol=1e-2)
         tb = timeit(lambda: k(x, y, bar))
         tn = timeit(lambda: dist.all_reduce(z))
         if RANK == 0:
