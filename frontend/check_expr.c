@@ -2115,16 +2115,37 @@ static bool signal_ref(Ck *c, const BlkAstExpr *e, const BlkAstExpr *arg)
 	return true;
 }
 
+/* Whether e reaches its Ref through `.on(...)`. */
+static bool through_on(const BlkAstExpr *e)
+{
+	for (; e; e = e->kind == BLK_AST_CALL && e->nargs ? e->args[0].value : e->lhs)
+		if (e->kind == BLK_AST_CALL && strcmp(e->name, "on") == 0)
+			return true;
+		else if (e->kind != BLK_AST_AT && e->kind != BLK_AST_INDEX && e->kind != BLK_AST_CALL)
+			return false;
+	return false;
+}
+
 /* signal_add/set/wait(sig, v), rank_barrier(sig): nothing. */
 static CkType b_signal(Ck *c, const BlkAstExpr *e, CkBuiltin b)
 {
 	Args g;
 	if (!builtin_args(c, e, b, &g) || !signal_ref(c, e, g.pos[0]))
 		return blk_ck_poison();
+	if (b == CK_B_RANK_BARRIER && through_on(g.pos[0])) {
+		blk_error(c->d, g.pos[0]->loc, "rank_barrier meets at its element on every rank: give this "
+		          "rank's (`bar.at[i]`), not a peer's");
+		return blk_ck_poison();
+	}
 	if (b != CK_B_RANK_BARRIER) {
 		CkType v = blk_ck_expr(c, g.pos[1]);
 		if (!need_value(c, g.pos[1], &v) || !blk_ck_storable(c, g.pos[1]->loc, &v, BLK_I32, 0, NULL))
 			return blk_ck_poison();
+		if (b == CK_B_SIGNAL_WAIT && v.konst && v.i < 1) {
+			blk_error(c->d, g.pos[1]->loc, "signal_wait waits for a count of at least 1, got %lld",
+			          (long long)v.i);
+			return blk_ck_poison();
+		}
 	}
 	CkType t = blk_ck_poison();
 	t.kind = CK_VOID;

@@ -67,6 +67,7 @@ typedef struct Interp {
 	BlkIWorld *world;
 	void *const *const *ranks_data;
 	int *array_of; /* per param: its index among the arrays (-1: scratch) */
+	bool locked;   /* holds the world's lock (an atomic): released if the run dies */
 } Interp;
 
 /* "kernel" alone, or "kernel (rank r)" in a world of several. */
@@ -699,6 +700,7 @@ static void exec_access(Interp *I, const Instr *in)
 	bool shared = blk_op_is_atomic(op->kind) && blk_iworld_size(I->world) > 1;
 	if (shared) /* other ranks' atomics may hit the same elements */
 		blk_iworld_lock(I->world);
+	I->locked = shared;
 	if (op->kind == BLK_OP_STORE) {
 		ref_walk(&v, store_row, &a);
 	} else if (op->kind == BLK_OP_ATOMIC_ADD) {
@@ -713,6 +715,7 @@ static void exec_access(Interp *I, const Instr *in)
 	}
 	if (shared)
 		blk_iworld_unlock(I->world);
+	I->locked = false;
 	blk_itile_release(&t);
 }
 
@@ -750,6 +753,10 @@ static void exec_signal(Interp *I, const Instr *in)
 		return;
 	}
 	int32_t *counter = (int32_t *)(void *)(r->base + r->off * 4);
+	if (in->op->kind == BLK_OP_SIGNAL_WAIT && v < 1) {
+		fail(I, in->op->loc, "signal_wait waits for a count of at least 1, got", v);
+		return;
+	}
 	if (in->op->kind != BLK_OP_SIGNAL_WAIT) {
 		blk_iworld_signal(I->world, counter, in->op->kind == BLK_OP_SIGNAL_SET, v);
 		return;
@@ -1391,8 +1398,12 @@ static void *rank_main(void *arg)
 {
 	Interp *I = arg;
 	char msg[512];
-	if (!blk_guard(run_rank, I, msg, sizeof msg))
+	if (!blk_guard(run_rank, I, msg, sizeof msg)) {
+		if (I->locked) /* it died inside an atomic: the other ranks must not wait on the lock */
+			blk_iworld_unlock(I->world);
+		I->locked = false;
 		report(I, I->k->loc, msg);
+	}
 	blk_iworld_finish(I->world, I->failed);
 	return NULL;
 }

@@ -530,8 +530,9 @@ int blk_ref_param(const BlkKernel *k, const BlkValue *ref);
  * takes rank, world, timeout). */
 bool blk_kernel_multi_rank(const BlkKernel *k);
 /* Whether k's body has a signal_add, signal_set or signal_wait: programs
- * that signal one another (the GPU passes keep such a kernel one program
- * a CTA, every warp running the body, its stores plain). */
+ * that signal one another (the GPU passes keep the stores a signal may
+ * follow plain, the stages at num_stages, a copying loop before the tile
+ * loop non-persistent; docs/backend.md). */
 bool blk_kernel_signals(const BlkKernel *k);
 
 /* Unlinks op from its region (its results must be unused). */

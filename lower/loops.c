@@ -11,6 +11,16 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref)
 	return pi >= 0 && pi < c->k->nparams && c->k->params[pi].access == BLK_ACCESS_IN;
 }
 
+bool blk_loop_peer_read_only(const LowerCtx *c, const BlkValue *ref)
+{
+	bool peer = false;
+	for (const BlkValue *v = ref; v->def && (v->def->kind == BLK_OP_VIEW || v->def->kind == BLK_OP_PEER);
+	     v = v->def->operands[0])
+		peer = peer || v->def->kind == BLK_OP_PEER;
+	int pi = blk_ref_param(c->k, ref);
+	return peer && pi >= 0 && c->k->params[pi].access == BLK_ACCESS_IN;
+}
+
 /* Whether r (and the regions in it) writes param pi, through any view or
  * peer of it. */
 static bool writes_param(const BlkKernel *k, const BlkRegion *r, int pi)

@@ -116,6 +116,13 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
  * signals (an all-gather's rows before their product).  The wait's barrier
  * and proxy fence order those writes before any copy the pipeliner issues. */
 bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref);
+/* ref is a peer Ref (through views) of an `in` symmetric array: nothing
+ * writes it while the kernel runs, so a copy of it may be issued early;
+ * not by TMA (a tensor map holds this rank's address: blk_lower_ref_param
+ * stops at the peer op, so tma_ok refuses it), by cp.async, whose address
+ * is the peer's.  Other passes keep treating it as unknown (not hoisted
+ * above the signal that orders it after the peer's writes). */
+bool blk_loop_peer_read_only(const LowerCtx *c, const BlkValue *ref);
 /* Marks in `in` (op -> op) the ops of L's body v depends on; false when v
  * depends on a carry or on an op that is not pure and region-free. */
 bool blk_loop_slice(BlkLoop *L, BlkPtrMap *in, const BlkValue *v);

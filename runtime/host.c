@@ -225,6 +225,13 @@ bool blk_interpret_world(BlkFunc *f, int nranks, const BlkTensor *const *tensors
 	return interpret(f, nranks, tensors, ntensors);
 }
 
+int blk_func_multi_rank(const BlkFunc *f)
+{
+	if (!blk_rt_func_ok(f, "blk_func_multi_rank"))
+		return -1;
+	return blk_kernel_multi_rank(f->kernel) ? 1 : 0;
+}
+
 bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world)
 {
 	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_set_world"))

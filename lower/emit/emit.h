@@ -36,6 +36,7 @@ typedef struct ERef {
 	 * (stride i64, extents i32), the int64 above then a known divisor */
 	LLVMValueRef dstride[BLK_MAX_RANK], dbext[BLK_MAX_RANK], daext[BLK_MAX_RANK];
 	int64_t step[BLK_MAX_RANK]; /* element k of a dim is index k * step (a strided ds; 0: 1) */
+	LLVMValueRef peer; /* global: the rank whose buffer base is in (i32), NULL: this rank's */
 	int swz;       /* shared, swizzled (layout.h): swz bytes, column blocks */
 	int64_t sblk;  /* sblk elements apart along the dim of stride 1 (0: one) */
 } ERef;

@@ -2,7 +2,8 @@
  *
  * A symmetric param's launch arguments are its local pointer and a table
  * of every rank's base of the same buffer (a peers argument); rank r's
- * copy of any address is that address plus table[r] - table[rank].  So a
+ * copy of an address in rank q's buffer is that address plus table[r] -
+ * table[q] (q this rank, or the rank a peer Ref already points at).  So a
  * peer Ref is the Ref with its base moved, and every access (vectors,
  * masks, atomics) works through it unchanged.
  *
@@ -48,9 +49,11 @@ void blk_emit_peer(Emit *E, const BlkOp *op)
 	ev->is_ref = true;
 	ev->ref = *in;
 	LLVMValueRef r = blk_emit_tile(E, op->operands[1])->r[0];
+	LLVMValueRef from = in->peer ? in->peer : E->rank_arg; /* x.on(a).on(b) is x.on(b) */
 	LLVMValueRef delta = LLVMBuildSub(E->b, peer_base(E, in->pindex, r),
-	                                  peer_base(E, in->pindex, E->rank_arg), "peer.delta");
+	                                  peer_base(E, in->pindex, from), "peer.delta");
 	ev->ref.base = LLVMBuildGEP2(E->b, E->i8, in->base, &delta, 1, "peer.base");
+	ev->ref.peer = r;
 	blk_emit_bind(E, op->results[0], ev);
 }
 
@@ -95,10 +98,13 @@ static void timed_out(Emit *E, const BlkOp *op, LLVMValueRef seen, LLVMValueRef 
 	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "trap;", "", true);
 }
 
-/* Thread 0: spin until *p >= want (acquire), then take want off. */
+/* Thread 0: spin until *p >= want (acquire), then take want off in one
+ * atomic step (a compare-and-swap from the value seen: two waiters on one
+ * counter cannot both take one signal). */
 static void spin_wait(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef want)
 {
 	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.loop");
+	LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.take");
 	LLVMBasicBlockRef late = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.late");
 	LLVMBasicBlockRef more = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.more");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.done");
@@ -107,7 +113,12 @@ static void spin_wait(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef wan
 	LLVMPositionBuilderAtEnd(E->b, loop);
 	LLVMValueRef seen = blk_emit_asm(E, E->i32, &p, 1, "ld.acquire.sys.global.s32 $0, [$1];",
 	                                 "=r,l,~{memory}", true);
-	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGE, seen, want, ""), done, late);
+	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGE, seen, want, ""), take, late);
+	LLVMPositionBuilderAtEnd(E->b, take);
+	LLVMValueRef cas[3] = { p, seen, LLVMBuildSub(E->b, seen, want, "") };
+	LLVMValueRef old = blk_emit_asm(E, E->i32, cas, 3, "atom.acquire.sys.global.cas.b32 $0, [$1], $2, $3;",
+	                                "=r,l,r,r,~{memory}", true);
+	LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, old, seen, ""), done, loop);
 	LLVMPositionBuilderAtEnd(E->b, late);
 	LLVMValueRef waited = LLVMBuildSub(E->b, globaltimer(E), t0, "");
 	LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(E->cx, E->fn, "wait.timeout");
@@ -119,9 +130,28 @@ static void spin_wait(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef wan
 	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "nanosleep.u32 64;", "", true);
 	LLVMBuildBr(E->b, loop);
 	LLVMPositionBuilderAtEnd(E->b, done);
-	LLVMValueRef args[2] = { p, LLVMBuildNeg(E->b, want, "") };
-	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), args, 2, "red.relaxed.sys.global.add.s32 [$0], $1;",
-	             "l,r,~{memory}", true);
+}
+
+/* vprintf of fmt with the rank and the program's ids, then trap. */
+static void fail_here(Emit *E, const char *fmt)
+{
+	const BlkKernel *k = E->c->k;
+	LLVMValueRef vals[4] = { E->rank_arg, blk_emit_program_id(E, 0),
+	                         k->grid_rank > 1 ? blk_emit_program_id(E, 1) : blk_emit_i32(E, 0),
+	                         k->grid_rank > 2 ? blk_emit_program_id(E, 2) : blk_emit_i32(E, 0) };
+	LLVMTypeRef tys[4] = { E->i32, E->i32, E->i32, E->i32 };
+	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, 4, false);
+	LLVMValueRef buf = blk_emit_alloca(E, st);
+	for (unsigned i = 0; i < 4; i++)
+		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, buf, i, ""));
+	LLVMTypeRef pt[2] = { E->p0, E->p0 };
+	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
+	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
+	if (!f)
+		f = LLVMAddFunction(E->mod, "vprintf", ft);
+	LLVMValueRef args[2] = { LLVMBuildGlobalStringPtr(E->b, fmt, "fail"), buf };
+	LLVMBuildCall2(E->b, ft, f, args, 2, "");
+	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "trap;", "", true);
 }
 
 void blk_emit_signal(Emit *E, const BlkOp *op)
@@ -130,6 +160,15 @@ void blk_emit_signal(Emit *E, const BlkOp *op)
 	LLVMValueRef p = counter(E, op, &alive);
 	blk_emit_barrier(E); /* every thread's earlier writes are done */
 	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, blk_emit_i32(E, 0), "");
+	if (alive) { /* an index outside the signal array: the interpreter's error, then a trap */
+		LLVMBasicBlockRef bad = blk_emit_begin_if(E, blk_emit_and(E, is0, LLVMBuildNot(E->b, alive, "")));
+		char fmt[256];
+		snprintf(fmt, sizeof fmt, "blk: %s: rank %%d, program (%%d, %%d, %%d): %s at line %u: the "
+		         "signal's index is outside its signal array\n", E->c->k->name, blk_op_name(op->kind),
+		         op->loc.line);
+		fail_here(E, fmt);
+		blk_emit_end_if(E, bad);
+	}
 	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_and(E, is0, alive));
 	LLVMValueRef args[2] = { p, v };
 	switch (op->kind) {

@@ -259,7 +259,8 @@ static bool stageable(Pipe *P, int o)
 	    d->parent != P->L.body ||
 	    v->type.rank != 2 || !slab_dtype(P->s->dot, v->type.dtype) || !zero_fill(d) ||
 	    (simt ? blk_lower_uses(P->L.body, v) != 1 : !dots_only(P->L.body, v)) ||
-	    (!blk_loop_read_only(P->L.c, d->operands[0]) && !blk_loop_fed_by_wait(&P->L, d->operands[0])))
+	    (!blk_loop_read_only(P->L.c, d->operands[0]) && !blk_loop_fed_by_wait(&P->L, d->operands[0]) &&
+	     !blk_loop_peer_read_only(P->L.c, d->operands[0])))
 		return false;
 	for (int i = 0; i < d->noperands; i++) /* the block Ref may be the body's too */
 		if (!blk_loop_slice(&P->L, &x->in, d->operands[i]))

@@ -208,13 +208,28 @@ static void needed_outer(Pipe *P, const BlkRegion *ob, BlkPtrMap *set)
 
 static bool plain(const LowerCtx *c, const BlkOp *op);
 
+/* Whether op (or an op in its regions) reads global memory. */
+static bool reads_global(const BlkOp *op)
+{
+	if ((op->kind == BLK_OP_LOAD || op->kind == BLK_OP_SWAP || blk_op_is_atomic(op->kind)) &&
+	    op->operands[0]->type.space == BLK_SPACE_GLOBAL)
+		return true;
+	for (int i = 0; i < op->nregions; i++)
+		for (const BlkOp *o = op->regions[i]->first; o; o = o->next)
+			if (reads_global(o))
+				return true;
+	return false;
+}
+
 /* A signal_wait at the top of the outer loop's body before the pipelined
  * loop (an all-gather's tile waiting for its rows): the producer's, whose
  * copies read what the signal made ready, and the consumers' no more --
  * they read the slabs after the producer's arrive on full[slot], which
  * orders them after its acquire (and a second wait would take the signal
  * twice).  Adds each wait and the ops it needs to set (NULL: only checks);
- * false where one of those is not plain. */
+ * false where one of those is not plain, or where the consumers read
+ * global memory between the wait and the loop (such a read would not be
+ * ordered after the acquire). */
 static bool waits_before(Pipe *P, BlkOp *outer, BlkPtrMap *set)
 {
 	LowerCtx *c = P->L.c;
@@ -227,6 +242,11 @@ static bool waits_before(Pipe *P, BlkOp *outer, BlkPtrMap *set)
 			need(c, &mine, ob, w->operands[i]);
 		for (BlkOp *o = ob->first; o != w; o = o->next)
 			if (blk_pmap_get(&mine, o) && !plain(c, o))
+				return false;
+		/* the consumers' reads before the loop would not follow the
+		 * producer's acquire: only the slabs do (through full[slot]) */
+		for (BlkOp *o = w->next; o && o != P->L.loop; o = o->next)
+			if (reads_global(o))
 				return false;
 		for (BlkOp *o = ob->first; set && o != w; o = o->next)
 			if (blk_pmap_get(&mine, o))

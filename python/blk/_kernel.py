@@ -138,6 +138,7 @@ class Kernel:
             self.tensor_params.append(Param(pi))
         self.sizes = [_lib.text(_lib.lib.blk_func_size_name(f, i))
                       for i in range(_lib.lib.blk_func_num_sizes(f))]
+        self.multi_rank = _lib.lib.blk_func_multi_rank(f) == 1
         self._index = {p.name: i for i, p in enumerate(self.tensor_params)}
         self._out_index = [i for i, p in enumerate(self.tensor_params) if p.access == "out"]
 
@@ -298,10 +299,11 @@ class Kernel:
 
     def _peers(self, args, ts, group):
         """For symmetric params: each tensor's table of every rank's address
-        (torch's symmetric memory), and (rank, world); None without them."""
+        (torch's symmetric memory), and (rank, world); for a kernel that only
+        asks my_rank() or world(), the group's; None for a kernel of one GPU."""
         sym = [i for i, p in enumerate(self.tensor_params) if p.symmetric]
         if not sym:
-            return None
+            return _group_world(group, self.name) if self.multi_rank else None
         world = None
         for i in sym:
             p, a = self.tensor_params[i], args[i]
@@ -446,6 +448,22 @@ class _Obj:
 
     def __init__(self, obj):
         self.obj = obj
+
+
+def _group_world(group, kernel):
+    """(rank, world) of this process in a torch.distributed group (the
+    default group when None)."""
+    try:
+        import torch.distributed as dist
+    except ImportError as e:
+        raise BlkError(f"kernel {kernel} asks my_rank() or world(): it needs torch.distributed: {e}")
+    if not dist.is_initialized():
+        raise BlkError(f"kernel {kernel} asks my_rank() or world(), but torch.distributed is not "
+                       "initialized (dist.init_process_group first)")
+    if isinstance(group, str):
+        raise BlkError(f"kernel {kernel}: pass group= as a ProcessGroup for a kernel without "
+                       "symmetric params")
+    return dist.get_rank(group), dist.get_world_size(group)
 
 
 def _rendezvous(t, group, kernel, param):

@@ -84,9 +84,9 @@ class Autotuned:
         self.search = search
         self.configs = [] if self.derived else [dict(c) for c in configs]
         self.base = Kernel(src, name=name, **params)
-        if any(p.symmetric for p in self.base.tensor_params):
-            raise BlkError(f"autotune: kernel {self.base.name} runs across ranks (symmetric or "
-                           "signal params): one rank's timed launches would wait for the others; "
+        if any(p.symmetric == "signal" for p in self.base.tensor_params):
+            raise BlkError(f"autotune: kernel {self.base.name} signals other ranks (signal "
+                           "params): one rank's timed launches would wait for the others; "
                            "give its parameters values, or `auto` (the cost model's choice, the "
                            "same on every rank)")
         self.kernels = [None] * len(self.configs)

@@ -63,6 +63,27 @@ kernel allreduce[BN = 1024](x: in symmetric bf16[N] block (BN,) index (i) -> (i)
 }
 """
 
+PULL_MATMUL = """
+// all-gather + matmul that pulls: each tile reads its A rows from the rank
+// that owns them, its K loop's slabs copied over NVLink (cp.async)
+kernel pull[T = bf16, BM = 128, BN = 128, BK = 64, num_warps = 8, num_stages = 4](
+    a: in symmetric T[MS, K],
+    b: in T[K, N] block (K, BN) index (i, j) -> (0, j),
+    c: out T[RMS, N] block (BM, BN) index (i, j) -> ((i + my_rank() * (MS ~/ BM)) % (RMS ~/ BM), j),
+    bar: signal[G],
+) grid (cdiv(RMS, BM), cdiv(N, BN)) {
+    let i = program_id(0);
+    let tm = (i + my_rank() * (MS ~/ BM)) % (RMS ~/ BM);
+    let s = tm ~/ (MS ~/ BM);
+    let r0 = (tm % (MS ~/ BM)) * BM;
+    rank_barrier(bar.at[i * cdiv(N, BN) + program_id(1)]);   // every rank's a is written
+    let acc = fori_loop(0, cdiv(K, BK), zeros((BM, BN), f32)) |k, acc| {
+        acc + dot(a.on(s)[ds(r0, BM), ds(k * BK, BK)], b[ds(k * BK, BK), :])
+    };
+    c[...] = acc.astype(T);
+}
+"""
+
 EX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 results = []
 
@@ -87,11 +108,12 @@ def signals(*shape):
 
 
 WHO = """
-kernel who(x: in symmetric i32[4], y: out i32[4]) {
+kernel who(x: in symmetric i32[4], y: out i32[5]) {
     y[0] = my_rank();
     y[1] = world();
     y[2] = x.on(0)[0];
     y[3] = x.on(world() - 1)[1];
+    y[4] = x.on(world() - 1).on(0)[1];   // a peer of a peer is that peer
 }
 """
 
@@ -108,7 +130,7 @@ def test_identity():
     y = blk.kernel(WHO)(x)
     torch.cuda.synchronize()
     got = y.tolist()
-    assert got == [RANK, WORLD, 0, 100 * (WORLD - 1) + 1], f"rank {RANK}: {got}"
+    assert got == [RANK, WORLD, 0, 100 * (WORLD - 1) + 1, 1], f"rank {RANK}: {got}"
 
 
 def test_ring():
@@ -202,6 +224,27 @@ def test_matmul_reduce_scatter():
             torch.testing.assert_close(c.float(), want, atol=0.5 * WORLD, rtol=2e-2)
         dist.barrier()
         assert not arrived.any() and not started.any()
+        dist.barrier()
+
+
+def test_pull_matmul():
+    """A dot whose A slabs come from peers (cp.async over NVLink), against
+    all_gather_into_tensor + matmul."""
+    k = blk.kernel(PULL_MATMUL)
+    for ms, kk, n in ((256, 512, 384), (1024, 1024, 1024)):
+        torch.manual_seed(RANK)
+        a = symm.empty((ms, kk), dtype=torch.bfloat16, device=DEV)
+        a.copy_(torch.randn(ms, kk, device=DEV))
+        b = torch.randn(kk, n, device=DEV).to(torch.bfloat16)
+        bar = signals((WORLD * ms // 128) * ((n + 127) // 128))
+        full = torch.empty(WORLD * ms, kk, device=DEV, dtype=torch.bfloat16)
+        dist.all_gather_into_tensor(full, a)
+        c = torch.empty(WORLD * ms, n, device=DEV, dtype=torch.bfloat16)
+        k(a, b, c, bar)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.float(), full.float() @ b.float(), atol=0.5, rtol=2e-2)
+        dist.barrier()
+        assert not bar.any()
         dist.barrier()
 
 
@@ -322,7 +365,7 @@ if os.environ.get("BLK_WORLD_TIMEOUT_TEST") == "1":
     os._exit(0)  # the context is gone: no clean shutdown
 
 for t in (test_identity, test_ring, test_all_gather, test_all_reduce, test_allgather_matmul,
-          test_matmul_reduce_scatter):
+          test_matmul_reduce_scatter, test_pull_matmul):
     case(t)
 if os.environ.get("BLK_WORLD_BENCH") == "1" and not any(e for _, e in results):
     bench_all_reduce()

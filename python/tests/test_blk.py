@@ -920,7 +920,27 @@ def test_interpret_world():
     e = raises(blk.BlkError, k.interpret_world, [])
     assert "at least one rank" in str(e)
     e = raises(blk.BlkError, blk.autotune, WORLD_ALL_GATHER, configs=[{}])
-    assert "runs across ranks" in str(e)
+    assert "signals other ranks" in str(e)
+    assert k.multi_rank and k3.multi_rank
+    assert not blk.kernel("kernel p(y: out i32[1]) { y[0] = 1; }").multi_rank
+
+
+def test_world_pull_matmul():
+    """A dot reading its A rows from the rank that owns them (a peer Ref in
+    the K loop), in a world of 2 ranks, f32, against NumPy."""
+    src = open(os.path.join(HERE, "gpu_world.py")).read()
+    text = src.split('PULL_MATMUL = """')[1].split('"""')[0]
+    k = blk.kernel(text, T="f32", BM=16, BN=16, BK=16)
+    R, MS, K, N = 2, 32, 48, 40
+    a = [rand(MS, K) for _ in range(R)]
+    b = [rand(K, N) for _ in range(R)]
+    bars = [np.zeros((R * MS // 16) * 3, np.int32) for _ in range(R)]
+    cs = [np.zeros((R * MS, N), np.float32) for _ in range(R)]  # (its rows are no input's)
+    k.interpret_world([[a[r], b[r], cs[r], bars[r]] for r in range(R)])
+    full = np.concatenate(a)
+    for r in range(R):
+        close(cs[r], full @ b[r], 1e-4)
+        assert not bars[r].any()
 
 
 def test_world_examples():

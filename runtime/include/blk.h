@@ -261,6 +261,10 @@ BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
  * with symmetric params or my_rank()/world() pass these; each rank's
  * process (or thread) sets its own.  false for a rank outside the world. */
 BLK_API bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world);
+/* 1 when f runs across ranks (a symmetric or signal param, or my_rank() or
+ * world() in its body or an index map: its launches take the runtime's
+ * rank and world), 0 when not, -1 with the error for a bad handle. */
+BLK_API int blk_func_multi_rank(const BlkFunc *f);
 /* ---- symmetric memory (several GPUs, from C) ----------------------------
  * A buffer every rank of a group allocates and maps the others' of, from
  * the CUDA driver's virtual memory management: cuMemCreate with a POSIX
@@ -278,7 +282,8 @@ BLK_API BlkSymmetric *blk_symmetric_create(BlkRuntime *rt, size_t bytes, int ran
  * caller closes it); -1 with the error. */
 BLK_API int blk_symmetric_export(BlkSymmetric *s);
 /* Maps rank r's buffer from a descriptor of it (received from rank r;
- * the caller still owns and closes fd).  Once per other rank. */
+ * the caller still owns and closes fd).  Once per other rank; every rank
+ * must have created its buffer with the same size. */
 BLK_API bool blk_symmetric_import(BlkSymmetric *s, int rank, int fd);
 /* This rank's device address of the buffer. */
 BLK_API void *blk_symmetric_data(const BlkSymmetric *s);
@@ -286,7 +291,8 @@ BLK_API void *blk_symmetric_data(const BlkSymmetric *s);
  * for any tensor in it); NULL with the error until every rank's is mapped. */
 BLK_API const void *blk_symmetric_peers(BlkSymmetric *s);
 /* Unmaps every rank's buffer and frees this one (after every kernel using
- * it has finished, on every rank). */
+ * it has finished, on every rank).  On a runtime whose device can no
+ * longer be entered, the mappings are left to the process's exit. */
 BLK_API void blk_symmetric_destroy(BlkSymmetric *s);
 
 /* Runs f in the interpreter as a world of nranks ranks, one thread each:

@@ -87,7 +87,8 @@ static void test_ring_read(void **state)
 	Run r;
 	compile(&r, "kernel k(x: in symmetric f32[N], y: out f32[N]) {\n"
 	            "    let next = (my_rank() + 1) % world();\n"
-	            "    y[...] = x.on(next)[...] * 2.0 + my_rank().astype(f32);\n"
+	            "    // a peer of a peer is that peer\n"
+	            "    y[...] = x.on(0).on(next)[...] * 2.0 + my_rank().astype(f32);\n"
 	            "}\n");
 	for (int n = 1; n <= 4; n++) {
 		float x[MAXR][5], y[MAXR][5];
@@ -297,6 +298,21 @@ static void test_deadlock(void **state)
 	}
 }
 
+/* A wait for a count below 1 computed at run time: an error, not a wait
+ * that adds to the counter. */
+static void test_wait_count(void **state)
+{
+	(void)state;
+	Run r;
+	compile(&r, "kernel k(n: in i32[1], s: signal[1]) { signal_wait(s.at[0], n[0]); }\n");
+	int32_t n[MAXR][1] = { { -5 } }, s[MAXR][1] = { { 0 } };
+	void *data[MAXR][MAXA] = { { n[0], s[0] } };
+	assert_false(run_world(&r, 1, 2, (BlkDType[]){ BLK_I32, BLK_I32 }, (int64_t[]){ 1, 1 }, data));
+	expect_error(&r, "signal_wait waits for a count of at least 1, got (-5)");
+	assert_int_equal(s[0][0], 0);
+	run_free(&r);
+}
+
 /* A rank that fails: its error alone, the ranks waiting for it stop. */
 static void test_rank_fails(void **state)
 {
@@ -363,6 +379,10 @@ static void test_check_errors(void **state)
 		{ "kernel k(y: inout i32[4]) { signal_wait(y.at[0], 1); }",
 		  "signal_wait needs one element of a `signal` parameter" },
 		{ "kernel k(s: signal[4]) { signal_set(s.at[0], 1.5); }", "1.5" },
+		{ "kernel k(s: signal[4]) { signal_wait(s.at[0], 0); }",
+		  "1:47: error: signal_wait waits for a count of at least 1, got 0" },
+		{ "kernel k(s: signal[4]) { rank_barrier(s.on(1).at[0]); }",
+		  "rank_barrier meets at its element on every rank: give this rank's (`bar.at[i]`), not a peer's" },
 		{ "kernel k(s: signal[4] block (2,)) { signal_set(s.at[0], 1); }",
 		  "signal `s` is whole in every program; it takes no block spec" },
 		{ "kernel k(s: scratch symmetric f32[4], y: out f32[4]) { y[...] = s[...]; }",
@@ -394,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_rank_in_index_map),
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_rank_fails),
+		cmocka_unit_test(test_wait_count),
 		cmocka_unit_test(test_symmetric_mismatch),
 		cmocka_unit_test(test_check_errors),
 	};
