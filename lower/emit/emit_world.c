@@ -71,31 +71,42 @@ static LLVMValueRef globaltimer(Emit *E)
 	return blk_emit_asm(E, E->i64, NULL, 0, "mov.u64 $0, %globaltimer;", "=l", true);
 }
 
-/* The message a timed-out wait prints before it traps. */
-static void timed_out(Emit *E, const BlkOp *op, LLVMValueRef seen, LLVMValueRef want)
+/* vprintf of fmt with the rank, the program's ids and then n more values
+ * (their types in tys), then trap: the launch fails with that message. */
+static void fail_here(Emit *E, const char *fmt, LLVMValueRef *more, LLVMTypeRef *tys, int n)
 {
 	const BlkKernel *k = E->c->k;
-	char fmt[512];
-	snprintf(fmt, sizeof fmt, "blk: %s: rank %%d, program (%%d, %%d, %%d): signal_wait at line %u "
-	         "timed out after %%lld ms: the signal is %%d, it waits for %%d (raise BLK_SIGNAL_TIMEOUT, "
-	         "or check that every rank launches this kernel)\n", k->name, op->loc.line);
-	LLVMValueRef vals[7] = { E->rank_arg, blk_emit_program_id(E, 0),
+	LLVMValueRef vals[8] = { E->rank_arg, blk_emit_program_id(E, 0),
 	                         k->grid_rank > 1 ? blk_emit_program_id(E, 1) : blk_emit_i32(E, 0),
-	                         k->grid_rank > 2 ? blk_emit_program_id(E, 2) : blk_emit_i32(E, 0),
-	                         LLVMBuildUDiv(E->b, E->timeout_arg, blk_emit_i64(E, 1000000), ""), seen, want };
-	LLVMTypeRef tys[7] = { E->i32, E->i32, E->i32, E->i32, E->i64, E->i32, E->i32 };
-	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, 7, false);
+	                         k->grid_rank > 2 ? blk_emit_program_id(E, 2) : blk_emit_i32(E, 0) };
+	LLVMTypeRef ts[8] = { E->i32, E->i32, E->i32, E->i32 };
+	for (int i = 0; i < n && i < 4; i++)
+		vals[4 + i] = more[i], ts[4 + i] = tys[i];
+	unsigned m = 4 + (unsigned)(n < 4 ? n : 4);
+	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, ts, m, false);
 	LLVMValueRef buf = blk_emit_alloca(E, st);
-	for (unsigned i = 0; i < 7; i++)
+	for (unsigned i = 0; i < m; i++)
 		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, buf, i, ""));
 	LLVMTypeRef pt[2] = { E->p0, E->p0 };
 	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
 	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
 	if (!f)
 		f = LLVMAddFunction(E->mod, "vprintf", ft);
-	LLVMValueRef args[2] = { LLVMBuildGlobalStringPtr(E->b, fmt, "timeout"), buf };
+	LLVMValueRef args[2] = { LLVMBuildGlobalStringPtr(E->b, fmt, "fail"), buf };
 	LLVMBuildCall2(E->b, ft, f, args, 2, "");
 	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "trap;", "", true);
+}
+
+/* The message a timed-out wait prints before it traps. */
+static void timed_out(Emit *E, const BlkOp *op, LLVMValueRef seen, LLVMValueRef want)
+{
+	char fmt[512];
+	snprintf(fmt, sizeof fmt, "blk: %s: rank %%d, program (%%d, %%d, %%d): signal_wait at line %u "
+	         "timed out after %%lld ms: the signal is %%d, it waits for %%d (raise BLK_SIGNAL_TIMEOUT, "
+	         "or check that every rank launches this kernel)\n", E->c->k->name, op->loc.line);
+	LLVMValueRef more[3] = { LLVMBuildUDiv(E->b, E->timeout_arg, blk_emit_i64(E, 1000000), ""), seen, want };
+	LLVMTypeRef tys[3] = { E->i64, E->i32, E->i32 };
+	fail_here(E, fmt, more, tys, 3);
 }
 
 /* Thread 0: spin until *p >= want (acquire), then take want off in one
@@ -132,28 +143,6 @@ static void spin_wait(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef wan
 	LLVMPositionBuilderAtEnd(E->b, done);
 }
 
-/* vprintf of fmt with the rank and the program's ids, then trap. */
-static void fail_here(Emit *E, const char *fmt)
-{
-	const BlkKernel *k = E->c->k;
-	LLVMValueRef vals[4] = { E->rank_arg, blk_emit_program_id(E, 0),
-	                         k->grid_rank > 1 ? blk_emit_program_id(E, 1) : blk_emit_i32(E, 0),
-	                         k->grid_rank > 2 ? blk_emit_program_id(E, 2) : blk_emit_i32(E, 0) };
-	LLVMTypeRef tys[4] = { E->i32, E->i32, E->i32, E->i32 };
-	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, 4, false);
-	LLVMValueRef buf = blk_emit_alloca(E, st);
-	for (unsigned i = 0; i < 4; i++)
-		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, buf, i, ""));
-	LLVMTypeRef pt[2] = { E->p0, E->p0 };
-	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
-	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
-	if (!f)
-		f = LLVMAddFunction(E->mod, "vprintf", ft);
-	LLVMValueRef args[2] = { LLVMBuildGlobalStringPtr(E->b, fmt, "fail"), buf };
-	LLVMBuildCall2(E->b, ft, f, args, 2, "");
-	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "trap;", "", true);
-}
-
 void blk_emit_signal(Emit *E, const BlkOp *op)
 {
 	LLVMValueRef alive, v = blk_emit_tile(E, op->operands[1])->r[0];
@@ -166,7 +155,7 @@ void blk_emit_signal(Emit *E, const BlkOp *op)
 		snprintf(fmt, sizeof fmt, "blk: %s: rank %%d, program (%%d, %%d, %%d): %s at line %u: the "
 		         "signal's index is outside its signal array\n", E->c->k->name, blk_op_name(op->kind),
 		         op->loc.line);
-		fail_here(E, fmt);
+		fail_here(E, fmt, NULL, NULL, 0);
 		blk_emit_end_if(E, bad);
 	}
 	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_and(E, is0, alive));
