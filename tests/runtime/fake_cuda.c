@@ -12,12 +12,22 @@
  * With BLK_FAKE_LAUNCH_LOG set, every launch (grid, block, shared bytes)
  * and tensor map (dims, box, strides, swizzle) is appended to that file:
  * tools/ptx-snapshot.sh compares two builds' launches with it.
+ * Virtual memory management (runtime/symmetric.c's): an allocation is a
+ * memfd, its shareable handle a duplicate descriptor, a mapping an mmap of
+ * it, so two mappings of one allocation share their bytes as a rank's and
+ * its peer's do; FAKE_CUDA_NO_VMM=1 when the driver opens leaves those
+ * entry points out, as an old driver would.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -353,6 +363,105 @@ static CUresult event_elapsed_time(float *ms, CUevent start, CUevent stop)
 	return CUDA_SUCCESS;
 }
 
+/* ---- virtual memory management ---- */
+
+typedef struct FakeAlloc {
+	int fd;
+	size_t size;
+} FakeAlloc;
+
+static CUresult vmm_granularity(size_t *g, const CUmemAllocationProp *p, CUmemAllocationGranularity_flags f)
+{
+	(void)p, (void)f;
+	*g = (size_t)2 << 20;
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_wrap(int fd, CUmemGenericAllocationHandle *h)
+{
+	struct stat st;
+	FakeAlloc *a = malloc(sizeof *a);
+	if (!a || fd < 0 || fstat(fd, &st) != 0) {
+		free(a);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	a->fd = fd;
+	a->size = (size_t)st.st_size;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)a;
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
+                           unsigned long long flags)
+{
+	(void)p, (void)flags;
+	int fd = memfd_create("fake-vmm", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return vmm_wrap(fd, h);
+}
+
+static CUresult vmm_release(CUmemGenericAllocationHandle h)
+{
+	FakeAlloc *a = (FakeAlloc *)(uintptr_t)h;
+	close(a->fd);
+	free(a);
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_reserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr,
+                            unsigned long long flags)
+{
+	(void)align, (void)addr, (void)flags;
+	void *m = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return m == MAP_FAILED ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+static CUresult vmm_free(CUdeviceptr p, size_t size)
+{
+	munmap((void *)(uintptr_t)p, size);
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_map(CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                        unsigned long long flags)
+{
+	(void)flags;
+	FakeAlloc *a = (FakeAlloc *)(uintptr_t)h;
+	if (offset + size > a->size) /* the driver's answer to a smaller allocation */
+		return CUDA_ERROR_INVALID_VALUE;
+	void *m = mmap((void *)(uintptr_t)p, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd,
+	               (off_t)offset);
+	return m == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+static CUresult vmm_unmap(CUdeviceptr p, size_t size)
+{
+	mmap((void *)(uintptr_t)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_access(CUdeviceptr p, size_t size, const CUmemAccessDesc *d, size_t n)
+{
+	(void)p, (void)size, (void)d, (void)n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_export(void *out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType t,
+                           unsigned long long flags)
+{
+	(void)t, (void)flags;
+	*(int *)out = dup(((FakeAlloc *)(uintptr_t)h)->fd);
+	return *(int *)out < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+static CUresult vmm_import(CUmemGenericAllocationHandle *h, void *os, CUmemAllocationHandleType t)
+{
+	(void)t;
+	return vmm_wrap(dup((int)(intptr_t)os), h);
+}
+
 /* Function pointers of every type pass through void (*)(void), which C
  * allows (and -Wcast-function-type exempts); never through void *. */
 typedef void (*AnyFn)(void);
@@ -382,6 +491,11 @@ static const Entry entries[] = {
 	E("cuEventRecord", event_record), E("cuEventSynchronize", event_synchronize),
 	E("cuEventElapsedTime", event_elapsed_time), E("cuCtxGetCurrent", ctx_get_current),
 	E("cuCtxGetDevice", ctx_get_device), E("cuModuleLoadData", module_load_data),
+	E("cuMemGetAllocationGranularity", vmm_granularity), E("cuMemCreate", vmm_create),
+	E("cuMemRelease", vmm_release), E("cuMemAddressReserve", vmm_reserve),
+	E("cuMemAddressFree", vmm_free), E("cuMemMap", vmm_map), E("cuMemUnmap", vmm_unmap),
+	E("cuMemSetAccess", vmm_access), E("cuMemExportToShareableHandle", vmm_export),
+	E("cuMemImportFromShareableHandle", vmm_import),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
@@ -391,7 +505,11 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
                              CUdriverProcAddressQueryResult *status)
 {
 	(void)version, (void)flags;
-	for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+	const char *no_vmm = getenv("FAKE_CUDA_NO_VMM");
+	bool vmm = strncmp(symbol, "cuMem", 5) == 0 && strcmp(symbol, "cuMemAlloc") != 0 &&
+	           strcmp(symbol, "cuMemFree") != 0 && strncmp(symbol, "cuMemcpy", 8) != 0 &&
+	           strncmp(symbol, "cuMemset", 8) != 0;
+	for (size_t i = 0; i < sizeof entries / sizeof entries[0] && !(vmm && no_vmm && *no_vmm == '1'); i++)
 		if (strcmp(entries[i].name, symbol) == 0) {
 			memcpy(pfn, &entries[i].fn, sizeof *pfn);
 			*status = CU_GET_PROC_ADDRESS_SUCCESS;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1086,10 +1087,61 @@ static void test_world_and_symmetric(void **state)
 	assert_null(blk_symmetric_data(NULL));
 	assert_null(blk_symmetric_peers(NULL));
 	blk_symmetric_destroy(NULL);
-	BlkRuntime *rt = fake_runtime(); /* the stand-in driver has no cuMemCreate */
+	setenv("FAKE_CUDA_NO_VMM", "1", 1); /* a driver without cuMemCreate */
+	BlkRuntime *rt = fake_runtime();
+	unsetenv("FAKE_CUDA_NO_VMM");
 	assert_null(blk_symmetric_create(rt, 1024, 0, 2));
 	assert_contains(blk_runtime_last_error(rt), "the CUDA driver has no virtual memory management");
 	blk_runtime_destroy(rt);
+}
+
+/* Two ranks' symmetric buffers in one process, on the stand-in driver's
+ * virtual memory management (an allocation is a memfd, a mapping an mmap
+ * of it): each exports, imports the other's, and rank 0's mapping of rank
+ * 1's buffer holds what rank 1 wrote into its own; the peers table lists
+ * both; every misuse is an error. */
+static void test_symmetric_fake(void **state)
+{
+	(void)state;
+	BlkRuntime *rt0 = fake_runtime(), *rt1 = fake_runtime();
+	assert_null(blk_symmetric_create(rt0, 1000, 2, 2));
+	assert_contains(blk_runtime_last_error(rt0), "rank 2 of a world of 2");
+	assert_null(blk_symmetric_create(rt0, 0, 0, 2));
+	BlkSymmetric *s0 = blk_symmetric_create(rt0, 1000, 0, 2);
+	BlkSymmetric *s1 = blk_symmetric_create(rt1, 1000, 1, 2);
+	assert_non_null(s0);
+	assert_non_null(s1);
+	assert_null(blk_symmetric_peers(s0));
+	assert_contains(blk_runtime_last_error(rt0), "rank 1's buffer is not imported yet");
+	int fd0 = blk_symmetric_export(s0), fd1 = blk_symmetric_export(s1);
+	assert_true(fd0 >= 0 && fd1 >= 0);
+	assert_false(blk_symmetric_import(s0, 0, fd1));
+	assert_contains(blk_runtime_last_error(rt0), "rank 0 is not another rank of this world of 2");
+	assert_false(blk_symmetric_import(s0, 1, -1));
+	assert_true(blk_symmetric_import(s0, 1, fd1));
+	assert_false(blk_symmetric_import(s0, 1, fd1));
+	assert_contains(blk_runtime_last_error(rt0), "rank 1's buffer is mapped already");
+	assert_true(blk_symmetric_import(s1, 0, fd0));
+	close(fd0);
+	close(fd1);
+	char *d1 = blk_symmetric_data(s1);
+	assert_true(blk_memcpy_htod(rt1, d1 + 100, "from rank 1", 12));
+	const void *t = blk_symmetric_peers(s0);
+	assert_non_null(t);
+	assert_ptr_equal(blk_symmetric_peers(s0), t); /* made once */
+	uint64_t table[2];
+	assert_true(blk_memcpy_dtoh(rt0, table, t, sizeof table));
+	assert_int_equal(table[0], (uint64_t)(uintptr_t)blk_symmetric_data(s0));
+	assert_true(table[1] != 0 && table[1] != (uint64_t)(uintptr_t)d1); /* rank 0's own mapping of it */
+	char got[12];
+	assert_true(blk_memcpy_dtoh(rt0, got, (void *)(uintptr_t)(table[1] + 100), 12));
+	assert_string_equal(got, "from rank 1");
+	blk_symmetric_destroy(s0);
+	assert_int_equal(blk_symmetric_export(s0), -1);
+	assert_contains(blk_runtime_last_error(NULL), "the symmetric buffer was destroyed");
+	blk_symmetric_destroy(s1);
+	blk_runtime_destroy(rt0);
+	blk_runtime_destroy(rt1);
 }
 
 static void test_tuner_fake_driver(void **state)
@@ -1308,6 +1360,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_gpu),
 		cmocka_unit_test(test_tuner_fake_driver),
 		cmocka_unit_test(test_world_and_symmetric),
+		cmocka_unit_test(test_symmetric_fake),
 		cmocka_unit_test(test_tuner_parallel_compile),
 		cmocka_unit_test(test_tuner_dynamic_buckets),
 		cmocka_unit_test(test_tma_tensor_maps),
