@@ -19,6 +19,30 @@ _lock = threading.RLock()
 _runtimes = {}  # device ordinal (HOST: offline) -> _Runtime
 
 
+class _RuntimeLock:
+    """A runtime's lock (re-entrant).  Entering it also destroys the
+    programs whose finalizers found it taken (_Loaded.__del__)."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self.orphans = []  # programs to destroy (list.append is atomic)
+
+    def acquire(self, blocking=True):
+        return self._lock.acquire(blocking)
+
+    def release(self):
+        self._lock.release()
+
+    def __enter__(self):
+        self._lock.acquire()
+        while self.orphans:
+            _lib.lib.blk_program_destroy(self.orphans.pop())
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+
 class _Runtime:
     """One BlkRuntime (a GPU's primary context, or offline) and a lock:
     libblk's runtime is not to be used from two threads at once."""
@@ -33,7 +57,7 @@ class _Runtime:
         if not self.ptr:
             raise BlkError(_lib.text(err.value))
         self.device = device
-        self.lock = threading.RLock()
+        self.lock = _RuntimeLock()
 
     def error(self, cls=BlkError):
         return cls(_lib.text(_lib.lib.blk_runtime_last_error(self.ptr)))
@@ -103,9 +127,22 @@ class _Loaded:
                 raise err
 
     def __del__(self):
-        if getattr(self, "prog", None) and _lib is not None and _lib.lib is not None:
-            with self.rt.lock:
-                _lib.lib.blk_program_destroy(self.prog)
+        # The garbage collector runs this in whichever thread allocates at
+        # the time -- also a thread that another, holding the runtime's lock
+        # around a long call, waits for (the interpreter's Ctrl-C watcher,
+        # whose start() waits for it to run): it must never block.  A
+        # program whose runtime is busy goes to the lock's orphans, which
+        # its next holder destroys.
+        prog = getattr(self, "prog", None)
+        if not prog or _lib is None or _lib.lib is None:
+            return
+        if self.rt.lock.acquire(blocking=False):
+            try:
+                _lib.lib.blk_program_destroy(prog)
+            finally:
+                self.rt.lock.release()
+        else:
+            self.rt.lock.orphans.append(prog)
 
 
 class Kernel:

@@ -987,6 +987,30 @@ def test_world_examples():
             assert not bars[r].any()
 
 
+def test_finalizer_never_blocks():
+    """A kernel's program finalized in a thread while another holds the
+    runtime's lock (the garbage collector runs finalizers in whichever
+    thread allocates: in CI, the Ctrl-C watcher thread that the holder was
+    starting, and the two waited for each other) is left for the lock's
+    next holder to destroy, not waited for."""
+    import threading
+    from blk import _kernel
+    k = blk.kernel(f"{EX}/add.blk")
+    loaded = k._loaded[_arrays.HOST]
+    rt = loaded.rt
+    with rt.lock:
+        t = threading.Thread(target=loaded.__del__)
+        t.start()
+        t.join(10)
+        assert not t.is_alive(), "the finalizer waited for the runtime's lock"
+        assert loaded.prog in rt.lock.orphans
+    loaded.prog = None  # destroyed below; the real finalizer must not do it again
+    with rt.lock:
+        assert not rt.lock.orphans
+    x = rand(10)
+    close(blk.kernel(f"{EX}/add.blk")(x, x, interpret=True), 2 * x)
+
+
 def test_bench_json():
     """tools/bench_json.py: blk-bench's tables as JSON."""
     sys.path.insert(0, os.path.join(ROOT, "tools"))
