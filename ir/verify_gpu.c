@@ -813,42 +813,43 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 		fail(V, "launch arg %d: stride %d of %s is not a dynamic stride of its pointer", i, g->dim, p->name);
 }
 
-/* Several ranks: peers for each symmetric param, in param order, then
- * rank, world and timeout; none of them for a kernel of one rank. */
+/* One argument of kind for each param `takes` says, in param order: the
+ * pointers (every array param), the peers (every symmetric one). */
+static void check_per_param(Verifier *V, const BlkLaunch *l, BlkArgKind kind, const char *noun,
+                            const char *which, bool (*takes)(const BlkParam *))
+{
+	int n = 0;
+	for (int pi = 0; pi < V->k->nparams; pi++) {
+		if (!takes(&V->k->params[pi]))
+			continue;
+		const BlkLaunchArg *g = blk_launch_nth(l, kind, n++);
+		if (!g || g->param != pi)
+			fail(V, "launch: %s %d is not param %s's (one %s per %s param, in order)", noun, n - 1,
+			     V->k->params[pi].name, noun, which);
+	}
+	if (blk_launch_count(l, kind) != n)
+		fail(V, "launch: %d %ss for %d %s params", blk_launch_count(l, kind), noun, n, which);
+}
+
+static bool is_array(const BlkParam *p)
+{
+	return p->access != BLK_ACCESS_SCRATCH;
+}
+
+static bool is_symmetric(const BlkParam *p)
+{
+	return p->symmetric;
+}
+
+/* Several ranks: rank, world and timeout after the peers; none of them
+ * for a kernel of one rank. */
 static void check_launch_world(Verifier *V, const BlkLaunch *l)
 {
 	bool multi = blk_kernel_multi_rank(V->k);
-	int n = 0;
-	for (int pi = 0; pi < V->k->nparams; pi++) {
-		if (!V->k->params[pi].symmetric)
-			continue;
-		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_PEERS, n++);
-		if (!g || g->param != pi)
-			fail(V, "launch: peers %d are not param %s's (one per symmetric param, in order)", n - 1,
-			     V->k->params[pi].name);
-	}
-	if (blk_launch_count(l, BLK_ARG_PEERS) != n)
-		fail(V, "launch: %d peers arguments for %d symmetric params", blk_launch_count(l, BLK_ARG_PEERS), n);
 	for (BlkArgKind a = BLK_ARG_RANK; a <= BLK_ARG_TIMEOUT; a++)
 		if ((blk_launch_count(l, a) > 0) != multi)
 			fail(V, "launch: %s %s argument", multi ? "no" : "a kernel of one rank has a",
 			     a == BLK_ARG_RANK ? "rank" : a == BLK_ARG_WORLD ? "world" : "timeout");
-}
-
-/* The pointers: one per array param, in param order. */
-static void check_launch_ptrs(Verifier *V, const BlkLaunch *l)
-{
-	int n = 0;
-	for (int pi = 0; pi < V->k->nparams; pi++) {
-		if (V->k->params[pi].access == BLK_ACCESS_SCRATCH)
-			continue;
-		const BlkLaunchArg *g = blk_launch_nth(l, BLK_ARG_PTR, n++);
-		if (!g || g->param != pi)
-			fail(V, "launch: pointer %d is not param %s's (one pointer per array param, in order)", n - 1,
-			     V->k->params[pi].name);
-	}
-	if (blk_launch_count(l, BLK_ARG_PTR) != n)
-		fail(V, "launch: %d pointers for %d array params", blk_launch_count(l, BLK_ARG_PTR), n);
 }
 
 static void check_launch_axes(Verifier *V, const BlkLaunch *l)
@@ -874,7 +875,8 @@ void blk_verify_launch(Verifier *V)
 	if ((l->grid[0] != NULL) != (l->grid[1] != NULL) || (l->grid[0] != NULL) != (l->grid[2] != NULL))
 		fail(V, "launch: the grid has all three CUDA extents or none");
 	check_launch_axes(V, l);
-	check_launch_ptrs(V, l);
+	check_per_param(V, l, BLK_ARG_PTR, "pointer", "array", is_array);
+	check_per_param(V, l, BLK_ARG_PEERS, "peers table", "symmetric", is_symmetric);
 	for (int i = 0; i < l->nargs; i++)
 		check_launch_arg(V, l, i);
 	check_launch_world(V, l);

@@ -21,16 +21,14 @@ bool blk_loop_peer_read_only(const LowerCtx *c, const BlkValue *ref)
 	return peer && pi >= 0 && c->k->params[pi].access == BLK_ACCESS_IN;
 }
 
-/* Whether r (and the regions in it) writes param pi, through any view or
- * peer of it. */
-static bool writes_param(const BlkKernel *k, const BlkRegion *r, int pi)
+bool blk_lower_writes(const BlkKernel *k, const BlkRegion *r, int pi)
 {
 	for (const BlkOp *op = r->first; op; op = op->next) {
 		bool w = op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP || blk_op_is_atomic(op->kind);
-		if (w && blk_ref_param(k, op->operands[0]) == pi)
+		if (w && (pi < 0 || blk_ref_param(k, op->operands[0]) == pi))
 			return true;
 		for (int i = 0; i < op->nregions; i++)
-			if (writes_param(k, op->regions[i], pi))
+			if (blk_lower_writes(k, op->regions[i], pi))
 				return true;
 	}
 	return false;
@@ -44,7 +42,7 @@ bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref)
 	bool top = L->loop->parent == k->body ||
 	           (outer && outer->kind == BLK_OP_FOR && outer->parent == k->body);
 	if (pi < 0 || pi >= k->nparams || k->params[pi].access != BLK_ACCESS_INOUT || !top ||
-	    writes_param(k, L->body, pi))
+	    blk_lower_writes(k, L->body, pi))
 		return false;
 	for (const BlkOp *op = L->loop->prev; op; op = op->prev) {
 		if (op->kind == BLK_OP_SIGNAL_WAIT)

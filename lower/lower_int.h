@@ -116,6 +116,9 @@ bool blk_loop_read_only(const LowerCtx *c, const BlkValue *ref);
  * signals (an all-gather's rows before their product).  The wait's barrier
  * and proxy fence order those writes before any copy the pipeliner issues. */
 bool blk_loop_fed_by_wait(const BlkLoop *L, const BlkValue *ref);
+/* Whether r (and the regions in it) stores, swaps or adds atomically into
+ * param pi (through any view or peer of it), or, for pi < 0, into any Ref. */
+bool blk_lower_writes(const BlkKernel *k, const BlkRegion *r, int pi);
 /* ref is a peer Ref (through views) of an `in` symmetric array: nothing
  * writes it while the kernel runs, so a copy of it may be issued early;
  * not by TMA (a tensor map holds this rank's address: blk_lower_ref_param

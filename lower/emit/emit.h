@@ -209,6 +209,10 @@ void blk_emit_for(Emit *E, const BlkOp *op);
 void blk_emit_if(Emit *E, const BlkOp *op);
 void blk_emit_scoped(Emit *E, const BlkOp *op);
 void blk_emit_print(Emit *E, const BlkOp *op);
+/* A call of the device's vprintf with fmt (a global string `name`) and the
+ * n values (of types tys) packed as its argument buffer. */
+void blk_emit_vprintf(Emit *E, const char *fmt, const char *name, const LLVMValueRef *vals,
+                      LLVMTypeRef *tys, int n);
 void blk_emit_local_alloc(Emit *E, const BlkOp *op); /* emit_llvm.c */
 /* Dynamic sizes: size `name` (its kernel argument) and a shape expression
  * of them, i32, computed where the builder is. */

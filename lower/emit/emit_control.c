@@ -151,6 +151,26 @@ static LLVMValueRef print_arg(Emit *E, const BlkValue *v, char *buf, size_t size
 	return blk_emit_to_i32(E, x, dt);
 }
 
+void blk_emit_vprintf(Emit *E, const char *fmt, const char *name, const LLVMValueRef *vals,
+                      LLVMTypeRef *tys, int n)
+{
+	LLVMValueRef argbuf = LLVMConstPointerNull(E->p0);
+	if (n > 0) {
+		LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, (unsigned)n, false);
+		argbuf = blk_emit_alloca(E, st);
+		for (int i = 0; i < n; i++)
+			LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, argbuf, (unsigned)i, ""));
+	}
+	LLVMValueRef str = LLVMBuildGlobalStringPtr(E->b, fmt, name);
+	LLVMTypeRef pt[2] = { E->p0, E->p0 };
+	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
+	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
+	if (!f)
+		f = LLVMAddFunction(E->mod, "vprintf", ft);
+	LLVMValueRef args[2] = { str, argbuf };
+	LLVMBuildCall2(E->b, ft, f, args, 2, "");
+}
+
 /* print: thread 0 of each program calls vprintf with the program ids and
  * the scalar operands (the checker allows only scalars), in the
  * interpreter's format: floats as %g, bools as true/false. */
@@ -181,17 +201,6 @@ void blk_emit_print(Emit *E, const BlkOp *op)
 	strncat(buf, "\n", sizeof buf - strlen(buf) - 1);
 	LLVMValueRef is0 = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, blk_emit_i32(E, 0), "");
 	LLVMBasicBlockRef cont = blk_emit_begin_if(E, is0);
-	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, tys, (unsigned)m, false);
-	LLVMValueRef argbuf = blk_emit_alloca(E, st);
-	for (int i = 0; i < m; i++)
-		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, argbuf, (unsigned)i, ""));
-	LLVMValueRef str = LLVMBuildGlobalStringPtr(E->b, buf, "fmt");
-	LLVMTypeRef pt[2] = { E->p0, E->p0 };
-	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
-	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
-	if (!f)
-		f = LLVMAddFunction(E->mod, "vprintf", ft);
-	LLVMValueRef args[2] = { str, m ? argbuf : LLVMConstPointerNull(E->p0) };
-	LLVMBuildCall2(E->b, ft, f, args, 2, "");
+	blk_emit_vprintf(E, buf, "fmt", vals, tys, m);
 	blk_emit_end_if(E, cont);
 }

@@ -82,18 +82,7 @@ static void fail_here(Emit *E, const char *fmt, LLVMValueRef *more, LLVMTypeRef 
 	LLVMTypeRef ts[8] = { E->i32, E->i32, E->i32, E->i32 };
 	for (int i = 0; i < n && i < 4; i++)
 		vals[4 + i] = more[i], ts[4 + i] = tys[i];
-	unsigned m = 4 + (unsigned)(n < 4 ? n : 4);
-	LLVMTypeRef st = LLVMStructTypeInContext(E->cx, ts, m, false);
-	LLVMValueRef buf = blk_emit_alloca(E, st);
-	for (unsigned i = 0; i < m; i++)
-		LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, buf, i, ""));
-	LLVMTypeRef pt[2] = { E->p0, E->p0 };
-	LLVMTypeRef ft = LLVMFunctionType(E->i32, pt, 2, false);
-	LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
-	if (!f)
-		f = LLVMAddFunction(E->mod, "vprintf", ft);
-	LLVMValueRef args[2] = { LLVMBuildGlobalStringPtr(E->b, fmt, "fail"), buf };
-	LLVMBuildCall2(E->b, ft, f, args, 2, "");
+	blk_emit_vprintf(E, fmt, "fail", vals, ts, 4 + (n < 4 ? n : 4));
 	blk_emit_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "trap;", "", true);
 }
 

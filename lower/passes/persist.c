@@ -44,28 +44,15 @@ static int sms(const LowerCtx *c)
 	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
 }
 
-/* Whether r stores (or adds atomically into) memory. */
-static bool stores(const BlkRegion *r)
-{
-	for (const BlkOp *op = r->first; op; op = op->next) {
-		if (op->kind == BLK_OP_STORE || blk_op_is_atomic(op->kind))
-			return true;
-		for (int i = 0; i < op->nregions; i++)
-			if (stores(op->regions[i]))
-				return true;
-	}
-	return false;
-}
-
 /* Whether r holds a loop that stores (copying work, which varies from
  * program to program); a loop of signals alone is none. */
-static bool copy_loop(const BlkRegion *r)
+static bool copy_loop(const BlkKernel *k, const BlkRegion *r)
 {
 	for (const BlkOp *op = r->first; op; op = op->next) {
-		if (op->kind == BLK_OP_FOR && stores(op->regions[0]))
+		if (op->kind == BLK_OP_FOR && blk_lower_writes(k, op->regions[0], -1))
 			return true;
 		for (int i = 0; i < op->nregions; i++)
-			if (copy_loop(op->regions[i]))
+			if (copy_loop(k, op->regions[i]))
 				return true;
 	}
 	return false;
@@ -88,7 +75,8 @@ static const BlkOp *tile_loop(const LowerCtx *c, int64_t T, bool *plain)
 			return op;
 		}
 		for (int i = 0; signals && i < op->nregions; i++)
-			if ((op->kind == BLK_OP_FOR && stores(op->regions[i])) || copy_loop(op->regions[i]))
+			if ((op->kind == BLK_OP_FOR && blk_lower_writes(c->k, op->regions[i], -1)) ||
+			    copy_loop(c->k, op->regions[i]))
 				return NULL;
 	}
 	return NULL;
