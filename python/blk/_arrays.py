@@ -228,6 +228,14 @@ def from_array(x):
 _by_type = {}  # array type -> its converter, found once per type
 
 
+def dtype_of(x):
+    """The blk dtype of an array.  A torch tensor's is read from its dtype
+    alone: torch's fake tensors (torch.compile's tracing) have no data."""
+    if _module(x) == "torch" and hasattr(x, "data_ptr"):
+        return _torch_dtype(x.dtype)
+    return from_array(x).tensor.dtype
+
+
 def _converter(cls):
     mod = cls.__module__.split(".")[0]
     if mod == "numpy":

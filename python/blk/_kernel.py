@@ -13,7 +13,7 @@ import sys
 import threading
 
 from . import _lib
-from ._arrays import HOST, BlkError, CompileError, check_output, empty, from_array
+from ._arrays import HOST, BlkError, CompileError, check_output, dtype_of, empty, from_array
 
 _lock = threading.RLock()
 _runtimes = {}  # device ordinal (HOST: offline) -> _Runtime
@@ -107,9 +107,9 @@ class _Loaded:
 
     __slots__ = ("rt", "prog", "func")
 
-    def __init__(self, rt, kernel):
+    def __init__(self, rt, kernel, params=None):
         self.rt = rt
-        defs, n = _lib.defines(kernel.params)
+        defs, n = _lib.defines(kernel.params if params is None else params)
         with rt.lock:
             if kernel.path:
                 self.prog = _lib.lib.blk_program_load(rt.ptr, kernel.path.encode(), defs, n)
@@ -163,8 +163,13 @@ class Kernel:
         self.params = dict(params)
         self.interpret = interpret
         self._loaded = {}
+        self._auto_dtypes = {}  # dtype param given "auto" -> indices of the tensor params it types
+        self._variants = {}     # the arrays' dtypes (one per auto dtype param) -> Kernel
         # Loading offline checks the source now, so errors surface here.
-        info = self._load(HOST)
+        try:
+            info = self._load(HOST)
+        except CompileError as e:
+            info = self._load_dtypes_from_arrays(e)
         f = info.func
         self.name = _lib.text(_lib.lib.blk_func_name(f))
         n = _lib.lib.blk_func_num_tensors(f)
@@ -176,6 +181,9 @@ class Kernel:
         self.sizes = [_lib.text(_lib.lib.blk_func_size_name(f, i))
                       for i in range(_lib.lib.blk_func_num_sizes(f))]
         self.multi_rank = _lib.lib.blk_func_multi_rank(f) == 1
+        for dparam, follows in self._auto_dtypes.items():
+            for i in follows:
+                self.tensor_params[i].dtype = dparam  # known per call, from the arrays
         self._index = {p.name: i for i, p in enumerate(self.tensor_params)}
         self._out_index = [i for i, p in enumerate(self.tensor_params) if p.access == "out"]
 
@@ -199,6 +207,90 @@ class Kernel:
                 if loaded is None:
                     loaded = self._loaded[device] = _Loaded(rt, self)
         return loaded
+
+    # ---- dtype params left to the arrays ("auto") -------------------------------
+
+    def _probe(self, params):
+        """The tensor params' dtypes when the source loads with these
+        compile-time params, or None when it does not."""
+        try:
+            loaded = _Loaded(runtime(HOST), self, params)
+        except CompileError:
+            return None
+        return _param_dtypes(loaded.func)
+
+    def _load_dtypes_from_arrays(self, err):
+        """The offline program of a kernel with "auto" params that libblk
+        refused (err): those that take a dtype are left to the arrays.  Such
+        a param is found by loading with a dtype in its place (an int param
+        refuses one); the tensor params it types are those whose dtype
+        follows it between two dtypes that load.  The program is loaded with
+        stand-in dtypes: it gives the params' names, ranks and sizes."""
+        autos = [k for k, v in self.params.items() if v == "auto"]
+        plain = {k: v for k, v in self.params.items() if v != "auto"}
+        standin = {}
+        for name in autos:
+            for dt in _lib.DTYPE_NAMES:
+                if self._probe({**plain, name: dt}) is not None:
+                    standin[name] = dt
+                    break
+        if not standin:
+            raise err  # no "auto" here takes a dtype: libblk's message says what is wrong
+        base = {**self.params, **standin}
+        loaded = _Loaded(runtime(HOST), self, base)  # the source's own errors, if any
+        kname = _lib.text(_lib.lib.blk_func_name(loaded.func))
+        first = _param_dtypes(loaded.func)
+        for name, dt in standin.items():
+            for other in _lib.DTYPE_NAMES:
+                dts = self._probe({**base, name: other}) if other != dt else None
+                if dts is not None:
+                    break
+            else:
+                raise BlkError(f"kernel {kname}: {name}='auto' leaves {name} to the arrays' dtype, "
+                               f"but the source compiles only with {name}={dt} (each of its "
+                               f"kernels is checked with it): give {name}={dt}")
+            follows = [i for i, (a, b) in enumerate(zip(first, dts)) if a != b]
+            if not follows:
+                raise BlkError(f"kernel {kname}: {name}='auto' leaves {name} to the arrays' dtype, "
+                               f"but no array param has dtype {name} (it is used only inside "
+                               f"the kernel): give {name}= a dtype")
+            self._auto_dtypes[name] = follows
+        self._loaded[HOST] = loaded
+        return loaded
+
+    def _variant(self, slots):
+        """The kernel whose "auto" dtype params have the dtypes of these
+        arrays (self when none is "auto"), made once per dtype."""
+        if not self._auto_dtypes:
+            return self
+        key = []
+        for dparam, follows in self._auto_dtypes.items():
+            dt = src = None
+            for i in follows:
+                if slots[i] is None:
+                    continue
+                d = _lib.DTYPE_NAMES[dtype_of(slots[i])]
+                if dt is None:
+                    dt, src = d, i
+                elif d != dt:
+                    names = self.tensor_params[src].name, self.tensor_params[i].name
+                    raise BlkError(f"kernel {self.name}: {dparam}='auto' takes its dtype from the "
+                                   f"arrays, and they disagree: {names[0]} is {dt}, {names[1]} is "
+                                   f"{d} (both are {dparam})")
+            if dt is None:
+                names = ", ".join(self.tensor_params[i].name for i in follows)
+                raise BlkError(f"kernel {self.name}: {dparam}='auto' takes its dtype from the "
+                               f"arrays of dtype {dparam} ({names}), and none was given: pass "
+                               f"one, or give {dparam}= a dtype")
+            key.append(dt)
+        key = tuple(key)
+        k = self._variants.get(key)
+        if k is None:
+            with _lock:
+                k = self._variants.get(key)
+                if k is None:
+                    k = self._variants[key] = self.with_params(**dict(zip(self._auto_dtypes, key)))
+        return k
 
     # ---- matching arrays to params ------------------------------------------
 
@@ -298,11 +390,14 @@ class Kernel:
         if interpret is None:
             interpret = interpret_default()
         slots = self._match(arrays, named)
+        k = self._variant(slots) if self._auto_dtypes else self
         if interpret:
-            return self._interpret(slots)
-        return self._launch(slots, stream, group)
+            return k._interpret(slots)
+        return k._launch(slots, stream, group)
 
     def _launch(self, slots, stream, group=None):
+        if self._auto_dtypes:  # blk.autotune's winners come here straight
+            return self._variant(slots)._launch(slots, stream, group)
         given = [from_array(a) if a is not None else None for a in slots]
         first = next(a for a in given if a is not None)
         device = first.device
@@ -369,6 +464,8 @@ class Kernel:
         for r, given in enumerate(ranks):
             arrays, named = (given, {}) if isinstance(given, (list, tuple)) else ((), dict(given))
             slots = self._match(arrays, named)
+            if self._auto_dtypes and r == 0:
+                return self._variant(slots).interpret_world(ranks)
             host = [_to_host(a) for a in slots]
             for p, a in zip(self.tensor_params, slots):
                 if a is not None and p.access != "in":
@@ -404,6 +501,8 @@ class Kernel:
         it compiled to: a dict with ptx, entry, arch, threads, smem_bytes,
         grid and cached."""
         slots = self._match(arrays, named)
+        if self._auto_dtypes:
+            return self._variant(slots).compile(*slots)
         first = from_array(next(a for a in slots if a is not None))
         loaded = self._load(first.device)
         args, ts = self._args(slots, loaded.func, loaded.rt)
@@ -423,6 +522,8 @@ class Kernel:
         and num_stages, the best first; [] when nothing is open.  What
         blk.autotune times when given no configs.  Works without a GPU."""
         slots = self._match(arrays, named)
+        if self._auto_dtypes:
+            return self._variant(slots).search(*slots, max=max)
         first = from_array(next(a for a in slots if a is not None))
         loaded = self._load(first.device)
         args, ts = self._args(slots, loaded.func, loaded.rt)
@@ -437,6 +538,8 @@ class Kernel:
         """The launch sizes these arrays bind, as a dict {"M": 128, ...}
         (checked as a launch checks them)."""
         slots = self._match(arrays, named)
+        if self._auto_dtypes:
+            return self._variant(slots).bind(*slots)
         loaded = self._load(HOST)
         args, ts = self._args(slots, loaded.func, loaded.rt)
         values = (ctypes.c_int64 * max(len(self.sizes), 1))()
@@ -448,7 +551,11 @@ class Kernel:
     def cache_stats(self, device=0):
         """What the kernel's program on `device` (HOST = -1: the interpreter's
         and compile()'s offline runtime) did: {"compiles", "hits" (in
-        memory), "disk_hits"}."""
+        memory), "disk_hits"}; for a kernel with "auto" dtypes, summed over
+        the dtypes it was called with."""
+        if self._auto_dtypes:
+            stats = [k.cache_stats(device) for k in list(self._variants.values())]
+            return {key: sum(st[key] for st in stats) for key in ("compiles", "hits", "disk_hits")}
         loaded = self._loaded.get(device)
         if loaded is None:
             return {"compiles": 0, "hits": 0, "disk_hits": 0}
@@ -605,6 +712,16 @@ def _like_first(host_out, slots):
     if host_out.dtype.name in ("uint16", "bfloat16"):
         return torch.from_numpy(host_out.view("int16")).view(torch.bfloat16).to(first.device)
     return torch.from_numpy(host_out).to(first.device)
+
+
+def _param_dtypes(func):
+    """A loaded kernel's tensor params' dtypes (blk.h codes)."""
+    dts = []
+    for i in range(_lib.lib.blk_func_num_tensors(func)):
+        pi = _lib.ParamInfo()
+        _lib.lib.blk_func_param(func, i, ctypes.byref(pi))
+        dts.append(pi.dtype)
+    return dts
 
 
 def _module_name(x):

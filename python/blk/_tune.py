@@ -170,12 +170,12 @@ class Autotuned:
         sizes = self.base.bind(*slots)
         dev = from_array(slots[0]).device
         arch = runtime(dev).arch if dev != HOST else "host"
-        dts = ",".join(p.dtype for p in self.base.tensor_params)
+        dts = ",".join(p.dtype for p in self.base._variant(slots).tensor_params)
         return ",".join(f"{k}={sizes[k]}" for k in self.key) + f";{dts};{arch}"
 
     def _with_outputs(self, slots):
         """The arrays with the outputs not given allocated."""
-        b = self.base
+        b = self.base._variant(slots)  # "auto" dtypes: the one of these arrays
         loaded = b._load(from_array(next(a for a in slots if a is not None)).device)
         args, _ = b._args(slots, loaded.func, loaded.rt)
         return [a.obj for a in args]

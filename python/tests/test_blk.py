@@ -569,11 +569,108 @@ def test_auto_params_chosen_per_shape():
     close(mm(a, b, interpret=True).astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), 2e-2)
     plain = blk.kernel(f"{EX}/matmul.blk", T="f16")
     assert plain.compile(a, b)["config"] == ""
-    try:
-        blk.kernel(f"{EX}/matmul.blk", T="auto")
-        raise AssertionError("T=auto was accepted")
-    except blk.CompileError as e:
-        assert "only an int parameter can be auto" in str(e)
+    # an int and a dtype left to the call: the model's block, the arrays' T
+    both = blk.kernel(f"{EX}/matmul.blk", T="auto", BM="auto")
+    assert both.compile(a, b)["config"].startswith("BM=")
+    e = raises(blk.CompileError, blk.kernel, f"{EX}/matmul.blk", T="auto", BM="f32")
+    assert "`BM` is an int parameter" in str(e)
+
+
+# A kernel of one dtype T; one whose out is f32 whatever x's T; one whose
+# T types its output alone; one whose dtype param types no array; one that
+# compiles with f32 alone.
+DTYPES_SRC = """
+kernel scale[T = f32, B = 64](
+    x: in  T[N] block (B) index (i) -> (i),
+    y: out T[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = (x[...].astype(f32) * 2.0).astype(T);
+}
+
+kernel widen[T = f32, B = 64](
+    x: in  T[N] block (B) index (i) -> (i),
+    w: in  T[N] block (B) index (i) -> (i),
+    y: out f32[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = x[...].astype(f32) + w[...].astype(f32);
+}
+
+kernel narrow[T = f32, B = 64](
+    x: in  f32[N] block (B) index (i) -> (i),
+    y: out T[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = x[...].astype(T);
+}
+
+kernel inside[A = f32, B = 64](
+    x: in  f32[N] block (B) index (i) -> (i),
+    y: out f32[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = x[...].astype(A).astype(f32);
+}
+"""
+# (Its own source: the defines apply to every kernel of a source.)
+ONLY_F32_SRC = """
+kernel only_f32[T = f32, B = 64](
+    x: in  T[N] block (B) index (i) -> (i),
+    y: out f32[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = x[...];
+}
+"""
+
+
+def test_dtype_from_arrays():
+    # T="auto": the arrays' dtype, one compiled variant per dtype
+    k = blk.kernel(DTYPES_SRC, name="scale", T="auto")
+    assert [p.dtype for p in k.tensor_params] == ["T", "T"]
+    x = rand(300)
+    for dt in (np.float32, np.float16, np.int32):
+        xs = (x * 10).astype(dt)
+        y = k(xs, interpret=True)
+        assert y.dtype == dt
+        close(y, (xs.astype(np.float32) * 2).astype(dt), 1e-3)
+    assert sorted(k._variants) == [("f16",), ("f32",), ("i32",)]
+    assert k(x, interpret=True).dtype == np.float32 and len(k._variants) == 3  # cached
+    # bf16 as uint16 bit patterns is bf16
+    bits = bf16_bits(x)
+    close(bf16_value(k(bits, interpret=True)), 2 * bf16_value(bits), 0)
+    # a given output's dtype decides too, and must agree
+    out = np.zeros(300, np.float16)
+    k(x.astype(np.float16), out, interpret=True)
+    close(out, 2 * x.astype(np.float16), 1e-3)
+    e = raises(blk.BlkError, k, x, out, interpret=True)
+    assert "T='auto' takes its dtype from the arrays, and they disagree: x is f32, y is f16" in str(e)
+    # compile, bind and the other methods take the variant too
+    assert k.bind(x.astype(np.float16)) == {"N": 300}
+    assert k.compile(x.astype(np.float16))["entry"]
+    # an f32 output whatever T is: only x and w follow T
+    w = blk.kernel(DTYPES_SRC, name="widen", T="auto")
+    assert [p.dtype for p in w.tensor_params] == ["T", "T", "f32"]
+    got = w(x.astype(np.float16), x.astype(np.float16), interpret=True)
+    assert got.dtype == np.float32
+    e = raises(blk.BlkError, w, x, x.astype(np.float16), interpret=True)
+    assert "x is f32, w is f16 (both are T)" in str(e)
+    # with_params keeps T left to the arrays; a T given is fixed again
+    assert k.with_params(B=32)(x.astype(np.float16), interpret=True).dtype == np.float16
+    fixed = k.with_params(T="f16")
+    assert fixed.tensor_params[0].dtype == "f16"
+    e = raises(blk.BlkError, fixed, x, interpret=True)
+    assert "launch of scale" in str(e)
+    # errors
+    e = raises(blk.BlkError, blk.kernel, DTYPES_SRC, name="inside", A="auto")
+    assert "A='auto' leaves A to the arrays' dtype, but no array param has dtype A" in str(e)
+    e = raises(blk.BlkError, blk.kernel, ONLY_F32_SRC, T="auto")
+    assert "compiles only with T=f32 (each of its kernels is checked with it): give T=f32" in str(e)
+    # T typing the output alone: the output given decides
+    n = blk.kernel(DTYPES_SRC, name="narrow", T="auto")
+    n(x, out, interpret=True)
+    close(out, x.astype(np.float16), 0)
+    e = raises(blk.BlkError, n, x, interpret=True)
+    assert ("T='auto' takes its dtype from the arrays of dtype T (y), and none was given: "
+            "pass one, or give T= a dtype") in str(e)
+    e = raises(blk.CompileError, blk.kernel, DTYPES_SRC, name="scale", Q="auto")
+    assert "no kernel has a compile-time parameter named `Q`" in str(e)
 
 
 def test_search_space_ranked_by_the_model():
@@ -838,6 +935,12 @@ def test_fake_gpu_autotune():
         # interpret mode runs the first candidate, untimed
         an, bn = rand(20, 10), rand(10, 12)
         close(tuned(an, bn, interpret=True), an @ bn)
+        # T left to the arrays: each dtype is a key of its own
+        auto = blk.autotune(f"{EX}/matmul.blk", configs=CONFIGS[:2], key=["M", "N"], reps=3,
+                            T="auto")
+        h = [FakeCuda(np.zeros(s, np.float16)) for s in ((128, 64), (64, 128), (128, 128))]
+        assert auto(a, b, c) is c and auto(*h) is h[2]
+        assert sorted(k.split(";")[1] for k in auto.results) == ["f16,f16,f16", "f32,f32,f32"]
     finally:
         os.environ.pop("BLK_LIBCUDA", None)
 
