@@ -161,9 +161,10 @@ def _hint(d):
 
 
 def _infer(k, given, values, check):
-    """blk's shapes of the outs (None where given) for these input dims:
-    `values[i]` is param i's (shape, strides) or None.  With check, the
-    whole launch check too (dtypes, ranks, strides), on stand-in addresses."""
+    """Every param's shape, blk's for the outs, when the given arrays'
+    dims are `values` (values[i]: param i's (shape, strides), None for an
+    out).  With check, the whole launch check too (dtypes, ranks, strides),
+    on stand-in addresses."""
     n = len(k.tensor_params)
     ts = (_lib.Tensor * n)()
     for i, v in enumerate(values):
