@@ -7,7 +7,9 @@
     c = matmul(a, b, interpret=True) # the CPU interpreter (NumPy arrays work too)
 
 See docs/python.md.  Importing blk loads libblk (ctypes) and nothing else:
-no compiler, no torch, JAX or CuPy.
+no compiler, no torch, JAX or CuPy.  blk.torch (kernels as torch custom ops:
+torch.compile, torch.export, CUDA graphs, autograd) and blk.testing
+(do_bench) use torch, and are imported only when asked for.
 """
 from . import _lib
 from ._arrays import BlkError, CompileError

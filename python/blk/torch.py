@@ -347,6 +347,12 @@ def op(kernel, name=None, inplace=False):
     if not any(p.access != "out" for p in kernel.tensor_params):
         raise BlkError(f"blk.torch.op: kernel {kernel.name} takes no in or inout array, which "
                        "an op needs (its outputs' device and sizes come from the inputs)")
+    for dparam, follows in kernel._auto_dtypes.items():
+        if all(kernel.tensor_params[i].access == "out" for i in follows):
+            outs = ", ".join(kernel.tensor_params[i].name for i in follows)
+            raise BlkError(f"blk.torch.op: {dparam}='auto' types only outputs of kernel "
+                           f"{kernel.name} ({outs}), which the op allocates: give {dparam}= "
+                           "a dtype")
     key = _identity(kernel, inplace)
     if name is None:
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:12]

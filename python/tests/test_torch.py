@@ -73,6 +73,14 @@ kernel ranked(x: in i32[N] block (N) index () -> (0), y: out i32[N] block (N) in
     y[...] = x[...] + my_rank();
 }
 """
+NARROW = """
+kernel narrow[T = f32, B = 64](
+    x: in  f32[N] block (B) index (i) -> (i),
+    y: out T[N] block (B) index (i) -> (i),
+) grid (cdiv(N, B)) {
+    y[...] = x[...].astype(T);
+}
+"""
 NO_INPUT = """
 kernel fill(y: out f32[8] block (8) index () -> (0)) {
     y[...] = zeros((8,), f32) + 1.0;
@@ -199,6 +207,9 @@ def test_op_registry_and_errors():
     assert "runs across ranks" in str(e)
     e = raises(blk.BlkError, blk.torch.op, blk.kernel(NO_INPUT))
     assert "takes no in or inout array" in str(e)
+    e = raises(blk.BlkError, blk.torch.op, blk.kernel(NARROW, T="auto"))
+    assert ("T='auto' types only outputs of kernel narrow (y), which the op allocates: "
+            "give T= a dtype") in str(e)
     mm = ops["mm"]
     a, b = torch.randn(8, 4), torch.randn(4, 6)
     e = raises(blk.BlkError, mm, a, x=b)
