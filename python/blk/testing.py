@@ -26,7 +26,11 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     numbers in [0, 1]) the list of those quantiles; return_mode picks
     another summary: "mean", "min", "max" or "all" (every time, a list)."""
     _check_args(warmup, rep, quantiles, return_mode)
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        raise BlkError(f"do_bench times with PyTorch's CUDA events, and torch is not "
+                       f"installed (pip install torch): {e}") from None
     if not torch.cuda.is_available():
         raise BlkError("do_bench times on a CUDA GPU, and torch sees none "
                        "(torch.cuda.is_available() is False)")

@@ -16,7 +16,10 @@ import os
 import re
 import threading
 
-import torch
+try:
+    import torch
+except ImportError as e:
+    raise ImportError(f"blk.torch needs PyTorch (pip install torch): {e}") from e
 
 from . import _lib
 from ._arrays import HOST, BlkError, dtype_of
