@@ -297,7 +297,7 @@ class Kernel:
     def _match(self, arrays, named):
         """One array (or None) per tensor param, from positions and names."""
         n = len(self.tensor_params)
-        if not named and len(arrays) == n:
+        if not named and len(arrays) == n and all(a is not None for a in arrays):
             return arrays
         if len(arrays) > n:
             raise BlkError(f"kernel {self.name} takes {n} arrays "

@@ -396,6 +396,8 @@ def test_call_errors():
     x = rand(8)
     e = raises(blk.BlkError, add, x, interpret=True)
     assert "missing array for in param 'y'" in str(e)
+    e = raises(blk.BlkError, add, x, None, rand(8), interpret=True)  # all three, one None
+    assert "missing array for in param 'y'" in str(e)
     e = raises(blk.BlkError, add, x, x, x, x, interpret=True)
     assert "takes 3 arrays (x, y, z), got 4" in str(e)
     e = raises(blk.BlkError, add, x, x, w=x, interpret=True)
