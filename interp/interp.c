@@ -68,6 +68,8 @@ typedef struct Interp {
 	void *const *const *ranks_data;
 	int *array_of; /* per param: its index among the arrays (-1: scratch) */
 	bool locked;   /* holds the world's lock (an atomic): released if the run dies */
+	BlkIProgress *progress; /* rank 0's; NULL on the others */
+	int64_t done;           /* programs run so far */
 } Interp;
 
 /* "kernel" alone, or "kernel (rank r)" in a world of several. */
@@ -855,6 +857,8 @@ static void exec_for(Interp *I, const Instr *in)
 			blk_itile_retain(&carry[i].t);
 	}
 	for (int64_t iv = lo; !I->failed && !stopped(I, op->loc) && (step > 0 ? iv < hi : iv > hi); iv += step) {
+		if (I->progress)
+			blk_iprogress_tick(I->progress, I->done);
 		set_tile(I, body->args[0], scalar_i32(iv));
 		for (int i = 0; i < nc; i++)
 			set_val(I, body->args[1 + i], &carry[i]);
@@ -1283,9 +1287,11 @@ static void run_program(Interp *I, BlkIRef *scratch, unsigned char **bufs)
 		if (p->access == BLK_ACCESS_SCRATCH)
 			bufs[pi] = scratch_new(p->dtype, p->rank, I->bdims[pi], &scratch[pi]);
 	}
-	do
+	do {
 		run_step(I, scratch);
-	while (!I->failed && next_pid(I, true));
+		if (I->progress)
+			blk_iprogress_tick(I->progress, I->done);
+	} while (!I->failed && next_pid(I, true));
 	for (int pi = 0; pi < k->nparams; pi++) {
 		free(bufs[pi]);
 		bufs[pi] = NULL;
@@ -1300,9 +1306,23 @@ static void run_grid(Interp *I)
 	BlkIRef *scratch = calloc((size_t)I->k->nparams + 1, sizeof *scratch);
 	unsigned char **bufs = calloc((size_t)I->k->nparams + 1, sizeof *bufs);
 	memset(I->pid, 0, sizeof I->pid);
-	do
+	BlkIProgress progress;
+	if (I->rank == 0) {
+		int64_t programs = 1;
+		for (int a = 0; a < I->k->grid_rank; a++)
+			if (!I->k->grid_seq[a]) /* (saturating: only a count to print) */
+				programs = programs > INT64_MAX / I->grid[a] ? INT64_MAX : programs * I->grid[a];
+		blk_iprogress_start(&progress, I->k->name, programs);
+		I->progress = &progress;
+	}
+	do {
 		run_program(I, scratch, bufs);
-	while (!I->failed && !stopped(I, I->k->loc) && next_pid(I, false));
+		if (I->progress)
+			blk_iprogress_tick(I->progress, ++I->done);
+	} while (!I->failed && !stopped(I, I->k->loc) && next_pid(I, false));
+	if (I->progress)
+		blk_iprogress_end(I->progress);
+	I->progress = NULL;
 	free(scratch);
 	free(bufs);
 }

@@ -30,7 +30,9 @@ import hashlib
 import json
 import os
 import statistics
+import sys
 import tempfile
+import time
 
 from . import _lib
 from ._arrays import HOST, BlkError, from_array
@@ -237,12 +239,15 @@ class Autotuned:
     def _tune(self, slots, stream):
         cands = self._candidates(slots)
         timings, notes = [None] * len(self.configs), {}
-        for i in cands:
+        report = _Report(self.base.name, len(cands))
+        for n, i in enumerate(cands):
             try:
                 timings[i] = self._time(self.kernel(i), slots, stream)
             except BlkError as e:  # CompileError included
                 notes[str(i)] = str(e).splitlines()[0]
+            report.candidate(n + 1, self.configs[i], timings[i], notes.get(str(i)))
         timed = [i for i, t in enumerate(timings) if t is not None]
+        report.done(self.configs[min(timed, key=lambda i: timings[i])] if timed else None)
         if not timed:
             raise BlkError("autotune: no candidate ran:\n" + "\n".join(
                 f"  [{i}] {self.configs[int(i)]}: {n}" for i, n in notes.items()))
@@ -276,6 +281,58 @@ class Autotuned:
         finally:
             _lib.lib.blk_timer_destroy(timer)
         return statistics.median(ms)
+
+
+class _Report:
+    """What a tune says while it runs, on stderr: with BLK_TUNE_LOG=1 a line
+    per candidate (its config and median, or why it was skipped) and the
+    winner, as the C tuner's log; otherwise, on a terminal, one progress
+    line rewritten in place once the tune has taken PROGRESS_AFTER seconds
+    (BLK_PROGRESS=0 silences it, =1 shows it off a terminal too)."""
+
+    PROGRESS_AFTER = 2.0
+
+    def __init__(self, name, total):
+        self.name, self.total, self.t0 = name, total, time.monotonic()
+        self.best, self.shown = None, False
+        log = os.environ.get("BLK_TUNE_LOG", "")
+        self.log = log not in ("", "0")
+        progress = os.environ.get("BLK_PROGRESS", "")
+        self.progress = not self.log and (progress not in ("", "0") or
+                                          (progress == "" and _isatty(sys.stderr)))
+
+    def candidate(self, n, config, ms, skipped):
+        if ms is not None and (self.best is None or ms < self.best[0]):
+            self.best = (ms, config)
+        if self.log:
+            what = f"{ms:.4f} ms" if ms is not None else f"skipped: {skipped}"
+            print(f"blk.autotune {self.name}: [{n}/{self.total}] {_config_text(config)}: {what}",
+                  file=sys.stderr, flush=True)
+        elif self.progress and time.monotonic() - self.t0 >= self.PROGRESS_AFTER:
+            best = (f", best {self.best[0]:.4f} ms ({_config_text(self.best[1])})"
+                    if self.best else "")
+            print(f"\rblk.autotune {self.name}: {n}/{self.total} candidates, "
+                  f"{time.monotonic() - self.t0:.1f} s{best}\033[K", end="", file=sys.stderr,
+                  flush=True)
+            self.shown = True
+
+    def done(self, winner):
+        if self.log and winner is not None:
+            print(f"blk.autotune {self.name}: best {_config_text(winner)}, {self.best[0]:.4f} ms",
+                  file=sys.stderr, flush=True)
+        if self.shown:
+            print(file=sys.stderr, flush=True)
+
+
+def _isatty(f):
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _config_text(config):
+    return ",".join(f"{k}={v}" for k, v in config.items())
 
 
 def _busy_gpu(slots, stream):

@@ -947,6 +947,51 @@ def test_fake_gpu_autotune():
         os.environ.pop("BLK_LIBCUDA", None)
 
 
+def test_fake_gpu_autotune_log():
+    """BLK_TUNE_LOG=1: a line per candidate and the winner on stderr;
+    BLK_PROGRESS=1: one progress line rewritten in place (after
+    PROGRESS_AFTER seconds, 0 here), ended by a newline."""
+    if not fake_driver():
+        print("  skipped: no BLK_FAKE_CUDA")
+        return
+    import io
+    from blk import _tune
+    saved = {k: os.environ.get(k) for k in ("BLK_CACHE_DIR", "BLK_TUNE_LOG", "BLK_PROGRESS")}
+    after, err = _tune._Report.PROGRESS_AFTER, sys.stderr
+    try:
+        for env, want in (({"BLK_TUNE_LOG": "1"}, "log"), ({"BLK_PROGRESS": "1"}, "progress"),
+                          ({"BLK_PROGRESS": "0"}, "quiet")):
+            os.environ["BLK_CACHE_DIR"] = tempfile.mkdtemp(prefix="blk-tunelog-")
+            for k in ("BLK_TUNE_LOG", "BLK_PROGRESS"):
+                os.environ.pop(k, None)
+            os.environ.update(env)
+            _tune._Report.PROGRESS_AFTER = 0
+            sys.stderr = io.StringIO()
+            tuned = blk.autotune(f"{EX}/matmul.blk", configs=CONFIGS, key=["M", "N"], reps=3)
+            tuned(*fake_mm())
+            text, sys.stderr = sys.stderr.getvalue(), err
+            if want == "log":
+                lines = text.splitlines()
+                assert len(lines) == 5, text
+                assert lines[0].startswith("blk.autotune matmul: [1/4] BM=64,BN=64,BK=32,num_warps=4: ")
+                assert lines[0].endswith(" ms") and "skipped: " in lines[2] and "NOPE" in lines[3]
+                assert lines[4].startswith("blk.autotune matmul: best BM=16,BN=16,BK=16,num_warps=1, ")
+            elif want == "progress":
+                assert text.startswith("\rblk.autotune matmul: 1/4 candidates, ") and text.endswith("\n")
+                assert "\rblk.autotune matmul: 4/4 candidates, " in text and text.count("\n") == 1
+                assert "best " in text, text
+            else:
+                assert text == "", text
+    finally:
+        sys.stderr, _tune._Report.PROGRESS_AFTER = err, after
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        os.environ.pop("BLK_LIBCUDA", None)
+
+
 def test_fake_gpu_autotune_search():
     # no configs: each key's candidates are the model's best `search`
     # configurations of the kernel's open parameters, timed; the winner

@@ -215,6 +215,19 @@ NAN
 for t in f32 f16 bf16; do
 	expect 0 "y: $t\\[8\\] -> [^ ]*y\\.npy\$" "$BLKC" run --interpret -D T=$t "$T/nan.blk" N=8 --out-dir="$T"
 done
+# a run past two seconds says how far it is (BLK_PROGRESS=1: off a terminal
+# too), one line rewritten in place; BLK_PROGRESS=0 and a pipe say nothing
+cat >"$T/slow.blk" <<'SLOW'
+kernel slow(x: in f32[N] block (64) index (i) -> (i), y: out f32[N] block (64) index (i) -> (i)) grid (cdiv(N, 64)) {
+    y[...] = fori_loop(0, 16000, x[...]) |k, acc| { acc * 0.5 + 1.0 };
+}
+SLOW
+expect 0 $'\rblk: interpreting slow: program [0-9]+ of 400 \([0-9]+ %\), [0-9]+ s' \
+	env BLK_PROGRESS=1 "$BLKC" run --interpret "$T/slow.blk" N=25600 --out-dir="$T"
+expect 0 "kernel slow ran" env BLK_PROGRESS=0 "$BLKC" run --interpret "$T/slow.blk" N=25600 --out-dir="$T"
+if grep -q 'interpreting slow' "$T/out"; then
+	fails=$((fails + 1)); echo "FAIL: BLK_PROGRESS=0 printed progress"
+fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
 	expect 1 'cannot run on the GPU: no CUDA driver' "$BLKC" run "$EX/add.blk" N=10 --out-dir="$T"
 fi
