@@ -16,6 +16,7 @@
  * internal error.
  */
 #include "interp_int.h"
+#include "support/progress.h"
 #include "support/ptrmap.h"
 
 #include <inttypes.h>
@@ -68,9 +69,19 @@ typedef struct Interp {
 	void *const *const *ranks_data;
 	int *array_of; /* per param: its index among the arrays (-1: scratch) */
 	bool locked;   /* holds the world's lock (an atomic): released if the run dies */
-	BlkIProgress *progress; /* rank 0's; NULL on the others */
-	int64_t done;           /* programs run so far */
+	BlkProgress *progress; /* rank 0's; NULL on the others */
+	int64_t programs, done; /* in the grid; run so far */
 } Interp;
+
+/* A program or a loop step done: the progress line, when it is due. */
+static void tick(Interp *I)
+{
+	if (I->progress && blk_progress_due(I->progress))
+		blk_progress_line(I->progress, "blk: interpreting %s: program %" PRId64 " of %" PRId64
+		                  " (%d %%), %.0f s", I->k->name, I->done + 1, I->programs,
+		                  (int)(100.0 * (double)I->done / (double)I->programs),
+		                  blk_progress_elapsed(I->progress));
+}
 
 /* "kernel" alone, or "kernel (rank r)" in a world of several. */
 static const char *who(const Interp *I, char *buf, size_t n)
@@ -857,8 +868,7 @@ static void exec_for(Interp *I, const Instr *in)
 			blk_itile_retain(&carry[i].t);
 	}
 	for (int64_t iv = lo; !I->failed && !stopped(I, op->loc) && (step > 0 ? iv < hi : iv > hi); iv += step) {
-		if (I->progress)
-			blk_iprogress_tick(I->progress, I->done);
+		tick(I);
 		set_tile(I, body->args[0], scalar_i32(iv));
 		for (int i = 0; i < nc; i++)
 			set_val(I, body->args[1 + i], &carry[i]);
@@ -1289,8 +1299,7 @@ static void run_program(Interp *I, BlkIRef *scratch, unsigned char **bufs)
 	}
 	do {
 		run_step(I, scratch);
-		if (I->progress)
-			blk_iprogress_tick(I->progress, I->done);
+		tick(I);
 	} while (!I->failed && next_pid(I, true));
 	for (int pi = 0; pi < k->nparams; pi++) {
 		free(bufs[pi]);
@@ -1306,22 +1315,22 @@ static void run_grid(Interp *I)
 	BlkIRef *scratch = calloc((size_t)I->k->nparams + 1, sizeof *scratch);
 	unsigned char **bufs = calloc((size_t)I->k->nparams + 1, sizeof *bufs);
 	memset(I->pid, 0, sizeof I->pid);
-	BlkIProgress progress;
+	BlkProgress progress; /* (clock read every 256 programs or loop steps) */
+	I->programs = 1;
+	for (int a = 0; a < I->k->grid_rank; a++)
+		if (!I->k->grid_seq[a]) /* (saturating: only a count to print) */
+			I->programs = I->programs > INT64_MAX / I->grid[a] ? INT64_MAX : I->programs * I->grid[a];
 	if (I->rank == 0) {
-		int64_t programs = 1;
-		for (int a = 0; a < I->k->grid_rank; a++)
-			if (!I->k->grid_seq[a]) /* (saturating: only a count to print) */
-				programs = programs > INT64_MAX / I->grid[a] ? INT64_MAX : programs * I->grid[a];
-		blk_iprogress_start(&progress, I->k->name, programs);
+		blk_progress_start(&progress, 256);
 		I->progress = &progress;
 	}
 	do {
 		run_program(I, scratch, bufs);
-		if (I->progress)
-			blk_iprogress_tick(I->progress, ++I->done);
+		I->done++;
+		tick(I);
 	} while (!I->failed && !stopped(I, I->k->loc) && next_pid(I, false));
 	if (I->progress)
-		blk_iprogress_end(I->progress);
+		blk_progress_end(I->progress);
 	I->progress = NULL;
 	free(scratch);
 	free(bufs);

@@ -64,23 +64,6 @@ typedef struct BlkIVal {
 	};
 } BlkIVal;
 
-/* ---- progress of a long run (progress.c) ---- */
-
-typedef struct BlkIProgress {
-	bool on, shown;
-	const char *name;
-	int64_t total;      /* programs in the grid */
-	uint32_t ticks;
-	double t0, last;    /* seconds: the start, the last line */
-} BlkIProgress;
-
-/* Starts watching a run of `programs` programs of kernel `name`. */
-void blk_iprogress_start(BlkIProgress *p, const char *name, int64_t programs);
-/* A unit of work done (a program, a loop iteration); `done` programs so far. */
-void blk_iprogress_tick(BlkIProgress *p, int64_t done);
-/* Ends the line, if one was shown. */
-void blk_iprogress_end(BlkIProgress *p);
-
 /* ---- the world of ranks (world.c) ---- */
 
 /* The ranks of one run, each on its own thread, and what they share. */

@@ -22,6 +22,7 @@
  * same of all of them takes the winner from there and times nothing.
  */
 #include "rt.h"
+#include "support/progress.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -813,10 +814,18 @@ static int time_candidate(BlkTuner *t, int i, Timing *tm, float *median)
 static bool time_all(BlkTuner *t, Timing *tm, const bool *ok, BlkTunerResult *r)
 {
 	r->config = -1;
+	BlkProgress progress; /* a line on a long tune, unless the log echoes */
+	blk_progress_start(&progress, 1);
+	progress.on &= !t->echo;
 	for (int i = 0; i < t->ncands; i++) {
+		if (r->config >= 0 && blk_progress_due(&progress))
+			blk_progress_line(&progress, "blk tuner %s: %d/%d candidates, %.1f s, best %.4f ms (%s)",
+			                  t->kernel, i, t->ncands, blk_progress_elapsed(&progress),
+			                  (double)r->ms, label(&t->cands[r->config]));
 		float ms = 0;
 		int got = ok[i] ? time_candidate(t, i, tm, &ms) : 0;
 		if (got < 0) {
+			blk_progress_end(&progress);
 			note(t, "  [%d] %s: the device failed: %.*s\n", i,
 			     label(&t->cands[i]), first_line(t), blk_runtime_last_error(t->rt));
 			return false;
@@ -827,6 +836,7 @@ static bool time_all(BlkTuner *t, Timing *tm, const bool *ok, BlkTunerResult *r)
 		}
 		r->timed += got;
 	}
+	blk_progress_end(&progress);
 	if (r->config < 0)
 		return blk_rt_error(t->rt, "tuner: no candidate of '%s' could be launched "
 		                    "(blk_tuner_log says why)", t->kernel);
