@@ -230,10 +230,11 @@ def _make_ops(cfg, kp):
     return o
 
 
-def blk_loss(p, tokens, targets, seeds, cos, sin, cfg):
-    """The model's mean loss with blk's kernels.  tokens and targets: i32
-    [B, S]; seeds: i32 [2 * layers], one dropout seed per residual branch."""
-    o = blk_ops(cfg, tokens.device)
+def blk_loss(o, p, tokens, targets, seeds, cos, sin, cfg):
+    """The model's mean loss with blk's kernels: o = blk_ops(cfg, device)
+    (made outside torch.compile: making ops registers them with torch);
+    tokens and targets: i32 [B, S]; seeds: i32 [2 * layers], one dropout
+    seed per residual branch."""
     B, S, D, H, Dh = cfg.batch, cfg.seq, cfg.dim, cfg.heads, cfg.head_dim
     x = o.embedding(tokens.flatten(), p["emb"])                     # [M, D]
     for i in range(cfg.layers):
