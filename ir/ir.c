@@ -673,9 +673,14 @@ void blk_op_set_index(BlkArena *a, BlkOp *op, const char *name, int n, const Blk
 
 const BlkAttr *blk_op_attr(const BlkOp *op, const char *name)
 {
-	for (int i = 0; i < op->nattrs; i++)
-		if (strcmp(op->attrs[i].name, name) == 0)
+	/* (the verifier asks every op for its attrs after every pass: the same
+	 * literal is usually the same pointer, and a first letter settles most
+	 * misses, before strcmp) */
+	for (int i = 0; i < op->nattrs; i++) {
+		const char *a = op->attrs[i].name;
+		if (a == name || (a[0] == name[0] && strcmp(a, name) == 0))
 			return &op->attrs[i];
+	}
 	return NULL;
 }
 
