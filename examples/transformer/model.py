@@ -94,8 +94,9 @@ def rope_tables(cfg, device):
 # ---- blk's ops -------------------------------------------------------------------
 
 def kernel_params(cfg, device):
-    """Block sizes per kernel: the GPU's (bf16 tensor-core configs; `auto`
-    for the matmuls), or small ones for the interpreter."""
+    """Block sizes per kernel: the GPU's (for attention in bf16 the
+    tensor-core configs measured fastest on an H200; `auto`, the cost
+    model's choice, for the matmuls), or small ones for the interpreter."""
     if device.type != "cuda":
         mm = dict(BM=16, BN=16, BK=16, num_warps=4, num_stages=2)
         return dict(mm=mm, attn_fwd=dict(BQ=16, BK=16), dkdv=dict(BM=16, BN=16),
@@ -103,11 +104,15 @@ def kernel_params(cfg, device):
                     norm=dict(BR=1), norm_bwd=dict(RP=8, RB=4), norm_dw=dict(BP=4, BC=32),
                     ce=dict(BR=4, BV=64), drop=dict(B=256))
     auto = dict(BM="auto", BN="auto", BK="auto", num_warps="auto", num_stages="auto")
-    if cfg.head_dim <= 64:
+    if cfg.dtype == "f32":  # the attention example's defaults fit f32 (CUDA cores)
+        fwd, dkdv, dq = {}, {}, {}
+    elif cfg.head_dim <= 64:
         dkdv, dq = dict(BM=128, BN=128, num_warps=8), dict(BM=128, BN=128, num_warps=8)
     else:
         dkdv, dq = dict(BM=64, BN=128, num_warps=8), dict(BM=128, BN=64, num_warps=8)
-    return dict(mm=auto, attn_fwd=dict(BQ=dq["BM"], BK=dq["BN"], num_warps=8), dkdv=dkdv, dq=dq,
+    if dq:
+        fwd = dict(BQ=dq["BM"], BK=dq["BN"], num_warps=8)
+    return dict(mm=auto, attn_fwd=fwd, dkdv=dkdv, dq=dq,
                 pre=dict(BR=64), rope=dict(BS=64), heads=dict(BQ=64), norm=dict(BR=1),
                 norm_bwd=dict(RP=32, RB=4), norm_dw=dict(BP=16, BC=64), ce=dict(BR=4, BV=1024),
                 drop=dict(B=1024))
@@ -122,7 +127,7 @@ def blk_ops(cfg, device):
     # what the kernels depend on (not the batch or sequence: shapes are the launch's)
     key = (cfg.dtype, cfg.heads, cfg.head_dim, cfg.p_drop, cfg.eps, device.type)
     if key not in _ops:
-        _ops[key] = _make_ops(cfg, kernel_params(cfg, device))
+        _ops[key] = _make_ops(cfg, kernel_params(cfg, device), tag=len(_ops))
     return _ops[key]
 
 
@@ -130,7 +135,7 @@ class _Ops:
     pass
 
 
-def _make_ops(cfg, kp):
+def _make_ops(cfg, kp, tag):
     T = cfg.dtype
 
     def kernel(path, name=None, **params):
@@ -138,6 +143,12 @@ def _make_ops(cfg, kp):
 
     def op(path, name=None, **params):
         return blk.torch.op(kernel(path, name, **params))
+
+    def fwd(path, name=None, **params):
+        """A forward op, named for this set of ops: each op has one
+        backward, and another config may share its kernel (the matmuls)."""
+        k = kernel(path, name, **params)
+        return blk.torch.op(k, name=f"tfm::{k.name}_{tag}")
 
     o = _Ops()
     tf = f"{HERE}/{{}}.blk"
@@ -149,7 +160,7 @@ def _make_ops(cfg, kp):
     def linear_bwd(x, w, dy):
         return mm(dy, w), mm(dy.T, x)
 
-    o.linear = blk.torch.autograd(kernel(f"{EX}/matmul_nt.blk", **kp["mm"]), linear_bwd)
+    o.linear = blk.torch.autograd(fwd(f"{EX}/matmul_nt.blk", **kp["mm"]), linear_bwd)
 
     # RMSNorm: dw is the column sum of the backward's partial sums.
     norm_bwd = op(tf.format("rmsnorm"), "rmsnorm_bwd", **kp["norm_bwd"])
@@ -160,7 +171,7 @@ def _make_ops(cfg, kp):
         return dx, norm_dw(dwp)
 
     rmsnorm = blk.torch.autograd(
-        kernel(tf.format("rmsnorm"), "rmsnorm_fwd", EPS=cfg.eps, **kp["norm"]),
+        fwd(tf.format("rmsnorm"), "rmsnorm_fwd", EPS=cfg.eps, **kp["norm"]),
         rmsnorm_bwd, save=["x", "w", "rstd"])
     o.rmsnorm = lambda x, w: rmsnorm(x, w)[0]
 
@@ -171,7 +182,7 @@ def _make_ops(cfg, kp):
     def rope_bwd(cos, sin, dq, dk, dv):
         return merge(dq, dk, dv, cos, sin), None, None
 
-    o.rope = blk.torch.autograd(kernel(tf.format("rope"), "rope_split", **hp), rope_bwd,
+    o.rope = blk.torch.autograd(fwd(tf.format("rope"), "rope_split", **hp), rope_bwd,
                                 save=["cos", "sin"])
 
     # Causal flash attention writing the log-sum-exp, and its backward.
@@ -186,13 +197,13 @@ def _make_ops(cfg, kp):
         dk, dv = dkdv(q, k, v, do, lse, delta)
         return dqk(q, k, v, do, lse, delta), dk, dv
 
-    attention = blk.torch.autograd(kernel(src, "attention_fwd_lse", **ap, **kp["attn_fwd"]),
+    attention = blk.torch.autograd(fwd(src, "attention_fwd_lse", **ap, **kp["attn_fwd"]),
                                    attention_bwd, save=["q", "k", "v", "o", "lse"])
     o.attention = lambda q, k, v: attention(q, k, v)[0]
 
     # [B, H, S, Dh] <-> [B, S, H, Dh]: the same copy both ways.
     swap = op(tf.format("heads"), **kp["heads"])
-    o.merge_heads = blk.torch.autograd(swap, lambda dy: swap(dy), save=[])
+    o.merge_heads = blk.torch.autograd(fwd(tf.format("heads"), **kp["heads"]), swap, save=[])
 
     # SwiGLU: the backward writes dG and dU side by side, [M, 2, F], so that
     # dx and dW13 are one matmul each on it seen as [M, 2F].
@@ -202,14 +213,14 @@ def _make_ops(cfg, kp):
         dgu = sw_bwd(x, w, dh).flatten(1)
         return mm(dgu, w.flatten(0, 1)), mm(dgu.T, x).view(w.shape)
 
-    o.swiglu = blk.torch.autograd(kernel(tf.format("swiglu"), "swiglu_fwd", **kp["mm"]),
+    o.swiglu = blk.torch.autograd(fwd(tf.format("swiglu"), "swiglu_fwd", **kp["mm"]),
                                   swiglu_bwd)
 
     # The residual add with dropout on the branch (1-D: any shape, flattened).
     P = dict(P=cfg.p_drop, **kp["drop"])
     drop_bwd = op(f"{EX}/dropout.blk", "dropout_backward", **P)
     dropout_add = blk.torch.autograd(
-        kernel(tf.format("dropout_add"), **P),
+        fwd(tf.format("dropout_add"), **P),
         lambda seed, dy: (None, dy, drop_bwd(seed, dy)), save=["seed"])
     o.dropout_add = lambda seed, res, x: dropout_add(seed, res.flatten(), x.flatten()).view(res.shape)
     # the mask alone, for the reference model: the elements of ones it keeps
@@ -219,11 +230,12 @@ def _make_ops(cfg, kp):
     # Cross-entropy per row, then the mean (whose backward is a kernel too).
     ce_bwd = op(tf.format("cross_entropy"), "ce_bwd", **kp["ce"])
     ce = blk.torch.autograd(
-        kernel(tf.format("cross_entropy"), "ce_fwd", **kp["ce"]),
+        fwd(tf.format("cross_entropy"), "ce_fwd", **kp["ce"]),
         lambda logits, target, lse, dloss, _dlse: (ce_bwd(logits, target, lse, dloss), None),
         save=["logits", "target", "lse"])
     mean = blk.torch.autograd(blk.kernel(tf.format("cross_entropy"), "mean_fwd"),
-                              blk.kernel(tf.format("cross_entropy"), "mean_bwd"), save="x")
+                              blk.kernel(tf.format("cross_entropy"), "mean_bwd"), save="x",
+                              name=f"tfm::mean_{tag}")
     o.cross_entropy = lambda logits, target: mean(ce(logits, target)[0]).view(())
 
     o.embedding = op(f"{EX}/embedding.blk")

@@ -186,6 +186,74 @@ def test_attention_backward():
     close(dq, dq_r, 1e-4)
 
 
+def test_transformer_kernels():
+    """examples/transformer/'s kernels (the training example's RMSNorm,
+    RoPE, head swap, SwiGLU, cross-entropy and residual dropout, each with
+    its backward) against NumPy at ragged sizes."""
+    tf = f"{EX}/transformer"
+    # RMSNorm: y, rstd; dx and dw's partial sums, then their sum
+    R, C = 37, 48
+    x, w, dy = rand(R, C), rand(C), rand(R, C)
+    r = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(1) + 1e-6)
+    y, rstd = blk.kernel(f"{tf}/rmsnorm.blk", name="rmsnorm_fwd", BR=2)(x, w, interpret=True)
+    close(y, x * r[:, None] * w)
+    close(rstd, r)
+    dx, dwp = blk.kernel(f"{tf}/rmsnorm.blk", name="rmsnorm_bwd", RP=8, RB=4)(x, w, rstd, dy, interpret=True)
+    g = dy * w
+    close(dx, r[:, None] * (g - x * r[:, None] ** 2 * (g * x).mean(1, keepdims=True)))
+    assert dwp.shape == (5, C)
+    dw = blk.kernel(f"{tf}/rmsnorm.blk", name="rmsnorm_dw", BP=2, BC=16)(dwp, interpret=True)
+    close(dw, (dy * x * r[:, None]).sum(0))
+    # RoPE fused with the split into heads, and back
+    B, S, H, D = 2, 13, 3, 8
+    qkv, dq, dk, dv = rand(B, S, 3 * H, D), rand(B, H, S, D), rand(B, H, S, D), rand(B, H, S, D)
+    ang = np.arange(S)[:, None] * 10000.0 ** (-np.arange(D // 2) / (D // 2))
+    cos = np.cos(np.concatenate([ang, ang], 1)).astype(np.float32)
+    sin = np.sin(np.concatenate([ang, ang], 1)).astype(np.float32)
+
+    def rot(x, sign=1):  # the rotation by +-angle: the backward is sign -1
+        x1, x2 = x[..., :D // 2], x[..., D // 2:]
+        return x * cos + sign * np.concatenate([-x2, x1], -1) * sin
+
+    heads = qkv.reshape(B, S, 3, H, D).transpose(2, 0, 3, 1, 4)   # [3, B, H, S, D]
+    q, k, v = blk.kernel(f"{tf}/rope.blk", name="rope_split", H=H, D=D, BS=4)(qkv, cos, sin, interpret=True)
+    close(q, rot(heads[0]))
+    close(k, rot(heads[1]))
+    close(v, heads[2], 0)
+    dqkv = blk.kernel(f"{tf}/rope.blk", name="rope_merge", H=H, D=D, BS=4)(dq, dk, dv, cos, sin, interpret=True)
+    close(dqkv, np.stack([rot(dq, -1), rot(dk, -1), dv]).transpose(1, 3, 0, 2, 4).reshape(B, S, 3 * H, D))
+    x = rand(2, 3, 13, 8)
+    close(blk.kernel(f"{tf}/heads.blk", BQ=4)(x, interpret=True), x.transpose(0, 2, 1, 3), 0)
+    # SwiGLU with the stacked weight [W1; W3], and its backward
+    M, K, N = 19, 24, 20
+    x, w, dh = rand(M, K), rand(2, N, K) * 0.3, rand(M, N)
+    gg, uu = x @ w[0].T, x @ w[1].T
+    sg = 1 / (1 + np.exp(-gg))
+    cfg = dict(BM=8, BN=8, BK=8, num_warps=4, num_stages=2)
+    close(blk.kernel(f"{tf}/swiglu.blk", name="swiglu_fwd", **cfg)(x, w, interpret=True), gg * sg * uu)
+    dgu = blk.kernel(f"{tf}/swiglu.blk", name="swiglu_bwd", **cfg)(x, w, dh, interpret=True)
+    close(dgu[:, 0], dh * uu * sg * (1 + gg * (1 - sg)))
+    close(dgu[:, 1], dh * gg * sg)
+    # cross-entropy: per row over a vocabulary of several chunks, then the mean
+    M, V = 11, 50
+    lg, tg, dl = rand(M, V) * 3, rng.integers(0, V, M).astype(np.int32), rand(M)
+    lse_r = np.log(np.exp(lg.astype(np.float64)).sum(1))
+    src = f"{tf}/cross_entropy.blk"
+    loss, lse = blk.kernel(src, name="ce_fwd", BR=4, BV=16)(lg, tg, interpret=True)
+    close(lse, lse_r)
+    close(loss, lse_r - lg[np.arange(M), tg])
+    p = np.exp(lg - lse_r[:, None])
+    p[np.arange(M), tg] -= 1
+    close(blk.kernel(src, name="ce_bwd", BR=4, BV=16)(lg, tg, lse, dl, interpret=True), p * dl[:, None])
+    close(blk.kernel(src, name="mean_fwd", B=4)(loss, interpret=True), [loss.mean()])
+    dy = np.array([2.0], np.float32)
+    close(blk.kernel(src, name="mean_bwd", B=4)(loss, dy, interpret=True), np.full(M, 2.0 / M))
+    # the residual add with dropout draws examples/dropout.blk's mask
+    res, x, seed = rand(300), rand(300), np.array([7], np.int32)
+    y = blk.kernel(f"{tf}/dropout_add.blk", B=64, P=0.25)(seed, res, x, interpret=True)
+    close(y, res + blk.kernel(f"{EX}/dropout.blk", name="dropout", B=128, P=0.25)(seed, x, interpret=True))
+
+
 # ---- arrays -------------------------------------------------------------------
 
 def test_outputs_given_named_and_returned():
