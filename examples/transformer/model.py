@@ -102,7 +102,7 @@ def kernel_params(cfg, device):
         return dict(mm=mm, attn_fwd=dict(BQ=16, BK=16), dkdv=dict(BM=16, BN=16),
                     dq=dict(BM=16, BN=16), pre=dict(BR=16), rope=dict(BS=16), heads=dict(BQ=16),
                     norm=dict(BR=1), norm_bwd=dict(RP=8, RB=4), norm_dw=dict(BP=4, BC=32),
-                    ce=dict(BR=4, BV=64), drop=dict(B=256))
+                    ce=dict(BR=4, BV=64), drop=dict(B=256), transpose=dict(B=16))
     auto = dict(BM="auto", BN="auto", BK="auto", num_warps="auto", num_stages="auto")
     if cfg.dtype == "f32":  # the attention example's defaults fit f32 (CUDA cores)
         fwd, dkdv, dq = {}, {}, {}
@@ -115,7 +115,7 @@ def kernel_params(cfg, device):
     return dict(mm=auto, attn_fwd=fwd, dkdv=dkdv, dq=dq,
                 pre=dict(BR=64), rope=dict(BS=64), heads=dict(BQ=64), norm=dict(BR=1),
                 norm_bwd=dict(RP=32, RB=4), norm_dw=dict(BP=16, BC=64), ce=dict(BR=4, BV=1024),
-                drop=dict(B=1024))
+                drop=dict(B=1024), transpose=dict(B=32, num_warps=4))
 
 
 _ops = {}
@@ -153,12 +153,22 @@ def _make_ops(cfg, kp, tag):
     o = _Ops()
     tf = f"{HERE}/{{}}.blk"
 
-    # Linear layer y = x @ W^T.  Backward: dx = dy @ W, dW = dy^T @ x (a
-    # transposed view: blk reads the strides, nothing is copied).
+    # Linear layer y = x @ W^T.  Backward: dx = dy @ W, dW = dy^T @ x.
     mm = op(f"{EX}/matmul.blk", **kp["mm"])
+    tr = op(tf.format("transpose"), **kp["transpose"])
+
+    def weight_grad(dy, x):
+        """dW = dy^T @ x.  blk's matmul reads a transposed view (dy.T) at
+        a fifth of its speed on row-major operands, so one operand is
+        transposed first, whichever moves fewer elements: dy, or x and then
+        the [K, N] result."""
+        (M, N), K = dy.shape, x.shape[1]
+        if M * N <= M * K + K * N:
+            return mm(tr(dy), x)
+        return tr(mm(tr(x), dy))
 
     def linear_bwd(x, w, dy):
-        return mm(dy, w), mm(dy.T, x)
+        return mm(dy, w), weight_grad(dy, x)
 
     o.linear = blk.torch.autograd(fwd(f"{EX}/matmul_nt.blk", **kp["mm"]), linear_bwd)
 
@@ -211,7 +221,7 @@ def _make_ops(cfg, kp, tag):
 
     def swiglu_bwd(x, w, dh):
         dgu = sw_bwd(x, w, dh).flatten(1)
-        return mm(dgu, w.flatten(0, 1)), mm(dgu.T, x).view(w.shape)
+        return mm(dgu, w.flatten(0, 1)), weight_grad(dgu, x).view(w.shape)
 
     o.swiglu = blk.torch.autograd(fwd(tf.format("swiglu"), "swiglu_fwd", **kp["mm"]),
                                   swiglu_bwd)
