@@ -18,6 +18,7 @@ Activations are [M, D] matrices, M = batch * seq; attention's are
 import math
 import os
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -131,10 +132,6 @@ def blk_ops(cfg, device):
     return _ops[key]
 
 
-class _Ops:
-    pass
-
-
 def _make_ops(cfg, kp, tag):
     T = cfg.dtype
 
@@ -150,7 +147,7 @@ def _make_ops(cfg, kp, tag):
         k = kernel(path, name, **params)
         return blk.torch.op(k, name=f"tfm::{k.name}_{tag}")
 
-    o = _Ops()
+    o = SimpleNamespace()
     tf = f"{HERE}/{{}}.blk"
 
     # Linear layer y = x @ W^T.  Backward: dx = dy @ W, dW = dy^T @ x.
