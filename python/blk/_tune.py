@@ -246,8 +246,8 @@ class Autotuned:
             except BlkError as e:  # CompileError included
                 notes[str(i)] = str(e).splitlines()[0]
             report.candidate(n + 1, self.configs[i], timings[i], notes.get(str(i)))
+        report.done()
         timed = [i for i, t in enumerate(timings) if t is not None]
-        report.done(self.configs[min(timed, key=lambda i: timings[i])] if timed else None)
         if not timed:
             raise BlkError("autotune: no candidate ran:\n" + "\n".join(
                 f"  [{i}] {self.configs[int(i)]}: {n}" for i, n in notes.items()))
@@ -316,10 +316,10 @@ class _Report:
                   flush=True)
             self.shown = True
 
-    def done(self, winner):
-        if self.log and winner is not None:
-            print(f"blk.autotune {self.name}: best {_config_text(winner)}, {self.best[0]:.4f} ms",
-                  file=sys.stderr, flush=True)
+    def done(self):
+        if self.log and self.best is not None:
+            print(f"blk.autotune {self.name}: best {_config_text(self.best[1])}, "
+                  f"{self.best[0]:.4f} ms", file=sys.stderr, flush=True)
         if self.shown:
             print(file=sys.stderr, flush=True)
 

@@ -22,7 +22,7 @@ except ImportError as e:
     raise ImportError(f"blk.torch needs PyTorch (pip install torch): {e}") from e
 
 from . import _lib
-from ._arrays import HOST, BlkError, dtype_of
+from ._arrays import HOST, BlkError, _contiguous, dtype_of
 from ._kernel import Kernel
 
 __all__ = ["op", "autograd", "Op"]
@@ -250,7 +250,7 @@ def _symbolic_outs(k, slots, dims, symbolic, base, outs):
                  [d if isinstance(d, int) else int(d.node.expr.xreplace(at)) for d in v[0]]
                  for v in dims]
         try:
-            return moved, _infer(k, slots, [None if m is None else (m, _row_major(m))
+            return moved, _infer(k, slots, [None if m is None else (m, _contiguous(m))
                                             for m in moved], check=False)
         except BlkError:
             return None
@@ -302,14 +302,6 @@ def _split(group, probe, step):
         left.remove(mate)
         classes.append([s, mate])
     return classes
-
-
-def _row_major(shape):
-    strides, s = [], 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= max(n, 1)
-    return strides[::-1]
 
 
 # ---- making ops ---------------------------------------------------------------------

@@ -39,24 +39,7 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f32": 2e-4, "f16": 2e-2, "bf16": 5e-2}
 results = []
 
-SILU = """
-kernel silu_fwd[T = f32, B = 1024](
-    x: in  T[N] block (B) index (i) -> (i),
-    y: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    y[...] = silu(x[...].astype(f32)).astype(T);
-}
-
-kernel silu_bwd[T = f32, B = 1024](
-    x:  in  T[N] block (B) index (i) -> (i),
-    dy: in  T[N] block (B) index (i) -> (i),
-    dx: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    let v = x[...].astype(f32);
-    let s = sigmoid(v);
-    dx[...] = (dy[...].astype(f32) * s * (1.0 + v * (1.0 - s))).astype(T);
-}
-"""
+SILU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "silu.blk")
 
 
 def check(name, got, want, tol):
@@ -114,8 +97,8 @@ def ops():
             return mmg(dc, b.T), mmg(a.T, dc)
 
         _ops["mm_grad"] = blk.torch.autograd(mmg, mm_backward)
-        _ops["silu"] = blk.torch.autograd(blk.kernel(SILU, name="silu_fwd", T="auto"),
-                                          blk.kernel(SILU, name="silu_bwd", T="auto"),
+        _ops["silu"] = blk.torch.autograd(blk.kernel(SILU, name="silu_fwd", T="auto", B=1024),
+                                          blk.kernel(SILU, name="silu_bwd", T="auto", B=1024),
                                           save="x", name="blkgpu::silu")
     return _ops
 

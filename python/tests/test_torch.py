@@ -38,26 +38,9 @@ if torch is not None:
 
 MM = dict(BM=16, BN=16, BK=16)
 
-# silu and its backward, a kernel pair; `dup` has outs whose shapes are an
-# expression of a size (N + 1) and a constant (4).
-SILU = """
-kernel silu_fwd[T = f32, B = 256](
-    x: in  T[N] block (B) index (i) -> (i),
-    y: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    y[...] = silu(x[...].astype(f32)).astype(T);
-}
-
-kernel silu_bwd[T = f32, B = 256](
-    x:  in  T[N] block (B) index (i) -> (i),
-    dy: in  T[N] block (B) index (i) -> (i),
-    dx: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    let v = x[...].astype(f32);
-    let s = sigmoid(v);
-    dx[...] = (dy[...].astype(f32) * s * (1.0 + v * (1.0 - s))).astype(T);
-}
-"""
+# silu and its backward, a kernel pair (silu.blk); `dup` has outs whose
+# shapes are an expression of a size (N + 1) and a constant (4).
+SILU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "silu.blk")
 PAD = """
 kernel pad1[B = 64](
     x: in  f32[N] block (B) index (i) -> (i),

@@ -158,24 +158,7 @@ class _Model(torch.nn.Module):
         return mm(a, b)
 
 model = _Model()
-SRC = """
-kernel silu_fwd[T = f32, B = 256](
-    x: in  T[N] block (B) index (i) -> (i),
-    y: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    y[...] = silu(x[...].astype(f32)).astype(T);
-}
-
-kernel silu_bwd[T = f32, B = 256](
-    x:  in  T[N] block (B) index (i) -> (i),
-    dy: in  T[N] block (B) index (i) -> (i),
-    dx: out T[N] block (B) index (i) -> (i),
-) grid (cdiv(N, B)) {
-    let v = x[...].astype(f32);
-    let s = sigmoid(v);
-    dx[...] = (dy[...].astype(f32) * s * (1.0 + v * (1.0 - s))).astype(T);
-}
-"""
+SRC = open("python/tests/silu.blk").read()  # kernels silu_fwd, silu_bwd
 '''
 # Runs the prelude, then the block compiled under the document's name with
 # its own line numbers, so that a traceback points into the document.
