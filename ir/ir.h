@@ -402,8 +402,12 @@ typedef struct BlkLaunchArg {
 	int64_t strides[BLK_MAX_RANK];
 	int align;
 	/* TMAP: boxes of box[0] (innermost) x box[1] elements of the array's
-	 * last two dims, swizzled over `swizzle` bytes (32, 64, 128) */
+	 * last two dims, swizzled over `swizzle` bytes (32, 64, 128); `trans`:
+	 * the map takes those two dims the other way round, innermost the one
+	 * of stride 1 (an array passed as a transposed view: box[0] runs along
+	 * its dim rank - 2, and a box lands in shared memory transposed) */
 	int box[2], swizzle;
+	bool trans;
 } BlkLaunchArg;
 
 typedef struct BlkLaunch {
@@ -463,12 +467,13 @@ bool blk_launch_grid(const BlkLaunch *l, const BlkSymEnv *env, unsigned grid[3])
 bool blk_launch_grid_static(const BlkLaunch *l);
 /* Appends an argument at its place in ABI order; returns its index. */
 int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg);
-/* The index among the TMAP args of the one for (param, box, swizzle),
- * appended if there is none; -1 past BLK_MAX_TMAPS. */
+/* The index among the TMAP args of the one for (param, box, swizzle,
+ * trans), appended if there is none; -1 past BLK_MAX_TMAPS. */
 enum { BLK_MAX_TMAPS = 8 };
-int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle);
-/* The index among the TMAP args of the one for (param, box, swizzle), or -1. */
-int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle);
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans);
+/* The index among the TMAP args of the one for (param, box, swizzle,
+ * trans), or -1. */
+int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle, bool trans);
 /* The i-th argument of this kind, or NULL. */
 const BlkLaunchArg *blk_launch_nth(const BlkLaunch *l, BlkArgKind kind, int i);
 int blk_launch_count(const BlkLaunch *l, BlkArgKind kind);

@@ -74,26 +74,28 @@ int blk_launch_count(const BlkLaunch *l, BlkArgKind kind)
 	return n;
 }
 
-int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle)
+int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle, bool trans)
 {
 	int n = 0;
 	for (int j = 0; j < l->nargs; j++) {
 		const BlkLaunchArg *t = &l->args[j];
 		if (t->kind != BLK_ARG_TMAP)
 			continue;
-		if (t->param == param && t->box[0] == box[0] && t->box[1] == box[1] && t->swizzle == swizzle)
+		if (t->param == param && t->box[0] == box[0] && t->box[1] == box[1] && t->swizzle == swizzle &&
+		    t->trans == trans)
 			return n;
 		n++;
 	}
 	return -1;
 }
 
-int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle)
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans)
 {
-	int t = blk_launch_find_tmap(l, param, box, swizzle), n = blk_launch_count(l, BLK_ARG_TMAP);
+	int t = blk_launch_find_tmap(l, param, box, swizzle, trans), n = blk_launch_count(l, BLK_ARG_TMAP);
 	if (t >= 0 || n == BLK_MAX_TMAPS)
 		return t;
-	BlkLaunchArg g = { .kind = BLK_ARG_TMAP, .param = param, .box = { box[0], box[1] }, .swizzle = swizzle };
+	BlkLaunchArg g = { .kind = BLK_ARG_TMAP, .param = param, .box = { box[0], box[1] }, .swizzle = swizzle,
+		            .trans = trans };
 	blk_launch_add_arg(a, l, &g);
 	return n;
 }

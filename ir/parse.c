@@ -986,7 +986,7 @@ static void parse_arg_strides(Parser *P, BlkLaunchArg *g, const BlkParam *pa)
 }
 
 /* arg = "arg" ( "ptr" NAME strides | "tmap" NAME "box" "(" INT "," INT ")"
- *       "swizzle" INT | "size" NAME | "stride" NAME INT | "peers" NAME
+ *       "swizzle" INT [ "trans" ] | "size" NAME | "stride" NAME INT | "peers" NAME
  *       | "rank" | "world" | "timeout" ) */
 static void parse_launch_arg(Parser *P, BlkLaunch *l, const BlkKernel *k)
 {
@@ -1020,6 +1020,7 @@ static void parse_launch_arg(Parser *P, BlkLaunch *l, const BlkKernel *k)
 		expect(P, ")");
 		expect(P, "swizzle");
 		g.swizzle = (int)expect_int(P);
+		g.trans = accept(P, "trans");
 	}
 	l->args = blk_arena_grow(P->a, l->args, (size_t)l->nargs, (size_t)l->nargs + 1, sizeof *l->args);
 	l->args[l->nargs++] = g; /* as written: the verifier checks the order */

@@ -671,6 +671,9 @@ static void check_tmap_attr(Verifier *V, const BlkOp *op, const BlkType *slot)
 	int swz = slot->layout->swz;
 	if (!g)
 		fail(V, "attr tmap %d names no tensor map of the kernel's launch", t);
+	else if (g->trans != (blk_op_int(op, "trans", 0) != 0))
+		fail(V, "tensor map %d is%s trans; the op's attr trans says it is%s", t, g->trans ? "" : " not",
+		     g->trans ? " not" : "");
 	else if (g->swizzle != swz || g->box[0] != swz / blk_dtype_size(slot->dtype) || g->box[1] != rows)
 		fail(V, "tensor map %d has boxes (%d, %d) swizzle %d; the slot takes (%d, %d) swizzle %d", t,
 		     g->box[0], g->box[1], g->swizzle, swz / blk_dtype_size(slot->dtype), (int)rows, swz);
@@ -803,12 +806,18 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 	                                g->box[1] > 256 || (g->swizzle != 32 && g->swizzle != 64 && g->swizzle != 128)))
 		fail(V, "launch arg %d: a tensor map of boxes (%d, %d) swizzle %d over %s (TMA: rank 2 or more, "
 		     "boxes of 1 to 256, swizzle 32, 64 or 128)", i, g->box[0], g->box[1], g->swizzle, p->name);
-	if (g->kind != BLK_ARG_STRIDE)
+	if (g->kind != BLK_ARG_STRIDE && !(g->kind == BLK_ARG_TMAP && g->trans))
 		return;
 	const BlkLaunchArg *ptr = NULL;
 	for (int j = 0; j < l->nargs && !ptr; j++)
 		if (l->args[j].kind == BLK_ARG_PTR && l->args[j].param == g->param)
 			ptr = &l->args[j];
+	if (g->kind == BLK_ARG_TMAP) {
+		if (p->rank >= 2 && (!ptr || ptr->strides[p->rank - 2] != 1))
+			fail(V, "launch arg %d: a trans tensor map over %s, whose second-last dim is not contiguous", i,
+			     p->name);
+		return;
+	}
 	if (g->dim < 0 || g->dim >= p->rank || !ptr || ptr->strides[g->dim] >= 0)
 		fail(V, "launch arg %d: stride %d of %s is not a dynamic stride of its pointer", i, g->dim, p->name);
 }

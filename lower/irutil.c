@@ -333,23 +333,23 @@ void blk_lower_fold_logic(BlkRegion *r)
 	fold_logic_in(r, r);
 }
 
-bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank)
+bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank, bool trans)
 {
 	if (c->opt->no_tma || strcmp(c->arch, "sm_90a") != 0 || pi < 0)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkLaunchArg *g = blk_lower_ptr_arg(c, pi);
-	int es = blk_dtype_size(p->dtype), R = p->rank;
-	if (R < 2 || R > max_rank || p->squeezed[R - 2] || p->squeezed[R - 1] || g->strides[R - 1] != 1 ||
+	int es = blk_dtype_size(p->dtype), R = p->rank, inner = R - 1 - trans;
+	if (R < 2 || R > max_rank || p->squeezed[R - 2] || p->squeezed[R - 1] || g->strides[inner] != 1 ||
 	    g->align < 16)
 		return false;
 	for (int d = 0; d < R; d++) {
-		/* every dim but the last a positive multiple of 16 bytes apart: a
-		 * stride compiled in, or the class "a positive multiple of 16" of a
-		 * dynamic kernel's argument (a static kernel's negative stride is
-		 * a real one, passed as an argument too: no TMA) */
+		/* every dim but the inner one a positive multiple of 16 bytes
+		 * apart: a stride compiled in, or the class "a positive multiple
+		 * of 16" of a dynamic kernel's argument (a static kernel's negative
+		 * stride is a real one, passed as an argument too: no TMA) */
 		int64_t st = g->strides[d], v;
-		bool ok = d == R - 1 || (st > 0 ? (st * es) % 16 == 0 : st == -16 && blk_lower_is_dynamic(c));
+		bool ok = d == inner || (st > 0 ? (st * es) % 16 == 0 : st == -16 && blk_lower_is_dynamic(c));
 		if (!ok || (blk_sym_is_const(p->shape[d], &v) && v > INT32_MAX) || (d < R - 2 && !p->squeezed[d]))
 			return false;
 	}

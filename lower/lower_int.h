@@ -86,7 +86,8 @@ BlkLaunch *blk_lower_launch(LowerCtx *c);
 /* Param pi's pointer argument: its strides and alignment. */
 const BlkLaunchArg *blk_lower_ptr_arg(LowerCtx *c, int pi);
 /* Gives a tma_load or tma_store its tensor map (attr tmap, the launch's
- * argument appended if new); false, with an error, past BLK_MAX_TMAPS. */
+ * argument appended if new; a `trans` one for a tma_load of attr trans);
+ * false, with an error, past BLK_MAX_TMAPS. */
 bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op);
 /* The tensor maps in the order the kernel first uses them, those nothing
  * uses dropped: one order whichever pass made them (tma-store, the last
@@ -228,8 +229,10 @@ int blk_lower_ref_param(const BlkValue *ref);
 /* Param pi's array is one TMA can address on this launch (sm_90a, tensor
  * maps allowed): rank 2 to max_rank, the dims before the last two squeezed
  * in its block (a batch), rows and batches a positive multiple of 16 bytes
- * apart, contiguous rows, a 16-byte aligned start, extents that fit an i32. */
-bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank);
+ * apart, contiguous rows, a 16-byte aligned start, extents that fit an i32.
+ * trans: the same with the last two dims the other way round (an array
+ * passed as a transposed view: contiguous columns, its map `trans`). */
+bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank, bool trans);
 /* The programs of the warp_specialize whose consumer region holds op (1
  * where none does): each has its own copy of that region's buffers. */
 int blk_lower_programs_at(const BlkOp *op);

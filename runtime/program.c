@@ -780,8 +780,9 @@ static bool check_threads(BlkRuntime *rt, const BlkCompiled *c)
 }
 
 /* Tensor map g (ir.h BlkLaunchArg) over array x: 2-D, or 3-D with boxes
- * one deep along the first dim (a batch), innermost dim first, zeros out
- * of bounds. */
+ * one deep along the first dim (a batch), innermost dim first (the last;
+ * the second-last for a `trans` map, the array a transposed view that the
+ * kernel was compiled for), zeros out of bounds. */
 static bool encode_tmap(BlkRuntime *rt, const BlkCompiled *c, const BlkLaunchArg *g, const BlkTensor *x,
                         CUtensorMap *map)
 {
@@ -797,9 +798,10 @@ static bool encode_tmap(BlkRuntime *rt, const BlkCompiled *c, const BlkLaunchArg
 	cuuint64_t dims[3], strides[2];
 	cuuint32_t box[3] = { (cuuint32_t)g->box[0], (cuuint32_t)g->box[1], 1 }, one[3] = { 1, 1, 1 };
 	for (int d = 0; d < R; d++) { /* an empty dim (nothing is read) still needs a valid map */
-		dims[d] = x->shape[R - 1 - d] > 0 ? (cuuint64_t)x->shape[R - 1 - d] : 1;
+		int ad = g->trans && d < 2 ? R - 2 + d : R - 1 - d; /* the array's dim */
+		dims[d] = x->shape[ad] > 0 ? (cuuint64_t)x->shape[ad] : 1;
 		if (d > 0)
-			strides[d - 1] = (x->strides[R - 1 - d] > 0 ? (cuuint64_t)x->strides[R - 1 - d]
+			strides[d - 1] = (x->strides[ad] > 0 ? (cuuint64_t)x->strides[ad]
 			                  : d == 1 ? dims[0] : strides[d - 2] / (cuuint64_t)es * dims[d - 1]) *
 			                 (cuuint64_t)es;
 	}

@@ -422,7 +422,9 @@ static LLVMValueRef map_of(Emit *E, const BlkOp *op, const BlkLaunchArg **g)
 }
 
 /* Thread 0: one cp.async.bulk.tensor a column block of the slot, at the
- * block's array coordinates (column, row), completing on the barrier. */
+ * block's array coordinates (column, row) -- (row, column) through a
+ * `trans` map, the slot's columns the block's rows --, completing on the
+ * barrier. */
 void blk_emit_tma_load(Emit *E, const BlkOp *op)
 {
 	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
@@ -433,13 +435,14 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 	LLVMValueRef bar = LLVMBuildPtrToInt(E->b, mbarrier_at(E, op, 1), E->i32, "");
 	LLVMValueRef origin = blk_emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
+	LLVMValueRef inner = src.g[s->trans ? 0 : 1], outer = src.g[s->trans ? 1 : 0];
 	LLVMBasicBlockRef cont = first_thread(E);
 	for (int j = 0; j < cols / s->box[0]; j++) {
 		LLVMValueRef a[5] = {
 			LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * dst->sblk * es), ""),
 			map,
-			LLVMBuildAdd(E->b, src.g[1], blk_emit_i32(E, (int64_t)j * s->box[0]), ""),
-			src.g[0],
+			LLVMBuildAdd(E->b, inner, blk_emit_i32(E, (int64_t)j * s->box[0]), ""),
+			outer,
 			bar,
 		};
 		ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 5,

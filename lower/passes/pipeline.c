@@ -319,9 +319,11 @@ void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	int rank = x->fixed ? 2 : 3;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
-	if (blk_lower_dot_wgmma(P->s->dot)) /* wgmma reads swizzled rows, no pad */
+	if (blk_lower_dot_wgmma(P->s->dot)) { /* wgmma reads swizzled rows, no pad */
+		if (x->kmajor) /* (warp_spec.c: a slab of a transposed view, as it lies) */
+			shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
 		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
-	else if (simt_f32(P->s->dot)) {
+	} else if (simt_f32(P->s->dot)) {
 		/* k-major rows of a power of two (the dot's threads cover that
 		 * much) + 4 floats: the rows of a transposing copy's writes
 		 * then start 4 banks apart */

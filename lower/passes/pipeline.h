@@ -18,7 +18,9 @@ typedef struct Operand {
 	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
 	BlkOp *load;      /* the slab's load */
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
-	bool kmajor;      /* SIMT: the slot holds the slab transposed ([C, R]); copies write through a trans_view */
+	bool kmajor;      /* the slot holds the slab transposed ([C, R]): SIMT's k-major slots, whose copies
+	                   * write through a trans_view; a slab of an array passed as a transposed view,
+	                   * which TMA copies as it lies (warp_spec.c) */
 	bool dot_trans;   /* the dot reads the slot through a trans_view */
 	BlkPtrMap in;     /* the body ops its indices depend on */
 	BlkValue *buf;    /* [S, R, C]; [S, C, R] where kmajor */

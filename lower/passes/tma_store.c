@@ -67,7 +67,7 @@ static bool map_room(LowerCtx *c, int pi, int cols, int rows, int swz)
 {
 	const BlkLaunch *l = blk_lower_launch(c);
 	int box[2] = { cols, rows };
-	return blk_launch_find_tmap(l, pi, box, swz) >= 0 || blk_launch_count(l, BLK_ARG_TMAP) < BLK_MAX_TMAPS;
+	return blk_launch_find_tmap(l, pi, box, swz, false) >= 0 || blk_launch_count(l, BLK_ARG_TMAP) < BLK_MAX_TMAPS;
 }
 
 static void scan(void *ctx, BlkOp *op)
@@ -237,7 +237,7 @@ bool blk_lower_tma_store(LowerCtx *c)
 		const BlkValue *ref = st->operands[0];
 		int cw, pi = blk_lower_ref_param(ref);
 		if (ref->type.kind != BLK_TYPE_REF || ref->type.space != BLK_SPACE_GLOBAL || !ref->def ||
-		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3) ||
+		    ref->def->kind != BLK_OP_BLOCK_REF || !value_ok(st, &cw) || !blk_lower_tma_array(c, pi, 3, false) ||
 		    signal_follows(st))
 			continue;
 		BlkOp *anchor = anchor_of(st);

@@ -272,6 +272,39 @@ def test_strides_and_outputs():
 
 
 @case
+def test_transposed_operands():
+    """Operands passed as transposed views (`dy.T`, `w.T`: contiguous along
+    their first dim), the way a backward pass hands them over: matmul,
+    matmul_nt and matmul_dynamic at several configs, each operand either
+    way, 16-bit (TMA copies such a slab as it lies, its slot transposed,
+    wgmma reading it MN-major) and f32; ragged sizes, and a leading dim
+    whose rows are not 16 bytes apart (no TMA: the copy goes element by
+    element)."""
+    configs = ({}, dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4),
+               dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3),
+               dict(BM=64, BN=128, BK=64, num_warps=4, num_stages=4),
+               dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=3))
+    for t in ("bf16", "f16", "f32"):
+        for M, N, K in ((512, 384, 256), (1000, 264, 520), (515, 259, 300)):
+            a, b = randn(M, K, t=t), randn(K, N, t=t)
+            at, bt = a.T.contiguous().T, b.T.contiguous().T  # same values, transposed storage
+            ref = f(a) @ f(b)
+            for cfg in configs if t != "f32" else configs[:2]:
+                mm = blk.kernel(f"{EX}/matmul.blk", T=t, **cfg)
+                for name, x, y in (("A.T", at, b), ("B.T", a, bt), ("both", at, bt)):
+                    check(f"matmul {t} {M}x{N}x{K} {name} {cfg or 'default'}", mm(x, y), ref, TOL[t])
+            nt = blk.kernel(f"{EX}/matmul_nt.blk", T=t, **configs[1])
+            w = b.T.contiguous()
+            check(f"matmul_nt {t} {M}x{N}x{K} A.T", nt(at, w), ref, TOL[t])
+            check(f"matmul_nt {t} {M}x{N}x{K} W.T", nt(a, w.T.contiguous().T), ref, TOL[t])
+    dyn = blk.kernel(f"{EX}/matmul_dynamic.blk", T="bf16")
+    for m in (64, 1000, 1024):
+        x, w = randn(m, 256, t="bf16"), randn(384, 256, t="bf16")
+        check(f"matmul_dynamic M={m} x.T", dyn(x.T.contiguous().T, w), f(x) @ f(w).T, TOL["bf16"])
+        check(f"matmul_dynamic M={m} w.T", dyn(x, w.T.contiguous().T), f(x) @ f(w).T, TOL["bf16"])
+
+
+@case
 def test_dynamic_sizes():
     """matmul_dynamic (`dynamic (M, N, K)`) on torch tensors over a sweep of
     batch sizes, strided views among them: each result against torch, and
@@ -483,7 +516,8 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
-    for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_dynamic_sizes,
+    for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_transposed_operands,
+              test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""bench_layouts.py - matmul.blk on operands as a training step hands them
+over, against torch.matmul (cuBLAS) on the same tensors, measured as a user
+measures: the blk package on torch CUDA tensors, outputs preallocated,
+checked against torch first, then triton.testing.do_bench (L2 flushed,
+median) for both in the same process.
+
+Rows (bf16): the weight gradient dW = dy.T @ x (A a transposed view), the
+input gradient dx = dy @ W (both row-major), the forward x @ W.T through
+matmul.blk (B a transposed view), and both operands transposed; each at a
+fixed config (128x256x64, 8 warps, 3 stages) and through blk.autotune with
+no configs (blk's own search space).
+
+    BLK_LIBRARY=build/libblk-private.so PYTHONPATH=python python3 tools/bench_layouts.py [EXAMPLES_DIR]
+
+Prints one markdown table (ratio = cuBLAS ms / blk ms: above 1, blk is
+faster).  Needs torch and triton; exits 0 with a line where there is no GPU.
+"""
+import os
+import sys
+
+try:
+    import torch
+    import triton.testing
+except ImportError as e:
+    print(f"bench_layouts: skipped ({e})")
+    sys.exit(0)
+if not torch.cuda.is_available():
+    print("bench_layouts: skipped (no GPU)")
+    sys.exit(0)
+
+import blk  # noqa: E402
+
+EX = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "examples")
+FIXED = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
+dev = torch.device("cuda")
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def operands(layout, M, N, K):
+    """A [M, K] and B [K, N] as the layout says ("T": a transposed view)."""
+    a = torch.randn(K, M, device=dev, dtype=torch.bfloat16).T if layout[0] == "T" else \
+        torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(N, K, device=dev, dtype=torch.bfloat16).T if layout[1] == "T" else \
+        torch.randn(K, N, device=dev, dtype=torch.bfloat16)
+    return a, b
+
+
+def main():
+    rows = []
+    cases = (("dW = dy.T @ x", "TN", 1024, 3072, 8192), ("dW = dy.T @ x", "TN", 4096, 4096, 8192),
+             ("dW = dy.T @ x", "TN", 4096, 14336, 8192),
+             ("dx = dy @ W", "NN", 8192, 1024, 3072), ("x @ W.T", "NT", 8192, 3072, 1024),
+             ("x @ W.T", "NT", 4096, 4096, 4096), ("A.T @ B.T", "TT", 4096, 4096, 4096))
+    fixed = blk.kernel(f"{EX}/matmul.blk", T="bf16", **FIXED)
+    tuned = blk.autotune(f"{EX}/matmul.blk", key=["M", "N", "K"], T="bf16")
+    for name, layout, M, N, K in cases:
+        a, b = operands(layout, M, N, K)
+        c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+        ref = torch.matmul(a, b)
+        ref_ms = bench(lambda: torch.matmul(a, b))
+        for how, k in (("fixed", fixed), ("autotune", tuned)):
+            k(a, b, c)
+            torch.cuda.synchronize()
+            err = ((c.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
+            ms = bench(lambda: k(a, b, c))
+            note = f"best {tuned.best(a, b)}" if how == "autotune" else ""
+            rows.append((name, layout, f"{M}x{N}x{K}", how, ms, ref_ms, err, note))
+            print(rows[-1], flush=True)
+    print(f"\n{torch.cuda.get_device_name()}, blk {blk.__version__}, torch {torch.__version__}\n")
+    print("| row | layout | MxNxK | blk config | blk ms | cuBLAS ms | cuBLAS/blk | max rel err | note |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, layout, shape, how, ms, ref_ms, err, note in rows:
+        print(f"| {name} | {layout} | {shape} | {how} | {ms:.4f} | {ref_ms:.4f} | {ref_ms / ms:.3f} | {err:.1e} | {note} |")
+    return 0 if all(r[6] < 2e-2 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
