@@ -679,6 +679,14 @@ static void check_tmap_attr(Verifier *V, const BlkOp *op, const BlkType *slot)
 		     g->box[0], g->box[1], g->swizzle, swz / blk_dtype_size(slot->dtype), (int)rows, swz);
 }
 
+/* The rank of the array whose tensor map a tma op names (0: none). */
+static int tmap_rank(Verifier *V, const BlkOp *op)
+{
+	const BlkLaunch *l = V->k->launch;
+	const BlkLaunchArg *g = l ? blk_launch_nth(l, BLK_ARG_TMAP, (int)blk_op_int(op, "tmap", -1)) : NULL;
+	return g && g->param >= 0 && g->param < V->k->nparams ? V->k->params[g->param].rank : 0;
+}
+
 /* tma_load: a swizzled rank-2 slot, an mbarrier (bars, index), a global
  * Ref of the same dtype and its indices as `load` takes them, keeping two
  * dims; the slot's rows fit a TMA box (at most 256). */
@@ -701,6 +709,10 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	else if (!tma_slot(dst, src, rank))
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
+	else if (tmap_rank(V, op) == 3 &&
+	         (!op->operands[3]->def || op->operands[3]->def->kind != BLK_OP_BLOCK_REF))
+		fail(V, "copies from a 3-D array through %s: the box's batch coordinate is a block_ref's start",
+		     op->operands[3]->def ? blk_op_name(op->operands[3]->def->kind) : "a region argument");
 	else
 		check_tmap_attr(V, op, dst);
 }

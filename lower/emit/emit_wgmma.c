@@ -423,8 +423,8 @@ static LLVMValueRef map_of(Emit *E, const BlkOp *op, const BlkLaunchArg **g)
 
 /* Thread 0: one cp.async.bulk.tensor a column block of the slot, at the
  * block's array coordinates (column, row) -- (row, column) through a
- * `trans` map, the slot's columns the block's rows --, completing on the
- * barrier. */
+ * `trans` map, the slot's columns the block's rows --, then a 3-D array's
+ * batch (its block_ref's start along it), completing on the barrier. */
 void blk_emit_tma_load(Emit *E, const BlkOp *op)
 {
 	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
@@ -436,19 +436,29 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 	LLVMValueRef origin = blk_emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
 	LLVMValueRef inner = src.g[s->trans ? 0 : 1], outer = src.g[s->trans ? 1 : 0];
+	const BlkOp *br = op->operands[3]->def; /* 3-D: the verifier's block_ref */
+	bool batch = E->c->k->params[s->param].rank == 3;
+	LLVMValueRef at = batch ? blk_emit_tile(E, br->operands[0])->r[0] : NULL;
 	LLVMBasicBlockRef cont = first_thread(E);
 	for (int j = 0; j < cols / s->box[0]; j++) {
-		LLVMValueRef a[5] = {
+		LLVMValueRef a[6] = {
 			LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * dst->sblk * es), ""),
 			map,
 			LLVMBuildAdd(E->b, inner, blk_emit_i32(E, (int64_t)j * s->box[0]), ""),
 			outer,
+			batch ? at : bar,
 			bar,
 		};
-		ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 5,
-		        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-		        "[$0], [$1, {$2, $3}], [$4];",
-		        "r,l,r,r,r,~{memory}");
+		if (batch)
+			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 6,
+			        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+			        "[$0], [$1, {$2, $3, $4}], [$5];",
+			        "r,l,r,r,r,r,~{memory}");
+		else
+			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 5,
+			        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+			        "[$0], [$1, {$2, $3}], [$4];",
+			        "r,l,r,r,r,~{memory}");
 	}
 	blk_emit_end_if(E, cont);
 }

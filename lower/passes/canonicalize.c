@@ -24,6 +24,10 @@
  *                      scale`); two tiles keep their order.
  *   transpose-pair     transpose(transpose(x)) -> x (rank 2).
  *   whole-view         r.at[:, ...] of all of r -> r.
+ *   load-view          load(r.at[idx]) of the whole view -> load(r)
+ *                      {idx}: `load(k.at[ds(j * BK, BK), :])` reads as
+ *                      `k[ds(j * BK, BK), :]` does (one load of the
+ *                      block's Ref, which TMA can then copy).
  *   broadcast-at-use   a broadcast moves to just before its first reader.
  *   hoist-invariant-load  a load of an `in` array inside a loop, its Ref
  *                      and indices from outside it -> before the loop.
@@ -309,6 +313,26 @@ static void unview(Canon *k, BlkOp *op)
 			return;
 	blk_replace_uses(k->c->k->body, op->results[0], op->operands[0]);
 	blk_op_erase(op);
+	k->changed = true;
+}
+
+/* load(view(r, i..) {idx, mask}) {fill, mask}, the load of the whole view
+ * with the view's masks -> load(r, i..) {idx, fill, mask}: the same
+ * elements, masked alike. */
+static void load_through(Canon *k, BlkOp *op)
+{
+	const BlkOp *v = op->operands[0]->def;
+	const BlkAttr *vi = v ? blk_op_attr(v, "idx") : NULL, *vm = v ? blk_op_attr(v, "mask") : NULL;
+	const BlkAttr *lm = blk_op_attr(op, "mask");
+	if (!vi || v->kind != BLK_OP_VIEW || op->noperands != 1 || blk_op_attr(op, "idx") || !vm != !lm ||
+	    (vm && (vm->kind != BLK_ATTR_STRING || lm->kind != BLK_ATTR_STRING || strcmp(vm->s, lm->s) != 0)))
+		return;
+	BlkValue **ops = BLK_NEW_N(k->c->a, BlkValue *, v->noperands);
+	for (int i = 0; i < v->noperands; i++)
+		ops[i] = v->operands[i];
+	op->operands = ops;
+	op->noperands = v->noperands;
+	blk_op_set_index(k->c->a, op, "idx", vi->index.n, vi->index.v);
 	k->changed = true;
 }
 
@@ -763,6 +787,7 @@ static void rewrite(void *ctx, BlkOp *op)
 		untranspose(ctx, op);
 		return;
 	case BLK_OP_LOAD:
+		load_through(ctx, op);
 		hoist(ctx, op);
 		reuse_load(ctx, op);
 		return;
@@ -795,7 +820,8 @@ static void erase_dead(BlkRegion *r, BlkRegion *top)
 		for (int i = 0; i < op->nregions; i++)
 			erase_dead(op->regions[i], top);
 		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT ||
-		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE || op->kind == BLK_OP_BROADCAST;
+		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE || op->kind == BLK_OP_BROADCAST ||
+		              op->kind == BLK_OP_VIEW;
 		if (orphan && !blk_lower_uses(top, op->results[0]))
 			blk_op_erase(op);
 	}

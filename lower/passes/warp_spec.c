@@ -154,24 +154,30 @@ static bool applies(const Pipe *P)
 }
 
 /* TMA can copy operand x's slabs: an array it can address
- * (blk_lower_tma_array; passed as a transposed view where trans), a slot
- * of at most 256 rows (the slab's, or its columns where trans), and zero
- * fill that agrees with the load's masks: along each dim the slab spans
- * its whole block, or the block the whole array (TMA zero-fills past the
+ * (blk_lower_tma_array: 2-D, or 3-D with the batch squeezed in a block_ref
+ * the load reads directly, whose start is the box's batch coordinate;
+ * passed as a transposed view where trans), a slot of at most 256 rows
+ * (the slab's, or its columns where trans), and zero fill that agrees with
+ * the load's masks: along each of the last two dims the slab spans its
+ * whole block, or the block the whole array (TMA zero-fills past the
  * array, not the block). */
 static bool tma_array_ok(const Pipe *P, const Operand *x, bool trans)
 {
 	LowerCtx *c = P->L.c;
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
-	if (!blk_lower_tma_array(c, pi, 2, trans) || (trans ? x->C : x->R) > 256)
+	if (!blk_lower_tma_array(c, pi, 3, trans) || (trans ? x->C : x->R) > 256)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
+	const BlkOp *br = ld->operands[0]->def;
+	if (p->rank == 3 && (!br || br->kind != BLK_OP_BLOCK_REF))
+		return false;
 	const BlkAttr *idx = blk_op_attr(ld, "idx");
 	for (int d = 0; d < 2; d++) {
 		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
-		const BlkSym *block = p->block[d] ? p->block[d] : p->shape[d];
-		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && !blk_sym_equal(block, p->shape[d])))
+		int pd = p->rank - 2 + d;
+		const BlkSym *block = p->block[pd] ? p->block[pd] : p->shape[pd];
+		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && !blk_sym_equal(block, p->shape[pd])))
 			return false;
 	}
 	return true;

@@ -968,7 +968,10 @@ static void bf16_matmul_tensors(BlkRuntime *rt, int64_t m, int64_t n, int64_t k,
  * TMA and stores C by TMA: the launch encodes one tensor map per array (A,
  * B, C), at every launch; an A with rows of 66 bytes falls back to
  * cp.async (B keeps its map: both ways in one producer), a C with rows of
- * 242 bytes to stores from registers. */
+ * 242 bytes to stores from registers.  A and B passed as transposed views
+ * (contiguous along their first dim) come by TMA too, through maps over
+ * their dims the other way round.  A batched matmul's slabs and C come by
+ * 3-D maps. */
 static void test_tma_tensor_maps(void **state)
 {
 	need_program(state);
@@ -1012,11 +1015,31 @@ static void test_tma_tensor_maps(void **state)
 	assert_int_equal(ctas(), 132);
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, big[i].data), blk_mem_free(rt, t[i].data);
-	blk_program_destroy(p);
-	/* a batched matmul: C [Bt, M, N], its batch squeezed in the block, is
-	 * stored through a 3-D map (A and B, 3-D too, come by cp.async) */
 	unsigned (*rank)(void);
 	*(void **)&rank = dlsym(fake, "fake_cuda_last_map_rank");
+	unsigned long long (*map)(int, int);
+	*(void **)&map = dlsym(fake, "fake_cuda_last_map");
+	/* A [128, 64] and B [64, 128] as transposed views: strides (1, 128) and
+	 * (1, 64).  Three maps (C's, A's, B's, in the order of first use); B's,
+	 * the last: dims {K, N} (its contiguous dim first), boxes {64 (128
+	 * bytes), BN rows of its [BN, BK] slot}, a stride of K elements */
+	bf16_matmul_tensors(rt, 128, 128, 64, t);
+	t[0].strides[0] = 1, t[0].strides[1] = 128;
+	t[1].strides[0] = 1, t[1].strides[1] = 64;
+	before = maps();
+	if (!blk_launch(f, t, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(maps() - before, 3);
+	assert_int_equal(rank(), 2);
+	unsigned long long want_t[3][2] = {{64, 128}, {64, 128}, {128, 0}};
+	for (int w = 0; w < 3; w++)
+		for (int d = 0; d < 2; d++)
+			assert_int_equal(map(w, d), want_t[w][d]);
+	for (int i = 0; i < 3; i++)
+		blk_mem_free(rt, t[i].data);
+	blk_program_destroy(p);
+	/* a batched matmul: A [Bt, M, K], B [Bt, K, N] and C [Bt, M, N], the
+	 * batch squeezed in their blocks, through 3-D maps: B's, the last */
 	char bmm[1024];
 	snprintf(bmm, sizeof bmm, "%s/bmm.blk", env_or("BLK_EXAMPLES_DIR", BLK_EXAMPLES_DIR));
 	p = blk_program_load(rt, bmm, defs, 6);
@@ -1030,13 +1053,11 @@ static void test_tma_tensor_maps(void **state)
 	before = maps();
 	if (!blk_launch(blk_program_kernel(p, NULL), t, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
-	assert_int_equal(maps() - before, 1);
+	assert_int_equal(maps() - before, 3);
 	assert_int_equal(rank(), 3);
-	unsigned long long (*map)(int, int);
-	*(void **)&map = dlsym(fake, "fake_cuda_last_map");
-	/* dims {N, M, Bt}, boxes {64 columns (128 bytes), BM rows, 1 matrix},
+	/* dims {N, K, Bt}, boxes {64 columns (128 bytes), BK rows, 1 matrix},
 	 * strides {a row, a matrix} in bytes */
-	unsigned long long want[3][3] = {{128, 128, 3}, {64, 128, 1}, {256, 128 * 256, 0}};
+	unsigned long long want[3][3] = {{128, 64, 3}, {64, 64, 1}, {256, 64 * 256, 0}};
 	for (int w = 0; w < 3; w++)
 		for (int d = 0; d < 3; d++)
 			assert_int_equal(map(w, d), want[w][d]);
