@@ -9,11 +9,14 @@ Rows (bf16): the weight gradient dW = dy.T @ x (A a transposed view), the
 input gradient dx = dy @ W (both row-major), the forward x @ W.T through
 matmul.blk (B a transposed view), and both operands transposed; each at a
 fixed config (128x256x64, 8 warps, 3 stages) and through blk.autotune with
-no configs (blk's own search space).
+no configs (blk's own search space).  Then bmm.blk against torch.bmm on
+batches of [B, M, K] x [B, K, N], row-major and with A's matrices
+transposed.
 
     BLK_LIBRARY=build/libblk-private.so PYTHONPATH=python python3 tools/bench_layouts.py [EXAMPLES_DIR]
 
-Prints one markdown table (ratio = cuBLAS ms / blk ms: above 1, blk is
+ONLY=bmm (or a comma list of row names' starts: dW, dx, x, A, bmm) runs
+those rows alone.  Prints one markdown table (ratio = cuBLAS ms / blk ms: above 1, blk is
 faster).  Needs torch and triton; exits 0 with a line where there is no GPU.
 """
 import os
@@ -34,6 +37,11 @@ import blk  # noqa: E402
 EX = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "examples")
 FIXED = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
 dev = torch.device("cuda")
+ONLY = [w for w in os.environ.get("ONLY", "").split(",") if w]
+
+
+def want(name):
+    return not ONLY or any(name.startswith(w) for w in ONLY)
 
 
 def bench(fn):
@@ -58,6 +66,8 @@ def main():
     fixed = blk.kernel(f"{EX}/matmul.blk", T="bf16", **FIXED)
     tuned = blk.autotune(f"{EX}/matmul.blk", key=["M", "N", "K"], T="bf16")
     for name, layout, M, N, K in cases:
+        if not want(name):
+            continue
         a, b = operands(layout, M, N, K)
         c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
         ref = torch.matmul(a, b)
@@ -70,8 +80,28 @@ def main():
             note = f"best {tuned.best(a, b)}" if how == "autotune" else ""
             rows.append((name, layout, f"{M}x{N}x{K}", how, ms, ref_ms, err, note))
             print(rows[-1], flush=True)
+    bmm_fixed = blk.kernel(f"{EX}/bmm.blk", T="bf16", **FIXED)
+    bmm_tuned = blk.autotune(f"{EX}/bmm.blk", key=["Bt", "M", "N", "K"], T="bf16")
+    for layout, B, M, N, K in (("NN", 32, 1024, 1024, 1024), ("NN", 8, 4096, 4096, 512),
+                               ("TN", 32, 1024, 1024, 1024)):
+        if not want("bmm"):
+            break
+        a = torch.randn(B, K, M, device=dev, dtype=torch.bfloat16).transpose(1, 2) if layout[0] == "T" else \
+            torch.randn(B, M, K, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(B, K, N, device=dev, dtype=torch.bfloat16)
+        c = torch.empty(B, M, N, device=dev, dtype=torch.bfloat16)
+        ref = torch.bmm(a, b)
+        ref_ms = bench(lambda: torch.bmm(a, b))
+        for how, k in (("fixed", bmm_fixed), ("autotune", bmm_tuned)):
+            k(a, b, c)
+            torch.cuda.synchronize()
+            err = ((c.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
+            ms = bench(lambda: k(a, b, c))
+            note = f"best {bmm_tuned.best(a, b)}" if how == "autotune" else ""
+            rows.append(("bmm", layout, f"{B}x{M}x{N}x{K}", how, ms, ref_ms, err, note))
+            print(rows[-1], flush=True)
     print(f"\n{torch.cuda.get_device_name()}, blk {blk.__version__}, torch {torch.__version__}\n")
-    print("| row | layout | MxNxK | blk config | blk ms | cuBLAS ms | cuBLAS/blk | max rel err | note |")
+    print("| row | layout | (B x) MxNxK | blk config | blk ms | cuBLAS ms | cuBLAS/blk | max rel err | note |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, layout, shape, how, ms, ref_ms, err, note in rows:
         print(f"| {name} | {layout} | {shape} | {how} | {ms:.4f} | {ref_ms:.4f} | {ref_ms / ms:.3f} | {err:.1e} | {note} |")
