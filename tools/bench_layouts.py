@@ -8,8 +8,10 @@ median) for both in the same process.
 Rows (bf16): the weight gradient dW = dy.T @ x (A a transposed view), the
 input gradient dx = dy @ W (both row-major), the forward x @ W.T through
 matmul.blk (B a transposed view), and both operands transposed; each at a
-fixed config (128x256x64, 8 warps, 3 stages) and through blk.autotune with
-no configs (blk's own search space).  Then bmm.blk against torch.bmm on
+fixed config (128x256x64, 8 warps, 3 stages), through blk.autotune with
+no configs (blk's own search space), and at a config a Triton user writes
+by habit (128x128x32, 4 warps, 3 stages: several programs an SM, each
+pipelining its own cp.async copies).  Then bmm.blk against torch.bmm on
 batches of [B, M, K] x [B, K, N], row-major and with A's matrices
 transposed.
 
@@ -36,6 +38,7 @@ import blk  # noqa: E402
 
 EX = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "examples")
 FIXED = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
+HABIT = dict(BM=128, BN=128, BK=32, num_warps=4, num_stages=3)  # a Triton user's habit: the plain pipeline
 dev = torch.device("cuda")
 ONLY = [w for w in os.environ.get("ONLY", "").split(",") if w]
 
@@ -64,6 +67,7 @@ def main():
              ("dx = dy @ W", "NN", 8192, 1024, 3072), ("x @ W.T", "NT", 8192, 3072, 1024),
              ("x @ W.T", "NT", 4096, 4096, 4096), ("A.T @ B.T", "TT", 4096, 4096, 4096))
     fixed = blk.kernel(f"{EX}/matmul.blk", T="bf16", **FIXED)
+    habit = blk.kernel(f"{EX}/matmul.blk", T="bf16", **HABIT)
     tuned = blk.autotune(f"{EX}/matmul.blk", key=["M", "N", "K"], T="bf16")
     for name, layout, M, N, K in cases:
         if not want(name):
@@ -72,7 +76,7 @@ def main():
         c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
         ref = torch.matmul(a, b)
         ref_ms = bench(lambda: torch.matmul(a, b))
-        for how, k in (("fixed", fixed), ("autotune", tuned)):
+        for how, k in (("fixed", fixed), ("autotune", tuned), ("128x128x32 w4 s3", habit)):
             k(a, b, c)
             torch.cuda.synchronize()
             err = ((c.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()

@@ -561,16 +561,21 @@ static void swap_i(int64_t *x)
 	x[0] = x[1], x[1] = t;
 }
 
+/* r over the same bytes with dims 0 and 1 swapped (rank 2). */
+static void swap_dims(ERef *r)
+{
+	swap_v(r->g), swap_v(r->l);
+	swap_i(r->galign), swap_i(r->lalign), swap_i(r->stride), swap_i(r->bext), swap_i(r->aext);
+	swap_v(r->dstride), swap_v(r->dbext), swap_v(r->daext);
+	swap_i(r->ext), swap_i(r->step);
+}
+
 /* The same bytes with dims 0 and 1 swapped. */
 void blk_emit_trans_view(Emit *E, const BlkOp *op)
 {
 	EVal *ev = BLK_NEW(E->c->a, EVal);
 	*ev = *blk_emit_val(E, op->operands[0]);
-	ERef *r = &ev->ref;
-	swap_v(r->g), swap_v(r->l);
-	swap_i(r->galign), swap_i(r->lalign), swap_i(r->stride), swap_i(r->bext), swap_i(r->aext);
-	swap_v(r->dstride), swap_v(r->dbext), swap_v(r->daext);
-	swap_i(r->ext);
+	swap_dims(&ev->ref);
 	blk_emit_bind(E, op->results[0], ev);
 }
 
@@ -624,7 +629,10 @@ static void copy_piece(Emit *E, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef
 /* async_copy dst <- src[idx]: each thread copies its pieces of the block
  * (blk_layout_copy: 16 bytes along the row where alignment allows;
  * blk_layout_copy_across where dst lies transposed) to the same
- * coordinates of dst, through dst's strides; with
+ * coordinates of dst, through dst's strides -- where source and dst are
+ * both contiguous along dim 0 (a slab of an array passed as a transposed
+ * view, into a slot that holds it as it lies), the copy runs on both with
+ * their dims swapped, 16 bytes along dim 0; with
  * part/parts only that share of its pieces.  Padding lanes copy nothing.
  * Gathered dims (an implicit GEMM's rows) take each piece's address from
  * the index tiles, laid out as the copy (tile.c); an index out of bounds
@@ -634,12 +642,20 @@ void blk_emit_async_copy(Emit *E, const BlkOp *op)
 	const ERef *dst = &blk_emit_val(E, op->operands[0])->ref;
 	const ERef *in = &blk_emit_val(E, op->operands[1])->ref;
 	const BlkType *t = &op->operands[0]->type;
-	ERef v;
+	ERef v, sw;
 	Walk w = { 0 };
 	apply_index(E, op, 2, in, &v, w.dmask, &w.gt); /* gathered rows: index tiles in l */
 	BlkLayout *l = BLK_NEW(E->c->a, BlkLayout);
-	/* dst k-major (its rows along the source's columns): pieces of one element */
-	*l = blk_lower_copy_layout(E->c, op, dst->stride[1] != 1 && dst->stride[0] == 1);
+	if (!w.gt.n && v.rank == 2 && dst->rank == 2 && v.stride[0] == 1 && v.stride[1] != 1 && !v.dstride[0] &&
+	    dst->stride[0] == 1 && dst->stride[1] != 1) {
+		sw = *dst, dst = &sw;
+		swap_dims(&sw), swap_dims(&v);
+		bool m = w.dmask[0];
+		w.dmask[0] = w.dmask[1], w.dmask[1] = m;
+		int shape[2] = { (int)blk_lower_dim(t->dims[1]), (int)blk_lower_dim(t->dims[0]) };
+		*l = blk_layout_copy(2, shape, t->dtype, (int)blk_op_int(op, "threads", E->c->nthreads));
+	} else /* dst k-major (its rows along the source's columns): pieces of one element */
+		*l = blk_lower_copy_layout(E->c, op, dst->stride[1] != 1 && dst->stride[0] == 1);
 	walk_init(E, &w, &v, l);
 	while (w.vec > 1 && (dst->stride[0] % w.vec || dst->stride[1] != 1))
 		w.vec /= 2;

@@ -191,28 +191,6 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	return l && l->swz && tma_array_ok(P, x, x->kmajor);
 }
 
-/* Operand x is a 16-bit slab of an array passed as a transposed view
- * (`dy.T` from torch: contiguous along the slab's rows) that TMA can copy
- * so: its slot holds it as [C, R] (kmajor), filled through a `trans` map,
- * and the dot reads the slot through a trans_view -- wgmma's MN-major A
- * (imm-trans-a) or K-major B.  Row by row, it would be one element a
- * thread a load (gpu-notes run 172). */
-static bool lies_transposed(const Pipe *P, const Operand *x)
-{
-	if (!x->load || blk_pipe_shared(x) || blk_dtype_size(x->load->results[0]->type.dtype) != 2)
-		return false;
-	int C = (int)x->C, R = (int)x->R, shape[2] = { C, R };
-	BlkLayout l = blk_layout_shared_swizzled(2, shape, 2);
-	return l.swz && tma_array_ok(P, x, true);
-}
-
-/* Where an operand's slot lies transposed (lies_transposed), the dot reads
- * it through one trans_view fewer or more. */
-static void orient(Operand *x, bool kmajor)
-{
-	x->kmajor = kmajor;
-	x->dot_trans = (x->trans != NULL) != kmajor;
-}
 
 /* Marks the ops of `r` that v needs (v itself defined there). */
 static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue *v)
@@ -651,7 +629,7 @@ static bool same_slabs(const Pipe *P, const Pipe *Q)
 		for (int o = 0; o < 2; o++) {
 			const Operand *x = &P->all[i].x[o], *y = &Q->all[i].x[o];
 			if (!x->load != !y->load || x->regs != y->regs || x->fixed != y->fixed || !x->trans != !y->trans ||
-			    (x->load && !blk_pipe_shared(x) && x->kmajor != lies_transposed(Q, y)) ||
+			    x->kmajor != y->kmajor ||
 			    x->same != y->same ||
 			    x->R != y->R || x->C != y->C)
 				return false;
@@ -708,7 +686,6 @@ static int gather(Pipe **G, BlkOp *outer)
 			for (int o = 0; o < 2; o++) {
 				Operand *x = &Q->all[i].x[o];
 				x->buf = G[0]->all[i].x[o].buf;
-				orient(x, G[0]->all[i].x[o].kmajor);
 				x->tma = x->load && tma_ok(Q, x);
 				same = same && x->tma == G[0]->all[i].x[o].tma;
 			}
@@ -733,10 +710,6 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	P->D = P->S; /* the producer fills every slot */
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, top);
-	for (int i = 0; i < P->n; i++)
-		for (int o = 0; o < 2; o++)
-			if (lies_transposed(P, &P->all[i].x[o]))
-				orient(&P->all[i].x[o], true);
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i];
 		for (int o = 0; o < 2; o++)
@@ -753,10 +726,6 @@ bool blk_pipe_warp_specialize(Pipe *P)
 			x->tma = x->load && !blk_pipe_shared(x) && tma_ok(P, x);
 		}
 	blk_pipe_share_buffers(P);
-	for (int i = 0; i < P->n; i++) /* a slab's second dot reads its slot as the first does */
-		for (int o = 0; o < 2; o++)
-			if (blk_pipe_shared(&P->all[i].x[o]))
-				orient(&P->all[i].x[o], P->all[(P->all[i].x[o].same - 1) / 2].x[(P->all[i].x[o].same - 1) % 2].kmajor);
 	Pipe *G[MAX_GROUP] = { P };
 	int ng = gather(G, outer);
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */

@@ -277,19 +277,22 @@ def test_transposed_operands():
     their first dim), the way a backward pass hands them over: matmul,
     matmul_nt and matmul_dynamic at several configs, each operand either
     way, 16-bit (TMA copies such a slab as it lies, its slot transposed,
-    wgmma reading it MN-major) and f32; ragged sizes, and a leading dim
-    whose rows are not 16 bytes apart (no TMA: the copy goes element by
-    element)."""
+    wgmma reading it MN-major; the plain pipeline's cp.async along the
+    contiguous dim at the small habitual configs) and f32; ragged sizes,
+    and a leading dim whose rows are not 16 bytes apart (no TMA: pieces of
+    one element)."""
     configs = ({}, dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4),
                dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3),
                dict(BM=64, BN=128, BK=64, num_warps=4, num_stages=4),
-               dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=3))
+               dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=3),
+               dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=3),
+               dict(BM=128, BN=128, BK=32, num_warps=4, num_stages=3))
     for t in ("bf16", "f16", "f32"):
         for M, N, K in ((512, 384, 256), (1000, 264, 520), (515, 259, 300)):
             a, b = randn(M, K, t=t), randn(K, N, t=t)
             at, bt = a.T.contiguous().T, b.T.contiguous().T  # same values, transposed storage
             ref = f(a) @ f(b)
-            for cfg in configs if t != "f32" else configs[:2]:
+            for cfg in configs if t != "f32" else configs[:2] + configs[-2:]:
                 mm = blk.kernel(f"{EX}/matmul.blk", T=t, **cfg)
                 for name, x, y in (("A.T", at, b), ("B.T", a, bt), ("both", at, bt)):
                     check(f"matmul {t} {M}x{N}x{K} {name} {cfg or 'default'}", mm(x, y), ref, TOL[t])
