@@ -2,7 +2,7 @@
  * operands, ir/layout.h blk_layout_tc_k; "k16" below means one): fragment loads
  * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
  * below) becomes one dot per step on k16 views of its shared operands,
- * then wgmma_commit and wgmma_wait.  An exact SIMT dot with overlap ops
+ * then wgmma_commit, the region's ops and wgmma_wait.  An exact SIMT dot with overlap ops
  * (split_simt) becomes one dot a k step on local_loads of A's column
  * and B's row (fma_a, fma_b), the ops between them.
  *
@@ -302,15 +302,19 @@ static void drain_after_loop(LowerCtx *c, BlkOp *dot, BlkValue *w)
 
 /* A wgmma dot: one dot on k16 views (k32 of 8-bit types) of its shared
  * operands per step (each a wgmma.mma_async of its warpgroups, issued
- * without waiting), the overlap ops between them, then wgmma_commit and
- * wgmma_wait, whose result replaces the dot's for every later use. */
+ * without waiting), then wgmma_commit, the overlap ops, and wgmma_wait,
+ * whose result replaces the dot's for every later use. */
 static void split_wgmma(LowerCtx *c, BlkOp *dot)
 {
 	BlkValue *a = dot->operands[0], *b = dot->operands[1], *acc = dot->operands[2];
 	int kw = blk_layout_tc_k(blk_dtype_size(a->type.dtype));
 	int n = (int)(blk_lower_dim(a->type.dims[1]) / kw), r;
 	BlkOp **ovl = take_overlap(c, dot, &r);
-	Chain ch = { .c = c, .dot = dot, .engine = "wgmma", .n = n, .acc = acc, .ovl = ovl, .r = r, .last = dot };
+	/* the overlap ops (the plain pipeline's next copies, in ifs) go after
+	 * the commit, not between the steps: ptxas serializes a wgmma chain
+	 * that branches between its steps ("warpgroup.arrive is injected"),
+	 * and the steps, being asynchronous, hide nothing by being spread */
+	Chain ch = { .c = c, .dot = dot, .engine = "wgmma", .n = n, .acc = acc, .ovl = ovl, .r = 0, .last = dot };
 	blk_builder_before(&ch.bl, c->a, dot);
 	for (int ks = 0; ks < n; ks++) {
 		BlkValue *va = a->type.kind == BLK_TYPE_TILE ? wgmma_a_step(c, &ch.bl, dot->loc, a, ks)
@@ -320,9 +324,11 @@ static void split_wgmma(LowerCtx *c, BlkOp *dot)
 	BlkOp *last = ch.last;
 	BlkBuilder end;
 	blk_builder_before(&end, c->a, last->next);
-	blk_build(&end, BLK_OP_WGMMA_COMMIT, dot->loc, 0, NULL, 0, NULL, 0);
+	BlkOp *at = blk_build(&end, BLK_OP_WGMMA_COMMIT, dot->loc, 0, NULL, 0, NULL, 0);
 	BlkValue *d = dot->results[0];
 	BlkValue *w = blk_build1(&end, BLK_OP_WGMMA_WAIT, dot->loc, d->type, 1, &d);
+	for (int j = 0; j < r; j++, at = at->next)
+		blk_lower_move_after(ovl[j], at);
 	int64_t pending = blk_op_int(dot, "wait_pending", 0);
 	blk_op_set_int(c->a, w->def, "pending", pending);
 	blk_op_remove_attr(dot, "wait_pending");
