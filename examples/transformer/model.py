@@ -103,7 +103,7 @@ def kernel_params(cfg, device):
         return dict(mm=mm, attn_fwd=dict(BQ=16, BK=16), dkdv=dict(BM=16, BN=16),
                     dq=dict(BM=16, BN=16), pre=dict(BR=16), rope=dict(BS=16), heads=dict(BQ=16),
                     norm=dict(BR=1), norm_bwd=dict(RP=8, RB=4), norm_dw=dict(BP=4, BC=32),
-                    ce=dict(BR=4, BV=64), drop=dict(B=256), transpose=dict(B=16))
+                    ce=dict(BR=4, BV=64), drop=dict(B=256))
     auto = dict(BM="auto", BN="auto", BK="auto", num_warps="auto", num_stages="auto")
     if cfg.dtype == "f32":  # the attention example's defaults fit f32 (CUDA cores)
         fwd, dkdv, dq = {}, {}, {}
@@ -116,7 +116,7 @@ def kernel_params(cfg, device):
     return dict(mm=auto, attn_fwd=fwd, dkdv=dkdv, dq=dq,
                 pre=dict(BR=64), rope=dict(BS=64), heads=dict(BQ=64), norm=dict(BR=1),
                 norm_bwd=dict(RP=32, RB=4), norm_dw=dict(BP=16, BC=64), ce=dict(BR=4, BV=1024),
-                drop=dict(B=1024), transpose=dict(B=32, num_warps=4))
+                drop=dict(B=1024))
 
 
 _ops = {}
@@ -152,17 +152,12 @@ def _make_ops(cfg, kp, tag):
 
     # Linear layer y = x @ W^T.  Backward: dx = dy @ W, dW = dy^T @ x.
     mm = op(f"{EX}/matmul.blk", **kp["mm"])
-    tr = op(tf.format("transpose"), **kp["transpose"])
 
     def weight_grad(dy, x):
-        """dW = dy^T @ x.  blk's matmul reads a transposed view (dy.T) at
-        a fifth of its speed on row-major operands, so one operand is
-        transposed first, whichever moves fewer elements: dy, or x and then
-        the [K, N] result."""
-        (M, N), K = dy.shape, x.shape[1]
-        if M * N <= M * K + K * N:
-            return mm(tr(dy), x)
-        return tr(mm(tr(x), dy))
+        """dW = dy^T @ x.  dy.T is a transposed view: blk copies its slabs
+        as they lie (TMA through a transposed tensor map), at row-major
+        speed."""
+        return mm(dy.T, x)
 
     def linear_bwd(x, w, dy):
         return mm(dy, w), weight_grad(dy, x)
