@@ -15,15 +15,9 @@ Needs torch and triton; exits 0 with a line where there is no GPU.
 import os
 import sys
 
-try:
-    import torch
-    import triton.testing
-except ImportError as e:
-    print(f"bench_configs: skipped ({e})")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("bench_configs: skipped (no GPU)")
-    sys.exit(0)
+from user_timing import bench, torch_or_exit
+
+torch = torch_or_exit("bench_configs")
 
 import blk  # noqa: E402
 
@@ -31,9 +25,6 @@ HABITS = ((64, 64, 32, 4, 2), (64, 64, 32, 4, 3), (128, 128, 32, 4, 3), (128, 12
           (128, 128, 64, 4, 4), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
           (128, 64, 32, 4, 4), (256, 128, 64, 8, 3))
 
-
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
 def main():

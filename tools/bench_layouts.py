@@ -24,15 +24,9 @@ faster).  Needs torch and triton; exits 0 with a line where there is no GPU.
 import os
 import sys
 
-try:
-    import torch
-    import triton.testing
-except ImportError as e:
-    print(f"bench_layouts: skipped ({e})")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("bench_layouts: skipped (no GPU)")
-    sys.exit(0)
+from user_timing import bench, torch_or_exit
+
+torch = torch_or_exit("bench_layouts")
 
 import blk  # noqa: E402
 
@@ -45,10 +39,6 @@ ONLY = [w for w in os.environ.get("ONLY", "").split(",") if w]
 
 def want(name):
     return not ONLY or any(name.startswith(w) for w in ONLY)
-
-
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
 def operands(layout, M, N, K):
