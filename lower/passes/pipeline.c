@@ -242,7 +242,7 @@ static bool transposed_view(const Pipe *P, const Operand *x)
 	LowerCtx *c = P->L.c;
 	int pi = blk_lower_ref_param(x->load->operands[0]);
 	if (!blk_lower_dot_wgmma(P->s->dot) || blk_dtype_size(x->load->results[0]->type.dtype) != 2 || pi < 0 ||
-	    c->k->params[pi].rank < 2)
+	    c->k->params[pi].rank < 2 || c->k->params[pi].access == BLK_ACCESS_SCRATCH)
 		return false;
 	int R = c->k->params[pi].rank, shape[2] = { (int)x->C, (int)x->R };
 	const BlkLaunchArg *g = blk_lower_ptr_arg(c, pi);
