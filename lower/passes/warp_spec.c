@@ -153,20 +153,21 @@ static bool applies(const Pipe *P)
 	return true;
 }
 
-/* TMA can copy operand x's slabs: an array it can address
- * (blk_lower_tma_array: 2-D, or 3-D with the batch squeezed in a block_ref
- * the load reads directly, whose start is the box's batch coordinate;
- * passed as a transposed view where trans), a slot of at most 256 rows
- * (the slab's, or its columns where trans), and zero fill that agrees with
- * the load's masks: along each of the last two dims the slab spans its
- * whole block, or the block the whole array (TMA zero-fills past the
- * array, not the block). */
-static bool tma_array_ok(const Pipe *P, const Operand *x, bool trans)
+/* Operand x's slabs can come by TMA (cp.async.bulk.tensor): an array TMA
+ * can address (blk_lower_tma_array: 2-D, or 3-D with the batch squeezed in
+ * a block_ref the load reads directly, whose start is the box's batch
+ * coordinate; through a `trans` map where the slot holds the slab as a
+ * transposed view lies, kmajor), a swizzled slot of at most 256 rows, and
+ * zero fill that agrees with the load's masks: along each of the last two
+ * dims the slab spans its whole block, or the block the whole array (TMA
+ * zero-fills past the array, not the block). */
+static bool tma_ok(const Pipe *P, const Operand *x)
 {
 	LowerCtx *c = P->L.c;
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
-	if (!blk_lower_tma_array(c, pi, 3, trans) || (trans ? x->C : x->R) > 256)
+	const BlkLayout *l = x->buf->type.layout;
+	if (!blk_lower_tma_array(c, pi, 3, x->kmajor) || !l || !l->swz || (x->kmajor ? x->C : x->R) > 256)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkOp *br = ld->operands[0]->def;
@@ -182,15 +183,6 @@ static bool tma_array_ok(const Pipe *P, const Operand *x, bool trans)
 	}
 	return true;
 }
-
-/* Operand x's slabs come by TMA (cp.async.bulk.tensor) into its slot as
- * made: tma_array_ok, the slot swizzled. */
-static bool tma_ok(const Pipe *P, const Operand *x)
-{
-	const BlkLayout *l = x->buf->type.layout;
-	return l && l->swz && tma_array_ok(P, x, x->kmajor);
-}
-
 
 /* Marks the ops of `r` that v needs (v itself defined there). */
 static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue *v)
