@@ -490,9 +490,9 @@ static void check_local_load(Verifier *V, const BlkOp *op)
 	if (!(is16(s->dtype) || b8) || plain.rank != 2 || plain.dtype != s->dtype ||
 	    !blk_sym_equal(plain.dims[0], s->dims[0]) || !blk_sym_equal(plain.dims[1], s->dims[1]))
 		fail(V, "result %s is not the f16/bf16 (or 8-bit) tile of %s", ty(V, r), ty(V, s));
-	else if (st[kdim] != 1 && (kdim == 1 || b8 || st[1] != 1))
+	else if (st[kdim] != 1 && (b8 || st[1 - kdim] != 1)) /* (16-bit: .trans reads m- or n-contiguous rows) */
 		fail(V, "ldmatrix reads rows of 16 contiguous bytes: %s has none along %s", lstr(V, s->layout),
-		     kdim == 1 || b8 ? "k" : "k or n");
+		     b8 ? "k" : kdim == 1 ? "k or m" : "k or n");
 	else if ((st[st[1] == 1 ? 0 : 1] * blk_dtype_size(s->dtype)) % 16)
 		fail(V, "ldmatrix reads 16-byte rows: the row stride of %s is not a multiple of 16 bytes",
 		     lstr(V, s->layout));

@@ -8,7 +8,9 @@
  *   local_load: a shared [R, C] Ref into fragments, one ldmatrix.x4 per
  *     four 8x8 matrices.  A (mma_a, k-contiguous rows): for m16 instance i
  *     (row reps 2i, 2i+1 of the accumulator) lane L addresses row L%8 of
- *     matrix L/8 -- rep 2i / 2i+1 by bit 0, k 0 / 8 by bit 1.  B (mma_b):
+ *     matrix L/8 -- rep 2i / 2i+1 by bit 0, k 0 / 8 by bit 1; a 16-bit A
+ *     stored m-contiguous ([K][M] rows: a transposed view's slab as it
+ *     lies) the same matrices by ldmatrix.trans from its k rows.  B (mma_b):
  *     for each pair of n8 blocks, matrix L/8 is k 0 / 8 by bit 0 and block
  *     2p / 2p+1 by bit 1; ldmatrix.trans where B is n-contiguous ([K][N]
  *     rows), plain where it is k-contiguous (a trans_view of [N][K]).
@@ -113,7 +115,18 @@ void blk_emit_local_load(Emit *E, const BlkOp *op)
 	/* in bytes: a k step is 32 bytes of a row (k16 of 16-bit, k32 of 8-bit
 	 * types), an ldmatrix row 16 bytes, so the addressing is one for both */
 	int es = blk_dtype_size(op->results[0]->type.dtype);
-	if (l->frag == BLK_FRAG_A) { /* [M, K], rows of k */
+	if (l->frag == BLK_FRAG_A && r->stride[0] == 1) { /* [K][M] in memory: 16-bit, ldmatrix.trans */
+		/* matrix L/8 of the lane: rep 2i / 2i+1 by bit 0 (m), k 0 / 8 by
+		 * bit 1; its row i is k row q1 * 8 + i, 8 m from the rep's start */
+		int64_t ld = r->stride[1] * es, mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / l->kstep;
+		LLVMValueRef m0 = LLVMBuildAdd(E->b, mul(E, L.wm, 8), mul(E, L.q0, 8 * wm), "");
+		t = LLVMBuildAdd(E->b, mul(E, LLVMBuildAdd(E->b, mul(E, L.q1, 8), L.i8, ""), ld), mul(E, m0, es), "");
+		LLVMValueRef p = blk_emit_shared_ptr(E, r, t, &kb);
+		for (int ks = 0; ks < nks; ks++)
+			for (int mi = 0; mi < mi_n; mi++)
+				ldmatrix(E, gep(E, p, kb + ks * l->kstep * ld + mi * 16 * wm * es), true,
+				         &out[(ks * mi_n + mi) * 4]);
+	} else if (l->frag == BLK_FRAG_A) { /* [M, K], rows of k */
 		int64_t ld = r->stride[0] * es, mi_n = l->shape[0] / (16 * wm), nks = l->shape[1] / l->kstep;
 		/* row 8 wm-index + i + q0 * 8wm (rep 2mi or 2mi+1), byte column q1 * 16 */
 		LLVMValueRef row = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, mul(E, L.wm, 8), L.i8, ""),

@@ -228,26 +228,28 @@ static bool gathered_rows(const Pipe *P, const Operand *x, const BlkOp *ld)
 	return !simt_f32(P->s->dot) && !x->trans && (last == BLK_INDEX_FULL || last == BLK_INDEX_DS);
 }
 
-/* Slab x of a wgmma dot is 16-bit and its array was passed as a
+/* Slab x of a tensor-core dot is 16-bit and its array was passed as a
  * transposed view (`dy.T` from torch: contiguous along its second-last
  * dim, so along the slab's rows): its slot holds it as it lies, [C, R]
  * (kmajor), filled by TMA through a `trans` map (warp_spec.c) or by
  * cp.async pieces along the rows, and the dot reads the slot through a
- * trans_view -- wgmma's MN-major A (the transpose immediate) or K-major B.
- * Copied into a [R, C] slot it would be one element a thread a load
- * (gpu-notes run 172).  Not for 8 bits (wgmma reads those k-contiguous
- * only) nor a slot whose rows are too short to swizzle. */
+ * trans_view -- wgmma's MN-major A (the transpose immediate) or K-major B;
+ * mma.sync's ldmatrix(.trans) the other way round.  Copied into a [R, C]
+ * slot it would be one element a thread a load (gpu-notes run 172).  Not
+ * for 8 bits (wgmma and ldmatrix read those k-contiguous only) nor a slot
+ * whose rows wgmma cannot swizzle or ldmatrix read in 16-byte pieces. */
 static bool transposed_view(const Pipe *P, const Operand *x)
 {
 	LowerCtx *c = P->L.c;
 	int pi = blk_lower_ref_param(x->load->operands[0]);
-	if (!blk_lower_dot_wgmma(P->s->dot) || blk_dtype_size(x->load->results[0]->type.dtype) != 2 || pi < 0 ||
-	    c->k->params[pi].rank < 2 || c->k->params[pi].access == BLK_ACCESS_SCRATCH)
+	bool wg = blk_lower_dot_wgmma(P->s->dot);
+	if (!(wg || blk_lower_dot_mma(P->s->dot)) || blk_dtype_size(x->load->results[0]->type.dtype) != 2 ||
+	    pi < 0 || c->k->params[pi].rank < 2 || c->k->params[pi].access == BLK_ACCESS_SCRATCH)
 		return false;
 	int R = c->k->params[pi].rank, shape[2] = { (int)x->C, (int)x->R };
 	const BlkLaunchArg *g = blk_lower_ptr_arg(c, pi);
-	BlkLayout l = blk_layout_shared_swizzled(2, shape, 2);
-	return g->strides[R - 2] == 1 && g->strides[R - 1] != 1 && l.swz;
+	bool rows_ok = wg ? blk_layout_shared_swizzled(2, shape, 2).swz != 0 : x->R % 8 == 0;
+	return g->strides[R - 2] == 1 && g->strides[R - 1] != 1 && rows_ok;
 }
 
 /* Operand o of the dot, if it is a slab this pass can stage, or a 2-D
@@ -343,11 +345,12 @@ void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	int rank = x->fixed ? 2 : 3;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
+	bool simt = simt_f32(P->s->dot);
+	if (x->kmajor && !simt) /* a slab of a transposed view, as it lies (transposed_view) */
+		shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
 	if (blk_lower_dot_wgmma(P->s->dot)) { /* wgmma reads swizzled rows, no pad */
-		if (x->kmajor) /* a slab of a transposed view, as it lies (transposed_view) */
-			shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
 		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
-	} else if (simt_f32(P->s->dot)) {
+	} else if (simt) {
 		/* k-major rows of a power of two (the dot's threads cover that
 		 * much) + 4 floats: the rows of a transposing copy's writes
 		 * then start 4 banks apart */
