@@ -2,9 +2,9 @@
  * operands, ir/layout.h blk_layout_tc_k; "k16" below means one): fragment loads
  * and one mma dot per step, each an op of the IR.  A wgmma dot (split_wgmma
  * below) becomes one dot per step on k16 views of its shared operands,
- * then wgmma_commit, the region's ops and wgmma_wait.  An exact SIMT dot with overlap ops
- * (split_simt) becomes one dot a k step on local_loads of A's column
- * and B's row (fma_a, fma_b), the ops between them.
+ * then wgmma_commit, the region's ops and wgmma_wait.  An exact SIMT dot
+ * with overlap ops (split_simt) becomes one dot a k step on local_loads
+ * of A's column and B's row (fma_a, fma_b), the ops between them.
  *
  * Requires: the GPU level (tile.c), every mma dot on shared operands
  * (pipeline.c, dot_stage.c) or with A from registers.  Produces, for

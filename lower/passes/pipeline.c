@@ -133,9 +133,10 @@ static void simt_orient(const BlkOp *dot, int o, Operand *x)
 	x->dot_trans = o == 0;
 }
 
-/* A SIMT slot's rows and columns (a row holds pow2ceil(columns) + 4
- * floats): the slab's [R, C], or [C, R] where it is k-major. */
-static void simt_slot(const Operand *x, int64_t d[2])
+/* A slot's rows and columns: the slab's [R, C], or [C, R] where it holds
+ * it transposed (kmajor: SIMT's k-major slots, a transposed view's slabs);
+ * a SIMT row holds pow2ceil(columns) + 4 floats. */
+static void slot_dims(const Operand *x, int64_t d[2])
 {
 	d[0] = x->kmajor ? x->C : x->R;
 	d[1] = x->kmajor ? x->R : x->C;
@@ -340,25 +341,20 @@ void blk_pipe_make_buffer(Pipe *P, BlkBuilder *b, Operand *x, const char *name)
 	if (blk_pipe_shared(x))
 		return; /* blk_pipe_share_buffers gives it its owner's */
 	LowerCtx *c = P->L.c;
-	int shape[3] = { P->S, (int)x->R, (int)x->C };
-	int64_t shape64[3] = { P->S, x->R, x->C };
+	int64_t shape64[3] = { P->S };
+	slot_dims(x, shape64 + 1);
+	int shape[3] = { P->S, (int)shape64[1], (int)shape64[2] };
 	int rank = x->fixed ? 2 : 3;
 	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
 	BlkDType dt = x->fixed ? x->fixed->type.dtype : x->load->results[0]->type.dtype;
-	bool simt = simt_f32(P->s->dot);
-	if (x->kmajor && !simt) /* a slab of a transposed view, as it lies (transposed_view) */
-		shape[1] = (int)x->C, shape[2] = (int)x->R, shape64[1] = x->C, shape64[2] = x->R;
-	if (blk_lower_dot_wgmma(P->s->dot)) { /* wgmma reads swizzled rows, no pad */
+	if (blk_lower_dot_wgmma(P->s->dot)) /* wgmma reads swizzled rows, no pad */
 		*l = blk_layout_shared_swizzled(rank, shape + 3 - rank, blk_dtype_size(dt));
-	} else if (simt) {
+	else if (simt_f32(P->s->dot))
 		/* k-major rows of a power of two (the dot's threads cover that
 		 * much) + 4 floats: the rows of a transposing copy's writes
 		 * then start 4 banks apart */
-		simt_slot(x, shape64 + 1);
-		shape[1] = (int)shape64[1];
-		shape[2] = (int)shape64[2];
 		*l = blk_layout_shared(rank, shape + 3 - rank, blk_pow2ceil(shape[2]) + 4 - shape[2]);
-	} else
+	else
 		*l = blk_layout_shared(rank, shape + 3 - rank, PAD_BYTES / blk_dtype_size(dt));
 	BlkLoc loc = x->fixed ? P->s->dot->loc : x->load->loc;
 	BlkType t = shared_type(c, dt, rank, shape64 + 3 - rank, l);
@@ -669,7 +665,7 @@ static bool simt_stages(Pipe *P)
 		simt = simt || simt_f32(P->all[i].dot);
 		for (int o = 0; o < 2; o++) {
 			int64_t d[2];
-			simt_slot(&P->all[i].x[o], d);
+			slot_dims(&P->all[i].x[o], d);
 			per += P->all[i].x[o].load ? d[0] * (blk_pow2ceil((int)d[1]) + 4) * 4 : 0;
 		}
 	}
