@@ -414,9 +414,11 @@ typedef struct BlkLaunch {
 	/* The CUDA grid x, y, z (NULL before blockspec): constants, or
 	 * expressions of dynamic sizes evaluated at each launch
 	 * (blk_launch_grid).  persist > 0: a persistent kernel, launched as
-	 * min(x * y * z, persist) CTAs along x that walk the x * y * z tiles. */
+	 * min(x * y * z, persist) CTAs along x that walk the x * y * z tiles.
+	 * cluster > 1: CTAs run in clusters of that many along x (their
+	 * count a multiple of it), sharing slabs by TMA multicast. */
 	const BlkSym *grid[3];
-	int persist;
+	int persist, cluster;
 	/* Per kernel grid axis: its CUDA axis (0..2), -1 for a seq axis (a
 	 * loop).  An axis past the third shares z: its program id is
 	 * (ctaid.z / div) % mod (div NULL: not folded). */
@@ -465,6 +467,8 @@ typedef struct BlkModule {
 bool blk_launch_grid(const BlkLaunch *l, const BlkSymEnv *env, unsigned grid[3]);
 /* The grid is a constant one (no dynamic size in it). */
 bool blk_launch_grid_static(const BlkLaunch *l);
+/* Clusters (cluster > 1) divide the CTAs along x of a constant grid. */
+bool blk_launch_cluster_fits(const BlkLaunch *l);
 /* Appends an argument at its place in ABI order; returns its index. */
 int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg);
 /* The index among the TMAP args of the one for (param, box, swizzle,

@@ -46,6 +46,14 @@ bool blk_launch_grid(const BlkLaunch *l, const BlkSymEnv *env, unsigned grid[3])
 	return true;
 }
 
+bool blk_launch_cluster_fits(const BlkLaunch *l)
+{
+	unsigned g[3];
+	if (l->cluster < 2)
+		return true;
+	return blk_launch_grid_static(l) && l->grid[0] && blk_launch_grid(l, NULL, g) && g[0] % (unsigned)l->cluster == 0;
+}
+
 int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg)
 {
 	int at = l->nargs;

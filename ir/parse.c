@@ -942,7 +942,7 @@ static void parse_launch_axis(Parser *P, BlkLaunch *l, int i)
 	fail(P, P->tok.loc, "expected a CUDA axis (x, y, z) or seq, found %s", tok_text(P, &P->tok));
 }
 
-/* grid = "grid" "(" sym "," sym "," sym ")" [ "persist" INT ]
+/* grid = "grid" "(" sym "," sym "," sym ")" [ "persist" INT ] [ "cluster" INT ]
  *        "axes" "(" [ axis { "," axis } ] ")" */
 static void parse_launch_grid(Parser *P, BlkLaunch *l, const BlkKernel *k)
 {
@@ -955,6 +955,8 @@ static void parse_launch_grid(Parser *P, BlkLaunch *l, const BlkKernel *k)
 	expect(P, ")");
 	if (accept(P, "persist"))
 		l->persist = (int)expect_int(P);
+	if (accept(P, "cluster"))
+		l->cluster = (int)expect_int(P);
 	expect(P, "axes");
 	expect(P, "(");
 	for (int i = 0; i < k->grid_rank; i++) {

@@ -320,6 +320,8 @@ static void print_launch_grid(FILE *out, const BlkLaunch *l, int rank)
 	fputc(')', out);
 	if (l->persist > 0)
 		fprintf(out, " persist %d", l->persist);
+	if (l->cluster > 1)
+		fprintf(out, " cluster %d", l->cluster);
 	fputs("\n    axes (", out);
 	for (int i = 0; i < rank; i++) {
 		fputs(i ? ", " : "", out);

@@ -643,6 +643,11 @@ static void check_mbarrier(Verifier *V, const BlkOp *op)
 	for (int i = 1; i < want; i++)
 		if (op->operands[i]->type.kind != BLK_TYPE_TILE || op->operands[i]->type.rank || op->operands[i]->type.dtype != BLK_I32)
 			fail(V, "operand %d is %s, not an i32 scalar", i, ty(V, &op->operands[i]->type));
+	int cl = V->k->launch ? V->k->launch->cluster : 0;
+	int64_t peers = blk_op_int(op, "cluster", 0);
+	if (peers && (op->kind != BLK_OP_MBARRIER_ARRIVE || peers != cl || cl < 2))
+		fail(V, "attr cluster %lld: an mbarrier_arrive's, the launch's cluster (%d): lane 0 of each warp "
+		        "arrives on the barrier in every CTA of it", (long long)peers, cl);
 	if (op->kind == BLK_OP_MBARRIER_INIT && blk_op_int(op, "count", 0) < 1)
 		fail(V, "attr count must be the arrivals a phase takes (1 or more)");
 	if (op->kind == BLK_OP_MBARRIER_EXPECT_TX && blk_op_int(op, "bytes", 0) < 1)
@@ -661,6 +666,8 @@ static bool tma_slot(const BlkType *slot, const BlkType *global, int rank)
 /* A tma op's attr tmap names the launch's tensor map of the slot's box
  * and swizzle (blk_launch_tmap; the array is the emitter's to trust: the
  * global Ref says which). */
+static int tmap_rank(Verifier *V, const BlkOp *op);
+
 static void check_tmap_attr(Verifier *V, const BlkOp *op, const BlkType *slot)
 {
 	const BlkLaunch *l = V->k->launch;
@@ -669,6 +676,15 @@ static void check_tmap_attr(Verifier *V, const BlkOp *op, const BlkType *slot)
 	int64_t rows = 0;
 	blk_sym_is_const(slot->dims[0], &rows);
 	int swz = slot->layout->swz;
+	int mc = (int)blk_op_int(op, "multicast", 0); /* each CTA of the cluster copies rows / mc */
+	if (mc > 1 && (!l || mc != l->cluster || rows % (8 * mc) || op->kind != BLK_OP_TMA_LOAD ||
+	               blk_op_int(op, "trans", 0) || tmap_rank(V, op) != 2)) {
+		fail(V, "attr multicast %d: a 2-D load, not trans, in CTA clusters of that many (the launch's: %d), "
+		        "of rows (%lld) whole 8-row swizzle blocks a CTA", mc, l ? l->cluster : 0, (long long)rows);
+		return;
+	}
+	if (mc > 1)
+		rows /= mc;
 	if (!g)
 		fail(V, "attr tmap %d names no tensor map of the kernel's launch", t);
 	else if (g->trans != (blk_op_int(op, "trans", 0) != 0))
@@ -890,6 +906,11 @@ void blk_verify_launch(Verifier *V)
 	V->op = NULL;
 	if (l->threads < 32 || l->threads > 1024 || l->threads % 32)
 		fail(V, "launch: %d threads, expected whole warps, at most 1024", l->threads);
+	if (l->cluster < 0 || l->cluster > 8 || (l->cluster & (l->cluster - 1)))
+		fail(V, "launch: cluster %d, expected 2, 4 or 8 CTAs (or none)", l->cluster);
+	else if (l->cluster > 1 && !blk_launch_cluster_fits(l))
+		fail(V, "launch: clusters of %d CTAs along x need a constant grid whose CTAs along x (persist: "
+		        "min(programs, persist)) are a multiple of it", l->cluster);
 	if (l->smem < 0 || l->isa < 60 || l->persist < 0)
 		fail(V, "launch: smem %lld, isa %d, persist %d (none may be negative; isa 60 or more)",
 		     (long long)l->smem, l->isa, l->persist);
@@ -979,7 +1000,16 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 	case BLK_OP_FENCE_ASYNC:
 	case BLK_OP_WGMMA_COMMIT:
 	case BLK_OP_ASYNC_WAIT:
-	case BLK_OP_TMA_STORE_WAIT: check_no_operands(V, op); break;
+	case BLK_OP_TMA_STORE_WAIT:
+	case BLK_OP_CLUSTER_SYNC: check_no_operands(V, op); break;
+	case BLK_OP_CLUSTER_RANK:
+		if (op->noperands || op->nresults != 1 || op->nregions || op->results[0]->type.rank ||
+		    op->results[0]->type.dtype != BLK_I32)
+			fail(V, "takes no operands and gives an i32 scalar");
+		else if (!V->k->launch || V->k->launch->cluster < 2)
+			fail(V, "in a kernel launched without clusters (the launch header's cluster is %d)",
+			     V->k->launch ? V->k->launch->cluster : 0);
+		break;
 	case BLK_OP_TMA_LOAD: check_tma_load(V, op); break;
 	case BLK_OP_TMA_STORE: check_tma_store(V, op); break;
 	case BLK_OP_MBARRIER_EXPECT_TX:

@@ -132,6 +132,9 @@ bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op)
 	const BlkType *slot = &op->operands[0]->type;
 	int swz = slot->layout ? slot->layout->swz : 0;
 	int box[2] = { swz / blk_dtype_size(slot->dtype), (int)blk_lower_dim(slot->dims[0]) };
+	int mc = (int)blk_op_int(op, "multicast", 0);
+	if (mc > 1) /* each CTA of the cluster copies its share of the rows */
+		box[1] /= mc;
 	int t = blk_launch_tmap(c->a, blk_lower_launch(c), pi, box, swz, blk_op_int(op, "trans", 0) != 0);
 	if (t < 0) {
 		blk_error(c->d, op->loc, "kernel %s: more than %d tensor maps", c->k->name, BLK_MAX_TMAPS);

@@ -316,6 +316,7 @@ static bool launch_plausible(const BlkLaunch *l)
 	static const int64_t max_extent[3] = { INT32_MAX, 65535, 65535 };
 	bool ok = l->threads >= 32 && l->threads <= 1024 && l->threads % 32 == 0 && l->smem >= 0 &&
 	          l->smem <= BLK_LOWER_MAX_SMEM && l->isa >= 60 && l->isa <= 200 && l->persist >= 0 &&
+	          l->cluster >= 0 && l->cluster <= 8 && blk_launch_cluster_fits(l) &&
 	          l->nargs >= 0;
 	for (int i = 0; ok && i < 3; i++)
 		ok = extent_plausible(l->grid[i], max_extent[i]);

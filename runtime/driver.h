@@ -41,6 +41,7 @@
 	X(cuMemcpyDtoDAsync, 3020)          \
 	X(cuMemsetD8, 3020)                 \
 	X(cuLaunchKernel, 4000)             \
+	X(cuLaunchKernelEx, 11060)          \
 	X(cuTensorMapEncodeTiled, 12000)    \
 	X(cuStreamCreate, 2000)             \
 	X(cuStreamDestroy, 4000)            \

@@ -870,7 +870,15 @@ static bool enqueue(BlkRuntime *rt, const BlkFunc *f, const BlkCacheEntry *e, co
 		args[j] = &vals[j];
 		ok = pack_arg(rt, f, c, &l->args[j], t, sizes, &vals[j]);
 	}
-	if (ok)
+	if (ok && l->cluster > 1) { /* CTAs in clusters along x (TMA multicast between them) */
+		CUlaunchAttribute at = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+		at.value.clusterDim.x = (unsigned)l->cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
+		CUlaunchConfig cfg = { .gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+		                       .blockDimX = (unsigned)l->threads, .blockDimY = 1, .blockDimZ = 1,
+		                       .sharedMemBytes = (unsigned)l->smem, .hStream = (CUstream)s,
+		                       .attrs = &at, .numAttrs = 1 };
+		ok = blk_rt_check(rt, rt->drv->cuLaunchKernelEx(&cfg, e->fn, args, NULL), "cuLaunchKernelEx");
+	} else if (ok)
 		ok = blk_rt_check(rt, rt->drv->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], (unsigned)l->threads, 1, 1,
 		                                              (unsigned)l->smem, (CUstream)s, args, NULL),
 		                  "cuLaunchKernel");

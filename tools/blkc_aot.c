@@ -132,6 +132,7 @@ static const char driver_part[] =
 	"\tCUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);\n"
 	"\tCUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
 	"\t                           unsigned, unsigned, CUstream, void **, void **);\n"
+	"\tCUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);\n"
 	"\tCUresult (*cuGetErrorName)(CUresult, const char **);\n"
 	"} drv;\n\n"
 	"typedef CUresult (*GetProcFn)(const char *, void **, int, cuuint64_t,\n"
@@ -161,6 +162,7 @@ static const char driver_part[] =
 	"\t    !resolve(gpa, \"cuModuleGetFunction\", 2000, (void **)&drv.cuModuleGetFunction) ||\n"
 	"\t    !resolve(gpa, \"cuFuncSetAttribute\", 9000, (void **)&drv.cuFuncSetAttribute) ||\n"
 	"\t    !resolve(gpa, \"cuLaunchKernel\", 4000, (void **)&drv.cuLaunchKernel) ||\n"
+	"\t    !resolve(gpa, \"cuLaunchKernelEx\", 11060, (void **)&drv.cuLaunchKernelEx) ||\n"
 	"\t    !resolve(gpa, \"cuGetErrorName\", 6000, (void **)&drv.cuGetErrorName) ||\n"
 	"\t    drv.cuInit(0) != CUDA_SUCCESS)\n"
 	"\t\treturn drv.error;\n"
@@ -184,13 +186,13 @@ static void put_variants(FILE *f, const Variant *v, int n)
 		fputs(";\n\n", f);
 	}
 	fputs("static const struct {\n\tconst char *arch, *ptx, *entry;\n"
-	      "\tunsigned threads, smem, grid[3];\n} variants[] = {\n", f);
+	      "\tunsigned threads, smem, grid[3], cluster;\n} variants[] = {\n", f);
 	for (int i = 0; i < n; i++) {
 		const BlkLaunch *l = v[i].c.launch;
 		unsigned g[3] = { 0, 0, 0 }; /* (fixed sizes: a constant grid, checked by blk_bind_sizes) */
 		blk_launch_grid(l, NULL, g);
-		fprintf(f, "\t{\"%s\", ptx_%d, \"%s\", %d, %lldu, {%u, %u, %u}},\n", v[i].arch, i, v[i].c.entry,
-		        l->threads, (long long)l->smem, g[0], g[1], g[2]);
+		fprintf(f, "\t{\"%s\", ptx_%d, \"%s\", %d, %lldu, {%u, %u, %u}, %d},\n", v[i].arch, i, v[i].c.entry,
+		        l->threads, (long long)l->smem, g[0], g[1], g[2], l->cluster > 1 ? l->cluster : 1);
 	}
 	fputs("};\n\n", f);
 }
@@ -254,6 +256,13 @@ static void put_launch(FILE *f, const BlkKernel *k, const BlkLaunch *l, const in
 	        l->nargs > 0 ? l->nargs : 1, l->nargs);
 	fputs("\tconst unsigned *g = variants[variant].grid;\n"
 	      "\tif (!g[0] || !g[1] || !g[2])\n\t\treturn 0; /* an empty grid: nothing to do */\n"
+	      "\tif (variants[variant].cluster > 1) { /* CTAs in clusters along x */\n"
+	      "\t\tCUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};\n"
+	      "\t\tat.value.clusterDim.x = variants[variant].cluster;\n"
+	      "\t\tat.value.clusterDim.y = at.value.clusterDim.z = 1;\n"
+	      "\t\tCUlaunchConfig cfg = {g[0], g[1], g[2], variants[variant].threads, 1, 1,\n"
+	      "\t\t                      variants[variant].smem, (CUstream)stream, &at, 1};\n"
+	      "\t\treturn (int)drv.cuLaunchKernelEx(&cfg, fn, args, NULL);\n\t}\n"
 	      "\treturn (int)drv.cuLaunchKernel(fn, g[0], g[1], g[2], variants[variant].threads, 1, 1,\n"
 	      "\t                               variants[variant].smem, (CUstream)stream, args, NULL);\n"
 	      "}\n\n", f);

@@ -183,6 +183,7 @@ void blk_emit_wgmma(Emit *E, const BlkOp *op);
 void blk_emit_wgmma_commit(Emit *E);
 void blk_emit_wgmma_wait(Emit *E, const BlkOp *op);
 void blk_emit_fence_async(Emit *E);
+void blk_emit_cluster_sync(Emit *E);
 void blk_emit_mbarrier(Emit *E, const BlkOp *op);
 void blk_emit_warp_specialize(Emit *E, const BlkOp *op);
 void blk_emit_turn(Emit *E, const BlkOp *op);

@@ -87,6 +87,8 @@ void blk_emit_leaf(Emit *E, const BlkOp *op)
 	LLVMValueRef s = NULL;
 	if (op->kind == BLK_OP_PROGRAM_ID)
 		s = program_id(E, op);
+	else if (op->kind == BLK_OP_CLUSTER_RANK)
+		s = blk_emit_intrinsic(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0);
 	else if (op->kind == BLK_OP_NUM_PROGRAMS)
 		s = axis < E->c->k->grid_rank ? blk_emit_sym(E, E->c->k->grid[axis]) : blk_emit_i32(E, 1);
 	else if (op->kind == BLK_OP_SIZE)

@@ -269,7 +269,7 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	unsigned fl = blk_op_flags(op->kind);
 	switch (op->kind) {
 	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID:
-	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA:
+	case BLK_OP_NUM_PROGRAMS: case BLK_OP_IOTA: case BLK_OP_CLUSTER_RANK:
 		blk_emit_leaf(E, op);
 		return;
 	case BLK_OP_RANK: case BLK_OP_WORLD: blk_emit_world_leaf(E, op); return;
@@ -286,6 +286,7 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_ASYNC_COMMIT: blk_emit_async_commit(E); return;
 	case BLK_OP_ASYNC_WAIT: blk_emit_async_wait(E, op); return;
 	case BLK_OP_FENCE_ASYNC: blk_emit_fence_async(E); return;
+	case BLK_OP_CLUSTER_SYNC: blk_emit_cluster_sync(E); return;
 	case BLK_OP_WGMMA_COMMIT: blk_emit_wgmma_commit(E); return;
 	case BLK_OP_WGMMA_WAIT: blk_emit_wgmma_wait(E, op); return;
 	case BLK_OP_MBARRIER_INIT: case BLK_OP_MBARRIER_WAIT: case BLK_OP_MBARRIER_ARRIVE:

@@ -41,6 +41,19 @@ void blk_emit_fence_async(Emit *E)
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "fence.proxy.async.shared::cta;", "~{memory}");
 }
 
+/* Every (not exited) thread of the cluster meets here; what each wrote
+ * before (barrier inits, remote arrivals) is seen by the others after. */
+void blk_emit_cluster_sync(Emit *E)
+{
+	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0,
+	        "barrier.cluster.arrive.release; barrier.cluster.wait.acquire;", "~{memory}");
+}
+
+static LLVMValueRef cluster_rank(Emit *E)
+{
+	return blk_emit_intrinsic(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0);
+}
+
 void blk_emit_wgmma_commit(Emit *E)
 {
 	ptx_asm(E, LLVMVoidTypeInContext(E->cx), NULL, 0, "wgmma.commit_group.sync.aligned;", "~{memory}");
@@ -290,9 +303,32 @@ void blk_emit_mbarrier(Emit *E, const BlkOp *op)
 		blk_emit_end_if(E, cont);
 		return;
 	}
-	case BLK_OP_MBARRIER_ARRIVE:
+	case BLK_OP_MBARRIER_ARRIVE: {
 		blk_emit_intrinsic(E, "llvm.nvvm.mbarrier.arrive.shared", NULL, 0, &p, 1);
+		int n = (int)blk_op_int(op, "cluster", 0);
+		if (n < 2)
+			return;
+		/* lane 0 of each warp also arrives on the barrier at this address
+		 * in every other CTA of the cluster (whose slots this CTA's
+		 * multicasts fill too).  Release at the CTA's scope, as CUTLASS's
+		 * cluster barriers do: .release.cluster made every k-step 1.4-2.5x
+		 * slower (gpu-notes run 182), and the slot's reads are complete
+		 * (wgmma_wait) before the arrive. */
+		LLVMValueRef lane0 = LLVMBuildICmp(E->b, LLVMIntEQ, LLVMBuildAnd(E->b, E->tid, blk_emit_i32(E, 31), ""),
+		                                   blk_emit_i32(E, 0), "");
+		LLVMBasicBlockRef cont = blk_emit_begin_if(E, lane0);
+		LLVMValueRef me = cluster_rank(E), at = LLVMBuildPtrToInt(E->b, p, E->i32, "");
+		for (int r = 1; r < n; r++) { /* the CTA r ranks on (n a power of two) */
+			LLVMValueRef peer = LLVMBuildAnd(E->b, LLVMBuildAdd(E->b, me, blk_emit_i32(E, r), ""),
+			                                 blk_emit_i32(E, n - 1), "");
+			LLVMValueRef a[2] = { at, peer };
+			ptx_asm(E, v, a, 2,
+			        "{ .reg .b32 R; mapa.shared::cluster.u32 R, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [R]; }",
+			        "r,r,~{memory}");
+		}
+		blk_emit_end_if(E, cont);
 		return;
+	}
 	case BLK_OP_ASYNC_ARRIVE:
 		/* The thread's one arrival of the phase, once its cp.asyncs have
 		 * landed (.noinc: it is the counted one).  Where its copies stored
@@ -439,7 +475,13 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 	const BlkOp *br = op->operands[3]->def; /* 3-D: the verifier's block_ref */
 	bool batch = E->c->k->params[s->param].rank == 3;
 	LLVMValueRef at = batch ? blk_emit_tile(E, br->operands[0])->r[0] : NULL;
+	int mc = (int)blk_op_int(op, "multicast", 0);
 	LLVMBasicBlockRef cont = first_thread(E);
+	if (mc > 1) { /* this CTA's share of the rows (a box of them), to every CTA of the cluster */
+		LLVMValueRef rows = LLVMBuildMul(E->b, cluster_rank(E), blk_emit_i32(E, s->box[1]), "");
+		origin = LLVMBuildAdd(E->b, origin, LLVMBuildMul(E->b, rows, blk_emit_i32(E, s->swizzle), ""), "");
+		outer = LLVMBuildAdd(E->b, outer, rows, "");
+	}
 	for (int j = 0; j < cols / s->box[0]; j++) {
 		LLVMValueRef a[6] = {
 			LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * dst->sblk * es), ""),
@@ -449,7 +491,13 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 			batch ? at : bar,
 			bar,
 		};
-		if (batch)
+		if (mc > 1) {
+			a[5] = LLVMConstInt(LLVMInt16TypeInContext(E->cx), (1u << mc) - 1, false);
+			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 6,
+			        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+			        "[$0], [$1, {$2, $3}], [$4], $5;",
+			        "r,l,r,r,r,h,~{memory}");
+		} else if (batch)
 			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 6,
 			        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
 			        "[$0], [$1, {$2, $3, $4}], [$5];",

@@ -98,11 +98,11 @@ static BlkValue *extent(LowerCtx *c, BlkBuilder *b, BlkLoc loc, int a)
 	return blk_lower_build_sym(b, loc, blk_lower_launch(c)->grid[a]);
 }
 
-/* The CUDA grid coordinates of tile t: z slowest; within a z, x in groups
- * of GROUP_M (the last group may be shorter), y fastest inside a group. */
-static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue **xyz)
+/* The CUDA grid coordinates of tile t in a grid of g0 along x: z slowest;
+ * within a z, x in groups of GROUP_M (the last group may be shorter), y
+ * fastest inside a group. */
+static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue **xyz)
 {
-	BlkValue *g0 = extent(c, b, loc, 0);
 	BlkValue *g1 = extent(c, b, loc, 1);
 	BlkValue *plane = bin(b, BLK_OP_MUL, loc, g0, g1);
 	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
@@ -191,12 +191,80 @@ static bool group_programs(LowerCtx *c)
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, blk_type_scalar(BLK_I32), 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
 	BlkValue *xyz[3];
-	tile_of(c, &b, loc, pid, xyz);
+	tile_of(c, &b, loc, pid, extent(c, &b, loc, 0), xyz);
 	replace_pids(c, c->k->body, xyz, pid->def);
 	const BlkSym *t = blk_sym_binary(c->a, BLK_SYM_MUL, l->grid[0], l->grid[1]);
 	l->grid[0] = blk_sym_binary(c->a, BLK_SYM_MUL, t, l->grid[2]);
 	l->grid[1] = l->grid[2] = blk_sym_const(c->a, 1);
 	return true;
+}
+
+/* Whether v's value depends on a program id of kernel axis a (seen: the
+ * ops already looked at, each once). */
+static bool on_axis(LowerCtx *c, BlkPtrMap *seen, const BlkValue *v, int a)
+{
+	BlkOp *d = v->def;
+	if (!d || blk_pmap_get(seen, d))
+		return false;
+	blk_pmap_put(c->a, seen, d, d);
+	if (d->kind == BLK_OP_PROGRAM_ID)
+		return blk_op_int(d, "axis", 0) == a;
+	for (int i = 0; i < d->noperands; i++)
+		if (on_axis(c, seen, d->operands[i], a))
+			return true;
+	return false;
+}
+
+static bool depends_on_axis(LowerCtx *c, const BlkValue *v, int a)
+{
+	BlkPtrMap seen = { 0 };
+	return on_axis(c, &seen, v, a);
+}
+
+/* A slab the programs along kernel axis a share: a load in f's body of a
+ * 2-D array, straight into a dot (or through its transpose), whose Ref
+ * and indices do not depend on axis a. */
+static bool shared_slab(LowerCtx *c, const BlkOp *f, int a)
+{
+	for (const BlkOp *op = f->regions[0]->first; op; op = op->next) {
+		if (op->kind != BLK_OP_DOT)
+			continue;
+		for (int o = 0; o < 2; o++) {
+			const BlkOp *ld = op->operands[o]->def;
+			if (ld && ld->kind == BLK_OP_TRANSPOSE)
+				ld = ld->operands[0]->def;
+			int pi = ld && ld->kind == BLK_OP_LOAD ? blk_lower_ref_param(ld->operands[0]) : -1;
+			if (pi < 0 || pi >= c->k->nparams || c->k->params[pi].rank != 2 || ld->parent != f->regions[0])
+				continue;
+			bool own = false;
+			for (int i = 0; i < ld->noperands && !own; i++)
+				own = depends_on_axis(c, ld->operands[i], a);
+			if (!own)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* CTAs in pairs along x (a cluster of 2: the tiles (2i, y) and (2i+1, y)
+ * share the slabs that do not depend on x, which warp_spec.c multicasts):
+ * for a warp-specialized loop of two consumer warpgroups or more (one
+ * warpgroup runs ping-pong programs instead), a constant grid whose x
+ * extent and persistent CTA count are even, and a slab to share -- with
+ * loop bounds the two tiles agree on, since both CTAs step through each
+ * other's copies. */
+static bool pairs(LowerCtx *c, const BlkOp *f, int64_t T)
+{
+	const BlkLaunch *l = blk_lower_launch(c);
+	int64_t g0;
+	int a = x_axis(c);
+	if (c->nthreads < 256 || !blk_launch_grid_static(l) || !blk_sym_is_const(l->grid[0], &g0) || g0 % 2 ||
+	    (T < sms(c) ? T : sms(c)) % 2 || l->axis[a] != 0)
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (depends_on_axis(c, f->operands[i], a))
+			return false;
+	return shared_slab(c, f, a);
 }
 
 bool blk_lower_persist(LowerCtx *c)
@@ -208,10 +276,12 @@ bool blk_lower_persist(LowerCtx *c)
 			return true;
 	int64_t T = cuda_grid(c);
 	bool plain = false;
-	if (!tile_loop(c, T, &plain))
+	const BlkOp *f = tile_loop(c, T, &plain);
+	if (!f)
 		return true;
 	if (plain)
 		return group_programs(c);
+	int cl = pairs(c, f, T) ? 2 : 1;
 	BlkRegion *body = c->k->body;
 	BlkLoc loc = c->k->loc;
 	BlkOp *first = body->first;
@@ -221,9 +291,15 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
 	int64_t P = T < sms(c) ? T : sms(c);
-	BlkValue *ops[3] = { pid, NULL, NULL };
+	BlkValue *ops[3] = { pid, NULL, NULL }, *rank = NULL;
 	BlkLaunch *l = blk_lower_launch(c);
 	l->persist = sms(c); /* the launch: P = min(T, SMs) CTAs */
+	if (cl > 1) { /* a cluster walks the pairs of tiles: T / 2 of them, P / 2 clusters */
+		l->cluster = cl;
+		rank = blk_build1(&b, BLK_OP_CLUSTER_RANK, loc, i32, 0, NULL);
+		ops[0] = bin(&b, BLK_OP_FLOORDIV, loc, pid, blk_lower_i32(&b, loc, cl));
+		T /= cl, P /= cl;
+	}
 	if (!blk_launch_grid_static(l)) { /* T = the grid's programs, known at launch */
 		BlkValue *t01 = bin(&b, BLK_OP_MUL, loc, extent(c, &b, loc, 0), extent(c, &b, loc, 1));
 		ops[1] = bin(&b, BLK_OP_MUL, loc, t01, extent(c, &b, loc, 2));
@@ -240,7 +316,13 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkBuilder in;
 	blk_builder_before(&in, c->a, lb->first);
 	BlkValue *xyz[3];
-	tile_of(c, &in, loc, t, xyz);
+	if (rank) { /* the pair's first x, and this CTA's of the two */
+		int64_t g0;
+		blk_sym_is_const(l->grid[0], &g0);
+		tile_of(c, &in, loc, t, blk_lower_i32(&in, loc, g0 / cl), xyz);
+		xyz[0] = bin(&in, BLK_OP_ADD, loc, bin(&in, BLK_OP_MUL, loc, xyz[0], blk_lower_i32(&in, loc, cl)), rank);
+	} else
+		tile_of(c, &in, loc, t, extent(c, &in, loc, 0), xyz);
 	replace_pids(c, lb, xyz, NULL);
 	blk_builder_at_end(&in, c->a, lb);
 	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);

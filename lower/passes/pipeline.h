@@ -25,6 +25,7 @@ typedef struct Operand {
 	BlkPtrMap in;     /* the body ops its indices depend on */
 	BlkValue *buf;    /* [S, R, C]; [S, C, R] where kmajor */
 	bool tma;         /* warp specialized: copied by TMA (warp_spec.c) */
+	bool multicast;   /* ...its rows shared out among the CTAs of a cluster, each copying its share to all */
 	int same;         /* 1 + 2i + o where all[i].x[o] has the same load (one slab feeds both
 	                   * dots: made, copied and erased there only); 0: its own */
 	int64_t R, C;

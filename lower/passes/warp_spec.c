@@ -184,6 +184,63 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	return true;
 }
 
+/* Whether v's value depends on the CTA's rank in its cluster (seen: the
+ * ops looked at, each once). */
+static bool on_rank(LowerCtx *c, BlkPtrMap *seen, const BlkValue *v)
+{
+	BlkOp *d = v->def;
+	if (!d || blk_pmap_get(seen, d))
+		return false;
+	blk_pmap_put(c->a, seen, d, d);
+	if (d->kind == BLK_OP_CLUSTER_RANK)
+		return true;
+	for (int i = 0; i < d->noperands; i++)
+		if (on_rank(c, seen, d->operands[i]))
+			return true;
+	return false;
+}
+
+/* In CTA clusters (persist.c's pairs), a TMA slab the same in every CTA of
+ * the cluster -- its Ref and indices do not depend on the CTA's rank --
+ * is copied a share of its rows by each CTA, multicast to all: whole
+ * 8-row swizzle blocks a share, a 2-D array, the slab as it lies. */
+static bool multicast_ok(const Pipe *P, const Operand *x)
+{
+	LowerCtx *c = P->L.c;
+	int cl = blk_lower_launch(c)->cluster;
+	const BlkOp *ld = x->load;
+	if (cl < 2 || !x->tma || x->kmajor || x->R % (8 * cl) ||
+	    c->k->params[blk_lower_ref_param(ld->operands[0])].rank != 2)
+		return false;
+	BlkPtrMap seen = { 0 };
+	for (int i = 0; i < ld->noperands; i++)
+		if (on_rank(c, &seen, ld->operands[i]))
+			return false;
+	return true;
+}
+
+/* The loop's bounds are the same in every CTA of the cluster: each steps
+ * through the copies the others multicast to it. */
+static bool same_trips(const Pipe *P)
+{
+	BlkPtrMap seen = { 0 };
+	for (int i = 0; i < 3; i++)
+		if (on_rank(P->L.c, &seen, P->L.loop->operands[i]))
+			return false;
+	return true;
+}
+
+/* Sets attr name to v on every op of kind k in r, nested ones too. */
+static void mark_all(LowerCtx *c, BlkRegion *r, BlkOpKind k, const char *name, int64_t v)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		if (op->kind == k)
+			blk_op_set_int(c->a, op, name, v);
+		for (int i = 0; i < op->nregions; i++)
+			mark_all(c, op->regions[i], k, name, v);
+	}
+}
+
 /* Marks the ops of `r` that v needs (v itself defined there). */
 static void need(LowerCtx *c, BlkPtrMap *set, const BlkRegion *r, const BlkValue *v)
 {
@@ -298,6 +355,8 @@ static void tma_copy(Pipe *P, BlkBuilder *b, Operand *x, BlkValue *bars, BlkValu
 		blk_op_set_string(c->a, t, "mask", mask->s);
 	if (x->kmajor)
 		blk_op_set_int(c->a, t, "trans", 1);
+	if (x->multicast)
+		blk_op_set_int(c->a, t, "multicast", blk_lower_launch(c)->cluster);
 	blk_lower_note_tmap(c, t);
 }
 
@@ -720,12 +779,27 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	blk_pipe_share_buffers(P);
 	Pipe *G[MAX_GROUP] = { P };
 	int ng = gather(G, outer);
+	/* multicast: for every loop of the group or none (the slots are theirs in turn) */
+	bool trips = true, mc = false;
+	for (int k = 0; k < ng; k++)
+		trips = trips && same_trips(G[k]);
+	for (int k = 0; k < ng; k++)
+		for (int i = 0; i < G[k]->n; i++)
+			for (int o = 0; o < 2; o++) {
+				Operand *x = &G[k]->all[i].x[o];
+				x->multicast = trips && x->load && !blk_pipe_shared(x) && multicast_ok(G[k], x);
+				mc = mc || x->multicast;
+			}
+	int cl = mc ? blk_lower_launch(c)->cluster : 1;
 	int full = 128 + (tma_bytes(P) > 0); /* the producer's threads, and its TMA thread's expect_tx */
 	for (int s = 0; s < 2 * P->S; s++) {
 		BlkOp *in = mbar(&pre, BLK_OP_MBARRIER_INIT, loc, bars, i32c(&pre, loc, s), NULL);
-		blk_op_set_int(c->a, in, "count", s < P->S ? full : c->nthreads);
+		/* empty: the consumers' threads, and lane 0 of each consumer warp of the other CTAs */
+		blk_op_set_int(c->a, in, "count", s < P->S ? full : c->nthreads + (cl - 1) * c->nthreads / 32);
 	}
 	blk_build(&pre, BLK_OP_BARRIER, loc, 0, NULL, 0, NULL, 0);
+	if (mc) /* every CTA's barriers ready before another multicasts to them */
+		blk_build(&pre, BLK_OP_CLUSTER_SYNC, loc, 0, NULL, 0, NULL, 0);
 	BlkOp *ws = blk_build(&pre, BLK_OP_WARP_SPECIALIZE, loc, 0, NULL, 0, NULL, 2);
 	bool pp = outer && c->nthreads == 128;
 	blk_op_set_int(c->a, ws, "consumers", (pp ? 2 : 1) * c->nthreads / 128);
@@ -747,5 +821,13 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	for (int k = 0; k < ng; k++)
 		blk_pipe_erase_loads(G[k]);
 	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loops, their carries' inits, the rest */
+	if (mc) { /* slots are freed by the consumers of every CTA they are filled in */
+		mark_all(c, ws->regions[0], BLK_OP_MBARRIER_ARRIVE, "cluster", cl);
+	}
+	if (mc) { /* no CTA leaves while another may still arrive on its barriers */
+		BlkBuilder end;
+		blk_builder_at_end(&end, c->a, ws->parent);
+		blk_build(&end, BLK_OP_CLUSTER_SYNC, loc, 0, NULL, 0, NULL, 0);
+	}
 	return true;
 }

@@ -318,6 +318,20 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	return CUDA_SUCCESS;
 }
 
+/* A launch in clusters: logged with the cluster's extent along x. */
+static CUresult launch_kernel_ex(const CUlaunchConfig *cfg, CUfunction f, void **args, void **extra)
+{
+	unsigned cx = 1;
+	for (unsigned i = 0; i < cfg->numAttrs; i++)
+		if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			cx = cfg->attrs[i].value.clusterDim.x;
+	if (cfg->gridDimX % cx)
+		return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+	log_line("cluster %u\n", cx);
+	return launch_kernel(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY,
+	                     cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, args, extra);
+}
+
 static CUresult stream_create(CUstream *s, unsigned flags)
 {
 	(void)flags;
@@ -484,7 +498,7 @@ static const Entry entries[] = {
 	E("cuFuncSetAttribute", func_set_attribute), E("cuMemAlloc", mem_alloc),
 	E("cuMemFree", mem_free), E("cuMemcpyHtoD", memcpy_htod), E("cuMemcpyDtoH", memcpy_dtoh),
 	E("cuMemcpyDtoDAsync", memcpy_dtod_async), E("cuMemsetD8", memset_d8),
-	E("cuLaunchKernel", launch_kernel), E("cuTensorMapEncodeTiled", tensor_map_encode_tiled),
+	E("cuLaunchKernel", launch_kernel), E("cuLaunchKernelEx", launch_kernel_ex), E("cuTensorMapEncodeTiled", tensor_map_encode_tiled),
 	E("cuStreamCreate", stream_create),
 	E("cuStreamDestroy", stream_op), E("cuStreamSynchronize", stream_op),
 	E("cuEventCreate", event_create), E("cuEventDestroy", event_destroy),
