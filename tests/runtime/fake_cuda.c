@@ -93,6 +93,14 @@ unsigned fake_cuda_last_ctas(void)
 	return last_grid[0] * last_grid[1] * last_grid[2];
 }
 
+/* The last launch's CTAs a cluster along x (1: a launch without clusters). */
+static unsigned last_cluster = 1;
+
+unsigned fake_cuda_last_cluster(void)
+{
+	return last_cluster;
+}
+
 /* The last launch's grid along axis a, and the first 4 bytes of its
  * argument i (i32 sizes; the low half of an i64 stride), copied at launch. */
 enum { FAKE_ARGS = 32 };
@@ -309,6 +317,7 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	if (bx * by * bz > FAKE_MAX_THREADS)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	launches++;
+	last_cluster = 1;
 	log_line("launch grid %u %u %u block %u %u %u smem %u\n", gx, gy, gz, bx, by, bz, smem);
 	last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
 	memset(last_args, 0, sizeof last_args);
@@ -328,8 +337,10 @@ static CUresult launch_kernel_ex(const CUlaunchConfig *cfg, CUfunction f, void *
 	if (cfg->gridDimX % cx)
 		return CUDA_ERROR_INVALID_CLUSTER_SIZE;
 	log_line("cluster %u\n", cx);
-	return launch_kernel(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY,
-	                     cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, args, extra);
+	CUresult r = launch_kernel(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY,
+	                           cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, args, extra);
+	last_cluster = cx;
+	return r;
 }
 
 static CUresult stream_create(CUstream *s, unsigned flags)

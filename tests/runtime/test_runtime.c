@@ -1013,6 +1013,19 @@ static void test_tma_tensor_maps(void **state)
 	if (!blk_launch(f, big, 3, NULL))
 		fail_msg("%s", blk_runtime_last_error(rt));
 	assert_int_equal(ctas(), 132);
+	unsigned (*cluster)(void);
+	*(void **)&cluster = dlsym(fake, "fake_cuda_last_cluster");
+	assert_int_equal(cluster(), 1); /* one warpgroup: ping-pong programs, not CTA pairs */
+	/* the same on two consumer warpgroups: CTA pairs (persist.c), launched
+	 * in clusters of two by cuLaunchKernelEx, 132 CTAs */
+	const char *defs8[] = {"T=bf16", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"};
+	BlkProgram *p8 = blk_program_load(rt, matmul_path(), defs8, 6);
+	assert_non_null(p8);
+	if (!blk_launch(blk_program_kernel(p8, NULL), big, 3, NULL))
+		fail_msg("%s", blk_runtime_last_error(rt));
+	assert_int_equal(ctas(), 132);
+	assert_int_equal(cluster(), 2);
+	blk_program_destroy(p8);
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, big[i].data), blk_mem_free(rt, t[i].data);
 	unsigned (*rank)(void);
