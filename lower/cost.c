@@ -316,6 +316,24 @@ static bool has_op(const BlkRegion *r, BlkOpKind kind)
 	return false;
 }
 
+/* Bytes a trip of the loops does not read from L2 itself: the other CTAs'
+ * shares of the slabs multicast to it (warp_spec.c), (mc - 1) / mc of
+ * each. */
+static double multicast_bytes(const BlkRegion *r)
+{
+	double n = 0;
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		int64_t mc = op->kind == BLK_OP_TMA_LOAD ? blk_op_int(op, "multicast", 0) : 0;
+		const BlkType *t = op->noperands ? &op->operands[0]->type : NULL;
+		int64_t rows, cols;
+		if (mc > 1 && t->rank == 2 && blk_sym_is_const(t->dims[0], &rows) && blk_sym_is_const(t->dims[1], &cols))
+			n += (double)(rows * cols * blk_dtype_size(t->dtype)) * (double)(mc - 1) / (double)mc;
+		for (int i = 0; i < op->nregions; i++)
+			n += multicast_bytes(op->regions[i]);
+	}
+	return n;
+}
+
 /* A tile's registers a thread: its layout's elements, two 16-bit or four
  * 8-bit ones a register. */
 static double tile_regs(const BlkType *t)
@@ -486,6 +504,7 @@ typedef struct Res {
 	int regs;
 	bool specialized;
 	int stages;
+	double shared;   /* bytes a program gets from the other CTAs of its cluster (multicast) */
 } Res;
 
 static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res *r, BlkCost *out)
@@ -522,7 +541,7 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	 * on the SM keep outstanding */
 	double flight = w->dot_in_loop ? 1 : fmin(1, conc * warps * WARP_BYTES_IN_FLIGHT /
 	                                            (mc->dram / sms * LATENCY));
-	double memory = conc * w->bytes / (mc->l2 / sms) / flight;
+	double memory = conc * fmax(w->bytes - r->shared, 0) / (mc->l2 / sms) / flight;
 	int stages = r->stages > 1 && w->dot_in_loop ? r->stages : 2;
 	double latency = trips * (LATENCY / (stages - 1) + TRIP);
 	out->flight = flight;
@@ -564,8 +583,9 @@ void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *o
 	const Machine *mc = machine(c->arch);
 	const BlkLaunch *l = c->k->launch;
 	Res r = { l->threads, l->smem, (int)ceil(live_regs(c->k->body)) + OVERHEAD_REGS,
-	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages };
+	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages, 0 };
 	r.stages = (int)fmax(r.stages, deepest(c->k->body)); /* schedule.c's deeper pipeline */
+	r.shared = multicast_bytes(c->k->body) * (w->trips > 0 ? w->trips : 1);
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, w->compulsory, out);
 }
@@ -578,7 +598,7 @@ void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const Blk
 	double esize = w->engine ? blk_dtype_size(w->dtype) : 0;
 	double slab = (double)(w->dot_m + w->dot_n) * (double)w->dot_k * esize;
 	Res r = { threads, (int64_t)(slab * (w->dot_in_loop ? stages : 1)),
-	          (int)(w->largest_tile / threads) + OVERHEAD_REGS, false, stages };
+	          (int)(w->largest_tile / threads) + OVERHEAD_REGS, false, stages, 0 };
 	estimate(mc, opt && opt->num_sms > 0 ? opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, w->compulsory, out);
 }

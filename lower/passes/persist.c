@@ -221,13 +221,23 @@ static bool depends_on_axis(LowerCtx *c, const BlkValue *v, int a)
 	return on_axis(c, &seen, v, a);
 }
 
+/* A dot's result of fewer elements than this does not pair its CTAs: a
+ * k-step of a 64x128 tile is too short to hide the other CTA's release of
+ * a slot (run 185: 6-9 % slower paired, 128x128 and larger level or
+ * faster). */
+enum { PAIR_MIN_TILE = 128 * 128 };
+
 /* A slab the programs along kernel axis a share: a load in f's body of a
- * 2-D array, straight into a dot (or through its transpose), whose Ref
- * and indices do not depend on axis a. */
+ * 2-D array, straight into a dot (or through its transpose) of a tile of
+ * PAIR_MIN_TILE elements or more, whose Ref and indices do not depend on
+ * axis a. */
 static bool shared_slab(LowerCtx *c, const BlkOp *f, int a)
 {
 	for (const BlkOp *op = f->regions[0]->first; op; op = op->next) {
-		if (op->kind != BLK_OP_DOT)
+		const BlkType *t = op->kind == BLK_OP_DOT ? &op->results[0]->type : NULL;
+		int64_t m, n;
+		if (!t || t->rank != 2 || !blk_sym_is_const(t->dims[0], &m) || !blk_sym_is_const(t->dims[1], &n) ||
+		    m * n < PAIR_MIN_TILE)
 			continue;
 		for (int o = 0; o < 2; o++) {
 			const BlkOp *ld = op->operands[o]->def;
@@ -248,17 +258,16 @@ static bool shared_slab(LowerCtx *c, const BlkOp *f, int a)
 
 /* CTAs in pairs along x (a cluster of 2: the tiles (2i, y) and (2i+1, y)
  * share the slabs that do not depend on x, which warp_spec.c multicasts):
- * for a warp-specialized loop of two consumer warpgroups or more (one
- * warpgroup runs ping-pong programs instead), a constant grid whose x
- * extent and persistent CTA count are even, and a slab to share -- with
- * loop bounds the two tiles agree on, since both CTAs step through each
- * other's copies. */
+ * for a constant grid whose x extent and persistent CTA count are even,
+ * and a slab to share -- with loop bounds the two tiles agree on, since
+ * both CTAs step through each other's copies.  (Ping-pong programs too:
+ * both CTAs' programs take the same tiles in the same order.) */
 static bool pairs(LowerCtx *c, const BlkOp *f, int64_t T)
 {
 	const BlkLaunch *l = blk_lower_launch(c);
 	int64_t g0;
 	int a = x_axis(c);
-	if (c->nthreads < 256 || !blk_launch_grid_static(l) || !blk_sym_is_const(l->grid[0], &g0) || g0 % 2 ||
+	if (!blk_launch_grid_static(l) || !blk_sym_is_const(l->grid[0], &g0) || g0 % 2 ||
 	    (T < sms(c) ? T : sms(c)) % 2 || l->axis[a] != 0)
 		return false;
 	for (int i = 0; i < 3; i++)
