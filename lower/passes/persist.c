@@ -98,12 +98,11 @@ static BlkValue *extent(LowerCtx *c, BlkBuilder *b, BlkLoc loc, int a)
 	return blk_lower_build_sym(b, loc, blk_lower_launch(c)->grid[a]);
 }
 
-/* The CUDA grid coordinates of tile t in a grid of g0 along x: z slowest;
+/* The CUDA grid coordinates of tile t in a grid of g0 x g1 (x, y): z slowest;
  * within a z, x in groups of GROUP_M (the last group may be shorter), y
  * fastest inside a group. */
-static void tile_of(LowerCtx *c, BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue **xyz)
+static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue *g1, BlkValue **xyz)
 {
-	BlkValue *g1 = extent(c, b, loc, 1);
 	BlkValue *plane = bin(b, BLK_OP_MUL, loc, g0, g1);
 	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
 	BlkValue *r = bin(b, BLK_OP_MOD, loc, t, plane);
@@ -191,7 +190,7 @@ static bool group_programs(LowerCtx *c)
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, blk_type_scalar(BLK_I32), 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
 	BlkValue *xyz[3];
-	tile_of(c, &b, loc, pid, extent(c, &b, loc, 0), xyz);
+	tile_of(&b, loc, pid, extent(c, &b, loc, 0), extent(c, &b, loc, 1), xyz);
 	replace_pids(c, c->k->body, xyz, pid->def);
 	const BlkSym *t = blk_sym_binary(c->a, BLK_SYM_MUL, l->grid[0], l->grid[1]);
 	l->grid[0] = blk_sym_binary(c->a, BLK_SYM_MUL, t, l->grid[2]);
@@ -227,12 +226,13 @@ static bool depends_on_axis(LowerCtx *c, const BlkValue *v, int a)
  * faster). */
 enum { PAIR_MIN_TILE = 128 * 128 };
 
-/* A slab the programs along kernel axis a share: a load in f's body of a
- * 2-D array, straight into a dot (or through its transpose) of a tile of
- * PAIR_MIN_TILE elements or more, whose Ref and indices do not depend on
- * axis a. */
-static bool shared_slab(LowerCtx *c, const BlkOp *f, int a)
+/* The bytes of the slabs the programs along kernel axis a share: loads
+ * in f's body of 2-D arrays, straight into a dot (or through its
+ * transpose) of a tile of PAIR_MIN_TILE elements or more, whose Ref and
+ * indices do not depend on axis a. */
+static double shared_slab(LowerCtx *c, const BlkOp *f, int a)
 {
+	double bytes = 0;
 	for (const BlkOp *op = f->regions[0]->first; op; op = op->next) {
 		const BlkType *t = op->kind == BLK_OP_DOT ? &op->results[0]->type : NULL;
 		int64_t m, n;
@@ -249,31 +249,44 @@ static bool shared_slab(LowerCtx *c, const BlkOp *f, int a)
 			bool own = false;
 			for (int i = 0; i < ld->noperands && !own; i++)
 				own = depends_on_axis(c, ld->operands[i], a);
-			if (!own)
-				return true;
+			const BlkType *lt = &ld->results[0]->type;
+			int64_t r, k;
+			if (!own && lt->rank == 2 && blk_sym_is_const(lt->dims[0], &r) && blk_sym_is_const(lt->dims[1], &k))
+				bytes += (double)(r * k * blk_dtype_size(lt->dtype));
 		}
 	}
-	return false;
+	return bytes;
 }
 
-/* CTAs in pairs along x (a cluster of 2: the tiles (2i, y) and (2i+1, y)
- * share the slabs that do not depend on x, which warp_spec.c multicasts):
- * for a constant grid whose x extent and persistent CTA count are even,
- * and a slab to share -- with loop bounds the two tiles agree on, since
- * both CTAs step through each other's copies.  (Ping-pong programs too:
- * both CTAs' programs take the same tiles in the same order.) */
-static bool pairs(LowerCtx *c, const BlkOp *f, int64_t T)
+/* CTAs in pairs along CUDA axis x or y (a cluster of 2 CTAs: along x the
+ * tiles (2i, y) and (2i+1, y), which share the slabs that do not depend on
+ * x -- B of a matmul --, along y (x, 2j) and (x, 2j+1), sharing A's; which
+ * warp_spec.c multicasts): for a constant grid whose extent along that
+ * axis and persistent CTA count are even, and a slab to share -- with
+ * loop bounds the two tiles agree on, since both CTAs step through each
+ * other's copies.  (Ping-pong programs too: both CTAs' programs take the
+ * same tiles in the same order.)  The axis sharing more bytes, x on a
+ * tie; -1 for none. */
+static int pairs(LowerCtx *c, const BlkOp *f, int64_t T)
 {
 	const BlkLaunch *l = blk_lower_launch(c);
-	int64_t g0;
-	int a = x_axis(c);
-	if (!blk_launch_grid_static(l) || !blk_sym_is_const(l->grid[0], &g0) || g0 % 2 ||
-	    (T < sms(c) ? T : sms(c)) % 2 || l->axis[a] != 0)
-		return false;
-	for (int i = 0; i < 3; i++)
-		if (depends_on_axis(c, f->operands[i], a))
-			return false;
-	return shared_slab(c, f, a);
+	if (!blk_launch_grid_static(l) || (T < sms(c) ? T : sms(c)) % 2)
+		return -1;
+	int best = -1;
+	double most = 0;
+	for (int a = 0; a < c->k->grid_rank; a++) {
+		int64_t g;
+		int ca = l->axis[a];
+		if (ca < 0 || ca > 1 || !blk_sym_is_const(l->grid[ca], &g) || g % 2)
+			continue;
+		bool same = true;
+		for (int i = 0; i < 3 && same; i++)
+			same = !depends_on_axis(c, f->operands[i], a);
+		double bytes = same ? shared_slab(c, f, a) : 0;
+		if (bytes > most || (bytes == most && bytes > 0 && ca == 0))
+			most = bytes, best = ca;
+	}
+	return best;
 }
 
 bool blk_lower_persist(LowerCtx *c)
@@ -290,7 +303,7 @@ bool blk_lower_persist(LowerCtx *c)
 		return true;
 	if (plain)
 		return group_programs(c);
-	int cl = pairs(c, f, T) ? 2 : 1;
+	int along = pairs(c, f, T), cl = along >= 0 ? 2 : 1;
 	BlkRegion *body = c->k->body;
 	BlkLoc loc = c->k->loc;
 	BlkOp *first = body->first;
@@ -325,13 +338,16 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkBuilder in;
 	blk_builder_before(&in, c->a, lb->first);
 	BlkValue *xyz[3];
-	if (rank) { /* the pair's first x, and this CTA's of the two */
-		int64_t g0;
-		blk_sym_is_const(l->grid[0], &g0);
-		tile_of(c, &in, loc, t, blk_lower_i32(&in, loc, g0 / cl), xyz);
-		xyz[0] = bin(&in, BLK_OP_ADD, loc, bin(&in, BLK_OP_MUL, loc, xyz[0], blk_lower_i32(&in, loc, cl)), rank);
+	if (rank) { /* the pair's first tile along the paired axis, and this CTA's of the two */
+		int64_t g[2];
+		blk_sym_is_const(l->grid[0], &g[0]);
+		blk_sym_is_const(l->grid[1], &g[1]);
+		g[along] /= cl;
+		tile_of(&in, loc, t, blk_lower_i32(&in, loc, g[0]), blk_lower_i32(&in, loc, g[1]), xyz);
+		xyz[along] = bin(&in, BLK_OP_ADD, loc, bin(&in, BLK_OP_MUL, loc, xyz[along], blk_lower_i32(&in, loc, cl)),
+		                 rank);
 	} else
-		tile_of(c, &in, loc, t, extent(c, &in, loc, 0), xyz);
+		tile_of(&in, loc, t, extent(c, &in, loc, 0), extent(c, &in, loc, 1), xyz);
 	replace_pids(c, lb, xyz, NULL);
 	blk_builder_at_end(&in, c->a, lb);
 	blk_build(&in, BLK_OP_YIELD, loc, 0, NULL, 0, NULL, 0);

@@ -1015,17 +1015,22 @@ static void test_tma_tensor_maps(void **state)
 	assert_int_equal(ctas(), 132);
 	unsigned (*cluster)(void);
 	*(void **)&cluster = dlsym(fake, "fake_cuda_last_cluster");
-	assert_int_equal(cluster(), 1); /* one warpgroup: ping-pong programs, not CTA pairs */
-	/* the same on two consumer warpgroups: CTA pairs (persist.c), launched
-	 * in clusters of two by cuLaunchKernelEx, 132 CTAs */
-	const char *defs8[] = {"T=bf16", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"};
-	BlkProgram *p8 = blk_program_load(rt, matmul_path(), defs8, 6);
-	assert_non_null(p8);
-	if (!blk_launch(blk_program_kernel(p8, NULL), big, 3, NULL))
-		fail_msg("%s", blk_runtime_last_error(rt));
-	assert_int_equal(ctas(), 132);
+	/* CTA pairs (persist.c), launched in clusters of two by cuLaunchKernelEx */
 	assert_int_equal(cluster(), 2);
-	blk_program_destroy(p8);
+	/* the same on two consumer warpgroups: pairs too; 64x128 tiles: plain
+	 * programs (schedule.c), a CTA each, no clusters */
+	const char *defs8[] = {"T=bf16", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"};
+	const char *defs64[] = {"T=bf16", "BM=64", "BN=128", "BK=64", "num_warps=4", "num_stages=3"};
+	const char *const *cfgs[2] = {defs8, defs64};
+	for (int i = 0; i < 2; i++) {
+		BlkProgram *q = blk_program_load(rt, matmul_path(), cfgs[i], 6);
+		assert_non_null(q);
+		if (!blk_launch(blk_program_kernel(q, NULL), big, 3, NULL))
+			fail_msg("%s", blk_runtime_last_error(rt));
+		assert_int_equal(ctas(), i ? 512 : 132);
+		assert_int_equal(cluster(), i ? 1 : 2);
+		blk_program_destroy(q);
+	}
 	for (int i = 0; i < 3; i++)
 		blk_mem_free(rt, big[i].data), blk_mem_free(rt, t[i].data);
 	unsigned (*rank)(void);
