@@ -242,6 +242,9 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 	blk_launch_grid(l, &env, grid);
 	printf("kernel %s: %d threads per program, %lld bytes of shared memory, grid (%u, %u, %u)\n",
 	       k->name, l->threads, (long long)l->smem, grid[0], grid[1], grid[2]);
+	if (l->cluster > 1) /* persist.c's CTA pairs */
+		printf("  clusters of %d CTAs: tiles in pairs that share a slab, each CTA copying its share of the "
+		       "rows to both (TMA multicast)\n", l->cluster);
 	int64_t csizes[BLK_MAX_SIZES + 1];
 	BlkArrayDesc carrays[BLK_MAX_PARAMS + 1];
 	int na = 0;

@@ -146,6 +146,9 @@ expect 0 'slice<spt=\[1\], thr=\[4\], tsh=\[5\]>' "$BLKC" --from-ir --pass=tile 
 "$BLKC" --from-ir --pass=tile "$T/bs.ir" -o "$T/tiled.ir" >/dev/null 2>&1
 expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/tiled.ir"
 expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+# a matmul whose tiles run in CTA pairs says so
+expect 0 'clusters of 2 CTAs' "$BLKC" --report "$EX/matmul_nt.blk" M=3000 N=5000 K=1000 -D T=bf16 -D BM=128 \
+	-D BN=256 -D BK=64 -D num_warps=8 -D num_stages=4
 expect 0 'occupancy on H100/H200 \(sm_90\): [0-9]+ programs? per SM, limited by' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
 expect 0 'waves: 16 programs over 132 SMs' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
 expect 0 'traffic: at least 0.786 MB' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
