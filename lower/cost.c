@@ -205,6 +205,9 @@ static void count_dot(const BlkOp *op, double times, BlkCostWork *w)
 	w->wide_flops += f / width_share(n); /* each dot at its own width (attention's two, the backward's four) */
 	const BlkAttr *eng = blk_op_attr(op, "engine");
 	w->engine = eng && eng->kind == BLK_ATTR_STRING ? eng->s : "fma";
+	const BlkAttr *fb = blk_op_attr(op, "fallback");
+	if (fb && fb->kind == BLK_ATTR_STRING && !w->fallback)
+		w->fallback = fb->s;
 	w->dtype = a->dtype;
 	if (w->dot_m == 0 || (double)m * (double)n > (double)w->dot_m * (double)w->dot_n)
 		w->dot_m = m, w->dot_n = n, w->dot_k = k, w->dot_in_loop = times > 1;

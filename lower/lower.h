@@ -69,6 +69,7 @@ typedef struct BlkCostWork {
 	double bytes;          /* bytes its loads and stores move, one program */
 	double trips;          /* iterations of its longest loop nest (1: none) */
 	const char *engine;    /* its largest dot's engine ("wgmma", "mma", "fma"); NULL: no dot */
+	const char *fallback;  /* why a dot of tensor-core dtypes runs on "fma" (dot-engine's attr); NULL: none does */
 	BlkDType dtype;        /* that dot's operands' */
 	int64_t dot_m, dot_n, dot_k; /* that dot's shape */
 	bool dot_in_loop;      /* it runs in a loop (its operands are staged) */

@@ -230,6 +230,9 @@ static void report_model(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int6
 	printf("  model bounds over the waves: compute %.1f us, L2 traffic %.1f us, load latency %.1f us "
 	       "(%.0f trips); DRAM floor %.1f us%s\n", m.compute_us, m.memory_us, m.latency_us,
 	       m.work.trips, m.dram_us, m.work.guessed ? " (a loop bound unknown: counted once)" : "");
+	if (m.work.fallback) /* tensor-core dtypes on the SIMT path: the cliff a block size can cause */
+		printf("  a dot of tensor-core dtypes runs on the SIMT fma path (not tensor cores): %s\n",
+		       m.work.fallback);
 }
 
 void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, BlkKernel *k,

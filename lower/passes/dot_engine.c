@@ -30,6 +30,7 @@
  */
 #include "lower/lower_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,8 +170,15 @@ static void pick(void *ctx, BlkOp *op)
 	const BlkAttr *e = blk_op_attr(op, "engine");
 	const char *why = mma_refusal(p->c, op);
 	if (!e) {
-		bool wg = !wgmma_refusal(p->c, op);
+		const char *wg_why = wgmma_refusal(p->c, op);
+		bool wg = !wg_why;
 		blk_op_set_string(p->c->a, op, "engine", wg ? "wgmma" : why ? "fma" : "mma");
+		if (!wg && why && (tc_dtypes(op) || byte_dtypes(op))) {
+			/* tensor-core dtypes on the SIMT path: a cliff, said where --dump-after and --report show it */
+			char text[512];
+			snprintf(text, sizeof text, "wgmma: %s; mma: %s", wg_why, why);
+			blk_op_set_string(p->c->a, op, "fallback", text);
+		}
 		if (!why && !wg)
 			blk_op_set_int(p->c->a, op, "warps_n", pick_wn(p->c, op));
 		else if (!wg)

@@ -146,6 +146,11 @@ expect 0 'slice<spt=\[1\], thr=\[4\], tsh=\[5\]>' "$BLKC" --from-ir --pass=tile 
 "$BLKC" --from-ir --pass=tile "$T/bs.ir" -o "$T/tiled.ir" >/dev/null 2>&1
 expect 0 'kernel @softmax' "$BLKC" --from-ir "$T/tiled.ir"
 expect 0 'threads per program' "$BLKC" --report "$EX/matmul.blk" M=256 N=256 K=256
+# a bf16 dot that falls to the SIMT path (N = 192 fits neither wgmma nor mma here) says so, and why
+expect 0 'runs on the SIMT fma path \(not tensor cores\): wgmma: .*N a power of two' "$BLKC" --report \
+	"$EX/matmul_nt.blk" M=3000 N=5000 K=1000 -D T=bf16 -D BM=128 -D BN=192 -D BK=64 -D num_warps=8 -D num_stages=4
+expect 0 'engine = "fma", fallback = "wgmma: ' "$BLKC" --report --dump-after=dot-engine "$EX/matmul_nt.blk" \
+	M=3000 N=5000 K=1000 -D T=bf16 -D BM=128 -D BN=192 -D BK=64 -D num_warps=8 -D num_stages=4
 # a matmul whose tiles run in CTA pairs says so
 expect 0 'clusters of 2 CTAs' "$BLKC" --report "$EX/matmul_nt.blk" M=3000 N=5000 K=1000 -D T=bf16 -D BM=128 \
 	-D BN=256 -D BK=64 -D num_warps=8 -D num_stages=4
