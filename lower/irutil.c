@@ -381,6 +381,26 @@ bool blk_lower_depends(const BlkValue *v, const BlkValue *on)
 	return depends(v, on, 0);
 }
 
+static bool from_op(BlkArena *a, BlkPtrMap *seen, const BlkValue *v, BlkOpKind kind, int axis)
+{
+	BlkOp *d = v->def;
+	if (!d || blk_pmap_get(seen, d))
+		return false;
+	blk_pmap_put(a, seen, d, d);
+	if (d->kind == kind)
+		return axis < 0 || blk_op_int(d, "axis", 0) == axis;
+	for (int i = 0; i < d->noperands; i++)
+		if (from_op(a, seen, d->operands[i], kind, axis))
+			return true;
+	return false;
+}
+
+bool blk_lower_computed_from(BlkArena *a, const BlkValue *v, BlkOpKind kind, int axis)
+{
+	BlkPtrMap seen = { 0 };
+	return from_op(a, &seen, v, kind, axis);
+}
+
 BlkLayout blk_lower_copy_layout(const LowerCtx *c, const BlkOp *copy, bool across)
 {
 	const BlkType *t = &copy->operands[0]->type;

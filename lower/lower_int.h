@@ -206,6 +206,9 @@ bool blk_lower_within(const BlkRegion *r, const BlkValue *v);
 /* v is computed from `on` (through the operands of the ops defining it; an
  * index map's yield from a grid index). */
 bool blk_lower_depends(const BlkValue *v, const BlkValue *on);
+/* v is computed from an op of that kind (with attr axis == axis where
+ * axis >= 0: a program id of one grid axis), each op looked at once. */
+bool blk_lower_computed_from(BlkArena *a, const BlkValue *v, BlkOpKind kind, int axis);
 
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */

@@ -198,26 +198,10 @@ static bool group_programs(LowerCtx *c)
 	return true;
 }
 
-/* Whether v's value depends on a program id of kernel axis a (seen: the
- * ops already looked at, each once). */
-static bool on_axis(LowerCtx *c, BlkPtrMap *seen, const BlkValue *v, int a)
-{
-	BlkOp *d = v->def;
-	if (!d || blk_pmap_get(seen, d))
-		return false;
-	blk_pmap_put(c->a, seen, d, d);
-	if (d->kind == BLK_OP_PROGRAM_ID)
-		return blk_op_int(d, "axis", 0) == a;
-	for (int i = 0; i < d->noperands; i++)
-		if (on_axis(c, seen, d->operands[i], a))
-			return true;
-	return false;
-}
-
+/* Whether v's value depends on a program id of kernel axis a. */
 static bool depends_on_axis(LowerCtx *c, const BlkValue *v, int a)
 {
-	BlkPtrMap seen = { 0 };
-	return on_axis(c, &seen, v, a);
+	return blk_lower_computed_from(c->a, v, BLK_OP_PROGRAM_ID, a);
 }
 
 /* A dot's result of fewer elements than this does not pair its CTAs: a

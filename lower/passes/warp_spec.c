@@ -184,22 +184,6 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	return true;
 }
 
-/* Whether v's value depends on the CTA's rank in its cluster (seen: the
- * ops looked at, each once). */
-static bool on_rank(LowerCtx *c, BlkPtrMap *seen, const BlkValue *v)
-{
-	BlkOp *d = v->def;
-	if (!d || blk_pmap_get(seen, d))
-		return false;
-	blk_pmap_put(c->a, seen, d, d);
-	if (d->kind == BLK_OP_CLUSTER_RANK)
-		return true;
-	for (int i = 0; i < d->noperands; i++)
-		if (on_rank(c, seen, d->operands[i]))
-			return true;
-	return false;
-}
-
 /* In CTA clusters (persist.c's pairs), a TMA slab the same in every CTA of
  * the cluster -- its Ref and indices do not depend on the CTA's rank --
  * is copied a share of its rows by each CTA, multicast to all: whole
@@ -212,9 +196,8 @@ static bool multicast_ok(const Pipe *P, const Operand *x)
 	if (cl < 2 || !x->tma || x->kmajor || x->R % (8 * cl) ||
 	    c->k->params[blk_lower_ref_param(ld->operands[0])].rank != 2)
 		return false;
-	BlkPtrMap seen = { 0 };
 	for (int i = 0; i < ld->noperands; i++)
-		if (on_rank(c, &seen, ld->operands[i]))
+		if (blk_lower_computed_from(c->a, ld->operands[i], BLK_OP_CLUSTER_RANK, -1))
 			return false;
 	return true;
 }
@@ -223,9 +206,8 @@ static bool multicast_ok(const Pipe *P, const Operand *x)
  * through the copies the others multicast to it. */
 static bool same_trips(const Pipe *P)
 {
-	BlkPtrMap seen = { 0 };
 	for (int i = 0; i < 3; i++)
-		if (on_rank(P->L.c, &seen, P->L.loop->operands[i]))
+		if (blk_lower_computed_from(P->L.c->a, P->L.loop->operands[i], BLK_OP_CLUSTER_RANK, -1))
 			return false;
 	return true;
 }
@@ -821,10 +803,9 @@ bool blk_pipe_warp_specialize(Pipe *P)
 	for (int k = 0; k < ng; k++)
 		blk_pipe_erase_loads(G[k]);
 	blk_lower_move_to_end(ws->next, ws->regions[0]); /* the loops, their carries' inits, the rest */
-	if (mc) { /* slots are freed by the consumers of every CTA they are filled in */
+	if (mc) { /* slots are freed by the consumers of every CTA they are filled in, and
+	           * no CTA leaves while another may still arrive on its barriers */
 		mark_all(c, ws->regions[0], BLK_OP_MBARRIER_ARRIVE, "cluster", cl);
-	}
-	if (mc) { /* no CTA leaves while another may still arrive on its barriers */
 		BlkBuilder end;
 		blk_builder_at_end(&end, c->a, ws->parent);
 		blk_build(&end, BLK_OP_CLUSTER_SYNC, loc, 0, NULL, 0, NULL, 0);
