@@ -424,6 +424,10 @@ typedef struct BlkLaunch {
 	 * (ctaid.z / div) % mod (div NULL: not folded). */
 	int axis[BLK_MAX_GRID];
 	const BlkSym *div[BLK_MAX_GRID], *mod[BLK_MAX_GRID];
+	/* Per kernel grid axis: how many of the source's programs one program
+	 * runs (coarsen.c; 0 or 1: one), its blocks that many times longer
+	 * along the axis: the grid and blocks here are the merged ones. */
+	int merge[BLK_MAX_GRID];
 	int threads;     /* per CTA, warp-specialized warps included */
 	int64_t smem;    /* dynamic shared memory per CTA, bytes */
 	int isa;         /* the PTX ISA version the code needs, times 10 (80: 8.0) */

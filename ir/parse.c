@@ -921,7 +921,7 @@ static int param_named(Parser *P, const BlkKernel *k)
 	fail(P, at.loc, "kernel @%s has no array param %s", k->name, name);
 }
 
-/* axis = "seq" | ("x" | "y" | "z") [ "div" sym "mod" sym ] */
+/* axis = "seq" | ("x" | "y" | "z") [ "div" sym "mod" sym ] [ "merge" INT ] */
 static void parse_launch_axis(Parser *P, BlkLaunch *l, int i)
 {
 	static const char *const names[] = { "x", "y", "z" };
@@ -937,6 +937,8 @@ static void parse_launch_axis(Parser *P, BlkLaunch *l, int i)
 				expect(P, "mod");
 				l->mod[i] = parse_size(P);
 			}
+			if (accept(P, "merge"))
+				l->merge[i] = (int)expect_int(P);
 			return;
 		}
 	fail(P, P->tok.loc, "expected a CUDA axis (x, y, z) or seq, found %s", tok_text(P, &P->tok));

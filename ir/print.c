@@ -336,6 +336,8 @@ static void print_launch_grid(FILE *out, const BlkLaunch *l, int rank)
 			fputs(" mod ", out);
 			blk_sym_print(out, l->mod[i]);
 		}
+		if (l->merge[i] > 1)
+			fprintf(out, " merge %d", l->merge[i]);
 	}
 	fputs(")\n", out);
 }

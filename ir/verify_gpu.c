@@ -897,6 +897,9 @@ static void check_launch_axes(Verifier *V, const BlkLaunch *l)
 			     l->axis[a] < 0 ? "seq" : "a CUDA axis", V->k->grid_seq[a] ? "seq" : "a CUDA axis");
 		if ((l->div[a] != NULL) != (l->mod[a] != NULL) || (l->div[a] && l->axis[a] != 2))
 			fail(V, "launch: grid axis %d: only an axis in z folds, with both div and mod", a);
+		int m = l->merge[a];
+		if (m < 0 || m > 4 || (m & (m - 1)) || (m > 1 && l->axis[a] < 0))
+			fail(V, "launch: grid axis %d: merge %d, expected 2 or 4 programs of a parallel axis (or none)", a, m);
 	}
 }
 

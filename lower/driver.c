@@ -1,7 +1,7 @@
 /* driver.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> canonicalize -> reduce-hoist -> dot-engine -> loop-split
- *         -> schedule -> persist -> pipeline
+ *   clone -> specialize -> blockspec -> canonicalize -> coarsen -> reduce-hoist
+ *         -> dot-engine -> loop-split -> schedule -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
@@ -36,6 +36,7 @@ static const struct {
 	{ "specialize", blk_lower_specialize, NEEDS_SIZES },
 	{ "blockspec", blk_lower_blockspec, NEEDS_CONST },
 	{ "canonicalize", blk_lower_canonicalize, NEEDS_CONST },
+	{ "coarsen", blk_lower_coarsen, NEEDS_CONST },
 	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },
 	{ "dot-engine", blk_lower_dot_engine, NEEDS_CONST },
 	{ "loop-split", blk_lower_loop_split, NEEDS_CONST | NEEDS_ENGINE },

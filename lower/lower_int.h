@@ -48,6 +48,8 @@ bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
 /* canonicalize.c: one normal form for equivalent spellings (tile level). */
 bool blk_lower_canonicalize(LowerCtx *c);
+/* coarsen.c: neighbouring programs of small dot blocks merged into one. */
+bool blk_lower_coarsen(LowerCtx *c);
 bool blk_lower_reduce_hoist(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
 /* loop_split.c: a loop's iterations whose i32 compares are all true,

@@ -245,6 +245,10 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 	blk_launch_grid(l, &env, grid);
 	printf("kernel %s: %d threads per program, %lld bytes of shared memory, grid (%u, %u, %u)\n",
 	       k->name, l->threads, (long long)l->smem, grid[0], grid[1], grid[2]);
+	for (int a = 0; a < k->grid_rank; a++) /* coarsen.c */
+		if (l->merge[a] > 1)
+			printf("  grid axis %d: %d neighbouring programs run as one, its blocks %dx as long (coarsen: "
+			       "small dot blocks merged into the tile the tensor cores want)\n", a, l->merge[a], l->merge[a]);
 	if (l->cluster > 1) /* persist.c's CTA pairs */
 		printf("  clusters of %d CTAs: tiles in pairs that share a slab, each CTA copying its share of the "
 		       "rows to both (TMA multicast)\n", l->cluster);

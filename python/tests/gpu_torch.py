@@ -308,6 +308,64 @@ def test_transposed_operands():
 
 
 @case
+def test_coarsen():
+    """Small blocks at sizes with programs enough to merge (lower/passes/
+    coarsen.c: 64-wide blocks of a tensor-core dot run as 128-wide tiles):
+    the examples and user spellings at the habitual configs, NN, NT,
+    transposed views, batched, an epilogue, split-K, SwiGLU, attention
+    (non-causal: merged; causal: not), fp8, ragged sizes where only one
+    axis merges (an odd count of blocks on the other)."""
+    cfgs = (dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=2),
+            dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=3),
+            dict(BM=64, BN=128, BK=32, num_warps=4, num_stages=4),
+            dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
+            dict(BM=64, BN=64, BK=64, num_warps=8, num_stages=3))
+    for t in ("bf16", "f16"):
+        for M, N, K in ((2048, 2048, 256), (2000, 1984, 300), (1000, 4096, 520)):
+            a, b = randn(M, K, t=t), randn(K, N, t=t)
+            ref = f(a) @ f(b)
+            w = b.T.contiguous()
+            for cfg in cfgs:
+                mm = blk.kernel(f"{EX}/matmul.blk", T=t, **cfg)
+                check(f"coarsen matmul {t} {M}x{N}x{K} {cfg}", mm(a, b), ref, TOL[t])
+                check(f"coarsen matmul {t} {M}x{N}x{K} A.T {cfg}", mm(a.T.contiguous().T, b), ref, TOL[t])
+                nt = blk.kernel(f"{EX}/matmul_nt.blk", T=t, **cfg)
+                check(f"coarsen matmul_nt {t} {M}x{N}x{K} {cfg}", nt(a, w), ref, TOL[t])
+            bias = randn(N, t=t)
+            ep = blk.kernel(f"{EX}/matmul_epilogue.blk", T=t, **cfgs[0])
+            check(f"coarsen matmul_epilogue {t} {M}x{N}x{K}", ep(a, b, bias),
+                  F.gelu(ref + f(bias), approximate="tanh"), TOL[t])
+            c = torch.zeros(M, N, device=DEV)
+            blk.kernel(f"{EX}/matmul_splitk.blk", T=t, S=2, **cfgs[1])(a, b, c)
+            check(f"coarsen matmul_splitk {t} {M}x{N}x{K}", c, ref, TOL[t])
+            src = os.path.join(ROOT, "python", "tests", "coarsen.blk")
+            fb = torch.randn(N, device=DEV)
+            y = blk.kernel(src, name="nt2", T=t)(a, w, fb)
+            check(f"coarsen nt2 (grid N first, .T, bias[None, :]) {t} {M}x{N}x{K}", y,
+                  torch.relu(ref + fb[None, :]), TOL[t])
+            s = torch.rand(M, 1, device=DEV)
+            y = blk.kernel(src, name="rowscale", T=t)(a, b, s)
+            check(f"coarsen rowscale ([BM, 1] scale) {t} {M}x{N}x{K}", y, ref * s, TOL[t])
+        ba, bb = randn(4, 1024, 256, t=t), randn(4, 256, 768, t=t)
+        check(f"coarsen bmm {t}", blk.kernel(f"{EX}/bmm.blk", T=t, **cfgs[0])(ba, bb), f(ba) @ f(bb), TOL[t])
+        x, w1, w3 = randn(2048, 512, t=t) * 0.5, randn(2048, 512, t=t) * 0.1, randn(2048, 512, t=t) * 0.1
+        ref = F.silu(f(x) @ f(w1).T) * (f(x) @ f(w3).T)
+        check(f"coarsen swiglu {t}", blk.kernel(f"{EX}/swiglu.blk", T=t, **cfgs[1])(x, w1, w3), ref, TOL[t])
+        for D in (64, 128):
+            q, k, v = (randn(32, 1024, D, t=t) for _ in range(3))
+            for causal in (False, True):
+                att = blk.kernel(f"{EX}/attention.blk", T=t, D=D, CAUSAL=causal)
+                check(f"coarsen attention {t} D={D} causal={causal}", att(q, k, v),
+                      F.scaled_dot_product_attention(f(q), f(k), f(v), is_causal=causal), TOL[t])
+    a = torch.randn(2048, 512, device=DEV).to(torch.float8_e4m3fn)
+    w = torch.randn(1536, 512, device=DEV).to(torch.float8_e4m3fn)
+    sx, sw = torch.rand(2048, device=DEV), torch.rand(1536, device=DEV)
+    ref = (a.double() @ w.double().T) * sx.double()[:, None] * sw.double()[None, :]
+    y = blk.kernel(f"{EX}/matmul_fp8.blk", T="f8e4m3", OUT="f32")(a, w, sx, sw)
+    check("coarsen matmul_fp8", y, ref, 2e-2)
+
+
+@case
 def test_dynamic_sizes():
     """matmul_dynamic (`dynamic (M, N, K)`) on torch tensors over a sweep of
     batch sizes, strided views among them: each result against torch, and
@@ -520,7 +578,7 @@ def main():
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
     for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_transposed_operands,
-              test_dynamic_sizes,
+              test_coarsen, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):

@@ -19,11 +19,12 @@ typedef struct Args {
 	const char *snames[16];
 	int64_t svals[16];
 	BlkDefine defs[16];
+	const char *kernel; /* --kernel=NAME; else the file's first */
 } Args;
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: lower-dump --emit=ir|llvm|ptx|report [--arch=A] [--dump-after=P] "
+	fprintf(stderr, "usage: lower-dump --emit=ir|llvm|ptx|report [--arch=A] [--dump-after=P] [--kernel=NAME] "
 	                "FILE NAME=VALUE... [-D NAME=VALUE]...\n");
 	return 2;
 }
@@ -40,6 +41,8 @@ static bool parse_args(int argc, char **argv, Args *a)
 			a->arch = s + 7;
 		else if (strncmp(s, "--dump-after=", 13) == 0)
 			a->dump = s + 13;
+		else if (strncmp(s, "--kernel=", 9) == 0)
+			a->kernel = s + 9;
 		else if (strcmp(s, "-D") == 0 && i + 1 < argc && (eq = strchr(argv[i + 1], '=')) && a->ndefs < 16) {
 			*eq = 0;
 			a->defs[a->ndefs++] = (BlkDefine){ argv[i + 1], eq + 1 };
@@ -104,7 +107,11 @@ int main(int argc, char **argv)
 	BlkModule *m = src ? blk_compile_source(ar, d, src, a.defs, a.ndefs) : NULL;
 	if (!m || !m->first)
 		return 1;
-	BlkKernel *k = m->first;
+	BlkKernel *k = a.kernel ? blk_module_find(m, a.kernel) : m->first;
+	if (!k) {
+		fprintf(stderr, "lower-dump: no kernel %s in %s\n", a.kernel, a.file);
+		return 1;
+	}
 	BlkArrayDesc arr[16];
 	int64_t sizes[16];
 	make_arrays(&a, k, arr, sizes);

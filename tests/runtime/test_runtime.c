@@ -1017,18 +1017,21 @@ static void test_tma_tensor_maps(void **state)
 	*(void **)&cluster = dlsym(fake, "fake_cuda_last_cluster");
 	/* CTA pairs (persist.c), launched in clusters of two by cuLaunchKernelEx */
 	assert_int_equal(cluster(), 2);
-	/* the same on two consumer warpgroups: pairs too; 64x128 tiles: plain
-	 * programs (schedule.c), a CTA each, no clusters */
+	/* the same on two consumer warpgroups: pairs too; 64x128 blocks:
+	 * two programs merged into one of 128x128 (coarsen.c), paired too;
+	 * 128x128x32 on 4 warps: plain programs (schedule.c), a CTA each, no
+	 * clusters */
 	const char *defs8[] = {"T=bf16", "BM=128", "BN=128", "BK=64", "num_warps=8", "num_stages=3"};
 	const char *defs64[] = {"T=bf16", "BM=64", "BN=128", "BK=64", "num_warps=4", "num_stages=3"};
-	const char *const *cfgs[2] = {defs8, defs64};
-	for (int i = 0; i < 2; i++) {
+	const char *defs32[] = {"T=bf16", "BM=128", "BN=128", "BK=32", "num_warps=4", "num_stages=3"};
+	const char *const *cfgs[3] = {defs8, defs64, defs32};
+	for (int i = 0; i < 3; i++) {
 		BlkProgram *q = blk_program_load(rt, matmul_path(), cfgs[i], 6);
 		assert_non_null(q);
 		if (!blk_launch(blk_program_kernel(q, NULL), big, 3, NULL))
 			fail_msg("%s", blk_runtime_last_error(rt));
-		assert_int_equal(ctas(), i ? 512 : 132);
-		assert_int_equal(cluster(), i ? 1 : 2);
+		assert_int_equal(ctas(), i == 2 ? 256 : 132);
+		assert_int_equal(cluster(), i == 2 ? 1 : 2);
 		blk_program_destroy(q);
 	}
 	for (int i = 0; i < 3; i++)
