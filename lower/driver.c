@@ -1,7 +1,7 @@
 /* driver.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> blockspec -> canonicalize -> coarsen -> reduce-hoist
- *         -> dot-engine -> loop-split -> schedule -> persist -> pipeline
+ *   clone -> specialize -> blockspec -> seq-loop -> canonicalize -> coarsen
+ *         -> reduce-hoist -> dot-engine -> loop-split -> schedule -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
@@ -35,6 +35,7 @@ static const struct {
 } ir_passes[] = {
 	{ "specialize", blk_lower_specialize, NEEDS_SIZES },
 	{ "blockspec", blk_lower_blockspec, NEEDS_CONST },
+	{ "seq-loop", blk_lower_seq_loop, NEEDS_CONST },
 	{ "canonicalize", blk_lower_canonicalize, NEEDS_CONST },
 	{ "coarsen", blk_lower_coarsen, NEEDS_CONST },
 	{ "reduce-hoist", blk_lower_reduce_hoist, NEEDS_CONST },

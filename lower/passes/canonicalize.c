@@ -522,8 +522,10 @@ static bool find_spill(BlkRegion *top, const BlkValue *r, Spill *s)
  * per iteration, read whole after it -> a loop carry: Pallas's `acc_ref[...]
  * += dot(...)` accumulator is `fori_loop`'s `acc + dot(...)`.  The value
  * each load gives is the value the store before it wrote, so the carry
- * holds the same bits (where the loop runs no iteration too).  Not with
- * a `seq` grid axis, across whose iterations scratch persists. */
+ * holds the same bits (where the loop runs no iteration too).  The loop
+ * may be a `seq` grid axis's, across whose iterations scratch persists:
+ * only with its first and last iterations' conditional stores peeled off
+ * (seq_loop.c) is the whole store before it and the load after it. */
 static void scratch_carry(Canon *k, int pi)
 {
 	BlkRegion *top = k->c->k->body;
@@ -546,9 +548,6 @@ static void scratch_carry(Canon *k, int pi)
 static void scratch_carries(Canon *k)
 {
 	const BlkKernel *kn = k->c->k;
-	for (int a = 0; a < kn->grid_rank; a++)
-		if (kn->grid_seq[a])
-			return;
 	for (int pi = 0; pi < kn->nparams && pi < kn->body->nargs; pi++)
 		if (kn->params[pi].access == BLK_ACCESS_SCRATCH)
 			scratch_carry(k, pi);

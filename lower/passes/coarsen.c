@@ -505,7 +505,7 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 		u->factor[a] = 1;
 		if (!blk_sym_is_const(k->grid[a], &ext[a]))
 			return false;
-		programs *= ext[a];
+		programs *= k->grid_seq[a] ? 1 : ext[a]; /* a seq axis is a loop in each program */
 	}
 	const BlkValue *r = dot->results[0];
 	int ax[2] = { class_axis(u, node(u, r, 0)), class_axis(u, node(u, r, 1)) };

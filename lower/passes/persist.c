@@ -273,13 +273,25 @@ static int pairs(LowerCtx *c, const BlkOp *f, int64_t T)
 	return best;
 }
 
+/* A scratch Ref is still in use (a seq axis's scratch persists across
+ * its iterations; seq_loop.c and canonicalize's scratch-carry turn the
+ * Pallas accumulator into a loop carry, which a persistent CTA's tiles
+ * may share a loop with). */
+static bool uses_scratch(const BlkKernel *k)
+{
+	for (int i = 0; i < k->nparams && i < k->body->nargs; i++)
+		if (k->params[i].access == BLK_ACCESS_SCRATCH && blk_lower_uses(k->body, k->body->args[i]))
+			return true;
+	return false;
+}
+
 bool blk_lower_persist(LowerCtx *c)
 {
 	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
 		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
-		if (c->k->grid_seq[a])
-			return true;
+		if (c->k->grid_seq[a] && uses_scratch(c->k))
+			return true; /* a tile's scratch must not be another's */
 	int64_t T = cuda_grid(c);
 	bool plain = false;
 	const BlkOp *f = tile_loop(c, T, &plain);
