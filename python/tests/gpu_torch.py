@@ -338,7 +338,7 @@ def test_coarsen():
             c = torch.zeros(M, N, device=DEV)
             blk.kernel(f"{EX}/matmul_splitk.blk", T=t, S=2, **cfgs[1])(a, b, c)
             check(f"coarsen matmul_splitk {t} {M}x{N}x{K}", c, ref, TOL[t])
-            src = os.path.join(ROOT, "python", "tests", "coarsen.blk")
+            src = os.path.join(ROOT, "python", "tests", "spellings.blk")
             fb = torch.randn(N, device=DEV)
             y = blk.kernel(src, name="nt2", T=t)(a, w, fb)
             check(f"coarsen nt2 (grid N first, .T, bias[None, :]) {t} {M}x{N}x{K}", y,
@@ -346,12 +346,6 @@ def test_coarsen():
             s = torch.rand(M, 1, device=DEV)
             y = blk.kernel(src, name="rowscale", T=t)(a, b, s)
             check(f"coarsen rowscale ([BM, 1] scale) {t} {M}x{N}x{K}", y, ref * s, TOL[t])
-            # Pallas's spelling: K a seq grid axis, the sum in scratch (seq_loop.c)
-            for cfg in ({}, cfgs[0], cfgs[2]):
-                y = blk.kernel(src, name="pallas_nt", T=t, **cfg)(a, w, fb)
-                check(f"pallas_nt (seq K, scratch) {t} {M}x{N}x{K} {cfg}", y, ref + fb[None, :], TOL[t])
-                y = blk.kernel(f"{EX}/matmul_acc.blk", T=t, **{k: v for k, v in cfg.items() if k[0] == "B"})(a, b)
-                check(f"matmul_acc {t} {M}x{N}x{K} {cfg}", y, ref, TOL[t])
         ba, bb = randn(4, 1024, 256, t=t), randn(4, 256, 768, t=t)
         check(f"coarsen bmm {t}", blk.kernel(f"{EX}/bmm.blk", T=t, **cfgs[0])(ba, bb), f(ba) @ f(bb), TOL[t])
         x, w1, w3 = randn(2048, 512, t=t) * 0.5, randn(2048, 512, t=t) * 0.1, randn(2048, 512, t=t) * 0.1
@@ -371,6 +365,31 @@ def test_coarsen():
     # Hopper's fp8 sums keep about 14 bits a k32 step (test_fp8): at K = 512,
     # 16 steps, 2.3e-2 was seen (run 195)
     check("coarsen matmul_fp8", y, ref, 3e-2)
+
+
+@case
+def test_pallas_seq():
+    """Pallas's TPU spellings (lower/passes/seq_loop.c): K a seq grid axis
+    with the sum in scratch (matmul_acc.blk, and x @ W.T with a bias on
+    the last step), and flash attention with the key blocks a seq axis
+    and its statistics in scratch; ragged sizes, f16 and bf16."""
+    src = os.path.join(ROOT, "python", "tests", "spellings.blk")
+    cfgs = ({}, dict(BM=64, BN=64, BK=32, num_warps=4), dict(BM=64, BN=128, BK=32, num_warps=4))
+    for t in ("bf16", "f16"):
+        for M, N, K in ((2048, 2048, 256), (2000, 1984, 300), (1000, 4096, 520), (130, 70, 33)):
+            a, b = randn(M, K, t=t), randn(K, N, t=t)
+            ref = f(a) @ f(b)
+            w = b.T.contiguous()
+            fb = torch.randn(N, device=DEV)
+            for cfg in cfgs:
+                y = blk.kernel(src, name="pallas_nt", T=t, **cfg)(a, w, fb)
+                check(f"pallas_nt {t} {M}x{N}x{K} {cfg}", y, ref + fb[None, :], TOL[t])
+                y = blk.kernel(f"{EX}/matmul_acc.blk", T=t, **{k: v for k, v in cfg.items() if k[0] == "B"})(a, b)
+                check(f"matmul_acc {t} {M}x{N}x{K} {cfg}", y, ref, TOL[t])
+        for BH, S, D, cfg in ((32, 1024, 64, {}), (8, 1024, 128, {}), (4, 320, 64, dict(BQ=64, BK=64, num_warps=4))):
+            q, k, v = (randn(BH, S, D, t=t) for _ in range(3))
+            o = blk.kernel(src, name="pallas_attn", T=t, D=D, **cfg)(q, k, v)
+            check(f"pallas_attn {t} {BH}x{S}x{D} {cfg}", o, F.scaled_dot_product_attention(f(q), f(k), f(v)), TOL[t])
 
 
 @case
@@ -586,7 +605,7 @@ def main():
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
     for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_transposed_operands,
-              test_coarsen, test_dynamic_sizes,
+              test_coarsen, test_pallas_seq, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):
