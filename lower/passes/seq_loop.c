@@ -29,9 +29,14 @@
  *      array along that dim, made before the loop, each access taking
  *      ds(k * C, C) of it (masked where the block was): a's (BM, BK) block
  *      at (i, k) is a[:, ds(k * BK, BK)] of the (BM, K) block at (i, 0),
- *      what matmul.blk's fori_loop reads.
+ *      what matmul.blk's fori_loop reads;
+ *   5. when the step's one effect left is `if k * C < E { B }` (or <=, or
+ *      the sides swapped; C > 0, E from outside the loop), stops the loop
+ *      at min(n, the first k that fails it) and runs B unguarded: Pallas's
+ *      causal attention skips the key blocks past the diagonal so, and
+ *      then runs as attention.blk's causal loop (split at the diagonal).
  *
- * Each step applies on its own where it can; after all four, canonicalize's
+ * Each step applies on its own where it can; after them, canonicalize's
  * scratch-carry makes `acc` a loop carry, and the loop runs as matmul.blk's
  * does (persistent, warp specialized, coarsened).  Nothing here changes a
  * value: the same stores happen in the same order (S first, F last), the
@@ -153,6 +158,66 @@ static void peel(Seq *s)
 	BlkValue *k = blk_lower_i32(&b, s->loop->loc, s->n - 1);
 	blk_replace_uses(last->regions[0], s->iv, k);
 	unwrap(last, k->def, true);
+}
+
+/* k * C with C > 0 constant: C. */
+static int64_t iv_times(const Seq *s, const BlkValue *v)
+{
+	const BlkOp *m = v->def;
+	int64_t C;
+	for (int i = 0; m && m->kind == BLK_OP_MUL && i < 2; i++)
+		if (m->operands[i] == s->iv && blk_lower_const_int(m->operands[1 - i], &C) && C > 0)
+			return C;
+	return 0;
+}
+
+/* 5: the step's one effect `if k * C < E { B }` (or <=, or the sides
+ * swapped), E from outside the loop: the loop stops at the first k that
+ * fails it, and B is the step.  Pallas's causal attention skips the key
+ * blocks past the diagonal so. */
+static void guard(Seq *s)
+{
+	BlkOp *g = NULL;
+	for (BlkOp *op = s->body->first; op; op = op->next)
+		if (effect(op)) {
+			if (g)
+				return;
+			g = op;
+		}
+	if (!g || g->kind != BLK_OP_IF || (g->nregions > 1 && g->regions[1]->first))
+		return;
+	const BlkOp *cmp = g->operands[0]->def;
+	if (!cmp || cmp->operands[0]->type.rank || cmp->noperands != 2)
+		return;
+	bool strict;
+	int side; /* the operand that is k * C */
+	switch (cmp->kind) {
+	case BLK_OP_LT: strict = true, side = 0; break;
+	case BLK_OP_LE: strict = false, side = 0; break;
+	case BLK_OP_GT: strict = true, side = 1; break;
+	case BLK_OP_GE: strict = false, side = 1; break;
+	default: return;
+	}
+	int64_t C = iv_times(s, cmp->operands[side]);
+	BlkValue *E = cmp->operands[1 - side];
+	if (!C || !outside(s, E))
+		return;
+	/* k C < E  <=>  k < (E + C - 1) ~/ C;  k C <= E  <=>  k < E ~/ C + 1 */
+	BlkBuilder b;
+	blk_builder_before(&b, s->c->a, s->loop);
+	BlkLoc loc = g->loc;
+	BlkType i32 = blk_type_scalar(BLK_I32);
+	BlkValue *x[2] = { E, blk_lower_i32(&b, loc, strict ? C - 1 : 0) };
+	BlkValue *num = blk_build1(&b, BLK_OP_ADD, loc, i32, 2, x);
+	BlkValue *y[2] = { num, blk_lower_i32(&b, loc, C) };
+	BlkValue *q = blk_build1(&b, BLK_OP_FLOORDIV, loc, i32, 2, y);
+	if (!strict) {
+		BlkValue *z[2] = { q, blk_lower_i32(&b, loc, 1) };
+		q = blk_build1(&b, BLK_OP_ADD, loc, i32, 2, z);
+	}
+	BlkValue *w[2] = { s->loop->operands[1], q };
+	s->loop->operands[1] = blk_build1(&b, BLK_OP_MIN, loc, i32, 2, w);
+	unwrap(g, g, false);
 }
 
 /* The accesses of a block ref, all of them loads and stores that take
@@ -291,6 +356,7 @@ bool blk_lower_seq_loop(LowerCtx *c)
 	Seq s = { c, loop, loop->regions[0], loop->regions[0]->args[0], hi };
 	hoist(&s);
 	peel(&s);
+	guard(&s);
 	for (BlkOp *op = s.body->first, *next; op; op = next) {
 		next = op->next;
 		if (op->kind == BLK_OP_BLOCK_REF)

@@ -390,6 +390,9 @@ def test_pallas_seq():
             q, k, v = (randn(BH, S, D, t=t) for _ in range(3))
             o = blk.kernel(src, name="pallas_attn", T=t, D=D, **cfg)(q, k, v)
             check(f"pallas_attn {t} {BH}x{S}x{D} {cfg}", o, F.scaled_dot_product_attention(f(q), f(k), f(v)), TOL[t])
+            o = blk.kernel(src, name="pallas_causal", T=t, D=D, **cfg)(q, k, v)
+            check(f"pallas_causal {t} {BH}x{S}x{D} {cfg}", o,
+                  F.scaled_dot_product_attention(f(q), f(k), f(v), is_causal=True), TOL[t])
 
 
 @case
