@@ -204,11 +204,17 @@ static void block_ref(Uf *u, const BlkOp *op)
 	const BlkValue *r = op->results[0];
 	same_dims(u, r, u->k->body->args[pi]);
 	for (int d = 0, rd = 0; d < p->rank && d < op->noperands; d++) {
-		if (p->squeezed[d])
-			continue;
 		int axis;
 		int64_t C, e;
-		bool seed = pid_times(op->operands[d], &axis, &C) && blk_sym_is_const(r->type.dims[rd], &e) && e == C;
+		bool pid = pid_times(op->operands[d], &axis, &C);
+		if (p->squeezed[d]) {
+			if (pid) /* one block of extent 1 a program: the axis cannot merge */
+				u->ok[axis] = false;
+			continue;
+		}
+		bool seed = pid && blk_sym_is_const(r->type.dims[rd], &e) && e == C;
+		if (pid && !seed) /* a start that is not the block's own: (2i) * BM */
+			u->ok[axis] = false;
 		mark(u, node(u, r, rd), seed ? 2u << axis : FIXED);
 		rd++;
 	}
