@@ -569,7 +569,9 @@ def test_ctrl_c_stops_the_interpreter():
     spin = blk.kernel("kernel spin(y: out f32[N] block (N) index (i) -> (0)) grid (1) {\n"
                       "    y[...] = fori_loop(0, 2147483647, zeros((N,), f32)) |k, acc| { acc + 1.0 };\n"
                       "}\n")
-    threading.Timer(0.2, _thread.interrupt_main).start()
+    # (1 s: the interrupt must find the run begun; at 0.2 s, on a loaded
+    # machine, it once came while the call was still compiling)
+    threading.Timer(1.0, _thread.interrupt_main).start()
     t0 = time.perf_counter()
     raises(KeyboardInterrupt, spin, np.zeros(4, np.float32), interpret=True)
     assert time.perf_counter() - t0 < 30
