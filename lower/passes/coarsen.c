@@ -21,7 +21,9 @@
  * whose values depend on their extent are fixed too: a reduction's or
  * scan's axis, an iota's, a dot's K, a ds or scalar index into a Ref dim,
  * a reshape's, an extract's, a gathered access's, a flipped transpose's,
- * a printed tile's, a scratch buffer's and every dim of extent 1.  Axis a
+ * a printed tile's, a scratch buffer's and every dim of extent 1 -- but
+ * an iota in Triton's row index program_id(a) * C + iota(C) is axis a's,
+ * as a block's dim: those are the block's rows, merged or not.  Axis a
  * can merge when every use of its program id is such a block start, it
  * has no num_programs, its extent is a multiple of f, and no class of
  * dims holds both axis a's dims and a fixed dim or another axis's.
@@ -67,6 +69,8 @@ typedef struct Uf {
 	BlkPtrMap base;  /* value -> index of its dim 0's node, plus one */
 	BlkPtrMap used;  /* value -> non-NULL: an op that is not dead reads it */
 	BlkPtrMap dead;  /* op -> non-NULL: pure, and nothing reads its results */
+	BlkPtrMap uses;  /* value -> its live uses, plus one */
+	BlkPtrMap rows;  /* iota or broadcast value -> its uses in Triton's row index, plus one */
 	int n, cap;
 	int *up;         /* parent */
 	unsigned *flags; /* a root's */
@@ -78,6 +82,7 @@ typedef struct Uf {
 	int64_t factor[BLK_MAX_GRID];
 	const BlkOp *dot[MAX_DOTS];
 	int ndots;
+	bool epilogue_tile; /* a load outside the loops of a tile as large as a dot's result */
 } Uf;
 
 static int node(Uf *u, const BlkValue *v, int d)
@@ -236,6 +241,13 @@ static void reduce_like(Uf *u, const BlkOp *op, bool keeps_axis)
 	}
 }
 
+static void row_index(Uf *u, const BlkOp *op);
+
+static void bump(Uf *u, BlkPtrMap *m, const BlkValue *v)
+{
+	blk_pmap_put(u->a, m, v, (void *)((intptr_t)blk_pmap_get(m, v) + 1));
+}
+
 /* Dead ops -- what canonicalize's folds left behind, as attention's
  * causal rows when CAUSAL is false -- ask nothing of the block: marked,
  * last first, in one walk (a use comes after its def or inside a later
@@ -250,11 +262,42 @@ static void mark_dead(Uf *u, const BlkRegion *r)
 			blk_pmap_put(u->a, &u->dead, op, (void *)op);
 			continue;
 		}
+		row_index(u, op);
 		for (int i = 0; i < op->nregions; i++)
 			mark_dead(u, op->regions[i]);
-		for (int i = 0; i < op->noperands; i++)
+		for (int i = 0; i < op->noperands; i++) {
 			blk_pmap_put(u->a, &u->used, op->operands[i], (void *)op);
+			bump(u, &u->uses, op->operands[i]);
+		}
 	}
+}
+
+/* Triton's row index, program_id(a) * C + iota(C) (an iota along a dim
+ * of extent C, the other operand the product broadcast): its values are
+ * the rows of program a's block, and of the merged block once both C's
+ * scale.  Counts each such add's iota and broadcast in u->rows. */
+static void row_index(Uf *u, const BlkOp *op)
+{
+	int axis;
+	int64_t C;
+	for (int i = 0; op->kind == BLK_OP_ADD && i < 2; i++) {
+		const BlkOp *io = op->operands[i]->def, *br = op->operands[1 - i]->def;
+		if (!io || io->kind != BLK_OP_IOTA || !br || br->kind != BLK_OP_BROADCAST ||
+		    !pid_times(br->operands[0], &axis, &C))
+			continue;
+		int d = (int)blk_op_int(io, "axis", -1);
+		int64_t e;
+		if (d >= 0 && d < io->results[0]->type.rank && blk_sym_is_const(io->results[0]->type.dims[d], &e) && e == C) {
+			bump(u, &u->rows, io->results[0]);
+			bump(u, &u->rows, br->results[0]);
+		}
+	}
+}
+
+/* v's uses are all Triton row indices (row_index). */
+static bool only_rows(const Uf *u, const BlkValue *v)
+{
+	return blk_pmap_get(&u->rows, v) == blk_pmap_get(&u->uses, v);
 }
 
 static void visit_region(Uf *u, const BlkRegion *r);
@@ -267,9 +310,17 @@ static void visit(Uf *u, const BlkOp *op)
 	case BLK_OP_CONST: case BLK_OP_SIZE: case BLK_OP_PROGRAM_ID: case BLK_OP_NUM_PROGRAMS:
 	case BLK_OP_YIELD:
 		return;
-	case BLK_OP_IOTA:
-		mark(u, node(u, res, (int)blk_op_int(op, "axis", 0)), FIXED);
+	case BLK_OP_IOTA: {
+		int axis = -1;
+		int64_t C;
+		const BlkOp *use = blk_pmap_get(&u->used, res);
+		if (only_rows(u, res) && use)  /* a row index: the dim is the axis's, as a block's */
+			for (int i = 0; i < 2 && axis < 0; i++)
+				if (use->operands[i]->def && use->operands[i]->def->kind == BLK_OP_BROADCAST)
+					pid_times(use->operands[i]->def->operands[0], &axis, &C);
+		mark(u, node(u, res, (int)blk_op_int(op, "axis", 0)), axis >= 0 ? 2u << axis : FIXED);
 		return;
+	}
 	case BLK_OP_BLOCK_REF:
 		block_ref(u, op);
 		return;
@@ -407,7 +458,8 @@ static void check_pids(Uf *u, const BlkRegion *r)
 				int a = (int)blk_op_int(d, "axis", -1);
 				if (a >= 0 && a < BLK_MAX_GRID && !(op->kind == BLK_OP_MUL && pid_times(op->results[0], &axis, &C)))
 					u->ok[a] = false;
-			} else if (pid_times(v, &axis, &C) && op->kind != BLK_OP_BLOCK_REF) {
+			} else if (pid_times(v, &axis, &C) && op->kind != BLK_OP_BLOCK_REF &&
+			           !(op->kind == BLK_OP_BROADCAST && only_rows(u, op->results[0]))) {
 				u->ok[axis] = false;
 			}
 		}
@@ -535,7 +587,11 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 		int64_t warps = w * f < MAX_WARPS ? w * f : (w > MAX_WARPS ? w : MAX_WARPS), acc, slab;
 		merged_work(u, &acc, &slab);
 		int stages = k->num_stages > 2 ? k->num_stages : 2;
-		if (programs / f >= sms(c) && acc <= ACC_REGS * 32 * warps && slab * stages <= SMEM_BUDGET)
+		/* an epilogue that loads a tile as large (a residual) meets the
+		 * accumulators through shared memory in f32 (schedule.c) */
+		int64_t epilogue = u->epilogue_tile ? acc * 4 : 0;
+		if (programs / f >= sms(c) && acc <= ACC_REGS * 32 * warps && slab * stages <= SMEM_BUDGET &&
+		    slab * stages + epilogue <= BLK_LOWER_MAX_SMEM - 8192)
 			return true;
 		int big = -1; /* halve the largest factor, the columns' first */
 		for (int i = 1; i >= 0; i--)
@@ -587,10 +643,24 @@ static void scale_region(Uf *u, BlkRegion *r, BlkLoc loc)
 	}
 }
 
+/* The dead ops go: their types were never unified, so would not scale. */
+static void erase_dead(Uf *u, BlkRegion *r)
+{
+	for (BlkOp *op = r->last, *prev; op; op = prev) {
+		prev = op->prev;
+		if (blk_pmap_get(&u->dead, op))
+			blk_op_erase(op);
+		else
+			for (int i = 0; i < op->nregions; i++)
+				erase_dead(u, op->regions[i]);
+	}
+}
+
 static void rewrite(LowerCtx *c, Uf *u)
 {
 	BlkKernel *k = c->k;
 	BlkLaunch *l = blk_lower_launch(c);
+	erase_dead(u, k->body);
 	scale_region(u, k->body, k->loc);
 	int64_t f = 1;
 	for (int a = 0; a < k->grid_rank; a++) {
@@ -621,6 +691,11 @@ bool blk_lower_coarsen(LowerCtx *c)
 	dots(&u, k->body, false, &big, &fresh);
 	if (!big || fresh)
 		return true;
+	const BlkType *bt = &big->results[0]->type;
+	for (const BlkOp *op = k->body->first; op; op = op->next)
+		u.epilogue_tile |= op->kind == BLK_OP_LOAD && op->results[0]->type.rank == 2 &&
+		                   blk_lower_dim(op->results[0]->type.dims[0]) * blk_lower_dim(op->results[0]->type.dims[1]) >=
+		                           blk_lower_dim(bt->dims[0]) * blk_lower_dim(bt->dims[1]);
 	for (int a = 0; a < k->grid_rank; a++)
 		u.ok[a] = l->axis[a] >= 0 && !l->div[a];
 	for (int i = 0; i < k->nparams; i++)
