@@ -468,7 +468,7 @@ static bool whole_access(const BlkOp *op, const BlkValue *r)
 	return true;
 }
 
-/* What scratch_carry() found: the store before the loop, the loop, the
+/* What carry_spill() found: the store before the loop, the loop, the
  * load and the store in its body, the loads after it. */
 enum { MAX_AFTER = 8 };
 typedef struct Spill {
@@ -525,11 +525,17 @@ static bool find_spill(BlkRegion *top, const BlkValue *r, Spill *s)
  * holds the same bits (where the loop runs no iteration too).  The loop
  * may be a `seq` grid axis's, across whose iterations scratch persists:
  * only with its first and last iterations' conditional stores peeled off
- * (seq_loop.c) is the whole store before it and the load after it. */
-static void scratch_carry(Canon *k, int pi)
+ * (seq_loop.c) is the whole store before it and the load after it.
+ *
+ * The same for an output's block used as the accumulator (write_back; JAX's
+ * Pallas tutorial: `o_ref[...] = zeros` on the first K step, `o_ref[...]
+ * += dot(...)` on each): the stores before and in the loop become one
+ * store of the carry after it.  Only the last value of the block is ever
+ * seen -- no other program writes or reads it, and this one reads it only
+ * in the loop and after, as the carry -- so the memory ends the same. */
+static void carry_spill(Canon *k, BlkValue *r, bool write_back)
 {
 	BlkRegion *top = k->c->k->body;
-	BlkValue *r = top->args[pi];
 	Spill s;
 	if (!find_spill(top, r, &s))
 		return;
@@ -537,39 +543,16 @@ static void scratch_carry(Canon *k, int pi)
 	BlkValue *arg = blk_loop_add_carry(&L, s.init->operands[1], s.store->operands[1]);
 	BlkValue *res = s.loop->results[s.loop->nresults - 1];
 	blk_replace_uses(L.body, s.load->results[0], arg);
-	blk_op_erase(s.load), blk_op_erase(s.store), blk_op_erase(s.init);
-	for (int i = 0; i < s.nafter; i++) {
-		blk_replace_uses(top, s.after[i]->results[0], res);
-		blk_op_erase(s.after[i]);
+	if (write_back) {
+		BlkBuilder b;
+		if (s.loop->next)
+			blk_builder_before(&b, k->c->a, s.loop->next);
+		else
+			blk_builder_at_end(&b, k->c->a, top);
+		BlkValue *ops[2] = { r, res };
+		BlkOp *st = blk_build(&b, BLK_OP_STORE, s.store->loc, 2, ops, 0, NULL, 0);
+		st->attrs = s.store->attrs, st->nattrs = s.store->nattrs;
 	}
-	k->changed = true;
-}
-
-/* The same for an output's block used as the accumulator (JAX's Pallas
- * tutorial: `o_ref[...] = zeros` on the first K step, `o_ref[...] +=
- * dot(...)` on each): the stores before and in the loop become one store
- * of the carry after it.  Only the last value of the block is ever seen
- * -- no other program writes or reads it, and this one reads it only in
- * the loop and after, as the carry -- so the memory ends the same. */
-static void out_carry(Canon *k, BlkOp *br)
-{
-	BlkRegion *top = k->c->k->body;
-	BlkValue *r = br->results[0];
-	Spill s;
-	if (!find_spill(top, r, &s))
-		return;
-	BlkLoop L = { .c = k->c, .loop = s.loop, .body = s.loop->regions[0] };
-	BlkValue *arg = blk_loop_add_carry(&L, s.init->operands[1], s.store->operands[1]);
-	BlkValue *res = s.loop->results[s.loop->nresults - 1];
-	blk_replace_uses(L.body, s.load->results[0], arg);
-	BlkBuilder b;
-	if (s.loop->next)
-		blk_builder_before(&b, k->c->a, s.loop->next);
-	else
-		blk_builder_at_end(&b, k->c->a, top);
-	BlkValue *ops[2] = { r, res };
-	BlkOp *st = blk_build(&b, BLK_OP_STORE, s.store->loc, 2, ops, 0, NULL, 0);
-	st->attrs = s.store->attrs, st->nattrs = s.store->nattrs;
 	blk_op_erase(s.load), blk_op_erase(s.store), blk_op_erase(s.init);
 	for (int i = 0; i < s.nafter; i++) {
 		blk_replace_uses(top, s.after[i]->results[0], res);
@@ -583,13 +566,13 @@ static void scratch_carries(Canon *k)
 	const BlkKernel *kn = k->c->k;
 	for (int pi = 0; pi < kn->nparams && pi < kn->body->nargs; pi++)
 		if (kn->params[pi].access == BLK_ACCESS_SCRATCH)
-			scratch_carry(k, pi);
+			carry_spill(k, kn->body->args[pi], false);
 	for (BlkOp *op = kn->body->first, *next; op; op = next) {
 		next = op->next;
 		int pi = op->kind == BLK_OP_BLOCK_REF ? (int)blk_op_int(op, "param", -1) : -1;
 		if (pi >= 0 && pi < kn->nparams &&
 		    (kn->params[pi].access == BLK_ACCESS_OUT || kn->params[pi].access == BLK_ACCESS_INOUT))
-			out_carry(k, op);
+			carry_spill(k, op->results[0], true);
 	}
 }
 
