@@ -408,3 +408,18 @@ BlkLayout blk_lower_copy_layout(const LowerCtx *c, const BlkOp *copy, bool acros
 	int threads = (int)blk_op_int(copy, "threads", c->nthreads);
 	return across ? blk_layout_copy_across(2, shape, t->dtype, threads) : blk_layout_copy(2, shape, t->dtype, threads);
 }
+
+int blk_lower_sms(const LowerCtx *c)
+{
+	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
+}
+
+bool blk_lower_epilogue_tile(const BlkKernel *k, int64_t elements)
+{
+	for (const BlkOp *op = k->body->first; op; op = op->next) {
+		const BlkType *t = op->kind == BLK_OP_LOAD ? &op->results[0]->type : NULL;
+		if (t && t->rank == 2 && blk_lower_dim(t->dims[0]) * blk_lower_dim(t->dims[1]) >= elements)
+			return true;
+	}
+	return false;
+}

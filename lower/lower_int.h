@@ -169,6 +169,12 @@ BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot);
 /* SMs of the GPUs sm_90a names (H100 SXM, H200): the persistent grid's
  * CTAs where the options give no device (persist.c). */
 enum { BLK_LOWER_SMS = 132 };
+/* The SMs of the device the kernel is for: the runtime's, else BLK_LOWER_SMS. */
+int blk_lower_sms(const LowerCtx *c);
+/* A load at the top of k's body (after its loops: an epilogue) of a rank-2
+ * tile of at least `elements` (a residual beside a dot's accumulator): the
+ * accumulator goes through shared memory in f32 to meet its layout. */
+bool blk_lower_epilogue_tile(const BlkKernel *k, int64_t elements);
 /* schedule.c: a top-level loop of wgmma dots is run by plain programs,
  * several an SM (attr schedule = "plain"), or warp-specialized and
  * persistent ("specialize"), by a cost model of resident work. */

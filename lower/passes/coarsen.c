@@ -32,8 +32,8 @@
  * operands whose result's rows (columns) are one axis's dims, shorter
  * than TARGET_M (TARGET_N): that axis merges toward it, while the merged
  * programs still fill the GPU's SMs, the dots' accumulators fit ACC_REGS
- * a thread and their slabs, num_stages deep, SMEM_BUDGET (the columns
- * give way first).  Not where a dot in a loop starts afresh each
+ * a thread and their slabs, num_stages deep, fit the shared memory
+ * beside the epilogue's staging (the columns give way first).  Not where a dot in a loop starts afresh each
  * iteration (attention's scores): BQ 64 -> 128 at BK 64 was 14% slower
  * at D = 64 (27% faster at D = 128; gpu-notes run 193), and attention's
  * plain programs at 64 rows already share K and V in L2.
@@ -57,9 +57,9 @@ enum {
 	MAX_FACTOR = 4,
 	MAX_WARPS = 8,
 	ACC_REGS = 128, /* f32 accumulator elements a thread, all dots together, after the merge */
-	/* the merged dots' slabs times num_stages: room left for the epilogue's
+	/* beside the merged dots' slabs times num_stages, the epilogue's
 	 * staging (a 128 x 256 bf16 tile) under the CTA's most */
-	SMEM_BUDGET = BLK_LOWER_MAX_SMEM - 64 * 1024,
+	EPILOGUE_BYTES = 64 * 1024,
 	MAX_DOTS = 8,
 };
 
@@ -82,7 +82,6 @@ typedef struct Uf {
 	int64_t factor[BLK_MAX_GRID];
 	const BlkOp *dot[MAX_DOTS];
 	int ndots;
-	bool epilogue_tile; /* a load outside the loops of a tile as large as a dot's result */
 } Uf;
 
 static int node(Uf *u, const BlkValue *v, int d)
@@ -381,10 +380,7 @@ static void visit(Uf *u, const BlkOp *op)
 			same_dims(u, op->operands[2], res);
 		return;
 	}
-	case BLK_OP_LOAD:
-		access(u, op, op->operands[0], res);
-		return;
-	case BLK_OP_VIEW:
+	case BLK_OP_LOAD: case BLK_OP_VIEW:
 		access(u, op, op->operands[0], res);
 		return;
 	case BLK_OP_STORE: case BLK_OP_ATOMIC_ADD: case BLK_OP_ATOMIC_MAX: case BLK_OP_ATOMIC_MIN:
@@ -525,9 +521,12 @@ static void check_classes(Uf *u)
 	}
 }
 
-static int sms(const LowerCtx *c)
+/* The warps of a program that runs f of the source's: theirs, to MAX_WARPS
+ * (never fewer than the source's). */
+static int merged_warps(const BlkKernel *k, int64_t f)
 {
-	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
+	int w = k->num_warps ? k->num_warps : 4;
+	return w * f < MAX_WARPS ? (int)(w * f) : (w > MAX_WARPS ? w : MAX_WARPS);
 }
 
 /* The dots' accumulator elements and the bytes of one stage of their
@@ -577,21 +576,21 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 			f *= 2;
 		u->factor[a] = f;
 	}
-	int w = k->num_warps ? k->num_warps : 4;
+	bool residual = blk_lower_epilogue_tile(k, blk_lower_dim(r->type.dims[0]) * blk_lower_dim(r->type.dims[1]));
 	for (;;) {
 		int64_t f = 1;
 		for (int a = 0; a < k->grid_rank; a++)
 			f *= u->factor[a];
 		if (f == 1)
 			return false;
-		int64_t warps = w * f < MAX_WARPS ? w * f : (w > MAX_WARPS ? w : MAX_WARPS), acc, slab;
+		int64_t acc, slab;
 		merged_work(u, &acc, &slab);
 		int stages = k->num_stages > 2 ? k->num_stages : 2;
-		/* an epilogue that loads a tile as large (a residual) meets the
-		 * accumulators through shared memory in f32 (schedule.c) */
-		int64_t epilogue = u->epilogue_tile ? acc * 4 : 0;
-		if (programs / f >= sms(c) && acc <= ACC_REGS * 32 * warps && slab * stages <= SMEM_BUDGET &&
-		    slab * stages + epilogue <= BLK_LOWER_MAX_SMEM - 8192)
+		/* the epilogue's staging; an epilogue that loads a tile as large (a
+		 * residual) meets the accumulators there in f32 (schedule.c) */
+		int64_t epilogue = residual && acc * 4 > EPILOGUE_BYTES ? acc * 4 : EPILOGUE_BYTES;
+		if (programs / f >= blk_lower_sms(c) && acc <= ACC_REGS * 32 * merged_warps(k, f) &&
+		    slab * stages + epilogue <= BLK_LOWER_MAX_SMEM)
 			return true;
 		int big = -1; /* halve the largest factor, the columns' first */
 		for (int i = 1; i >= 0; i--)
@@ -672,8 +671,7 @@ static void rewrite(LowerCtx *c, Uf *u)
 		l->grid[l->axis[a]] = k->grid[a];
 		l->merge[a] = (int)u->factor[a];
 	}
-	int w = k->num_warps ? k->num_warps : 4;
-	k->num_warps = w * f < MAX_WARPS ? (int)(w * f) : (w > MAX_WARPS ? w : MAX_WARPS);
+	k->num_warps = merged_warps(k, f);
 	c->nthreads = k->num_warps * 32;
 	l->threads = c->nthreads;
 }
@@ -691,11 +689,6 @@ bool blk_lower_coarsen(LowerCtx *c)
 	dots(&u, k->body, false, &big, &fresh);
 	if (!big || fresh)
 		return true;
-	const BlkType *bt = &big->results[0]->type;
-	for (const BlkOp *op = k->body->first; op; op = op->next)
-		u.epilogue_tile |= op->kind == BLK_OP_LOAD && op->results[0]->type.rank == 2 &&
-		                   blk_lower_dim(op->results[0]->type.dims[0]) * blk_lower_dim(op->results[0]->type.dims[1]) >=
-		                           blk_lower_dim(bt->dims[0]) * blk_lower_dim(bt->dims[1]);
 	for (int a = 0; a < k->grid_rank; a++)
 		u.ok[a] = l->axis[a] >= 0 && !l->div[a];
 	for (int i = 0; i < k->nparams; i++)

@@ -39,11 +39,6 @@ static bool has_wgmma(const BlkRegion *r)
 	return false;
 }
 
-static int sms(const LowerCtx *c)
-{
-	return c->opt->num_sms > 0 ? c->opt->num_sms : BLK_LOWER_SMS;
-}
-
 /* Whether r holds a loop that stores (copying work, which varies from
  * program to program); a loop of signals alone is none. */
 static bool copy_loop(const BlkKernel *k, const BlkRegion *r)
@@ -66,7 +61,7 @@ static bool copy_loop(const BlkKernel *k, const BlkRegion *r)
  * (run 162: the all-gather + matmul 15% slower persistent). */
 static const BlkOp *tile_loop(const LowerCtx *c, int64_t T, bool *plain)
 {
-	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= sms(c))
+	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || T <= blk_lower_sms(c))
 		return NULL;
 	bool signals = blk_kernel_signals(c->k);
 	for (const BlkOp *op = c->k->body->first; op; op = op->next) {
@@ -254,7 +249,7 @@ static double shared_slab(LowerCtx *c, const BlkOp *f, int a)
 static int pairs(LowerCtx *c, const BlkOp *f, int64_t T)
 {
 	const BlkLaunch *l = blk_lower_launch(c);
-	if (!blk_launch_grid_static(l) || (T < sms(c) ? T : sms(c)) % 2)
+	if (!blk_launch_grid_static(l) || (T < blk_lower_sms(c) ? T : blk_lower_sms(c)) % 2)
 		return -1;
 	int best = -1;
 	double most = 0;
@@ -308,10 +303,10 @@ bool blk_lower_persist(LowerCtx *c)
 	BlkType i32 = blk_type_scalar(BLK_I32);
 	BlkValue *pid = blk_build1(&b, BLK_OP_PROGRAM_ID, loc, i32, 0, NULL);
 	blk_op_set_int(c->a, pid->def, "axis", x_axis(c));
-	int64_t P = T < sms(c) ? T : sms(c);
+	int64_t P = T < blk_lower_sms(c) ? T : blk_lower_sms(c);
 	BlkValue *ops[3] = { pid, NULL, NULL }, *rank = NULL;
 	BlkLaunch *l = blk_lower_launch(c);
-	l->persist = sms(c); /* the launch: P = min(T, SMs) CTAs */
+	l->persist = blk_lower_sms(c); /* the launch: P = min(T, SMs) CTAs */
 	if (cl > 1) { /* a cluster walks the pairs of tiles: T / 2 of them, P / 2 clusters */
 		l->cluster = cl;
 		rank = blk_build1(&b, BLK_OP_CLUSTER_RANK, loc, i32, 0, NULL);
@@ -321,7 +316,7 @@ bool blk_lower_persist(LowerCtx *c)
 	if (!blk_launch_grid_static(l)) { /* T = the grid's programs, known at launch */
 		BlkValue *t01 = bin(&b, BLK_OP_MUL, loc, extent(c, &b, loc, 0), extent(c, &b, loc, 1));
 		ops[1] = bin(&b, BLK_OP_MUL, loc, t01, extent(c, &b, loc, 2));
-		ops[2] = bin(&b, BLK_OP_MIN, loc, ops[1], blk_lower_i32(&b, loc, sms(c)));
+		ops[2] = bin(&b, BLK_OP_MIN, loc, ops[1], blk_lower_i32(&b, loc, blk_lower_sms(c)));
 	} else {
 		ops[1] = blk_lower_i32(&b, loc, T);
 		ops[2] = blk_lower_i32(&b, loc, P);

@@ -133,28 +133,13 @@ static int64_t out_size(const LowerCtx *c)
  * The epilogue stages each consumer program's tile (two ping-pong
  * programs on one warpgroup).  H200, x @ W.T 4096^3, 128x128x64 on 8
  * warps: 3 stages 0.66 of cuBLAS, 4 stages 0.91 (gpu-notes run 133). */
-/* A load after the loops of a tile as large as the accumulators (a
- * residual added in the epilogue): its layout is not the accumulator's,
- * and the accumulator goes through the transit region in f32 to meet it. */
-static bool epilogue_tile(const LowerCtx *c, const Work *w)
-{
-	for (const BlkOp *op = c->k->body->first; op; op = op->next) {
-		if (op->kind != BLK_OP_LOAD || op->results[0]->type.rank != 2)
-			continue;
-		const BlkType *t = &op->results[0]->type;
-		if (blk_lower_dim(t->dims[0]) * blk_lower_dim(t->dims[1]) >= w->acc)
-			return true;
-	}
-	return false;
-}
-
 static int free_slots(const LowerCtx *c, const Work *w)
 {
 	int s = c->k->num_stages;
 	if (blk_kernel_signals(c->k)) /* as free_stages: its epilogue's transit needs the room */
 		return s;
 	int64_t epilogue = (c->nthreads == 128 ? 2 : 1) * w->acc * out_size(c);
-	if (epilogue_tile(c, w) && w->acc * 4 > epilogue) /* (mm_bias_silu_res: 278 KB at 6 slabs) */
+	if (blk_lower_epilogue_tile(c->k, w->acc) && w->acc * 4 > epilogue) /* (mm_bias_silu_res: 278 KB at 6 slabs) */
 		epilogue = w->acc * 4;
 	int64_t room = BLK_LOWER_MAX_SMEM - SMEM_MARGIN - epilogue;
 	while (w->ndots == 1 && s >= 2 && s < MAX_FREE_STAGES && (s + 1) * w->slab <= room)

@@ -95,10 +95,16 @@ static void hoist(Seq *s)
 	}
 }
 
+/* op is an `if` without an else. */
+static bool if_only(const BlkOp *op)
+{
+	return op->kind == BLK_OP_IF && !(op->nregions > 1 && op->regions[1]->first);
+}
+
 /* op is `if iv == k` (either side), no else. */
 static bool if_iv_is(const Seq *s, const BlkOp *op, int64_t k)
 {
-	if (op->kind != BLK_OP_IF || (op->nregions > 1 && op->regions[1]->first))
+	if (!if_only(op))
 		return false;
 	const BlkOp *eq = op->operands[0]->def;
 	if (!eq || eq->kind != BLK_OP_EQ)
@@ -184,7 +190,7 @@ static void guard(Seq *s)
 				return;
 			g = op;
 		}
-	if (!g || g->kind != BLK_OP_IF || (g->nregions > 1 && g->regions[1]->first))
+	if (!g || !if_only(g))
 		return;
 	const BlkOp *cmp = g->operands[0]->def;
 	if (!cmp || cmp->operands[0]->type.rank || cmp->noperands != 2)

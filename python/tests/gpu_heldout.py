@@ -16,27 +16,24 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-SRC = os.path.join(ROOT, "python", "tests", "heldout.blk")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("BLK_CACHE_DIR", tempfile.mkdtemp(prefix="blk-heldout-cache-"))
+
+# gpu_torch.py's harness (the package on sys.path, TF32 off, check, case)
+from gpu_torch import DEV, DTYPES, ROOT, case, check, results  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import blk  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-DEV = torch.device("cuda", 0)
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+SRC = os.path.join(ROOT, "python", "tests", "heldout.blk")
 # max |got - want| / (1 + |want|) by the OUTPUT's dtype: a 16-bit output is
 # off by its rounding (2^-8 for bf16, 2^-11 for f16) and a little more; an
 # f32 output of 16-bit inputs only by the order of the f32 sums.  Tight
 # enough that a lost bias, scale or K block (~1/20 of a value) shows.
 TOL = {"f32": 2e-3, "f16": 5e-3, "bf16": 1.5e-2}
 F32 = TOL["f32"]
-results = []
 
 # the configs: Triton's habitual small one, the big one, and two lopsided
 C64 = dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
@@ -45,28 +42,6 @@ C64x128 = dict(BM=64, BN=128, BK=32, num_warps=4, num_stages=4)
 C128x64 = dict(BM=128, BN=64, BK=64, num_warps=4, num_stages=3)
 SHAPES = ((2048, 2048, 512), (2000, 1984, 300))   # the second ragged on every axis
 ODD = (1000, 4096, 520)   # M ragged, N wide: the axes merge differently
-
-
-def check(name, got, want, tol):
-    got, want = got.double(), want.double()
-    err = ((got - want).abs() / (1 + want.abs())).max().item() if want.numel() else 0.0
-    ok = err <= tol and torch.isfinite(got).all().item()
-    results.append(ok)
-    print(f"{'PASS' if ok else 'FAIL'} {name}: max rel err {err:.2e} (tol {tol:g})", flush=True)
-
-
-def case(fn):
-    """A test: its exceptions count as a failure, reported by name."""
-    def run():
-        try:
-            fn()
-        except Exception as e:  # report and go on to the next test
-            import traceback
-            traceback.print_exc()
-            results.append(False)
-            print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}", flush=True)
-    run.__name__ = fn.__name__
-    return run
 
 
 def attempt(name, fn):
