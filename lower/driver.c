@@ -5,9 +5,12 @@
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
- * blk_ir_verify runs after every IR pass; --dump-after=PASS (or "all")
- * prints the IR after that pass (emit-llvm: the LLVM module before the
- * LLVM passes of ptx.c; ptx: the PTX).  Each pass states its contract at
+ * blk_ir_verify runs after every IR pass, except in a huge kernel (more
+ * than BLK_HUGE_KERNEL_OPS ops: thousands of unrolled stores or `when`s),
+ * where it runs after the last one only: each run walks the whole kernel,
+ * and eighteen of them were a sixth of such a kernel's compile time.
+ * --dump-after=PASS (or "all") prints the IR after that pass (emit-llvm:
+ * the LLVM module before the LLVM passes of ptx.c; ptx: the PTX).  Each pass states its contract at
  * the top of its file.
  */
 #include "lower_int.h"
@@ -15,6 +18,7 @@
 #include <llvm-c/Core.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "support/limits.h"
 
@@ -63,6 +67,18 @@ const char *blk_lower_pass_name(int i)
 	return i == NPASSES + 1 ? "emit-llvm" : i == NPASSES + 2 ? "ptx" : NULL;
 }
 
+static void count_op(void *n, BlkOp *op)
+{
+	(void)op;
+	++*(long *)n;
+}
+
+/* Whether to verify after pass i of the table (above; -1: the clone). */
+static bool verify_after(const LowerCtx *c, int i)
+{
+	return !c->huge || i == NPASSES - 1;
+}
+
 static bool dumping(const LowerCtx *c, const char *pass)
 {
 	const char *w = c->opt->dump_after;
@@ -74,12 +90,12 @@ static FILE *dump_file(const LowerCtx *c)
 	return c->opt->dump_out ? c->opt->dump_out : stderr;
 }
 
-/* The verifier after an IR pass, then the dump if asked. */
-static bool checked(LowerCtx *c, bool ok, const char *pass)
+/* The verifier after an IR pass (where verify), then the dump if asked. */
+static bool checked(LowerCtx *c, bool ok, const char *pass, bool verify)
 {
 	if (!ok)
 		return false;
-	if (!blk_ir_verify(c->m, c->d, pass))
+	if (verify && !blk_ir_verify(c->m, c->d, pass))
 		return false;
 	if (dumping(c, pass)) {
 		fprintf(dump_file(c), "// ----- IR after %s\n", pass);
@@ -208,6 +224,9 @@ static bool begin(LowerCtx *c, BlkArena *a, BlkDiag *d, const BlkKernel *k, cons
 	if (!check_launch(c, k))
 		return false;
 	c->k = blk_lower_clone(c, k);
+	long n = 0;
+	blk_lower_walk(c->k->body, count_op, &n);
+	c->huge = n > BLK_HUGE_KERNEL_OPS;
 	return true;
 }
 
@@ -216,9 +235,9 @@ bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t
 {
 	LowerCtx c;
 	memset(out, 0, sizeof *out);
-	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone");
+	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone", verify_after(&c, -1));
 	for (int i = 0; ok && i < NPASSES; i++)
-		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
+		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name, verify_after(&c, i));
 	return ok && backend(&c, out);
 }
 
@@ -228,9 +247,9 @@ bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *
 	LowerCtx c;
 	BlkCostWork work;
 	memset(out, 0, sizeof *out);
-	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone");
+	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone", verify_after(&c, -1));
 	for (int i = 0; ok && i < NPASSES; i++) {
-		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name);
+		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name, verify_after(&c, i));
 		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) /* tile level, engines chosen */
 			blk_lower_cost_read(&c, &work);
 	}

@@ -17,6 +17,11 @@
 #include "lower/lower.h"
 #include "support/ptrmap.h" /* BlkPtrMap: values to values, values to layouts */
 
+/* A kernel of more ops than this (counted on its clone, before the
+ * passes) is huge: thousands of unrolled stores or `when`s.  No kernel of
+ * the examples or the GPU suites comes near; see `huge` below. */
+enum { BLK_HUGE_KERNEL_OPS = 8000 };
+
 typedef struct LowerCtx {
 	/* inputs */
 	BlkArena *a;
@@ -30,6 +35,8 @@ typedef struct LowerCtx {
 	BlkSymEnv env;
 	int nthreads;          /* num_warps * 32: the threads tiles spread over */
 	BlkLayout scalar;      /* rank 0, held by every thread */
+	bool huge;             /* more than BLK_HUGE_KERNEL_OPS ops (driver.c): verified once,
+	                        * guarded stores predicated, LLVM's short path (ptx.c) */
 	/* outputs */
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
 	const char *ptx;

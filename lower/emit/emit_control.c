@@ -77,17 +77,19 @@ void blk_emit_for(Emit *E, const BlkOp *op)
 void blk_emit_if(Emit *E, const BlkOp *op)
 {
 	LLVMValueRef c = blk_emit_tile(E, op->operands[0])->r[0];
+	bool has_else = op->nregions > 1 && op->regions[1] && op->regions[1]->first;
 	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.then");
-	LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.else");
+	LLVMBasicBlockRef els = has_else ? LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.else") : NULL;
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->cx, E->fn, "if.done");
-	LLVMBuildCondBr(E->b, c, then, els);
+	LLVMBuildCondBr(E->b, c, then, els ? els : done); /* no empty else block to select */
 	LLVMPositionBuilderAtEnd(E->b, then);
 	blk_emit_region(E, op->regions[0]);
 	LLVMBuildBr(E->b, done);
-	LLVMPositionBuilderAtEnd(E->b, els);
-	if (op->nregions > 1 && op->regions[1])
+	if (els) {
+		LLVMPositionBuilderAtEnd(E->b, els);
 		blk_emit_region(E, op->regions[1]);
-	LLVMBuildBr(E->b, done);
+		LLVMBuildBr(E->b, done);
+	}
 	LLVMPositionBuilderAtEnd(E->b, done);
 }
 

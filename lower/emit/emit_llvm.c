@@ -134,14 +134,53 @@ LLVMValueRef blk_emit_intrinsic(Emit *E, const char *name, LLVMTypeRef *tys, int
 	return LLVMBuildCall2(E->b, ft, f, args, (unsigned)nargs, "");
 }
 
+/* i computes a value and nothing else: no memory, no other thread (a
+ * special register's read is such a call). */
+static bool register_only(LLVMValueRef i)
+{
+	LLVMOpcode o = LLVMGetInstructionOpcode(i);
+	if (o == LLVMCall) {
+		LLVMValueRef f = LLVMGetCalledValue(i);
+		size_t n;
+		const char *name = LLVMIsAFunction(f) ? LLVMGetValueName2(f, &n) : "";
+		return strncmp(name, "llvm.nvvm.read.ptx.sreg.", 24) == 0;
+	}
+	return (o >= LLVMAdd && o <= LLVMXor) || (o >= LLVMTrunc && o <= LLVMAddrSpaceCast) ||
+	       o == LLVMGetElementPtr || o == LLVMICmp || o == LLVMFCmp || o == LLVMSelect ||
+	       o == LLVMExtractElement || o == LLVMInsertElement || o == LLVMShuffleVector ||
+	       o == LLVMExtractValue || o == LLVMInsertValue || o == LLVMFNeg || o == LLVMFreeze;
+}
+
+/* The block being built already ends in the same barrier, with only
+ * register work after it: a second one would order nothing.  (The IR
+ * passes put barriers around each store and transit on their own, and a
+ * kernel of unrolled scalar stores met two or three in a row at every
+ * one: a fifth of its instructions.) */
+static bool just_synced(Emit *E, LLVMValueRef bar, const LLVMValueRef *a, int n)
+{
+	LLVMBasicBlockRef b = LLVMGetInsertBlock(E->b);
+	for (LLVMValueRef i = b ? LLVMGetLastInstruction(b) : NULL; i; i = LLVMGetPreviousInstruction(i)) {
+		if (LLVMGetInstructionOpcode(i) == LLVMCall && LLVMGetCalledValue(i) == bar) {
+			bool same = true;
+			for (int k = 0; k < n; k++)
+				same &= LLVMGetOperand(i, (unsigned)k) == a[k];
+			return same;
+		}
+		if (!register_only(i))
+			return false;
+	}
+	return false;
+}
+
 void blk_emit_barrier(Emit *E)
 {
-	if (E->bar_threads) { /* a warp_specialize region's warps alone */
-		LLVMValueRef a[2] = { E->bar_id, blk_emit_i32(E, E->bar_threads) };
-		blk_emit_intrinsic(E, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
-		return;
-	}
-	blk_emit_intrinsic(E, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+	const char *name = E->bar_threads ? "llvm.nvvm.barrier.sync.cnt" : "llvm.nvvm.barrier0";
+	/* a warp_specialize region's warps alone: its barrier and count */
+	LLVMValueRef a[2] = { E->bar_id, E->bar_threads ? blk_emit_i32(E, E->bar_threads) : NULL };
+	int n = E->bar_threads ? 2 : 0;
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	if (!just_synced(E, LLVMGetIntrinsicDeclaration(E->mod, id, NULL, 0), a, n))
+		blk_emit_intrinsic(E, name, NULL, 0, a, n);
 }
 
 LLVMValueRef blk_emit_smem_ptr(Emit *E, LLVMValueRef byte_off)
@@ -339,10 +378,25 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	E->failed = true;
 }
 
+/* In a huge kernel (lower_int.h) a region's straight line is cut into
+ * basic blocks of this many ops: LLVM's instruction selection builds one
+ * DAG a block and grows faster than linearly in its size (10,000 unrolled
+ * stores in one block took 2.2 s to select, in blocks of 256 ops 1.3 s;
+ * from 64 to 4096 ops a block made no difference). */
+enum { HUGE_BLOCK_OPS = 256 };
+
 void blk_emit_region(Emit *E, const BlkRegion *r)
 {
-	for (const BlkOp *op = r->first; op && !E->failed; op = op->next)
+	int since = 0;
+	for (const BlkOp *op = r->first; op && !E->failed; op = op->next) {
 		blk_emit_op(E, op);
+		if (E->c->huge && ++since == HUGE_BLOCK_OPS) { /* the block goes on in a new one */
+			since = 0;
+			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->cx, E->fn, "part");
+			LLVMBuildBr(E->b, next);
+			LLVMPositionBuilderAtEnd(E->b, next);
+		}
+	}
 }
 
 /* ---- the kernel function ----------------------------------------------------------- */
@@ -544,6 +598,58 @@ void blk_emit_local_alloc(Emit *E, const BlkOp *op)
 	blk_emit_bind(E, buf, ev);
 }
 
+static bool const_is(LLVMValueRef v, unsigned long long k)
+{
+	return LLVMIsAConstantInt(v) && LLVMGetIntTypeWidth(LLVMTypeOf(v)) <= 64 &&
+	       LLVMConstIntGetZExtValue(v) == k;
+}
+
+/* What i equals without computing anything (x + 0, x * 1, gep p, 0, a
+ * select on a constant), or NULL. */
+static LLVMValueRef identity_of(LLVMValueRef i)
+{
+	LLVMOpcode o = LLVMGetInstructionOpcode(i);
+	int n = LLVMGetNumOperands(i);
+	LLVMValueRef a = n > 0 ? LLVMGetOperand(i, 0) : NULL, b = n > 1 ? LLVMGetOperand(i, 1) : NULL;
+	switch (o) {
+	case LLVMAdd: case LLVMOr: case LLVMXor:
+		return const_is(b, 0) ? a : const_is(a, 0) ? b : NULL;
+	case LLVMSub: case LLVMShl: case LLVMLShr: case LLVMAShr:
+		return const_is(b, 0) ? a : NULL;
+	case LLVMMul:
+		return const_is(b, 1) ? a : const_is(a, 1) ? b : NULL;
+	case LLVMGetElementPtr:
+		return n == 2 && const_is(b, 0) && LLVMGetTypeKind(LLVMTypeOf(a)) == LLVMPointerTypeKind ? a : NULL;
+	case LLVMSelect:
+		return LLVMIsAConstantInt(a) ? LLVMGetOperand(i, const_is(a, 1) ? 1 : 2) : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* Emission's builder folds constants only, and the address walks leave
+ * many identities (a quarter of the instructions of a kernel of unrolled
+ * stores) and values nothing uses: taken out here, in one linear sweep, so
+ * the LLVM passes and instruction selection do not build them first. */
+static void tidy(LLVMValueRef fn)
+{
+	for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(b), next; i; i = next) {
+			next = LLVMGetNextInstruction(i);
+			LLVMValueRef v = identity_of(i);
+			if (v) {
+				LLVMReplaceAllUsesWith(i, v);
+				LLVMInstructionEraseFromParent(i);
+			}
+		}
+	for (LLVMBasicBlockRef b = LLVMGetLastBasicBlock(fn); b; b = LLVMGetPreviousBasicBlock(b))
+		for (LLVMValueRef i = LLVMGetLastInstruction(b), prev; i; i = prev) {
+			prev = LLVMGetPreviousInstruction(i);
+			if (!LLVMGetFirstUse(i) && register_only(i))
+				LLVMInstructionEraseFromParent(i);
+		}
+}
+
 bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 {
 	Emit E = { .c = c };
@@ -567,6 +673,8 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 	LLVMBuildBr(E.entry, body);
 	LLVMDisposeBuilder(E.b);
 	LLVMDisposeBuilder(E.entry);
+	if (!E.failed && c->huge)
+		tidy(E.fn);
 	if (E.failed) {
 		LLVMContextRef cx = E.cx;
 		LLVMDisposeModule(E.mod);

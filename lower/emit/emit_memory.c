@@ -420,26 +420,74 @@ static ETile do_load(Emit *E, const BlkOp *op, const ERef *v, const BlkLayout *l
 	return t;
 }
 
+/* The store of the group g (a value of 1, 2, 4, 8 or 16 bytes) to p under
+ * the condition `when`, as one predicated PTX store of its bits instead
+ * of a branch around a store.  Huge kernels only (lower_int.h): thousands
+ * of guarded stores were as many basic blocks, and LLVM selects
+ * instructions a block at a time; elsewhere the branch lets LLVM see the
+ * store.  False: g has another size. */
+static bool predicated_store(Emit *E, LLVMValueRef when, LLVMValueRef p, LLVMValueRef g)
+{
+	LLVMTypeRef t = LLVMTypeOf(g);
+	LLVMTypeRef et = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+	unsigned n = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+	LLVMTypeKind k = LLVMGetTypeKind(et);
+	unsigned bits = n * (k == LLVMFloatTypeKind ? 32 : k == LLVMDoubleTypeKind ? 64
+	                   : k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind ? 16
+	                   : k == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(et) : 0);
+	LLVMValueRef args[6] = { when, p };
+	const char *text, *cons;
+	bool f32 = k == LLVMFloatTypeKind; /* kept in .f32 registers: .b32 stores take them */
+	if (bits == 128) { /* four 32-bit registers */
+		LLVMValueRef w = f32 && n == 4 ? g : LLVMBuildBitCast(E->b, g, LLVMVectorType(E->i32, 4), "");
+		for (int i = 0; i < 4; i++)
+			args[2 + i] = LLVMBuildExtractElement(E->b, w, blk_emit_i32(E, i), "");
+		text = "@$0 st.%s.v4.b32 [$1], {$2, $3, $4, $5};";
+		cons = f32 && n == 4 ? "b,l,f,f,f,f,~{memory}" : "b,l,r,r,r,r,~{memory}";
+	} else if (bits == 8 || bits == 16 || bits == 32 || bits == 64) { /* one register */
+		bool same = f32 && n == 1;
+		LLVMValueRef w = same ? g : LLVMBuildBitCast(E->b, g, LLVMIntTypeInContext(E->cx, bits), "");
+		args[2] = bits == 8 ? LLVMBuildZExt(E->b, w, E->i16, "") : w; /* no 8-bit registers */
+		text = bits == 8    ? "@$0 st.%s.b8 [$1], $2;"
+		       : bits == 16 ? "@$0 st.%s.b16 [$1], $2;"
+		       : bits == 32 ? "@$0 st.%s.b32 [$1], $2;"
+		                    : "@$0 st.%s.b64 [$1], $2;";
+		cons = bits <= 16 ? "b,l,h,~{memory}" : same ? "b,l,f,~{memory}" : bits == 32 ? "b,l,r,~{memory}"
+		                                                                  : "b,l,l,~{memory}";
+	} else {
+		return false;
+	}
+	char asm_text[128];
+	bool shared = LLVMGetPointerAddressSpace(LLVMTypeOf(p)) == 3;
+	snprintf(asm_text, sizeof asm_text, text, shared ? "shared" : "global");
+	blk_emit_asm(E, E->v, args, bits == 128 ? 6 : 3, asm_text, cons, true);
+	return true;
+}
+
 /* atomic: the atomic op (emit_atomic.c), NULL for a store. */
 static void store_group(Emit *E, const Walk *w, int r, const ETile *t, const BlkOp *atomic)
 {
 	LLVMValueRef m, p = walk_elem(E, w, r, &m);
-	LLVMBasicBlockRef cont = blk_emit_begin_if(E, blk_emit_and(E, m, w->owner));
+	LLVMValueRef when = blk_emit_and(E, m, w->owner);
 	BlkDType dt = w->v->dt;
 	int nt = blk_layout_nregs(t->l);
 	if (atomic) {
+		LLVMBasicBlockRef cont = blk_emit_begin_if(E, when);
 		blk_emit_atomic_rmw(E, atomic, p, to_mem(E, t->r[nt == 1 ? 0 : r], dt), dt);
-	} else if (w->vec == 1) {
-		LLVMValueRef s = LLVMBuildStore(E->b, to_mem(E, t->r[nt == 1 ? 0 : r], dt), p);
-		LLVMSetAlignment(s, (unsigned)blk_dtype_size(dt));
-	} else {
-		LLVMValueRef x = LLVMGetUndef(group_type(E, w));
-		for (int i = 0; i < w->vec; i++)
-			x = LLVMBuildInsertElement(E->b, x, to_mem(E, t->r[nt == 1 ? 0 : r + i], dt),
-			                           blk_emit_i32(E, i), "");
-		LLVMValueRef s = LLVMBuildStore(E->b, x, p);
-		LLVMSetAlignment(s, (unsigned)(w->vec * blk_dtype_size(dt)));
+		blk_emit_end_if(E, cont);
+		return;
 	}
+	bool predicate = when && E->c->huge;
+	LLVMBasicBlockRef cont = predicate ? NULL : blk_emit_begin_if(E, when);
+	LLVMValueRef x = w->vec == 1 ? to_mem(E, t->r[nt == 1 ? 0 : r], dt) : LLVMGetUndef(group_type(E, w));
+	for (int i = 0; w->vec > 1 && i < w->vec; i++)
+		x = LLVMBuildInsertElement(E->b, x, to_mem(E, t->r[nt == 1 ? 0 : r + i], dt), blk_emit_i32(E, i), "");
+	if (predicate && predicated_store(E, when, p, x))
+		return;
+	if (predicate) /* a group of no predicated form */
+		cont = blk_emit_begin_if(E, when);
+	LLVMValueRef s = LLVMBuildStore(E->b, x, p);
+	LLVMSetAlignment(s, (unsigned)(w->vec * blk_dtype_size(dt)));
 	blk_emit_end_if(E, cont);
 }
 

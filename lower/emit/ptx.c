@@ -27,12 +27,16 @@
  * branch on the same few conditions (tid == 0, program_id == k).  LLVM's
  * early-cse, gvn and instcombine (through its dominating-condition cache),
  * and codegen's own early-cse, each walk every use of a branch's condition
- * at every branch on it: quadratic (10,000 stores took 100 s).  Past
+ * at every branch on it: quadratic (10,000 stores took 100 s).  A huge
+ * kernel (lower_int.h: BLK_HUGE_KERNEL_OPS), or one past
  * BIG_KERNEL_BRANCHES conditional branches -- far more than any kernel of
- * the examples or the GPU suites has, whose PTX is unchanged -- the module
- * gets only function-attrs, sroa, simplifycfg and infer-alignment, and
- * codegen at CodeGenOpt::None: slower code, a compile time linear in the
- * kernel's size.
+ * the examples or the GPU suites has, whose PTX is unchanged -- gets only
+ * sroa (emission already gave it predicated stores and blocks of bounded
+ * size, emit_memory.c and emit_llvm.c) and codegen at CodeGenOpt::None:
+ * slower code, a compile time linear in the kernel's size.  Each pass
+ * dropped from that list was worth a tenth of 10,000 `when`s' time and
+ * nothing to the code it selects at None (function-attrs' readonly: loads
+ * are ld.global there, not ld.global.nc).
  * The PTX version is the launch header's isa: the lowest that has the
  * arch, so the driver JITs the result wherever that arch runs (sm_90a PTX
  * only runs on sm_90), unless dot-engine chose an instruction that needs
@@ -90,8 +94,7 @@ static void init_nvptx(void)
 	LLVMInitializeNVPTXAsmPrinter();
 }
 
-static const char big_passes[] =
-	"cgscc(function-attrs),function(sroa,simplifycfg,infer-alignment)";
+static const char big_passes[] = "function(sroa)";
 
 enum { BIG_KERNEL_BRANCHES = 4000 };
 
@@ -215,7 +218,7 @@ static LLVMMemoryBufferRef run_llvm(LowerCtx *c, LLVMTargetMachineRef tm, LLVMMo
 
 bool blk_lower_ptx(LowerCtx *c, LLVMModuleRef mod)
 {
-	bool big = count_cond_branches(mod) > BIG_KERNEL_BRANCHES;
+	bool big = c->huge || count_cond_branches(mod) > BIG_KERNEL_BRANCHES;
 	PooledTM *pooled = take_tm(c->arch, blk_lower_launch(c)->isa, big);
 	char why[1024] = "", *ir = NULL;
 	LLVMMemoryBufferRef buf = run_llvm(c, pooled->tm, mod, big, &ir, why, sizeof why);

@@ -143,14 +143,18 @@ static bool overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 	return a0 <= b1 && b0 <= a1;
 }
 
-/* Step 3 for b, given the buffers placed before it. */
-static void place(Plan *p, Buf *b, int placed)
+/* Step 3 for b.  live: the indices of the buffers placed before it that
+ * are alive at its start, in placing order; used: every distinct byte
+ * range placed so far.  (A kernel of thousands of scalar extracts has as
+ * many transit buffers: comparing each with every earlier one was
+ * quadratic.) */
+static void place(Plan *p, Buf *b, const int *live, int nlive, const Buf *used, int nused)
 {
 	int64_t off = 0;
 	for (bool moved = true; moved;) {
 		moved = false;
-		for (int i = 0; i < placed; i++) {
-			const Buf *o = &p->bufs[i];
+		for (int i = 0; i < nlive; i++) {
+			const Buf *o = &p->bufs[live[i]];
 			if (overlap(o->start, o->end, b->start, b->end) &&
 			    overlap(o->off, o->off + o->bytes - 1, off, off + b->bytes - 1)) {
 				off = (o->off + o->bytes + b->align - 1) & ~(b->align - 1);
@@ -160,8 +164,8 @@ static void place(Plan *p, Buf *b, int placed)
 	}
 	b->off = off;
 	bool reused = false;
-	for (int i = 0; i < placed; i++)
-		reused |= overlap(p->bufs[i].off, p->bufs[i].off + p->bufs[i].bytes - 1, off, off + b->bytes - 1);
+	for (int i = 0; i < nused; i++)
+		reused |= overlap(used[i].off, used[i].off + used[i].bytes - 1, off, off + b->bytes - 1);
 	const BlkOp *prev = b->op->prev;
 	while (prev && prev->kind == BLK_OP_LOCAL_ALLOC)
 		prev = prev->prev;
@@ -189,11 +193,26 @@ bool blk_lower_smem_plan(LowerCtx *c)
 	if (p.nbufs) /* qsort of NULL is undefined even for 0 elements */
 		qsort(p.bufs, (size_t)p.nbufs, sizeof *p.bufs, by_first_use);
 	int64_t total = 0;
+	int *live = BLK_NEW_N(c->a, int, p.nbufs + 1), nlive = 0, nused = 0;
+	Buf *used = BLK_NEW_N(c->a, Buf, p.nbufs + 1);
 	for (int i = 0; i < p.nbufs; i++) {
 		Buf *b = &p.bufs[i];
-		if (b->transit)
+		if (b->transit) /* (last) alive throughout: every buffer placed */
 			b->start = 0, b->end = p.n;
-		place(&p, b, i);
+		int n = 0; /* in order of start: one dead at b's start stays dead */
+		for (int j = 0; j < (b->transit ? i : nlive); j++) {
+			int k = b->transit ? j : live[j];
+			if (p.bufs[k].end >= b->start)
+				live[n++] = k;
+		}
+		nlive = n;
+		place(&p, b, live, nlive, used, nused);
+		live[nlive++] = i;
+		int u = 0;
+		while (u < nused && (used[u].off != b->off || used[u].bytes != b->bytes))
+			u++;
+		if (u == nused)
+			used[nused++] = *b;
 		if (b->off + b->bytes > total)
 			total = b->off + b->bytes;
 	}

@@ -368,6 +368,44 @@ def test_coarsen():
 
 
 @case
+def test_huge_kernels():
+    """Kernels of thousands of unrolled stores and `when`s (lower/lower_int.h,
+    BLK_HUGE_KERNEL_OPS) take the linear path, whose guarded stores are
+    predicated PTX stores of every width (emit_memory.c): scalar stores
+    through a transit extract, block stores masked at a ragged edge, bool
+    outputs."""
+    n = 1500
+    for t, tt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16),
+                  ("i32", torch.int32), ("i8", torch.int8)):
+        body = "".join(f"    y[{i % 64}] = v[{i % 64}] + {i % 7};\n" for i in range(n))
+        src = (f"kernel stores(x: in {t}[N] block (N) index (i) -> (0),\n"
+               f"               y: out {t}[N] block (N) index (i) -> (0)) grid (1) {{\n"
+               f"    let v = x[...];\n{body}}}\n")
+        x = (torch.randn(64, device=DEV) * 20).to(tt)
+        last = torch.tensor([(j + 64 * ((n - 1 - j) // 64)) % 7 for j in range(64)], device=DEV)
+        check(f"huge stores {t}", blk.kernel(src)(x).double(), (x.double() + last).to(tt).double(), 0)
+    for t, tt in (("f32", torch.float32), ("bf16", torch.bfloat16), ("i32", torch.int32)):
+        body = "".join(f"    when program_id(0) == {i % 4} {{ y[...] = x[...] + {i % 7}; }}\n" for i in range(1200))
+        src = (f"kernel whens(x: in {t}[N] block (64) index (i) -> (i),\n"
+               f"             y: out {t}[N] block (64) index (i) -> (i)) grid (4) {{\n{body}}}\n")
+        k = blk.kernel(src)
+        for N in (256, 250):
+            x = (torch.randn(N, device=DEV) * 20).to(tt)
+            last = torch.tensor([(1196 + b) % 7 for b in range(4)], device=DEV).repeat_interleave(64)[:N]
+            y = torch.full((N,), 7, device=DEV, dtype=tt)
+            k(x, y)
+            check(f"huge whens {t} N={N}", y.double(), (x.double() + last).to(tt).double(), 0)
+    body = "".join(f"    when program_id(0) == {i % 4} {{ y[...] = x[...] > {i % 7}.0; }}\n" for i in range(1200))
+    src = ("kernel flags(x: in f32[N] block (64) index (i) -> (i),\n"
+           "             y: out bool[N] block (64) index (i) -> (i)) grid (4) {\n" + body + "}\n")
+    x = torch.randn(250, device=DEV) * 8
+    last = torch.tensor([(1196 + b) % 7 for b in range(4)], device=DEV).repeat_interleave(64)[:250]
+    y = torch.zeros(250, device=DEV, dtype=torch.bool)
+    blk.kernel(src)(x, y)
+    check("huge whens bool N=250", y.double(), (x > last).double(), 0)
+
+
+@case
 def test_pallas_seq():
     """Pallas's TPU spellings (lower/passes/seq_loop.c): K a seq grid axis
     with the sum in scratch (matmul_acc.blk, and x @ W.T with a bias on
@@ -608,7 +646,7 @@ def main():
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
     for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_transposed_operands,
-              test_coarsen, test_pallas_seq, test_dynamic_sizes,
+              test_coarsen, test_pallas_seq, test_huge_kernels, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
               test_aot, test_figures):
