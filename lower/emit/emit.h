@@ -55,6 +55,10 @@ typedef struct Emit {
 	LLVMBuilderRef entry; /* allocas, at the top of the entry block */
 	LLVMValueRef fn;
 	LLVMValueRef tid;     /* i32 */
+	LLVMValueRef tid0, entry_tid; /* the kernel's own tid (E->tid outside warp_specialize); its
+	                               * read in the entry block (huge kernels' memo) */
+	struct ThreadMemo *memo; /* huge kernels: thread-only values made once (emit_llvm.c) */
+	int nmemo;
 	LLVMValueRef smem;    /* [0 x i8] addrspace(3) */
 	LLVMValueRef *params; /* ptr addrspace(1) per kernel param (NULL: scratch) */
 	BlkPtrMap vals;       /* BlkValue* -> EVal* */

@@ -219,7 +219,50 @@ LLVMValueRef blk_emit_thread_coord(Emit *E, const BlkLayout *l, int d)
 	return LLVMBuildAnd(E->b, t, blk_emit_i32(E, l->thr[d] - 1), "");
 }
 
+/* A huge kernel (lower_int.h) computes each thread-only value once, in the
+ * entry block: its thousands of stores and extracts each recomputed their
+ * threads' coordinates, a third of its instructions, which only LLVM's
+ * passes of the ordinary path would have merged. */
+typedef struct ThreadMemo {
+	const BlkLayout *l;
+	int d; /* a dim, or -1: the owner test */
+	LLVMValueRef v;
+} ThreadMemo;
+
+enum { MAX_MEMO = 64 };
+
+static LLVMValueRef thread_part(Emit *E, const BlkLayout *l, int d);
+static LLVMValueRef owner(Emit *E, const BlkLayout *l);
+
+static LLVMValueRef memoized(Emit *E, const BlkLayout *l, int d)
+{
+	for (int i = 0; i < E->nmemo; i++)
+		if (E->memo[i].d == d && blk_layout_equal(E->memo[i].l, l))
+			return E->memo[i].v;
+	if (E->nmemo == MAX_MEMO)
+		return NULL;
+	LLVMBuilderRef b = E->b;
+	LLVMValueRef tid = E->tid;
+	if (!E->entry_tid) {
+		E->b = E->entry;
+		E->entry_tid = blk_emit_intrinsic(E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	}
+	E->b = E->entry, E->tid = E->entry_tid;
+	LLVMValueRef v = d < 0 ? owner(E, l) : thread_part(E, l, d);
+	E->b = b, E->tid = tid;
+	if (!E->memo)
+		E->memo = BLK_NEW_N(E->c->a, ThreadMemo, MAX_MEMO);
+	E->memo[E->nmemo++] = (ThreadMemo){ l, d, v };
+	return v;
+}
+
 LLVMValueRef blk_emit_thread_part(Emit *E, const BlkLayout *l, int d)
+{
+	LLVMValueRef v = E->c->huge && E->tid == E->tid0 && !l->shared ? memoized(E, l, d) : NULL;
+	return v ? v : thread_part(E, l, d);
+}
+
+static LLVMValueRef thread_part(Emit *E, const BlkLayout *l, int d)
 {
 	LLVMValueRef t = blk_emit_thread_coord(E, l, d);
 	int lo = l->tlo[d];
@@ -240,6 +283,12 @@ LLVMValueRef blk_emit_coord(Emit *E, const BlkLayout *l, int d, int rd)
 }
 
 LLVMValueRef blk_emit_owner(Emit *E, const BlkLayout *l)
+{
+	LLVMValueRef v = E->c->huge && E->tid == E->tid0 && !l->shared ? memoized(E, l, -1) : NULL;
+	return v ? v : owner(E, l);
+}
+
+static LLVMValueRef owner(Emit *E, const BlkLayout *l)
 {
 	int spare = (blk_pow2ceil(l->nthreads) - 1) & ~blk_layout_used_bits(l);
 	if (!spare)
@@ -666,7 +715,7 @@ bool blk_lower_emit_llvm(LowerCtx *c, LLVMModuleRef *out)
 	LLVMPositionBuilderAtEnd(E.entry, entry);
 	E.b = LLVMCreateBuilderInContext(E.cx);
 	LLVMPositionBuilderAtEnd(E.b, body);
-	E.tid = blk_emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+	E.tid = E.tid0 = blk_emit_intrinsic(&E, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
 	blk_emit_tmap_addresses(&E);
 	blk_emit_region(&E, c->k->body);
 	LLVMBuildRetVoid(E.b);
