@@ -4,9 +4,11 @@
 #include "blkc.h"
 #include "interp/interp.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "tools/hostdata.h"
@@ -136,11 +138,48 @@ static void shape_str(char *buf, size_t len, const BlkArrayDesc *a)
 		snprintf(buf + n, len - (size_t)n, "]");
 }
 
-/* Writes every out/inout array to DIR/NAME.npy and says what it wrote. */
+/* DIR and the directories above it, made where missing (mkdir -p). */
+static bool make_dirs(const char *dir, BlkDiag *d)
+{
+	char path[4096];
+	BlkLoc none = { 0 };
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+		blk_error(d, none, "the output directory's name is too long: %.40s...", dir);
+		return false;
+	}
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+		if (c != '/' && c != 0)
+			continue;
+		*p = 0;
+		struct stat st;
+		if (stat(path, &st) != 0 && mkdir(path, 0777) != 0 && errno != EEXIST) {
+			blk_error(d, none, "cannot make the output directory %s: %s", path, strerror(errno));
+			return false;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		blk_error(d, none, "the output directory %s is not a directory", path);
+		return false;
+	}
+	return true;
+}
+
+/* Writes every out/inout array to DIR/NAME.npy (DIR made if missing) and
+ * says what it wrote. */
 static bool write_outputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray **host, BlkDiag *d)
 {
 	int i = 0;
 	bool ok = true;
+	bool outputs = false;
+	for (int p = 0; p < k->nparams; p++)
+		outputs |= k->params[p].access == BLK_ACCESS_OUT || k->params[p].access == BLK_ACCESS_INOUT;
+	if (outputs && !make_dirs(o->out_dir, d))
+		return false;
 	for (int p = 0; p < k->nparams; p++) {
 		const BlkParam *pa = &k->params[p];
 		if (pa->access == BLK_ACCESS_SCRATCH)

@@ -182,7 +182,12 @@ expect 0 '' test -s "$T/z.npy"
 expect 0 'NUMPY' head -c 8 "$T/z.npy"
 cp "$T/z.npy" "$T/in.npy"
 expect 0 'z: f32\[1000\]' "$BLKC" run --interpret "$EX/add.blk" x="$T/in.npy" y="$T/in.npy" --out-dir="$T"
-expect 1 'cannot open .*/z\.npy for writing' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/no/such/dir"
+# a missing --out-dir is made, with the directories above it
+expect 0 "z: f32\\[10\\] -> $T/new/sub/dir/z\\.npy" "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/new/sub/dir"
+[ -f "$T/new/sub/dir/z.npy" ] || { fails=$((fails + 1)); echo "FAIL: --out-dir=$T/new/sub/dir: no z.npy"; }
+: > "$T/plain"
+expect 1 'the output directory .*/plain is not a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/plain"
+expect 1 'cannot make the output directory .*/plain/dir: Not a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/plain/dir"
 if grep -q ' -> ' "$T/out"; then
 	fails=$((fails + 1))
 	echo "FAIL: run with an unwritable --out-dir still says it wrote an output"
