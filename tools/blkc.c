@@ -327,7 +327,7 @@ bool blkc_sizes_from_bindings(const BlkKernel *k, const BlkcOptions *o, int64_t 
 	for (int b = 0; b < o->nbindings; b++) {
 		const BlkcBinding *bd = &o->bindings[b];
 		int i;
-		uint64_t v;
+		uint64_t v = 0; /* (parse_u64 may leave it unset on failure) */
 		if (is_size_name(k, bd->name, &i)) {
 			if (!parse_u64(bd->value, &v) || v > INT32_MAX) {
 				blk_error(d, none, "size %s=%s is not an integer in 0..%d", bd->name, bd->value, INT32_MAX);
