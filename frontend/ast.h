@@ -312,6 +312,7 @@ BlkAstStmt *blk_ast_stmt_new(BlkArena *a, BlkAstStmtKind k, BlkLoc loc);
  * shared): what the checker inlines at each call, so that every call's
  * nodes get notes of their own. */
 BlkAstBlock *blk_ast_clone_block(BlkArena *a, const BlkAstBlock *b);
+BlkAstExpr *blk_ast_clone_expr(BlkArena *a, const BlkAstExpr *e);
 
 /* Prints one expression (and its children) as the tree dump does, starting
  * at the given indentation depth; for checker debugging and tests. */

@@ -104,3 +104,8 @@ BlkAstBlock *blk_ast_clone_block(BlkArena *a, const BlkAstBlock *b)
 	c->result = clone_expr(a, b->result);
 	return c;
 }
+
+BlkAstExpr *blk_ast_clone_expr(BlkArena *a, const BlkAstExpr *e)
+{
+	return clone_expr(a, e);
+}

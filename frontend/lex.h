@@ -74,6 +74,9 @@
 	X(ARROW, "ARROW", "->")                 \
 	X(PIPE, "PIPE", "|")                    \
 	X(ASSIGN, "ASSIGN", "=")                \
+	X(PLUS_ASSIGN, "PLUS_ASSIGN", "+=")     \
+	X(MINUS_ASSIGN, "MINUS_ASSIGN", "-=")   \
+	X(STAR_ASSIGN, "STAR_ASSIGN", "*=")     \
 	X(PLUS, "PLUS", "+")                    \
 	X(MINUS, "MINUS", "-")                  \
 	X(STAR, "STAR", "*")                    \

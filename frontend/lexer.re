@@ -253,6 +253,9 @@ static bool lex_one(Lexer *lx)
 	"<<"                 { P(SHL); }
 	">>"                 { P(SHR); }
 	"**"                 { P(STARSTAR); }
+	"+="                 { P(PLUS_ASSIGN); }
+	"-="                 { P(MINUS_ASSIGN); }
+	"*="                 { P(STAR_ASSIGN); }
 	"||"                 { P(OROR); }
 	"("                  { P(LPAREN); }
 	")"                  { P(RPAREN); }

@@ -411,6 +411,8 @@ static BlkAstExpr *leaf(Parser *p, BlkAstExprKind k)
  *         | IDENT "(" [ arg { "," arg } ] ")"
  *         | "fori_loop" "(" arg { "," arg } ")" "|" IDENT [ "," lpattern ] "|" body
  *         | "(" expr ")" | "(" expr "," [ expr { "," expr } ] ")" | closure ; */
+static BlkAstExpr *dot_with_acc(Parser *p, BlkAstExpr *call);
+
 static BlkAstExpr *parse_primary(Parser *p)
 {
 	BlkToken *t = tok(p);
@@ -437,7 +439,7 @@ static BlkAstExpr *parse_primary(Parser *p)
 		e->name = blk_arena_strndup(p->a, t->text, t->len);
 		if (e->kind == BLK_AST_CALL)
 			parse_args(p, e);
-		return e;
+		return e->kind == BLK_AST_CALL ? dot_with_acc(p, e) : e;
 	case BLK_TOK_FORI_LOOP: return parse_fori(p);
 	case BLK_TOK_LPAREN: return parse_paren(p);
 	case BLK_TOK_PIPE: return parse_closure(p);
@@ -465,6 +467,23 @@ static BlkAstExpr *parse_method(Parser *p, BlkAstExpr *recv, const BlkToken *t, 
 	e->args = args;
 	e->nargs++;
 	return grown(p, e, imax(height(recv), args_height(args, e->nargs)));
+}
+
+/* `dot(a, b, acc)` or `dot(a, b, acc = acc)` (Triton's `tl.dot(a, b,
+ * acc)`): the sum `acc + dot(a, b)`, which the checker and the lowering
+ * already take as a dot accumulating into acc.  (No helper can be named
+ * `dot`: the checker refuses helpers with a builtin's name.) */
+static BlkAstExpr *dot_with_acc(Parser *p, BlkAstExpr *call)
+{
+	if (strcmp(call->name, "dot") != 0 || call->nargs != 3 || call->args[0].name || call->args[1].name ||
+	    (call->args[2].name && strcmp(call->args[2].name, "acc") != 0))
+		return call;
+	BlkAstExpr *sum = blk_ast_expr_new(p->a, BLK_AST_BINARY, call->loc);
+	sum->op = BLK_AST_OP_ADD;
+	sum->lhs = call->args[2].value;
+	call->nargs = 2;
+	sum->rhs = call;
+	return grown(p, sum, imax(height(sum->lhs), height(call)));
 }
 
 /* The word after a ".": at, astype, T, a method call or any attribute. */
@@ -784,15 +803,26 @@ static BlkAstStmt *parse_expr_stmt(Parser *p, BlkAstExpr **result)
 		*result = e;
 		return NULL;
 	}
-	if (at(p, BLK_TOK_ASSIGN)) {
+	BlkTokKind k = peek(p);
+	if (k == BLK_TOK_ASSIGN || k == BLK_TOK_PLUS_ASSIGN || k == BLK_TOK_MINUS_ASSIGN || k == BLK_TOK_STAR_ASSIGN) {
 		BlkAstStmt *s = blk_ast_stmt_new(p->a, BLK_AST_STORE, loc);
 		if (e->kind != BLK_AST_INDEX)
 			error_at(p, here(p), "only a Ref can be assigned to, as `r[...] = value`");
-		next(p);
+		BlkLoc at_op = next(p)->loc;
 		s->target = e->lhs ? e->lhs : e;
 		s->idx = e->idx;
 		s->nidx = e->nidx;
 		s->value = parse_expr(p);
+		if (k != BLK_TOK_ASSIGN && e->kind == BLK_AST_INDEX) {
+			/* `r[i] += v` is `r[i] = r[i] + v` (Pallas's `o_ref[...] +=`): the
+			 * read a copy of the target, so each gets its own checker notes */
+			BlkAstExpr *sum = blk_ast_expr_new(p->a, BLK_AST_BINARY, at_op);
+			sum->op = k == BLK_TOK_PLUS_ASSIGN ? BLK_AST_OP_ADD : k == BLK_TOK_MINUS_ASSIGN ? BLK_AST_OP_SUB
+			                                                                              : BLK_AST_OP_MUL;
+			sum->lhs = blk_ast_clone_expr(p->a, e);
+			sum->rhs = s->value;
+			s->value = grown(p, sum, imax(height(sum->lhs), height(sum->rhs)));
+		}
 		expect(p, BLK_TOK_SEMI);
 		return s;
 	}
