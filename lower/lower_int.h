@@ -53,6 +53,8 @@ BlkKernel *blk_lower_clone(LowerCtx *c, const BlkKernel *k);
 BlkOp *blk_lower_clone_op(LowerCtx *c, BlkBuilder *b, BlkPtrMap *vm, const BlkOp *op);
 bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
+/* regrid.c: a 1-D grid walking a rectangle of blocks -> that rectangle's 2-D grid. */
+bool blk_lower_regrid(LowerCtx *c);
 /* seq_loop.c: a seq grid axis accumulating in scratch -> a plain loop's form. */
 bool blk_lower_seq_loop(LowerCtx *c);
 /* canonicalize.c: one normal form for equivalent spellings (tile level). */

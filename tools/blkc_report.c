@@ -245,7 +245,10 @@ void blkc_report(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m, Bl
 	blk_launch_grid(l, &env, grid);
 	printf("kernel %s: %d threads per program, %lld bytes of shared memory, grid (%u, %u, %u)\n",
 	       k->name, l->threads, (long long)l->smem, grid[0], grid[1], grid[2]);
-	for (int a = 0; a < k->grid_rank; a++) /* coarsen.c */
+	if (k->grid_rank == 1 && l->axis[1] == 1) /* regrid.c */
+		printf("  grid: its one axis's programs walk a rectangle of blocks, run as that rectangle's "
+		       "2-D grid (regrid: the launch order is blk's)\n");
+	for (int a = 0; a < BLK_MAX_GRID; a++) /* coarsen.c (regrid may have added axis 1) */
 		if (l->merge[a] > 1)
 			printf("  grid axis %d: %d neighbouring programs run as one, its blocks %dx as long (coarsen: "
 			       "small dot blocks merged into the tile the tensor cores want)\n", a, l->merge[a], l->merge[a]);
