@@ -221,7 +221,9 @@ unsigned long long blk_disk_take_num(BlkDiskReader *r, const char *word)
 static const char *take_bytes(BlkDiskReader *r, size_t n, bool newline)
 {
 	const char *s = r->p;
-	if (r->bad || (size_t)(r->end - r->p) < n + newline || (newline && s[n] != '\n')) {
+	size_t left = (size_t)(r->end - r->p);
+	/* n is read from the file: n + newline must not wrap (2^64 - 1) */
+	if (r->bad || n > left || left - n < (size_t)newline || (newline && s[n] != '\n')) {
 		r->bad = true;
 		return NULL;
 	}

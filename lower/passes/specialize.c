@@ -19,6 +19,8 @@
  */
 #include "lower/lower_int.h"
 
+#include "support/limits.h"
+
 #include <string.h>
 
 /* A shape entry at this launch: constant, or (Refs, array shapes, the
@@ -65,10 +67,22 @@ static void must_be_const(LowerCtx *c, BlkLoc loc, const BlkSym *s, const char *
 
 static void subst_type(LowerCtx *c, BlkType *t, BlkLoc loc, bool *ok)
 {
+	int64_t n = 1, v;
 	for (int d = 0; d < t->rank; d++) {
 		t->dims[d] = subst(c, t->dims[d], ok);
 		if (t->kind == BLK_TYPE_TILE)
 			must_be_const(c, loc, t->dims[d], "the shape of this value", ok);
+		if (blk_sym_is_const(t->dims[d], &v) && v > 0)
+			n = n > BLK_MAX_TILE_ELEMS / v ? (int64_t)BLK_MAX_TILE_ELEMS + 1 : n * v;
+	}
+	/* the checker's limit on tiles, for shapes only this launch's sizes fix
+	 * (a block of N elements at N = 2^30 + 1 sent the layouts into an
+	 * endless loop) */
+	if (t->kind == BLK_TYPE_TILE && *ok && n > BLK_MAX_TILE_ELEMS) {
+		blk_error(c->d, loc, "kernel %s: at these sizes this value is a tile of %s, more than %d "
+		          "elements (the most a tile may have): use smaller blocks",
+		          c->k->name, blk_type_str(c->a, t), BLK_MAX_TILE_ELEMS);
+		*ok = false;
 	}
 }
 

@@ -97,6 +97,10 @@ expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"
 expect 0 'kernel @matmul' "$BLKC" --emit=ir "$EX/matmul.blk"
 expect 0 'block \[128, K\]' "$BLKC" --emit=ir -D BM=128 "$EX/matmul.blk"
 expect 0 'bf16\[M, K\]' "$BLKC" --emit=ir -D T=bf16 "$EX/matmul.blk"
+# a block whose size only the launch fixes, past the tile limit: an error,
+# not an endless loop in the layouts
+printf 'kernel k(x: in f32[N] block (N), y: out f32[N] block (N)) {\n    y[...] = exp(x[...]);\n}\n' > "$T/bigblock.blk"
+expect 1 'at these sizes this value is a tile of f32\[1073741825\], more than 4194304 elements' timeout 60 "$BLKC" --emit=ptx "$T/bigblock.blk" N=1073741825
 expect 1 'needs its launch sizes: give M=... K=... N=...' "$BLKC" --emit=ptx "$EX/matmul.blk"
 expect 1 "'Q' is not a launch size" "$BLKC" --emit=ptx "$EX/matmul.blk" M=8 N=8 K=8 Q=3
 expect 0 '\.entry' "$BLKC" --emit=ptx "$EX/matmul.blk" M=130 N=70 K=33

@@ -335,6 +335,43 @@ static void test_tampered_fields(void **state)
 	}
 }
 
+/* A section length (the number after `word`) set to `to`, the sum resealed:
+ * lengths that wrap the reader's bounds arithmetic (2^64 - 1 + a newline
+ * is 0) must be misses, not reads before or past the buffer. */
+static void set_length(const char *path, const char *word, const char *to)
+{
+	size_t len;
+	char *data = slurp(path, &len);
+	static char out[1 << 20];
+	char *num = strstr(data, word);
+	assert_non_null(num);
+	num += strlen(word);
+	int w = snprintf(out, sizeof out, "%.*s%s%s", (int)(num - data), data, to, strchr(num, '\n'));
+	reseal(out, (size_t)w);
+	rewrite(path, out, (size_t)w);
+}
+
+static void test_wrapping_lengths(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{"\nlaunch ", "18446744073709551615"}, {"\nlaunch ", "18446744073709551614"},
+		{"\nptx ", "18446744073709551615"},    {"\nkey ", "18446744073709551615"},
+		{"\nlaunch ", "99999999999"},
+	};
+	char path[512];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_compiled(compile_once("sm_90a", add_src, NULL, 777));
+		only_entry(path, sizeof path);
+		set_length(path, cases[i][0], cases[i][1]);
+		Outcome o = compile_once("sm_90a", add_src, NULL, 777);
+		if (o.compiles != 1)
+			fail_msg("an entry with %s%s was loaded", cases[i][0] + 1, cases[i][1]);
+		assert_compiled(o);
+		assert_int_equal(remove(path), 0);
+	}
+}
+
 /* A FIFO where the entry should be: the compile neither blocks on it nor
  * reads it, and the new entry replaces it.  (alarm: a hang fails.) */
 static void test_fifo_entry(void **state)
@@ -661,7 +698,7 @@ int main(void)
 		T(test_miss_then_hit), T(test_key_covers), T(test_altered), T(test_truncated),
 		T(test_empty), T(test_foreign), T(test_extra), T(test_bad_launch), T(test_other_key), T(test_trim),
 		T(test_switches), T(test_unwritable), T(test_two_processes), T(test_warm_time),
-		T(test_tuner_results), T(test_dump_dir), T(test_tampered_fields), T(test_fifo_entry),
+		T(test_tuner_results), T(test_dump_dir), T(test_tampered_fields), T(test_wrapping_lengths), T(test_fifo_entry),
 		T(test_permissions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
