@@ -70,6 +70,8 @@
 typedef struct Canon {
 	LowerCtx *c;
 	bool changed;
+	BlkPtrMap uses;  /* erase_dead's: value -> its readers' count */
+	BlkPtrMap subst; /* reuse_load's: a load's value -> the earlier one's (see rewrite) */
 } Canon;
 
 /* t without dim d. */
@@ -445,7 +447,10 @@ static void reuse_load(Canon *k, BlkOp *op)
 			same = equivalent(e->operands[i], op->operands[i], 8);
 		if (!same)
 			continue;
-		blk_replace_uses(op->parent, op->results[0], e->results[0]);
+		/* the readers, all later in the walk, take e's value as rewrite()
+		 * reaches them: replacing in the whole region at each reuse was
+		 * quadratic (4000 unrolled stores of repeated loads: 2 s) */
+		blk_pmap_put(k->c->a, &k->subst, op->results[0], e->results[0]);
 		blk_op_erase(op);
 		k->changed = true;
 		return;
@@ -697,7 +702,7 @@ static void squeeze(Canon *k, BlkOp *f)
 		for (int i = 0; i < f->nresults && i < MAX_CARRIES; i++)
 			if (q.cand[i])
 				squeeze_carry(k, f, i, d);
-		Canon body = { k->c, true };
+		Canon body = { .c = k->c, .changed = true };
 		while (body.changed) {
 			body.changed = false;
 			blk_lower_walk(f->regions[0], rewrite, &body);
@@ -796,6 +801,12 @@ static void flatten(Canon *k, BlkOp *outer)
 
 static void rewrite(void *ctx, BlkOp *op)
 {
+	Canon *k = ctx;
+	for (int i = 0; i < op->noperands; i++) { /* reuse_load's replacements */
+		BlkValue *to;
+		while ((to = blk_pmap_get(&k->subst, op->operands[i])))
+			op->operands[i] = to;
+	}
 	switch (op->kind) {
 	case BLK_OP_SELECT:
 		unnegate(ctx, op);
@@ -832,26 +843,41 @@ static void rewrite_loops(void *ctx, BlkOp *op)
 	flatten(ctx, op);
 }
 
+/* uses: value -> how many operands read it (counted once for the whole
+ * kernel: asking each op's uses of the kernel anew was quadratic, 61 % of
+ * 4000 unrolled stores' compile). */
+static void count_uses(void *ctx, BlkOp *op)
+{
+	Canon *k = ctx;
+	for (int i = 0; i < op->noperands; i++)
+		blk_pmap_put(k->c->a, &k->uses, op->operands[i],
+		             (void *)((uintptr_t)blk_pmap_get(&k->uses, op->operands[i]) + 1));
+}
+
 /* Erases expand_dims, broadcasts, constants, nots, transposes and selects
- * nothing reads any more (what
- * the rules left behind), innermost first. */
-static void erase_dead(BlkRegion *r, BlkRegion *top)
+ * nothing reads any more (what the rules left behind), innermost and last
+ * first, so an op whose only reader goes goes too. */
+static void erase_dead(Canon *k, BlkRegion *r)
 {
 	for (BlkOp *op = r->last, *prev; op; op = prev) {
 		prev = op->prev;
 		for (int i = 0; i < op->nregions; i++)
-			erase_dead(op->regions[i], top);
+			erase_dead(k, op->regions[i]);
 		bool orphan = op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_CONST || op->kind == BLK_OP_SELECT ||
 		              op->kind == BLK_OP_NOT || op->kind == BLK_OP_TRANSPOSE || op->kind == BLK_OP_BROADCAST ||
 		              op->kind == BLK_OP_VIEW;
-		if (orphan && !blk_lower_uses(top, op->results[0]))
-			blk_op_erase(op);
+		if (!orphan || blk_pmap_get(&k->uses, op->results[0]))
+			continue;
+		for (int i = 0; i < op->noperands; i++)
+			blk_pmap_put(k->c->a, &k->uses, op->operands[i],
+			             (void *)((uintptr_t)blk_pmap_get(&k->uses, op->operands[i]) - 1));
+		blk_op_erase(op);
 	}
 }
 
 bool blk_lower_canonicalize(LowerCtx *c)
 {
-	Canon k = { c, true };
+	Canon k = { .c = c, .changed = true };
 	bool any = false;
 	for (int round = 0; k.changed && round < 64; round++) {
 		k.changed = false;
@@ -860,7 +886,9 @@ bool blk_lower_canonicalize(LowerCtx *c)
 		blk_lower_walk(c->k->body, rewrite_loops, &k);
 		any |= k.changed;
 	}
-	if (any)
-		erase_dead(c->k->body, c->k->body);
+	if (any) {
+		blk_lower_walk(c->k->body, count_uses, &k);
+		erase_dead(&k, c->k->body);
+	}
 	return true;
 }
