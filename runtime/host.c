@@ -61,6 +61,9 @@ bool blk_func_bind(BlkFunc *f, const BlkTensor *tensors, int ntensors, int64_t *
 		return false;
 	if (!values && f->kernel->nsizes > 0)
 		return blk_rt_error(f->prog->rt, "blk_func_bind: values is NULL");
+	if (ntensors != f->ntensors) /* before sizing anything by it */
+		return blk_rt_error(f->prog->rt, "launch of %s: expected %d arrays, got %d", f->kernel->name,
+		                    f->ntensors, ntensors);
 	BlkArrayDesc *arrays = calloc((size_t)(ntensors > 0 ? ntensors : 1), sizeof *arrays);
 	bool ok = arrays && blk_rt_bind(f, tensors, ntensors, arrays, values);
 	if (!arrays)
@@ -168,6 +171,8 @@ static bool interpret(BlkFunc *f, int nranks, const BlkTensor *const *tensors, i
 		                    BLK_INTERP_MAX_RANKS);
 	if (!tensors)
 		return blk_rt_error(rt, "blk_interpret_world: tensors is NULL");
+	if (ntensors != f->ntensors) /* before sizing anything by it (n * nranks overflowed) */
+		return blk_rt_error(rt, "launch of %s: expected %d arrays, got %d", k->name, f->ntensors, ntensors);
 	int n = ntensors > 0 ? ntensors : 1;
 	BlkArrayDesc *arrays = calloc((size_t)(n * nranks), sizeof *arrays);
 	int64_t *sizes = calloc((size_t)k->nsizes + 1, sizeof *sizes);

@@ -391,6 +391,12 @@ typedef struct LaunchArgs {
 
 static bool args_alloc(BlkRuntime *rt, const BlkKernel *k, int n, LaunchArgs *la)
 {
+	*la = (LaunchArgs){ 0 }; /* args_free follows a refusal too */
+	int want = 0;
+	for (int p = 0; p < k->nparams; p++)
+		want += k->params[p].access != BLK_ACCESS_SCRATCH;
+	if (n != want) /* before sizing anything by n (INT_MAX was an out-of-memory) */
+		return blk_rt_error(rt, "launch of %s: expected %d arrays, got %d", k->name, want, n);
 	la->arrays = calloc((size_t)(n > 0 ? n : 1), sizeof *la->arrays);
 	la->sizes = calloc((size_t)k->nsizes + 1, sizeof *la->sizes);
 	if (!la->arrays || !la->sizes)

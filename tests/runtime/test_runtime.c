@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,17 @@ static void test_launch_count(void **state)
 	assert_int_equal(blk_func_num_tensors(fx->f), 3);
 	expect_refused(fx, t, 2, "launch of matmul: expected 3 arrays, got 2");
 	expect_refused(fx, NULL, 3, "launch of matmul: tensors is NULL");
+	/* a count nothing could hold is the same error, before any memory is
+	 * sized by it (it was an out-of-memory, or an overflow of count x ranks) */
+	expect_refused(fx, t, INT_MAX, "launch of matmul: expected 3 arrays, got 2147483647");
+	int64_t values[8];
+	assert_false(blk_func_bind(fx->f, t, INT_MAX, values));
+	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 2147483647");
+	assert_false(blk_interpret(fx->f, t, INT_MAX));
+	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 2147483647");
+	const BlkTensor *ranks[8] = { t, t, t, t, t, t, t, t };
+	assert_false(blk_interpret_world(fx->f, 8, ranks, 1 << 28));
+	assert_contains(blk_runtime_last_error(fx->rt), "expected 3 arrays, got 268435456");
 }
 
 static void test_launch_dtype(void **state)
