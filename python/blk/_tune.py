@@ -28,6 +28,7 @@ configs: the kernel as given, its `auto` parameters at their stand-ins).
 import ctypes
 import hashlib
 import json
+import stat
 import os
 import statistics
 import sys
@@ -123,10 +124,16 @@ class Autotuned:
         if not self._file:
             return
         try:
-            with open(self._file, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            return  # none yet, or damaged: tuned again and rewritten
+            # a regular file only, opened without blocking (a FIFO put in
+            # its place must not hang the constructor), of a sane size
+            fd = os.open(self._file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > (64 << 20):
+                    return
+                data = json.loads(f.read().decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return  # none yet, or damaged (deeply nested too): tuned again and rewritten
         if isinstance(data, dict):
             for k, v in data.items():
                 if self.derived and isinstance(v, dict) and isinstance(v.get("params"), dict):
@@ -189,6 +196,8 @@ class Autotuned:
         return dict(self.configs[r["config"]]) if r else None
 
     def __call__(self, *arrays, stream=None, interpret=None, **named):
+        if interpret is None:  # as Kernel: the constructor's interpret=, then BLK_INTERPRET
+            interpret = self.base.interpret
         if interpret is None:
             interpret = interpret_default()
         if interpret:

@@ -10,6 +10,7 @@ Runs under pytest, or alone: `python3 python/tests/test_blk.py` (prints
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -522,6 +523,32 @@ def test_autotune_on_numpy_arrays():
     close(mm(a, b, interpret=True), a @ b)
     e = raises(blk.BlkError, mm, a, b)  # not a GPU array: a BlkError, no ValueError
     assert "host memory" in str(e), str(e)
+
+
+def test_autotune_interpret_and_damaged_results():
+    """interpret=True given to autotune runs the first candidate in the
+    interpreter (nothing timed); a FIFO or a deeply nested file where the
+    results are kept is ignored, neither blocking nor raising."""
+    args = dict(configs=[dict(BM=32), dict(BM=64)], key=["M", "N", "K"])
+    mm = blk.autotune(f"{EX}/matmul.blk", interpret=True, **args)
+    a, b = rand(64, 16), rand(16, 32)
+    close(mm(a, b), a @ b)
+    path = mm._file
+    assert path, "a results file needs BLK_CACHE_DIR"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.lexists(path):
+        os.remove(path)
+    os.mkfifo(path)
+    signal.alarm(30)  # a hang fails the test
+    try:
+        assert blk.autotune(f"{EX}/matmul.blk", **args).results == {}
+    finally:
+        signal.alarm(0)
+        os.remove(path)
+    with open(path, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    assert blk.autotune(f"{EX}/matmul.blk", **args).results == {}
+    os.remove(path)
 
 
 class _JaxCpuArray:
