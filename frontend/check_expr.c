@@ -90,8 +90,8 @@ static bool dims_equal(int r, const BlkSym *const *x, const BlkSym *const *y)
 
 bool blk_ck_converts(const CkType *t, BlkDType dt)
 {
-	if (t->weak == CK_WEAK_INT)
-		return dt != BLK_BOOL;
+	if (t->weak == CK_WEAK_INT) /* an 8-bit integer takes only the literals it holds (200 is no i8) */
+		return dt != BLK_BOOL && !(blk_dtype_is_byte(dt) && t->konst && blk_int_wrap(dt, t->i) != t->i);
 	if (t->weak == CK_WEAK_FLOAT) /* fp8 too: a fill or full()'s value, rounded to it */
 		return blk_dtype_is_float(dt) || blk_dtype_is_fp8(dt);
 	return t->t.dtype == dt;
@@ -368,8 +368,12 @@ bool blk_ck_storable(Ck *c, BlkLoc loc, const CkType *v, BlkDType dt, int rank,
 	const BlkSym *out[BLK_MAX_RANK];
 	int r;
 	if (!blk_ck_converts(v, dt)) {
-		blk_error(c->d, loc, "cannot store %s into a Ref of %s; convert it with astype",
-		          tstr(c, v), blk_dtype_name(dt));
+		if (v->weak == CK_WEAK_INT && v->konst && blk_dtype_is_byte(dt))
+			blk_error(c->d, loc, "the literal %lld does not fit %s (%s)", (long long)v->i,
+			          blk_dtype_name(dt), dt == BLK_I8 ? "-128 .. 127" : "0 .. 255");
+		else
+			blk_error(c->d, loc, "cannot store %s into a Ref of %s; convert it with astype",
+			          tstr(c, v), blk_dtype_name(dt));
 		return false;
 	}
 	if (broadcast(v, &target, &r, out) && r == rank && dims_equal(r, out, dims))
@@ -1180,7 +1184,11 @@ static bool const_of(Ck *c, const BlkAstExpr *e, BlkDType dt, CkType *out)
 	}
 	if (blk_ck_converts(out, dt))
 		return true;
-	blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
+	if (out->weak == CK_WEAK_INT && blk_dtype_is_byte(dt))
+		blk_error(c->d, e->loc, "the literal %lld does not fit %s (%s)", (long long)out->i,
+		          blk_dtype_name(dt), dt == BLK_I8 ? "-128 .. 127" : "0 .. 255");
+	else
+		blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
 	return false;
 }
 
