@@ -268,7 +268,9 @@ BlkFunc *blk_program_kernel(BlkProgram *p, const char *name)
 			return f;
 	char names[512];
 	list_kernels(p, names, sizeof names);
-	if (!name)
+	if (!name && !p->funcs)
+		blk_rt_error(p->rt, "the program has no kernel: a .blk source holds `kernel NAME(...) { ... }`");
+	else if (!name)
 		blk_rt_error(p->rt, "the program has several kernels (%s): name one", names);
 	else
 		blk_rt_error(p->rt, "no kernel named '%s' in the program (it has %s)", name,
@@ -703,8 +705,13 @@ int blk_func_search(BlkFunc *f, const BlkTensor *tensors, int ntensors, const ch
 	if (!blk_rt_func_ok(f, "blk_func_search"))
 		return -1;
 	BlkRuntime *rt = f->prog->rt;
-	if (max < 1 || !configs) {
-		blk_rt_error(rt, "blk_func_search: room for %d configurations at %p", max, (void *)configs);
+	if (!configs) {
+		blk_rt_error(rt, "blk_func_search: configs is NULL");
+		return -1;
+	}
+	if (max < 1) {
+		blk_rt_error(rt, "blk_func_search: max is %d; it is the number of configurations wanted, 1 or more",
+		             max);
 		return -1;
 	}
 	BlkArena *a = blk_arena_create();

@@ -530,8 +530,8 @@ static int estimate_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const Bl
 static int compile_mode(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 {
 	if (!blkc_lowers(o)) {
-		if (o->emit != EMIT_IR)
-			return BLKC_OK;
+		if (o->emit != EMIT_IR) /* a check: of the kernel named, which must be there */
+			return !o->kernel || blkc_pick_kernel(m, o, d) ? BLKC_OK : BLKC_ERROR;
 		FILE *f = blkc_open_output(o, d);
 		if (!f)
 			return BLKC_ERROR;

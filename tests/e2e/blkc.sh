@@ -97,6 +97,9 @@ expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"
 expect 0 'kernel @matmul' "$BLKC" --emit=ir "$EX/matmul.blk"
 expect 0 'block \[128, K\]' "$BLKC" --emit=ir -D BM=128 "$EX/matmul.blk"
 expect 0 'bf16\[M, K\]' "$BLKC" --emit=ir -D T=bf16 "$EX/matmul.blk"
+# a kernel named that is not there is an error in a plain check too
+expect 1 "no kernel named 'nope' in" "$BLKC" -k nope "$EX/add.blk"
+expect 1 "no kernel named 'nope' in" "$BLKC" -k nope --emit=ir "$EX/add.blk"
 # a block whose size only the launch fixes, past the tile limit: an error,
 # not an endless loop in the layouts
 printf 'kernel k(x: in f32[N] block (N), y: out f32[N] block (N)) {\n    y[...] = exp(x[...]);\n}\n' > "$T/bigblock.blk"

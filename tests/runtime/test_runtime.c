@@ -417,6 +417,22 @@ static void test_kernel_lookup(void **state)
 	assert_null(blk_program_kernel(fx->prog, "matmull"));
 	assert_string_equal(blk_runtime_last_error(fx->rt),
 	                    "no kernel named 'matmull' in the program (it has 'matmul')");
+	/* a source with no kernel at all says so (it said "several kernels ()") */
+	BlkProgram *none = blk_program_load_source(fx->rt, "none.blk", "// nothing\n", NULL, 0);
+	if (none) {
+		assert_null(blk_program_kernel(none, NULL));
+		assert_contains(blk_runtime_last_error(fx->rt), "the program has no kernel");
+		blk_program_destroy(none);
+	} else {
+		assert_contains(blk_runtime_last_error(fx->rt), "kernel");
+	}
+	/* a search for no configurations names the argument, not an address */
+	BlkTensor t[3];
+	matmul_tensors(t, BLK_DTYPE_F32);
+	const char *configs[1];
+	assert_int_equal(blk_func_search(fx->f, t, 3, configs, 0), -1);
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "blk_func_search: max is 0; it is the number of configurations wanted, 1 or more");
 }
 
 /* Offline, a good launch compiles (needs the GPU backend) and then stops
