@@ -155,8 +155,13 @@ class Kernel:
         if not isinstance(src, str):
             src = os.fspath(src)
         self.path = src if _is_path(src) else None
+        if self.path is not None and os.path.isdir(self.path):
+            raise BlkError(f"{self.path}: a directory, not a .blk file (pass a .blk path, or source text)")
         if self.path is not None and not os.path.isfile(self.path):
             raise BlkError(f"{self.path}: no such file (pass a .blk path, or source text)")
+        if self.path is None and "\0" in src:
+            raise BlkError(f"the source text has a NUL byte at offset {src.index(chr(0))}; blk "
+                           "source is ASCII text without NULs")
         self.source = None if self.path else src
         self.source_name = "<string>"
         self.name = name

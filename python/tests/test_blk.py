@@ -525,6 +525,17 @@ def test_autotune_on_numpy_arrays():
     assert "host memory" in str(e), str(e)
 
 
+def test_source_mistakes():
+    """A directory for a path, and NUL bytes in source text, are named as
+    such (a directory was "no such file"; text after a NUL was dropped)."""
+    d = tempfile.mkdtemp(prefix="blk-dir-")
+    e = raises(blk.BlkError, blk.kernel, d + "/")
+    assert "a directory, not a .blk file" in str(e), str(e)
+    e = raises(blk.BlkError, blk.kernel, "kernel k(x: in f32[4], y: out f32[4]) { y[...] = x[...]; }\0junk")
+    assert "NUL byte at offset 58" in str(e), str(e)
+    os.rmdir(d)
+
+
 def test_autotune_interpret_and_damaged_results():
     """interpret=True given to autotune runs the first candidate in the
     interpreter (nothing timed); a FIFO or a deeply nested file where the
