@@ -948,9 +948,16 @@ BlkCkFile *blk_check_file(BlkArena *a, BlkDiag *d, const BlkAstFile *f,
 	blk_ck_helpers(&c, f);
 	for (int i = 0; i < f->nkernels && !blk_diag_saturated(d); i++)
 		check_kernel(&c, f->kernels[i], &cf->kernels[i], defines, ndefines, used);
-	for (int i = 0; i < ndefines; i++)
-		if (!used[i])
+	for (int i = 0; i < ndefines; i++) {
+		int first = 0; /* the same name twice (blkc says so itself; the C API and Python get here) */
+		while (strcmp(defines[first].name, defines[i].name) != 0)
+			first++;
+		if (first < i)
+			blk_error(d, none, "-D %s is given twice (%s and %s)", defines[i].name, defines[first].value,
+			          defines[i].value);
+		else if (!used[i])
 			blk_error(d, none, "-D %s: no kernel has a compile-time parameter named `%s`",
 			          defines[i].name, defines[i].name);
+	}
 	return blk_diag_error_count(d) > errors ? NULL : cf;
 }

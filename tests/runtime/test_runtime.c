@@ -494,6 +494,9 @@ static void test_bad_define(void **state)
 	const char *defs[] = {"BM"};
 	assert_null(blk_program_load(fx->rt, matmul_path(), defs, 1));
 	assert_string_equal(blk_runtime_last_error(fx->rt), "define 'BM' is not NAME=VALUE");
+	const char *twice[] = {"T=f16", "T=f32"};
+	assert_null(blk_program_load(fx->rt, matmul_path(), twice, 2));
+	assert_contains(blk_runtime_last_error(fx->rt), "-D T is given twice (f16 and f32)");
 	assert_null(blk_program_load(fx->rt, matmul_path(), defs, -1));
 	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: -1 defines");
 	assert_null(blk_program_load(fx->rt, matmul_path(), NULL, 2));
