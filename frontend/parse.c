@@ -24,6 +24,7 @@
  * BLK_MAX_EXPR_DEPTH is an error, whatever the shape of the tree.
  */
 #include <stdarg.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "frontend/ast.h"
@@ -1181,6 +1182,14 @@ static BlkAstFile *parse_file(Parser *p)
 	while (!at(p, BLK_TOK_EOF)) {
 		if (at_fn(p)) {
 			vec_push_ptr(p, &fns, parse_fn(p));
+		} else if (at(p, BLK_TOK_IDENT) && tok(p)->len == 2 && memcmp(tok(p)->text, "fn", 2) == 0 &&
+		           peek2(p) != BLK_TOK_EOF && isalpha((unsigned char)p->t[p->pos + 1].text[0])) {
+			/* `fn` and then no name: a keyword (`fn f16(a)`, `fn when()`) */
+			const BlkToken *t = &p->t[p->pos + 1];
+			error_at(p, t->loc, "`%.*s` is a keyword, so no helper's name: call it something else",
+			         (int)t->len, t->text);
+			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL) && !at_fn(p))
+				next(p);
 		} else if (!at(p, BLK_TOK_KERNEL)) {
 			expected(p, "'kernel' or 'fn'");
 			while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_KERNEL) && !at_fn(p))
