@@ -367,6 +367,9 @@ int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *
 	char fn[128];
 	snprintf(fn, sizeof fn, "blk_aot_%s", k->name);
 	char *header = header_path(o);
+	if (o->out && !header) /* said, not silently skipped: `-o x.h` wrote the C source there */
+		fprintf(stderr, "blkc: warning: -o %s does not end in .c, so no header is written beside it "
+		        "(-o NAME.c writes NAME.c and NAME.h)\n", o->out);
 	FILE *f = NULL;
 	bool ok = (!header || write_header(header, k, arrays, sizes, fn, d)) &&
 	          (f = blkc_open_output(o, d)) != NULL;

@@ -44,6 +44,7 @@ expect 0 'int blk_aot_add\(void \*stream, void \*x, void \*y, void \*z, int64_t 
 expect 0 '' "$BLKC" --emit=c --arch=sm_80,sm_90a -o "$T/k.c" "$EX/add.blk" N=10
 expect 0 'BLK_AOT_BAD_SIZES' cat "$T/k.h"
 expect 1 'cannot write' "$BLKC" --emit=c -o /nonexistent/dir/k.c "$EX/add.blk" N=10
+expect 0 'does not end in .c, so no header is written' "$BLKC" --emit=c -o "$T/k.h" "$EX/add.blk" N=10
 expect 1 'compiles kernels of one GPU; this one runs across ranks' "$BLKC" --emit=c "$EX/allreduce.blk" N=4096 G2=4
 expect 0 '' "$BLKC" --emit=ptx "$EX/allgather_matmul.blk" MS=256 K=512 N=384 RMS=512 RC=4 R=2
 expect 0 'red.relaxed.sys.global.add.s32' "$BLKC" --emit=ptx "$EX/matmul_reduce_scatter.blk" M=512 K=512 N=384 MS=256 R=2 TT=6
