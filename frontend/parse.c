@@ -476,7 +476,15 @@ static BlkAstExpr *parse_method(Parser *p, BlkAstExpr *recv, const BlkToken *t, 
  * `dot`: the checker refuses helpers with a builtin's name.) */
 static BlkAstExpr *dot_with_acc(Parser *p, BlkAstExpr *call)
 {
-	if (strcmp(call->name, "dot") != 0 || call->nargs != 3 || call->args[0].name || call->args[1].name ||
+	if (strcmp(call->name, "dot") != 0)
+		return call;
+	bool named_acc = false;
+	for (int i = 0; i < call->nargs; i++)
+		named_acc |= call->args[i].name && strcmp(call->args[i].name, "acc") == 0;
+	if (named_acc && call->nargs != 3) /* `dot(a, b, z, acc = z)`: acc given twice, or a or b missing */
+		error_at(p, call->loc, "`dot` takes a, b and an accumulator (`dot(a, b, acc)` or `acc = acc`), "
+		         "got %d arguments", call->nargs);
+	if (call->nargs != 3 || call->args[0].name || call->args[1].name ||
 	    (call->args[2].name && strcmp(call->args[2].name, "acc") != 0))
 		return call;
 	BlkAstExpr *sum = blk_ast_expr_new(p->a, BLK_AST_BINARY, call->loc);

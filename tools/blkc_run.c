@@ -169,17 +169,22 @@ static bool make_dirs(const char *dir, BlkDiag *d)
 	return true;
 }
 
-/* Writes every out/inout array to DIR/NAME.npy (DIR made if missing) and
- * says what it wrote. */
+/* The output directory, made where missing, before the kernel runs (a
+ * --out-dir that is a file was refused only after the run). */
+static bool out_dir_ready(const BlkcOptions *o, const BlkKernel *k, BlkDiag *d)
+{
+	bool outputs = false;
+	for (int p = 0; p < k->nparams; p++)
+		outputs |= k->params[p].access == BLK_ACCESS_OUT || k->params[p].access == BLK_ACCESS_INOUT;
+	return !outputs || make_dirs(o->out_dir, d);
+}
+
+/* Writes every out/inout array to DIR/NAME.npy (DIR made by out_dir_ready)
+ * and says what it wrote. */
 static bool write_outputs(const BlkcOptions *o, const BlkKernel *k, BlkHostArray **host, BlkDiag *d)
 {
 	int i = 0;
 	bool ok = true;
-	bool outputs = false;
-	for (int p = 0; p < k->nparams; p++)
-		outputs |= k->params[p].access == BLK_ACCESS_OUT || k->params[p].access == BLK_ACCESS_INOUT;
-	if (outputs && !make_dirs(o->out_dir, d))
-		return false;
 	for (int p = 0; p < k->nparams; p++) {
 		const BlkParam *pa = &k->params[p];
 		if (pa->access == BLK_ACCESS_SCRATCH)
@@ -212,7 +217,7 @@ int blkc_run(const BlkcOptions *o, BlkArena *a, BlkDiag *d, BlkModule *m)
 	int64_t sizes[BLK_MAX_SIZES];
 	BlkArrayDesc descs[BLK_MAX_PARAMS];
 	BlkHostArray *host[BLK_MAX_PARAMS] = { 0 };
-	if (!blkc_kernel_fits(k, d))
+	if (!blkc_kernel_fits(k, d) || !out_dir_ready(o, k, d))
 		return BLKC_ERROR;
 	int r = BLKC_ERROR, n = 0;
 	if (!blkc_sizes_from_bindings(k, o, sizes, d) || !read_inputs(o, k, host, sizes, d) ||

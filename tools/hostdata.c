@@ -513,9 +513,14 @@ BlkHostArray *blk_host_npy_parse(const char *name, const void *buf, size_t len, 
 		return NULL;
 	}
 	size_t have = len - hstart - hlen;
-	if (have != a->nbytes) {
-		blk_error(d, no_loc, "%s: %s data: expected %zu bytes, found %zu", name,
-		          have < a->nbytes ? "truncated" : "trailing bytes after the", a->nbytes, have);
+	if (have < a->nbytes) {
+		blk_error(d, no_loc, "%s: truncated data: expected %zu bytes, found %zu", name, a->nbytes, have);
+		blk_host_free(a);
+		return NULL;
+	}
+	if (have > a->nbytes) { /* (the reader may stop one byte past the data: no count of the rest) */
+		blk_error(d, no_loc, "%s: trailing bytes after the data: its header's shape holds %zu bytes, "
+		          "and the file has more", name, a->nbytes);
 		blk_host_free(a);
 		return NULL;
 	}

@@ -196,9 +196,9 @@ expect 0 "z: f32\\[10\\] -> $T/new/sub/dir/z\\.npy" "$BLKC" run --interpret "$EX
 : > "$T/plain"
 expect 1 'the output directory .*/plain is not a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/plain"
 expect 1 'cannot make the output directory .*/plain/dir: Not a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir="$T/plain/dir"
-if grep -q ' -> ' "$T/out"; then
+if grep -q ' -> \|ran in the interpreter' "$T/out"; then
 	fails=$((fails + 1))
-	echo "FAIL: run with an unwritable --out-dir still says it wrote an output"
+	echo "FAIL: run with an unwritable --out-dir still ran (or says it wrote an output)"
 fi
 expect 2 '--out-dir wants a directory' "$BLKC" run --interpret "$EX/add.blk" N=10 --out-dir=
 # a rank-0 .npy (numpy.save of a scalar): 10 bytes of magic and length, a

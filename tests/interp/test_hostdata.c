@@ -131,7 +131,7 @@ static void test_npy_errors(void **state)
 	expect_npy_error(img, 20, "x.npy: truncated .npy header");
 	expect_npy_error(img, n - 1, "x.npy: truncated data: expected 8 bytes, found 7");
 	n = image(img, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", 9);
-	expect_npy_error(img, n, "x.npy: trailing bytes after the data: expected 8 bytes, found 9");
+	expect_npy_error(img, n, "x.npy: trailing bytes after the data: its header's shape holds 8 bytes, and the file has more");
 	n = image(img, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8);
 	expect_npy_error(img, n, "x.npy: unsupported dtype '>f4' (blk reads '<f4', '<f2', '<u2' as "
 	                         "bf16 bits, '<i4', '|b1', '|i1' and '|u1')");
