@@ -10,15 +10,14 @@
  * where it runs after the last one only: each run walks the whole kernel,
  * and eighteen of them were a sixth of such a kernel's compile time.
  * --dump-after=PASS (or "all") prints the IR after that pass (emit-llvm:
- * the LLVM module before the LLVM passes of ptx.c; ptx: the PTX).  Each pass states its contract at
- * the top of its file.
+ * the LLVM module before the LLVM passes of ptx.c; ptx: the PTX).  Each
+ * pass states its contract at the top of its file.
  */
 #include "lower_int.h"
 
 #include <llvm-c/Core.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "support/limits.h"
 

@@ -439,7 +439,8 @@ void blk_emit_region(Emit *E, const BlkRegion *r)
 	int since = 0;
 	for (const BlkOp *op = r->first; op && !E->failed; op = op->next) {
 		blk_emit_op(E, op);
-		if (E->c->huge && ++since == HUGE_BLOCK_OPS) { /* the block goes on in a new one */
+		if (E->c->huge && ++since >= HUGE_BLOCK_OPS &&
+		    !LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(E->b))) { /* goes on in a new block */
 			since = 0;
 			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->cx, E->fn, "part");
 			LLVMBuildBr(E->b, next);

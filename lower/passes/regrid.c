@@ -206,18 +206,9 @@ static BlkValue *affine(LowerCtx *c, BlkRegion *r, BlkOp *at, BlkLoc loc, BlkVal
 	return x;
 }
 
-static void regrid(Regrid *g);
-
-bool blk_lower_regrid(LowerCtx *c)
+/* The pass itself; every refusal just returns, leaving the kernel as it is. */
+static void regrid(LowerCtx *c, Regrid *gp)
 {
-	Regrid g = { .c = c, .ok = true };
-	regrid(&g);
-	return true;
-}
-
-static void regrid(Regrid *gp)
-{
-	LowerCtx *c = gp->c;
 	BlkKernel *k = c->k;
 	int64_t G;
 	if (k->grid_rank != 1 || k->grid_seq[0] || !blk_sym_is_const(k->grid[0], &G) || G < 4 ||
@@ -339,5 +330,11 @@ static void regrid(Regrid *gp)
 	k->grid[0] = blk_sym_const(c->a, ext[0]);
 	k->grid[1] = blk_sym_const(c->a, ext[1]);
 	k->grid_seq[1] = false;
-	return;
+}
+
+bool blk_lower_regrid(LowerCtx *c)
+{
+	Regrid g = { .c = c, .ok = true };
+	regrid(c, &g);
+	return true;
 }
