@@ -468,8 +468,11 @@ static void check_scan_region(Verifier *V, const BlkOp *op)
 static void check_dot(Verifier *V, const BlkOp *op)
 {
 	const BlkType *a = operand(op, 0), *b = operand(op, 1);
-	bool shared = b->kind == BLK_TYPE_REF && b->space == BLK_SPACE_SHARED &&
-	              (a->kind == BLK_TYPE_TILE || a->space == BLK_SPACE_SHARED);
+	/* lower/: the pipeliner's slots; A's alone where B is computed each
+	 * iteration (dot_stage.c stores it) */
+	bool sa = a->kind == BLK_TYPE_REF && a->space == BLK_SPACE_SHARED;
+	bool sb = b->kind == BLK_TYPE_REF && b->space == BLK_SPACE_SHARED;
+	bool shared = (sb && (a->kind == BLK_TYPE_TILE || sa)) || (sa && b->kind == BLK_TYPE_TILE);
 	if (!shared && (!is_tile(V, a, "operand", 0) || !is_tile(V, b, "operand", 1)))
 		return;
 	/* integer: i8 or u8 operands (i32 where the SIMT path staged them widened) */

@@ -177,8 +177,10 @@ static bool shared_ref(const BlkValue *v)
 static void check_dot_shared(Verifier *V, const BlkOp *op)
 {
 	bool gpu = op->results[0]->type.layout != NULL; /* tile.c made the accumulator explicit */
-	if (op->noperands != 3 - (!gpu && op->noperands == 2) || !shared_ref(op->operands[1])) {
-		fail(V, "a dot on shared operands takes a, b (shared Refs) and its accumulator");
+	/* B a tile beside A's slot: computed each iteration, dot_stage.c stores it */
+	bool b_tile = shared_ref(op->operands[0]) && op->operands[1]->type.kind == BLK_TYPE_TILE;
+	if (op->noperands != 3 - (!gpu && op->noperands == 2) || (!shared_ref(op->operands[1]) && !b_tile)) {
+		fail(V, "a dot on shared operands takes a, b (shared Refs, or A's and a tile B) and its accumulator");
 		return;
 	}
 	for (int i = 0; i < 2; i++)

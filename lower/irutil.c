@@ -76,6 +76,39 @@ BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r)
 	return dot_behind(v, r, 0);
 }
 
+/* transformed(): *loads counts the loads reached; *budget bounds the
+ * walk (a DAG's shared operands are walked again; an unpacking's shift
+ * amounts alone are a dozen ops deep). */
+static bool transformed(const BlkValue *v, const BlkRegion *r, int depth, int *loads, int *budget)
+{
+	const BlkOp *d = v->def;
+	if (!d || d->parent != r)
+		return true; /* from outside the loop (or the iv): invariant here */
+	if (--*budget < 0 || depth > 64)
+		return false;
+	if (d->kind == BLK_OP_LOAD) {
+		*loads += 1;
+		return true;
+	}
+	if (!(blk_op_flags(d->kind) & BLK_OPF_PURE) || d->kind == BLK_OP_DOT || d->nregions)
+		return false;
+	for (int i = 0; i < d->noperands; i++)
+		if (!transformed(d->operands[i], r, depth + 1, loads, budget))
+			return false;
+	return true;
+}
+
+bool blk_lower_transformed_load(const BlkValue *v, const BlkRegion *r)
+{
+	const BlkOp *d = v->def;
+	int loads = 0, budget = 256;
+	if (d && d->parent == r && blk_transpose_plain(d)) /* B of `x @ w.T`, w computed */
+		d = (v = d->operands[0])->def;
+	if (!d || d->parent != r || d->kind == BLK_OP_LOAD)
+		return false;
+	return transformed(v, r, 0, &loads, &budget) && loads > 0;
+}
+
 BlkOp *blk_lower_stage_site(LowerCtx *c, BlkOp *dot)
 {
 	BlkOp *site = dot;

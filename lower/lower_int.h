@@ -232,6 +232,11 @@ bool blk_lower_computed_from(BlkArena *a, const BlkValue *v, BlkOpKind kind, int
 /* The dot v comes from through elementwise ops of v's rank (all in region
  * r unless r is NULL), or NULL: softmax(Q K^T) -> the QK dot. */
 BlkOp *blk_lower_dot_behind(const BlkValue *v, const BlkRegion *r);
+/* v is computed in region r, by pure ops of r and no dot, from loads of r
+ * (at least one) and values from outside r: a dot operand transformed on
+ * its way in (int4 weights unpacked and scaled), or such a tile's
+ * transpose.  Not a load itself, nor a load's transpose. */
+bool blk_lower_transformed_load(const BlkValue *v, const BlkRegion *r);
 const BlkLayout *blk_lower_scalar_layout(LowerCtx *c);
 bool blk_lower_const_int(const BlkValue *v, int64_t *out);
 /* Dynamic sizes (`dynamic (M)`; ir.h blk_dynamic_class): after specialize,

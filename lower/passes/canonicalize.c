@@ -28,6 +28,11 @@
  *                      {idx}: `load(k.at[ds(j * BK, BK), :])` reads as
  *                      `k[ds(j * BK, BK), :]` does (one load of the
  *                      block's Ref, which TMA can then copy).
+ *   row-gather         a gather of rows `(s + iota(B)) ~/ G`, B dividing G
+ *                      and s a multiple of B -> the one row `s ~/ G`,
+ *                      broadcast: a group scale `scales[kk ~/ G, :]` read
+ *                      for each k of a step that never crosses a group
+ *                      boundary is one row, not a [B, N] gather.
  *   broadcast-at-use   a broadcast moves to just before its first reader.
  *   hoist-invariant-load  a load of an `in` array inside a loop, its Ref
  *                      and indices from outside it -> before the loop.
@@ -336,6 +341,99 @@ static void load_through(Canon *k, BlkOp *op)
 	op->noperands = v->noperands;
 	blk_op_set_index(k->c->a, op, "idx", vi->index.n, vi->index.v);
 	k->changed = true;
+}
+
+/* ---- row-gather ------------------------------------------------------------------- */
+
+/* v is an i32 scalar that is a multiple of b at every launch: a constant,
+ * or a product with a constant multiple of b. */
+static bool multiple_of(const BlkValue *v, int64_t b)
+{
+	int64_t c;
+	if (blk_lower_const_int(v, &c))
+		return c % b == 0;
+	const BlkOp *d = v->def;
+	if (!d || d->kind != BLK_OP_MUL || v->type.kind != BLK_TYPE_TILE || v->type.rank != 0)
+		return false;
+	return (blk_lower_const_int(d->operands[1], &c) && c % b == 0) ||
+	       (blk_lower_const_int(d->operands[0], &c) && c % b == 0);
+}
+
+/* v is a splat constant tile of an i32 value: *c. */
+static bool splat_int(const BlkValue *v, int64_t *c)
+{
+	const BlkOp *d = v->def;
+	const BlkAttr *a = d && d->kind == BLK_OP_CONST ? blk_op_attr(d, "value") : NULL;
+	if (!a || a->kind != BLK_ATTR_INT)
+		return false;
+	*c = a->i;
+	return true;
+}
+
+/* u (i32 [B]) is (broadcast(s) + iota(B)) ~/ G (either order), G a
+ * positive multiple of B and s a multiple of B: every element is s ~/ G,
+ * since s % G <= G - B.  *s and *G. */
+static bool uniform_rows(const BlkValue *u, BlkValue **s, int64_t *G)
+{
+	const BlkOp *fd = u->def, *add, *bc;
+	int64_t B = u->type.rank == 1 ? blk_lower_dim(u->type.dims[0]) : 0;
+	if (B <= 0 || !fd || fd->kind != BLK_OP_FLOORDIV || !splat_int(fd->operands[1], G) || *G <= 0 || *G % B ||
+	    !(add = fd->operands[0]->def) || add->kind != BLK_OP_ADD)
+		return false;
+	for (int o = 0; o < 2; o++) {
+		const BlkOp *io = add->operands[1 - o]->def;
+		bc = add->operands[o]->def;
+		if (bc && bc->kind == BLK_OP_BROADCAST && bc->operands[0]->type.kind == BLK_TYPE_TILE && bc->operands[0]->type.rank == 0 && io &&
+		    io->kind == BLK_OP_IOTA && multiple_of(bc->operands[0], B)) {
+			*s = bc->operands[0];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* load r {idx = [g, x]} of a rank-2 tile whose row indices are
+ * broadcast(expand_dims(u, 1)), u uniform (above) -> load r, s ~/ G {idx
+ * = [i, x]}, expand_dims on axis 0, broadcast back: the same elements,
+ * masked alike (the row checked once instead of once an element).  True
+ * where op was replaced (and erased). */
+static bool row_gather(Canon *k, BlkOp *op)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	BlkValue *res = op->results[0], *s;
+	if (!idx || idx->kind != BLK_ATTR_INDEX || idx->index.n != 2 || idx->index.v[0].kind != BLK_INDEX_GATHER ||
+	    idx->index.v[1].kind == BLK_INDEX_GATHER || idx->index.v[1].kind == BLK_INDEX_SCALAR ||
+	    res->type.rank != 2 || op->noperands < 2)
+		return false;
+	const BlkOp *bc = op->operands[1]->def, *ex;
+	int64_t G;
+	if (!bc || bc->kind != BLK_OP_BROADCAST || !(ex = bc->operands[0]->def) || ex->kind != BLK_OP_EXPAND_DIMS ||
+	    blk_op_int(ex, "axis", -1) != 1 || !uniform_rows(ex->operands[0], &s, &G))
+		return false;
+	BlkBuilder b;
+	blk_builder_before(&b, k->c->a, op);
+	BlkValue *g = blk_lower_i32(&b, op->loc, G);
+	BlkValue *fo[2] = { s, g };
+	BlkValue *row = blk_build1(&b, BLK_OP_FLOORDIV, op->loc, blk_type_scalar(BLK_I32), 2, fo);
+	BlkValue **ops = BLK_NEW_N(k->c->a, BlkValue *, op->noperands);
+	memcpy(ops, op->operands, sizeof *ops * (size_t)op->noperands);
+	ops[1] = row;
+	BlkType rt = squeezed(&res->type, 0);
+	BlkOp *ld = blk_build(&b, BLK_OP_LOAD, op->loc, op->noperands, ops, 1, &rt, 0);
+	ld->attrs = BLK_NEW_N(k->c->a, BlkAttr, op->nattrs); /* fill, mask: as they were */
+	memcpy(ld->attrs, op->attrs, sizeof *ld->attrs * (size_t)op->nattrs);
+	ld->nattrs = op->nattrs;
+	BlkIndex v[2] = { { BLK_INDEX_SCALAR, NULL, 0 }, idx->index.v[1] };
+	blk_op_set_index(k->c->a, ld, "idx", 2, v);
+	BlkType et = res->type;
+	et.dims[0] = blk_sym_const(k->c->a, 1);
+	BlkValue *e = expand(&b, op->loc, ld->results[0], 0, et);
+	BlkValue *full = blk_build1(&b, BLK_OP_BROADCAST, op->loc, res->type, 1, &e);
+	full->name = res->name;
+	blk_replace_uses(k->c->k->body, res, full);
+	blk_op_erase(op);
+	k->changed = true;
+	return true;
 }
 
 /* ---- broadcast-at-use ---------------------------------------------------------- */
@@ -821,6 +919,8 @@ static void rewrite(void *ctx, BlkOp *op)
 		return;
 	case BLK_OP_LOAD:
 		load_through(ctx, op);
+		if (row_gather(ctx, op))
+			return; /* replaced */
 		hoist(ctx, op);
 		reuse_load(ctx, op);
 		return;

@@ -129,7 +129,8 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	int64_t bld = mma ? (bk ? K : N) + pad : bt ? PN + 4 : PN;
 	if (wg)
 		ald = bld = 0;
-	BlkValue *ba = stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a");
+	bool a_tile = a->type.kind == BLK_TYPE_TILE; /* else the pipeliner's slot already */
+	BlkValue *ba = a_tile ? stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a") : NULL;
 	BlkDType bdt = mma ? b->type.dtype : dt; /* e4m3 x e5m2: each its own */
 	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, bdt, S, N, K, bld, "stage_b")
 	                  : stage_buffer(c, site, dot->loc, bdt, S, K, N, bld, "stage_b");
@@ -141,10 +142,13 @@ static void stage(LowerCtx *c, BlkOp *dot)
 		if (site != dot)
 			blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	}
-	BlkValue *sa = blk_lower_slot_view(c, &bl, dot->loc, ba, p);
-	if (!mma) /* k-major: the dot reads A [M, K] through a trans_view */
-		sa = blk_lower_trans_view(c, &bl, dot->loc, sa);
-	store_all(c, &bl, dot->loc, sa, a);
+	BlkValue *sa = a;
+	if (a_tile) {
+		sa = blk_lower_slot_view(c, &bl, dot->loc, ba, p);
+		if (!mma) /* k-major: the dot reads A [M, K] through a trans_view */
+			sa = blk_lower_trans_view(c, &bl, dot->loc, sa);
+		store_all(c, &bl, dot->loc, sa, a);
+	}
 	BlkValue *sb = blk_lower_slot_view(c, &bl, dot->loc, bb, p);
 	BlkValue *tb = bt || bk ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb;
 	store_all(c, &bl, dot->loc, tb, b);

@@ -271,6 +271,13 @@ static bool stageable(Pipe *P, int o)
 		x->C = blk_lower_dim(v->type.dims[1]);
 		return true;
 	}
+	if (blk_lower_dot_tc(P->s->dot) && v->type.rank == 2 && blk_dtype_size(v->type.dtype) == 2 &&
+	    blk_lower_transformed_load(v, P->L.body)) {
+		x->computed = true;
+		x->R = blk_lower_dim(v->type.dims[0]);
+		x->C = blk_lower_dim(v->type.dims[1]);
+		return true;
+	}
 	bool simt = simt_f32(P->s->dot);
 	if ((o == 1 || simt) && d && blk_transpose_plain(d) && d->parent == P->L.body &&
 	    blk_lower_uses(P->L.body, v) == 1) {
@@ -507,7 +514,7 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	blk_builder_before(&b, c->a, dot);
 	BlkPtrMap vm[2] = { { 0 }, { 0 } };
 	for (int o = 0; o < 2; o++) {
-		if (P->s->x[o].regs)
+		if (P->s->x[o].regs || P->s->x[o].computed)
 			continue;
 		if (P->s->x[o].load && !blk_pipe_shared(&P->s->x[o]))
 			blk_loop_clone_slice(&P->L, &b, &P->s->x[o].in, P->s->x[o].load, kn, &vm[o]);
@@ -546,8 +553,10 @@ static void pipeline(Pipe *P)
 	 * next iteration (wait_pending = 1, mma_steps.c); the copies then run
 	 * one slab less ahead, so they never overwrite a slot that group reads */
 	bool wg = P->S >= 3;
+	/* (not past a computed operand: dot_stage.c's two slots for it would
+	 * let one warpgroup overwrite the slot the other's group still reads) */
 	for (int i = 0; i < P->n; i++)
-		wg = wg && blk_pipe_in_flight(P, P->all[i].dot);
+		wg = wg && blk_pipe_in_flight(P, P->all[i].dot) && !P->all[i].x[0].computed && !P->all[i].x[1].computed;
 	P->D = P->S - 1 - wg;
 	for (int i = 0; i < P->n && wg; i++)
 		blk_op_set_int(c->a, P->all[i].dot, "wait_pending", 1);
@@ -556,7 +565,7 @@ static void pipeline(Pipe *P)
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i]; /* the dot whose slots these are */
 		for (int o = 0; o < 2; o++)
-			if (!P->all[i].x[o].regs)
+			if (!P->all[i].x[o].regs && !P->all[i].x[o].computed)
 				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	blk_pipe_share_buffers(P);

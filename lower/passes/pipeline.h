@@ -16,6 +16,9 @@ enum { SIMT_SMEM = 110 * 1024, SIMT_SMEM_ONE = 160 * 1024 };
 typedef struct Operand {
 	bool regs;        /* A from registers: the mma fragments of an earlier dot */
 	BlkValue *fixed;  /* a tile from outside the loop: stored once, or NULL */
+	bool computed;    /* a tile the body computes from loads (blk_lower_transformed_load: int4
+	                   * weights unpacked): dot_stage.c stores it each iteration, beside the
+	                   * other operand's staged slab */
 	BlkOp *load;      /* the slab's load */
 	BlkOp *trans;     /* the transpose between it and the dot, or NULL */
 	bool kmajor;      /* the slot holds the slab transposed ([C, R]): SIMT's k-major slots, whose copies

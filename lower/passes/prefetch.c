@@ -32,11 +32,15 @@ typedef BlkLoop Loop;
 
 enum { PREFETCH_REGS = 32 }; /* elements a thread may hold for the next slab */
 
-static bool feeds_dot(const BlkRegion *body, const BlkValue *v)
+/* v is a dot's operand (direct), or goes into one the body computes from
+ * its loads (int4 weights unpacked and scaled: blk_lower_transformed_load). */
+static bool feeds_dot(const BlkRegion *body, const BlkValue *v, bool direct)
 {
 	for (const BlkOp *op = body->first; op; op = op->next)
-		if (op->kind == BLK_OP_DOT && (op->operands[0] == v || op->operands[1] == v))
-			return true;
+		for (int o = 0; op->kind == BLK_OP_DOT && o < 2 && o < op->noperands; o++)
+			if (direct ? op->operands[o] == v
+			           : blk_lower_transformed_load(op->operands[o], body) && blk_lower_depends(op->operands[o], v))
+				return true;
 	return false;
 }
 
@@ -51,9 +55,14 @@ static bool small(const Loop *L, const BlkValue *v)
 
 static bool pipelinable(Loop *L, BlkOp *ld, BlkPtrMap *in)
 {
-	if (ld->kind != BLK_OP_LOAD || blk_op_gathers(ld) || blk_op_strided(ld) ||
-	    !blk_loop_read_only(L->c, ld->operands[0]) ||
-	    (!feeds_dot(L->body, ld->results[0]) && !small(L, ld->results[0])))
+	if (ld->kind != BLK_OP_LOAD || blk_op_strided(ld) || !blk_loop_read_only(L->c, ld->operands[0]))
+		return false;
+	/* a gather only into an operand computed from it (GPTQ's rows of
+	 * packed words, each k's picked by k / 8): its index tiles are cloned
+	 * with it */
+	if (blk_op_gathers(ld) ? !feeds_dot(L->body, ld->results[0], false)
+	                       : !feeds_dot(L->body, ld->results[0], true) && !feeds_dot(L->body, ld->results[0], false) &&
+	                             !small(L, ld->results[0]))
 		return false;
 	for (int i = 0; i < ld->noperands; i++)
 		if (!blk_loop_slice(L, in, ld->operands[i]))

@@ -27,6 +27,8 @@
  *
  * A loop whose dot reads rows gathered through index tiles (an implicit
  * GEMM) is plain: TMA cannot gather, the plain pipeline's cp.async can.
+ * So is one whose dot operand the body computes from its loads (int4
+ * weights unpacked and scaled): the threads that multiply make it.
  *
  * The register estimate: the accumulators a thread holds plus
  * SCHED_OVERHEAD_REGS for addresses, indices and operands; shared memory:
@@ -51,6 +53,7 @@ typedef struct Work {
 	int64_t slab;  /* bytes of one stage of their operands */
 	int ndots;
 	bool gathers;  /* an operand loaded through index tiles */
+	bool computed; /* an operand computed from loads on its way in (int4 weights unpacked) */
 } Work;
 
 /* v is loaded through index tiles (directly or transposed). */
@@ -68,6 +71,8 @@ static void count_dot(void *ctx, BlkOp *op)
 	if (op->kind != BLK_OP_DOT || !blk_lower_dot_wgmma(op))
 		return;
 	w->gathers = w->gathers || gathered(op->operands[0]) || gathered(op->operands[1]);
+	w->computed = w->computed || blk_lower_transformed_load(op->operands[0], op->parent) ||
+	              blk_lower_transformed_load(op->operands[1], op->parent);
 	const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
 	int64_t M = blk_lower_dim(a->dims[0]), K = blk_lower_dim(a->dims[1]), N = blk_lower_dim(b->dims[1]);
 	w->acc += M * N;
@@ -147,7 +152,13 @@ static int free_slots(const LowerCtx *c, const Work *w)
 	return s;
 }
 
-static void mark(LowerCtx *c, const char *schedule, int plain, int stages)
+/* computed: the loop's operands made by its threads get no registers in
+ * the estimate, so ptxas is held to the programs it counted (attr
+ * min_programs, emit_control.c's minctasm; an unpacked int4 operand
+ * beside a 128x128 tile took 129 registers, one program an SM, where 2
+ * were counted).  Elsewhere ptxas's own choice stands: given a floor of
+ * 2, it spent the headroom (128 threads: 128 registers to 186). */
+static void mark(LowerCtx *c, const char *schedule, int plain, int stages, bool computed)
 {
 	for (BlkOp *op = c->k->body->first; op; op = op->next) {
 		Work here = { 0 };
@@ -159,6 +170,8 @@ static void mark(LowerCtx *c, const char *schedule, int plain, int stages)
 		blk_op_set_int(c->a, op, "plain_programs", plain);
 		if (stages != c->k->num_stages)
 			blk_op_set_int(c->a, op, "stages", stages);
+		if (computed && here.computed && plain >= 2 && strcmp(schedule, "plain") == 0)
+			blk_op_set_int(c->a, op, "min_programs", plain);
 	}
 }
 
@@ -177,9 +190,11 @@ bool blk_lower_schedule(LowerCtx *c)
 	 * ping-pong programs that take turns) against the plain programs' */
 	int64_t specialized = w.acc;
 	int plain = plain_programs(c, &w, c->k->num_stages);
-	bool is_plain = plain * w.acc > 2 * specialized || w.gathers; /* TMA cannot gather */
+	/* TMA cannot gather; an operand computed on its way in is made by the
+	 * threads that multiply, which the producer/consumer split has not */
+	bool is_plain = plain * w.acc > 2 * specialized || w.gathers || w.computed;
 	mark(c, is_plain ? "plain" : "specialize", plain,
-	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w));
+	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w), w.computed);
 	return true;
 }
 

@@ -12,7 +12,9 @@
  *        whose loop yields a dot result (through elementwise ops): the
  *        dot layout, so the accumulator never moves; or a constant vector init whose loop
  *        yields a row reduction of a dot's result: the rows of the dot
- *        layout (a softmax's running max and sum);
+ *        layout (a softmax's running max and sum); or a small loaded
+ *        vector (prefetch.c's next step's scales) that the body
+ *        broadcasts onto a dot's result: that layout's slice;
  *      - everything else gets the default (coalesced, vectorized) layout;
  *   2. `convert_layout` ops where a consumer needs another layout (a
  *      constant splat is rebuilt in place instead: it has no data; a
@@ -337,11 +339,91 @@ static const BlkLayout *row_layout_behind(LowerCtx *c, BlkValue *v, int depth)
 	return NULL;
 }
 
+/* v comes from `from` through elementwise ops of v's rank (in r). */
+static bool from_vector(const BlkValue *v, const BlkValue *from, const BlkRegion *r, int depth)
+{
+	if (v == from)
+		return true;
+	const BlkOp *d = v->def;
+	if (!d || d->parent != r || depth > BLK_LOWER_CHAIN_DEPTH || !(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return false;
+	for (int i = 0; i < d->noperands; i++)
+		if (d->operands[i]->type.rank == v->type.rank && from_vector(d->operands[i], from, r, depth + 1))
+			return true;
+	return false;
+}
+
+/* The layout tiling will give v, a tile of body r not tiled yet, where v
+ * comes through elementwise ops (each taking its first operand's layout,
+ * tile_elementwise) from a dot (its layout), a load (the default
+ * layout) or a tile carried by the loop (its carry layout), or NULL. */
+static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i);
+
+static const BlkLayout *layout_ahead(LowerCtx *c, const BlkValue *v, const BlkRegion *r, int depth)
+{
+	const BlkOp *d = v->def;
+	if (depth > 2 * BLK_LOWER_CHAIN_DEPTH)
+		return NULL;
+	for (int i = 1; !d && r->parent && r->parent->kind == BLK_OP_FOR && i < r->nargs; i++)
+		if (r->args[i] == v && v->type.rank > 1) /* a carry (prefetch.c's next slab): its layout */
+			return carry_layout(c, r->parent, i - 1);
+	if (!d || d->parent != r)
+		return NULL;
+	if (d->kind == BLK_OP_DOT)
+		return dot_layout(c, &v->type, d);
+	if (d->kind == BLK_OP_LOAD)
+		return default_layout(c, &v->type);
+	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
+		return NULL;
+	for (int i = 0; i < d->noperands; i++)
+		if (!is_splat(d->operands[i]) && d->operands[i]->type.rank == v->type.rank)
+			return layout_ahead(c, d->operands[i], r, depth + 1);
+	return NULL;
+}
+
+/* The layout a vector carry v of loop body r is used in: where, through
+ * elementwise ops, an expand_dims of it on axis a is broadcast and
+ * combined with a tile whose layout is known ahead (layout_ahead: a
+ * per-step scale on the step's product, block-scaled fp8's `dot(x, w.T)
+ * * sx[:, k][:, None]`; a group's scales on unpacked int4 weights), that
+ * layout's slice along a -- the vector loaded each step in the layout it
+ * is used in, not converted each step.  NULL if none. */
+static const BlkLayout *vector_use_layout(LowerCtx *c, const BlkRegion *r, const BlkValue *v)
+{
+	for (const BlkOp *e = r->first; e; e = e->next) {
+		if (e->kind != BLK_OP_EXPAND_DIMS || e->operands[0]->type.rank != 1 ||
+		    !from_vector(e->operands[0], v, r, 0))
+			continue;
+		for (const BlkOp *bc = e->next; bc; bc = bc->next) {
+			if (bc->kind != BLK_OP_BROADCAST || bc->operands[0] != e->results[0] || bc->results[0]->type.rank != 2)
+				continue;
+			for (const BlkOp *u = bc->next; u; u = u->next)
+				for (int i = 0; (blk_op_flags(u->kind) & BLK_OPF_ELEMENTWISE) && i < u->noperands; i++) {
+					const BlkLayout *m = u->operands[i] == bc->results[0] || !blk_lower_op_reads(u, bc->results[0])
+					                     ? NULL : layout_ahead(c, u->operands[i], r, 0);
+					if (!m)
+						continue;
+					BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+					*l = blk_layout_slice(m, (int)blk_op_int(e, "axis", 0));
+					return l;
+				}
+		}
+	}
+	return NULL;
+}
+
 /* The layout a loop carry starts in (see 1. above). */
 static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i)
 {
 	BlkValue *init = loop->operands[3 + i];
 	BlkOp *y = loop->regions[0]->last;
+	const BlkLayout *use;
+	/* (the init and the next step's load reloaded in it: small_readonly_load;
+	 * not a split slice, of mma.sync's tile: an expand_dims moves those to
+	 * blocked first, tile_moves) */
+	if (init->type.rank == 1 && init->def && small_readonly_load(c, init->def) &&
+	    (use = vector_use_layout(c, loop->regions[0], loop->regions[0]->args[1 + i])) && !blk_layout_split(use))
+		return use;
 	if (is_splat(init) && y && y->kind == BLK_OP_YIELD && i < y->noperands) {
 		BlkOp *dot = blk_lower_dot_behind(y->operands[i], NULL);
 		if (dot && init->type.rank == 2)

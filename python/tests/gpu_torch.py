@@ -255,6 +255,61 @@ def test_fp8():
             check(f"matmul_fp8 {t} {cfg or 'default'}", y, ref, 2e-2)
 
 
+def w4_pack(q):
+    """GPTQ's packing of 4-bit values q [K, N] (int32, K a multiple of 8)."""
+    w = torch.zeros(q.shape[0] // 8, q.shape[1], dtype=torch.int32, device=q.device)
+    for t in range(8):
+        w |= q[t::8] << (4 * t)
+    return w
+
+
+@case
+def test_quantized():
+    """examples/matmul_w4a16.blk and python/tests/quant.blk's spellings
+    (int4 unpacked on the way in, i8 with zero points, block-scaled fp8)
+    against torch at ragged sizes, `auto` and given blocks."""
+    Q = os.path.join(ROOT, "python", "tests", "quant.blk")
+    cfgs = [{}, dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3),
+            dict(BM=64, BN=128, BK=32, num_warps=4, num_stages=4),
+            dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=4)]
+    for t in ("bf16", "f16"):
+        for (M, N, K) in ((300, 260, 384), (16, 1000, 1024), (1, 333, 256), (1000, 1200, 2048)):
+            G = 128
+            x = randn(M, K, t=t)
+            q = torch.randint(0, 16, (K, N), device=DEV, dtype=torch.int32)
+            sc = torch.rand(K // G, N, device=DEV) * 0.02 + 0.01
+            w = (q - 8).float() * sc.repeat_interleave(G, 0)
+            ref = (x.float() @ w).to(DTYPES[t])
+            for cfg in cfgs:
+                k = blk.kernel(f"{EX}/matmul_w4a16.blk", T=t, G=G, **cfg)
+                check(f"matmul_w4a16 {t} {M}x{N}x{K} {cfg or 'auto'}", k(x, w4_pack(q), sc.to(DTYPES[t])),
+                      x.float() @ ((q - 8).float() * sc.to(DTYPES[t]).float().repeat_interleave(G, 0)), TOL[t])
+            for cfg in cfgs[1:]:
+                check(f"w4_rowscale {t} {M}x{N}x{K} {cfg}",
+                      blk.kernel(Q, name="w4_rowscale", T=t, G=G, **cfg)(x, w4_pack(q), sc), ref, TOL[t])
+                qt = q.t().contiguous()
+                u8 = (qt[:, 0::2] | (qt[:, 1::2] << 4)).to(torch.uint8)
+                check(f"w4_u8 {t} {M}x{N}x{K} {cfg}",
+                      blk.kernel(Q, name="w4_u8", T=t, G=G, **cfg)(x, u8, sc.t().contiguous()), ref, TOL[t])
+                q8 = torch.randint(-128, 128, (K, N), device=DEV, dtype=torch.int8)
+                z = torch.randint(-3, 4, (N,), device=DEV, dtype=torch.int32)
+                s8 = torch.rand(N, device=DEV) * 0.01
+                check(f"w8_zero {t} {M}x{N}x{K} {cfg}",
+                      blk.kernel(Q, name="w8_zero", T=t, **cfg)(x, q8, z, s8),
+                      x.float() @ ((q8.int() - z).float()) * s8, TOL[t])
+    if hasattr(torch, "float8_e4m3fn"):
+        for (M, N, K) in ((300, 260, 384), (1000, 1200, 2048), (128, 256, 128)):
+            x8 = randn(M, K).to(torch.float8_e4m3fn)
+            w8 = randn(N, K).to(torch.float8_e4m3fn)
+            sx = torch.rand(M, (K + 127) // 128, device=DEV) + 0.5
+            sw = torch.rand((N + 127) // 128, (K + 127) // 128, device=DEV) + 0.5
+            want = (x8.float() * sx.repeat_interleave(128, 1)[:, :K]) @ \
+                (w8.float() * sw.repeat_interleave(128, 0).repeat_interleave(128, 1)[:N, :K]).t()
+            for cfg in (dict(BM=128, BN=128, num_warps=8), dict(BM=64, BN=128, num_warps=4)):
+                check(f"fp8_blockwise {M}x{N}x{K} {cfg}",
+                      blk.kernel(Q, name="fp8_blockwise", **cfg)(x8, w8, sx, sw), want, 5e-2)
+
+
 @case
 def test_strides_and_outputs():
     mm = blk.kernel(f"{EX}/matmul.blk")
@@ -645,7 +700,7 @@ def main():
     print(f"blk {blk.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"{torch.cuda.device_count()} GPU(s)")
     only = sys.argv[1:]  # test names to run, else all
-    for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_strides_and_outputs, test_transposed_operands,
+    for t in (test_examples, test_training_examples, test_new_examples, test_fp8, test_quantized, test_strides_and_outputs, test_transposed_operands,
               test_coarsen, test_pallas_seq, test_huge_kernels, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,

@@ -116,6 +116,25 @@ def test_matmuls():
     close(c, a @ b)
 
 
+def w4_pack(q):
+    """GPTQ's packing of 4-bit values q [K, N] (K a multiple of 8): [K / 8, N]
+    i32, value k % 8 of each word in bits 4 * (k % 8) up."""
+    w = np.zeros((q.shape[0] // 8, q.shape[1]), np.uint32)
+    for t in range(8):
+        w |= q[t::8].astype(np.uint32) << (4 * t)
+    return w.view(np.int32)
+
+
+def test_matmul_w4a16():
+    # ragged M and N, K of three groups of 16, blocks given and `auto`
+    M, N, K, G = 19, 21, 48, 16
+    x, q = rand(M, K), rng.integers(0, 16, (K, N))
+    s = (rng.random((K // G, N)) * 0.1 + 0.01).astype(np.float32)
+    want = x @ ((q - 8) * np.repeat(s, G, 0))
+    for cfg in (dict(BM=8, BN=8, BK=16), dict(BM=16, BN=32, BK=32), {}):
+        close(blk.kernel(f"{EX}/matmul_w4a16.blk", G=G, **cfg)(x, w4_pack(q), s, interpret=True), want)
+
+
 def test_bmm():
     a, b = rand(3, 17, 9), rand(3, 9, 20)
     close(blk.kernel(f"{EX}/bmm.blk", **MM)(a, b, interpret=True), a @ b)
