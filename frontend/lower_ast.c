@@ -634,6 +634,8 @@ static BlkValue *lw_join(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	int n = info(L, arg)->type.n;
 	BlkValue **parts = BLK_NEW_N(L->a, BlkValue *, n);
 	lw_multi(L, arg, n, NULL, parts);
+	if (in->builtin == CK_B_STACK && in->axis == in->type.t.rank - 1) /* side by side in each thread */
+		return blk_build1(&L->b, BLK_OP_JOIN, e->loc, in->type.t, n, parts);
 	for (int i = 0; in->builtin == CK_B_STACK && i < n; i++) {
 		BlkType t = in->type.t;
 		t.dims[in->axis] = blk_sym_const(L->a, 1);
@@ -642,20 +644,16 @@ static BlkValue *lw_join(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return concat_of(L, e->loc, parts, n, in->axis, in->type.t);
 }
 
-/* interleave(a, b) = reshape(stack((a, b), axis = -1)): [..., n] twice to
- * [..., n, 2] to [..., 2n]. */
+/* interleave(a, b) = reshape(join(a, b)): [..., n] twice to [..., n, 2]
+ * to [..., 2n] (tile.c keeps both in registers). */
 static BlkValue *lw_interleave(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 {
 	BlkValue *parts[2];
-	for (int i = 0; i < 2; i++) {
-		BlkValue *x = lw_expr(L, e->args[i].value, in->type.t.dtype);
-		BlkType t = x->type;
-		t.dims[t.rank++] = blk_sym_const(L->a, 1);
-		parts[i] = op_axis(L, BLK_OP_EXPAND_DIMS, e->loc, t, x, x->type.rank);
-	}
+	for (int i = 0; i < 2; i++)
+		parts[i] = lw_expr(L, e->args[i].value, in->type.t.dtype);
 	BlkType st = parts[0]->type;
-	st.dims[st.rank - 1] = blk_sym_const(L->a, 2);
-	BlkValue *s = concat_of(L, e->loc, parts, 2, st.rank - 1, st);
+	st.dims[st.rank++] = blk_sym_const(L->a, 2);
+	BlkValue *s = blk_build1(&L->b, BLK_OP_JOIN, e->loc, st, 2, parts);
 	return op1(L, BLK_OP_RESHAPE, e->loc, in->type.t, s);
 }
 

@@ -845,6 +845,22 @@ static void exec_extract(Interp *I, const Instr *in)
 	free(p);
 }
 
+/* join: element e of operand p is element e * n + p of the result (a new
+ * last dim of n). */
+static void exec_join(Interp *I, const Instr *in)
+{
+	const BlkOp *op = in->op;
+	int n = op->noperands;
+	BlkITile r = result_tile(I, in, 0);
+	size_t es = (size_t)blk_itile_esize(r.dtype);
+	for (int p = 0; p < n; p++) {
+		const BlkITile *a = tile_at(I, in->in[p]);
+		for (int64_t e = 0; e < a->n; e++)
+			memcpy(r.buf->data + ((size_t)e * (size_t)n + (size_t)p) * es, a->buf->data + (size_t)e * es, es);
+	}
+	set_tile(I, in->out[0], r);
+}
+
 /* ---- control flow ------------------------------------------------------------ */
 
 static bool exec_block(Interp *I, const Block *b, BlkIVal *yielded);
@@ -1153,6 +1169,7 @@ static void exec_instr(Interp *I, const Instr *in)
 		exec_math(I, in);
 		break;
 	case BLK_OP_EXTRACT: exec_extract(I, in); break;
+	case BLK_OP_JOIN: exec_join(I, in); break;
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE: case BLK_OP_RESHAPE:
 	case BLK_OP_REDUCE_SUM: case BLK_OP_REDUCE_MAX: case BLK_OP_REDUCE_MIN:
 	case BLK_OP_REDUCE_ARGMAX: case BLK_OP_REDUCE_ARGMIN:

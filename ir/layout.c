@@ -292,6 +292,44 @@ BlkLayout blk_layout_expand(const BlkLayout *l, int axis)
 	return s;
 }
 
+bool blk_layout_plain(const BlkLayout *l)
+{
+	if (l->mma || l->wg || l->frag || l->sfrag || l->shared)
+		return false;
+	for (int d = 0; d < l->rank; d++)
+		if (l->lbits[d] || l->tlo[d])
+			return false;
+	return true;
+}
+
+BlkLayout blk_layout_join(const BlkLayout *l, int n)
+{
+	BlkLayout s = *l;
+	int d = s.rank++;
+	s.dot = false;
+	s.shape[d] = n;
+	s.pad[d] = s.spt[d] = blk_pow2ceil(n);
+	s.thr[d] = 1;
+	s.tsh[d] = s.lbits[d] = s.hsh[d] = s.tlo[d] = 0;
+	return s;
+}
+
+bool blk_layout_merge_last(const BlkLayout *l, BlkLayout *out)
+{
+	int d = l->rank - 1;
+	if (d < 1 || !blk_layout_plain(l) || l->thr[d] != 1 || l->spt[d] != l->pad[d] || l->pad[d] != l->shape[d])
+		return false;
+	*out = *l;
+	out->rank = d;
+	out->dot = false;
+	out->shape[d - 1] *= l->shape[d];
+	out->pad[d - 1] *= l->pad[d];
+	out->spt[d - 1] *= l->spt[d];
+	out->shape[d] = out->pad[d] = out->spt[d] = out->thr[d] = 0;
+	out->tsh[d] = 0;
+	return true;
+}
+
 bool blk_layout_bcast_local(const BlkLayout *src, const BlkLayout *dst)
 {
 	if (src->rank > dst->rank || src->nthreads != dst->nthreads)

@@ -188,6 +188,18 @@ BlkLayout blk_layout_slice(const BlkLayout *l, int axis);
 BlkLayout blk_layout_collapse(const BlkLayout *l, int axis);
 /* l with a new extent-1 dim at axis (expand_dims, in place). */
 BlkLayout blk_layout_expand(const BlkLayout *l, int axis);
+/* l's registers follow the coordinate rule above as it stands (no mma,
+ * wgmma or fragment order, no split dim, no tlo): a new last dim held by
+ * each thread, or its last dims merged, only renumbers them. */
+bool blk_layout_plain(const BlkLayout *l);
+/* A plain l with a new last dim of extent n held whole by each thread:
+ * join's result, register e * pad(n) + p the operand p's register e. */
+BlkLayout blk_layout_join(const BlkLayout *l, int n);
+/* A plain l whose last dim each thread holds whole (thr 1, spt = pad =
+ * extent) as the layout of its last two dims merged into one (a reshape
+ * of [.., C, E] to [.., C * E]): the same registers in the same order,
+ * *out; false where that is not so. */
+bool blk_layout_merge_last(const BlkLayout *l, BlkLayout *out);
 /* A broadcast from src to dst moves nothing: the dims src keeps are laid
  * out alike, the broadcast ones (extent 1) have one thread and register;
  * src's dims align with dst's last ones (numpy), dst's leading dims are new. */

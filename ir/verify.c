@@ -675,6 +675,24 @@ static void check_reshape(Verifier *V, const BlkOp *op)
 		     ty(V, x));
 }
 
+/* join: n tiles of one type, the result that type with a last dim of n. */
+static void check_join(Verifier *V, const BlkOp *op)
+{
+	const BlkType *x = operand(op, 0);
+	if (!is_tile(V, x, "operand", 0))
+		return;
+	for (int i = 1; i < op->noperands; i++)
+		if (!want_type(V, operand(op, i), x, "operand", i))
+			return;
+	if (x->rank == BLK_MAX_RANK) {
+		fail(V, "operands of rank %d: the result would have more than %d dims", x->rank, BLK_MAX_RANK);
+		return;
+	}
+	BlkType want = *x;
+	want.dims[want.rank++] = blk_sym_const(V->a, op->noperands);
+	want_type(V, &op->results[0]->type, &want, "result", 0);
+}
+
 static void check_store(Verifier *V, const BlkOp *op)
 {
 	BlkType t;
@@ -815,7 +833,7 @@ static CheckFn *const checks[BLK_NUM_OPS] = {
 	[BLK_OP_SELECT] = check_select, [BLK_OP_FMA] = check_fma, [BLK_OP_BROADCAST] = check_broadcast,
 	[BLK_OP_PHILOX] = check_random, [BLK_OP_UNIFORM] = check_random, [BLK_OP_NORMAL] = check_random,
 	[BLK_OP_EXPAND_DIMS] = check_expand_dims, [BLK_OP_TRANSPOSE] = check_transpose,
-	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape,
+	[BLK_OP_EXTRACT] = check_extract, [BLK_OP_RESHAPE] = check_reshape, [BLK_OP_JOIN] = check_join,
 	[BLK_OP_REDUCE_SUM] = check_reduce, [BLK_OP_REDUCE_MAX] = check_reduce,
 	[BLK_OP_REDUCE_MIN] = check_reduce, [BLK_OP_REDUCE_ARGMAX] = check_reduce,
 	[BLK_OP_REDUCE_ARGMIN] = check_reduce, [BLK_OP_SCAN_SUM] = check_scan,
@@ -854,7 +872,7 @@ static const signed char arity[][4] = {
 	A(SELECT, 3, 3, 1, 0), A(FMA, 3, 3, 1, 0),
 	A(PHILOX, 5, 5, 1, 0), A(UNIFORM, 1, 1, 1, 0), A(NORMAL, 2, 2, 1, 0),
 	A(BROADCAST, 1, 1, 1, 0), A(EXPAND_DIMS, 1, 1, 1, 0), A(TRANSPOSE, 1, 1, 1, 0),
-	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0),
+	A(EXTRACT, 1, -1, 1, 0), A(RESHAPE, 1, 1, 1, 0), A(JOIN, 2, -1, 1, 0),
 	A(REDUCE_SUM, 1, 1, 1, 0), A(REDUCE_MAX, 1, 1, 1, 0), A(REDUCE_MIN, 1, 1, 1, 0),
 	A(REDUCE_ARGMAX, 1, 1, 1, 0), A(REDUCE_ARGMIN, 1, 1, 1, 0),
 	A(SCAN_SUM, 1, 1, 1, 0), A(SCAN_PROD, 1, 1, 1, 0), A(SCAN_MAX, 1, 1, 1, 0),

@@ -169,6 +169,30 @@ static bool shared_ref(const BlkValue *v)
 	return v->type.kind == BLK_TYPE_REF && v->type.space == BLK_SPACE_SHARED;
 }
 
+/* A reshape at the GPU level: a merge of the last two dims whose layout
+ * renumbers the operand's registers (blk_layout_merge_last). */
+static bool reshape_in_registers(const BlkOp *op)
+{
+	const BlkLayout *x = op->kind == BLK_OP_RESHAPE ? op->operands[0]->type.layout : NULL;
+	BlkLayout m;
+	return x && blk_layout_merge_last(x, &m) && blk_layout_equal(&m, op->results[0]->type.layout);
+}
+
+/* join: operands in one plain layout, the result that layout joined. */
+static void check_join_layout(Verifier *V, const BlkOp *op)
+{
+	const BlkLayout *l = op->operands[0]->type.layout, *r = op->results[0]->type.layout;
+	for (int i = 0; i < op->noperands; i++)
+		if (!op->operands[i]->type.layout || !blk_layout_equal(op->operands[i]->type.layout, l)) {
+			fail(V, "operand %d is not in operand 0's layout", i);
+			return;
+		}
+	BlkLayout want = blk_layout_join(l, op->noperands);
+	if (!l || !blk_layout_plain(l) || !blk_layout_equal(&want, r))
+		fail(V, "result is in %s; a join of %s operands is in their layout with a last dim held by each thread",
+		     lstr(V, r), l ? lstr(V, l) : "unlaid");
+}
+
 /* A dot on operands the pipeliner put in shared memory: b a shared Ref
  * with a layout, a one too or a tile (at the GPU level: in the mma layout
  * of its own shape over one warp column, so its registers are the A
@@ -995,8 +1019,13 @@ static void check_lowered(Verifier *V, const BlkOp *op)
 		break;
 	case BLK_OP_EXTRACT:
 	case BLK_OP_RESHAPE:
+		if (op->nresults == 1 && op->results[0]->type.layout && !reshape_in_registers(op))
+			fail(V, "is not a GPU-level op: tile.c rewrites it to a store and a load of shared memory%s",
+			     op->kind == BLK_OP_RESHAPE ? " (or keeps a merge of its last two dims in registers)" : "");
+		break;
+	case BLK_OP_JOIN:
 		if (op->nresults == 1 && op->results[0]->type.layout)
-			fail(V, "is not a GPU-level op: tile.c rewrites it to a store and a load of shared memory");
+			check_join_layout(V, op);
 		break;
 	case BLK_OP_BLOCK_REF: check_block_ref(V, op); break;
 	case BLK_OP_LOCAL_ALLOC: check_local_alloc(V, op); break;

@@ -166,6 +166,8 @@ void blk_emit_memory(Emit *E, const BlkOp *op);
 void blk_emit_atomic_rmw(Emit *E, const BlkOp *op, LLVMValueRef p, LLVMValueRef x, BlkDType dt);
 void blk_emit_block_ref(Emit *E, const BlkOp *op);
 void blk_emit_transit(Emit *E, const BlkOp *op);
+/* join, and a reshape tile.c kept in registers: the operands' registers renumbered. */
+void blk_emit_in_registers(Emit *E, const BlkOp *op);
 void blk_emit_reduce(Emit *E, const BlkOp *op);
 /* emit_reduce.c: a (+) x for k = ADD, MUL, MAX, MIN on f32 (max/min
  * NaN-propagating) or i32, and the identity of (+); the linear index of

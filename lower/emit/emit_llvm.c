@@ -410,6 +410,7 @@ void blk_emit_op(Emit *E, const BlkOp *op)
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_TRANSPOSE:
 		blk_emit_transit(E, op);
 		return;
+	case BLK_OP_JOIN: case BLK_OP_RESHAPE: blk_emit_in_registers(E, op); return;
 	case BLK_OP_DOT: blk_emit_dot(E, op); return;
 	case BLK_OP_FOR: blk_emit_for(E, op); return;
 	case BLK_OP_IF: blk_emit_if(E, op); return;

@@ -122,6 +122,30 @@ static bool emit_local(const BlkOp *op, const ETile *src, ETile *dst)
 	return true;
 }
 
+/* join: the result's register e * pad(n) + p is operand p's register e
+ * (tile.c gives the operands one plain layout, blk_layout_join); a
+ * reshape tile.c kept in registers (blk_layout_merge_last) renumbers
+ * nothing.  No data moves. */
+void blk_emit_in_registers(Emit *E, const BlkOp *op)
+{
+	const BlkLayout *l = blk_emit_layout(E, op->results[0]);
+	EVal *ev = BLK_NEW(E->c->a, EVal);
+	ev->t = blk_emit_new_tile(E, l);
+	int n = blk_layout_nregs(l);
+	if (op->kind == BLK_OP_RESHAPE) {
+		const ETile *src = blk_emit_tile(E, op->operands[0]);
+		for (int r = 0; r < n; r++)
+			ev->t.r[r] = src->r[r];
+	} else {
+		int parts = op->noperands, pad = l->pad[l->rank - 1];
+		for (int r = 0; r < n; r++) {
+			const ETile *src = blk_emit_tile(E, op->operands[r % pad < parts ? r % pad : 0]);
+			ev->t.r[r] = src->r[r / pad]; /* (a padding part repeats part 0: never stored) */
+		}
+	}
+	blk_emit_bind(E, op->results[0], ev);
+}
+
 void blk_emit_transit(Emit *E, const BlkOp *op)
 {
 	const ETile *src = blk_emit_tile(E, op->operands[0]);

@@ -115,6 +115,7 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	bool mma = blk_lower_dot_tc(dot), wg = blk_lower_dot_wgmma(dot);
 	bool bt = !mma && blk_op_int(dot, "b_trans", 0);
 	bool bk = mma && blk_dtype_size(b->type.dtype) == 1; /* 8-bit: B k-contiguous, [N, K] */
+	bool bn = mma && !bk && blk_op_int(dot, "b_trans", 0); /* 16-bit B given as [N, K] (pipeline.c computed_nt) */
 	int64_t M = blk_lower_dim(a->type.dims[0]), K = blk_lower_dim(a->type.dims[1]);
 	int64_t N = blk_lower_dim(dot->results[0]->type.dims[1]);
 	int64_t PM = blk_pow2ceil((int)M), PN = blk_pow2ceil((int)N);
@@ -126,14 +127,14 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkDType dt = mma ? a->type.dtype : blk_dtype_is_byte(a->type.dtype) ? BLK_I32 : BLK_F32;
 	int64_t pad = 16 / blk_dtype_size(a->type.dtype); /* 16 bytes */
 	int64_t ar = mma ? M : K, ac = mma ? K : M, ald = mma ? K + pad : PM + 4;
-	int64_t bld = mma ? (bk ? K : N) + pad : bt ? PN + 4 : PN;
+	int64_t bld = mma ? (bk || bn ? K : N) + pad : bt ? PN + 4 : PN;
 	if (wg)
 		ald = bld = 0;
 	bool a_tile = a->type.kind == BLK_TYPE_TILE; /* else the pipeliner's slot already */
 	BlkValue *ba = a_tile ? stage_buffer(c, site, dot->loc, dt, S, ar, ac, ald, "stage_a") : NULL;
 	BlkDType bdt = mma ? b->type.dtype : dt; /* e4m3 x e5m2: each its own */
-	BlkValue *bb = bk ? stage_buffer(c, site, dot->loc, bdt, S, N, K, bld, "stage_b")
-	                  : stage_buffer(c, site, dot->loc, bdt, S, K, N, bld, "stage_b");
+	BlkValue *bb = bk || bn ? stage_buffer(c, site, dot->loc, bdt, S, N, K, bld, "stage_b")
+	                        : stage_buffer(c, site, dot->loc, bdt, S, K, N, bld, "stage_b");
 	BlkValue *p = carried ? slot_carry(c, dot, chain, m) : NULL;
 	BlkBuilder bl;
 	blk_builder_before(&bl, c->a, dot);
@@ -152,11 +153,13 @@ static void stage(LowerCtx *c, BlkOp *dot)
 	BlkValue *sb = blk_lower_slot_view(c, &bl, dot->loc, bb, p);
 	BlkValue *tb = bt || bk ? blk_lower_trans_view(c, &bl, dot->loc, sb) : sb;
 	store_all(c, &bl, dot->loc, tb, b);
+	if (bn) /* stored as it is, [N, K]; the dot reads it [K, N] */
+		tb = blk_lower_trans_view(c, &bl, dot->loc, sb);
 	if (wg) /* the stores, to wgmma's proxy */
 		blk_build(&bl, BLK_OP_FENCE_ASYNC, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_build(&bl, BLK_OP_BARRIER, dot->loc, 0, NULL, 0, NULL, 0);
 	dot->operands[0] = sa;
-	dot->operands[1] = bk ? tb : sb; /* the SIMT dot reads b_trans's [N, K] itself */
+	dot->operands[1] = bk || bn ? tb : sb; /* the SIMT dot reads b_trans's [N, K] itself */
 	dot->noperands = 3;
 	blk_op_remove_attr(dot, "b_trans");
 }

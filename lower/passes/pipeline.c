@@ -545,6 +545,24 @@ static bool in_loop(const BlkOp *op)
 	return false;
 }
 
+/* B computed as w.T (w [N, K] unpacked in a linear layer's layout): the
+ * dot takes w with attr b_trans, and dot_stage.c stores it as it is into
+ * a [N][K] slot the dot reads through a trans_view, as the pipelined
+ * `x @ w.T` reads its slabs -- not transposed through shared memory
+ * first. */
+static void computed_nt(Pipe *P, BlkOp *dot)
+{
+	BlkValue *b = dot->operands[1];
+	BlkOp *t = b->def;
+	if (!blk_lower_dot_tc(dot) || blk_dtype_size(b->type.dtype) != 2 || !t || !blk_transpose_plain(t) ||
+	    t->parent != P->L.body || blk_lower_uses(P->L.body, b) != 1 ||
+	    !blk_lower_transformed_load(t->operands[0], P->L.body))
+		return;
+	dot->operands[1] = t->operands[0];
+	blk_op_set_int(P->L.c->a, dot, "b_trans", 1);
+	blk_op_erase(t);
+}
+
 static void pipeline(Pipe *P)
 {
 	LowerCtx *c = P->L.c;
@@ -569,6 +587,8 @@ static void pipeline(Pipe *P)
 				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	blk_pipe_share_buffers(P);
+	for (int i = 0; i < P->n; i++)
+		computed_nt(P, P->all[i].dot);
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);

@@ -355,8 +355,10 @@ static bool from_vector(const BlkValue *v, const BlkValue *from, const BlkRegion
 
 /* The layout tiling will give v, a tile of body r not tiled yet, where v
  * comes through elementwise ops (each taking its first operand's layout,
- * tile_elementwise) from a dot (its layout), a load (the default
- * layout) or a tile carried by the loop (its carry layout), or NULL. */
+ * tile_elementwise; a join and the reshape of its last two dims as
+ * they keep them in registers) from a dot (its layout), a load (the
+ * default layout) or a tile carried by the loop (its carry layout), or
+ * NULL. */
 static const BlkLayout *carry_layout(LowerCtx *c, BlkOp *loop, int i);
 
 static const BlkLayout *layout_ahead(LowerCtx *c, const BlkValue *v, const BlkRegion *r, int depth)
@@ -373,6 +375,16 @@ static const BlkLayout *layout_ahead(LowerCtx *c, const BlkValue *v, const BlkRe
 		return dot_layout(c, &v->type, d);
 	if (d->kind == BLK_OP_LOAD)
 		return default_layout(c, &v->type);
+	if (d->kind == BLK_OP_JOIN || d->kind == BLK_OP_RESHAPE) { /* as tile_join, reshape_in_registers */
+		const BlkLayout *o = layout_ahead(c, d->operands[0], r, depth + 1);
+		BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+		if (d->kind == BLK_OP_JOIN)
+			*l = blk_layout_join(o && blk_layout_plain(o) ? o : default_layout(c, &d->operands[0]->type),
+			                     d->noperands);
+		else if (!o || d->operands[0]->type.rank != v->type.rank + 1 || !blk_layout_merge_last(o, l))
+			return NULL;
+		return l;
+	}
 	if (!(blk_op_flags(d->kind) & BLK_OPF_ELEMENTWISE))
 		return NULL;
 	for (int i = 0; i < d->noperands; i++)
@@ -583,6 +595,42 @@ static void tile_scan_region(LowerCtx *c, BlkOp *op)
 	}
 }
 
+/* join: its operands in one plain layout (the first's where it is one),
+ * the parts side by side in each thread's registers. */
+static void tile_join(LowerCtx *c, BlkOp *op)
+{
+	const BlkLayout *l = layout_of(c, op->operands[0]);
+	if (!blk_layout_plain(l))
+		l = default_layout(c, &op->operands[0]->type);
+	for (int i = 0; i < op->noperands; i++)
+		op->operands[i] = relayout(c, op, op->operands[i], l);
+	BlkLayout *r = BLK_NEW(c->a, BlkLayout);
+	*r = blk_layout_join(l, op->noperands);
+	set_layout(c, op->results[0], r);
+}
+
+/* A reshape that merges the last two dims of a tile whose last dim each
+ * thread holds whole (a join's result: interleave, Triton's
+ * join-then-reshape) renumbers registers only (blk_layout_merge_last):
+ * no trip through shared memory. */
+static bool reshape_in_registers(LowerCtx *c, BlkOp *op)
+{
+	const BlkType *x = &op->operands[0]->type, *r = &op->results[0]->type;
+	int n = r->rank;
+	BlkLayout m;
+	if (x->rank != n + 1 || n < 1 ||
+	    blk_lower_dim(r->dims[n - 1]) != blk_lower_dim(x->dims[n - 1]) * blk_lower_dim(x->dims[n]) ||
+	    !blk_layout_merge_last(layout_of(c, op->operands[0]), &m))
+		return false;
+	for (int d = 0; d < n - 1; d++)
+		if (blk_lower_dim(r->dims[d]) != blk_lower_dim(x->dims[d]))
+			return false;
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = m;
+	set_layout(c, op->results[0], l);
+	return true;
+}
+
 static void tile_op(LowerCtx *c, BlkOp *op)
 {
 	unsigned fl = blk_op_flags(op->kind);
@@ -608,6 +656,12 @@ static void tile_op(LowerCtx *c, BlkOp *op)
 		tile_elementwise(c, op);
 		return;
 	}
+	if (op->kind == BLK_OP_JOIN) {
+		tile_join(c, op);
+		return;
+	}
+	if (op->kind == BLK_OP_RESHAPE && reshape_in_registers(c, op))
+		return;
 	if (op->kind == BLK_OP_EXTRACT || op->kind == BLK_OP_RESHAPE) {
 		through_shared(c, op);
 		return;
