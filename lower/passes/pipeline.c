@@ -448,6 +448,11 @@ static void prologue(Pipe *P, BlkBuilder *b)
 				blk_loop_clone_slice(&P->L, b, &P->s->x[o].in, P->s->x[o].load, ks, &vm);
 				blk_pipe_copy(P, b, more, &P->s->x[o], slot, &vm, 0, 1);
 			}
+		for (int i = 0; i < P->nraw; i++) {
+			BlkPtrMap vm = { 0 };
+			blk_loop_clone_slice(&P->L, b, &P->raw[i].in, P->raw[i].load, ks, &vm);
+			blk_pipe_copy(P, b, more, &P->raw[i], slot, &vm, 0, 1);
+		}
 		commit(b, f->loc); /* one group a slab, for every dot's operands */
 	}
 }
@@ -491,9 +496,13 @@ static int parts_of(const Pipe *P)
 static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 {
 	LowerCtx *c = P->L.c;
-	BlkOp *dot = P->all[0].dot;
+	BlkOp *dot = P->all[0].dot, *at = dot;
+	for (BlkOp *op = P->L.body->first; op && at == dot; op = op->next) /* before the first raw read */
+		for (int i = 0; i < P->nraw; i++)
+			if (P->raw[i].load == op)
+				at = op;
 	BlkBuilder b;
-	blk_builder_before(&b, c->a, dot);
+	blk_builder_before(&b, c->a, at);
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
 	blk_op_set_int(c->a, w, "pending", P->D - 1);
 	if (blk_lower_dot_wgmma(dot)) /* the slab, written by this thread, to wgmma's proxy */
@@ -533,6 +542,13 @@ static void steady(Pipe *P, BlkValue *rd, BlkValue *wr, BlkValue *kn, BlkValue *
 	for (int o = 0; o < 2; o++)
 		for (int p = 0; p < parts && P->s->x[o].load && !blk_pipe_shared(&P->s->x[o]); p++)
 			blk_pipe_copy(P, &in, more, &P->s->x[o], wr, &vm[o], p, parts);
+	for (int i = 0; last && i < P->nraw; i++) {
+		BlkPtrMap rm = { 0 };
+		BlkBuilder pre;
+		blk_builder_before(&pre, c->a, dot);
+		blk_loop_clone_slice(&P->L, &pre, &P->raw[i].in, P->raw[i].load, kn, &rm);
+		blk_pipe_copy(P, &in, more, &P->raw[i], wr, &rm, 0, 1);
+	}
 	if (last)
 		commit(&in, dot->loc);
 }
@@ -543,6 +559,104 @@ static bool in_loop(const BlkOp *op)
 		if (r->parent->kind == BLK_OP_FOR)
 			return true;
 	return false;
+}
+
+/* ---- raw slabs: what a computed operand is made from ---------------------- */
+
+enum { RAW_SMEM = 48 * 1024 }; /* the raw slots' most, all stages: room for the dot's own */
+
+/* Load ld (in the body, under a computed operand) can be copied ahead
+ * into slots: a 2-D slab of a read-only array (not gathered, strided or
+ * scalar-indexed), zero-filled where masked (as cp.async fills), indices
+ * from the iv and invariants, rows of whole 4-byte pieces. */
+static bool raw_slab(Pipe *P, Operand *x, BlkOp *ld)
+{
+	const BlkType *t = &ld->results[0]->type;
+	const BlkAttr *idx = blk_op_attr(ld, "idx");
+	if (ld->kind != BLK_OP_LOAD || t->rank != 2 || blk_op_gathers(ld) || blk_op_strided(ld) || !zero_fill(ld) ||
+	    !blk_loop_read_only(P->L.c, ld->operands[0]) || ld->operands[0]->type.rank != 2 ||
+	    (blk_lower_dim(t->dims[1]) * blk_dtype_size(t->dtype)) % 4)
+		return false;
+	for (int d = 0; idx && d < idx->index.n; d++)
+		if (idx->index.v[d].kind != BLK_INDEX_FULL && idx->index.v[d].kind != BLK_INDEX_DS)
+			return false;
+	memset(x, 0, sizeof *x);
+	for (int i = 0; i < ld->noperands; i++)
+		if (!blk_loop_slice(&P->L, &x->in, ld->operands[i]))
+			return false;
+	x->load = ld;
+	x->R = blk_lower_dim(t->dims[0]);
+	x->C = blk_lower_dim(t->dims[1]);
+	return true;
+}
+
+/* The loads under v (a computed operand) in the body, into P->raw. */
+static void find_raw(Pipe *P, const BlkValue *v, int depth, int64_t *bytes)
+{
+	BlkOp *d = v->def;
+	if (!d || d->parent != P->L.body || depth > 64 || P->nraw == MAX_RAW)
+		return;
+	if (d->kind == BLK_OP_LOAD) {
+		for (int i = 0; i < P->nraw; i++)
+			if (P->raw[i].load == d)
+				return;
+		Operand *x = &P->raw[P->nraw];
+		if (d->results[0]->type.rank != 2)
+			return;
+		int64_t b = (int64_t)P->S * blk_lower_dim(d->results[0]->type.dims[0]) *
+		            blk_lower_dim(d->results[0]->type.dims[1]) * blk_dtype_size(d->results[0]->type.dtype);
+		if (*bytes + b <= RAW_SMEM && raw_slab(P, x, d)) {
+			*bytes += b;
+			P->nraw++;
+		}
+		return;
+	}
+	for (int i = 0; i < d->noperands; i++)
+		find_raw(P, d->operands[i], depth + 1, bytes);
+}
+
+static void raw_slabs(Pipe *P)
+{
+	int64_t bytes = 0;
+	P->nraw = 0;
+	for (int i = 0; i < P->n; i++)
+		for (int o = 0; o < 2; o++)
+			if (P->all[i].x[o].computed)
+				find_raw(P, P->all[i].dot->operands[o], 0, &bytes);
+}
+
+/* stage_r = local_alloc [S, R, C], rows as they lie. */
+static void raw_buffer(Pipe *P, BlkBuilder *b, Operand *x)
+{
+	LowerCtx *c = P->L.c;
+	int64_t shape64[3] = { P->S, x->R, x->C };
+	int shape[3] = { P->S, (int)x->R, (int)x->C };
+	BlkLayout *l = BLK_NEW(c->a, BlkLayout);
+	*l = blk_layout_shared(3, shape, 0);
+	BlkType t = shared_type(c, x->load->results[0]->type.dtype, 3, shape64, l);
+	x->buf = blk_build(b, BLK_OP_LOCAL_ALLOC, x->load->loc, 0, NULL, 1, &t, 0)->results[0];
+	x->buf->name = "stage_r";
+}
+
+/* Each raw load becomes a load of its slot rd (after the steady head's
+ * wait and barrier, which precede the first of them). */
+static void raw_reads(Pipe *P, BlkValue *rd)
+{
+	LowerCtx *c = P->L.c;
+	for (int i = 0; i < P->nraw; i++) {
+		Operand *x = &P->raw[i];
+		BlkBuilder b;
+		blk_builder_before(&b, c->a, x->load);
+		BlkValue *view = blk_lower_slot_view(c, &b, x->load->loc, x->buf, rd);
+		BlkValue *v = blk_build1(&b, BLK_OP_LOAD, x->load->loc, x->load->results[0]->type, 1, &view);
+		BlkIndex idx[2] = { { BLK_INDEX_FULL, NULL, 0 }, { BLK_INDEX_FULL, NULL, 0 } };
+		blk_op_set_index(c->a, v->def, "idx", 2, idx);
+		blk_op_set_int(c->a, v->def, "staged", 1); /* ordered by the head's wait and barrier (tile.c) */
+		v->name = x->load->results[0]->name;
+		blk_replace_uses(P->L.body, x->load->results[0], v);
+		blk_op_erase(x->load);
+		blk_loop_erase_dead(&P->L, &x->in);
+	}
 }
 
 /* B computed as w.T (w [N, K] unpacked in a linear layer's layout): the
@@ -589,6 +703,9 @@ static void pipeline(Pipe *P)
 	blk_pipe_share_buffers(P);
 	for (int i = 0; i < P->n; i++)
 		computed_nt(P, P->all[i].dot);
+	raw_slabs(P);
+	for (int i = 0; i < P->nraw; i++)
+		raw_buffer(P, &pre, &P->raw[i]);
 	if (in_loop(f))
 		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
 	prologue(P, &pre);
@@ -608,6 +725,7 @@ static void pipeline(Pipe *P)
 		P->s = &P->all[i];
 		steady(P, rd, wr, kn, more, i == P->n - 1);
 	}
+	raw_reads(P, rd);
 	blk_pipe_erase_loads(P);
 }
 

@@ -35,6 +35,7 @@ typedef struct Operand {
 } Operand;
 
 enum { MAX_DOTS = 4 }; /* pipelined dots in one loop */
+enum { MAX_RAW = 4 };  /* loads a computed operand comes from, staged beside the slabs */
 
 typedef struct Staged {
 	BlkOp *dot;
@@ -50,6 +51,11 @@ typedef struct Pipe {
 	int n;
 	int S;
 	int D;     /* slabs copied ahead: S - 1, or S - 2 with a wgmma group in flight */
+	/* the plain 2-D loads computed operands come from (packed int4 words,
+	 * i8 weights), copied into slots `num_stages` deep like the slabs and
+	 * read from them where the loads were (pipeline.c raw_slabs) */
+	Operand raw[MAX_RAW];
+	int nraw;
 	int64_t step;
 } Pipe;
 

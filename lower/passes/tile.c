@@ -804,7 +804,10 @@ static void bracket(LowerCtx *c, BlkRegion *r, const Access *acc)
 	for (BlkOp *op = r->first; op; op = op->next) {
 		for (int i = 0; i < op->nregions; i++)
 			bracket(c, op->regions[i], acc);
-		if (!is_access(op))
+		/* (a read of the pipeliner's slot, attr staged: its async_wait and
+		 * barrier come before it, and no one writes the slot before the next
+		 * iteration's) */
+		if (!is_access(op) || blk_op_int(op, "staged", 0))
 			continue;
 		int p = blk_ref_param(c->k, op->operands[0]);
 		bool multi = p >= 0 && p < c->k->nparams && shared_param(&acc[p]);
