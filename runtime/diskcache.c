@@ -455,10 +455,14 @@ void blk_disk_store(const BlkRuntime *rt, const char *key, size_t klen, const Bl
 
 uint64_t blk_disk_max_bytes(void)
 {
+	static atomic_bool told; /* a bad value is named once a process */
 	const char *env = getenv("BLK_CACHE_MAX_MB");
 	char *end;
-	unsigned long long mb = env ? strtoull(env, &end, 10) : 0;
-	if (!env || *end || mb == 0 || *env == '-')
+	unsigned long long mb = env && *env ? strtoull(env, &end, 10) : 0;
+	if (env && *env && (*end || mb == 0 || *env == '-') && !atomic_exchange(&told, true))
+		fprintf(stderr, "blk: $BLK_CACHE_MAX_MB='%s' is not a whole number of megabytes above 0; the disk "
+		        "cache keeps its default bound, %d MB\n", env, DEFAULT_MAX_MB);
+	if (!env || !*env || *end || mb == 0 || *env == '-')
 		mb = DEFAULT_MAX_MB;
 	return mb > UINT64_MAX >> 20 ? UINT64_MAX : (uint64_t)mb << 20; /* 2^44 MB: no bound, not 0 */
 }

@@ -117,10 +117,8 @@ static BlkProgram *load(BlkRuntime *rt, const char *path, const char *name, cons
 {
 	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_program_load"))
 		return NULL;
-	if (ndefines < 0 || (ndefines > 0 && !defines)) {
-		blk_rt_error(rt, "blk_program_load: %d defines at %p", ndefines, (const void *)defines);
+	if (!blk_rt_count_ok(rt, "blk_program_load", "defines", ndefines, defines))
 		return NULL;
-	}
 	BlkProgram *p = calloc(1, sizeof *p);
 	if (!p) {
 		blk_rt_error(rt, "out of memory");

@@ -105,6 +105,9 @@ struct BlkProgram {
 
 /* Error reporting: replaces rt->err; always returns false. */
 bool blk_rt_error(BlkRuntime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n items at `array` are a count a caller may pass (0 or more, the array
+ * there when n > 0); else false with the error naming fn and what. */
+bool blk_rt_count_ok(BlkRuntime *rt, const char *fn, const char *what, int n, const void *array);
 /* "what failed: CUDA_ERROR_... (n): ..." into rt->err; false unless r is 0. */
 bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what);
 /* Makes rt's context current on this thread; false (with an error) when the

@@ -49,6 +49,15 @@ bool blk_rt_error(BlkRuntime *rt, const char *fmt, ...)
 	return false;
 }
 
+bool blk_rt_count_ok(BlkRuntime *rt, const char *fn, const char *what, int n, const void *array)
+{
+	if (n < 0)
+		return blk_rt_error(rt, "%s: %d %s (a count: 0 or more)", fn, n, what);
+	if (n > 0 && !array)
+		return blk_rt_error(rt, "%s: %d %s but the array is NULL (pass NULL with 0 for none)", fn, n, what);
+	return true;
+}
+
 bool blk_rt_check(BlkRuntime *rt, CUresult r, const char *what)
 {
 	if (r == CUDA_SUCCESS)

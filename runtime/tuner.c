@@ -165,11 +165,8 @@ static BlkTuner *create(BlkRuntime *rt, const char *path, const char *source,
 		             path ? "both" : "neither");
 		return NULL;
 	}
-	if (nbase < 0 || (nbase > 0 && !base_defines)) {
-		blk_rt_error(rt, "blk_tuner_create: %d base defines at %p", nbase,
-		             (const void *)base_defines);
+	if (!blk_rt_count_ok(rt, "blk_tuner_create", "base defines", nbase, base_defines))
 		return NULL;
-	}
 	BlkTuner *t = calloc(1, sizeof *t);
 	if (!t) {
 		blk_rt_error(rt, "out of memory");
@@ -248,8 +245,8 @@ static bool define_ok(const char *def)
 
 static bool check_config(BlkTuner *t, const char *const *defs, int n)
 {
-	if (n < 0 || (n > 0 && !defs))
-		return blk_rt_error(t->rt, "blk_tuner_add_config: %d defines at %p", n, (const void *)defs);
+	if (!blk_rt_count_ok(t->rt, "blk_tuner_add_config", "defines", n, defs))
+		return false;
 	for (int i = 0; i < n; i++) {
 		if (!defs[i] || !define_ok(defs[i]))
 			return blk_rt_error(t->rt, "tuner config: '%s' is not NAME=VALUE",

@@ -493,7 +493,24 @@ static void test_trim(void **state)
 	setenv("BLK_CACHE_MAX_MB", "3", 1);
 	assert_int_equal(blk_disk_max_bytes(), 3u << 20);
 	setenv("BLK_CACHE_MAX_MB", "lots", 1);
-	assert_int_equal(blk_disk_max_bytes(), 512u << 20);
+	{ /* named on stderr, once */
+		char path[] = "/tmp/blk-stderr-XXXXXX";
+		int fd = mkstemp(path), saved = dup(2);
+		assert_true(fd >= 0 && saved >= 0);
+		fflush(stderr);
+		dup2(fd, 2);
+		assert_int_equal(blk_disk_max_bytes(), 512u << 20);
+		assert_int_equal(blk_disk_max_bytes(), 512u << 20);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		char buf[512] = { 0 };
+		assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
+		close(fd);
+		unlink(path);
+		assert_string_equal(buf, "blk: $BLK_CACHE_MAX_MB='lots' is not a whole number of megabytes above 0; "
+		                         "the disk cache keeps its default bound, 512 MB\n");
+	}
 	setenv("BLK_CACHE_MAX_MB", "17592186044416", 1); /* 2^44 MB: 2^64 bytes, no bound (it wrapped to 0) */
 	assert_true(blk_disk_max_bytes() == UINT64_MAX);
 	setenv("BLK_CACHE_MAX_MB", "-1", 1);

@@ -498,9 +498,10 @@ static void test_bad_define(void **state)
 	assert_null(blk_program_load(fx->rt, matmul_path(), twice, 2));
 	assert_contains(blk_runtime_last_error(fx->rt), "-D T is given twice (f16 and f32)");
 	assert_null(blk_program_load(fx->rt, matmul_path(), defs, -1));
-	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: -1 defines");
+	assert_string_equal(blk_runtime_last_error(fx->rt), "blk_program_load: -1 defines (a count: 0 or more)");
 	assert_null(blk_program_load(fx->rt, matmul_path(), NULL, 2));
-	assert_contains(blk_runtime_last_error(fx->rt), "blk_program_load: 2 defines at ");
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "blk_program_load: 2 defines but the array is NULL (pass NULL with 0 for none)");
 	assert_null(blk_program_load(fx->rt, "/nonexistent.blk", NULL, 0));
 	assert_contains(blk_runtime_last_error(fx->rt), "/nonexistent.blk");
 }
@@ -530,7 +531,8 @@ static void test_tuner_create(void **state)
 	assert_null(blk_tuner_create(rt, matmul_path(), NULL, NULL, bad, 1));
 	assert_string_equal(blk_runtime_last_error(rt), "define 'BM' is not NAME=VALUE");
 	assert_null(blk_tuner_create(rt, matmul_path(), NULL, NULL, NULL, 1));
-	assert_contains(blk_runtime_last_error(rt), "blk_tuner_create: 1 base defines at ");
+	assert_string_equal(blk_runtime_last_error(rt),
+	                    "blk_tuner_create: 1 base defines but the array is NULL (pass NULL with 0 for none)");
 	assert_null(blk_tuner_create(rt, NULL, "kernel k(", NULL, NULL, 0));
 	assert_contains(blk_runtime_last_error(rt), "<tuner source>:1:");
 	/* NULL kernel: the only one, named for messages. */
@@ -580,7 +582,8 @@ static void test_tuner_configs(void **state)
 	assert_false(blk_tuner_add_config_text(t, "BM=64;BN=32"));
 	expect_bad_config(t, fx->rt, twice, 3, "tuner config: BM is given twice ('BM=64', 'BM=128')");
 	assert_false(blk_tuner_add_config(t, NULL, 2));
-	assert_contains(blk_runtime_last_error(fx->rt), "blk_tuner_add_config: 2 defines at ");
+	assert_string_equal(blk_runtime_last_error(fx->rt),
+	                    "blk_tuner_add_config: 2 defines but the array is NULL (pass NULL with 0 for none)");
 	assert_false(blk_tuner_add_config_text(t, "BM=64,BM=32"));
 	assert_contains(blk_runtime_last_error(fx->rt), "BM is given twice");
 	assert_false(blk_tuner_add_config_text(t, NULL));
