@@ -372,8 +372,21 @@ int blkc_array_descs(const BlkKernel *k, const int64_t *sizes, BlkArrayDesc *arr
 		ad->dtype = pa->dtype;
 		ad->rank = pa->rank;
 		for (int i = pa->rank - 1; i >= 0; i--) {
-			if (!blk_sym_eval(pa->shape[i], &env, &ad->shape[i]) || ad->shape[i] < 0) {
+			if (!blk_sym_eval(pa->shape[i], &env, &ad->shape[i])) {
 				blk_error(d, pa->loc, "cannot compute the shape of '%s' from the given sizes", pa->name);
+				return -1;
+			}
+			if (ad->shape[i] < 0) { /* `f32[N - 8]` at N=4: say which dim and what it came to */
+				char *text = NULL;
+				size_t len = 0;
+				FILE *f = open_memstream(&text, &len);
+				if (f) {
+					blk_sym_print(f, pa->shape[i]);
+					fclose(f);
+				}
+				blk_error(d, pa->loc, "dim %d of '%s', %s, is %" PRId64 " at the given sizes: an array's dims are "
+				          "0 or more", i, pa->name, text ? text : "?", ad->shape[i]);
+				free(text);
 				return -1;
 			}
 			ad->strides[i] = i == pa->rank - 1 ? 1 : ad->strides[i + 1] * ad->shape[i + 1];

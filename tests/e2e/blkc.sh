@@ -106,6 +106,9 @@ expect 1 "no kernel named 'nope' in" "$BLKC" -k nope --emit=ir "$EX/add.blk"
 printf 'kernel k(x: in f32[N] block (N), y: out f32[N] block (N)) {\n    y[...] = exp(x[...]);\n}\n' > "$T/bigblock.blk"
 expect 1 'at these sizes this value is a tile of f32\[1073741825\], more than 4194304 elements' timeout 60 "$BLKC" --emit=ptx "$T/bigblock.blk" N=1073741825
 expect 1 'needs its launch sizes: give M=... K=... N=...' "$BLKC" --emit=ptx "$EX/matmul.blk"
+# a dim the sizes make negative is named, with what it came to
+printf 'kernel k(x: in f32[N - 8] block (8), y: out f32[N - 8] block (8)) grid (1) {\n    y[...] = x[...];\n}\n' > "$T/negdim.blk"
+expect 1 "dim 0 of 'x', N - 8, is -4 at the given sizes: an array's dims are 0 or more" "$BLKC" --emit=ptx "$T/negdim.blk" N=4
 expect 1 "'Q' is not a launch size" "$BLKC" --emit=ptx "$EX/matmul.blk" M=8 N=8 K=8 Q=3
 expect 0 '\.entry' "$BLKC" --emit=ptx "$EX/matmul.blk" M=130 N=70 K=33
 expect 0 'ptx_kernel' "$BLKC" --emit=llvm "$EX/add.blk" N=1000
