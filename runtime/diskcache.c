@@ -325,15 +325,24 @@ static bool launch_plausible(const BlkLaunch *l)
 	return ok;
 }
 
-/* The PTX defines entry for the runtime's arch: a foreign file is a miss. */
-static bool ptx_plausible(const char *ptx, const char *entry, const char *arch)
+/* The PTX defines entry for the runtime's arch, taking as many params as
+ * the launch passes arguments (one each: an entry whose launch lost or
+ * gained an argument under a resealed sum would hand the kernel garbage):
+ * a foreign or edited file is a miss. */
+static bool ptx_plausible(const char *ptx, const char *entry, const char *arch, int nargs)
 {
 	char want[160];
 	snprintf(want, sizeof want, ".entry %s(", entry);
-	const char *target = strstr(ptx, ".target ");
+	const char *target = strstr(ptx, ".target "), *at = strstr(ptx, want);
 	size_t al = strlen(arch);
-	return strstr(ptx, want) && target && strncmp(target + 8, arch, al) == 0 &&
-	       (target[8 + al] == '\n' || target[8 + al] == ',' || target[8 + al] == ' ');
+	if (!at || !target || strncmp(target + 8, arch, al) != 0 ||
+	    (target[8 + al] != '\n' && target[8 + al] != ',' && target[8 + al] != ' '))
+		return false;
+	const char *end = strchr(at + strlen(want), ')');
+	int params = 0;
+	for (const char *p = at; end && (p = strstr(p + 1, ".param ")) && p < end;)
+		params++;
+	return end && params == nargs;
 }
 
 static bool parse_compiled(BlkDiskReader *r, BlkArena *a, const BlkKernel *k, const char *arch,
@@ -348,7 +357,7 @@ static bool parse_compiled(BlkDiskReader *r, BlkArena *a, const BlkKernel *k, co
 	if (r->bad || r->p != r->end || memchr(ptx, '\0', n))
 		return false;
 	out->ptx = blk_arena_strndup(a, ptx, n);
-	return ptx_plausible(out->ptx, out->entry, arch);
+	return ptx_plausible(out->ptx, out->entry, arch, out->launch->nargs);
 }
 
 bool blk_disk_load(const BlkRuntime *rt, const char *key, size_t klen, const BlkKernel *k, BlkArena *a,

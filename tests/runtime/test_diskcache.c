@@ -328,6 +328,7 @@ static void test_tampered_fields(void **state)
 		{"entry add\n", "entry evil\n"},
 		{".entry add(", ".entry adx("},
 		{".target sm_90a", ".target sm_80"},
+		{"    arg ptr z strides (1) align 16\n", ""}, /* an argument the PTX still takes */
 	};
 	for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
 		tamper_and_check(edits[i][0], edits[i][1]);
