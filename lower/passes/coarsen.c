@@ -25,8 +25,10 @@
  * an iota in Triton's row index program_id(a) * C + iota(C) is axis a's,
  * as a block's dim: those are the block's rows, merged or not.  Axis a
  * can merge when every use of its program id is such a block start, it
- * has no num_programs, its extent is a multiple of f, and no class of
- * dims holds both axis a's dims and a fixed dim or another axis's.
+ * has no num_programs, its extent is a multiple of f (or at least f, its
+ * blocks read and written by loads and stores directly: see
+ * direct_only), and no class of dims holds both axis a's dims and a fixed
+ * dim or another axis's.
  *
  * Applies on sm_90a (wgmma) to a kernel with a dot of 16-bit or 8-bit
  * operands whose result's rows (columns) are one axis's dims, shorter
@@ -554,16 +556,103 @@ static void merged_work(Uf *u, int64_t *acc, int64_t *slab)
 
 /* The factors: the big dot's rows' and columns' axes toward TARGET_M and
  * TARGET_N. */
+/* ---- an extent that is no multiple of the factor ---------------------------- */
+
+/* Axis a may merge f programs whose extent is no multiple of f: the last
+ * merged program then also covers blocks past the grid, which lie past the
+ * array (a block's start is at least the extent times its C, which covers
+ * the array), so each access to an axis-a block checks that dim (masks, in
+ * rewrite).  That needs every block_ref with an axis-a start read by loads
+ * and stores of it directly, whose mask attrs say which dims are checked. */
+static bool direct_only(const BlkRegion *r, const BlkValue *ref)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			if (!direct_only(op->regions[i], ref))
+				return false;
+		bool access = op->kind == BLK_OP_LOAD || op->kind == BLK_OP_STORE || op->kind == BLK_OP_SWAP ||
+		              blk_op_is_atomic(op->kind);
+		for (int i = 0; i < op->noperands; i++)
+			if (op->operands[i] == ref && (!access || i != 0))
+				return false;
+	}
+	return true;
+}
+
+static void ragged_ok(Uf *u, const BlkRegion *r, bool *ok)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			ragged_ok(u, op->regions[i], ok);
+		if (op->kind != BLK_OP_BLOCK_REF)
+			continue;
+		for (int d = 0; d < op->noperands; d++) {
+			int axis;
+			int64_t C;
+			if (pid_times(op->operands[d], &axis, &C) && !direct_only(u->k->body, op->results[0]))
+				ok[axis] = false;
+		}
+	}
+}
+
+/* Mask bit `at` of op's attr mask set (a dim checked). */
+static void check_dim(BlkArena *a, BlkOp *op, int at)
+{
+	const BlkAttr *m = blk_op_attr(op, "mask");
+	if (!m || m->kind != BLK_ATTR_STRING || at >= (int)strlen(m->s))
+		return;
+	char *s = blk_arena_strdup(a, m->s);
+	s[at] = '1';
+	blk_op_set_string(a, op, "mask", s);
+}
+
+/* Every access of ref (operand 0, direct_only) checks its dim rd. */
+static void mask_accesses(BlkRegion *r, const BlkValue *ref, int rd, BlkArena *a)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			mask_accesses(op->regions[i], ref, rd, a);
+		if (op->noperands > 0 && op->operands[0] == ref && op->kind != BLK_OP_BLOCK_REF)
+			check_dim(a, op, rd);
+	}
+}
+
+/* For each block_ref with a start on a ragged axis (its extent no multiple
+ * of its factor): that dim checked, in it and in every access of it. */
+static void mask_ragged(Uf *u, BlkRegion *r, const bool *ragged)
+{
+	for (BlkOp *op = r->first; op; op = op->next) {
+		for (int i = 0; i < op->nregions; i++)
+			mask_ragged(u, op->regions[i], ragged);
+		if (op->kind != BLK_OP_BLOCK_REF)
+			continue;
+		const BlkParam *p = &u->k->params[blk_op_int(op, "param", 0)];
+		for (int d = 0, rd = 0; d < p->rank && d < op->noperands; d++) {
+			int axis;
+			int64_t C;
+			if (p->squeezed[d])
+				continue;
+			if (pid_times(op->operands[d], &axis, &C) && ragged[axis]) {
+				check_dim(u->a, op, d);
+				mask_accesses(u->k->body, op->results[0], rd, u->a);
+			}
+			rd++;
+		}
+	}
+}
+
 static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 {
 	BlkKernel *k = c->k;
-	int64_t ext[BLK_MAX_GRID], programs = 1;
+	int64_t ext[BLK_MAX_GRID];
+	bool ragged[BLK_MAX_GRID];
 	for (int a = 0; a < k->grid_rank; a++) {
 		u->factor[a] = 1;
+		ragged[a] = true;
 		if (!blk_sym_is_const(k->grid[a], &ext[a]))
 			return false;
-		programs *= k->grid_seq[a] ? 1 : ext[a]; /* a seq axis is a loop in each program */
 	}
+	ragged_ok(u, k->body, ragged);
 	const BlkValue *r = dot->results[0];
 	int ax[2] = { class_axis(u, node(u, r, 0)), class_axis(u, node(u, r, 1)) };
 	for (int i = 0; i < 2; i++) {
@@ -572,15 +661,18 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 			continue;
 		int64_t e = blk_lower_dim(r->type.dims[i]), f = 1;
 		int64_t target = i ? TARGET_N : TARGET_M;
-		while (e * f * 2 <= target && f * 2 <= MAX_FACTOR && ext[a] % (f * 2) == 0)
+		while (e * f * 2 <= target && f * 2 <= MAX_FACTOR && ext[a] >= f * 2 && (ext[a] % (f * 2) == 0 || ragged[a]))
 			f *= 2;
 		u->factor[a] = f;
 	}
 	bool residual = blk_lower_epilogue_tile(k, blk_lower_dim(r->type.dims[0]) * blk_lower_dim(r->type.dims[1]));
 	for (;;) {
-		int64_t f = 1;
-		for (int a = 0; a < k->grid_rank; a++)
+		int64_t f = 1, programs = 1;
+		for (int a = 0; a < k->grid_rank; a++) {
 			f *= u->factor[a];
+			/* (a seq axis is a loop in each program) */
+			programs *= k->grid_seq[a] ? 1 : (ext[a] + u->factor[a] - 1) / u->factor[a];
+		}
 		if (f == 1)
 			return false;
 		int64_t acc, slab;
@@ -589,7 +681,7 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 		/* the epilogue's staging; an epilogue that loads a tile as large (a
 		 * residual) meets the accumulators there in f32 (schedule.c) */
 		int64_t epilogue = residual && acc * 4 > EPILOGUE_BYTES ? acc * 4 : EPILOGUE_BYTES;
-		if (programs / f >= blk_lower_sms(c) && acc <= ACC_REGS * 32 * merged_warps(k, f) &&
+		if (programs >= blk_lower_sms(c) && acc <= ACC_REGS * 32 * merged_warps(k, f) &&
 		    slab * stages + epilogue <= BLK_LOWER_MAX_SMEM)
 			return true;
 		int big = -1; /* halve the largest factor, the columns' first */
@@ -662,11 +754,15 @@ static void rewrite(LowerCtx *c, Uf *u)
 	erase_dead(u, k->body);
 	scale_region(u, k->body, k->loc);
 	int64_t f = 1;
+	bool ragged[BLK_MAX_GRID] = { false };
+	for (int a = 0; a < k->grid_rank; a++)
+		ragged[a] = u->factor[a] > 1 && blk_lower_dim(k->grid[a]) % u->factor[a] != 0;
+	mask_ragged(u, k->body, ragged);
 	for (int a = 0; a < k->grid_rank; a++) {
 		if (u->factor[a] <= 1)
 			continue;
 		f *= u->factor[a];
-		int64_t e = blk_lower_dim(k->grid[a]) / u->factor[a];
+		int64_t e = (blk_lower_dim(k->grid[a]) + u->factor[a] - 1) / u->factor[a];
 		k->grid[a] = blk_sym_const(c->a, e);
 		l->grid[l->axis[a]] = k->grid[a];
 		l->merge[a] = (int)u->factor[a];
