@@ -271,7 +271,9 @@ static bool stageable(Pipe *P, int o)
 		x->C = blk_lower_dim(v->type.dims[1]);
 		return true;
 	}
-	if (blk_lower_dot_tc(P->s->dot) && v->type.rank == 2 && blk_dtype_size(v->type.dtype) == 2 &&
+	/* (B only: an A from registers must be in the dot's own mma layout, one
+	 * warp column, tile.c; a computed A stays with dot_stage.c) */
+	if (o == 1 && blk_lower_dot_tc(P->s->dot) && v->type.rank == 2 && blk_dtype_size(v->type.dtype) == 2 &&
 	    blk_lower_transformed_load(v, P->L.body)) {
 		x->computed = true;
 		x->R = blk_lower_dim(v->type.dims[0]);

@@ -71,8 +71,7 @@ static void count_dot(void *ctx, BlkOp *op)
 	if (op->kind != BLK_OP_DOT || !blk_lower_dot_wgmma(op))
 		return;
 	w->gathers = w->gathers || gathered(op->operands[0]) || gathered(op->operands[1]);
-	w->computed = w->computed || blk_lower_transformed_load(op->operands[0], op->parent) ||
-	              blk_lower_transformed_load(op->operands[1], op->parent);
+	w->computed = w->computed || blk_lower_transformed_load(op->operands[1], op->parent); /* (B: pipeline.c) */
 	const BlkType *a = &op->operands[0]->type, *b = &op->operands[1]->type;
 	int64_t M = blk_lower_dim(a->dims[0]), K = blk_lower_dim(a->dims[1]), N = blk_lower_dim(b->dims[1]);
 	w->acc += M * N;

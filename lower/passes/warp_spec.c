@@ -144,7 +144,7 @@ static bool applies(const Pipe *P)
 	if (strcmp(c->arch, "sm_90a") != 0 || c->nthreads % 128 || !ok || blk_lower_plain_schedule(P->L.loop))
 		return false;
 	for (int i = 0; i < P->n; i++) {
-		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[1].load || P->all[i].x[0].computed)
+		if (!blk_lower_dot_wgmma(P->all[i].dot) || !P->all[i].x[1].load)
 			return false;
 		for (int o = 0; o < 2; o++) /* gathered rows: the plain pipeline's cp.async */
 			if (P->all[i].x[o].load && blk_op_gathers(P->all[i].x[o].load))
