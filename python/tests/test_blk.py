@@ -135,6 +135,27 @@ def test_matmul_w4a16():
         close(blk.kernel(f"{EX}/matmul_w4a16.blk", G=G, **cfg)(x, w4_pack(q), s, interpret=True), want)
 
 
+def test_quant_spellings():
+    # python/tests/quant.blk's int4 and int8 spellings in f32 (the GPU tests
+    # run them in bf16/f16): GPTQ rows with a row of scales a step, plain
+    # nibbles unpacked by interleave, i8 with zero points; ragged M and N
+    Q = os.path.join(ROOT, "python", "tests", "quant.blk")
+    M, N, K, G = 13, 21, 64, 32
+    cfg = dict(T="f32", BM=8, BN=8, BK=16, num_warps=4, num_stages=2)
+    x, q = rand(M, K), rng.integers(0, 16, (K, N))
+    s = (rng.random((K // G, N)) * 0.1 + 0.01).astype(np.float32)
+    want = x @ ((q - 8) * np.repeat(s, G, 0))
+    close(blk.kernel(Q, name="w4_rowscale", G=G, **cfg)(x, w4_pack(q), s, interpret=True), want)
+    qt = q.T
+    u8 = (qt[:, 0::2] | (qt[:, 1::2] << 4)).astype(np.uint8)
+    close(blk.kernel(Q, name="w4_u8", G=G, **cfg)(x, u8, np.ascontiguousarray(s.T), interpret=True), want)
+    q8 = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    z = rng.integers(-3, 4, N).astype(np.int32)
+    s8 = (rng.random(N) * 0.01).astype(np.float32)
+    close(blk.kernel(Q, name="w8_zero", **cfg)(x, q8, z, s8, interpret=True),
+          (x @ (q8.astype(np.int32) - z).astype(np.float32)) * s8)
+
+
 def test_bmm():
     a, b = rand(3, 17, 9), rand(3, 9, 20)
     close(blk.kernel(f"{EX}/bmm.blk", **MM)(a, b, interpret=True), a @ b)
