@@ -31,7 +31,7 @@ static EVal *load_slots(Emit *E, const ETile *like, LLVMValueRef *s)
 
 /* A loop schedule.c gave attr min_programs: ptxas is told that many
  * programs an SM must fit (minctasm), which caps a thread's registers. */
-static void plain_ctas(Emit *E, const BlkOp *op)
+static void min_ctas(Emit *E, const BlkOp *op)
 {
 	int n = (int)blk_op_int(op, "min_programs", 0);
 	if (E->min_ctas_set || n < 2)
@@ -43,7 +43,7 @@ static void plain_ctas(Emit *E, const BlkOp *op)
 void blk_emit_for(Emit *E, const BlkOp *op)
 {
 	const BlkRegion *body = op->regions[0];
-	plain_ctas(E, op);
+	min_ctas(E, op);
 	int nc = op->noperands - 3;
 	LLVMValueRef lo = blk_emit_tile(E, op->operands[0])->r[0], hi = blk_emit_tile(E, op->operands[1])->r[0];
 	LLVMValueRef step = blk_emit_tile(E, op->operands[2])->r[0];

@@ -603,11 +603,8 @@ static void find_raw(Pipe *P, const BlkValue *v, int depth, int64_t *bytes)
 			if (P->raw[i].load == d)
 				return;
 		Operand *x = &P->raw[P->nraw];
-		if (d->results[0]->type.rank != 2)
-			return;
-		int64_t b = (int64_t)P->S * blk_lower_dim(d->results[0]->type.dims[0]) *
-		            blk_lower_dim(d->results[0]->type.dims[1]) * blk_dtype_size(d->results[0]->type.dtype);
-		if (*bytes + b <= RAW_SMEM && raw_slab(P, x, d)) {
+		int64_t b = raw_slab(P, x, d) ? (int64_t)P->S * x->R * x->C * blk_dtype_size(d->results[0]->type.dtype) : 0;
+		if (b && *bytes + b <= RAW_SMEM) {
 			*bytes += b;
 			P->nraw++;
 		}
@@ -622,9 +619,8 @@ static void raw_slabs(Pipe *P)
 	int64_t bytes = 0;
 	P->nraw = 0;
 	for (int i = 0; i < P->n; i++)
-		for (int o = 0; o < 2; o++)
-			if (P->all[i].x[o].computed)
-				find_raw(P, P->all[i].dot->operands[o], 0, &bytes);
+		if (P->all[i].x[1].computed)
+			find_raw(P, P->all[i].dot->operands[1], 0, &bytes);
 }
 
 /* stage_r = local_alloc [S, R, C], rows as they lie. */
@@ -690,7 +686,7 @@ static void pipeline(Pipe *P)
 	/* (not past a computed operand: dot_stage.c's two slots for it would
 	 * let one warpgroup overwrite the slot the other's group still reads) */
 	for (int i = 0; i < P->n; i++)
-		wg = wg && blk_pipe_in_flight(P, P->all[i].dot) && !P->all[i].x[0].computed && !P->all[i].x[1].computed;
+		wg = wg && blk_pipe_in_flight(P, P->all[i].dot) && !P->all[i].x[1].computed;
 	P->D = P->S - 1 - wg;
 	for (int i = 0; i < P->n && wg; i++)
 		blk_op_set_int(c->a, P->all[i].dot, "wait_pending", 1);
@@ -699,7 +695,7 @@ static void pipeline(Pipe *P)
 	for (int i = 0; i < P->n; i++) {
 		P->s = &P->all[i]; /* the dot whose slots these are */
 		for (int o = 0; o < 2; o++)
-			if (!P->all[i].x[o].regs && !P->all[i].x[o].computed)
+			if (!P->all[i].x[o].regs && !P->all[i].x[o].computed) /* (a computed B: dot_stage.c's) */
 				blk_pipe_make_buffer(P, &pre, &P->all[i].x[o], o ? "stage_b" : "stage_a");
 	}
 	blk_pipe_share_buffers(P);

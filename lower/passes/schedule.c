@@ -157,7 +157,7 @@ static int free_slots(const LowerCtx *c, const Work *w)
  * beside a 128x128 tile took 129 registers, one program an SM, where 2
  * were counted).  Elsewhere ptxas's own choice stands: given a floor of
  * 2, it spent the headroom (128 threads: 128 registers to 186). */
-static void mark(LowerCtx *c, const char *schedule, int plain, int stages, bool computed)
+static void mark(LowerCtx *c, const char *schedule, int plain, int stages)
 {
 	for (BlkOp *op = c->k->body->first; op; op = op->next) {
 		Work here = { 0 };
@@ -169,7 +169,7 @@ static void mark(LowerCtx *c, const char *schedule, int plain, int stages, bool 
 		blk_op_set_int(c->a, op, "plain_programs", plain);
 		if (stages != c->k->num_stages)
 			blk_op_set_int(c->a, op, "stages", stages);
-		if (computed && here.computed && plain >= 2 && strcmp(schedule, "plain") == 0)
+		if (here.computed && plain >= 2 && strcmp(schedule, "plain") == 0)
 			blk_op_set_int(c->a, op, "min_programs", plain);
 	}
 }
@@ -193,7 +193,7 @@ bool blk_lower_schedule(LowerCtx *c)
 	 * threads that multiply, which the producer/consumer split has not */
 	bool is_plain = plain * w.acc > 2 * specialized || w.gathers || w.computed;
 	mark(c, is_plain ? "plain" : "specialize", plain,
-	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w), w.computed);
+	     is_plain ? free_stages(c, &w, plain) : free_slots(c, &w));
 	return true;
 }
 
