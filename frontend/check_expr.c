@@ -1656,7 +1656,12 @@ static CkType b_transpose(Ck *c, const BlkAstExpr *e, CkInfo *in)
 			blk_error(c->d, e->args[i].loc, "`axes =` is the only argument after the tile");
 			return blk_ck_poison();
 		}
-	if (e->nargs < 1 || !value_arg(c, e->args[0].value, &x))
+	if (e->nargs < 1) {
+		blk_error(c->d, e->loc, "`transpose` takes a tile: transpose(x), transpose(x, (1, 0)) or "
+		          "x.T");
+		return blk_ck_poison();
+	}
+	if (!value_arg(c, e->args[0].value, &x))
 		return blk_ck_poison();
 	if (nax == 0)
 		return transpose_of(c, e->loc, x, in);
