@@ -39,6 +39,10 @@ if [ "${BLK_SKIP_PIP:-0}" != 1 ]; then
 	(cd build-venv && env -u BLK_LIBRARY BLK_TEST_INSTALLED=1 \
 		BLK_FAKE_CUDA="$PWD/../build/tests/runtime/libfakecuda.so" \
 		bin/python ../python/tests/test_blk.py)
+	step "jax.jit on the CPU: the installed package's XLA handlers (jax[cpu] into the venv)"
+	build-venv/bin/pip install -q 'jax[cpu]==0.10.2'
+	(cd build-venv && env -u BLK_LIBRARY BLK_TEST_INSTALLED=1 BLK_TEST_JAX=1 \
+		bin/python ../python/tests/test_jax.py)
 fi
 
 secs=${BLK_FUZZ_SECONDS:-120}

@@ -229,10 +229,15 @@ _by_type = {}  # array type -> its converter, found once per type
 
 
 def dtype_of(x):
-    """The blk dtype of an array.  A torch tensor's is read from its dtype
-    alone: torch's fake tensors (torch.compile's tracing) have no data."""
-    if _module(x) == "torch" and hasattr(x, "data_ptr"):
+    """The blk dtype of an array.  A torch or JAX array's is read from its
+    dtype alone: torch's fake tensors (torch.compile's tracing) and JAX's
+    tracers (jax.jit's) have no data."""
+    mod = _module(x)
+    if mod == "torch" and hasattr(x, "data_ptr"):
         return _torch_dtype(x.dtype)
+    if mod == "jax":  # tracers (jax.jit) have no data either
+        from .jax import dtype_of as jax_dtype
+        return jax_dtype(x)
     return from_array(x).tensor.dtype
 
 

@@ -395,6 +395,9 @@ class Kernel:
         if interpret is None:
             interpret = interpret_default()
         slots = self._match(arrays, named)
+        if _traced(slots):  # inside jax.jit and the like: an XLA custom call
+            from .jax import call
+            return call(self, *arrays, **named)
         k = self._variant(slots) if self._auto_dtypes else self
         if interpret:
             return k._interpret(slots)
@@ -635,6 +638,16 @@ def _rendezvous(t, group, kernel, param):
         raise BlkError(f"kernel {kernel}: {param}: torch's symmetric memory refused the tensor "
                        f"(allocate it with torch.distributed._symmetric_memory.empty and call "
                        f"enable_symm_mem_for_group for its group): {str(e).splitlines()[0]}")
+
+
+def _traced(slots):
+    """Whether a JAX tracer is among the arrays (checked on JAX's types
+    only: a torch call pays a string test)."""
+    for a in slots:
+        if a is not None and type(a).__module__.startswith("jax"):
+            tracer = sys.modules["jax"].core.Tracer
+            return any(isinstance(b, tracer) for b in slots)
+    return False
 
 
 def _device_guard(framework, device):

@@ -92,6 +92,7 @@ _SIGNATURES = {
     "blk_interpret_world": (_B, [_P, _I, ctypes.POINTER(_TP), _I]),
     "blk_runtime_set_world": (_B, [_P, _I, _I]),
     "blk_func_multi_rank": (_I, [_P]),
+    "blk_xla_kernel": (ctypes.c_int64, [_S, _S, _S, ctypes.POINTER(_S), _I, _S, ctypes.c_size_t]),
     "blk_runtime_interrupt": (None, [_P]),
     "blk_stream_synchronize": (_B, [_P, _P]),
     "blk_timer_create": (_P, [_P]),

@@ -391,6 +391,26 @@ BLK_API bool blk_tuner_best(const BlkTuner *t, const BlkTensor *tensors, int nte
  * With BLK_TUNE_LOG=1 in the environment the notes also go to stderr. */
 BLK_API const char *blk_tuner_log(BlkTuner *t);
 
+/* ---- XLA (JAX's jax.jit) ----------------------------------------------- */
+
+/* Registers a kernel for XLA custom calls: a .blk file (path) or source
+ * text (source), the kernel named kernel (NULL: the only one) and ndefines
+ * "NAME=VALUE" compile-time parameters.  Checked by loading it for the
+ * interpreter.  Returns its id (>= 1; the same id for the same arguments),
+ * or 0 with the reason in err.  Ids stay valid for the process. */
+BLK_API int64_t blk_xla_kernel(const char *path, const char *source, const char *kernel,
+                               const char *const *defines, int ndefines, char *err,
+                               size_t errlen);
+/* XLA FFI handlers (XLA_FFI_Handler: an XLA_FFI_CallFrame * in, an
+ * XLA_FFI_Error * or NULL out) for the CPU platform (the interpreter on
+ * host buffers) and for CUDA (a launch on XLA's stream).  A call passes the
+ * kernel's id as the i64 attribute `blk_kernel`, the buffers of its in and
+ * inout params as operands and those of its out and inout params as
+ * results, each in param order.  docs/python.md, "JAX", says how the
+ * Python package registers them (jax.ffi). */
+BLK_API void *blk_xla_handler_host(void *call_frame);
+BLK_API void *blk_xla_handler_cuda(void *call_frame);
+
 #ifdef __cplusplus
 }
 #endif
