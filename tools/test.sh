@@ -43,6 +43,8 @@ if [ "${BLK_SKIP_PIP:-0}" != 1 ]; then
 	build-venv/bin/pip install -q 'jax[cpu]==0.10.2'
 	(cd build-venv && env -u BLK_LIBRARY BLK_TEST_INSTALLED=1 BLK_TEST_JAX=1 \
 		bin/python ../python/tests/test_jax.py)
+	build-venv/bin/python tests/docs/doc_examples.py --build build --python build-venv/bin/python \
+		docs/python.md
 fi
 
 secs=${BLK_FUZZ_SECONDS:-120}

@@ -34,6 +34,9 @@ or one of the forms that take the rest of it verbatim (`skip:`, `kernel`,
                                `fn` (a call of it), `model` (a module calling
                                it) and `SRC` (kernels silu_fwd, silu_bwd)
     python gpu                 the torch prelude on CUDA, not interpreted
+    python jax                 JAX on the CPU (JAX_PLATFORMS=cpu): `blk`,
+                               `blk.jax`, `jax`, `jnp`, `a` and `b` bf16
+                               JAX arrays (64x32, 32x48), `SRC` as above
     python-output CODE         the block is what the prelude then CODE print
     option `before: CODE`      Python run between the prelude and the block
   Shell (bash -e -o pipefail, in the scratch directory below)
@@ -51,7 +54,8 @@ or one of the forms that take the rest of it verbatim (`skip:`, `kernel`,
                                `ir.[ch]`, `emit_*.c`) exists
     skip: REASON               not tested, and why
 
-NEEDS words: `torch` (skipped where the Python has no torch), `gpu` (only
+NEEDS words: `torch` (skipped where the Python has no torch), `jax` (where
+it has no JAX), `gpu` (only
 with --gpu), `python` (loads libblk into Python: skipped in a sanitized
 build, whose libblk a plain Python cannot load; implied by the Python kinds).
 
@@ -160,6 +164,16 @@ class _Model(torch.nn.Module):
 model = _Model()
 SRC = open("python/tests/silu.blk").read()  # kernels silu_fwd, silu_bwd
 '''
+PY_JAX = '''
+import jax
+import jax.numpy as jnp
+import blk
+import blk.jax
+
+a = jax.random.normal(jax.random.PRNGKey(0), (64, 32)).astype(jnp.bfloat16)
+b = jax.random.normal(jax.random.PRNGKey(1), (32, 48)).astype(jnp.bfloat16)
+SRC = open("python/tests/silu.blk").read()  # kernels silu_fwd, silu_bwd
+'''
 # Runs the prelude, then the block compiled under the document's name with
 # its own line numbers, so that a traceback points into the document.
 PY_RUNNER = '''
@@ -244,7 +258,7 @@ def parse(b):
         b.needs += ["python"] + (["torch"] if "gpu" in b.needs else [])  # the GPU prelude's torch
     if b.kind not in KINDS or b.kind in ("blk", "ir-kernel", "python-output"):
         return f"unknown test comment {how!r}"
-    bad = [n for n in b.needs if n not in ("torch", "gpu", "python")]
+    bad = [n for n in b.needs if n not in ("torch", "jax", "gpu", "python")]
     bad += [o for o in b.opts if o not in OPTIONS.get(b.kind, ())]
     return f"unknown need or option {bad[0]!r} for {b.kind}" if bad else None
 
@@ -328,6 +342,8 @@ def not_here(args, b, gpu_lines):
             return "no Python with NumPy"
     if "torch" in b.needs and not has_torch(args):
         return "needs torch"
+    if "jax" in b.needs and not has_jax(args):
+        return "needs JAX"
     if b.kind in ("c-decls", "c-main") and not args.cc:
         return "no C compiler"
     if b.kind == "c-main" and not args.lib:
@@ -342,6 +358,13 @@ def has_torch(args):
         r = subprocess.run([args.python, "-c", "import torch"], capture_output=True)
         args.torch = r.returncode == 0
     return args.torch
+
+
+def has_jax(args):
+    if args.jax is None:
+        r = subprocess.run([args.python, "-c", "import jax"], capture_output=True)
+        args.jax = r.returncode == 0
+    return args.jax
 
 
 def numbers_free(line):
@@ -434,6 +457,9 @@ def check_python(doc, b):
     else:
         env["BLK_INTERPRET"] = "1"
         prelude = "_DEVICE = 'cpu'\n" + PY_TORCH if "torch" in b.needs else PY_NUMPY
+    if "jax" in b.needs:
+        env["JAX_PLATFORMS"] = "cpu"
+        prelude = PY_JAX
     prelude += b.opts.get("before", "") + "\n"
     code = b.arg + "\n" if b.kind == "python-output" else "\n" * b.line + b.body
     rc, out, err = doc.run([doc.args.python, "-c", PY_RUNNER, doc.file(b.name + "-prelude.py", prelude),
@@ -564,7 +590,7 @@ def main():
     args.python = r.stdout.strip() if r and r.returncode == 0 else None
     args.python_ok = bool(args.lib and args.python) and subprocess.run(
         [args.python, "-c", "import numpy"], capture_output=True).returncode == 0
-    args.torch = None
+    args.torch = args.jax = None
     env = dict(os.environ, BLK_CACHE="0", PYTHONPATH=os.path.join(ROOT, "python"),
                BLK_LIBRARY=args.lib or "")
     env.pop("BLK_INTERPRET", None)
