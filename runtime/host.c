@@ -241,7 +241,10 @@ bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world)
 {
 	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_runtime_set_world"))
 		return false;
-	if (world < 1 || rank < 0 || rank >= world)
+	if (world < 1 || world > BLK_MAX_WORLD)
+		return blk_rt_error(rt, "blk_runtime_set_world: a world of %d ranks; it has 1 to %d",
+		                    world, BLK_MAX_WORLD);
+	if (rank < 0 || rank >= world)
 		return blk_rt_error(rt, "blk_runtime_set_world: rank %d of a world of %d (a rank is 0 .. "
 		                    "world - 1)", rank, world);
 	rt->rank = rank;

@@ -96,7 +96,12 @@ BlkSymmetric *blk_symmetric_create(BlkRuntime *rt, size_t bytes, int rank, int w
 	if (!blk_handle_ok(rt, BLK_TAG_RUNTIME, "blk_symmetric_create") ||
 	    !vmm_ok(rt, "blk_symmetric_create"))
 		return NULL;
-	if (world < 1 || rank < 0 || rank >= world) {
+	if (world < 1 || world > BLK_MAX_WORLD) {
+		blk_rt_error(rt, "blk_symmetric_create: a world of %d ranks; it has 1 to %d", world,
+		             BLK_MAX_WORLD);
+		return NULL;
+	}
+	if (rank < 0 || rank >= world) {
 		blk_rt_error(rt, "blk_symmetric_create: rank %d of a world of %d (a rank is 0 .. world - 1)",
 		             rank, world);
 		return NULL;

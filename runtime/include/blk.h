@@ -53,6 +53,9 @@ enum {
 };
 
 #define BLK_TENSOR_MAX_RANK 4
+/* The most ranks a world of GPUs may have (blk_runtime_set_world,
+ * blk_symmetric_create): more than any NVLink domain. */
+#define BLK_MAX_WORLD 4096
 
 typedef struct BlkRuntime BlkRuntime;
 typedef struct BlkProgram BlkProgram;
@@ -259,7 +262,8 @@ BLK_API void blk_runtime_interrupt(BlkRuntime *rt);
 /* The world this runtime's device belongs to: its rank (0 .. world - 1)
  * and how many ranks there are (1 by default).  The launches of a kernel
  * with symmetric params or my_rank()/world() pass these; each rank's
- * process (or thread) sets its own.  false for a rank outside the world. */
+ * process (or thread) sets its own.  false for a rank outside the world
+ * or a world of more than BLK_MAX_WORLD ranks. */
 BLK_API bool blk_runtime_set_world(BlkRuntime *rt, int rank, int world);
 /* 1 when f runs across ranks (a symmetric or signal param, or my_rank() or
  * world() in its body or an index map: its launches take the runtime's
@@ -275,8 +279,9 @@ BLK_API int blk_func_multi_rank(const BlkFunc *f);
  * param's BlkTensor.peers takes.  No NVLink multicast. */
 typedef struct BlkSymmetric BlkSymmetric;
 /* This rank's buffer of at least `bytes` (rounded up to the driver's
- * granularity) on rt's device, in a group of `world` ranks; NULL with the
- * error (a driver without virtual memory management, no memory). */
+ * granularity) on rt's device, in a group of `world` ranks (at most
+ * BLK_MAX_WORLD); NULL with the error (a driver without virtual memory
+ * management, no memory, a rank outside the world). */
 BLK_API BlkSymmetric *blk_symmetric_create(BlkRuntime *rt, size_t bytes, int rank, int world);
 /* This rank's buffer as a new file descriptor to send to the others (the
  * caller closes it); -1 with the error. */

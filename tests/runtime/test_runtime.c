@@ -1151,6 +1151,10 @@ static void test_world_and_symmetric(void **state)
 	assert_false(blk_runtime_set_world(off, 2, 2));
 	assert_contains(blk_runtime_last_error(off), "blk_runtime_set_world: rank 2 of a world of 2");
 	assert_false(blk_runtime_set_world(off, 0, 0));
+	assert_contains(blk_runtime_last_error(off), "a world of 0 ranks; it has 1 to 4096");
+	assert_false(blk_runtime_set_world(off, 0, INT_MAX));
+	assert_contains(blk_runtime_last_error(off), "a world of 2147483647 ranks; it has 1 to 4096");
+	assert_true(blk_runtime_set_world(off, BLK_MAX_WORLD - 1, BLK_MAX_WORLD));
 	assert_true(blk_runtime_set_world(off, 1, 2));
 	assert_null(blk_symmetric_create(off, 1024, 0, 2));
 	assert_contains(blk_runtime_last_error(off), "blk_symmetric_create: this runtime is offline");
@@ -1183,6 +1187,8 @@ static void test_symmetric_fake(void **state)
 	assert_null(blk_symmetric_create(rt0, 1000, 2, 2));
 	assert_contains(blk_runtime_last_error(rt0), "rank 2 of a world of 2");
 	assert_null(blk_symmetric_create(rt0, 0, 0, 2));
+	assert_null(blk_symmetric_create(rt0, 1000, 0, BLK_MAX_WORLD + 1));
+	assert_contains(blk_runtime_last_error(rt0), "a world of 4097 ranks; it has 1 to 4096");
 	BlkSymmetric *s0 = blk_symmetric_create(rt0, 1000, 0, 2);
 	BlkSymmetric *s1 = blk_symmetric_create(rt1, 1000, 1, 2);
 	assert_non_null(s0);
