@@ -160,6 +160,8 @@ static void check_store(Ck *c, const BlkAstStmt *s)
 	          blk_ck_access(c, s->loc, s->idx, s->nidx, &r, false, &in->acc, &rank, dims);
 	c->gather_ok = false;
 	v = blk_ck_expr(c, s->value);
+	if (r.kind == CK_REF && r.root && r.root->kind == CK_BIND_PARAM)
+		c->k->stored[r.root->param] = true; /* after the value: `y[...] = y[...]` reads first */
 	if (!ok)
 		return;
 	if (v.kind == CK_VALUE)
@@ -840,6 +842,7 @@ static void check_params(Ck *c, const BlkAstKernel *ak)
 	k->pbinds = BLK_NEW_N(c->a, BlkCkBind *, n + 1);
 	k->mapbinds = BLK_NEW_N(c->a, BlkCkBind **, n + 1);
 	k->written = BLK_NEW_N(c->a, bool, n + 1);
+	k->stored = BLK_NEW_N(c->a, bool, n + 1);
 	for (int i = 0; i < n; i++) {
 		const BlkAstParam *p = &ak->params[i];
 		k->params[i].name = p->name;

@@ -158,6 +158,7 @@ typedef struct CkKernel {
 	BlkCkBind **pbinds;   /* per param: its binding */
 	BlkCkBind ***mapbinds; /* per param: its index map's param bindings */
 	bool *written;        /* per param: a store or atomic_add names it */
+	bool *stored;         /* per param: a store checked so far (in source order) names it */
 	int nsizes;
 	const char **sizes;
 	int64_t *size_dyn;    /* per size: 1 if `dynamic (...)` names it, else 0 */

@@ -1055,15 +1055,24 @@ static CkType need_ref(Ck *c, const BlkAstExpr *e, const CkType *t)
 	return blk_ck_poison();
 }
 
+/* A Ref that may be read here.  An `out` parameter holds nothing the
+ * caller gave: it may be read only after a store to it earlier in the
+ * source (Pallas's `o_ref[...] += ...` after its first step zeroed it),
+ * and reads what the program stored. */
 static bool readable(Ck *c, BlkLoc loc, const CkType *r)
 {
 	if (!blk_ck_not_signal(c, loc, r))
 		return false;
-	if (r->access != BLK_ACCESS_OUT)
+	if (r->access != BLK_ACCESS_OUT ||
+	    (r->root && r->root->kind == CK_BIND_PARAM && c->k->stored[r->root->param]))
 		return true;
-	blk_error(c->d, loc, "cannot read `%s`: it is an `out` parameter", r->root->name);
+	blk_error(c->d, loc, "cannot read `%s` before the kernel stores to it: it is an `out` "
+	          "parameter, whose elements hold nothing until the program writes them",
+	          r->root->name);
 	blk_ck_declared_here(c, r->root);
-	blk_note(c->d, r->root->loc, "declare it `inout` to read and write it");
+	blk_note(c->d, r->root->loc, "store to it first (`when program_id(2) == 0 { %s[...] = "
+	         "zeros(...) }` on the first step of a `seq` axis), or declare it `inout` to read "
+	         "what the caller passes", r->root->name);
 	return false;
 }
 

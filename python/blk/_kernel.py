@@ -645,8 +645,8 @@ def _traced(slots):
     only: a torch call pays a string test)."""
     for a in slots:
         if a is not None and type(a).__module__.startswith("jax"):
-            tracer = sys.modules["jax"].core.Tracer
-            return any(isinstance(b, tracer) for b in slots)
+            jax = sys.modules.get("jax")  # an array of jaxlib's alone is no tracer
+            return jax is not None and any(isinstance(b, jax.core.Tracer) for b in slots)
     return False
 
 

@@ -188,6 +188,8 @@ def test_pallas_matmuls():
                     K("tpu_acc_in_out", T=t, **cfg)(a, b, z)
                     check(f"tpu_acc_in_out {tag}", z, ref, F32)
                 attempt(f"tpu_acc_in_out {tag}", acc_in_out)
+                attempt(f"tpu_acc_out {tag}", lambda: check(
+                    f"tpu_acc_out {tag}", K("tpu_acc_out", T=t, **cfg)(a, b), ref, F32))
 
 
 @case

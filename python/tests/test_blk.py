@@ -116,6 +116,24 @@ def test_matmuls():
     close(c, a @ b)
 
 
+def test_out_read_after_store():
+    """An `out` Ref read after the kernel stored to it: the JAX Pallas
+    tutorial's matmul accumulating into its output over a seq K axis
+    (heldout.blk's tpu_acc_out), at a ragged shape, against NumPy; and the
+    read of an out Ref before any store refused with its fix."""
+    k = blk.kernel(os.path.join(HERE, "heldout.blk"), name="tpu_acc_out", T="f32", BM=16, BN=16,
+                   BK=8)
+    a, b = rand(37, 29), rand(29, 21)
+    close(k(a, b, interpret=True), a @ b)
+    z = np.full((37, 21), np.nan, np.float32)  # given, it is written all the same
+    k(a, b, z, interpret=True)
+    close(z, a @ b)
+    e = raises(blk.CompileError, blk.kernel,
+               "kernel k(x: in f32[N], y: out f32[N]) {\n    y[...] += x[...];\n}\n")
+    assert "cannot read `y` before the kernel stores to it" in str(e), str(e)
+    assert "declare it `inout`" in str(e), str(e)
+
+
 def w4_pack(q):
     """GPTQ's packing of 4-bit values q [K, N] (K a multiple of 8): [K / 8, N]
     i32, value k % 8 of each word in bits 4 * (k % 8) up."""

@@ -186,6 +186,27 @@ static void test_random_builtins(void **state)
 	          NULL);
 }
 
+/* An `out` parameter is read after a store to it earlier in the source
+ * (Pallas's accumulation into o_ref); a read before any store, in the
+ * store's own value or in a branch before the one that stores, is an error. */
+static void test_read_out_after_store(void **state)
+{
+	(void)state;
+	Run r = compile(K1 "    y[...] = x[...] * 2.0;\n    y[...] += 1.0;\n    y[ds(0, 4)] = y[ds(4, 4)];\n}\n");
+	assert_non_null(r.m);
+	run_free(&r);
+	r = compile(K1 "    when program_id(0) == 0 { y[...] = zeros((8,), f32); }\n"
+	               "    y[...] = load(y.at[...]) + x[...];\n}\n");
+	assert_non_null(r.m);
+	run_free(&r);
+	expect_error(K1 "    y[...] += x[...];\n    y[...] = x[...];\n}\n",
+	             "2:6: error: cannot read `y` before the kernel stores to it");
+	expect_error(K1 "    when program_id(0) > 0 { y[...] += x[...]; } else { y[...] = x[...]; }\n}\n",
+	             "2:31: error: cannot read `y` before the kernel stores to it");
+	expect_error(K1 "    atomic_add(y, 1.0);\n    y[...] = x[...];\n}\n",
+	             "2:5: error: atomic_add adds into `y`, which is an `out` parameter");
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -336,7 +357,7 @@ static void test_error_messages(void **state)
 	expect_error(K1 "    y[...] = x[...] + z;\n}\n", "2:23: error: unknown name `z`");
 	expect_error(K1 "    y[...] = frob(x[...]);\n}\n", "2:14: error: unknown function `frob`");
 	expect_error(K1 "    x[...] = 1.0;\n}\n", "2:5: error: cannot write to `x`: it is an `in` parameter");
-	expect_error(K1 "    y[...] = y[...];\n}\n", "2:15: error: cannot read `y`: it is an `out` parameter");
+	expect_error(K1 "    y[...] = y[...];\n}\n", "2:15: error: cannot read `y` before the kernel stores to it");
 	expect_error(K1 "    y[...] = program_id(1);\n}\n",
 	             "2:25: error: program_id axis 1 is out of range: the grid has rank 1");
 	expect_error(K1 "    when 1 { y[...] = 1.0; }\n}\n",
@@ -437,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_several_errors_no_cascade),
 		cmocka_unit_test(test_error_messages),
+		cmocka_unit_test(test_read_out_after_store),
 		cmocka_unit_test(test_examples_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
