@@ -636,6 +636,29 @@ def test_jax_cupy():
 
 
 @case
+def test_arrays_past_2g_elements():
+    """Arrays of more than 2^31 elements (each dim below 2^31): 64-bit
+    addresses.  u8 [65536, 32769] in and out (2 GiB each), the last rows'
+    elements checked, and a bf16 [2^16, 2^15 + 8] row sum."""
+    src = ("kernel inc[BR = 64, BC = 4096](x: in u8[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+           "    y: out u8[R, C] block (BR, BC) index (i, j) -> (i, j)) grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+           "    y[...] = x[...] + 1;\n}\n")
+    R, C = 65536, 32769
+    x = torch.randint(0, 250, (R, C), dtype=torch.uint8, device=DEV)
+    y = blk.kernel(src)(x)
+    for rows in (slice(0, 2), slice(R // 2, R // 2 + 2), slice(R - 2, R)):
+        ok = torch.equal(y[rows], x[rows] + 1)
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} u8 [{R}, {C}] + 1, rows {rows.start}..{rows.stop - 1}")
+    del x, y
+    rs = ("kernel rowsum[BR = 1](x: in bf16[R, C] block (BR, C) index (i) -> (i, 0),\n"
+          "    s: out f32[R] block (BR) index (i) -> (i)) grid (cdiv(R, BR)) {\n"
+          "    s[...] = sum(x[...].astype(f32), axis = 1);\n}\n")
+    x = torch.randn(R, 32776, dtype=torch.bfloat16, device=DEV)
+    check("bf16 [65536, 32776] row sums", blk.kernel(rs)(x), x.float().sum(1), 1e-3)
+
+
+@case
 def test_aot():
     """Kernels compiled ahead of time (blkc --emit=c, built into aot-test on
     the CPU machine): launched here with only the driver, against the
@@ -704,6 +727,7 @@ def main():
               test_coarsen, test_pallas_seq, test_huge_kernels, test_dynamic_sizes,
               test_stream,
               test_second_gpu, test_errors, test_interpret_on_torch, test_autotune, test_jax_cupy,
+              test_arrays_past_2g_elements,
               test_aot, test_figures):
         if only and t.__name__ not in only:
             continue
