@@ -203,6 +203,23 @@ static bool scratch_dims_ok(Ck *c, const BlkAstParam *p, const BlkSym *const *di
 	return blk_ck_dims_ok(c, p->loc, p->nshape, dims, true);
 }
 
+/* Scratch p (dtype dt, constant dims) added to what the program holds in
+ * shared memory: more than a CTA can have is refused here, for the
+ * interpreter and the GPU alike. */
+static bool scratch_fits(Ck *c, const BlkAstParam *p, BlkDType dt, const BlkSym *const *dims)
+{
+	int64_t n = (int64_t)blk_dtype_size(dt), v;
+	for (int i = 0; i < p->nshape; i++)
+		n *= blk_sym_is_const(dims[i], &v) ? v : 0;
+	c->scratch_bytes += n;
+	if (c->scratch_bytes <= BLK_MAX_SMEM_BYTES)
+		return true;
+	blk_error(c->d, p->loc, "scratch `%s` (%lld bytes) brings the program's scratch to %lld bytes "
+	          "of shared memory; the most a program can have is %d", p->name, (long long)n,
+	          (long long)c->scratch_bytes, BLK_MAX_SMEM_BYTES);
+	return false;
+}
+
 /* A scoped scratch Ref's type.  The binding is its own root (for messages
  * about it). */
 static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
@@ -214,7 +231,7 @@ static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
 		return blk_ck_poison();
 	for (int i = 0; i < p->nshape; i++)
 		ok &= (dims[i] = blk_ck_sym(c, p->shape[i])) != NULL;
-	if (!ok || !scratch_dims_ok(c, p, dims))
+	if (!ok || !scratch_dims_ok(c, p, dims) || !scratch_fits(c, p, dt, dims))
 		return blk_ck_poison();
 	return blk_ck_ref(dt, p->nshape, dims, BLK_SPACE_SHARED, BLK_ACCESS_SCRATCH, self);
 }
@@ -222,6 +239,7 @@ static CkType scratch_type(Ck *c, const BlkAstParam *p, BlkCkBind *self)
 static void check_scoped(Ck *c, const BlkAstStmt *s)
 {
 	BlkCkBind *saved = c->scope;
+	int64_t held = c->scratch_bytes; /* the scoped scratch lives for the block */
 	CkInfo *in = blk_ck_note(c, s);
 	in->nbinds = s->nscratch;
 	in->binds = BLK_NEW_N(c->a, BlkCkBind *, s->nscratch);
@@ -237,6 +255,7 @@ static void check_scoped(Ck *c, const BlkAstStmt *s)
 	}
 	check_stmts(c, s->then);
 	c->scope = saved;
+	c->scratch_bytes = held;
 }
 
 static void check_print(Ck *c, const BlkAstStmt *s)
@@ -711,7 +730,7 @@ static bool param_block(Ck *c, const BlkAstParam *p, BlkParam *P)
 	}
 	if (p->access == BLK_AST_SCRATCH) {
 		memcpy(P->block, P->shape, sizeof P->block);
-		if (!scratch_dims_ok(c, p, P->shape))
+		if (!scratch_dims_ok(c, p, P->shape) || !scratch_fits(c, p, P->dtype, P->shape))
 			return false;
 		if (p->has_block)
 			blk_error(c->d, p->block_loc, "scratch `%s` cannot have a block spec", p->name);
@@ -908,6 +927,7 @@ static void check_kernel(Ck *c, const BlkAstKernel *ak, CkKernel *k, const BlkDe
                          int ndefs, bool *used)
 {
 	c->k = k;
+	c->scratch_bytes = 0;
 	c->scope = NULL;
 	c->inlined = 0;
 	k->ast = ak;

@@ -24,6 +24,7 @@ typedef struct Ck {
 	bool new_sizes;    /* checking param shapes: unknown names are sizes */
 	bool in_grid;      /* checking the grid's extents (BlkCParam.uses) */
 	int64_t copies;    /* copies of the current statement that unrolling makes */
+	int64_t scratch_bytes; /* the kernel's scratch params and the scoped scratch open here */
 	/* helpers (check_fn.c) */
 	const BlkAstFile *file;
 	const BlkAstFn **active; /* the helpers being inlined, outermost first */

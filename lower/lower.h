@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "ir/ir.h"
+#include "support/limits.h"
 
 typedef struct BlkLowerOptions {
 	const char *arch;        /* "sm_80" .. "sm_90a"; NULL: sm_90a */
@@ -24,7 +25,7 @@ typedef struct BlkLowerOptions {
 
 /* The most shared memory a CTA can opt into on sm_90: no compiled kernel
  * asks for more (smem-plan refuses it; the disk cache checks entries). */
-enum { BLK_LOWER_MAX_SMEM = 232448 };
+enum { BLK_LOWER_MAX_SMEM = BLK_MAX_SMEM_BYTES };
 
 /* A compiled kernel: its PTX and its launch contract (ir.h BlkLaunch:
  * grid, threads, shared bytes, the argument list in ABI order), which the

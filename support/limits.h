@@ -38,6 +38,11 @@ enum {
 	/* Helper calls inlined into one kernel (a copy of the body each):
 	 * helpers calling helpers twice over would grow it exponentially. */
 	BLK_MAX_INLINE = 1024,
+	/* Bytes of shared memory one program (CTA) can have on sm_90: the
+	 * scratch a kernel declares, its params and the scoped scratch live at
+	 * once, fits in it (the checker, so the interpreter refuses what no GPU
+	 * runs); a compiled kernel's own buffers come on top (smem-plan). */
+	BLK_MAX_SMEM_BYTES = 232448,
 };
 
 #endif
