@@ -193,7 +193,7 @@ static void guard(Seq *s)
 	if (!g || !if_only(g))
 		return;
 	const BlkOp *cmp = g->operands[0]->def;
-	if (!cmp || cmp->operands[0]->type.rank || cmp->noperands != 2)
+	if (!cmp || cmp->noperands != 2 || cmp->operands[0]->type.rank) /* a const has none */
 		return;
 	bool strict;
 	int side; /* the operand that is k * C */
