@@ -298,7 +298,8 @@ void blk_lower_cost_read(const LowerCtx *c, BlkCostWork *w)
 		blk_sym_is_const(c->k->grid[i], &v);
 		e.nprog[i] = v;
 		e.mid[i] = (v - 1) / 2;
-		w->programs *= (double)v;
+		if (!c->k->grid_seq[i]) /* a seq axis is a loop in each program (blockspec.c) */
+			w->programs *= (double)v;
 	}
 	w->trips = 1;
 	region_work(&e, c->k->body, 1, w);
