@@ -165,9 +165,10 @@ static void replace_pids(LowerCtx *c, BlkRegion *r, BlkValue **xyz, const BlkOp 
 		int a = (int)blk_op_int(op, "axis", 0);
 		if (op == keep)
 			continue;
-		if (a < 0 || a > 2)
+		int ca = a >= 0 && a < c->k->grid_rank ? blk_lower_launch(c)->axis[a] : -1;
+		if (ca < 0 || ca > 2)
 			blk_die("lower: persist: a program id of axis %d", a);
-		blk_replace_uses(r, op->results[0], xyz[blk_lower_launch(c)->axis[a]]);
+		blk_replace_uses(r, op->results[0], xyz[ca]);
 		blk_op_erase(op);
 	}
 }
@@ -282,7 +283,10 @@ static bool uses_scratch(const BlkKernel *k)
 
 bool blk_lower_persist(LowerCtx *c)
 {
-	if (c->k->grid_rank > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
+	int parallel = 0;
+	for (int a = 0; a < c->k->grid_rank; a++)
+		parallel += !c->k->grid_seq[a];
+	if (parallel > 3) /* axes folded into CUDA z: kept as blockspec.c maps them */
 		return true;
 	for (int a = 0; a < c->k->grid_rank; a++)
 		if (c->k->grid_seq[a] && uses_scratch(c->k))
