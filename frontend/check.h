@@ -98,6 +98,8 @@ typedef struct CkAccess {
 	const BlkAstIndex *src[BLK_MAX_RANK];
 	int64_t start[BLK_MAX_RANK];
 	unsigned konst;
+	unsigned from_end; /* SCALAR dims indexed by a negative constant on a Ref dim of symbolic
+	                    * extent N: the index is N + start (numpy's x[-1]) */
 	/* GATHER dims (tiles of i32 indices): their broadcast shape gdims
 	 * [grank] sits at result position gpos (grank 0: no gather);
 	 * may_gather says the access allows them, glast is the last one. */

@@ -988,15 +988,22 @@ static int access_one(Ck *c, const BlkAstIndex *ix, int d, int fill, CkAccess *a
 		}
 		*ok &= need_i32(c, ix->a, &t, "an index");
 		int64_t ext;
-		if (ref->kind == CK_VALUE && t.kind == CK_VALUE && t.konst && !t.t.rank && t.i < 0) {
-			if (!blk_sym_is_const(ref->t.dims[d], &ext)) {
+		if (t.kind == CK_VALUE && t.konst && !t.t.rank && t.i < 0) { /* x[-1]: from the end, as numpy */
+			if (blk_sym_is_const(ref->t.dims[d], &ext) && t.i + ext >= 0) {
+				t.i += ext;
+				acc->start[d] = t.i;
+				acc->konst |= 1u << d;
+			} else if (ref->kind == CK_REF && !blk_sym_is_const(ref->t.dims[d], &ext)) {
+				acc->start[d] = t.i; /* N + t.i, made where the access is lowered */
+				acc->from_end |= 1u << d;
+				acc->idx[d].kind = BLK_INDEX_SCALAR;
+				acc->src[d] = ix;
+				return d + 1;
+			} else if (ref->kind == CK_VALUE && !blk_sym_is_const(ref->t.dims[d], &ext)) {
 				blk_error(c->d, ix->loc, "a negative index needs a dim of constant extent");
 				*ok = false;
 				return d + 1;
 			}
-			t.i += ext; /* a tile's t[-1]: from the end, as numpy */
-			acc->start[d] = t.i;
-			acc->konst |= 1u << d;
 		}
 		*ok &= index_in_range(c, ix, &t, NULL, 1, ref, d);
 		acc->idx[d].kind = BLK_INDEX_SCALAR;

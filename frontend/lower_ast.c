@@ -135,6 +135,8 @@ static BlkValue *lw_gather_index(Lw *L, const CkAccess *acc, const BlkAstExpr *e
 	return v->type.rank == w.rank && blk_type_equal(&v->type, &w) ? v : op1(L, BLK_OP_BROADCAST, e->loc, w, v);
 }
 
+static BlkValue *lw_sym(Lw *L, BlkLoc loc, const BlkSym *s);
+
 /* The operands of an access op: ref, then one i32 per SCALAR or DS dim,
  * one i32 tile of the accessed shape per GATHER dim. */
 static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue **ops)
@@ -147,6 +149,10 @@ static int access_operands(Lw *L, BlkValue *ref, const CkAccess *acc, BlkValue *
 			continue;
 		if (acc->idx[d].kind == BLK_INDEX_GATHER)
 			ops[n++] = lw_gather_index(L, acc, acc->src[d]->a, &t);
+		else if (acc->from_end >> d & 1) /* x[-k] on a dim of extent N: N - k */
+			ops[n++] = op2(L, BLK_OP_ADD, acc->src[d]->loc, blk_type_scalar(BLK_I32),
+			               lw_sym(L, acc->src[d]->loc, ref->type.dims[d]),
+			               lw_i32(L, acc->src[d]->loc, acc->start[d]));
 		else
 			ops[n++] = !(acc->konst >> d & 1) ? lw_scalar_i32(L, acc->src[d]->a)
 			         : blk_build_const_int(&L->b, acc->src[d]->loc, blk_type_scalar(BLK_I32),

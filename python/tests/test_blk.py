@@ -134,6 +134,23 @@ def test_out_read_after_store():
     assert "declare it `inout`" in str(e), str(e)
 
 
+def test_negative_indices_count_from_the_end():
+    """x[-k] (k a constant) on a Ref is x[N - k], N a launch size or a
+    constant (it read the fill, 0, on a launch size); loads and stores
+    alike.  A run-time index is not wrapped."""
+    src = ("kernel neg(x: in f32[N], c: in f32[8, M], y: out f32[7], z: out f32[N]) {\n"
+           "    y[0] = x[-1];\n    y[1] = x[-3];\n    y[2] = c[-1, -1];\n    y[3] = c[-8, -2];\n"
+           "    y[4] = x[ds(0, 4)][-1];\n    y[5] = x[-N];\n    y[6] = c[2 - 3, 0];\n"
+           "    z[...] = x[...];\n    z[-2] = 100.0;\n}\n")
+    x, c = rand(10), rand(8, 5)
+    y, z = blk.kernel(src)(x, c, interpret=True)
+    # x[-N] is no constant: a run-time index outside the dim reads the fill
+    close(y, [x[-1], x[-3], c[-1, -1], c[-8, -2], x[3], 0, c[-1, 0]])
+    want = x.copy()
+    want[-2] = 100
+    close(z, want)
+
+
 def w4_pack(q):
     """GPTQ's packing of 4-bit values q [K, N] (K a multiple of 8): [K / 8, N]
     i32, value k % 8 of each word in bits 4 * (k % 8) up."""
