@@ -23,8 +23,9 @@ typedef struct BlkLowerOptions {
 	int num_sms;             /* the GPU's multiprocessors (persist.c); 0: 132 (H100 SXM, H200) */
 } BlkLowerOptions;
 
-/* The most shared memory a CTA can opt into on sm_90: no compiled kernel
- * asks for more (smem-plan refuses it; the disk cache checks entries). */
+/* The most shared memory a CTA can opt into on sm_90, the most of any
+ * arch: no compiled kernel asks for more (smem-plan refuses past its
+ * arch's, blk_lower_arch_smem; the disk cache checks entries). */
 enum { BLK_LOWER_MAX_SMEM = BLK_MAX_SMEM_BYTES };
 
 /* A compiled kernel: its PTX and its launch contract (ir.h BlkLaunch:
@@ -41,6 +42,9 @@ typedef struct BlkCompiled {
  * compile for; blk_lower_arch_name(i) names the ones it does (NULL past the
  * last), for messages. */
 int blk_lower_arch_isa(const char *arch);
+/* The most shared memory a CTA of arch can have (bytes; at most
+ * BLK_LOWER_MAX_SMEM, which an unknown or NULL arch gets). */
+int blk_lower_arch_smem(const char *arch);
 const char *blk_lower_arch_name(int i);
 
 /* Name of pass i in pipeline order, NULL past the last (for --dump-after

@@ -52,12 +52,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each arch and the lowest PTX ISA that has it (times 10). */
+/* Each arch, the lowest PTX ISA that has it (times 10), and the most
+ * shared memory a CTA of it can opt into (bytes; CUDA's per-block limit:
+ * 163 KB on A100 and Orin, 99 KB on sm_86 and Ada, 227 KB on Hopper). */
 static const struct {
 	const char *arch;
-	int isa;
+	int isa, smem;
 } archs[] = {
-	{ "sm_80", 70 }, { "sm_86", 71 }, { "sm_87", 74 }, { "sm_89", 78 }, { "sm_90", 78 }, { "sm_90a", 80 },
+	{ "sm_80", 70, 166912 }, { "sm_86", 71, 101376 }, { "sm_87", 74, 166912 },
+	{ "sm_89", 78, 101376 }, { "sm_90", 78, 232448 }, { "sm_90a", 80, 232448 },
 };
 
 int blk_lower_arch_isa(const char *arch)
@@ -66,6 +69,14 @@ int blk_lower_arch_isa(const char *arch)
 		if (strcmp(archs[i].arch, arch) == 0)
 			return archs[i].isa;
 	return 0;
+}
+
+int blk_lower_arch_smem(const char *arch)
+{
+	for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
+		if (strcmp(archs[i].arch, arch) == 0)
+			return archs[i].smem;
+	return BLK_LOWER_MAX_SMEM;
 }
 
 const char *blk_lower_arch_name(int i)

@@ -682,7 +682,7 @@ static bool choose(LowerCtx *c, Uf *u, const BlkOp *dot)
 		 * residual) meets the accumulators there in f32 (schedule.c) */
 		int64_t epilogue = residual && acc * 4 > EPILOGUE_BYTES ? acc * 4 : EPILOGUE_BYTES;
 		if (programs >= blk_lower_sms(c) && acc <= ACC_REGS * 32 * merged_warps(k, f) &&
-		    slab * stages + epilogue <= BLK_LOWER_MAX_SMEM)
+		    slab * stages + epilogue <= blk_lower_arch_smem(c->arch))
 			return true;
 		int big = -1; /* halve the largest factor, the columns' first */
 		for (int i = 1; i >= 0; i--)

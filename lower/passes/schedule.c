@@ -87,7 +87,7 @@ static int plain_programs(const LowerCtx *c, const Work *w, int stages)
 	regs = regs > MAX_THREAD_REGS ? MAX_THREAD_REGS : (regs + 7) / 8 * 8;
 	stages = stages > 1 ? stages : 1;
 	int64_t by_regs = SM_REGS / (regs * c->nthreads);
-	int64_t by_smem = BLK_LOWER_MAX_SMEM / (stages * w->slab + 1024);
+	int64_t by_smem = blk_lower_arch_smem(c->arch) / (stages * w->slab + 1024);
 	int64_t n = SM_THREADS / c->nthreads;
 	n = by_regs < n ? by_regs : n;
 	n = by_smem < n ? by_smem : n;
@@ -113,7 +113,7 @@ static int free_stages(const LowerCtx *c, const Work *w, int plain)
 	if (blk_kernel_signals(c->k))
 		return s;
 	while (s >= 2 && s < MAX_FREE_STAGES && plain_programs(c, w, s + 1) >= plain &&
-	       (int64_t)plain * ((s + 1) * w->slab + 1024) <= BLK_LOWER_MAX_SMEM)
+	       (int64_t)plain * ((s + 1) * w->slab + 1024) <= blk_lower_arch_smem(c->arch))
 		s++;
 	return s;
 }
@@ -145,7 +145,7 @@ static int free_slots(const LowerCtx *c, const Work *w)
 	int64_t epilogue = (c->nthreads == 128 ? 2 : 1) * w->acc * out_size(c);
 	if (blk_lower_epilogue_tile(c->k, w->acc) && w->acc * 4 > epilogue) /* (mm_bias_silu_res: 278 KB at 6 slabs) */
 		epilogue = w->acc * 4;
-	int64_t room = BLK_LOWER_MAX_SMEM - SMEM_MARGIN - epilogue;
+	int64_t room = blk_lower_arch_smem(c->arch) - SMEM_MARGIN - epilogue;
 	while (w->ndots == 1 && s >= 2 && s < MAX_FREE_STAGES && (s + 1) * w->slab <= room)
 		s++;
 	return s;

@@ -218,9 +218,11 @@ bool blk_lower_smem_plan(LowerCtx *c)
 	}
 	BlkLaunch *l = blk_lower_launch(c);
 	l->smem = (total + 15) & ~(int64_t)15;
-	if (l->smem > BLK_LOWER_MAX_SMEM) {
+	int most = blk_lower_arch_smem(c->arch);
+	if (l->smem > most) {
 		blk_error(c->d, c->k->loc, "kernel %s needs %lld bytes of shared memory at this launch; "
-		          "the most a CTA can have is %d", c->k->name, (long long)l->smem, BLK_LOWER_MAX_SMEM);
+		          "the most a CTA can have is %d%s%s", c->k->name, (long long)l->smem, most,
+		          most < BLK_LOWER_MAX_SMEM ? " on " : "", most < BLK_LOWER_MAX_SMEM ? c->arch : "");
 		return false;
 	}
 	return true;

@@ -250,7 +250,7 @@ bool blk_lower_tma_store(LowerCtx *c)
 		/* room beside every other buffer (an upper bound: smem-plan may
 		 * overlap some), each program its own slots */
 		int progs = blk_lower_programs_at(st);
-		int64_t room = BLK_LOWER_MAX_SMEM - s.bytes - s.transit * progs - 1024;
+		int64_t room = blk_lower_arch_smem(c->arch) - s.bytes - s.transit * progs - 1024;
 		int slots = room >= 2 * chunk * progs ? 2 : room >= chunk * progs ? 1 : 0;
 		int n = (int)(blk_lower_dim(st->operands[1]->type.dims[1]) / cw);
 		if (slots)

@@ -43,7 +43,7 @@ for T in f32 f16 bf16; do
 	for c in false true; do
 		run "$ex/attention.blk" BH=4 S=256 -D T=$T -D CAUSAL=$c
 		run "$ex/attention.blk" BH=3 S=77 -D T=$T -D CAUSAL=$c
-		run "$ex/attention.blk" BH=2 S=200 -D T=$T -D CAUSAL=$c -D D=128 -D BQ=32
+		run "$ex/attention.blk" BH=2 S=200 -D T=$T -D CAUSAL=$c -D D=128 -D BQ=32 -D BK=32  # fits sm_80
 	done
 	run "$ex/layernorm.blk" R=64 C=1024 -D T=$T
 	run "$ex/layernorm.blk" R=13 C=77 -D T=$T -D BR=3
