@@ -485,6 +485,28 @@ static void test_unknown_arch(void **state)
 	assert_null(blk_runtime_create_offline("sm_90ab", err, sizeof err));
 	BlkRuntime *rt = blk_runtime_create_offline("sm_89", err, sizeof err);
 	assert_non_null(rt);
+	/* 180000 bytes of scratch fit a CTA on sm_90, not on sm_89 (99 KB) or
+	 * sm_80 (163 KB): refused when compiled for those, with the arch named */
+	static const char big[] = "kernel big(x: in f32[N], y: out f32[N], buf: scratch f32[45000]) {\n"
+	                          "    buf[ds(0, 16)] = load(x.at[ds(0, 16)], other = 0.0);\n"
+	                          "    y[ds(0, 16)] = buf[ds(0, 16)];\n}\n";
+	float x[16] = { 0 }, y[16];
+	BlkTensor ts[2] = { blk_tensor_make(x, BLK_DTYPE_F32, 1, (int64_t[]){ 16 }),
+	                    blk_tensor_make(y, BLK_DTYPE_F32, 1, (int64_t[]){ 16 }) };
+	const char *archs[] = { "sm_89", "sm_80", "sm_90a" };
+	const char *want[] = { "the most a CTA can have is 101376 on sm_89",
+	                       "the most a CTA can have is 166912 on sm_80", NULL };
+	for (int i = 0; i < 3; i++) {
+		BlkRuntime *r = blk_runtime_create_offline(archs[i], err, sizeof err);
+		BlkProgram *p = blk_program_load_source(r, "big.blk", big, NULL, 0);
+		assert_non_null(p);
+		bool ok = blk_func_compile(blk_program_kernel(p, NULL), ts, 2, NULL);
+		assert_int_equal(ok, want[i] == NULL);
+		if (want[i])
+			assert_contains(blk_runtime_last_error(r), want[i]);
+		blk_program_destroy(p);
+		blk_runtime_destroy(r);
+	}
 	blk_runtime_destroy(rt);
 }
 
