@@ -1120,6 +1120,20 @@ static CkType check_index(Ck *c, const BlkAstExpr *e, CkInfo *in)
 
 /* ---- builtins ------------------------------------------------------------------- */
 
+/* Keyword arguments of Pallas, Triton and JAX calls that blk has no use
+ * for, and what to write instead. */
+static const struct {
+	const char *fn, *kw, *note;
+} foreign_kws[] = {
+	{ "load", "mask", "blk masks the elements outside the array itself (they read `other`, 0 by "
+	                  "default); for another mask select: where(m, x, v)" },
+	{ "dot", "preferred_element_type", "a dot of f16, bf16 or fp8 sums in f32 (i8 in i32) and "
+	                                   "returns that; .astype(T) narrows it" },
+	{ "program_id", "axis", "write program_id(0)" },
+	{ "num_programs", "axis", "write num_programs(0)" },
+	{ "fori_loop", "step", "loop over (hi - lo) ~/ step trips and compute lo + i * step" },
+};
+
 /* Call arguments sorted: positional ones, then the keyword ones named in kws. */
 bool blk_ck_get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *kw0,
                      const char *kw1, Args *out)
@@ -1140,6 +1154,9 @@ bool blk_ck_get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *k
 			out->kw[k] = g->value;
 		else {
 			blk_error(c->d, g->loc, "`%s` has no argument named `%s`", e->name, g->name);
+			for (size_t f = 0; f < sizeof foreign_kws / sizeof foreign_kws[0]; f++)
+				if (strcmp(foreign_kws[f].fn, e->name) == 0 && strcmp(foreign_kws[f].kw, g->name) == 0)
+					blk_note(c->d, g->loc, "%s", foreign_kws[f].note);
 			ok = false;
 		}
 	}
@@ -1151,6 +1168,8 @@ bool blk_ck_get_args(Ck *c, const BlkAstExpr *e, int min, int max, const char *k
 	else
 		blk_error(c->d, e->loc, "`%s` takes %d to %d arguments, got %d", e->name, min, max,
 		          out->npos);
+	if (out->npos == max + 1 && kw0 && !out->kw[0]) /* `sum(x, -1)`: numpy's positional axis */
+		blk_note(c->d, e->loc, "`%s` is given by name: %s(..., %s = ...)", kw0, e->name, kw0);
 	return false;
 }
 
@@ -1217,7 +1236,18 @@ static CkType b_zeros(Ck *c, const BlkAstExpr *e, CkInfo *in, bool full)
 	if (!builtin_args(c, e, full ? CK_B_FULL : CK_B_ZEROS, &g))
 		return blk_ck_poison();
 	bool ok = shape_arg(c, g.pos[0], &rank, dims);
-	ok &= blk_ck_dtype(c, g.pos[full ? 2 : 1], &dt);
+	int at = full ? 2 : 1; /* the dtype: positional, or `dtype =` (jnp's) */
+	const BlkAstExpr *dte = g.npos > at ? g.pos[at] : g.kw[0];
+	if (g.npos > at && g.kw[0]) {
+		blk_error(c->d, g.kw[0]->loc, "`%s`'s dtype is given twice", e->name);
+		return blk_ck_poison();
+	}
+	if (!dte) {
+		blk_error(c->d, e->loc, "`%s` needs a dtype: %s", e->name,
+		          full ? "full((BM, BN), 0.0, f32)" : "zeros((BM, BN), f32)");
+		return blk_ck_poison();
+	}
+	ok &= blk_ck_dtype(c, dte, &dt);
 	if (ok && full)
 		ok = const_of(c, g.pos[1], dt, &in->fill);
 	else if (ok)
@@ -2350,8 +2380,22 @@ static CkType check_kind(Ck *c, const BlkAstExpr *e, CkInfo *in)
 	default:
 		if (blk_ck_foreign_qualified(c, e->lhs, e->name, e->loc))
 			return blk_ck_poison();
-		blk_ck_expr(c, e->lhs);
-		blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T)", e->name);
+		t = blk_ck_expr(c, e->lhs);
+		if (strcmp(e->name, "dtype") == 0 && (t.kind == CK_VALUE || t.kind == CK_REF)) {
+			BlkDType dt = t.t.dtype; /* `x.astype(o_ref.dtype)`: Pallas's */
+			t = blk_ck_poison();
+			t.kind = CK_DTYPE;
+			t.dtype = dt;
+			return t;
+		}
+		if (is_poison(&t))
+			return t;
+		if (strcmp(e->name, "shape") == 0)
+			blk_error(c->d, e->loc, "blk has no `.shape`: a dim is a name of the header (a launch "
+			          "size as `N`, a block as `BM`), usable as a value");
+		else
+			blk_error(c->d, e->loc, "unknown attribute `.%s` (known: .at, .astype, .T, .dtype)",
+			          e->name);
 		return blk_ck_poison();
 	}
 }

@@ -23,11 +23,12 @@
  * expression plus its own level), and a node taller than
  * BLK_MAX_EXPR_DEPTH is an error, whatever the shape of the tree.
  */
-#include <stdarg.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "frontend/ast.h"
+#include "frontend/foreign.h"
 #include "frontend/frontend.h"
 #include "frontend/lex.h"
 #include "support/limits.h"
@@ -119,10 +120,39 @@ static void error_at(Parser *p, BlkLoc loc, const char *fmt, ...)
 		abandon(p);
 }
 
+/* The previous token's line went on with `// x` (a Python floor division
+ * the lexer took for a comment), and the error is on a later line: a note
+ * that says so. */
+static void note_floordiv(Parser *p)
+{
+	if (p->pos < 1 || p->pos >= p->n)
+		return;
+	const BlkToken *prev = &p->t[p->pos - 1], *cur = tok(p);
+	if (!prev->text || cur->loc.line <= prev->loc.line)
+		return;
+	const char *q = prev->text + prev->len;
+	while (*q == ' ' || *q == '\t')
+		q++;
+	if (q[0] != '/' || q[1] != '/')
+		return;
+	const char *r = q + 2;
+	while (*r == ' ' || *r == '\t')
+		r++;
+	if (!(isalnum((unsigned char)*r) || *r == '_' || *r == '('))
+		return;
+	BlkLoc loc = prev->loc;
+	loc.col += (int)(q - prev->text);
+	blk_note(p->d, loc, "`//` starts a comment in blk, so the rest of line %d is ignored; floor "
+	         "division is `~/`", prev->loc.line);
+}
+
 /* "expected WHAT, found TOKEN" at the current token. */
 static void expected(Parser *p, const char *what)
 {
+	bool quiet = p->panic;
 	error_at(p, here(p), "expected %s, found %s", what, blk_tok_describe(p->a, tok(p)));
+	if (!quiet)
+		note_floordiv(p);
 }
 
 static bool expect(Parser *p, BlkTokKind k)
@@ -234,6 +264,8 @@ static BlkAstExpr *parse_unary(Parser *p);
 static BlkAstBlock *parse_block(Parser *p, bool is_body);
 
 /* dtype = "f32" | "f16" | "bf16" | "i32" | "i8" | "u8" | "u32" | "f8e4m3" | "f8e5m2" | "bool" | IDENT ; */
+static BlkAstExpr *parse_postfix(Parser *p);
+
 static BlkAstExpr *parse_dtype(Parser *p)
 {
 	BlkLoc loc = here(p);
@@ -242,6 +274,8 @@ static BlkAstExpr *parse_dtype(Parser *p)
 		e->dtype = dtype_of(next(p)->kind);
 		return e;
 	}
+	if (at(p, BLK_TOK_IDENT) && peek2(p) == BLK_TOK_DOT) /* `o_ref.dtype`, `jnp.float32` */
+		return parse_postfix(p);
 	BlkAstExpr *e = blk_ast_expr_new(p->a, BLK_AST_NAME, loc);
 	e->name = expect_ident(p, "a dtype", NULL);
 	return e;
@@ -500,6 +534,15 @@ static BlkAstExpr *parse_dot_suffix(Parser *p, BlkAstExpr *lhs)
 {
 	BlkLoc loc = next(p)->loc;
 	BlkToken *t = tok(p);
+	/* `jnp.inf`, `jnp.float32`, `tl.float16`: a keyword of blk after a
+	 * module of Python's, which blk writes bare */
+	if (t->kind >= BLK_TOK_KERNEL && t->kind <= BLK_TOK_BOOL && lhs->kind == BLK_AST_NAME &&
+	    blk_foreign_module(lhs->name)) {
+		error_at(p, lhs->loc, "`%s.%s` is not blk, which has no modules: write `%s`", lhs->name,
+		         blk_tok_spelling(t->kind), blk_tok_spelling(t->kind));
+		next(p);
+		return lhs;
+	}
 	const char *word = expect_ident(p, "an attribute name after '.'", NULL);
 	BlkAstExpr *e;
 	if (strcmp(word, "astype") != 0 && at(p, BLK_TOK_LPAREN))
@@ -842,8 +885,43 @@ static BlkAstStmt *parse_expr_stmt(Parser *p, BlkAstExpr **result)
 }
 
 /* stmt = "let" ... | store | "when" ... | "scoped" ... | "print" ... | expr ";" */
+/* Python's statements, which blk spells otherwise. */
+static const struct {
+	const char *word, *blk;
+} python_stmts[] = {
+	{ "while", "blk has no `while`: loop with fori_loop(lo, hi) |i| { ... } (a value carried: "
+	           "fori_loop(lo, hi, init) |i, acc| { ... })" },
+	{ "for", "blk has no `for` statement: loop with fori_loop(lo, hi) |i| { ... } (a value carried: "
+	         "fori_loop(lo, hi, init) |i, acc| { ... })" },
+	{ "if", "blk writes `when cond { ... } else { ... }` (and where(c, a, b) for a value)" },
+	{ "return", "blk has no `return`: a kernel stores into its out Refs, a helper's body ends "
+	            "with its value" },
+	{ "def", "blk writes helpers as `fn name(x: f32[N]) -> f32[N] { ... }`" },
+};
+
 static BlkAstStmt *parse_stmt(Parser *p, BlkAstExpr **result)
 {
+	if (at(p, BLK_TOK_IDENT) && peek2(p) != BLK_TOK_ASSIGN && peek2(p) != BLK_TOK_LBRACKET &&
+	    peek2(p) != BLK_TOK_DOT)
+		for (size_t i = 0; i < sizeof python_stmts / sizeof python_stmts[0]; i++)
+			if (tok(p)->len == strlen(python_stmts[i].word) &&
+			    memcmp(tok(p)->text, python_stmts[i].word, tok(p)->len) == 0) {
+				error_at(p, here(p), "%s", python_stmts[i].blk);
+				/* past its block, so the next statement parses afresh */
+				while (!at(p, BLK_TOK_EOF) && !at(p, BLK_TOK_SEMI) && !at(p, BLK_TOK_LBRACE) &&
+				       !at(p, BLK_TOK_RBRACE))
+					next(p);
+				if (accept(p, BLK_TOK_SEMI) || !at(p, BLK_TOK_LBRACE))
+					return NULL;
+				for (int open = 0; !at(p, BLK_TOK_EOF);) {
+					BlkTokKind k = next(p)->kind;
+					open += k == BLK_TOK_LBRACE ? 1 : k == BLK_TOK_RBRACE ? -1 : 0;
+					if (!open)
+						break;
+				}
+				p->panic = blk_diag_saturated(p->d);
+				return NULL;
+			}
 	switch (peek(p)) {
 	case BLK_TOK_LET: return parse_let(p);
 	case BLK_TOK_WHEN: return parse_when(p);

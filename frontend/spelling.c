@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frontend/check_impl.h"
+#include "frontend/foreign.h"
 
 static const struct {
 	const char *foreign, *blk;
@@ -44,10 +45,18 @@ static const struct {
 	{ "cast", "x.astype(T)" },
 	{ "to", "x.astype(T)" },
 	{ "trans", "x.T or transpose(x)" },
+	{ "True", "true" },
+	{ "False", "false" },
+	{ "broadcasted_iota", "iota(n)[:, None] or iota(n)[None, :] (iota is 1-D; it broadcasts)" },
+	{ "multiple_of", "nothing: blk sees which accesses are contiguous and aligned" },
+	{ "max_contiguous", "nothing: blk sees which accesses are contiguous and aligned" },
+	{ "next_power_of_2", "a compile-time parameter (BLOCK = 1024, or BLOCK = auto)" },
+	{ "reduce", "sum, max, min, argmax(x, axis = k) or associative_scan(fn, x, axis = k)" },
+	{ "zeros_like", "zeros((BM, BN), T): the shape as a tuple of dims" },
+	{ "dot_general", "dot(a, b) with transpose(...) for the contracted dims" },
+	{ "einsum", "dot(a, b) (batched: a 3-D dot) with transpose(...)" },
 };
 
-/* Module names of Pallas, Triton, JAX and numpy code. */
-static const char *const modules[] = { "tl", "pl", "jnp", "np", "jax", "lax", "triton", "pltpu", "plgpu" };
 
 const char *blk_ck_spelling(Ck *c, const char *name)
 {
@@ -61,10 +70,7 @@ const char *blk_ck_spelling(Ck *c, const char *name)
 
 bool blk_ck_foreign_module(const char *name)
 {
-	for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
-		if (strcmp(modules[i], name) == 0)
-			return true;
-	return false;
+	return blk_foreign_module(name);
 }
 
 /* `mod.name` where mod is a foreign module nothing in scope names. */

@@ -3,6 +3,8 @@
  *
  * A bad file starts with its expectation:
  *     // ERROR: LINE:COL: message substring
+ *     // NOTE: LINE:COL: message substring   (optional: a note that must come too)
+ *     // ERRORS: N                           (optional: at most N errors in all)
  *     // STAGE: parse            (optional; "parse" is the default)
  * Stage "parse" runs blk_parse; stage "check" runs the whole frontend
  * (blk_compile_source).
@@ -104,6 +106,7 @@ static void test_bad_file(void **state)
 	Stage stage = strcmp(stage_name, "check") == 0 ? stage_check : stage_parse;
 	bool ok;
 	char *out = run_stage(stage, path, text, len, &ok);
+	char *all = strdup(out ? out : ""); /* first_error cuts out at its line */
 	char *err = first_error(out);
 	char at[64];
 	snprintf(at, sizeof at, ":%u:%u: error: ", line, col);
@@ -111,6 +114,27 @@ static void test_bad_file(void **state)
 		fail_msg("%s: expected an error, got none", path);
 	if (!strstr(err, at) || !strstr(err, want))
 		fail_msg("%s: expected error at %u:%u containing '%s', got\n%s", path, line, col, want, err);
+	/* optional: `// NOTE: LINE:COL: message substring`, a note that must follow */
+	const char *nh = strstr(text, "// NOTE: ");
+	if (nh) {
+		if (sscanf(nh, "// NOTE: %u:%u: %255[^\n]", &line, &col, want) != 3)
+			fail_msg("%s: a '// NOTE:' header is not 'LINE:COL: message'", path);
+		snprintf(at, sizeof at, ":%u:%u: note: ", line, col);
+		const char *found = strstr(all, at);
+		if (!found || !strstr(found, want))
+			fail_msg("%s: expected a note at %u:%u containing '%s', got\n%s", path, line, col, want, all);
+	}
+	/* optional: `// ERRORS: N`, no more errors than N (no cascade) */
+	const char *ch = strstr(text, "// ERRORS: ");
+	unsigned most = 0;
+	if (ch && sscanf(ch, "// ERRORS: %u", &most) == 1) {
+		unsigned n = 0;
+		for (const char *q = all; (q = strstr(q, ": error: ")); q++)
+			n++;
+		if (n > most)
+			fail_msg("%s: %u errors, at most %u expected:\n%s", path, n, most, all);
+	}
+	free(all);
 	free(out);
 	free(text);
 }

@@ -207,6 +207,22 @@ static void test_read_out_after_store(void **state)
 	             "2:5: error: atomic_add adds into `y`, which is an `out` parameter");
 }
 
+/* Pallas's spellings of dtypes: `x.astype(o_ref.dtype)`, a tile's
+ * `.dtype`, `zeros(shape, dtype = T)` and `full(shape, v, dtype = T)`. */
+static void test_dtype_spellings(void **state)
+{
+	(void)state;
+	Run r = compile("kernel k(x: in f32[8], o: out bf16[8], p: out f32[8]) {\n"
+	                "    let v = x[...] + zeros((8,), dtype = f32) + full((8,), 1.0, dtype = x.dtype);\n"
+	                "    o[...] = v.astype(o.dtype);\n"
+	                "    p[...] = v.astype(v.dtype);\n}\n");
+	assert_non_null(r.m);
+	assert_non_null(strstr(r.ir, "cast %v : bf16[8]"));
+	run_free(&r);
+	expect_error("kernel k(x: in f32[8], o: out f32[8]) {\n    o[...] = x[...].astype(x.size);\n}\n",
+	             "2:30: error: unknown attribute `.size` (known: .at, .astype, .T, .dtype)");
+}
+
 static void test_unroll(void **state)
 {
 	(void)state;
@@ -459,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_several_errors_no_cascade),
 		cmocka_unit_test(test_error_messages),
 		cmocka_unit_test(test_read_out_after_store),
+		cmocka_unit_test(test_dtype_spellings),
 		cmocka_unit_test(test_examples_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
