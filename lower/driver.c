@@ -1,6 +1,6 @@
 /* driver.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> regrid -> blockspec -> seq-loop -> canonicalize -> coarsen
+ *   clone -> specialize -> regrid -> window -> blockspec -> seq-loop -> canonicalize -> coarsen
  *         -> reduce-hoist -> dot-engine -> loop-split -> schedule -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
@@ -38,6 +38,7 @@ static const struct {
 } ir_passes[] = {
 	{ "specialize", blk_lower_specialize, NEEDS_SIZES },
 	{ "regrid", blk_lower_regrid, NEEDS_CONST },
+	{ "window", blk_lower_window, NEEDS_CONST },
 	{ "blockspec", blk_lower_blockspec, NEEDS_CONST },
 	{ "seq-loop", blk_lower_seq_loop, NEEDS_CONST },
 	{ "canonicalize", blk_lower_canonicalize, NEEDS_CONST },

@@ -55,6 +55,7 @@ bool blk_lower_specialize(LowerCtx *c);
 bool blk_lower_blockspec(LowerCtx *c);
 /* regrid.c: a 1-D grid walking a rectangle of blocks -> that rectangle's 2-D grid. */
 bool blk_lower_regrid(LowerCtx *c);
+bool blk_lower_window(LowerCtx *c);
 /* seq_loop.c: a seq grid axis accumulating in scratch -> a plain loop's form. */
 bool blk_lower_seq_loop(LowerCtx *c);
 /* canonicalize.c: one normal form for equivalent spellings (tile level). */
