@@ -127,10 +127,11 @@ static bool eval(const Eval *e, const BlkValue *v, int64_t *out, int depth)
 			return false;
 		*out = op->kind == BLK_OP_PROGRAM_ID ? e->mid[at->i] : e->nprog[at->i];
 		return true;
-	case BLK_OP_SIZE:
+	case BLK_OP_SIZE: /* compiled in, else (a dynamic size) the launch's own */
 		at = blk_op_attr(op, "name");
 		return at && at->kind == BLK_ATTR_STRING &&
-		       blk_sym_eval(blk_sym_var(e->c->a, at->s), &e->c->env, out);
+		       (blk_sym_eval(blk_sym_var(e->c->a, at->s), &e->c->env, out) ||
+		        blk_sym_eval(blk_sym_var(e->c->a, at->s), &e->c->launch_env, out));
 	case BLK_OP_CAST:
 		return eval(e, op->operands[0], out, depth + 1);
 	case BLK_OP_SELECT: {
@@ -294,8 +295,9 @@ void blk_lower_cost_read(const LowerCtx *c, BlkCostWork *w)
 	memset(w, 0, sizeof *w);
 	w->programs = 1;
 	for (int i = 0; i < c->k->grid_rank && i < BLK_MAX_GRID; i++) {
-		int64_t v = 1;
-		blk_sym_is_const(c->k->grid[i], &v);
+		int64_t v = 1; /* a dynamic extent: at the launch's sizes */
+		if (!blk_sym_is_const(c->k->grid[i], &v) && !blk_sym_eval(c->k->grid[i], &c->launch_env, &v))
+			v = 1;
 		e.nprog[i] = v;
 		e.mid[i] = (v - 1) / 2;
 		if (!c->k->grid_seq[i]) /* a seq axis is a loop in each program (blockspec.c) */

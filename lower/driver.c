@@ -194,6 +194,7 @@ static void launch_class(LowerCtx *c, const BlkKernel *k, const int64_t *sizes,
 {
 	c->sizes = sizes, c->arrays = arrays;
 	c->env = (BlkSymEnv){ k->nsizes, k->sizes, sizes };
+	c->launch_env = c->env;
 	if (!sizes || !arrays)
 		return;
 	int n = 0;

@@ -33,6 +33,8 @@ typedef struct LowerCtx {
 	const BlkLowerOptions *opt;
 	const char *arch;      /* opt->arch or the default, sm_90a */
 	BlkSymEnv env;
+	BlkSymEnv launch_env;  /* every size at the launch's own value: what the cost model
+	                        * reads where a dynamic size is not compiled in (env) */
 	int nthreads;          /* num_warps * 32: the threads tiles spread over */
 	BlkLayout scalar;      /* rank 0, held by every thread */
 	bool huge;             /* more than BLK_HUGE_KERNEL_OPS ops (driver.c): verified once,
