@@ -28,6 +28,8 @@
  *                      {idx}: `load(k.at[ds(j * BK, BK), :])` reads as
  *                      `k[ds(j * BK, BK), :]` does (one load of the
  *                      block's Ref, which TMA can then copy).
+ *   extract-expand     extract(expand_dims(v, a)) at 0 of dim a, the rest
+ *                      whole -> v: `mu[:, 0]` of a keepdims statistic.
  *   row-gather         a gather of rows `(s + iota(B)) ~/ G`, B dividing G
  *                      and s a multiple of B -> the one row `s ~/ G`,
  *                      broadcast: a group scale `scales[kk ~/ G, :]` read
@@ -895,6 +897,33 @@ static void flatten(Canon *k, BlkOp *outer)
 	k->changed = true;
 }
 
+/* ---- extract-expand ------------------------------------------------------------ */
+
+/* extract(expand_dims(v, axis = a)) at index 0 of dim a, every other dim
+ * whole -> v: `mu[:, 0]` of a keepdims statistic is the statistic (it
+ * went through shared memory to be taken apart again: 6 barriers in a
+ * layernorm that also stores its mean).  True where op was replaced. */
+static bool extract_expand(Canon *k, BlkOp *op)
+{
+	const BlkOp *ex = op->operands[0]->def;
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (!ex || ex->kind != BLK_OP_EXPAND_DIMS || !idx || idx->kind != BLK_ATTR_INDEX ||
+	    op->noperands != 2 || idx->index.n != op->operands[0]->type.rank)
+		return false;
+	int a = (int)blk_op_int(ex, "axis", -1);
+	int64_t at;
+	for (int d = 0; d < idx->index.n; d++)
+		if (idx->index.v[d].kind != (d == a ? BLK_INDEX_SCALAR : BLK_INDEX_FULL))
+			return false;
+	BlkValue *v = ex->operands[0], *res = op->results[0];
+	if (!splat_int(op->operands[1], &at) || at != 0 || !blk_type_equal(&v->type, &res->type))
+		return false;
+	blk_replace_uses(k->c->k->body, res, v);
+	blk_op_erase(op);
+	k->changed = true;
+	return true;
+}
+
 /* ---- the pass ------------------------------------------------------------------ */
 
 static void rewrite(void *ctx, BlkOp *op)
@@ -929,6 +958,9 @@ static void rewrite(void *ctx, BlkOp *op)
 		return;
 	case BLK_OP_VIEW:
 		unview(ctx, op);
+		return;
+	case BLK_OP_EXTRACT:
+		extract_expand(ctx, op);
 		return;
 	default:
 		if (commutes(op->kind))
