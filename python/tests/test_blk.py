@@ -134,6 +134,16 @@ def test_out_read_after_store():
     assert "declare it `inout`" in str(e), str(e)
 
 
+def test_triton_pointer_kernels():
+    """heldout.blk's Triton-style matmuls (whole-array Refs, blocks read as
+    outer products of iota offsets) at a ragged shape, against NumPy."""
+    a, b, w = rand(37, 29), rand(29, 45), rand(45, 29)
+    for name, args, ref in (("triton_mm_pointers", (a, b), a @ b),
+                            ("triton_linear_pointers", (a, w), a @ w.T)):
+        k = blk.kernel(os.path.join(HERE, "heldout.blk"), name=name, T="f32", BM=16, BN=16, BK=8)
+        close(k(*args, interpret=True), ref)
+
+
 def test_negative_indices_count_from_the_end():
     """x[-k] (k a constant) on a Ref is x[N - k], N a launch size or a
     constant (it read the fill, 0, on a launch size); loads and stores
