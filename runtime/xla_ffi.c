@@ -177,6 +177,17 @@ static BlkFunc *kernel_func(XlaKernel *k, int p, char *err, size_t errlen)
 	return k->func[p] = f;
 }
 
+/* The id of the kernel registered with these arguments, 0 if none; the
+ * caller holds registry_lock. */
+static int64_t registered(const char *path, const char *source, const char *name,
+                          const char *const *defines, int ndefines)
+{
+	for (int i = 0; i < nkernels; i++)
+		if (same_kernel(kernels[i], path, source, name, defines, ndefines))
+			return i + 1;
+	return 0;
+}
+
 int64_t blk_xla_kernel(const char *path, const char *source, const char *kernel,
                        const char *const *defines, int ndefines, char *err, size_t errlen)
 {
@@ -196,12 +207,10 @@ int64_t blk_xla_kernel(const char *path, const char *source, const char *kernel,
 		}
 	pthread_once(&places_once, places_init);
 	pthread_mutex_lock(&registry_lock);
-	for (int i = 0; i < nkernels; i++)
-		if (same_kernel(kernels[i], path, source, kernel, defines, ndefines)) {
-			pthread_mutex_unlock(&registry_lock);
-			return i + 1;
-		}
+	int64_t id = registered(path, source, kernel, defines, ndefines);
 	pthread_mutex_unlock(&registry_lock);
+	if (id)
+		return id;
 
 	/* A new one: checked by loading it for the interpreter now, so a bad
 	 * source is refused at trace time, not when XLA runs it. */
@@ -213,18 +222,12 @@ int64_t blk_xla_kernel(const char *path, const char *source, const char *kernel,
 	pthread_mutex_lock(&places[0].lock);
 	bool ok = kernel_func(k, 0, err, errlen) != NULL;
 	pthread_mutex_unlock(&places[0].lock);
-	if (!ok) {
-		pthread_mutex_lock(&places[0].lock);
-		blk_program_destroy(k->prog[0]);
-		pthread_mutex_unlock(&places[0].lock);
+	if (!ok) { /* (nothing loaded) */
 		kernel_free(k);
 		return 0;
 	}
 	pthread_mutex_lock(&registry_lock);
-	int64_t id = 0;
-	for (int i = 0; i < nkernels && !id; i++) /* another thread registered it meanwhile */
-		if (same_kernel(kernels[i], path, source, kernel, defines, ndefines))
-			id = i + 1;
+	id = registered(path, source, kernel, defines, ndefines); /* another thread's, meanwhile */
 	if (!id && nkernels < MAX_KERNELS) {
 		kernels[nkernels] = k;
 		id = ++nkernels;

@@ -23,7 +23,6 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -31,31 +30,13 @@ import numpy as np
 
 import blk
 import blk.jax
+from blocks import Config, kernel_params, rope_tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EX = os.path.dirname(HERE)  # examples/
 
 
-@dataclass(frozen=True)
-class Config:
-    batch: int = 2
-    seq: int = 32
-    dim: int = 64
-    heads: int = 2
-    ffn: int = 128
-    vocab: int = 128
-    layers: int = 1
-    p_drop: float = 0.1
-    eps: float = 1e-6
-    dtype: str = "f32"
-
-    @property
-    def head_dim(self):
-        return self.dim // self.heads
-
-    @property
-    def jnp_dtype(self):
-        return {"f32": jnp.float32, "bf16": jnp.bfloat16}[self.dtype]
+DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 
 
 def init_params(cfg, seed=0):
@@ -78,39 +59,7 @@ def init_params(cfg, seed=0):
         p[f"{i}.w2"] = lin(D, F, res)
     p["final_norm"] = 1 + 0.1 * rng.standard_normal(D)
     p["wout"] = lin(cfg.vocab, D)
-    return {k: jnp.asarray(v, jnp.float32).astype(cfg.jnp_dtype) for k, v in p.items()}
-
-
-def rope_tables(cfg):
-    half = cfg.head_dim // 2
-    freq = 10000.0 ** (-np.arange(half, dtype=np.float64) / half)
-    ang = np.arange(cfg.seq, dtype=np.float64)[:, None] * freq[None]
-    ang = np.concatenate([ang, ang], 1)
-    return jnp.asarray(np.cos(ang), jnp.float32), jnp.asarray(np.sin(ang), jnp.float32)
-
-
-def kernel_params(cfg, gpu):
-    """Block sizes per kernel: small ones for the interpreter; on a GPU those
-    of model.py (the cost model's `auto` for the matmuls)."""
-    if not gpu:
-        mm = dict(BM=16, BN=16, BK=16, num_warps=4, num_stages=2)
-        return dict(mm=mm, attn_fwd=dict(BQ=16, BK=16), dkdv=dict(BM=16, BN=16),
-                    dq=dict(BM=16, BN=16), pre=dict(BR=16), rope=dict(BS=16), heads=dict(BQ=16),
-                    norm=dict(BR=1), norm_bwd=dict(RP=8, RB=4), norm_dw=dict(BP=4, BC=32),
-                    ce=dict(BR=4, BV=64), drop=dict(B=256))
-    auto = dict(BM="auto", BN="auto", BK="auto", num_warps="auto", num_stages="auto")
-    if cfg.dtype == "f32":
-        fwd, dkdv, dq = {}, {}, {}
-    elif cfg.head_dim <= 64:
-        dkdv, dq = dict(BM=128, BN=128, num_warps=8), dict(BM=128, BN=128, num_warps=8)
-    else:
-        dkdv, dq = dict(BM=64, BN=128, num_warps=8), dict(BM=128, BN=64, num_warps=8)
-    if dq:
-        fwd = dict(BQ=dq["BM"], BK=dq["BN"], num_warps=8)
-    return dict(mm=auto, attn_fwd=fwd, dkdv=dkdv, dq=dq,
-                pre=dict(BR=64), rope=dict(BS=64), heads=dict(BQ=64), norm=dict(BR=1),
-                norm_bwd=dict(RP=32, RB=4), norm_dw=dict(BP=16, BC=64), ce=dict(BR=4, BV=1024),
-                drop=dict(B=1024))
+    return {k: jnp.asarray(v, jnp.float32).astype(DTYPES[cfg.dtype]) for k, v in p.items()}
 
 
 class Ops:
@@ -222,7 +171,7 @@ def blk_loss(o, p, emb, tokens, targets, seeds, cos, sin, cfg):
 def jax_loss(p, emb, tokens, targets, masks, cos, sin, cfg):
     """The same model in plain JAX, with the dropout masks blk draws."""
     B, S, D, H, Dh = cfg.batch, cfg.seq, cfg.dim, cfg.heads, cfg.head_dim
-    dt = cfg.jnp_dtype
+    dt = DTYPES[cfg.dtype]
 
     def rmsnorm(x, w):
         xf = x.astype(jnp.float32)
@@ -275,7 +224,7 @@ def main():
     ops = Ops(cfg, kernel_params(cfg, gpu))
     params = init_params(cfg)
     emb = params.pop("emb")
-    cos, sin = rope_tables(cfg)
+    cos, sin = (jnp.asarray(t) for t in rope_tables(cfg))
     rng = np.random.default_rng(1)
     tokens = jnp.asarray(rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)), jnp.int32)
     targets = jnp.asarray(rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)), jnp.int32)
@@ -302,7 +251,7 @@ def main():
     pb = pj = params
     for step in range(a.steps):
         seeds = jnp.arange(2 * cfg.layers, dtype=jnp.int32) + 100 * step
-        like = jnp.zeros((M, cfg.dim), cfg.jnp_dtype)
+        like = jnp.zeros((M, cfg.dim), DTYPES[cfg.dtype])
         masks = [ops.dropout_mask(seeds[i:i + 1], like) for i in range(2 * cfg.layers)]
         lb, gb, pb_next = blk_step(pb, seeds)
         lj, gj, pj_next = jax_step(pj, masks)
@@ -320,7 +269,7 @@ def main():
         pb, pj = pb_next, pj_next
     if gpu and not a.no_bench:
         seeds = jnp.arange(2 * cfg.layers, dtype=jnp.int32)
-        like = jnp.zeros((M, cfg.dim), cfg.jnp_dtype)
+        like = jnp.zeros((M, cfg.dim), DTYPES[cfg.dtype])
         masks = [ops.dropout_mask(seeds[i:i + 1], like) for i in range(2 * cfg.layers)]
         for name, f, arg in (("blk", blk_step, seeds), ("jax", jax_step, masks)):
             jax.block_until_ready(f(params, arg))

@@ -127,15 +127,14 @@ static bool iota_window(Win *w, BlkOp *op)
 	BlkAttr *idx = (BlkAttr *)blk_op_attr(op, "idx");
 	if (!idx || idx->kind != BLK_ATTR_INDEX)
 		return false;
-	int n = 0, gathers = 0;
+	int n = 0; /* the gathers: the result's rank */
 	for (int d = 0; d < idx->index.n; d++) {
 		BlkIndexKind k = idx->index.v[d].kind;
 		if (k == BLK_INDEX_GATHER)
-			gathers++;
+			n++;
 		else if (k != BLK_INDEX_SCALAR)
 			return false; /* a whole dim or a window beside: its axis has a place of its own */
 	}
-	n = gathers;
 	if (!n)
 		return false;
 	BlkValue *start[BLK_MAX_RANK];

@@ -640,6 +640,42 @@ def _rendezvous(t, group, kernel, param):
                        f"enable_symm_mem_for_group for its group): {str(e).splitlines()[0]}")
 
 
+def infer_shapes(k, given, values, check):
+    """Every param's shape, blk's for the outs, when the given arrays'
+    dims are `values` (values[i]: param i's (shape, strides), None for an
+    out) -- for frameworks that trace without data (torch's fake tensors,
+    JAX's tracers).  With check, the whole launch check too (dtypes, ranks,
+    strides), on stand-in addresses."""
+    n = len(k.tensor_params)
+    ts = (_lib.Tensor * n)()
+    for i, v in enumerate(values):
+        if v is None:
+            ts[i].rank = -1
+            continue
+        shape, strides = v
+        if len(shape) > _lib.MAX_RANK:
+            raise BlkError(f"kernel {k.name}: {k.tensor_params[i].name} has rank {len(shape)}; "
+                           f"blk takes arrays of rank {_lib.MAX_RANK} at most")
+        ts[i].dtype = dtype_of(given[i])
+        ts[i].rank = len(shape)
+        ts[i].shape[:len(shape)] = shape
+        ts[i].strides[:len(shape)] = strides
+    loaded = k._load(HOST)
+    rt = loaded.rt
+    with rt.lock:
+        if not _lib.lib.blk_func_infer_shapes(loaded.func, ts, n):
+            raise rt.error()
+        if check:
+            # Launch-time checks read the addresses (NULL is refused) but
+            # nothing at them: each tensor gets a stand-in far from the others.
+            for i in range(n):
+                ts[i].data = (i + 1) << 40
+            values_out = (ctypes.c_int64 * max(len(k.sizes), 1))()
+            if not _lib.lib.blk_func_bind(loaded.func, ts, n, values_out):
+                raise rt.error()
+    return [tuple(ts[i].shape[d] for d in range(ts[i].rank)) for i in range(n)]
+
+
 def _traced(slots):
     """Whether a JAX tracer is among the arrays (checked on JAX's types
     only: a torch call pays a string test)."""

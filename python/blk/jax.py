@@ -23,7 +23,8 @@ import jax
 import numpy as np
 
 from . import _lib
-from ._arrays import HOST, BlkError
+from ._arrays import BlkError, _contiguous
+from ._kernel import infer_shapes
 
 __all__ = ["call", "custom_vjp", "TARGET"]
 
@@ -69,10 +70,6 @@ def dtype_of(x):
     return dt
 
 
-def is_tracer(x):
-    return isinstance(x, jax.core.Tracer)
-
-
 def _kernel_id(k):
     """blk_xla_kernel's id for kernel k (its source, name and parameters)."""
     defs = tuple(f"{n}={_lib._param_text(v)}" for n, v in k.params.items())
@@ -88,39 +85,6 @@ def _kernel_id(k):
             raise BlkError(_lib.text(err.value))
         _ids[key] = kid
     return kid
-
-
-def _out_shapes(k, slots):
-    """Each param's shape by blk's rules, with the launch's checks, from the
-    shapes and dtypes of the given arrays (None at the outs)."""
-    n = len(k.tensor_params)
-    ts = (_lib.Tensor * n)()
-    for i, a in enumerate(slots):
-        if a is None:
-            ts[i].rank = -1
-            continue
-        shape = tuple(int(d) for d in a.shape)
-        if len(shape) > _lib.MAX_RANK:
-            raise BlkError(f"kernel {k.name}: {k.tensor_params[i].name} has rank {len(shape)}; "
-                           f"blk takes arrays of rank {_lib.MAX_RANK} at most")
-        ts[i].dtype = dtype_of(a)
-        ts[i].rank = len(shape)
-        stride = 1
-        for d in reversed(range(len(shape))):
-            ts[i].shape[d] = shape[d]
-            ts[i].strides[d] = stride
-            stride *= max(shape[d], 1)
-    loaded = k._load(HOST)
-    rt = loaded.rt
-    with rt.lock:
-        if not _lib.lib.blk_func_infer_shapes(loaded.func, ts, n):
-            raise rt.error()
-        for i in range(n):  # the launch's checks read addresses, nothing at them
-            ts[i].data = (i + 1) << 40
-        values = (ctypes.c_int64 * max(len(k.sizes), 1))()
-        if not _lib.lib.blk_func_bind(loaded.func, ts, n, values):
-            raise rt.error()
-    return [tuple(ts[i].shape[d] for d in range(ts[i].rank)) for i in range(n)]
 
 
 def call(kernel, *arrays, **named):
@@ -141,7 +105,9 @@ def call(kernel, *arrays, **named):
     if any(p.symmetric for p in k.tensor_params) or k.multi_rank:
         raise BlkError(f"kernel {k.name} spans GPUs (symmetric, signal or rank params); "
                        "JAX calls run one GPU's kernels")
-    shapes = _out_shapes(k, slots)
+    dims = [None if a is None else tuple(int(d) for d in a.shape) for a in slots]
+    shapes = infer_shapes(k, slots, [None if d is None else (d, _contiguous(d)) for d in dims],
+                          check=True)
     results, operands, aliases = [], [], {}
     for i, (p, a) in enumerate(zip(k.tensor_params, slots)):
         if p.access != "out":

@@ -10,7 +10,6 @@ rules (the sizes the inputs bind, the params' dtypes), so tracing runs no
 kernel.  `autograd(forward, backward)` gives an op its backward.  This
 module imports torch; `import blk` alone does not.  See docs/python.md.
 """
-import ctypes
 import hashlib
 import os
 import re
@@ -21,9 +20,8 @@ try:
 except ImportError as e:
     raise ImportError(f"blk.torch needs PyTorch (pip install torch): {e}") from e
 
-from . import _lib
-from ._arrays import HOST, BlkError, _contiguous, dtype_of
-from ._kernel import Kernel
+from ._arrays import BlkError, _contiguous
+from ._kernel import Kernel, infer_shapes
 
 __all__ = ["op", "autograd", "Op"]
 
@@ -163,38 +161,6 @@ def _hint(d):
     return int(h) if h is not None else int(d)  # none (data-dependent): torch says why
 
 
-def _infer(k, given, values, check):
-    """Every param's shape, blk's for the outs, when the given arrays'
-    dims are `values` (values[i]: param i's (shape, strides), None for an
-    out).  With check, the whole launch check too (dtypes, ranks, strides),
-    on stand-in addresses."""
-    n = len(k.tensor_params)
-    ts = (_lib.Tensor * n)()
-    for i, v in enumerate(values):
-        if v is None:
-            ts[i].rank = -1
-            continue
-        shape, strides = v
-        ts[i].dtype = dtype_of(given[i])
-        ts[i].rank = len(shape)
-        ts[i].shape[:len(shape)] = shape
-        ts[i].strides[:len(shape)] = strides
-    loaded = k._load(HOST)
-    rt = loaded.rt
-    with rt.lock:
-        if not _lib.lib.blk_func_infer_shapes(loaded.func, ts, n):
-            raise rt.error()
-        if check:
-            # Launch-time checks read the addresses (NULL is refused) but
-            # nothing at them: each tensor gets a stand-in far from the others.
-            for i in range(n):
-                ts[i].data = (i + 1) << 40
-            values_out = (ctypes.c_int64 * max(len(k.sizes), 1))()
-            if not _lib.lib.blk_func_bind(loaded.func, ts, n, values_out):
-                raise rt.error()
-    return [tuple(ts[i].shape[d] for d in range(ts[i].rank)) for i in range(n)]
-
-
 def out_shapes(k, slots):
     """The shape of each out param (None for the others) when kernel k runs
     on the given arrays (None at the outs): torch tensors whose dims may be
@@ -214,7 +180,7 @@ def out_shapes(k, slots):
     symbolic = [d for v in dims if v for d in v[0] + v[1] if not isinstance(d, int)]
     plain = [None if v is None else ([_hint(d) for d in v[0]], [_hint(d) for d in v[1]])
              for v in dims]
-    base = _infer(k, slots, plain, check=True)
+    base = infer_shapes(k, slots, plain, check=True)
     outs = [i for i, p in enumerate(k.tensor_params) if p.access == "out"]
     shapes = [None] * len(slots)
     named = _symbolic_outs(k, slots, dims, symbolic, base, outs) if symbolic else None
@@ -250,7 +216,7 @@ def _symbolic_outs(k, slots, dims, symbolic, base, outs):
                  [d if isinstance(d, int) else int(d.node.expr.xreplace(at)) for d in v[0]]
                  for v in dims]
         try:
-            return moved, _infer(k, slots, [None if m is None else (m, _contiguous(m))
+            return moved, infer_shapes(k, slots, [None if m is None else (m, _contiguous(m))
                                             for m in moved], check=False)
         except BlkError:
             return None
