@@ -640,7 +640,7 @@ def test_arrays_past_2g_elements():
     """Arrays of more than 2^31 elements (each dim below 2^31): 64-bit
     addresses.  u8 [65536, 32769] in and out (2 GiB each), the last rows'
     elements checked, and a bf16 [2^16, 2^15 + 8] row sum."""
-    src = ("kernel inc[BR = 64, BC = 4096](x: in u8[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+    src = ("kernel inc[BR = 16, BC = 1024](x: in u8[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
            "    y: out u8[R, C] block (BR, BC) index (i, j) -> (i, j)) grid (cdiv(R, BR), cdiv(C, BC)) {\n"
            "    y[...] = x[...] + 1;\n}\n")
     R, C = 65536, 32769
@@ -651,7 +651,7 @@ def test_arrays_past_2g_elements():
         results.append(ok)
         print(f"{'PASS' if ok else 'FAIL'} u8 [{R}, {C}] + 1, rows {rows.start}..{rows.stop - 1}")
     del x, y
-    rs = ("kernel rowsum[BR = 1](x: in bf16[R, C] block (BR, C) index (i) -> (i, 0),\n"
+    rs = ("kernel rowsum[BR = 1, num_warps = 8](x: in bf16[R, C] block (BR, C) index (i) -> (i, 0),\n"
           "    s: out f32[R] block (BR) index (i) -> (i)) grid (cdiv(R, BR)) {\n"
           "    s[...] = sum(x[...].astype(f32), axis = 1);\n}\n")
     x = torch.randn(R, 32776, dtype=torch.bfloat16, device=DEV)

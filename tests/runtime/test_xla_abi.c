@@ -17,9 +17,16 @@
 #define SAME_SIZE(ours, theirs) \
 	_Static_assert(sizeof(ours) == sizeof(theirs), #ours " is not the size of " #theirs)
 
-SAME_SIZE(XlaExt, XLA_FFI_Extension_Base);
-SAME_FIELD(XlaExt, type, XLA_FFI_Extension_Base, type);
-SAME_FIELD(XlaExt, next, XLA_FFI_Extension_Base, next);
+/* API 0.4 (jaxlib 0.11) renamed the struct that chains a call frame's
+ * extensions; its layout stayed. */
+#if XLA_FFI_API_MINOR >= 4
+typedef XLA_FFI_InternalExtension TheirExt;
+#else
+typedef XLA_FFI_Extension_Base TheirExt;
+#endif
+SAME_SIZE(XlaExt, TheirExt);
+SAME_FIELD(XlaExt, type, TheirExt, type);
+SAME_FIELD(XlaExt, next, TheirExt, next);
 
 SAME_SIZE(XlaApiVersion, XLA_FFI_Api_Version);
 SAME_FIELD(XlaApiVersion, major, XLA_FFI_Api_Version, major_version);
