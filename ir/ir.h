@@ -408,6 +408,11 @@ typedef struct BlkLaunchArg {
 	 * its dim rank - 2, and a box lands in shared memory transposed) */
 	int box[2], swizzle;
 	bool trans;
+	/* TMAP: the array dim box[1]'s rows run along: rank - 2, or an earlier
+	 * dim where the block squeezes the dims between it and the last
+	 * (Pallas's None on a middle dim: [B, S, H, D] in blocks (None, BQ,
+	 * None, D)); every dim but these two a box of 1 */
+	int rows;
 } BlkLaunchArg;
 
 typedef struct BlkLaunch {
@@ -478,7 +483,7 @@ int blk_launch_add_arg(BlkArena *a, BlkLaunch *l, const BlkLaunchArg *arg);
 /* The index among the TMAP args of the one for (param, box, swizzle,
  * trans), appended if there is none; -1 past BLK_MAX_TMAPS. */
 enum { BLK_MAX_TMAPS = 8 };
-int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans);
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans, int rows);
 /* The index among the TMAP args of the one for (param, box, swizzle,
  * trans), or -1. */
 int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int swizzle, bool trans);

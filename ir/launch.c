@@ -97,13 +97,13 @@ int blk_launch_find_tmap(const BlkLaunch *l, int param, const int box[2], int sw
 	return -1;
 }
 
-int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans)
+int blk_launch_tmap(BlkArena *a, BlkLaunch *l, int param, const int box[2], int swizzle, bool trans, int rows)
 {
 	int t = blk_launch_find_tmap(l, param, box, swizzle, trans), n = blk_launch_count(l, BLK_ARG_TMAP);
 	if (t >= 0 || n == BLK_MAX_TMAPS)
 		return t;
 	BlkLaunchArg g = { .kind = BLK_ARG_TMAP, .param = param, .box = { box[0], box[1] }, .swizzle = swizzle,
-		            .trans = trans };
+		            .trans = trans, .rows = rows };
 	blk_launch_add_arg(a, l, &g);
 	return n;
 }

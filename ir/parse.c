@@ -1025,6 +1025,7 @@ static void parse_launch_arg(Parser *P, BlkLaunch *l, const BlkKernel *k)
 		expect(P, "swizzle");
 		g.swizzle = (int)expect_int(P);
 		g.trans = accept(P, "trans");
+		g.rows = accept(P, "rows") ? (int)expect_int(P) : k->params[g.param].rank - 2;
 	}
 	l->args = blk_arena_grow(P->a, l->args, (size_t)l->nargs, (size_t)l->nargs + 1, sizeof *l->args);
 	l->args[l->nargs++] = g; /* as written: the verifier checks the order */

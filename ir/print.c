@@ -371,9 +371,11 @@ static void print_arg(FILE *out, const BlkLaunchArg *g, const BlkKernel *k)
 	fputs(k->params[g->param].name, out);
 	if (g->kind == BLK_ARG_PTR)
 		print_strides(out, g, k->params[g->param].rank);
-	else if (g->kind == BLK_ARG_TMAP)
+	else if (g->kind == BLK_ARG_TMAP) {
 		fprintf(out, " box (%d, %d) swizzle %d%s", g->box[0], g->box[1], g->swizzle, g->trans ? " trans" : "");
-	else if (g->kind == BLK_ARG_STRIDE)
+		if (g->rows != k->params[g->param].rank - 2)
+			fprintf(out, " rows %d", g->rows);
+	} else if (g->kind == BLK_ARG_STRIDE)
 		fprintf(out, " %d", g->dim);
 	fputc('\n', out);
 }

@@ -751,9 +751,10 @@ static void check_tma_load(Verifier *V, const BlkOp *op)
 	else if (!tma_slot(dst, src, rank))
 		fail(V, "copies a rank-%d block of %s into %s: TMA fills a swizzled rank-2 slot of at most 256 rows",
 		     rank, ty(V, src), ty(V, dst));
-	else if (tmap_rank(V, op) == 3 &&
+	else if (tmap_rank(V, op) >= 3 &&
 	         (!op->operands[3]->def || op->operands[3]->def->kind != BLK_OP_BLOCK_REF))
-		fail(V, "copies from a 3-D array through %s: the box's batch coordinate is a block_ref's start",
+		fail(V, "copies from a 3-D or higher array through %s: the box's other coordinates are a block_ref's "
+		        "starts",
 		     op->operands[3]->def ? blk_op_name(op->operands[3]->def->kind) : "a region argument");
 	else
 		check_tmap_attr(V, op, dst);
@@ -856,10 +857,14 @@ static void check_launch_arg(Verifier *V, const BlkLaunch *l, int i)
 		fail(V, "launch arg %d: peers of %s, which is not symmetric", i, p->name);
 	if (g->kind == BLK_ARG_PTR && (g->align < 1 || (g->align & (g->align - 1))))
 		fail(V, "launch arg %d: align %d is not a power of two", i, g->align);
-	if (g->kind == BLK_ARG_TMAP && (p->rank < 2 || g->box[0] < 1 || g->box[0] > 256 || g->box[1] < 1 ||
-	                                g->box[1] > 256 || (g->swizzle != 32 && g->swizzle != 64 && g->swizzle != 128)))
-		fail(V, "launch arg %d: a tensor map of boxes (%d, %d) swizzle %d over %s (TMA: rank 2 or more, "
+	if (g->kind == BLK_ARG_TMAP && (p->rank < 2 || p->rank > 5 || g->box[0] < 1 || g->box[0] > 256 ||
+	                                g->box[1] < 1 || g->box[1] > 256 ||
+	                                (g->swizzle != 32 && g->swizzle != 64 && g->swizzle != 128)))
+		fail(V, "launch arg %d: a tensor map of boxes (%d, %d) swizzle %d over %s (TMA: rank 2 to 5, "
 		     "boxes of 1 to 256, swizzle 32, 64 or 128)", i, g->box[0], g->box[1], g->swizzle, p->name);
+	if (g->kind == BLK_ARG_TMAP && (g->rows < 0 || g->rows > p->rank - 2 || (g->trans && g->rows != p->rank - 2)))
+		fail(V, "launch arg %d: a tensor map over %s with rows along dim %d (rank - 2, or an earlier dim, "
+		     "not trans)", i, p->name, g->rows);
 	if (g->kind != BLK_ARG_STRIDE && !(g->kind == BLK_ARG_TMAP && g->trans))
 		return;
 	const BlkLaunchArg *ptr = NULL;

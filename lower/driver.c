@@ -1,7 +1,7 @@
 /* driver.c - the GPU pipeline, in one visible list.
  *
- *   clone -> specialize -> regrid -> window -> blockspec -> seq-loop -> canonicalize -> coarsen
- *         -> reduce-hoist -> dot-engine -> loop-split -> schedule -> persist -> pipeline
+ *   clone -> specialize -> regrid -> window -> blockspec -> branches -> seq-loop -> canonicalize
+ *         -> coarsen -> reduce-hoist -> dot-engine -> loop-split -> schedule -> persist -> pipeline
  *         -> prefetch -> tile -> dot-stage -> mma-steps -> rotate
  *         -> tma-store -> smem-plan -> emit-llvm -> ptx
  *
@@ -40,6 +40,7 @@ static const struct {
 	{ "regrid", blk_lower_regrid, NEEDS_CONST },
 	{ "window", blk_lower_window, NEEDS_CONST },
 	{ "blockspec", blk_lower_blockspec, NEEDS_CONST },
+	{ "branches", blk_lower_branches, NEEDS_CONST },
 	{ "seq-loop", blk_lower_seq_loop, NEEDS_CONST },
 	{ "canonicalize", blk_lower_canonicalize, NEEDS_CONST },
 	{ "coarsen", blk_lower_coarsen, NEEDS_CONST },

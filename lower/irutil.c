@@ -372,9 +372,9 @@ bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank, bool trans)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkLaunchArg *g = blk_lower_ptr_arg(c, pi);
-	int es = blk_dtype_size(p->dtype), R = p->rank, inner = R - 1 - trans;
-	if (R < 2 || R > max_rank || p->squeezed[R - 2] || p->squeezed[R - 1] || g->strides[inner] != 1 ||
-	    g->align < 16)
+	int es = blk_dtype_size(p->dtype), R = p->rank, inner = R - 1 - trans, rows = blk_lower_tma_rows(p);
+	if (R < 2 || R > max_rank || p->squeezed[rows] || p->squeezed[R - 1] || g->strides[inner] != 1 ||
+	    g->align < 16 || (rows != R - 2 && (trans || max_rank <= 3)))
 		return false;
 	for (int d = 0; d < R; d++) {
 		/* every dim but the inner one a positive multiple of 16 bytes
@@ -383,10 +383,18 @@ bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank, bool trans)
 		 * stride is a real one, passed as an argument too: no TMA) */
 		int64_t st = g->strides[d], v;
 		bool ok = d == inner || (st > 0 ? (st * es) % 16 == 0 : st == -16 && blk_lower_is_dynamic(c));
-		if (!ok || (blk_sym_is_const(p->shape[d], &v) && v > INT32_MAX) || (d < R - 2 && !p->squeezed[d]))
+		if (!ok || (blk_sym_is_const(p->shape[d], &v) && v > INT32_MAX) || (d < R - 1 && d != rows && !p->squeezed[d]))
 			return false;
 	}
 	return true;
+}
+
+int blk_lower_tma_rows(const BlkParam *p)
+{
+	for (int d = p->rank - 2; d >= 0; d--)
+		if (!p->squeezed[d])
+			return d;
+	return p->rank - 2;
 }
 
 int blk_lower_programs_at(const BlkOp *op)
@@ -455,4 +463,57 @@ bool blk_lower_epilogue_tile(const BlkKernel *k, int64_t elements)
 			return true;
 	}
 	return false;
+}
+
+static bool same_attr(const BlkAttr *x, const BlkAttr *y)
+{
+	if (strcmp(x->name, y->name) != 0 || x->kind != y->kind)
+		return false;
+	switch (x->kind) {
+	case BLK_ATTR_INT: return x->i == y->i;
+	case BLK_ATTR_FLOAT: return memcmp(&x->f, &y->f, sizeof x->f) == 0;
+	case BLK_ATTR_STRING: return strcmp(x->s, y->s) == 0;
+	case BLK_ATTR_DTYPE: return x->dtype == y->dtype;
+	case BLK_ATTR_INDEX:
+		if (x->index.n != y->index.n)
+			return false;
+		for (int i = 0; i < x->index.n; i++) {
+			const BlkIndex *a = &x->index.v[i], *b = &y->index.v[i];
+			if (a->kind != b->kind || blk_index_step(a) != blk_index_step(b) ||
+			    (a->kind == BLK_INDEX_DS && !blk_sym_equal(a->size, b->size)))
+				return false;
+		}
+		return true;
+	default: return false;
+	}
+}
+
+/* Ops a and b have the kind, attributes and result types of one another. */
+bool blk_lower_alike(const BlkOp *a, const BlkOp *b)
+{
+	if (a->kind != b->kind || a->noperands != b->noperands || a->nresults != b->nresults || a->nattrs != b->nattrs ||
+	    a->nregions || b->nregions)
+		return false;
+	for (int i = 0; i < a->nresults; i++)
+		if (!blk_type_equal(&a->results[i]->type, &b->results[i]->type))
+			return false;
+	for (int i = 0; i < a->nattrs; i++)
+		if (!same_attr(&a->attrs[i], &b->attrs[i]))
+			return false;
+	return true;
+}
+
+/* a and b are the same value: one value, or results of alike pure ops on
+ * the same values (`k * BK` written twice); depth bounds the walk. */
+bool blk_lower_equivalent(const BlkValue *a, const BlkValue *b, int depth)
+{
+	if (a == b)
+		return true;
+	const BlkOp *x = a->def, *y = b->def;
+	if (!x || !y || depth == 0 || a->index != b->index || !(blk_op_flags(x->kind) & BLK_OPF_PURE) || !blk_lower_alike(x, y))
+		return false;
+	for (int i = 0; i < x->noperands; i++)
+		if (!blk_lower_equivalent(x->operands[i], y->operands[i], depth - 1))
+			return false;
+	return true;
 }

@@ -135,7 +135,8 @@ bool blk_lower_note_tmap(LowerCtx *c, BlkOp *op)
 	int mc = (int)blk_op_int(op, "multicast", 0);
 	if (mc > 1) /* each CTA of the cluster copies its share of the rows */
 		box[1] /= mc;
-	int t = blk_launch_tmap(c->a, blk_lower_launch(c), pi, box, swz, blk_op_int(op, "trans", 0) != 0);
+	int t = blk_launch_tmap(c->a, blk_lower_launch(c), pi, box, swz, blk_op_int(op, "trans", 0) != 0,
+	                        blk_lower_tma_rows(&c->k->params[pi]));
 	if (t < 0) {
 		blk_error(c->d, op->loc, "kernel %s: more than %d tensor maps", c->k->name, BLK_MAX_TMAPS);
 		return false;

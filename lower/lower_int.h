@@ -58,6 +58,8 @@ bool blk_lower_blockspec(LowerCtx *c);
 /* regrid.c: a 1-D grid walking a rectangle of blocks -> that rectangle's 2-D grid. */
 bool blk_lower_regrid(LowerCtx *c);
 bool blk_lower_window(LowerCtx *c);
+/* branches.c: `when`s spelling one step two ways -> one step. */
+bool blk_lower_branches(LowerCtx *c);
 /* seq_loop.c: a seq grid axis accumulating in scratch -> a plain loop's form. */
 bool blk_lower_seq_loop(LowerCtx *c);
 /* canonicalize.c: one normal form for equivalent spellings (tile level). */
@@ -225,6 +227,17 @@ bool blk_lower_positive(const BlkValue *c);
 /* v is defined in region r or a region inside it (an op's result or a
  * region's arg): not invariant in a loop whose body r is. */
 bool blk_lower_within(const BlkRegion *r, const BlkValue *v);
+/* Ops a and b have one kind, the same attributes and result types and no
+ * regions (the same computation, if their operands are the same). */
+bool blk_lower_alike(const BlkOp *a, const BlkOp *b);
+/* a and b are the same value: one value, or results of alike pure ops on
+ * equivalent operands (`k * BK` written twice); depth bounds the walk. */
+bool blk_lower_equivalent(const BlkValue *a, const BlkValue *b, int depth);
+/* branches.c's rules on `when`s, which canonicalize.c runs too: true if
+ * op changed (it may be gone). */
+bool blk_canon_when_const(LowerCtx *c, BlkOp *op);
+bool blk_canon_when_else(LowerCtx *c, BlkOp *op);
+bool blk_canon_branch_merge(LowerCtx *c, BlkOp *op);
 /* v is computed from `on` (through the operands of the ops defining it; an
  * index map's yield from a grid index). */
 bool blk_lower_depends(const BlkValue *v, const BlkValue *on);
@@ -261,8 +274,14 @@ int blk_lower_ref_param(const BlkValue *ref);
  * in its block (a batch), rows and batches a positive multiple of 16 bytes
  * apart, contiguous rows, a 16-byte aligned start, extents that fit an i32.
  * trans: the same with the last two dims the other way round (an array
- * passed as a transposed view: contiguous columns, its map `trans`). */
+ * passed as a transposed view: contiguous columns, its map `trans`).  With
+ * max_rank above 3 (a load's map), the box's rows may run along an earlier
+ * dim than the second-last, the block squeezing every other dim but the
+ * last (blk_lower_tma_rows). */
 bool blk_lower_tma_array(LowerCtx *c, int pi, int max_rank, bool trans);
+/* The array dim a tensor map's rows run along for param p: the last dim
+ * before the last that p's block keeps (rank - 2 where it keeps none). */
+int blk_lower_tma_rows(const BlkParam *p);
 /* The programs of the warp_specialize whose consumer region holds op (1
  * where none does): each has its own copy of that region's buffers. */
 int blk_lower_programs_at(const BlkOp *op);

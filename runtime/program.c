@@ -790,14 +790,16 @@ static bool check_threads(BlkRuntime *rt, const BlkCompiled *c)
 	return true;
 }
 
-/* Tensor map g (ir.h BlkLaunchArg) over array x: 2-D, or 3-D with boxes
- * one deep along the first dim (a batch), innermost dim first (the last;
- * the second-last for a `trans` map, the array a transposed view that the
- * kernel was compiled for), zeros out of bounds. */
+/* Tensor map g (ir.h BlkLaunchArg) over array x: 2-D to 5-D, boxes of
+ * box[0] along the last dim and box[1] along dim g->rows (rank - 2 but for
+ * a block squeezing the dims between), one deep along every other dim,
+ * innermost dim first (the last; the second-last for a `trans` map, the
+ * array a transposed view that the kernel was compiled for), zeros out of
+ * bounds. */
 static bool encode_tmap(BlkRuntime *rt, const BlkCompiled *c, const BlkLaunchArg *g, const BlkTensor *x,
                         CUtensorMap *map)
 {
-	if (x->rank < 2 || x->rank > 3)
+	if (x->rank < 2 || x->rank > 5 || (g->trans && x->rank > 3) || g->rows < 0 || g->rows > x->rank - 2)
 		return blk_rt_error(rt, "kernel '%s': a tensor map over an array of rank %d", c->entry, x->rank);
 	int es = blk_tensor_elem_size(x->dtype), R = x->rank;
 	CUtensorMapDataType dt = x->dtype == BLK_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -806,11 +808,12 @@ static bool encode_tmap(BlkRuntime *rt, const BlkCompiled *c, const BlkLaunchArg
 	                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 	CUtensorMapSwizzle sw = g->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
 	                        : g->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
-	cuuint64_t dims[3], strides[2];
-	cuuint32_t box[3] = { (cuuint32_t)g->box[0], (cuuint32_t)g->box[1], 1 }, one[3] = { 1, 1, 1 };
+	cuuint64_t dims[5], strides[4];
+	cuuint32_t box[5], one[5] = { 1, 1, 1, 1, 1 };
 	for (int d = 0; d < R; d++) { /* an empty dim (nothing is read) still needs a valid map */
 		int ad = g->trans && d < 2 ? R - 2 + d : R - 1 - d; /* the array's dim */
 		dims[d] = x->shape[ad] > 0 ? (cuuint64_t)x->shape[ad] : 1;
+		box[d] = d == 0 ? (cuuint32_t)g->box[0] : (g->trans ? d == 1 : ad == g->rows) ? (cuuint32_t)g->box[1] : 1;
 		if (d > 0)
 			strides[d - 1] = (x->strides[ad] > 0 ? (cuuint64_t)x->strides[ad]
 			                  : d == 1 ? dims[0] : strides[d - 2] / (cuuint64_t)es * dims[d - 1]) *

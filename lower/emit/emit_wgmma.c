@@ -472,9 +472,15 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 	LLVMValueRef origin = blk_emit_swizzled_origin(E, dst);
 	int cols = (int)blk_lower_dim(op->operands[0]->type.dims[1]), es = blk_dtype_size(dst->dt);
 	LLVMValueRef inner = src.g[s->trans ? 0 : 1], outer = src.g[s->trans ? 1 : 0];
-	const BlkOp *br = op->operands[3]->def; /* 3-D: the verifier's block_ref */
-	bool batch = E->c->k->params[s->param].rank == 3;
-	LLVMValueRef at = batch ? blk_emit_tile(E, br->operands[0])->r[0] : NULL;
+	const BlkOp *br = op->operands[3]->def; /* 3-D and up: the verifier's block_ref */
+	int rank = E->c->k->params[s->param].rank;
+	/* the coordinates past the first two, the map's dims innermost first:
+	 * the block's starts along the squeezed dims (a batch; a head between
+	 * the rows and the columns, the rows then coming after it) */
+	LLVMValueRef more[3];
+	int nmore = 0;
+	for (int d = rank - 2; d >= 0 && rank >= 3; d--)
+		more[nmore++] = d == s->rows ? NULL : blk_emit_tile(E, br->operands[d])->r[0];
 	int mc = (int)blk_op_int(op, "multicast", 0);
 	LLVMBasicBlockRef cont = first_thread(E);
 	if (mc > 1) { /* this CTA's share of the rows (a box of them), to every CTA of the cluster */
@@ -482,27 +488,37 @@ void blk_emit_tma_load(Emit *E, const BlkOp *op)
 		origin = LLVMBuildAdd(E->b, origin, LLVMBuildMul(E->b, rows, blk_emit_i32(E, s->swizzle), ""), "");
 		outer = LLVMBuildAdd(E->b, outer, rows, "");
 	}
+	char text[192];
+	if (rank >= 3) { /* [dst], [map, {inner, c1, .., c(rank-1)}], [bar] */
+		int n = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile"
+		                 ".mbarrier::complete_tx::bytes [$0], [$1, {$2", rank);
+		for (int i = 1; i < rank; i++)
+			n += snprintf(text + n, sizeof text - (size_t)n, ", $%d", i + 2);
+		snprintf(text + n, sizeof text - (size_t)n, "}], [$%d];", rank + 2);
+	}
 	for (int j = 0; j < cols / s->box[0]; j++) {
-		LLVMValueRef a[6] = {
+		LLVMValueRef a[8] = {
 			LLVMBuildAdd(E->b, origin, blk_emit_i32(E, (int64_t)j * dst->sblk * es), ""),
 			map,
 			LLVMBuildAdd(E->b, inner, blk_emit_i32(E, (int64_t)j * s->box[0]), ""),
 			outer,
-			batch ? at : bar,
+			bar,
 			bar,
 		};
-		if (mc > 1) {
+		if (rank >= 3) {
+			for (int i = 0; i < nmore; i++) /* the rows' place among them */
+				a[3 + i] = more[i] ? more[i] : outer;
+			a[rank + 2] = bar;
+			static const char *cons[] = { "r,l,r,r,r,r,~{memory}", "r,l,r,r,r,r,r,~{memory}",
+			                              "r,l,r,r,r,r,r,r,~{memory}" };
+			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, rank + 3, text, cons[rank - 3]);
+		} else if (mc > 1) {
 			a[5] = LLVMConstInt(LLVMInt16TypeInContext(E->cx), (1u << mc) - 1, false);
 			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 6,
 			        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
 			        "[$0], [$1, {$2, $3}], [$4], $5;",
 			        "r,l,r,r,r,h,~{memory}");
-		} else if (batch)
-			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 6,
-			        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-			        "[$0], [$1, {$2, $3, $4}], [$5];",
-			        "r,l,r,r,r,r,~{memory}");
-		else
+		} else
 			ptx_asm(E, LLVMVoidTypeInContext(E->cx), a, 5,
 			        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
 			        "[$0], [$1, {$2, $3}], [$4];",

@@ -14,7 +14,18 @@
  *                      [R], as `keepdims = false` with `[:, None]` does.
  *   mask-combine       where(c2, where(c1, x, v), v) -> where(c1 && c2, x,
  *                      v): two masks one after the other (`-inf` both
- *                      times) as one.
+ *                      times) as one; where(c2, where(c1, x, v), x) ->
+ *                      where(c1 || !c2, x, v): a mask applied only where
+ *                      c2.
+ *   when-const,        (branches.c, a pass of its own before seq-loop, too)
+ *                      a `when` on a constant -> the
+ *                      branch taken;
+ *   when-else,         two `when`s on opposite conditions
+ *   branch-merge       -> one with an else; a `when`/else whose branches
+ *                      make the same effects on values that differ in
+ *                      cheap pure parts -> the effects once, the parts
+ *                      where(c, a, b): causal attention's masked and
+ *                      plain steps as one masked step.
  *   select-not         where(!c, a, b) -> where(c, b, a).
  *   compare-face       a comparison: a scalar bound second, else `<` or
  *                      `<=` (`S > cols` -> `cols < S`, `rows >= cols` ->
@@ -202,14 +213,22 @@ static bool same_value(const BlkValue *a, const BlkValue *b)
 static void combine(Canon *k, BlkOp *op)
 {
 	const BlkOp *in = op->kind == BLK_OP_SELECT ? op->operands[1]->def : NULL;
-	if (!in || in->kind != BLK_OP_SELECT || !same_value(in->operands[2], op->operands[2]) ||
-	    !blk_type_equal(&in->operands[0]->type, &op->operands[0]->type))
+	if (!in || in->kind != BLK_OP_SELECT || !blk_type_equal(&in->operands[0]->type, &op->operands[0]->type))
+		return;
+	/* where(c2, where(c1, x, v), v): both masks; where(c2, where(c1, x,
+	 * v), x): the inner mask only where c2 (branch-merge's form of a mask
+	 * taken in some blocks) */
+	bool both = same_value(in->operands[2], op->operands[2]);
+	if (!both && in->operands[1] != op->operands[2])
 		return;
 	BlkBuilder b;
 	blk_builder_before(&b, k->c->a, op);
-	BlkValue *cs[2] = { in->operands[0], op->operands[0] };
-	BlkValue *c = blk_build1(&b, BLK_OP_AND, op->loc, op->operands[0]->type, 2, cs);
-	BlkValue *xs[3] = { c, in->operands[1], op->operands[2] };
+	BlkValue *c2 = op->operands[0];
+	if (!both)
+		c2 = blk_build1(&b, BLK_OP_NOT, op->loc, c2->type, 1, &c2);
+	BlkValue *cs[2] = { in->operands[0], c2 };
+	BlkValue *c = blk_build1(&b, both ? BLK_OP_AND : BLK_OP_OR, op->loc, op->operands[0]->type, 2, cs);
+	BlkValue *xs[3] = { c, in->operands[1], in->operands[2] };
 	BlkValue *r = op->results[0];
 	BlkValue *n = blk_build1(&b, BLK_OP_SELECT, op->loc, r->type, 3, xs);
 	n->name = r->name;
@@ -480,59 +499,6 @@ static void hoist(Canon *k, BlkOp *op)
 
 /* ---- same-load ------------------------------------------------------------------ */
 
-static bool same_attr(const BlkAttr *x, const BlkAttr *y)
-{
-	if (strcmp(x->name, y->name) != 0 || x->kind != y->kind)
-		return false;
-	switch (x->kind) {
-	case BLK_ATTR_INT: return x->i == y->i;
-	case BLK_ATTR_FLOAT: return memcmp(&x->f, &y->f, sizeof x->f) == 0;
-	case BLK_ATTR_STRING: return strcmp(x->s, y->s) == 0;
-	case BLK_ATTR_DTYPE: return x->dtype == y->dtype;
-	case BLK_ATTR_INDEX:
-		if (x->index.n != y->index.n)
-			return false;
-		for (int i = 0; i < x->index.n; i++) {
-			const BlkIndex *a = &x->index.v[i], *b = &y->index.v[i];
-			if (a->kind != b->kind || blk_index_step(a) != blk_index_step(b) ||
-			    (a->kind == BLK_INDEX_DS && !blk_sym_equal(a->size, b->size)))
-				return false;
-		}
-		return true;
-	default: return false;
-	}
-}
-
-/* Ops a and b have the kind, attributes and result types of one another. */
-static bool alike(const BlkOp *a, const BlkOp *b)
-{
-	if (a->kind != b->kind || a->noperands != b->noperands || a->nresults != b->nresults || a->nattrs != b->nattrs ||
-	    a->nregions || b->nregions)
-		return false;
-	for (int i = 0; i < a->nresults; i++)
-		if (!blk_type_equal(&a->results[i]->type, &b->results[i]->type))
-			return false;
-	for (int i = 0; i < a->nattrs; i++)
-		if (!same_attr(&a->attrs[i], &b->attrs[i]))
-			return false;
-	return true;
-}
-
-/* a and b are the same value: one value, or results of alike pure ops on
- * the same values (`k * BK` written twice); depth bounds the walk. */
-static bool equivalent(const BlkValue *a, const BlkValue *b, int depth)
-{
-	if (a == b)
-		return true;
-	const BlkOp *x = a->def, *y = b->def;
-	if (!x || !y || depth == 0 || a->index != b->index || !(blk_op_flags(x->kind) & BLK_OPF_PURE) || !alike(x, y))
-		return false;
-	for (int i = 0; i < x->noperands; i++)
-		if (!equivalent(x->operands[i], y->operands[i], depth - 1))
-			return false;
-	return true;
-}
-
 /* A load of an `in` array repeating an earlier load of its region -> that
  * one's value (nothing writes an `in` array in between). */
 static void reuse_load(Canon *k, BlkOp *op)
@@ -540,11 +506,11 @@ static void reuse_load(Canon *k, BlkOp *op)
 	if (!blk_loop_read_only(k->c, op->operands[0]))
 		return;
 	for (BlkOp *e = op->prev; e; e = e->prev) {
-		if (e->kind != BLK_OP_LOAD || !alike(e, op))
+		if (e->kind != BLK_OP_LOAD || !blk_lower_alike(e, op))
 			continue;
 		bool same = true;
 		for (int i = 0; i < op->noperands && same; i++)
-			same = equivalent(e->operands[i], op->operands[i], 8);
+			same = blk_lower_equivalent(e->operands[i], op->operands[i], 8);
 		if (!same)
 			continue;
 		/* the readers, all later in the walk, take e's value as rewrite()
@@ -971,6 +937,11 @@ static void rewrite(void *ctx, BlkOp *op)
 
 static void rewrite_loops(void *ctx, BlkOp *op)
 {
+	Canon *k = ctx;
+	if (blk_canon_when_const(k->c, op) || blk_canon_when_else(k->c, op) || blk_canon_branch_merge(k->c, op)) {
+		k->changed = true;
+		return; /* op is gone */
+	}
 	squeeze(ctx, op);
 	flatten(ctx, op);
 }

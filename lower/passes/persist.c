@@ -17,8 +17,10 @@
  * over the grid's T programs (ir/launch.c).  Tiles go in groups of
  * GROUP_M rows of the CUDA grid's x: the programs running at once share
  * their A rows and, a group at a time, their B columns in L2 (Triton's
- * grouped order).  With warp specialization the producer then runs into
- * the next tile's slabs while the consumers store this tile's results.
+ * grouped order); where tiles differ in work, y and z go as one axis
+ * inside the groups (tile_of_mixed).  With warp specialization the
+ * producer then runs into the next tile's slabs while the consumers store
+ * this tile's results.
  * num_programs keeps meaning the kernel's own grid.
  *
  * A loop schedule.c gave to plain programs keeps one CTA a tile, several
@@ -109,6 +111,34 @@ static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkVal
 	BlkValue *in = bin(b, BLK_OP_MOD, loc, r, per);
 	xyz[0] = bin(b, BLK_OP_ADD, loc, first, bin(b, BLK_OP_MOD, loc, in, rows));
 	xyz[1] = bin(b, BLK_OP_FLOORDIV, loc, in, rows);
+}
+
+/* tile_of where tiles differ in work (a loop bound computed from a
+ * program id: causal attention's key loop ends at the diagonal): y and z
+ * walked as one axis of g1 * g2 inside x's groups.  With z slowest, a
+ * plane of g0 * g1 tiles near a multiple of the CTAs' stride (128 tiles a
+ * head against 132 CTAs) gave each CTA tiles from the same few x groups
+ * -- some CTAs only short ones, others only long ones; so every CTA's
+ * tiles stride over all of x's groups, as a 2-D grid's do. */
+static void tile_of_mixed(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue *g1, BlkValue *g2,
+                          BlkValue **xyz)
+{
+	tile_of(b, loc, t, g0, bin(b, BLK_OP_MUL, loc, g1, g2), xyz);
+	BlkValue *yz = xyz[1];
+	xyz[1] = bin(b, BLK_OP_MOD, loc, yz, g1);
+	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, yz, g1);
+}
+
+/* Tiles of f's kernel differ in work: f's bounds are computed from a
+ * program id, and the grid has a z. */
+static bool unequal_tiles(LowerCtx *c, const BlkOp *f)
+{
+	int64_t z;
+	const BlkSym *g2 = blk_lower_launch(c)->grid[2];
+	if (!g2 || (blk_sym_is_const(g2, &z) && z == 1))
+		return false;
+	return blk_lower_computed_from(c->a, f->operands[0], BLK_OP_PROGRAM_ID, -1) ||
+	       blk_lower_computed_from(c->a, f->operands[1], BLK_OP_PROGRAM_ID, -1);
 }
 
 typedef struct Pids {
@@ -299,6 +329,7 @@ bool blk_lower_persist(LowerCtx *c)
 	if (plain)
 		return group_programs(c);
 	int along = pairs(c, f, T), cl = along >= 0 ? 2 : 1;
+	bool mixed = unequal_tiles(c, f); /* before the body moves into the tile loop */
 	BlkRegion *body = c->k->body;
 	BlkLoc loc = c->k->loc;
 	BlkOp *first = body->first;
@@ -341,7 +372,9 @@ bool blk_lower_persist(LowerCtx *c)
 		tile_of(&in, loc, t, blk_lower_i32(&in, loc, g[0]), blk_lower_i32(&in, loc, g[1]), xyz);
 		xyz[along] = bin(&in, BLK_OP_ADD, loc, bin(&in, BLK_OP_MUL, loc, xyz[along], blk_lower_i32(&in, loc, cl)),
 		                 rank);
-	} else
+	} else if (mixed)
+		tile_of_mixed(&in, loc, t, extent(c, &in, loc, 0), extent(c, &in, loc, 1), extent(c, &in, loc, 2), xyz);
+	else
 		tile_of(&in, loc, t, extent(c, &in, loc, 0), extent(c, &in, loc, 1), xyz);
 	replace_pids(c, lb, xyz, NULL);
 	blk_builder_at_end(&in, c->a, lb);

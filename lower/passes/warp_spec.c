@@ -154,12 +154,13 @@ static bool applies(const Pipe *P)
 }
 
 /* Operand x's slabs can come by TMA (cp.async.bulk.tensor): an array TMA
- * can address (blk_lower_tma_array: 2-D, or 3-D with the batch squeezed in
- * a block_ref the load reads directly, whose start is the box's batch
- * coordinate; through a `trans` map where the slot holds the slab as a
+ * can address (blk_lower_tma_array: 2-D, or up to 5-D with the other dims
+ * squeezed in a block_ref the load reads directly, whose starts are the
+ * box's coordinates along them -- a batch, or a head between the rows and
+ * the columns; through a `trans` map where the slot holds the slab as a
  * transposed view lies, kmajor), a swizzled slot of at most 256 rows, and
- * zero fill that agrees with the load's masks: along each of the last two
- * dims the slab spans its whole block, or the block the whole array (TMA
+ * zero fill that agrees with the load's masks: along its rows and columns
+ * the slab spans its whole block, or the block the whole array (TMA
  * zero-fills past the array, not the block). */
 static bool tma_ok(const Pipe *P, const Operand *x)
 {
@@ -167,16 +168,16 @@ static bool tma_ok(const Pipe *P, const Operand *x)
 	const BlkOp *ld = x->load;
 	int pi = blk_lower_ref_param(ld->operands[0]);
 	const BlkLayout *l = x->buf->type.layout;
-	if (!blk_lower_tma_array(c, pi, 3, x->kmajor) || !l || !l->swz || (x->kmajor ? x->C : x->R) > 256)
+	if (!blk_lower_tma_array(c, pi, 5, x->kmajor) || !l || !l->swz || (x->kmajor ? x->C : x->R) > 256)
 		return false;
 	const BlkParam *p = &c->k->params[pi];
 	const BlkOp *br = ld->operands[0]->def;
-	if (p->rank == 3 && (!br || br->kind != BLK_OP_BLOCK_REF))
+	if (p->rank >= 3 && (!br || br->kind != BLK_OP_BLOCK_REF))
 		return false;
 	const BlkAttr *idx = blk_op_attr(ld, "idx");
 	for (int d = 0; d < 2; d++) {
 		BlkIndexKind k = idx && d < idx->index.n ? idx->index.v[d].kind : BLK_INDEX_FULL;
-		int pd = p->rank - 2 + d;
+		int pd = d ? p->rank - 1 : blk_lower_tma_rows(p);
 		const BlkSym *block = p->block[pd] ? p->block[pd] : p->shape[pd];
 		if (k == BLK_INDEX_SCALAR || (k == BLK_INDEX_DS && !blk_sym_equal(block, p->shape[pd])))
 			return false;

@@ -218,10 +218,9 @@ def test_pallas_attention():
                 tag = f"{t} {B}x{H}x{S}x{D} {cfgname(cfg)}"
                 attempt(f"tpu_flash {tag}", lambda: check(
                     f"tpu_flash {tag}", K("tpu_flash", T=t, D=D, **cfg)(q, k, v), ref, tol))
-        # causal: [B, S, H, D]; D = 128 only at 64x64 (the larger blocks
-        # need more shared memory than a CTA has, test_refused)
+        # causal: [B, S, H, D]
         for B, S, H, D, cfgs in ((4, 1024, 8, 64, (big, small, lop, lop2)), (2, 384, 3, 64, (big, lop, lop2)),
-                                 (2, 1024, 8, 128, (small,))):
+                                 (2, 1024, 8, 128, (small, big))):
             q, k, v = (randn(B, S, H, D, t=t) for _ in range(3))
             ref = F.scaled_dot_product_attention(f(q).transpose(1, 2), f(k).transpose(1, 2),
                                                  f(v).transpose(1, 2), is_causal=True).transpose(1, 2)
@@ -229,6 +228,16 @@ def test_pallas_attention():
                 tag = f"{t} {B}x{S}x{H}x{D} {cfgname(cfg)}"
                 attempt(f"tpu_flash_causal {tag}", lambda: check(
                     f"tpu_flash_causal {tag}", K("tpu_flash_causal", T=t, D=D, **cfg)(q, k, v), ref, tol))
+        # causal, two whens (masked / plain step) on run && edge and
+        # run && !edge; [B, H, S, D], any S (branches.c merges them)
+        for B, H, S, D, cfgs in ((4, 8, 1024, 64, (big, small, lop, lop2)), (2, 3, 1000, 64, (big, small)),
+                                 (2, 8, 1024, 128, (big, small))):
+            q, k, v = (randn(B, H, S, D, t=t) for _ in range(3))
+            ref = F.scaled_dot_product_attention(f(q), f(k), f(v), is_causal=True)
+            for cfg in cfgs:
+                tag = f"{t} {B}x{H}x{S}x{D} {cfgname(cfg)}"
+                attempt(f"tpu_flash_two_whens {tag}", lambda: check(
+                    f"tpu_flash_two_whens {tag}", K("tpu_flash_two_whens", T=t, D=D, **cfg)(q, k, v), ref, tol))
         # causal, every key block masked (none skipped), exp2; [BH, S, D], any S
         for BH, S, D, cfgs in ((32, 1024, 64, (big, small, lop, lop2)), (24, 1000, 64, (big, small)),
                                (16, 1024, 128, (big, small))):
@@ -398,8 +407,49 @@ def test_timing():
             attempt(tag, one)
 
 
+@case
+def test_attention_timing():
+    """The Pallas and Triton attention spellings at B4 H16 S4096, bf16, D 64
+    and 128, beside examples/attention.blk at the same blocks and torch's
+    scaled_dot_product_attention (what a user calls), after a check."""
+    try:
+        import triton.testing
+        bench = triton.testing.do_bench
+    except Exception:
+        print("  no triton.testing.do_bench: timing skipped")
+        return
+    torch.manual_seed(7)
+    B, H, S = 4, 16, 4096
+    ex_path = os.path.join(ROOT, "examples", "attention.blk")
+    for D in (64, 128):
+        q, k, v = (randn(B, H, S, D, t="bf16") for _ in range(3))
+        qs, ks, vs = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # [B, S, H, D]
+        q3, k3, v3 = (x.reshape(B * H, S, D) for x in (q, k, v))
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            t_ref = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            ex = blk.kernel(ex_path, T="bf16", D=D, CAUSAL=causal, BQ=128, BK=128, num_warps=8)
+            t_ex = bench(lambda: ex(q3, k3, v3))
+            rows = ((("tpu_flash", (q, k, v), lambda o: o),) if not causal else
+                    (("tpu_flash_causal", (qs, ks, vs), lambda o: o.transpose(1, 2)),
+                     ("tpu_flash_two_whens", (q, k, v), lambda o: o),
+                     ("tpu_flash_causal_masked", (q3, k3, v3), lambda o: o.reshape(B, H, S, D)),
+                     ("flash_two_stage", (q, k, v), lambda o: o)))
+            for name, args, back in rows:
+                tag = f"{name} bf16 {B}x{H}x{S}x{D} BQ=128 BK=128 num_warps=8"
+
+                def one():
+                    kern = K(name, T="bf16", D=D, BQ=128, BK=128, num_warps=8)
+                    check(tag, back(kern(*args)), f(ref), TOL["bf16"])
+                    ms = bench(lambda: kern(*args))
+                    print(f"  TIME {tag}: blk {ms:.3f} ms, attention.blk {t_ex:.3f} ms, SDPA {t_ref:.3f} ms; "
+                          f"SDPA ms / blk ms = {t_ref / ms:.3f}, attention.blk / this = {t_ex / ms:.3f}",
+                          flush=True)
+                attempt(tag, one)
+
+
 TESTS = (test_fori_matmuls, test_bmm_fp8, test_pallas_matmuls, test_pallas_attention, test_left_alone,
-         test_refused, test_timing)
+         test_refused, test_timing, test_attention_timing)
 
 
 def main():

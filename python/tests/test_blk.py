@@ -144,6 +144,27 @@ def test_triton_pointer_kernels():
         close(k(*args, interpret=True), ref)
 
 
+def test_pallas_causal_branches():
+    """heldout.blk's Pallas causal attention kernels whose masked and plain
+    steps are two branches (a when/else through a helper, and two whens
+    on `run && edge` / `run && !edge` at a ragged S), in the interpreter
+    against NumPy: the GPU lowering merges the branches (branches.c)."""
+    def causal(q, k, v):
+        s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ v
+    cfg = dict(T="f32", BQ=16, BK=16, D=16)
+    q, k, v = (rand(2, 48, 3, 16) for _ in range(3))  # [B, S, H, D]
+    t = lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))
+    got = blk.kernel(os.path.join(HERE, "heldout.blk"), name="tpu_flash_causal", **cfg)(q, k, v, interpret=True)
+    close(got, np.swapaxes(causal(t(q), t(k), t(v)), 1, 2), 1e-5)
+    q, k, v = (rand(2, 3, 45, 16) for _ in range(3))  # [B, H, S, D], S ragged
+    got = blk.kernel(os.path.join(HERE, "heldout.blk"), name="tpu_flash_two_whens", **cfg)(q, k, v, interpret=True)
+    close(got, causal(q, k, v), 1e-5)
+
+
 def test_negative_indices_count_from_the_end():
     """x[-k] (k a constant) on a Ref is x[N - k], N a launch size or a
     constant (it read the fill, 0, on a launch size); loads and stores
