@@ -40,7 +40,8 @@
  * at D = 64 (27% faster at D = 128; gpu-notes run 193), and attention's
  * plain programs at 64 rows already share K and V in L2.
  * num_warps grows with the merge (up to 8): the threads that ran the
- * programs run the merged one.  Produces the same kernel with the merged
+ * programs run the merged one.  Without a merge, num_warps grows where
+ * the accumulators would not fit ACC_REGS a thread (widen).  Produces the same kernel with the merged
  * block sizes: the block_refs' starts program_id * (f C), every unified
  * dim times f, the params' blocks, the grid's extent / f, and the launch
  * header's `merge f` on each merged axis (`axes (x merge 2, y merge 4)`),
@@ -772,6 +773,27 @@ static void rewrite(LowerCtx *c, Uf *u)
 	l->threads = c->nthreads;
 }
 
+/* No merge: where the dots' accumulators need more than ACC_REGS f32
+ * registers a thread at the kernel's num_warps (a 128 x 256 tile on 4
+ * warps: 256 a thread, which spilled and ran at 0.05 of cuBLAS, gpu-notes
+ * run 218), the program gets the warps to hold them, to MAX_WARPS: the
+ * threads split the tile (on 8 warps, 0.93).  No value changes. */
+static void widen(LowerCtx *c, Uf *u)
+{
+	BlkKernel *k = c->k;
+	int64_t acc = 0;
+	for (int i = 0; i < u->ndots; i++)
+		acc += blk_lower_dim(u->dot[i]->results[0]->type.dims[0]) * blk_lower_dim(u->dot[i]->results[0]->type.dims[1]);
+	int w = k->num_warps ? k->num_warps : 4;
+	while (w < MAX_WARPS && acc > ACC_REGS * 32 * w)
+		w *= 2;
+	if (w == (k->num_warps ? k->num_warps : 4))
+		return;
+	k->num_warps = w;
+	c->nthreads = w * 32;
+	blk_lower_launch(c)->threads = c->nthreads;
+}
+
 bool blk_lower_coarsen(LowerCtx *c)
 {
 	BlkKernel *k = c->k;
@@ -796,6 +818,8 @@ bool blk_lower_coarsen(LowerCtx *c)
 	check_classes(&u);
 	if (!u.bail && choose(c, &u, big))
 		rewrite(c, &u);
+	else
+		widen(c, &u);
 	free(u.up);
 	free(u.flags);
 	return true;
