@@ -22,7 +22,8 @@
  *   waves     = ceil(programs / (SMs * resident))
  *   per trip  = max(conc * FLOPs / (peak * efficiency),
  *                   conc * bytes / L2 share,
- *                   latency / (stages - 1) + a trip's own cost)
+ *                   (latency + a trip's transfer) / (stages - 1)
+ *                   + a trip's own cost)
  *   time      = waves * (trips * per trip + fixed) , at least the
  *               compulsory bytes over DRAM bandwidth, plus the launch.
  * The efficiency of a tensor-core dot falls with the width each warpgroup
@@ -549,7 +550,13 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	                                            (mc->dram / sms * LATENCY));
 	double memory = conc * fmax(w->bytes - r->shared, 0) / (mc->l2 / sms) / flight;
 	int stages = r->stages > 1 && w->dot_in_loop ? r->stages : 2;
-	double latency = trips * (LATENCY / (stages - 1) + TRIP);
+	/* a staged copy arrives after its latency and its transfer at the
+	 * SM's share of L2 (the slabs of one trip: 96 KB at 128 x 256 x 128,
+	 * 1.6 us), stages - 1 of them in flight: a two-stage pipeline of big
+	 * slabs leaves most of both exposed (gpu-notes run 218: 128 x 256 x
+	 * 128 at 2 stages 0.70 of cuBLAS where 128 x 256 x 64 ran 0.93) */
+	double transfer = w->dot_in_loop ? conc * fmax(w->bytes - r->shared, 0) / trips / (mc->l2 / sms) : 0;
+	double latency = trips * ((LATENCY + transfer) / (stages - 1) + TRIP);
 	out->flight = flight;
 	double wave = fmax(fmax(compute, memory), latency) + FIXED;
 	out->compute_us = out->waves * compute * 1e6;
@@ -601,6 +608,12 @@ void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const Blk
 {
 	const Machine *mc = machine(opt ? opt->arch : NULL);
 	int threads = warps * 32;
+	/* coarsen.c's widen: on sm_90a a tensor-core accumulator past 128
+	 * registers a thread gets more warps (up to 8) to hold it */
+	bool hopper_tc = opt && opt->arch && strcmp(opt->arch, "sm_90a") == 0 && w->dot_in_loop && w->engine &&
+	                 strcmp(w->engine, "fma") != 0;
+	while (hopper_tc && threads < 256 && w->largest_tile > 128 * threads)
+		threads *= 2;
 	double esize = w->engine ? blk_dtype_size(w->dtype) : 0;
 	double slab = (double)(w->dot_m + w->dot_n) * (double)w->dot_k * esize;
 	Res r = { threads, (int64_t)(slab * (w->dot_in_loop ? stages : 1)),
