@@ -177,9 +177,14 @@ bool blk_canon_when_else(LowerCtx *c, BlkOp *op)
 		blk_lower_move_to_end(into->next, into->regions[0]);
 		first->operands[0] = r;
 	}
-	/* B's ops move into the else region (`if` regions have no
-	 * terminator); the pure ops between stay where they are: they read no
-	 * memory, so A's effects do not change them */
+	/* the pure ops between move before the first `when` (B may read them;
+	 * they read no memory and no value of A, so A's effects do not change
+	 * them), and B's ops into the else region (`if` regions have no
+	 * terminator) */
+	for (BlkOp *x = first->next, *n; x != op; x = n) {
+		n = x->next;
+		blk_lower_move_before(x, first);
+	}
 	blk_lower_move_to_end(op->regions[0]->first, into->regions[1]);
 	blk_op_erase(op);
 	return true;
