@@ -106,14 +106,15 @@ static BlkOpKind swapped(BlkOpKind k)
 	}
 }
 
-/* d is !c at every launch: not(c), c not(d), or the opposite compare of
- * the same (equivalent) operands, either way round. */
+/* d is !c at every launch: not(c), c not(d) (c computed alike), or the
+ * opposite compare of the same (equivalent) operands, either way round. */
 static bool opposite(const BlkValue *c, const BlkValue *d)
 {
 	const BlkOp *x = c->def, *y = d->def;
 	if (!x || !y)
 		return false;
-	if ((y->kind == BLK_OP_NOT && y->operands[0] == c) || (x->kind == BLK_OP_NOT && x->operands[0] == d))
+	if ((y->kind == BLK_OP_NOT && blk_lower_equivalent(y->operands[0], c, 8)) ||
+	    (x->kind == BLK_OP_NOT && blk_lower_equivalent(x->operands[0], d, 8)))
 		return true;
 	BlkOpKind n = negated(x->kind);
 	if (n == BLK_OP_CONST || x->noperands != 2 || y->noperands != 2 || x->nattrs || y->nattrs)

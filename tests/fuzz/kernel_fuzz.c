@@ -1197,12 +1197,23 @@ static void stores(Gen *g, Buf *body, bool atomics)
 		buf_free(&st);
 		buf_add(&os, "%s = %s.astype(T);", block_store(g, &st, "o"), B(g));
 		buf_free(&st);
+		/* a quarter of the kernels store q in the other branch too, another
+		 * expression (branches.c merges the two into one store of a
+		 * where); the kernel's choice, so every spelling of it makes it */
+		if (pick(4) == 0) {
+			char *alt_q = text_of(g, iexpr, 1 + pick(3));
+			buf_free(&os);
+			buf_add(&os, "%s = %s;", block_store(g, &st, "q"), alt_q);
+			buf_free(&st);
+			free(alt_q);
+		}
 		int form = els ? alt(g, 3) : 0;
 		if (form == 1)
 			buf_add(body, "    when %s {\n        %s\n    } else {\n        %s\n    }\n", nc.s, os.s, qs.s);
 		else if (form == 2)
 			buf_add(body, "    when %s {\n        %s\n    }\n    when %s {\n        %s\n    }\n", c.s, qs.s,
 			        nc.s, os.s);
+
 		else if (els)
 			buf_add(body, "    when %s {\n        %s\n    } else {\n        %s\n    }\n", c.s, qs.s, os.s);
 		else
