@@ -607,13 +607,11 @@ void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const Blk
                           BlkCost *out)
 {
 	const Machine *mc = machine(opt ? opt->arch : NULL);
-	int threads = warps * 32;
 	/* coarsen.c's widen: on sm_90a a tensor-core accumulator past 128
 	 * registers a thread gets more warps (up to 8) to hold it */
 	bool hopper_tc = opt && opt->arch && strcmp(opt->arch, "sm_90a") == 0 && w->dot_in_loop && w->engine &&
 	                 strcmp(w->engine, "fma") != 0;
-	while (hopper_tc && threads < 256 && w->largest_tile > 128 * threads)
-		threads *= 2;
+	int threads = (hopper_tc ? blk_lower_widened_warps(warps, w->largest_tile) : warps) * 32;
 	double esize = w->engine ? blk_dtype_size(w->dtype) : 0;
 	double slab = (double)(w->dot_m + w->dot_n) * (double)w->dot_k * esize;
 	Res r = { threads, (int64_t)(slab * (w->dot_in_loop ? stages : 1)),

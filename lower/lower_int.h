@@ -66,6 +66,9 @@ bool blk_lower_seq_loop(LowerCtx *c);
 bool blk_lower_canonicalize(LowerCtx *c);
 /* coarsen.c: neighbouring programs of small dot blocks merged into one. */
 bool blk_lower_coarsen(LowerCtx *c);
+/* The warps a program of `warps` gets for dot accumulators of acc
+ * elements (coarsen.c's widen: more than 128 a thread, doubled up to 8). */
+int blk_lower_widened_warps(int warps, int64_t acc);
 bool blk_lower_reduce_hoist(LowerCtx *c);
 bool blk_lower_dot_engine(LowerCtx *c);
 /* loop_split.c: a loop's iterations whose i32 compares are all true,
@@ -235,9 +238,7 @@ bool blk_lower_alike(const BlkOp *a, const BlkOp *b);
 bool blk_lower_equivalent(const BlkValue *a, const BlkValue *b, int depth);
 /* branches.c's rules on `when`s, which canonicalize.c runs too: true if
  * op changed (it may be gone). */
-bool blk_canon_when_const(LowerCtx *c, BlkOp *op);
-bool blk_canon_when_else(LowerCtx *c, BlkOp *op);
-bool blk_canon_branch_merge(LowerCtx *c, BlkOp *op);
+bool blk_canon_when(LowerCtx *c, BlkOp *op);
 /* v is computed from `on` (through the operands of the ops defining it; an
  * index map's yield from a grid index). */
 bool blk_lower_depends(const BlkValue *v, const BlkValue *on);

@@ -65,9 +65,8 @@ static bool const_cond(const BlkValue *v, int64_t *out)
 	return blk_lower_const_int(v, out);
 }
 
-bool blk_canon_when_const(LowerCtx *c, BlkOp *op)
+static bool when_const(BlkOp *op)
 {
-	(void)c;
 	int64_t v;
 	if (op->kind != BLK_OP_IF || !const_cond(op->operands[0], &v))
 		return false;
@@ -152,7 +151,7 @@ static bool shared_conjunct(const BlkValue *c, const BlkValue *d, BlkValue **r, 
 }
 
 /* op is the second `when`: the walk may erase it (it has its next). */
-bool blk_canon_when_else(LowerCtx *c, BlkOp *op)
+static bool when_else(LowerCtx *c, BlkOp *op)
 {
 	if (op->kind != BLK_OP_IF || op->nregions != 2 || !empty(op->regions[1]))
 		return false;
@@ -464,7 +463,7 @@ static BlkValue *merged(Merge *m, BlkBuilder *b, BlkValue *cond, BlkValue *a, Bl
 	return blk_pmap_get(&m->vm, a);
 }
 
-bool blk_canon_branch_merge(LowerCtx *c, BlkOp *op)
+static bool branch_merge(LowerCtx *c, BlkOp *op)
 {
 	if (op->kind != BLK_OP_IF || op->nregions != 2 || empty(op->regions[0]) || empty(op->regions[1]))
 		return false;
@@ -480,21 +479,28 @@ bool blk_canon_branch_merge(LowerCtx *c, BlkOp *op)
 	return true;
 }
 
+bool blk_canon_when(LowerCtx *c, BlkOp *op)
+{
+	return when_const(op) || when_else(c, op) || branch_merge(c, op);
+}
+
+typedef struct Rules {
+	LowerCtx *c;
+	bool changed;
+} Rules;
+
 static void rules(void *ctx, BlkOp *op)
 {
-	LowerCtx *c = ((void **)ctx)[0];
-	bool *changed = ((void **)ctx)[1];
-	if (blk_canon_when_const(c, op) || blk_canon_when_else(c, op) || blk_canon_branch_merge(c, op))
-		*changed = true;
+	Rules *r = ctx;
+	r->changed |= blk_canon_when(r->c, op);
 }
 
 bool blk_lower_branches(LowerCtx *c)
 {
-	bool changed = true;
-	void *ctx[2] = { c, &changed };
-	for (int round = 0; changed && round < 16; round++) {
-		changed = false;
-		blk_lower_walk(c->k->body, rules, ctx);
+	Rules r = { .c = c, .changed = true };
+	for (int round = 0; r.changed && round < 16; round++) {
+		r.changed = false;
+		blk_lower_walk(c->k->body, rules, &r);
 	}
 	return true;
 }

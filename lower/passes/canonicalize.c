@@ -938,7 +938,7 @@ static void rewrite(void *ctx, BlkOp *op)
 static void rewrite_loops(void *ctx, BlkOp *op)
 {
 	Canon *k = ctx;
-	if (blk_canon_when_const(k->c, op) || blk_canon_when_else(k->c, op) || blk_canon_branch_merge(k->c, op)) {
+	if (blk_canon_when(k->c, op)) {
 		k->changed = true;
 		return; /* op is gone */
 	}

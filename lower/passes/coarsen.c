@@ -784,14 +784,19 @@ static void widen(LowerCtx *c, Uf *u)
 	int64_t acc = 0;
 	for (int i = 0; i < u->ndots; i++)
 		acc += blk_lower_dim(u->dot[i]->results[0]->type.dims[0]) * blk_lower_dim(u->dot[i]->results[0]->type.dims[1]);
-	int w = k->num_warps ? k->num_warps : 4;
-	while (w < MAX_WARPS && acc > ACC_REGS * 32 * w)
-		w *= 2;
+	int w = blk_lower_widened_warps(k->num_warps ? k->num_warps : 4, acc);
 	if (w == (k->num_warps ? k->num_warps : 4))
 		return;
 	k->num_warps = w;
 	c->nthreads = w * 32;
 	blk_lower_launch(c)->threads = c->nthreads;
+}
+
+int blk_lower_widened_warps(int warps, int64_t acc)
+{
+	while (warps < MAX_WARPS && acc > (int64_t)ACC_REGS * 32 * warps)
+		warps *= 2;
+	return warps;
 }
 
 bool blk_lower_coarsen(LowerCtx *c)

@@ -95,14 +95,10 @@ static BlkValue *extent(LowerCtx *c, BlkBuilder *b, BlkLoc loc, int a)
 	return blk_lower_build_sym(b, loc, blk_lower_launch(c)->grid[a]);
 }
 
-/* The CUDA grid coordinates of tile t in a grid of g0 x g1 (x, y): z slowest;
- * within a z, x in groups of GROUP_M (the last group may be shorter), y
- * fastest inside a group. */
-static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue *g1, BlkValue **xyz)
+/* x and y of tile r of a g0 x g1 plane: x in groups of GROUP_M (the last
+ * group may be shorter), y fastest inside a group. */
+static void grouped(BlkBuilder *b, BlkLoc loc, BlkValue *r, BlkValue *g0, BlkValue *g1, BlkValue **xyz)
 {
-	BlkValue *plane = bin(b, BLK_OP_MUL, loc, g0, g1);
-	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
-	BlkValue *r = bin(b, BLK_OP_MOD, loc, t, plane);
 	BlkValue *per = bin(b, BLK_OP_MUL, loc, g1, blk_lower_i32(b, loc, GROUP_M));
 	BlkValue *group = bin(b, BLK_OP_FLOORDIV, loc, r, per); /* one builder call an argument: a fixed op order */
 	BlkValue *first = bin(b, BLK_OP_MUL, loc, group, blk_lower_i32(b, loc, GROUP_M));
@@ -111,6 +107,15 @@ static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkVal
 	BlkValue *in = bin(b, BLK_OP_MOD, loc, r, per);
 	xyz[0] = bin(b, BLK_OP_ADD, loc, first, bin(b, BLK_OP_MOD, loc, in, rows));
 	xyz[1] = bin(b, BLK_OP_FLOORDIV, loc, in, rows);
+}
+
+/* The CUDA grid coordinates of tile t in a grid of g0 x g1 (x, y): z
+ * slowest; within a z, grouped. */
+static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue *g1, BlkValue **xyz)
+{
+	BlkValue *plane = bin(b, BLK_OP_MUL, loc, g0, g1);
+	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, t, plane);
+	grouped(b, loc, bin(b, BLK_OP_MOD, loc, t, plane), g0, g1, xyz);
 }
 
 /* tile_of where tiles differ in work (a loop bound computed from a
@@ -123,7 +128,7 @@ static void tile_of(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkVal
 static void tile_of_mixed(BlkBuilder *b, BlkLoc loc, BlkValue *t, BlkValue *g0, BlkValue *g1, BlkValue *g2,
                           BlkValue **xyz)
 {
-	tile_of(b, loc, t, g0, bin(b, BLK_OP_MUL, loc, g1, g2), xyz);
+	grouped(b, loc, t, g0, bin(b, BLK_OP_MUL, loc, g1, g2), xyz);
 	BlkValue *yz = xyz[1];
 	xyz[1] = bin(b, BLK_OP_MOD, loc, yz, g1);
 	xyz[2] = bin(b, BLK_OP_FLOORDIV, loc, yz, g1);
