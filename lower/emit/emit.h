@@ -152,6 +152,9 @@ LLVMValueRef blk_emit_random(Emit *E, const BlkOp *op, const LLVMValueRef *x);
 
 /* per op family */
 void blk_emit_elementwise(Emit *E, const BlkOp *op);
+/* x / c, c a constant: emit_divide.c (false: not taken, nothing emitted) */
+bool blk_emit_div_by_constant(Emit *E, const BlkOp *op, EVal *ev, int n);
+bool blk_emit_reciprocal_division_exact(float c);
 void blk_emit_leaf(Emit *E, const BlkOp *op);
 /* emit_world.c: my_rank/world, peer, signal_add/set/wait */
 void blk_emit_world_leaf(Emit *E, const BlkOp *op);

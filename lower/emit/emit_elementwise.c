@@ -5,7 +5,8 @@
  * op (cvt.rn), as docs/language.md asks; i8/u8 live in i8 registers and
  * compute in i32 (sign- or zero-extended), truncated after each op.
  * Accuracy of the math on f32:
- * sqrt and div are IEEE (sqrt.rn, div.rn); rsqrt is 1/sqrt with both
+ * sqrt and div are IEEE (sqrt.rn, div.rn; a division by a constant takes
+ * emit_divide.c's exact sequence); rsqrt is 1/sqrt with both
  * correctly rounded (<= 1 ulp); exp is ex2.approx.ftz(x * log2 e) (about 2
  * ulp plus |x| ulp from the scaling; of a - b, b broadcast, |b| ulp:
  * exp_of_difference; results below 2^-126 flush to 0: the
@@ -669,7 +670,7 @@ void blk_emit_elementwise(Emit *E, const BlkOp *op)
 		blk_emit_bind(E, op->results[0], ev);
 		return;
 	}
-	if (exp_of_difference(E, op, ev, n))
+	if (exp_of_difference(E, op, ev, n) || blk_emit_div_by_constant(E, op, ev, n))
 		return;
 	ETile *in[5]; /* philox's seed and counters at most */
 	for (int i = 0; i < op->noperands && i < 5; i++)

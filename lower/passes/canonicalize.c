@@ -33,6 +33,9 @@
  *   commute            a commutative op: a loop carry first, a scalar
  *                      (broadcast or splat) second (`scale * s` -> `s *
  *                      scale`); two tiles keep their order.
+ *   fold-scalar        sqrt, rsqrt, + - * / of f32 scalar constants -> the
+ *                      constant (`sqrt(D * 1.0)` is one, so `s / sqrt(D
+ *                      * 1.0)` divides by a constant).
  *   transpose-pair     transpose(transpose(x)) -> x (rank 2).
  *   whole-view         r.at[:, ...] of all of r -> r.
  *   load-view          load(r.at[idx]) of the whole view -> load(r)
@@ -82,6 +85,7 @@
  */
 #include "lower/lower_int.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -316,6 +320,46 @@ static void commute(Canon *k, BlkOp *op)
 	BlkValue *x = op->operands[0];
 	op->operands[0] = op->operands[1], op->operands[1] = x;
 	k->changed = true;
+}
+
+/* An f32 scalar constant, as stored (an f32). */
+static bool scalar_f32(const BlkValue *v, float *f)
+{
+	const BlkAttr *a = v->def && v->def->kind == BLK_OP_CONST && v->type.rank == 0 && v->type.dtype == BLK_F32
+	                           ? blk_op_attr(v->def, "value") : NULL;
+	if (!a || a->kind != BLK_ATTR_FLOAT)
+		return false;
+	*f = (float)a->f;
+	return true;
+}
+
+/* sqrt, rsqrt, + - * / of f32 scalar constants -> the constant: `s /
+ * sqrt(D * 1.0)` divides by a constant, which emit_divide.c can do
+ * without div.rn.  Exact: each is the one IEEE rounding in f32 that the
+ * GPU (sqrt.rn, div.rn, rsqrt as 1 / sqrt) and the interpreter make. */
+static bool fold_scalar(Canon *k, BlkOp *op)
+{
+	float x, y = 0, r;
+	if (op->nresults != 1 || op->results[0]->type.rank != 0 || op->results[0]->type.dtype != BLK_F32 || op->noperands < 1 ||
+	    op->noperands > 2 || !scalar_f32(op->operands[0], &x) ||
+	    (op->noperands == 2 && !scalar_f32(op->operands[1], &y)))
+		return false;
+	switch (op->kind) {
+	case BLK_OP_SQRT: r = sqrtf(x); break;
+	case BLK_OP_RSQRT: r = 1.0f / sqrtf(x); break;
+	case BLK_OP_ADD: r = x + y; break;
+	case BLK_OP_SUB: r = x - y; break;
+	case BLK_OP_MUL: r = x * y; break;
+	case BLK_OP_DIV: r = x / y; break;
+	default: return false;
+	}
+	BlkBuilder b;
+	blk_builder_before(&b, k->c->a, op);
+	BlkValue *c = blk_build_const_float(&b, op->loc, op->results[0]->type, r);
+	blk_replace_uses(op->parent, op->results[0], c);
+	blk_op_erase(op);
+	k->changed = true;
+	return true;
 }
 
 /* transpose(transpose(x)) -> x, both the rank-2 swap. */
@@ -929,6 +973,8 @@ static void rewrite(void *ctx, BlkOp *op)
 		extract_expand(ctx, op);
 		return;
 	default:
+		if (fold_scalar(ctx, op))
+			return; /* replaced */
 		if (commutes(op->kind))
 			commute(ctx, op);
 		sink(ctx, op);

@@ -30,6 +30,7 @@
  * offline arch (default sm_90a): a refactor of lower/ can then be checked to
  * leave every kernel's PTX byte-identical.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +511,48 @@ static void fill_fp8(Arrays *a)
 		float r = ldexpf(1.0f + (float)((s >> 40) & 0xffff) / 65536.0f, (int)((s >> 20) % 41) - 20);
 		blk_host_set(a->h[0], i, i < ne ? edge[i] : (s >> 63) ? -r : r);
 	}
+}
+
+/* div_by_constant: f32 values at the edges of emit_divide.c's fast range
+ * (2^-80 and 2^100, each side), zeros of both signs, infinities, NaN,
+ * subnormals, the largest finite, then a spread over 2^-140 .. 2^127, so
+ * that some threads hold only values inside the range and some a mix. */
+static void fill_div(Arrays *a)
+{
+	static const float edge[] = {
+		0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-80f, 0x1.fffffep-81f, -0x1p-80f, 0x1p100f,
+		0x1.fffffep99f, -0x1p100f, FLT_MAX, -FLT_MAX, 0x1p-149f, -0x1p-140f, 0x1.fffffcp-127f, 1.0f, 3.0f,
+	};
+	size_t n = a->h[0]->count, ne = sizeof edge / sizeof edge[0];
+	uint64_t s = 11;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		float m = 1.0f + (float)((s >> 40) & 0xffffff) / 16777216.0f;
+		/* the first 512 rows within 2^-20 .. 2^20 (fast everywhere), the
+		 * rest anywhere */
+		int e = i < 512 * 64 ? (int)((s >> 20) % 41) - 20 : (int)((s >> 20) % 268) - 140;
+		float r = ldexpf(m, e);
+		blk_host_set(a->h[0], i, i >= 600 * 64 && i - 600 * 64 < ne ? edge[i - 600 * 64] : (s >> 63) ? -r : r);
+	}
+}
+
+/* div_by_constant's C reference: each quotient is C's f32 division, bit
+ * for bit (any NaN for a NaN). */
+static bool check_div(const Arrays *in, const Arrays *out, char *err)
+{
+	static const float by[4] = { 3.0f, 11.3137083f, 8.0f, 1e-30f };
+	for (size_t i = 0; i < in->h[0]->count; i++) {
+		float x = (float)at(in, 0, i);
+		for (int k = 0; k < 4; k++) {
+			float want = x / (k == 1 ? sqrtf(128.0f) : by[k]), got = (float)at(out, 1 + k, i);
+			if (memcmp(&want, &got, 4) != 0 && !(isnan(want) && isnan(got))) {
+				snprintf(err, ERR_LEN, "C reference: array %d [%zu] = %a, want %a (x = %a)", 1 + k, i,
+				         (double)got, (double)want, (double)x);
+				return false;
+			}
+		}
+	}
+	return true;
 }
 
 /* fp8_convert's C reference: e and m (x rounded to each format), c (a
@@ -1619,6 +1662,28 @@ static const Case cases[] = {
 	 * NaN kept) at every corner, back to f32, bf16 and i32 exactly, and
 	 * a constant and a fill of each format (f32 and bf16 outputs hold no
 	 * NaN: it is their poison) */
+	/* x / c for constants c: emit_divide.c's exact sequence (3, sqrt(128)
+	 * folded), a power of two (8), and a divisor past its range (1e-30,
+	 * div.rn); bf16 computes in f32 and rounds; compared bit for bit */
+	{.name = "div_by_constant", .fill = fill_div, .check = check_div, .tol_mult = -1, .narrays = 6,
+	 .src = "kernel div_by_constant[BR = 16, BC = 64](\n"
+	        "    x: in f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        "    a: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        "    b: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        "    c: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        "    d: out f32[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        "    e: out bf16[R, C] block (BR, BC) index (i, j) -> (i, j),\n"
+	        ") grid (cdiv(R, BR), cdiv(C, BC)) {\n"
+	        "    let v = x[...];\n"
+	        "    a[...] = v / 3.0;\n"
+	        "    b[...] = v / sqrt(128.0);\n"
+	        "    c[...] = v / 8.0;\n"
+	        "    d[...] = v / 1e-30;\n"
+	        "    e[...] = v.astype(bf16) / 7.0;\n"
+	        "}\n",
+	 .a = {A2('i', BLK_F32, 1000, 64), A2('o', BLK_F32, 1000, 64), A2('o', BLK_F32, 1000, 64),
+	       A2('o', BLK_F32, 1000, 64), A2('o', BLK_F32, 1000, 64), A2('o', BLK_BF16, 1000, 64)}},
+
 	FILLED("fp8_convert", false, fill_fp8, check_fp8,
 	     "kernel fp8_convert[B = 128](\n"
 	     "    x: in f32[N] block (B) index (i) -> (i),\n"
