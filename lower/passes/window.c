@@ -22,8 +22,20 @@
  *                 The block's elements past the array are masked as the
  *                 window's were.
  *
+ *   wrap-window   a gather by `(s + iota(B)) % E` along a dim E long (the
+ *                 Triton tutorial's `offs_am = (pid_m * BM + arange) % M`:
+ *                 every load reads a real row) -> by `s + iota(B)`, where
+ *                 the positions s + p >= E, the only ones that differ (the
+ *                 window reads the fill there), provably reach nothing
+ *                 stored: a forward walk from each such load follows them
+ *                 through elementwise ops, broadcasts, transposes, a dot's
+ *                 rows (A) or columns (B), reductions along other axes and
+ *                 loop carries to stores whose offsets start at the same s
+ *                 on a dim at most E long, which drop them; anything else
+ *                 that reads them keeps the mod.  Then iota-window applies.
+ *
  * Attr `window = N` on the kernel's first op says how many accesses the
- * first rule rewrote, `blocked` on a param's index map's yield the dims
+ * first rule rewrote, `wrap = N` how many mods wrap-window removed, `blocked` on a param's index map's yield the dims
  * the second gave a block. */
 #include "lower/lower_int.h"
 
@@ -97,7 +109,7 @@ static void sweep(Win *w, BlkValue *v)
 		return;
 	switch (d->kind) {
 	case BLK_OP_BROADCAST: case BLK_OP_EXPAND_DIMS: case BLK_OP_IOTA: case BLK_OP_ADD:
-	case BLK_OP_MUL: case BLK_OP_CONST: case BLK_OP_PROGRAM_ID:
+	case BLK_OP_MUL: case BLK_OP_CONST: case BLK_OP_PROGRAM_ID: case BLK_OP_MOD:
 		break;
 	default:
 		return;
@@ -334,6 +346,340 @@ static void block(Win *w, int pi)
 		whole_dims(c, u.ops[i]);
 }
 
+/* ---- wrap-window ------------------------------------------------------ */
+
+/* A band: the positions p of an axis whose offset s + p is >= E, the rows
+ * a `(s + iota(B)) % E` gather wraps to the array's start, where a window
+ * `ds(s, B)` reads the fill instead. */
+typedef struct Band {
+	BlkValue *s; /* NULL: 0 */
+	int64_t E;
+} Band;
+
+typedef struct Taint {
+	const Band *b[BLK_MAX_RANK]; /* per axis: the band whose values may differ, or NULL */
+} Taint;
+
+typedef struct Wrap {
+	LowerCtx *c;
+	BlkPtrMap taint; /* value -> Taint */
+	bool fail, changed;
+	BlkOp **loads; /* the gathers the mod feeds, and which result axis */
+	int *axis, n, cap;
+} Wrap;
+
+static const Taint *taint_of(Wrap *w, const BlkValue *v)
+{
+	return blk_pmap_get(&w->taint, v);
+}
+
+/* v's taint becomes t (merged with what it had): false on a conflict. */
+static void set_taint(Wrap *w, const BlkValue *v, const Taint *t)
+{
+	const Taint *old = taint_of(w, v);
+	Taint m = old ? *old : (Taint){0};
+	bool grew = false, any = false;
+	for (int d = 0; d < BLK_MAX_RANK; d++) {
+		if (!t->b[d])
+			continue;
+		if (d >= v->type.rank || (m.b[d] && m.b[d] != t->b[d])) {
+			w->fail = true;
+			return;
+		}
+		grew |= !m.b[d];
+		m.b[d] = t->b[d];
+		any = true;
+	}
+	if (!any || !grew)
+		return;
+	Taint *n = BLK_NEW(w->c->a, Taint);
+	*n = m;
+	blk_pmap_put(w->c->a, &w->taint, v, n);
+	w->changed = true;
+}
+
+/* Two scalars equal by construction: one value, both 0, or both
+ * `program_id(a) * C` (either order) of one a and C, or equal constants. */
+static bool same_start(const BlkValue *a, const BlkValue *b)
+{
+	if (a == b)
+		return true;
+	if (!a || !b || !a->def || !b->def || a->def->kind != b->def->kind)
+		return false;
+	const BlkOp *x = a->def, *y = b->def;
+	if (x->kind == BLK_OP_CONST) {
+		const BlkAttr *p = blk_op_attr(x, "value"), *q = blk_op_attr(y, "value");
+		return p && q && p->kind == BLK_ATTR_INT && q->kind == BLK_ATTR_INT && p->i == q->i &&
+		       a->type.rank == 0 && b->type.rank == 0;
+	}
+	if (x->kind == BLK_OP_PROGRAM_ID)
+		return blk_op_int(x, "axis", -1) == blk_op_int(y, "axis", -2);
+	if (x->kind != BLK_OP_MUL || x->noperands != 2 || y->noperands != 2)
+		return false;
+	return (same_start(x->operands[0], y->operands[0]) && same_start(x->operands[1], y->operands[1])) ||
+	       (same_start(x->operands[0], y->operands[1]) && same_start(x->operands[1], y->operands[0]));
+}
+
+/* The start of a store's positions along value axis t: a gather by
+ * `s + iota` or a window ds(s, ..) step 1; the index dim in *dim. */
+static bool store_start(const BlkOp *op, int t, BlkValue **s, int *dim)
+{
+	const BlkAttr *idx = blk_op_attr(op, "idx");
+	if (!idx || idx->kind != BLK_ATTR_INDEX)
+		return false;
+	int ngather = 0, axis = 0;
+	for (int d = 0; d < idx->index.n; d++)
+		ngather += idx->index.v[d].kind == BLK_INDEX_GATHER;
+	for (int d = 0, o = 1; d < idx->index.n; d++) {
+		const BlkIndex *ix = &idx->index.v[d];
+		if (ix->kind == BLK_INDEX_FULL)
+			continue;
+		if (ix->kind == BLK_INDEX_SCALAR || (ngather && ix->kind != BLK_INDEX_GATHER)) {
+			o++;
+			continue; /* a scalar dim has no axis; a window beside gathers is no axis of theirs */
+		}
+		if (axis++ == t) {
+			*dim = d;
+			if (ix->kind == BLK_INDEX_DS) {
+				*s = op->operands[o];
+				return blk_index_step(ix) == 1;
+			}
+			BlkValue *u = along(op->operands[o], ngather, t);
+			return u && iota_offset(u, s);
+		}
+		o++;
+	}
+	return false;
+}
+
+/* A store of a tainted value: every tainted position lies past the
+ * stored dim's end, where the store writes nothing. */
+static bool store_skips(const BlkOp *op, const Taint *t)
+{
+	const BlkValue *v = op->operands[op->noperands - 1], *ref = op->operands[0];
+	for (int a = 0; a < v->type.rank; a++) {
+		if (!t->b[a])
+			continue;
+		BlkValue *s;
+		int d;
+		if (!store_start(op, a, &s, &d) || !same_start(s, t->b[a]->s) ||
+		    blk_lower_dim(ref->type.dims[d]) > t->b[a]->E)
+			return false;
+	}
+	return true;
+}
+
+/* One op's taint from its operands'. */
+static void spread_taint(Wrap *w, BlkOp *op)
+{
+	bool any = false;
+	for (int i = 0; i < op->noperands; i++)
+		any |= taint_of(w, op->operands[i]) != NULL;
+	if (op->kind == BLK_OP_FOR) { /* carries: init and yield together */
+		const BlkOp *y = op->regions[0]->last;
+		for (int i = 0; i < 3; i++)
+			if (taint_of(w, op->operands[i]))
+				w->fail = true;
+		for (int i = 3; i < op->noperands; i++) {
+			const Taint *a = taint_of(w, op->operands[i]), *b = taint_of(w, y->operands[i - 3]);
+			BlkValue *arg = op->regions[0]->args[i - 2], *res = op->results[i - 3];
+			if (a)
+				set_taint(w, arg, a), set_taint(w, res, a);
+			if (b)
+				set_taint(w, arg, b), set_taint(w, res, b);
+		}
+		return;
+	}
+	if (!any)
+		return;
+	Taint t = {0};
+	const Taint *x = taint_of(w, op->operands[0]);
+	BlkOpKind k = op->kind;
+	if (k == BLK_OP_YIELD && op->parent->parent && op->parent->parent->kind == BLK_OP_FOR)
+		return; /* the for above */
+	if (k == BLK_OP_STORE) {
+		for (int i = 0; i < op->noperands - 1; i++)
+			if (taint_of(w, op->operands[i]))
+				w->fail = true;
+		if (!store_skips(op, taint_of(w, op->operands[op->noperands - 1])))
+			w->fail = true;
+		return;
+	}
+	if (blk_op_flags(k) & BLK_OPF_ELEMENTWISE) {
+		for (int i = 0; i < op->noperands; i++) {
+			const Taint *o = taint_of(w, op->operands[i]);
+			for (int d = 0; o && d < BLK_MAX_RANK; d++)
+				if (o->b[d]) {
+					if (t.b[d] && t.b[d] != o->b[d])
+						w->fail = true;
+					t.b[d] = o->b[d];
+				}
+		}
+	} else if (k == BLK_OP_BROADCAST && x) {
+		int shift = op->results[0]->type.rank - op->operands[0]->type.rank;
+		for (int d = 0; d < op->operands[0]->type.rank; d++)
+			t.b[d + shift] = x->b[d];
+	} else if (k == BLK_OP_EXPAND_DIMS && x) {
+		int a = (int)blk_op_int(op, "axis", 0);
+		for (int d = 0; d < op->operands[0]->type.rank; d++)
+			t.b[d + (d >= a)] = x->b[d];
+	} else if (k == BLK_OP_TRANSPOSE && x && op->results[0]->type.rank == 2 && !op->nattrs) {
+		t.b[0] = x->b[1], t.b[1] = x->b[0];
+	} else if (blk_op_is_reduce(k) && x && op->noperands == 1) {
+		int a = (int)blk_op_int(op, "axis", 0);
+		if (x->b[a])
+			w->fail = true;
+		for (int d = 0; d < op->operands[0]->type.rank; d++)
+			if (d != a)
+				t.b[d - (d > a)] = x->b[d];
+	} else if (k == BLK_OP_DOT) { /* a's rows are the result's, b's columns */
+		const Taint *a = x, *b = taint_of(w, op->operands[1]);
+		const Taint *acc = op->noperands > 2 ? taint_of(w, op->operands[2]) : NULL;
+		if ((a && a->b[1]) || (b && b->b[0]))
+			w->fail = true;
+		t.b[0] = a ? a->b[0] : NULL;
+		t.b[1] = b ? b->b[1] : NULL;
+		for (int d = 0; acc && d < 2; d++)
+			if (acc->b[d]) {
+				if (t.b[d] && t.b[d] != acc->b[d])
+					w->fail = true;
+				t.b[d] = acc->b[d];
+			}
+	} else {
+		w->fail = true; /* read by what may mix positions, or observed */
+		return;
+	}
+	set_taint(w, op->results[0], &t);
+}
+
+static void spread_op(void *ctx, BlkOp *op)
+{
+	Wrap *w = ctx;
+	if (!w->fail)
+		spread_taint(w, op);
+}
+
+typedef struct ModUses {
+	Wrap *w;
+	const BlkValue *v[8]; /* the mod's value and its expand_dims and broadcasts */
+	int nv;
+	bool bad;
+} ModUses;
+
+static void mod_users(void *ctx, BlkOp *op)
+{
+	ModUses *m = ctx;
+	for (int i = 0; i < op->noperands; i++) {
+		int j = 0;
+		while (j < m->nv && m->v[j] != op->operands[i])
+			j++;
+		if (j == m->nv)
+			continue;
+		if ((op->kind == BLK_OP_EXPAND_DIMS || op->kind == BLK_OP_BROADCAST) && m->nv < 8) {
+			m->v[m->nv++] = op->results[0];
+			continue;
+		}
+		Wrap *w = m->w;
+		if (op->kind != BLK_OP_LOAD || i == 0) {
+			m->bad = true;
+			continue;
+		}
+		if (w->n == w->cap) {
+			w->cap = w->cap ? 2 * w->cap : 8;
+			w->loads = blk_arena_grow(w->c->a, w->loads, (size_t)w->n, (size_t)w->cap, sizeof *w->loads);
+			w->axis = blk_arena_grow(w->c->a, w->axis, (size_t)w->n, (size_t)w->cap, sizeof *w->axis);
+		}
+		w->loads[w->n] = op;
+		w->axis[w->n++] = i; /* the operand, for now */
+	}
+}
+
+/* wrap-window on the mod m = (s + iota(B)) % E: true where its users, each
+ * a gather of an array whose dim is E long, now read s + iota(B). */
+static bool wrap_window(Win *win, BlkOp *m)
+{
+	LowerCtx *c = win->c;
+	BlkValue *x = m->operands[0], *s;
+	int64_t E;
+	if (m->kind != BLK_OP_MOD || m->results[0]->type.rank != 1 || !iota_offset(x, &s) ||
+	    !blk_lower_splat_int(m->operands[1], &E) || E <= 0)
+		return false;
+	/* s >= 0, so s + p < E reads row s + p either way: program_id(a), or
+	 * it times a positive constant */
+	if (s && !s->def)
+		return false;
+	if (s && s->def->kind == BLK_OP_MUL) {
+		int64_t C = -1;
+		for (int o = 0; o < 2; o++)
+			if (s->def->operands[o]->def && s->def->operands[o]->def->kind == BLK_OP_PROGRAM_ID)
+				blk_lower_splat_int(s->def->operands[1 - o], &C);
+		if (C <= 0)
+			return false;
+	} else if (s && s->def->kind != BLK_OP_PROGRAM_ID) {
+		return false;
+	}
+	Wrap w = { .c = c };
+	ModUses mu = { .w = &w, .v = { m->results[0] }, .nv = 1 };
+	blk_lower_walk(c->k->body, mod_users, &mu);
+	if (mu.bad || !w.n)
+		return false;
+	Band *band = BLK_NEW(c->a, Band);
+	band->s = s, band->E = E;
+	for (int i = 0; i < w.n; i++) { /* each user a gather along E of its result axis */
+		BlkOp *ld = w.loads[i];
+		const BlkAttr *idx = blk_op_attr(ld, "idx");
+		int ngather = 0, g = -1, o = 1;
+		for (int d = 0; idx && d < idx->index.n; d++) {
+			BlkIndexKind k = idx->index.v[d].kind;
+			if (k != BLK_INDEX_GATHER && k != BLK_INDEX_SCALAR)
+				return false;
+			if (k == BLK_INDEX_GATHER) {
+				if (o == w.axis[i]) {
+					g = ngather;
+					if (blk_lower_dim(ld->operands[0]->type.dims[d]) != E)
+						return false;
+				}
+				ngather++;
+			}
+			o++;
+		}
+		if (g < 0 || along(ld->operands[w.axis[i]], ngather, g) != m->results[0])
+			return false;
+		Taint t = {0};
+		t.b[g] = band;
+		set_taint(&w, ld->results[0], &t);
+	}
+	for (int round = 0; round < 8 && !w.fail; round++) {
+		w.changed = false;
+		blk_lower_walk(c->k->body, spread_op, &w);
+		if (!w.changed)
+			break;
+	}
+	if (w.fail || w.changed)
+		return false;
+	blk_replace_uses(c->k->body, m->results[0], x);
+	note_old(win, m->results[0]);
+	return true;
+}
+
+typedef struct Mods {
+	BlkOp **ops;
+	int n, cap;
+	BlkArena *a;
+} Mods;
+
+static void collect_mods(void *ctx, BlkOp *op)
+{
+	Mods *m = ctx;
+	if (op->kind != BLK_OP_MOD || op->results[0]->type.rank != 1)
+		return;
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 8;
+		m->ops = blk_arena_grow(m->a, m->ops, (size_t)m->n, (size_t)m->cap, sizeof *m->ops);
+	}
+	m->ops[m->n++] = op;
+}
+
 static void window_op(void *ctx, BlkOp *op)
 {
 	Win *w = ctx;
@@ -344,6 +690,11 @@ static void window_op(void *ctx, BlkOp *op)
 bool blk_lower_window(LowerCtx *c)
 {
 	Win w = { .c = c };
+	Mods mods = { .a = c->a };
+	blk_lower_walk(c->k->body, collect_mods, &mods);
+	int wrapped = 0;
+	for (int i = 0; i < mods.n; i++)
+		wrapped += wrap_window(&w, mods.ops[i]);
 	blk_lower_walk(c->k->body, window_op, &w);
 	for (int pi = 0; pi < c->k->nparams; pi++)
 		block(&w, pi);
@@ -351,5 +702,7 @@ bool blk_lower_window(LowerCtx *c)
 		sweep(&w, w.old[i]);
 	if (w.rewritten && c->k->body->first)
 		blk_op_set_int(c->a, c->k->body->first, "window", w.rewritten);
+	if (wrapped && c->k->body->first)
+		blk_op_set_int(c->a, c->k->body->first, "wrap", wrapped);
 	return true;
 }

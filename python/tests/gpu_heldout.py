@@ -112,6 +112,8 @@ def test_fori_matmuls():
                 attempt(f"triton_linear_pointers {tag}", lambda: check(
                     f"triton_linear_pointers {tag}", K("triton_linear_pointers", T=t, **cfg)(a, w), refnt,
                     tol))
+                attempt(f"triton_mm_tutorial {tag}", lambda: check(
+                    f"triton_mm_tutorial {tag}", K("triton_mm_tutorial", T=t, **cfg)(a, b), ref, tol))
                 attempt(f"nt_gelu_nfirst {tag}", lambda: check(
                     f"nt_gelu_nfirst {tag}", K("nt_gelu_nfirst", T=t, **cfg)(a, w, bias_t),
                     F.gelu(refnt + f(bias_t)[None, :]), tol))
@@ -394,7 +396,8 @@ def test_timing():
                 dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)):
         for name, args, ref, tc in (("gemm_nn", (a, b), ref_nn, t_nn), ("linear_nt", (a, w), ref_nt, t_nt),
                                     ("triton_mm_pointers", (a, b), ref_nn, t_nn),
-                                    ("triton_linear_pointers", (a, w), ref_nt, t_nt)):
+                                    ("triton_linear_pointers", (a, w), ref_nt, t_nt),
+                                    ("triton_mm_tutorial", (a, b), ref_nn, t_nn)):
             tag = f"{name} 4096^3 bf16 {cfgname(cfg)}"
 
             def one():

@@ -139,7 +139,8 @@ def test_triton_pointer_kernels():
     outer products of iota offsets) at a ragged shape, against NumPy."""
     a, b, w = rand(37, 29), rand(29, 45), rand(45, 29)
     for name, args, ref in (("triton_mm_pointers", (a, b), a @ b),
-                            ("triton_linear_pointers", (a, w), a @ w.T)):
+                            ("triton_linear_pointers", (a, w), a @ w.T),
+                            ("triton_mm_tutorial", (a, b), a @ b)):
         k = blk.kernel(os.path.join(HERE, "heldout.blk"), name=name, T="f32", BM=16, BN=16, BK=8)
         close(k(*args, interpret=True), ref)
 
@@ -610,6 +611,36 @@ def test_outputs_that_cannot_be_written():
     e = raises(blk.BlkError, add, x, x, np.zeros(8, ">f4"), interpret=True)
     assert "byte order not native" in str(e), str(e)
     raises(blk.BlkError, add, x, x, np.float32(0), interpret=True)
+    # Not NumPy or torch: refused before the run, not after it wrote them
+    # (a memoryview of immutable bytes was changed, then an error raised).
+    add8 = blk.kernel(f"{EX}/add.blk", T="u8")
+    ones = np.ones(8, np.uint8)
+    b = bytes(8)
+    e = raises(blk.BlkError, add8, ones, ones, memoryview(b), interpret=True)
+    assert "output z is a memoryview, which interpret mode cannot write back into" in str(e), str(e)
+    assert b == bytes(8)
+    ba = bytearray(8)
+    raises(blk.BlkError, add8, ones, ones, ba, interpret=True)
+    assert ba == bytearray(8)
+
+
+def test_outputs_past_the_limits():
+    """An output sized past a dim's limit, or past memory, is a BlkError
+    before anything is allocated (a 2^40 broadcast input allocated a 4 TB
+    output; NumPy's MemoryError and ValueError leaked through)."""
+    add = blk.kernel(f"{EX}/add.blk")
+    wide = np.broadcast_to(np.float32(1), (1 << 40,))
+    e = raises(blk.BlkError, add, wide, wide, interpret=True)
+    assert "size N = 1099511627776 (from x) does not fit in i32" in str(e), str(e)
+    k = blk.kernel("kernel k(x: in f32[N], y: out f32[4 * N]) grid (1) { y[0] = x[0]; }")
+    e = raises(blk.BlkError, k, np.broadcast_to(np.float32(1), (1 << 30,)), interpret=True)
+    assert "dim 0 of y (4 * N) would be 4294967296, past 2^31 - 1" in str(e), str(e)
+    k = blk.kernel("kernel k(x: in f32[N], y: out f32[N, N, N, N]) grid (1) { y[0, 0, 0, 0] = x[0]; }")
+    e = raises(blk.BlkError, k, np.broadcast_to(np.float32(1), (1 << 20,)), interpret=True)
+    assert "cannot allocate an output of shape (1048576, 1048576, 1048576, 1048576) (f32)" in str(e), str(e)
+    e = raises(blk.BlkError, add.search, rand(8), rand(8), max=-1)
+    assert "search(max=-1): max is how many configurations to return" in str(e), str(e)
+    assert add.search(rand(8), rand(8), max=1 << 40)  # capped, not a 2^40-entry array
 
 
 def test_big_endian_and_scalar_inputs():
@@ -640,6 +671,17 @@ def test_source_mistakes():
     e = raises(blk.BlkError, blk.kernel, "kernel k(x: in f32[4], y: out f32[4]) { y[...] = x[...]; }\0junk")
     assert "NUL byte at offset 58" in str(e), str(e)
     os.rmdir(d)
+    # NUL in a parameter, a kernel name: named (B="4\0junk" was B=4)
+    e = raises(blk.BlkError, blk.kernel, f"{EX}/add.blk", B="4\0junk")
+    assert "has a NUL byte" in str(e), str(e)
+    raises(blk.BlkError, blk.kernel, f"{EX}/add.blk", name="add\0junk")
+    # undecodable bytes (os.fsdecode's surrogates) reach blk, which names
+    # them (a UnicodeEncodeError escaped); bytes and paths are sources too
+    e = raises(blk.CompileError, blk.kernel, "kernel \udc80\n")
+    assert "invalid character 0x80" in str(e), str(e)
+    assert blk.kernel(os.fsencode(f"{EX}/add.blk")).name == "add"
+    e = raises(blk.BlkError, blk.kernel, 3)
+    assert "src is a int; pass a .blk path or the source text" in str(e), str(e)
 
 
 def test_autotune_interpret_and_damaged_results():
