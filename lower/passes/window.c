@@ -12,7 +12,9 @@
  *                 own result axis, in order -> the windows `ds(s, B)`.  The
  *                 same elements: an index outside the dim reads the fill
  *                 (a store skips it) in both, the window's check unsigned
- *                 as the gather's.
+ *                 as the gather's.  An offset masked as the docs show,
+ *                 `where(r < D, r, -1)` with D at least the dim's length,
+ *                 indexes as r does and counts as r.
  *   block         a param with no block of its own (the whole array, index
  *                 map all 0), all of whose accesses along dim d are windows
  *                 `ds(program_id(a) * C, C)` of one constant C and one
@@ -68,6 +70,24 @@ static bool iota_offset(const BlkValue *v, BlkValue **s)
 		}
 	}
 	return false;
+}
+
+/* u as an index on a dim `extent` long: `where(x < D, x, c)` (the
+ * docs' `where(i < N, perm, -1)` masking) with D >= extent and c outside
+ * [0, extent) indexes as x does -- every position x < extent reads or
+ * writes x, every other reads the fill or is dropped both ways -- so x;
+ * else u. */
+static BlkValue *unmasked(BlkValue *u, int64_t extent)
+{
+	const BlkOp *sel = u->def, *cmp;
+	int64_t D, c;
+	if (!sel || sel->kind != BLK_OP_SELECT || sel->operands[1] == sel->operands[2] ||
+	    !blk_lower_splat_int(sel->operands[2], &c) || (c >= 0 && c < extent) || !(cmp = sel->operands[0]->def))
+		return u;
+	BlkValue *x = sel->operands[1];
+	bool lt = cmp->kind == BLK_OP_LT && cmp->operands[0] == x && blk_lower_splat_int(cmp->operands[1], &D);
+	bool gt = cmp->kind == BLK_OP_GT && cmp->operands[1] == x && blk_lower_splat_int(cmp->operands[0], &D);
+	return (lt || gt) && D >= extent ? x : u;
 }
 
 /* The rank-1 offsets u whose broadcast along axis `axis` of a rank-n result
@@ -155,6 +175,8 @@ static bool iota_window(Win *w, BlkOp *op)
 		if (idx->index.v[d].kind != BLK_INDEX_GATHER)
 			continue;
 		BlkValue *u = along(op->operands[o], n, g);
+		if (u)
+			u = unmasked(u, blk_lower_dim(op->operands[0]->type.dims[d]));
 		if (!u || !iota_offset(u, &start[d]))
 			return false;
 		size[d] = blk_lower_dim(u->type.dims[0]);
@@ -445,7 +467,7 @@ static bool store_start(const BlkOp *op, int t, BlkValue **s, int *dim)
 				return blk_index_step(ix) == 1;
 			}
 			BlkValue *u = along(op->operands[o], ngather, t);
-			return u && iota_offset(u, s);
+			return u && iota_offset(unmasked(u, blk_lower_dim(op->operands[0]->type.dims[d])), s);
 		}
 		o++;
 	}
