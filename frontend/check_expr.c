@@ -1222,8 +1222,12 @@ static bool const_of(Ck *c, const BlkAstExpr *e, BlkDType dt, CkType *out)
 	if (out->weak == CK_WEAK_INT && blk_dtype_is_byte(dt))
 		blk_error(c->d, e->loc, "the literal %lld does not fit %s (%s)", (long long)out->i,
 		          blk_dtype_name(dt), dt == BLK_I8 ? "-128 .. 127" : "0 .. 255");
+	else if (out->weak == CK_WEAK_FLOAT) /* it said "the constant f32 does not fit dtype i32" */
+		blk_error(c->d, e->loc, "the float literal %g does not fit %s; write %s", out->f,
+		          blk_dtype_name(dt), dt == BLK_BOOL ? "true or false" : "an integer literal");
 	else
-		blk_error(c->d, e->loc, "the constant %s does not fit dtype %s", tstr(c, out), blk_dtype_name(dt));
+		blk_error(c->d, e->loc, "the constant, a %s, does not fit dtype %s; convert it with astype",
+		          tstr(c, out), blk_dtype_name(dt));
 	return false;
 }
 
@@ -1988,9 +1992,10 @@ static CkType b_cdiv(Ck *c, const BlkAstExpr *e)
 		return blk_ck_poison();
 	if (!x.weak || !y.weak)
 		return blk_ck_value(BLK_I32, 0, NULL);
-	/* -((-x) ~/ y) in i32, as lowering computes it: cdiv(x, 0) == 0 */
-	int32_t q = blk_i32_floordiv(blk_int_wrap(BLK_I32, -x.i), (int32_t)y.i);
-	return ck_weak_int(blk_int_wrap(BLK_I32, -(int64_t)q));
+	/* x ~/ y + (x % y != 0) in i32, as lowering computes it: cdiv(x, 0) == 0 */
+	int32_t q = blk_i32_floordiv((int32_t)x.i, (int32_t)y.i);
+	int32_t r = blk_i32_mod((int32_t)x.i, (int32_t)y.i);
+	return ck_weak_int(blk_int_wrap(BLK_I32, (int64_t)q + (r != 0)));
 }
 
 static CkType b_program_id(Ck *c, const BlkAstExpr *e, CkInfo *in)

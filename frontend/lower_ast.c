@@ -391,30 +391,20 @@ static BlkValue *lw_where(Lw *L, const BlkAstExpr *e, const CkInfo *in)
 	return blk_build1(&L->b, BLK_OP_SELECT, e->loc, *r, 3, o);
 }
 
-/* y is an i32 constant above 0. */
-static bool positive_const(const BlkValue *y)
-{
-	const BlkAttr *v = y->def && y->def->kind == BLK_OP_CONST ? blk_op_attr(y->def, "value") : NULL;
-	return v && v->kind == BLK_ATTR_INT && v->i > 0;
-}
-
-/* cdiv(a, b) = -((-a) // b): exact for every sign, with the ops we have.
- * By a constant b > 0 it is a // b + (a % b != 0) instead: no overflow at
- * INT_MIN, and no negated operand of a shift -- the driver's ptxas (CUDA
- * 13.0) can miscompile `neg` then `shr.s32` into a wrong LEA.HI
- * (docs/gpu-notes.md, run 37).  specialize.c folds both forms. */
+/* cdiv(a, b) = a // b + (a % b != 0): exact for every sign (the floor
+ * rounds up by one exactly when b does not divide a), 0 for b == 0, and
+ * no negated operand: -((-a) // b) wrapped at a = INT_MIN (cdiv(INT_MIN, 2)
+ * was +2^30), and the driver's ptxas (CUDA 13.0) can miscompile `neg` then
+ * `shr.s32` into a wrong LEA.HI (docs/gpu-notes.md, run 37).  specialize.c
+ * folds it. */
 static BlkValue *cdiv_of(Lw *L, BlkLoc loc, BlkValue *x, BlkValue *y)
 {
 	BlkType i32 = blk_type_scalar(BLK_I32), b1 = blk_type_scalar(BLK_BOOL);
-	if (positive_const(y)) {
-		BlkValue *q = op2(L, BLK_OP_FLOORDIV, loc, i32, x, y);
-		BlkValue *r = op2(L, BLK_OP_MOD, loc, i32, x, y);
-		BlkValue *zero = blk_build_const_int(&L->b, loc, i32, 0);
-		BlkValue *up = op1(L, BLK_OP_CAST, loc, i32, op2(L, BLK_OP_NE, loc, b1, r, zero));
-		return op2(L, BLK_OP_ADD, loc, i32, q, up);
-	}
-	BlkValue *q = op2(L, BLK_OP_FLOORDIV, loc, i32, op1(L, BLK_OP_NEG, loc, i32, x), y);
-	return op1(L, BLK_OP_NEG, loc, i32, q);
+	BlkValue *q = op2(L, BLK_OP_FLOORDIV, loc, i32, x, y);
+	BlkValue *r = op2(L, BLK_OP_MOD, loc, i32, x, y);
+	BlkValue *zero = blk_build_const_int(&L->b, loc, i32, 0);
+	BlkValue *up = op1(L, BLK_OP_CAST, loc, i32, op2(L, BLK_OP_NE, loc, b1, r, zero));
+	return op2(L, BLK_OP_ADD, loc, i32, q, up);
 }
 
 static BlkValue *lw_cdiv(Lw *L, const BlkAstExpr *e)

@@ -5,6 +5,7 @@
 #include "rt.h"
 #include "interp/interp.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,12 @@ static bool bind_direct(BlkFunc *f, const BlkTensor *t, int n, int64_t *values)
 					return blk_rt_error(f->prog->rt, "launch of %s: size %s is %lld from an earlier "
 					                    "array but %lld from %s (dim %d)", k->name, s->name,
 					                    (long long)values[z], (long long)t[i].shape[d], p->name, d);
+				/* before an output is sized by it (a 2^40 dim of a broadcast
+				 * input allocated terabytes) */
+				if (t[i].shape[d] > INT32_MAX)
+					return blk_rt_error(f->prog->rt, "launch of %s: size %s = %lld (from %s) does "
+					                    "not fit in i32", k->name, s->name,
+					                    (long long)t[i].shape[d], p->name);
 				values[z] = t[i].shape[d];
 			}
 		}
@@ -124,6 +131,15 @@ static bool infer_one(BlkFunc *f, BlkTensor *t, const BlkParam *p, const BlkSymE
 			return false;
 		}
 	}
+	for (int d = 0; d < p->rank; d++)
+		if (t->shape[d] > INT32_MAX) { /* a dim is below 2^31, as a launch checks */
+			BlkArena *a = blk_arena_create();
+			blk_rt_error(f->prog->rt, "launch of %s: dim %d of %s (%s) would be %lld, past "
+			             "2^31 - 1", f->kernel->name, d, p->name, blk_sym_str(a, p->shape[d]),
+			             (long long)t->shape[d]);
+			blk_arena_destroy(a);
+			return false;
+		}
 	*t = blk_tensor_make(t->data, (int)p->dtype, p->rank, t->shape);
 	return true;
 }

@@ -306,7 +306,10 @@ BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape)
 	for (int i = rank - 1; shape && i >= 0 && i < BLK_TENSOR_MAX_RANK; i--) {
 		t.shape[i] = shape[i];
 		t.strides[i] = stride;
-		stride *= shape[i];
+		/* past int64 no array can exist: saturate (a launch refuses such
+		 * dims) rather than overflow */
+		if (__builtin_mul_overflow(stride, shape[i], &stride))
+			stride = INT64_MAX;
 	}
 	return t;
 }
@@ -314,7 +317,14 @@ BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape)
 int64_t blk_tensor_numel(const BlkTensor *t)
 {
 	int64_t n = t ? 1 : 0;
-	for (int i = 0; t && i < t->rank && i < BLK_TENSOR_MAX_RANK; i++)
-		n *= t->shape[i];
+	int rank = t && t->rank < BLK_TENSOR_MAX_RANK ? t->rank : BLK_TENSOR_MAX_RANK;
+	for (int i = 0; t && i < rank; i++)
+		if (t->shape[i] <= 0)
+			return t->shape[i] < 0 ? -1 : 0;
+	/* saturated: callers ask whether there is data ("> 0"), which
+	 * a wrapped product could deny */
+	for (int i = 0; t && i < rank; i++)
+		if (__builtin_mul_overflow(n, t->shape[i], &n))
+			return INT64_MAX;
 	return n;
 }

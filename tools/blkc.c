@@ -280,9 +280,18 @@ BlkKernel *blkc_pick_kernel(const BlkModule *m, const BlkcOptions *o, BlkDiag *d
 	}
 	if (m->nkernels == 1)
 		return m->first;
+	if (m->nkernels == 0) {
+		blk_error(d, none, "%s has no kernel: a .blk source holds `kernel NAME(...) { ... }`", o->file);
+		return NULL;
+	}
 	blk_error(d, none, "%s has %d kernels; choose one with --kernel", o->file, m->nkernels);
-	for (BlkKernel *k = m->first; k; k = k->next)
+	/* the first few: a file of 4000 kernels printed 12,000 lines of notes */
+	enum { SHOWN = 8 };
+	int n = 0;
+	for (BlkKernel *k = m->first; k && n < SHOWN; k = k->next, n++)
 		blk_note(d, k->loc, "kernel '%s' is defined here", k->name);
+	if (m->nkernels > SHOWN)
+		blk_note(d, none, "and %d more kernels", m->nkernels - SHOWN);
 	return NULL;
 }
 

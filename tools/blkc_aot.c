@@ -29,13 +29,28 @@ typedef struct Variant {
 	BlkCompiled c;
 } Variant;
 
-/* Splits "sm_90a,sm_80" into arches (in a's memory); false if empty. */
-static int split_arches(BlkArena *a, const char *list, const char **out)
+/* Splits "sm_90a,sm_80" into arches (in a's memory); 0 after an error: no
+ * arch (`--arch=,` launched variant 0 that was never compiled), too many,
+ * or one twice. */
+static int split_arches(BlkArena *a, BlkDiag *d, const char *list, const char **out)
 {
+	BlkLoc none = { 0 };
 	int n = 0;
 	char *copy = blk_arena_strdup(a, list);
-	for (char *s = strtok(copy, ","); s && n < MAX_ARCHES; s = strtok(NULL, ","))
+	for (char *s = strtok(copy, ","); s; s = strtok(NULL, ",")) {
+		if (n == MAX_ARCHES) {
+			blk_error(d, none, "--arch=%s: more than %d arches", list, MAX_ARCHES);
+			return 0;
+		}
+		for (int i = 0; i < n; i++)
+			if (strcmp(out[i], s) == 0) {
+				blk_error(d, none, "--arch=%s: %s is given twice", list, s);
+				return 0;
+			}
 		out[n++] = s;
+	}
+	if (n == 0)
+		blk_error(d, none, "--arch=%s names no arch (write --arch=sm_90a,sm_80)", list);
 	return n;
 }
 
@@ -346,7 +361,9 @@ int blkc_emit_c(const BlkcOptions *o, BlkArena *a, BlkDiag *d, const BlkKernel *
 	Variant v[MAX_ARCHES];
 	int64_t sizes[BLK_MAX_SIZES];
 	BlkArrayDesc arrays[BLK_MAX_PARAMS];
-	int nv = split_arches(a, o->arch, arches), n = 0;
+	int nv = split_arches(a, d, o->arch, arches), n = 0;
+	if (nv == 0)
+		return BLKC_ERROR;
 	if (blk_kernel_multi_rank(k)) {
 		blk_error(d, k->loc, "kernel %s: --emit=c compiles kernels of one GPU; this one runs across "
 		          "ranks (symmetric params, my_rank or world): launch it through libblk", k->name);

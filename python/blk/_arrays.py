@@ -201,11 +201,17 @@ def check_output(kernel, param, x):
     """A host array blk will write (interpret mode) must take the writes:
     a read-only array (writeable=False, a memmap opened "r", a view of
     bytes) would fault or be changed behind its owner's back, and a
-    big-endian array or a NumPy scalar would be written through a copy."""
-    if _module(x) != "numpy":
-        return
-    import numpy as np
+    big-endian array or a NumPy scalar would be written through a copy.
+    Anything but NumPy and torch is refused before the run: the interpreter
+    would write its buffer (a memoryview of immutable bytes too) and only
+    then find it cannot copy the results back."""
     where = f"kernel {kernel}: output {param}"
+    if _module(x) == "torch":
+        return
+    if _module(x) != "numpy":
+        raise BlkError(f"{where} is a {type(x).__name__}, which interpret mode cannot write "
+                       "back into: pass NumPy arrays or torch tensors")
+    import numpy as np
     if isinstance(x, np.generic):
         raise BlkError(f"{where} is a NumPy scalar, which cannot be written: pass an array")
     if not x.flags.writeable:
@@ -290,7 +296,11 @@ def empty(like, dtype, shape):
     fw = like.framework
     if fw == "numpy" or like.device == HOST and fw != "torch":
         import numpy as np
-        return np.empty(shape, numpy_dtype(dtype))
+        try:
+            return np.empty(shape, numpy_dtype(dtype))
+        except (MemoryError, ValueError) as e:  # ValueError: past NumPy's limit
+            raise BlkError(f"cannot allocate an output of shape {tuple(shape)} "
+                           f"({_lib.DTYPE_NAMES[dtype]}): {e}") from None
     if fw == "torch":
         torch = sys.modules["torch"]
         tdt = getattr(torch, ("float32", "float16", "bfloat16", "int32", "bool", "int8",

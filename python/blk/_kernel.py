@@ -112,14 +112,14 @@ class _Loaded:
         defs, n = _lib.defines(kernel.params if params is None else params)
         with rt.lock:
             if kernel.path:
-                self.prog = _lib.lib.blk_program_load(rt.ptr, kernel.path.encode(), defs, n)
+                self.prog = _lib.lib.blk_program_load(rt.ptr, _lib.cstr(kernel.path), defs, n)
             else:
                 self.prog = _lib.lib.blk_program_load_source(
-                    rt.ptr, kernel.source_name.encode(), kernel.source.encode(), defs, n)
+                    rt.ptr, kernel.source_name.encode(), _lib.cstr(kernel.source), defs, n)
             if not self.prog:
                 raise rt.error(CompileError)
             self.func = _lib.lib.blk_program_kernel(
-                self.prog, kernel.name.encode() if kernel.name else None)
+                self.prog, _lib.cstr(kernel.name) if kernel.name else None)
             if not self.func:
                 err = rt.error(CompileError)
                 _lib.lib.blk_program_destroy(self.prog)
@@ -153,7 +153,10 @@ class Kernel:
 
     def __init__(self, src, name=None, interpret=None, **params):
         if not isinstance(src, str):
-            src = os.fspath(src)
+            if not isinstance(src, (bytes, os.PathLike)):
+                raise BlkError(f"blk.kernel: src is a {type(src).__name__}; pass a .blk path or "
+                               "the source text")
+            src = os.fsdecode(src)
         self.path = src if _is_path(src) else None
         if self.path is not None and os.path.isdir(self.path):
             raise BlkError(f"{self.path}: a directory, not a .blk file (pass a .blk path, or source text)")
@@ -532,6 +535,10 @@ class Kernel:
         slots = self._match(arrays, named)
         if self._auto_dtypes:
             return self._variant(slots).search(*slots, max=max)
+        if not isinstance(max, int) or max < 1:
+            raise BlkError(f"kernel {self.name}: search(max={max!r}): max is how many "
+                           "configurations to return, an int of 1 or more")
+        max = min(max, 1 << 16)  # a C int, and more than any search space holds
         first = from_array(next(a for a in slots if a is not None))
         loaded = self._load(first.device)
         args, ts = self._args(slots, loaded.func, loaded.rt)

@@ -185,9 +185,19 @@ def text(b):
     return b.decode("utf-8", "replace") if b else ""
 
 
+def cstr(s):
+    """s as a C string.  A NUL would end it early, the rest silently dropped
+    (B="4\0junk" was B=4); surrogates, the bytes os.fsdecode could not
+    decode, go back as those bytes (blk names a non-ASCII one)."""
+    if "\0" in s:
+        from ._arrays import BlkError
+        raise BlkError(f"{s!r} has a NUL byte, which C would take as its end")
+    return s.encode("utf-8", "surrogateescape")
+
+
 def defines(params):
     """NAME=VALUE strings as a C array, and its length."""
-    items = [f"{k}={_param_text(v)}".encode() for k, v in params.items()]
+    items = [cstr(f"{k}={_param_text(v)}") for k, v in params.items()]
     return (_S * max(len(items), 1))(*items), len(items)
 
 

@@ -83,6 +83,7 @@ class Autotuned:
         if configs is not None and not configs:
             raise BlkError("autotune needs at least one configuration (or none given at all: "
                            "blk's own search space)")
+        _check_args(configs, key, warmup, reps, search)
         self.derived = configs is None  # per key: the model's best `search` of the space
         self.search = search
         self.configs = [] if self.derived else [dict(c) for c in configs]
@@ -331,6 +332,22 @@ class _Report:
                   f"{self.best[0]:.4f} ms", file=sys.stderr, flush=True)
         if self.shown:
             print(file=sys.stderr, flush=True)
+
+
+def _check_args(configs, key, warmup, reps, search):
+    """autotune's arguments, each named when wrong (reps=0 was a
+    StatisticsError at the first call, key="MN" the sizes M and N, a config
+    given as "BM=64" a ValueError)."""
+    if configs is not None and (not isinstance(configs, (list, tuple)) or not all(
+            isinstance(c, dict) and all(isinstance(n, str) for n in c) for c in configs)):
+        raise BlkError(f"autotune: configs={configs!r}: give a list of dicts, as "
+                       "[dict(BM=64, num_warps=4), dict(BM=128, num_warps=8)]")
+    if key is not None and (not isinstance(key, (list, tuple)) or
+                            not all(isinstance(n, str) for n in key)):
+        raise BlkError(f"autotune: key={key!r}: give a list of size names, as key=[\"M\", \"N\"]")
+    for name, v, least in (("warmup", warmup, 0), ("reps", reps, 1), ("search", search, 1)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < least:
+            raise BlkError(f"autotune: {name}={v!r}: give an int of {least} or more")
 
 
 def _isatty(f):

@@ -76,11 +76,11 @@ def _kernel_id(k):
     key = (k.path, k.source, k.name, defs)
     kid = _ids.get(key)
     if kid is None:
-        arr = (ctypes.c_char_p * max(len(defs), 1))(*[d.encode() for d in defs])
+        arr = (ctypes.c_char_p * max(len(defs), 1))(*[_lib.cstr(d) for d in defs])
         err = ctypes.create_string_buffer(1024)
-        kid = _lib.lib.blk_xla_kernel(k.path and k.path.encode(),
-                                      k.source and k.source.encode(),
-                                      k.name.encode(), arr, len(defs), err, 1024)
+        kid = _lib.lib.blk_xla_kernel(k.path and _lib.cstr(k.path),
+                                      k.source and _lib.cstr(k.source),
+                                      _lib.cstr(k.name), arr, len(defs), err, 1024)
         if not kid:
             raise BlkError(_lib.text(err.value))
         _ids[key] = kid

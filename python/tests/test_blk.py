@@ -660,6 +660,15 @@ def test_autotune_on_numpy_arrays():
     close(mm(a, b, interpret=True), a @ b)
     e = raises(blk.BlkError, mm, a, b)  # not a GPU array: a BlkError, no ValueError
     assert "host memory" in str(e), str(e)
+    # arguments named when wrong (reps=0 was a StatisticsError at the call,
+    # key="MN" the sizes M and N, configs=["BM=64"] a ValueError)
+    for kw, said in ((dict(reps=0), "reps=0: give an int of 1 or more"),
+                     (dict(warmup=-1), "warmup=-1: give an int of 0 or more"),
+                     (dict(search=0), "search=0: give an int of 1 or more"),
+                     (dict(key="MN"), "key='MN': give a list of size names"),
+                     (dict(configs=["BM=64"]), "configs=['BM=64']: give a list of dicts")):
+        e = raises(blk.BlkError, blk.autotune, f"{EX}/matmul.blk", **kw)
+        assert said in str(e), str(e)
 
 
 def test_source_mistakes():

@@ -84,7 +84,8 @@ typedef struct BlkTensor {
 BLK_API BlkTensor blk_tensor_make(void *data, int dtype, int rank, const int64_t *shape);
 /* Bytes of one element of dtype; 0 for an unknown dtype. */
 BLK_API size_t blk_tensor_elem_size(int dtype);
-/* Elements of a tensor (the product of its shape). */
+/* Elements of a tensor (the product of its shape); -1 for a negative dim,
+ * INT64_MAX for a product past it. */
 BLK_API int64_t blk_tensor_numel(const BlkTensor *t);
 
 /* ---- runtime ----------------------------------------------------------- */

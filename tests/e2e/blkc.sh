@@ -45,6 +45,9 @@ expect 0 '' "$BLKC" --emit=c --arch=sm_80,sm_90a -o "$T/k.c" "$EX/add.blk" N=10
 expect 0 'BLK_AOT_BAD_SIZES' cat "$T/k.h"
 expect 1 'cannot write' "$BLKC" --emit=c -o /nonexistent/dir/k.c "$EX/add.blk" N=10
 expect 0 'does not end in .c, so no header is written' "$BLKC" --emit=c -o "$T/k.h" "$EX/add.blk" N=10
+expect 1 '--arch=, names no arch' "$BLKC" --emit=c --arch=, -o "$T/k.c" "$EX/add.blk" N=10
+expect 1 '--arch=sm_80,sm_80: sm_80 is given twice' "$BLKC" --emit=c --arch=sm_80,sm_80 -o "$T/k.c" "$EX/add.blk" N=10
+expect 1 'more than 8 arches' "$BLKC" --emit=c --arch=sm_80,sm_86,sm_87,sm_89,sm_90,sm_90a,a,b,c -o "$T/k.c" "$EX/add.blk" N=10
 expect 1 'compiles kernels of one GPU; this one runs across ranks' "$BLKC" --emit=c "$EX/allreduce.blk" N=4096 G2=4
 expect 0 '' "$BLKC" --emit=ptx "$EX/allgather_matmul.blk" MS=256 K=512 N=384 RMS=512 RC=4 R=2
 expect 0 'red.relaxed.sys.global.add.s32' "$BLKC" --emit=ptx "$EX/matmul_reduce_scatter.blk" M=512 K=512 N=384 MS=256 R=2 TT=6
@@ -92,6 +95,12 @@ expect 0 'kernel k ran in the interpreter' "$BLKC" run --interpret --out-dir="$T
 expect 0 'add.rn.f32' "$BLKC" --emit=ptx "$T/scan.blk" N=100
 expect 0 'bar.sync' "$BLKC" --emit=ptx "$T/scan.blk" N=1000
 
+# a file of many kernels and no -k: the first few named, then a count (all
+# 4000 were notes: 12,000 lines)
+for i in $(seq 20); do printf 'kernel k%d(x: in f32[N], y: out f32[N]) {\n    y[...] = x[...];\n}\n' "$i"; done >"$T/many.blk"
+expect 1 'many.blk has 20 kernels; choose one with --kernel' "$BLKC" --emit=ptx "$T/many.blk" N=10
+expect 1 'note: and 12 more kernels' "$BLKC" --emit=ptx "$T/many.blk" N=10
+
 # stages
 expect 0 "^8:1 KERNEL 'kernel'" "$BLKC" --emit=tokens "$EX/matmul.blk"
 expect 0 '\(kernel matmul' "$BLKC" --emit=ast "$EX/matmul.blk"
@@ -100,6 +109,8 @@ expect 0 'block \[128, K\]' "$BLKC" --emit=ir -D BM=128 "$EX/matmul.blk"
 expect 0 'bf16\[M, K\]' "$BLKC" --emit=ir -D T=bf16 "$EX/matmul.blk"
 # a kernel named that is not there is an error in a plain check too
 expect 1 "no kernel named 'nope' in" "$BLKC" -k nope "$EX/add.blk"
+: >"$T/empty.blk"
+expect 1 'empty.blk has no kernel' "$BLKC" run --interpret "$T/empty.blk" N=10
 expect 1 "no kernel named 'nope' in" "$BLKC" -k nope --emit=ir "$EX/add.blk"
 # a block whose size only the launch fixes, past the tile limit: an error,
 # not an endless loop in the layouts

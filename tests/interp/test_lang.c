@@ -114,6 +114,35 @@ static void test_fold_calls_and_literals(void **state)
 	run_free(&r);
 }
 
+/* cdiv at i32's minimum, folded, by a constant and at run time: the
+ * ceiling (it was -((-a) ~/ b), which wraps there: cdiv(INT_MIN, 2) gave
+ * +2^30 folded and with a run-time divisor, -2^30 by a constant). */
+static void test_cdiv_at_int_min(void **state)
+{
+	(void)state;
+	static const int32_t div[] = { 2, -2, 3, -3, 7, 65536, 2147483647 };
+	for (size_t i = 0; i < sizeof div / sizeof *div; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+		         "kernel k(a: in i32[3], f: out i32[3]) {\n"
+		         "    f[0] = cdiv(-2147483647 - 1, %d);\n    f[1] = cdiv(a[0], %d);\n"
+		         "    f[2] = cdiv(a[0], a[1]);\n}\n", div[i], div[i]);
+		Run r;
+		compile(&r, text);
+		int32_t a[3] = { INT32_MIN, div[i], 0 }, f[3];
+		void *data[] = { a, f };
+		BlkDType dt[] = { BLK_I32, BLK_I32 };
+		run(&r, 2, dt, 3, data);
+		int64_t want = INT32_MIN / (int64_t)div[i]; /* C truncates: up when the signs agree */
+		if (INT32_MIN % (int64_t)div[i] != 0 && div[i] < 0)
+			want++;
+		for (int j = 0; j < 3; j++)
+			if (f[j] != want)
+				fail_msg("cdiv(INT_MIN, %d), form %d: %d, want %lld", div[i], j, f[j], (long long)want);
+		run_free(&r);
+	}
+}
+
 /* ---- math builtins against C references ------------------------------------ */
 
 enum { NX = 24 };
@@ -549,6 +578,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_matches_run_time),
 		cmocka_unit_test(test_fold_calls_and_literals),
+		cmocka_unit_test(test_cdiv_at_int_min),
 		cmocka_unit_test(test_activations),
 		cmocka_unit_test(test_fma_clamp_classes),
 		cmocka_unit_test(test_activation_rounds_once),

@@ -114,6 +114,13 @@ static void test_infer(void **state)
 	BlkTensor w[3] = {blk_tensor_make(NULL, BLK_DTYPE_BF16, 1, xs), {.rank = -1}, {.rank = -1}};
 	assert_false(blk_func_infer_shapes(fx->f, w, 3));
 	assert_contains(blk_runtime_last_error(fx->rt), "launch of rowsum: x has rank 1 but the kernel expects rank 2");
+	/* a size past i32 (a broadcast input's dim) is refused before the
+	 * caller sizes an output by it (Python allocated 4 TB for s) */
+	int64_t huge[2] = {(int64_t)1 << 40, 2};
+	BlkTensor b[3] = {blk_tensor_make(NULL, BLK_DTYPE_BF16, 2, huge), {.rank = -1}, {.rank = -1}};
+	b[0].strides[0] = 0;
+	assert_false(blk_func_infer_shapes(fx->f, b, 3));
+	assert_contains(blk_runtime_last_error(fx->rt), "size R = 1099511627776 (from x) does not fit in i32");
 }
 
 static uint16_t bf16(float f)

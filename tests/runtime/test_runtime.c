@@ -145,6 +145,18 @@ static void test_tensor_make(void **state)
 	assert_int_equal(blk_tensor_elem_size(BLK_DTYPE_BF16), 2);
 	assert_int_equal(blk_tensor_elem_size(BLK_DTYPE_BOOL), 1);
 	assert_int_equal(blk_tensor_elem_size(99), 0);
+	/* a product past int64 saturates (it overflowed: UB, and a wrapped
+	 * count could read as "no data"); a negative dim is -1 */
+	int64_t big[4] = {INT64_MAX, INT64_MAX, 2, 2};
+	t = blk_tensor_make(NULL, BLK_DTYPE_F32, 4, big);
+	assert_true(t.strides[0] == INT64_MAX);
+	assert_true(blk_tensor_numel(&t) == INT64_MAX);
+	big[2] = 0;
+	t = blk_tensor_make(NULL, BLK_DTYPE_F32, 4, big);
+	assert_int_equal(blk_tensor_numel(&t), 0);
+	int64_t neg[2] = {-5, 3};
+	t = blk_tensor_make(NULL, BLK_DTYPE_F32, 2, neg);
+	assert_int_equal(blk_tensor_numel(&t), -1);
 }
 
 /* ---- cache keys -------------------------------------------------------- */
