@@ -512,6 +512,8 @@ typedef struct Res {
 	bool specialized;
 	int stages;
 	double shared;   /* bytes a program gets from the other CTAs of its cluster (multicast) */
+	double streamed; /* bytes a stream loop keeps in flight (pipeline.c: (stages - 1) slabs), or 0 */
+	int stream_stages;
 } Res;
 
 static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res *r, BlkCost *out)
@@ -546,10 +548,10 @@ static void estimate(const Machine *mc, int sms, const BlkCostWork *w, const Res
 	double compute = conc * (dots + sfu);
 	/* loads in flight: staged copies for a dot loop, else what the warps
 	 * on the SM keep outstanding */
-	double flight = w->dot_in_loop ? 1 : fmin(1, conc * warps * WARP_BYTES_IN_FLIGHT /
-	                                            (mc->dram / sms * LATENCY));
+	double held = fmax(warps * WARP_BYTES_IN_FLIGHT, r->streamed); /* a stream's slots, or the warps' loads */
+	double flight = w->dot_in_loop ? 1 : fmin(1, conc * held / (mc->dram / sms * LATENCY));
 	double memory = conc * fmax(w->bytes - r->shared, 0) / (mc->l2 / sms) / flight;
-	int stages = r->stages > 1 && w->dot_in_loop ? r->stages : 2;
+	int stages = r->stages > 1 && w->dot_in_loop ? r->stages : r->stream_stages > 2 ? r->stream_stages : 2;
 	/* a staged copy arrives after its latency and its transfer at the
 	 * SM's share of L2 (the slabs of one trip: 96 KB at 128 x 256 x 128,
 	 * 1.6 us), stages - 1 of them in flight: a two-stage pipeline of big
@@ -591,14 +593,29 @@ static double deepest(const BlkRegion *r)
 	return most;
 }
 
+/* A stream loop's bytes in flight and stages (pipeline.c's attrs
+ * stream_bytes, a stage's slabs, and stages), the largest. */
+static void streams(const BlkRegion *r, Res *res)
+{
+	for (const BlkOp *op = r ? r->first : NULL; op; op = op->next) {
+		int64_t bytes = op->kind == BLK_OP_FOR ? blk_op_int(op, "stream_bytes", 0) : 0;
+		int64_t S = bytes ? blk_op_int(op, "stages", 2) : 0;
+		if (bytes && (double)(S - 1) * bytes > res->streamed)
+			res->streamed = (double)(S - 1) * bytes, res->stream_stages = (int)S;
+		for (int i = 0; i < op->nregions; i++)
+			streams(op->regions[i], res);
+	}
+}
+
 void blk_lower_cost_estimate(const LowerCtx *c, const BlkCostWork *w, BlkCost *out)
 {
 	const Machine *mc = machine(c->arch);
 	const BlkLaunch *l = c->k->launch;
 	Res r = { l->threads, l->smem, (int)ceil(live_regs(c->k->body)) + OVERHEAD_REGS,
-	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages, 0 };
+	          has_op(c->k->body, BLK_OP_WARP_SPECIALIZE), c->k->num_stages, 0, 0, 0 };
 	r.stages = (int)fmax(r.stages, deepest(c->k->body)); /* schedule.c's deeper pipeline */
 	r.shared = multicast_bytes(c->k->body) * (w->trips > 0 ? w->trips : 1);
+	streams(c->k->body, &r);
 	estimate(mc, c->opt->num_sms > 0 ? c->opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, w->compulsory, out);
 }
@@ -615,7 +632,7 @@ void blk_lower_cost_guess(const BlkCostWork *w, int warps, int stages, const Blk
 	double esize = w->engine ? blk_dtype_size(w->dtype) : 0;
 	double slab = (double)(w->dot_m + w->dot_n) * (double)w->dot_k * esize;
 	Res r = { threads, (int64_t)(slab * (w->dot_in_loop ? stages : 1)),
-	          (int)(w->largest_tile / threads) + OVERHEAD_REGS, false, stages, 0 };
+	          (int)(w->largest_tile / threads) + OVERHEAD_REGS, false, stages, 0, 0, 0 };
 	estimate(mc, opt && opt->num_sms > 0 ? opt->num_sms : mc->sms, w, &r, out);
 	finish(mc, w->compulsory, out);
 }

@@ -824,6 +824,169 @@ static bool simt_stages(Pipe *P)
 	return true;
 }
 
+/* ---- streams: a loop of loads and no dot ---------------------------------- */
+
+/* A loop whose body reads slabs but multiplies nothing (a column sum over
+ * row blocks, a norm over column chunks, an online softmax) streams them
+ * through slots of their own, as a dot's operands are: cp.async copies S - 1
+ * slabs ahead, one commit group a slab, and each iteration waits for its
+ * slab, passes a barrier (the slot it then refills was read by every thread
+ * in the iteration before), copies the slab S - 1 ahead and reads its own
+ * from slot rd where the load was (attr `staged`).  A load issued in the
+ * same iteration hides nothing; prefetch's one slab ahead in registers
+ * holds only small slabs.
+ *
+ * How deep: bytes in flight that cover HBM's latency at the SM's share of
+ * the bandwidth, STREAM_FLIGHT an SM, more where the grid has fewer
+ * programs than SMs (each active SM must then fetch the idle ones' share:
+ * a column sum of 32 programs on 132 SMs), divided among the programs an
+ * SM holds; at most what shared memory holds for those programs, at least
+ * num_stages.  The choice is attr `stages` on the loop, a stage's bytes
+ * attr `stream_bytes` (cost.c counts (stages - 1) of them in flight). */
+enum {
+	STREAM_FLIGHT = 64 * 1024,     /* bytes in flight an SM */
+	STREAM_SMEM = 160 * 1024,      /* the slots' most, all programs of an SM, and 2/3 of its shared memory */
+	STREAM_MAX_STAGES = 16,
+	STREAM_MIN_ROW_BYTES = 16,     /* a row of at least one cp.async piece */
+};
+
+/* The programs of the launch's grid; INT32_MAX where one extent is
+ * dynamic. */
+static int64_t launch_programs(LowerCtx *c)
+{
+	const BlkLaunch *l = blk_lower_launch(c);
+	int64_t T = 1, v;
+	for (int a = 0; a < 3; a++) {
+		if (!l->grid[a])
+			continue;
+		if (!blk_sym_is_const(l->grid[a], &v))
+			return INT32_MAX;
+		T *= v;
+	}
+	return T;
+}
+
+static int stream_stages(Pipe *P, int64_t slab)
+{
+	LowerCtx *c = P->L.c;
+	int64_t sms = blk_lower_sms(c), programs = launch_programs(c);
+	int64_t per_sm = (programs + sms - 1) / sms, fit = 2048 / c->nthreads;
+	per_sm = per_sm < fit ? per_sm : fit;
+	per_sm = per_sm < 1 ? 1 : per_sm;
+	int64_t active = programs < sms ? programs : sms;
+	int64_t want = (int64_t)STREAM_FLIGHT * sms / (active > 0 ? active : 1);
+	int64_t D = (want / per_sm + slab - 1) / slab, trips = 0;
+	int64_t S = D + 1;
+	if (S > STREAM_MAX_STAGES)
+		S = STREAM_MAX_STAGES;
+	int64_t lo, hi;
+	if (blk_lower_const_int(P->L.loop->operands[0], &lo) && blk_lower_const_int(P->L.loop->operands[1], &hi))
+		trips = (hi - lo + P->step - 1) / P->step;
+	if (trips > 0 && S > trips + 1)
+		S = trips + 1;
+	int64_t room = blk_lower_arch_smem(c->arch) * 2 / 3; /* a third for the rest (transit regions) */
+	room = STREAM_SMEM < room ? STREAM_SMEM : room;
+	while (S > 2 && S * slab * per_sm > room)
+		S--;
+	if (S < c->k->num_stages && c->k->num_stages * slab * per_sm <= room)
+		S = c->k->num_stages;
+	return S * slab <= room ? (int)S : 0;
+}
+
+/* r holds a dot, a loop or a warp_specialize: no innermost stream loop
+ * (a persistent kernel's tile loop loads q beside its k loop). */
+static bool nests(const BlkRegion *r)
+{
+	for (const BlkOp *op = r->first; op; op = op->next) {
+		if (op->kind == BLK_OP_DOT || op->kind == BLK_OP_FOR || op->kind == BLK_OP_WARP_SPECIALIZE)
+			return true;
+		for (int i = 0; i < op->nregions; i++)
+			if (nests(op->regions[i]))
+				return true;
+	}
+	return false;
+}
+
+/* The slabs an innermost loop without dots reads: loads directly in its
+ * body that raw_slab takes; false if none. */
+static bool stream_slabs(Pipe *P, int64_t *slab)
+{
+	*slab = 0;
+	P->nraw = 0;
+	if (nests(P->L.body))
+		return false;
+	for (BlkOp *op = P->L.body->first; op; op = op->next) {
+		Operand *x = &P->raw[P->nraw];
+		if (op->kind != BLK_OP_LOAD || P->nraw == MAX_RAW || !raw_slab(P, x, op) ||
+		    x->C * blk_dtype_size(op->results[0]->type.dtype) < STREAM_MIN_ROW_BYTES)
+			continue;
+		*slab += x->R * x->C * blk_dtype_size(op->results[0]->type.dtype);
+		P->nraw++;
+	}
+	return P->nraw > 0;
+}
+
+/* v + 1, wrapped to 0 at S (at loc). */
+static BlkValue *advance_at(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *v)
+{
+	BlkValue *n = blk_pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
+	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
+	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
+	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
+}
+
+static bool stream(Pipe *P)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	int64_t slab;
+	if (!blk_lower_const_int(f->operands[2], &P->step) || P->step <= 0 || !P->L.body->last ||
+	    P->L.body->last->kind != BLK_OP_YIELD || !stream_slabs(P, &slab))
+		return false;
+	P->S = stream_stages(P, slab);
+	if (P->S < 2)
+		return false;
+	P->D = P->S - 1;
+	blk_op_set_int(c->a, f, "stages", P->S);
+	blk_op_set_int(c->a, f, "stream_bytes", slab); /* a stage's: the cost model's bytes in flight */
+	BlkBuilder pre;
+	blk_builder_before(&pre, c->a, f);
+	for (int i = 0; i < P->nraw; i++)
+		raw_buffer(P, &pre, &P->raw[i]);
+	if (in_loop(f))
+		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+	prologue(P, &pre);
+	BlkBuilder end;
+	blk_builder_before(&end, c->a, P->L.body->last);
+	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->D);
+	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
+	rd->name = "rd", wr->name = "wr";
+	BlkOp *y = P->L.body->last;
+	y->operands[y->noperands - 2] = advance_at(P, &end, f->loc, rd);
+	y->operands[y->noperands - 1] = advance_at(P, &end, f->loc, wr);
+	/* the head, before the first slab's read: wait, barrier, next copies */
+	BlkOp *first = NULL;
+	for (BlkOp *op = P->L.body->first; op && !first; op = op->next)
+		for (int i = 0; i < P->nraw; i++)
+			if (P->raw[i].load == op)
+				first = op;
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, first);
+	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, f->loc, 0, NULL, 0, NULL, 0);
+	blk_op_set_int(c->a, w, "pending", P->D - 1);
+	blk_build(&b, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+	BlkValue *kn = blk_pipe_binop(&b, BLK_OP_ADD, f->loc, P->L.body->args[0], blk_lower_i32(&b, f->loc, P->D * P->step));
+	BlkValue *more = blk_pipe_binop(&b, BLK_OP_LT, f->loc, kn, f->operands[1]);
+	for (int i = 0; i < P->nraw; i++) {
+		BlkPtrMap rm = { 0 };
+		blk_loop_clone_slice(&P->L, &b, &P->raw[i].in, P->raw[i].load, kn, &rm);
+		blk_pipe_copy(P, &b, more, &P->raw[i], wr, &rm, 0, 1);
+	}
+	commit(&b, f->loc);
+	raw_reads(P, rd);
+	return true;
+}
+
 static void pipeline_loop(void *ctx, BlkOp *f)
 {
 	LowerCtx *c = ctx;
@@ -832,8 +995,12 @@ static void pipeline_loop(void *ctx, BlkOp *f)
 	if (f->kind != BLK_OP_FOR || stages < 2)
 		return;
 	Pipe P = { .L = { .c = c, .loop = f, .body = f->regions[0] }, .S = stages };
-	if (blk_pipe_choose(&P) && simt_stages(&P) && !blk_pipe_warp_specialize(&P))
-		pipeline(&P);
+	if (blk_pipe_choose(&P)) {
+		if (simt_stages(&P) && !blk_pipe_warp_specialize(&P))
+			pipeline(&P);
+	} else if (!P.n) {
+		stream(&P);
+	}
 }
 
 bool blk_lower_pipeline(LowerCtx *c)

@@ -31,14 +31,16 @@ static BlkOpKind reduce_of(BlkOpKind k)
 static BlkOp *folded_reduce(const BlkLoop *L, const BlkValue *acc, const BlkValue *next)
 {
 	const BlkOp *op = next->def;
-	if (!op || op->parent != L->body || op->noperands != 2 || reduce_of(op->kind) == BLK_OP_YIELD ||
-	    blk_lower_uses(L->body, next) != 1 || blk_lower_uses(L->body, acc) != 1)
-		return NULL; /* the running value is used for something else (a softmax's max) */
+	if (!op || op->parent != L->body || op->noperands != 2 || reduce_of(op->kind) == BLK_OP_YIELD)
+		return NULL;
+	/* the form first, the uses (a walk of the body each) only then: a loop
+	 * of 8000 carries was quadratic */
 	for (int i = 0; i < 2; i++) {
 		BlkOp *r = op->operands[1 - i]->def;
 		if (op->operands[i] == acc && r && r->kind == reduce_of(op->kind) && r->parent == L->body &&
+		    blk_lower_uses(L->body, next) == 1 && blk_lower_uses(L->body, acc) == 1 &&
 		    blk_lower_uses(L->body, r->results[0]) == 1)
-			return r;
+			return r; /* else the running value is used for something else (a softmax's max) */
 	}
 	return NULL;
 }
