@@ -89,6 +89,9 @@
 #include <stdint.h>
 #include <string.h>
 
+/* How many ops back same-load looks for the load a load repeats. */
+enum { SAME_LOAD_LOOKBACK = 1024 };
+
 typedef struct Canon {
 	LowerCtx *c;
 	bool changed;
@@ -239,6 +242,150 @@ static void combine(Canon *k, BlkOp *op)
 	blk_replace_uses(op->parent, r, n);
 	blk_op_erase(op);
 	k->changed = true;
+}
+
+/* ---- bounds-mask ------------------------------------------------------------- */
+
+/* v, a tile of rank n, is u (rank 1) spread along axis *axis: u itself
+ * (n = 1), or broadcasts and expand_dims of it.  NULL otherwise. */
+static const BlkValue *spread_of(const BlkValue *v, int n, int *axis)
+{
+	if (v->type.rank == 1) {
+		*axis = 0;
+		return n == 1 ? v : NULL;
+	}
+	const BlkValue *w = NULL; /* the rank-n step nearest u */
+	while (v->def && (v->def->kind == BLK_OP_BROADCAST || v->def->kind == BLK_OP_EXPAND_DIMS) &&
+	       v->def->operands[0]->type.rank >= 1) {
+		if (v->type.rank == n)
+			w = v;
+		v = v->def->operands[0];
+	}
+	if (v->type.rank != 1 || !w || blk_lower_dim(v->type.dims[0]) == 1)
+		return NULL;
+	if (w->def->operands[0]->type.rank == 1 && w->def->kind == BLK_OP_BROADCAST) {
+		*axis = n - 1; /* numpy's rule: dims align right */
+		return v;
+	}
+	int along = -1; /* w = [.., B, ..], ones elsewhere: an expand_dims of u's */
+	for (int d = 0; d < n; d++)
+		if (blk_lower_dim(w->type.dims[d]) != 1) {
+			if (along >= 0)
+				return NULL;
+			along = d;
+		}
+	*axis = along;
+	return along >= 0 ? v : NULL;
+}
+
+typedef struct Bounds {
+	const BlkOp *load;
+	int n;                   /* the load's result rank */
+	const BlkValue *idx[BLK_MAX_RANK]; /* per gather: its index vector, axis, dim extent */
+	int axis[BLK_MAX_RANK];
+	int64_t extent[BLK_MAX_RANK];
+	int ng;
+} Bounds;
+
+/* x (rank 1 along axis a) compared with k says "in its dim's bounds" for
+ * one of the load's gathers: x >= 0, x > -1, x < E, x <= E - 1. */
+static bool bound_leaf(const Bounds *B, BlkOpKind kind, const BlkValue *x, int a, int64_t k)
+{
+	for (int g = 0; g < B->ng; g++) {
+		if (B->idx[g] != x || B->axis[g] != a)
+			continue;
+		int64_t E = B->extent[g];
+		if ((kind == BLK_OP_GE && k == 0) || (kind == BLK_OP_GT && k == -1) || (kind == BLK_OP_LT && k == E) ||
+		    (kind == BLK_OP_LE && k == E - 1))
+			return true;
+	}
+	return false;
+}
+
+/* Every conjunct of c (rank n; along axis a where c is rank 1) is a bounds
+ * check of one of the load's gathers (or true). */
+static bool all_bounds(const Bounds *B, const BlkValue *c, int n, int a, int depth)
+{
+	const BlkOp *d = c->def;
+	int64_t k;
+	if (!d || depth > 32 || c->type.dtype != BLK_BOOL)
+		return false;
+	if (blk_lower_splat_int(c, &k))
+		return k != 0;
+	if (d->kind == BLK_OP_AND)
+		return all_bounds(B, d->operands[0], n, a, depth + 1) && all_bounds(B, d->operands[1], n, a, depth + 1);
+	if (c->type.rank > 1 || (n > 1 && c->type.rank == n)) { /* a spread vector of checks */
+		int ax;
+		const BlkValue *u = spread_of(c, c->type.rank, &ax);
+		if (u && u != c)
+			return all_bounds(B, u, 1, ax, depth + 1);
+		if (d->kind < BLK_OP_LT || d->kind > BLK_OP_GE) /* a compare of spread operands below */
+			return false;
+	}
+	bool cmp = d->kind == BLK_OP_LT || d->kind == BLK_OP_LE || d->kind == BLK_OP_GT || d->kind == BLK_OP_GE;
+	if (!cmp || !blk_lower_splat_int(d->operands[1], &k))
+		return false;
+	int ax = a;
+	const BlkValue *x = d->operands[0];
+	if (x->type.rank > 1 && !(x = spread_of(x, x->type.rank, &ax)))
+		return false;
+	return bound_leaf(B, d->kind, x, ax, k);
+}
+
+/* where(c, L, f), L a gather with fill f, every conjunct of c a check that
+ * one of L's index vectors is within its dim (`where(valid, x[n, ih, iw,
+ * c], 0)` with valid = ih >= 0 && ih < H && ...) -> L: where c fails an
+ * index is out of bounds, where L reads f anyway.  An implicit GEMM's
+ * padding mask then leaves the gathered operand a load the pipeliner can
+ * copy. */
+static bool unmask_bounds(Canon *k, BlkOp *op)
+{
+	BlkOp *ld = op->operands[1]->def;
+	const BlkAttr *idx = ld && ld->kind == BLK_OP_LOAD ? blk_op_attr(ld, "idx") : NULL;
+	const BlkAttr *fill = ld ? blk_op_attr(ld, "fill") : NULL;
+	const BlkAttr *f = op->operands[2]->def && op->operands[2]->def->kind == BLK_OP_CONST
+	                           ? blk_op_attr(op->operands[2]->def, "value") : NULL;
+	if (!idx || idx->kind != BLK_ATTR_INDEX || !f || !blk_op_gathers(ld))
+		return false;
+	double fv = !fill ? 0 : fill->kind == BLK_ATTR_FLOAT ? fill->f : (double)fill->i;
+	double sv = f->kind == BLK_ATTR_FLOAT ? f->f : (double)f->i;
+	if (fv != sv || (fv == 0 && signbit(fv) != signbit(sv)))
+		return false;
+	Bounds B = { .load = ld, .n = ld->results[0]->type.rank };
+	int ngather = 0;
+	for (int d = 0; d < idx->index.n; d++)
+		ngather += idx->index.v[d].kind == BLK_INDEX_GATHER;
+	const BlkValue *ref = ld->operands[0];
+	int first = -1; /* the result axis the gathers' shape sits at: after the dims before them */
+	for (int d = 0, axes = 0; d < idx->index.n && first < 0; d++) {
+		BlkIndexKind kd = idx->index.v[d].kind;
+		if (kd == BLK_INDEX_GATHER)
+			first = axes;
+		else if (kd != BLK_INDEX_SCALAR)
+			axes++;
+	}
+	for (int d = 0, o = 1; d < idx->index.n; d++) {
+		BlkIndexKind kd = idx->index.v[d].kind;
+		if (kd == BLK_INDEX_FULL)
+			continue;
+		if (kd == BLK_INDEX_GATHER && B.ng < BLK_MAX_RANK) {
+			int ax;
+			const BlkValue *t = ld->operands[o];
+			const BlkValue *u = spread_of(t, t->type.rank, &ax);
+			if (u) { /* a vector gather lies along the gathers' place; a tile's axes start there */
+				B.idx[B.ng] = u, B.extent[B.ng] = blk_lower_dim(ref->type.dims[d]);
+				B.axis[B.ng++] = first + ax;
+			}
+		}
+		o++;
+	}
+	(void)ngather;
+	if (!all_bounds(&B, op->operands[0], op->results[0]->type.rank, 0, 0))
+		return false;
+	blk_replace_uses(op->parent, op->results[0], op->operands[1]);
+	blk_op_erase(op);
+	k->changed = true;
+	return true;
 }
 
 /* ---- select-not, compare-face, commute, transpose-pair, whole-view ----------- */
@@ -549,7 +696,11 @@ static void reuse_load(Canon *k, BlkOp *op)
 {
 	if (!blk_loop_read_only(k->c, op->operands[0]))
 		return;
-	for (BlkOp *e = op->prev; e; e = e->prev) {
+	/* at most SAME_LOAD_LOOKBACK ops back: scanning every earlier op of a
+	 * long region for each load was quadratic (8000 when/else statements,
+	 * whose loads branch-merge gathers into one region: 17 s) */
+	int n = 0;
+	for (BlkOp *e = op->prev; e && n < SAME_LOAD_LOOKBACK; e = e->prev, n++) {
 		if (e->kind != BLK_OP_LOAD || !blk_lower_alike(e, op))
 			continue;
 		bool same = true;
@@ -946,6 +1097,8 @@ static void rewrite(void *ctx, BlkOp *op)
 	}
 	switch (op->kind) {
 	case BLK_OP_SELECT:
+		if (unmask_bounds(ctx, op))
+			return; /* replaced */
 		unnegate(ctx, op);
 		combine(ctx, op);
 		return;

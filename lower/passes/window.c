@@ -15,6 +15,11 @@
  *                 as the gather's.  An offset masked as the docs show,
  *                 `where(r < D, r, -1)` with D at least the dim's length,
  *                 indexes as r does and counts as r.
+ *   gather-ds     rows gathered by index tiles along result axis 0 and a
+ *                 last index `s + iota(B)` along axis 1 (Triton's implicit
+ *                 GEMM `x[n[:, None], ih[:, None], iw[:, None], offs_c[None,
+ *                 :]]`) -> the rows' index tiles and ds(s, B) on the last
+ *                 dim: conv2d.blk's `x[n, p, q, ds(c0, BK)]`.
  *   block         a param with no block of its own (the whole array, index
  *                 map all 0), all of whose accesses along dim d are windows
  *                 `ds(program_id(a) * C, C)` of one constant C and one
@@ -194,6 +199,61 @@ static bool iota_window(Win *w, BlkOp *op)
 		v[d].step = 1;
 		note_old(w, op->operands[o]);
 		op->operands[o] = start[d] ? start[d] : blk_lower_i32(&b, op->loc, 0);
+	}
+	blk_op_set_index(c->a, op, "idx", idx->index.n, v);
+	return true;
+}
+
+/* gather-ds on one access: rows gathered by index tiles that vary along
+ * result axis 0 and a last index `s + iota(B)` along axis 1 -- Triton's
+ * implicit GEMM `x[n[:, None], ih[:, None], iw[:, None], offs_c[None, :]]`
+ * -> the row index tiles and a window ds(s, B) on the last dim,
+ * `x[n, ih, iw, ds(s, B)]`: the same elements, the form whose rows the
+ * pipeliner copies by cp.async (a gathered dot operand). */
+static bool gather_ds(Win *w, BlkOp *op)
+{
+	LowerCtx *c = w->c;
+	BlkAttr *idx = (BlkAttr *)blk_op_attr(op, "idx");
+	const BlkType *rt = op->kind == BLK_OP_LOAD ? &op->results[0]->type : &op->operands[op->noperands - 1]->type;
+	if (!idx || idx->kind != BLK_ATTR_INDEX || rt->rank != 2 || idx->index.n < 2)
+		return false;
+	int last = idx->index.n - 1, ngather = 0;
+	for (int d = 0; d < idx->index.n; d++) {
+		BlkIndexKind k = idx->index.v[d].kind;
+		if (k != BLK_INDEX_GATHER && k != BLK_INDEX_SCALAR)
+			return false;
+		ngather += k == BLK_INDEX_GATHER;
+	}
+	if (idx->index.v[last].kind != BLK_INDEX_GATHER || ngather < 2)
+		return false;
+	BlkValue *rows[BLK_MAX_RANK], *s = NULL;
+	for (int d = 0, o = 1; d < idx->index.n; d++, o++) {
+		if (idx->index.v[d].kind != BLK_INDEX_GATHER)
+			continue;
+		if (d == last) {
+			BlkValue *u = along(op->operands[o], 2, 1);
+			if (!u || !iota_offset(u, &s))
+				return false;
+			continue;
+		}
+		rows[d] = along(op->operands[o], 2, 0);
+		if (!rows[d] || !blk_sym_equal(rows[d]->type.dims[0], rt->dims[0]))
+			return false;
+	}
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, op);
+	BlkIndex v[BLK_MAX_RANK];
+	for (int d = 0, o = 1; d < idx->index.n; d++, o++) {
+		v[d] = idx->index.v[d];
+		if (v[d].kind != BLK_INDEX_GATHER)
+			continue;
+		if (d == last) { /* the rows' tiles stay: [R, B], the kept dim theirs too */
+			note_old(w, op->operands[o]);
+			v[d].kind = BLK_INDEX_DS;
+			v[d].size = rt->dims[1];
+			v[d].step = 1;
+			op->operands[o] = s ? s : blk_lower_i32(&b, op->loc, 0);
+		}
 	}
 	blk_op_set_index(c->a, op, "idx", idx->index.n, v);
 	return true;
@@ -706,7 +766,7 @@ static void window_op(void *ctx, BlkOp *op)
 {
 	Win *w = ctx;
 	if (is_access(op))
-		w->rewritten += iota_window(w, op);
+		w->rewritten += iota_window(w, op) || gather_ds(w, op);
 }
 
 bool blk_lower_window(LowerCtx *c)

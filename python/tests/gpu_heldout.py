@@ -451,8 +451,40 @@ def test_attention_timing():
                 attempt(tag, one)
 
 
+@case
+def test_triton_conv():
+    """Triton's implicit-GEMM 3x3 convolution on NHWC (padding by a `where`
+    on the gathered rows, channel offsets as an outer product) against
+    F.conv2d at ragged and ResNet shapes, then timed beside cuDNN on
+    channels_last."""
+    torch.manual_seed(9)
+    for (N, H, W, C, OC) in ((2, 9, 7, 20, 24), (3, 5, 11, 64, 72), (32, 56, 56, 64, 64)):
+        x = randn(N, H, W, C, t="bf16")
+        w = randn(OC, 3, 3, C, t="bf16") * 0.1
+        ref = F.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float(), padding=1).permute(0, 2, 3, 1)
+        for cfg in (dict(), dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4, num_stages=2)):
+            tag = f"tri_conv_nhwc bf16 {N}x{H}x{W}x{C}->{OC} {cfgname(cfg)}"
+            attempt(tag, lambda: check(tag, K("tri_conv_nhwc", T="bf16", **cfg)(x, w), ref, TOL["bf16"]))
+    try:
+        import triton.testing
+        bench = triton.testing.do_bench
+    except Exception:
+        print("  no triton.testing.do_bench: timing skipped")
+        return
+    N, H, W, C, OC = 32, 56, 56, 64, 64
+    x = randn(N, H, W, C, t="bf16")
+    w = randn(OC, 3, 3, C, t="bf16") * 0.1
+    xc = x.permute(0, 3, 1, 2)  # channels_last NCHW views, what cuDNN takes
+    wc = w.permute(0, 3, 1, 2)
+    t_ref = bench(lambda: F.conv2d(xc, wc, padding=1))
+    k = K("tri_conv_nhwc", T="bf16")
+    ms = bench(lambda: k(x, w))
+    print(f"  TIME tri_conv_nhwc bf16 {N}x{H}x{W}x{C}->{OC}: blk {ms:.4f} ms, cuDNN {t_ref:.4f} ms, "
+          f"cuDNN ms / blk ms = {t_ref / ms:.3f}", flush=True)
+
+
 TESTS = (test_fori_matmuls, test_bmm_fp8, test_pallas_matmuls, test_pallas_attention, test_left_alone,
-         test_refused, test_timing, test_attention_timing)
+         test_refused, test_timing, test_attention_timing, test_triton_conv)
 
 
 def main():

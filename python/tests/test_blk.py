@@ -145,6 +145,23 @@ def test_triton_pointer_kernels():
         close(k(*args, interpret=True), ref)
 
 
+def test_triton_conv_nhwc():
+    """heldout.blk's Triton implicit-GEMM convolution (padding by a `where`
+    on gathered rows, whose lowering drops it: canonicalize's bounds-mask)
+    at a ragged shape, in the interpreter, against a NumPy convolution."""
+    import numpy as np
+    N, H, W, C, OC = 2, 5, 4, 6, 5
+    x, w = rand(N, H, W, C), rand(OC, 3, 3, C)
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    ref = np.zeros((N, H, W, OC), np.float32)
+    for r in range(3):
+        for s in range(3):
+            ref += xp[:, r:r + H, s:s + W, :] @ w[:, r, s, :].T
+    k = blk.kernel(os.path.join(HERE, "heldout.blk"), name="tri_conv_nhwc", T="f32", BLOCK_M=16, BLOCK_N=8,
+                   BLOCK_K=4)
+    close(k(x, w, interpret=True), ref)
+
+
 def test_pallas_causal_branches():
     """heldout.blk's Pallas causal attention kernels whose masked and plain
     steps are two branches (a when/else through a helper, and two whens
