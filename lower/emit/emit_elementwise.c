@@ -629,24 +629,43 @@ static void cast_pair(Emit *E, BlkDType to, LLVMValueRef lo, LLVMValueRef hi, LL
  * ex2((a - b) log2 e), the subtraction left to whatever else reads it;
  * with a = x * c, c a scalar (attention's scores times their scale),
  * ex2(fma(x, c log2 e, -(b log2 e))), one more.  The argument's error
- * becomes about |b| ulp instead of |a - b|. */
+ * becomes about |b| ulp instead of |a - b|.  exp2(a - b) likewise,
+ * without the log2 e: Triton's flash attention, `exp2(qk * qk_scale -
+ * m[:, None])`, is one fma and one ex2 an element.  And a = x * c + z, z
+ * a splat constant: ex2(fma(x, c, z - b)) (log2 e folded in for exp). */
 static bool exp_of_difference(Emit *E, const BlkOp *op, EVal *ev, int n)
 {
 	const BlkOp *d = op->operands[0]->def;
-	if (op->kind != BLK_OP_EXP || op->results[0]->type.dtype != BLK_F32 || !d || d->kind != BLK_OP_SUB ||
+	bool two = op->kind == BLK_OP_EXP2; /* exp2(x * c - b), Triton's: no log2 e to fold */
+	if ((op->kind != BLK_OP_EXP && !two) || op->results[0]->type.dtype != BLK_F32 || !d || d->kind != BLK_OP_SUB ||
 	    !d->operands[1]->def || d->operands[1]->def->kind != BLK_OP_BROADCAST)
 		return false;
 	const ETile *a = blk_emit_tile(E, d->operands[0]), *b = blk_emit_tile(E, d->operands[1]);
 	if (blk_layout_nregs(a->l) != n || blk_layout_nregs(b->l) != n)
 		return false;
-	LLVMValueRef log2e = fconst(E, 1.4426950408889634), scale = log2e;
-	BlkValue *x, *c;
-	if (blk_lower_scaled(d->operands[0], &x, &c) && blk_layout_nregs(blk_emit_tile(E, x)->l) == n) {
+	LLVMValueRef log2e = fconst(E, two ? 1.0 : 1.4426950408889634), scale = log2e, z = NULL;
+	BlkValue *x, *c, *scaled = d->operands[0];
+	const BlkOp *add = scaled->def;
+	double zv = 0;
+	for (int o = 0; add && add->kind == BLK_OP_ADD && o < 2 && !z; o++) {
+		/* a = x * c + z, z a splat (Triton's `qk * scale + where(mask,
+		 * 0, -1e6)` with the mask always true): z - b is the fma's
+		 * addend, one rounding of it */
+		const BlkOp *k = add->operands[1 - o]->def;
+		const BlkAttr *kv = k && k->kind == BLK_OP_CONST && k->results[0]->type.rank > 0 ? blk_op_attr(k, "value") : NULL;
+		BlkValue *x0, *c0;
+		if (kv && kv->kind == BLK_ATTR_FLOAT && blk_lower_scaled(add->operands[o], &x0, &c0))
+			zv = kv->f, z = fconst(E, zv), scaled = add->operands[o];
+	}
+	if (blk_lower_scaled(scaled, &x, &c) && blk_layout_nregs(blk_emit_tile(E, x)->l) == n) {
 		a = blk_emit_tile(E, x); /* a = x * c: the fma takes c too */
-		scale = LLVMBuildFMul(E->b, blk_emit_tile(E, c)->r[0], log2e, "");
+		scale = two ? blk_emit_tile(E, c)->r[0] : LLVMBuildFMul(E->b, blk_emit_tile(E, c)->r[0], log2e, "");
+	} else {
+		z = NULL; /* (the add stays a's) */
 	}
 	for (int r = 0; r < n; r++) {
-		LLVMValueRef bl = LLVMBuildFNeg(E->b, LLVMBuildFMul(E->b, b->r[r], log2e, ""), "");
+		LLVMValueRef br = z ? LLVMBuildFSub(E->b, b->r[r], z, "") : b->r[r]; /* -(z - b) = b - z */
+		LLVMValueRef bl = LLVMBuildFNeg(E->b, two ? br : LLVMBuildFMul(E->b, br, log2e, ""), "");
 		LLVMValueRef args[3] = { a->r[r], scale, bl };
 		LLVMTypeRef t = E->f32;
 		LLVMValueRef x = blk_emit_intrinsic(E, "llvm.fma", &t, 1, args, 3);
