@@ -15,6 +15,10 @@
  *                 as the gather's.  An offset masked as the docs show,
  *                 `where(r < D, r, -1)` with D at least the dim's length,
  *                 indexes as r does and counts as r.
+ *   vector-window an access whose one gather is a vector `s + iota(B)` or
+ *                 `(s + iota(B)) + t` beside windows, whole dims and
+ *                 scalars (a stacked weight's rows `w13[N + offs_n, ds(k,
+ *                 BK)]`) -> ds there.
  *   gather-ds     rows gathered by index tiles along result axis 0 and a
  *                 last index `s + iota(B)` along axis 1 (Triton's implicit
  *                 GEMM `x[n[:, None], ih[:, None], iw[:, None], offs_c[None,
@@ -81,18 +85,64 @@ static bool iota_offset(const BlkValue *v, BlkValue **s)
  * docs' `where(i < N, perm, -1)` masking) with D >= extent and c outside
  * [0, extent) indexes as x does -- every position x < extent reads or
  * writes x, every other reads the fill or is dropped both ways -- so x;
- * else u. */
+ * `where(x < D, x + T, c)` (T >= 0: the up rows of a stacked [2N, K]
+ * weight, `where(offs < N, N + offs, -1)`) likewise x + T where D + T >=
+ * extent; else u. */
+/* The largest value of `program_id(a) * C + iota(B)` (a parallel grid
+ * axis of constant extent G: (G - 1) C + B - 1), or INT64_MAX. */
+static int64_t iota_max(const BlkKernel *k, const BlkValue *v)
+{
+	const BlkOp *d = v->def;
+	if (!d || d->kind != BLK_OP_ADD || v->type.rank != 1)
+		return INT64_MAX;
+	for (int o = 0; o < 2; o++) {
+		const BlkOp *bc = d->operands[o]->def, *io = d->operands[1 - o]->def, *m;
+		int64_t C = 1, G;
+		if (!bc || bc->kind != BLK_OP_BROADCAST || !io || io->kind != BLK_OP_IOTA || !(m = bc->operands[0]->def))
+			continue;
+		if (m->kind == BLK_OP_MUL) {
+			const BlkOp *p = m->operands[0]->def;
+			if (!p || p->kind != BLK_OP_PROGRAM_ID || !blk_lower_splat_int(m->operands[1], &C))
+				continue;
+			m = p;
+		}
+		int a = m->kind == BLK_OP_PROGRAM_ID ? (int)blk_op_int(m, "axis", -1) : -1;
+		if (a < 0 || a >= k->grid_rank || k->grid_seq[a] || C < 0 || !blk_sym_is_const(k->grid[a], &G) || G < 1)
+			continue;
+		return (G - 1) * C + blk_lower_dim(v->type.dims[0]) - 1;
+	}
+	return INT64_MAX;
+}
+
+static BlkValue *unmasked_in(const BlkKernel *k, BlkValue *u, int64_t extent);
+
 static BlkValue *unmasked(BlkValue *u, int64_t extent)
+{
+	return unmasked_in(NULL, u, extent);
+}
+
+static BlkValue *unmasked_in(const BlkKernel *k, BlkValue *u, int64_t extent)
 {
 	const BlkOp *sel = u->def, *cmp;
 	int64_t D, c;
 	if (!sel || sel->kind != BLK_OP_SELECT || sel->operands[1] == sel->operands[2] ||
 	    !blk_lower_splat_int(sel->operands[2], &c) || (c >= 0 && c < extent) || !(cmp = sel->operands[0]->def))
 		return u;
-	BlkValue *x = sel->operands[1];
+	BlkValue *y = sel->operands[1], *x = y;
+	int64_t T = 0; /* y = x + T: past D, x + T is past D + T */
+	const BlkOp *a = y->def;
+	for (int o = 0; a && a->kind == BLK_OP_ADD && o < 2 && x == y; o++)
+		if (blk_lower_splat_int(a->operands[1 - o], &T) && T >= 0 && cmp->kind != BLK_OP_GT &&
+		    cmp->operands[0] == a->operands[o])
+			x = a->operands[o];
+	if (x == y)
+		T = 0;
 	bool lt = cmp->kind == BLK_OP_LT && cmp->operands[0] == x && blk_lower_splat_int(cmp->operands[1], &D);
 	bool gt = cmp->kind == BLK_OP_GT && cmp->operands[1] == x && blk_lower_splat_int(cmp->operands[0], &D);
-	return (lt || gt) && D >= extent ? x : u;
+	/* or the condition always holds: x's largest value below D (the
+	 * gate rows of a stacked weight, `where(offs < N, offs, -1)`, on a
+	 * grid of N / BN programs) */
+	return (lt || gt) && (D + T >= extent || (k && iota_max(k, x) < D)) ? y : u;
 }
 
 /* The rank-1 offsets u whose broadcast along axis `axis` of a rank-n result
@@ -200,6 +250,62 @@ static bool iota_window(Win *w, BlkOp *op)
 		note_old(w, op->operands[o]);
 		op->operands[o] = start[d] ? start[d] : blk_lower_i32(&b, op->loc, 0);
 	}
+	blk_op_set_index(c->a, op, "idx", idx->index.n, v);
+	return true;
+}
+
+/* vector-window on one access: its one gather a vector `s + iota(B)` (or
+ * `(s + iota(B)) + t`, t a scalar), beside windows, whole dims or
+ * scalars -- the rows of a stacked weight `w13[N + offs_n, ds(k, BK)]`
+ * -> ds(s (+ t), B) there: the same elements, the same order (a vector
+ * gather's axis is where it stands). */
+static bool vector_window(Win *w, BlkOp *op)
+{
+	LowerCtx *c = w->c;
+	BlkAttr *idx = (BlkAttr *)blk_op_attr(op, "idx");
+	if (!idx || idx->kind != BLK_ATTR_INDEX)
+		return false;
+	int gd = -1, go = -1, axis = 0, rank = 0; /* the gather's dim, operand, result axis */
+	for (int d = 0, o = 1; d < idx->index.n; d++) {
+		BlkIndexKind k = idx->index.v[d].kind;
+		if (k == BLK_INDEX_GATHER) {
+			if (gd >= 0)
+				return false;
+			gd = d, go = o, axis = rank;
+		}
+		rank += k != BLK_INDEX_SCALAR;
+		o += k != BLK_INDEX_FULL;
+	}
+	/* its index tile holds the kept dims too: the vector spread along its axis */
+	BlkValue *u = gd >= 0 ? along(op->operands[go], rank, axis) : NULL, *s = NULL, *t = NULL;
+	if (!u)
+		return false;
+	u = unmasked_in(c->k, u, blk_lower_dim(op->operands[0]->type.dims[gd]));
+	const BlkOp *a = u->def;
+	if (!iota_offset(u, &s)) { /* (s + iota(B)) + t */
+		for (int o = 0; a && a->kind == BLK_OP_ADD && o < 2 && !t; o++) {
+			const BlkOp *bc = a->operands[1 - o]->def;
+			if (bc && bc->kind == BLK_OP_BROADCAST && bc->operands[0]->type.rank == 0 && iota_offset(a->operands[o], &s))
+				t = bc->operands[0];
+		}
+		if (!t)
+			return false;
+	}
+	BlkBuilder b;
+	blk_builder_before(&b, c->a, op);
+	BlkValue *start = s ? s : blk_lower_i32(&b, op->loc, 0);
+	if (t) {
+		BlkValue *ops[2] = { start, t };
+		start = blk_build1(&b, BLK_OP_ADD, op->loc, blk_type_scalar(BLK_I32), 2, ops);
+	}
+	BlkIndex v[BLK_MAX_RANK];
+	for (int d = 0; d < idx->index.n; d++)
+		v[d] = idx->index.v[d];
+	v[gd].kind = BLK_INDEX_DS;
+	v[gd].size = u->type.dims[0];
+	v[gd].step = 1;
+	note_old(w, op->operands[go]);
+	op->operands[go] = start;
 	blk_op_set_index(c->a, op, "idx", idx->index.n, v);
 	return true;
 }
@@ -766,7 +872,7 @@ static void window_op(void *ctx, BlkOp *op)
 {
 	Win *w = ctx;
 	if (is_access(op))
-		w->rewritten += iota_window(w, op) || gather_ds(w, op);
+		w->rewritten += iota_window(w, op) || gather_ds(w, op) || vector_window(w, op);
 }
 
 bool blk_lower_window(LowerCtx *c)
