@@ -233,15 +233,34 @@ static bool begin(LowerCtx *c, BlkArena *a, BlkDiag *d, const BlkKernel *k, cons
 	return true;
 }
 
+/* Every IR pass on k's clone in c (work: the tile-level work the cost
+ * model reads, or NULL).  Where pipeline.c's streams leave the rest of the
+ * kernel too little shared memory (smem-plan says so without an error),
+ * the passes run again from a new clone without streams. */
+static bool lower_ir(LowerCtx *c, BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
+                     const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCostWork *work)
+{
+	bool ok = false;
+	for (int again = 0; again < 2; again++) {
+		ok = begin(c, a, d, k, sizes, arrays, opt) && checked(c, true, "clone", verify_after(c, -1));
+		c->no_stream = again;
+		for (int i = 0; ok && i < NPASSES; i++) {
+			ok = checked(c, ir_passes[i].run(c), ir_passes[i].name, verify_after(c, i));
+			if (ok && work && strcmp(ir_passes[i].name, "dot-engine") == 0) /* tile level, engines chosen */
+				blk_lower_cost_read(c, work);
+		}
+		if (ok || !c->stream_overflow)
+			break;
+	}
+	return ok;
+}
+
 bool blk_lower_kernel(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
                       const BlkArrayDesc *arrays, const BlkLowerOptions *opt, BlkCompiled *out)
 {
 	LowerCtx c;
 	memset(out, 0, sizeof *out);
-	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone", verify_after(&c, -1));
-	for (int i = 0; ok && i < NPASSES; i++)
-		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name, verify_after(&c, i));
-	return ok && backend(&c, out);
+	return lower_ir(&c, a, d, k, sizes, arrays, opt, NULL) && backend(&c, out);
 }
 
 bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *sizes,
@@ -250,12 +269,7 @@ bool blk_lower_cost(BlkArena *a, BlkDiag *d, const BlkKernel *k, const int64_t *
 	LowerCtx c;
 	BlkCostWork work;
 	memset(out, 0, sizeof *out);
-	bool ok = begin(&c, a, d, k, sizes, arrays, opt) && checked(&c, true, "clone", verify_after(&c, -1));
-	for (int i = 0; ok && i < NPASSES; i++) {
-		ok = checked(&c, ir_passes[i].run(&c), ir_passes[i].name, verify_after(&c, i));
-		if (ok && strcmp(ir_passes[i].name, "dot-engine") == 0) /* tile level, engines chosen */
-			blk_lower_cost_read(&c, &work);
-	}
+	bool ok = lower_ir(&c, a, d, k, sizes, arrays, opt, &work);
 	if (ok && check_registers(&c))
 		blk_lower_cost_estimate(&c, &work, out);
 	return ok && !blk_diag_error_count(d);

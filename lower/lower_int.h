@@ -39,6 +39,9 @@ typedef struct LowerCtx {
 	BlkLayout scalar;      /* rank 0, held by every thread */
 	bool huge;             /* more than BLK_HUGE_KERNEL_OPS ops (driver.c): verified once,
 	                        * guarded stores predicated, LLVM's short path (ptx.c) */
+	bool no_stream;        /* pipeline.c makes no streams (driver.c's second try) */
+	bool streamed;         /* ...it made one */
+	bool stream_overflow;  /* smem-plan: past the arch's shared memory with streams (no error) */
 	/* outputs */
 	char *llvm_ir;         /* malloc'ed by LLVM, copied to the arena */
 	const char *ptx;

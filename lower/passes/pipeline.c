@@ -841,7 +841,9 @@ static bool simt_stages(Pipe *P)
  * programs than SMs (each active SM must then fetch the idle ones' share:
  * a column sum of 32 programs on 132 SMs), divided among the programs an
  * SM holds; at most what shared memory holds for those programs, at least
- * num_stages.  The choice is attr `stages` on the loop, a stage's bytes
+ * num_stages.  The rest of the kernel's shared memory is not known yet:
+ * where the total overflows (a cross-entropy's [BR, BV] f32 transit),
+ * driver.c lowers the kernel again without streams.  The choice is attr `stages` on the loop, a stage's bytes
  * attr `stream_bytes` (cost.c counts (stages - 1) of them in flight). */
 enum {
 	STREAM_FLIGHT = 64 * 1024,     /* bytes in flight an SM */
@@ -940,13 +942,14 @@ static bool stream(Pipe *P)
 	LowerCtx *c = P->L.c;
 	BlkOp *f = P->L.loop;
 	int64_t slab;
-	if (!blk_lower_const_int(f->operands[2], &P->step) || P->step <= 0 || !P->L.body->last ||
+	if (c->no_stream || !blk_lower_const_int(f->operands[2], &P->step) || P->step <= 0 || !P->L.body->last ||
 	    P->L.body->last->kind != BLK_OP_YIELD || !stream_slabs(P, &slab))
 		return false;
 	P->S = stream_stages(P, slab);
 	if (P->S < 2)
 		return false;
 	P->D = P->S - 1;
+	c->streamed = true;
 	blk_op_set_int(c->a, f, "stages", P->S);
 	blk_op_set_int(c->a, f, "stream_bytes", slab); /* a stage's: the cost model's bytes in flight */
 	BlkBuilder pre;

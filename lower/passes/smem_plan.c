@@ -219,6 +219,10 @@ bool blk_lower_smem_plan(LowerCtx *c)
 	BlkLaunch *l = blk_lower_launch(c);
 	l->smem = (total + 15) & ~(int64_t)15;
 	int most = blk_lower_arch_smem(c->arch);
+	if (l->smem > most && c->streamed) { /* driver.c tries again without the streams */
+		c->stream_overflow = true;
+		return false;
+	}
 	if (l->smem > most) {
 		blk_error(c->d, c->k->loc, "kernel %s needs %lld bytes of shared memory at this launch; "
 		          "the most a CTA can have is %d%s%s", c->k->name, (long long)l->smem, most,
