@@ -884,6 +884,8 @@ static int stream_stages(Pipe *P, int64_t slab)
 	int64_t lo, hi;
 	if (blk_lower_const_int(P->L.loop->operands[0], &lo) && blk_lower_const_int(P->L.loop->operands[1], &hi))
 		trips = (hi - lo + P->step - 1) / P->step;
+	if (trips > 0 && trips < 2)
+		return 0; /* one slab: nothing to overlap it with */
 	if (trips > 0 && S > trips + 1)
 		S = trips + 1;
 	int64_t room = blk_lower_arch_smem(c->arch) * 2 / 3; /* a third for the rest (transit regions) */
