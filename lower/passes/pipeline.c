@@ -459,14 +459,18 @@ static void prologue(Pipe *P, BlkBuilder *b)
 	}
 }
 
-/* v + 1, wrapped to 0 at S. */
-BlkValue *blk_pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
+/* v + 1, wrapped to 0 at S (at loc). */
+static BlkValue *advance_at(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *v)
 {
-	BlkLoc loc = P->s->dot->loc;
 	BlkValue *n = blk_pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
 	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
 	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
 	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
+}
+
+BlkValue *blk_pipe_advance(Pipe *P, BlkBuilder *b, BlkValue *v)
+{
+	return advance_at(P, b, P->s->dot->loc, v);
 }
 
 /* Parts each operand's next copy is split into: the dot's k16 steps
@@ -675,6 +679,29 @@ static void computed_nt(Pipe *P, BlkOp *dot)
 	blk_op_erase(t);
 }
 
+/* Before the loop (at pre): the raw slots, a barrier where the loop runs
+ * inside another (the last run's reads of the slots come first), the first
+ * D slabs' copies; the slot counters rd = 0 and wr = D as carries of the
+ * loop, advanced before its yield. */
+static void slots_ahead(Pipe *P, BlkBuilder *pre, BlkValue **rd, BlkValue **wr)
+{
+	LowerCtx *c = P->L.c;
+	BlkOp *f = P->L.loop;
+	for (int i = 0; i < P->nraw; i++)
+		raw_buffer(P, pre, &P->raw[i]);
+	if (in_loop(f))
+		blk_build(pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
+	prologue(P, pre);
+	BlkBuilder end;
+	blk_builder_before(&end, c->a, P->L.body->last);
+	BlkValue *rd0 = blk_lower_i32(pre, f->loc, 0), *wr0 = blk_lower_i32(pre, f->loc, P->D);
+	*rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
+	(*rd)->name = "rd", (*wr)->name = "wr";
+	BlkOp *y = P->L.body->last;
+	y->operands[y->noperands - 2] = advance_at(P, &end, f->loc, *rd);
+	y->operands[y->noperands - 1] = advance_at(P, &end, f->loc, *wr);
+}
+
 static void pipeline(Pipe *P)
 {
 	LowerCtx *c = P->L.c;
@@ -702,21 +729,9 @@ static void pipeline(Pipe *P)
 	for (int i = 0; i < P->n; i++)
 		computed_nt(P, P->all[i].dot);
 	raw_slabs(P);
-	for (int i = 0; i < P->nraw; i++)
-		raw_buffer(P, &pre, &P->raw[i]);
-	if (in_loop(f))
-		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
-	prologue(P, &pre);
-	/* the slot counters: carries whose next values come before the yield */
-	BlkBuilder end;
-	blk_builder_before(&end, c->a, P->L.body->last);
-	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->D);
-	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
-	rd->name = "rd", wr->name = "wr";
-	BlkOp *y = P->L.body->last;
+	BlkValue *rd, *wr;
+	slots_ahead(P, &pre, &rd, &wr);
 	P->s = &P->all[0];
-	y->operands[y->noperands - 2] = blk_pipe_advance(P, &end, rd);
-	y->operands[y->noperands - 1] = blk_pipe_advance(P, &end, wr);
 	BlkValue *kn, *more;
 	steady_head(P, &kn, &more);
 	for (int i = 0; i < P->n; i++) {
@@ -930,15 +945,6 @@ static bool stream_slabs(Pipe *P, int64_t *slab)
 	return P->nraw > 0;
 }
 
-/* v + 1, wrapped to 0 at S (at loc). */
-static BlkValue *advance_at(Pipe *P, BlkBuilder *b, BlkLoc loc, BlkValue *v)
-{
-	BlkValue *n = blk_pipe_binop(b, BLK_OP_ADD, loc, v, blk_lower_i32(b, loc, 1));
-	BlkValue *wrap = blk_pipe_binop(b, BLK_OP_EQ, loc, n, blk_lower_i32(b, loc, P->S));
-	BlkValue *o[3] = { wrap, blk_lower_i32(b, loc, 0), n };
-	return blk_build1(b, BLK_OP_SELECT, loc, blk_type_scalar(BLK_I32), 3, o);
-}
-
 static bool stream(Pipe *P)
 {
 	LowerCtx *c = P->L.c;
@@ -956,19 +962,8 @@ static bool stream(Pipe *P)
 	blk_op_set_int(c->a, f, "stream_bytes", slab); /* a stage's: the cost model's bytes in flight */
 	BlkBuilder pre;
 	blk_builder_before(&pre, c->a, f);
-	for (int i = 0; i < P->nraw; i++)
-		raw_buffer(P, &pre, &P->raw[i]);
-	if (in_loop(f))
-		blk_build(&pre, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);
-	prologue(P, &pre);
-	BlkBuilder end;
-	blk_builder_before(&end, c->a, P->L.body->last);
-	BlkValue *rd0 = blk_lower_i32(&pre, f->loc, 0), *wr0 = blk_lower_i32(&pre, f->loc, P->D);
-	BlkValue *rd = blk_loop_add_carry(&P->L, rd0, rd0), *wr = blk_loop_add_carry(&P->L, wr0, wr0);
-	rd->name = "rd", wr->name = "wr";
-	BlkOp *y = P->L.body->last;
-	y->operands[y->noperands - 2] = advance_at(P, &end, f->loc, rd);
-	y->operands[y->noperands - 1] = advance_at(P, &end, f->loc, wr);
+	BlkValue *rd, *wr;
+	slots_ahead(P, &pre, &rd, &wr);
 	/* the head, before the first slab's read: wait, barrier, next copies */
 	BlkOp *first = NULL;
 	for (BlkOp *op = P->L.body->first; op && !first; op = op->next)
