@@ -352,9 +352,6 @@ static bool unmask_bounds(Canon *k, BlkOp *op)
 	if (fv != sv || (fv == 0 && signbit(fv) != signbit(sv)))
 		return false;
 	Bounds B = { .load = ld, .n = ld->results[0]->type.rank };
-	int ngather = 0;
-	for (int d = 0; d < idx->index.n; d++)
-		ngather += idx->index.v[d].kind == BLK_INDEX_GATHER;
 	const BlkValue *ref = ld->operands[0];
 	int first = -1; /* the result axis the gathers' shape sits at: after the dims before them */
 	for (int d = 0, axes = 0; d < idx->index.n && first < 0; d++) {
@@ -379,7 +376,6 @@ static bool unmask_bounds(Canon *k, BlkOp *op)
 		}
 		o++;
 	}
-	(void)ngather;
 	if (!all_bounds(&B, op->operands[0], op->results[0]->type.rank, 0, 0))
 		return false;
 	blk_replace_uses(op->parent, op->results[0], op->operands[1]);

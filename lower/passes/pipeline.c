@@ -499,14 +499,22 @@ static int parts_of(const Pipe *P)
 /* Before the first dot: wait until slab k has landed (one group holds
  * every dot's operands), one barrier (for every thread; slot wr is free),
  * the next slab's iv kn and whether there is one. */
+/* The body's first raw load (P->raw), or NULL. */
+static BlkOp *first_raw(const Pipe *P)
+{
+	for (BlkOp *op = P->L.body->first; op; op = op->next)
+		for (int i = 0; i < P->nraw; i++)
+			if (P->raw[i].load == op)
+				return op;
+	return NULL;
+}
+
 static void steady_head(Pipe *P, BlkValue **kn, BlkValue **more)
 {
 	LowerCtx *c = P->L.c;
-	BlkOp *dot = P->all[0].dot, *at = dot;
-	for (BlkOp *op = P->L.body->first; op && at == dot; op = op->next) /* before the first raw read */
-		for (int i = 0; i < P->nraw; i++)
-			if (P->raw[i].load == op)
-				at = op;
+	BlkOp *dot = P->all[0].dot, *at = first_raw(P); /* before the first raw read */
+	if (!at)
+		at = dot;
 	BlkBuilder b;
 	blk_builder_before(&b, c->a, at);
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, dot->loc, 0, NULL, 0, NULL, 0);
@@ -965,13 +973,8 @@ static bool stream(Pipe *P)
 	BlkValue *rd, *wr;
 	slots_ahead(P, &pre, &rd, &wr);
 	/* the head, before the first slab's read: wait, barrier, next copies */
-	BlkOp *first = NULL;
-	for (BlkOp *op = P->L.body->first; op && !first; op = op->next)
-		for (int i = 0; i < P->nraw; i++)
-			if (P->raw[i].load == op)
-				first = op;
 	BlkBuilder b;
-	blk_builder_before(&b, c->a, first);
+	blk_builder_before(&b, c->a, first_raw(P));
 	BlkOp *w = blk_build(&b, BLK_OP_ASYNC_WAIT, f->loc, 0, NULL, 0, NULL, 0);
 	blk_op_set_int(c->a, w, "pending", P->D - 1);
 	blk_build(&b, BLK_OP_BARRIER, f->loc, 0, NULL, 0, NULL, 0);

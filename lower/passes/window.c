@@ -114,14 +114,7 @@ static int64_t iota_max(const BlkKernel *k, const BlkValue *v)
 	return INT64_MAX;
 }
 
-static BlkValue *unmasked_in(const BlkKernel *k, BlkValue *u, int64_t extent);
-
-static BlkValue *unmasked(BlkValue *u, int64_t extent)
-{
-	return unmasked_in(NULL, u, extent);
-}
-
-static BlkValue *unmasked_in(const BlkKernel *k, BlkValue *u, int64_t extent)
+static BlkValue *unmasked(const BlkKernel *k, BlkValue *u, int64_t extent)
 {
 	const BlkOp *sel = u->def, *cmp;
 	int64_t D, c;
@@ -142,7 +135,7 @@ static BlkValue *unmasked_in(const BlkKernel *k, BlkValue *u, int64_t extent)
 	/* or the condition always holds: x's largest value below D (the
 	 * gate rows of a stacked weight, `where(offs < N, offs, -1)`, on a
 	 * grid of N / BN programs) */
-	return (lt || gt) && (D + T >= extent || (k && iota_max(k, x) < D)) ? y : u;
+	return (lt || gt) && (D + T >= extent || iota_max(k, x) < D) ? y : u;
 }
 
 /* The rank-1 offsets u whose broadcast along axis `axis` of a rank-n result
@@ -231,7 +224,7 @@ static bool iota_window(Win *w, BlkOp *op)
 			continue;
 		BlkValue *u = along(op->operands[o], n, g);
 		if (u)
-			u = unmasked(u, blk_lower_dim(op->operands[0]->type.dims[d]));
+			u = unmasked(c->k, u, blk_lower_dim(op->operands[0]->type.dims[d]));
 		if (!u || !iota_offset(u, &start[d]))
 			return false;
 		size[d] = blk_lower_dim(u->type.dims[0]);
@@ -280,7 +273,7 @@ static bool vector_window(Win *w, BlkOp *op)
 	BlkValue *u = gd >= 0 ? along(op->operands[go], rank, axis) : NULL, *s = NULL, *t = NULL;
 	if (!u)
 		return false;
-	u = unmasked_in(c->k, u, blk_lower_dim(op->operands[0]->type.dims[gd]));
+	u = unmasked(c->k, u, blk_lower_dim(op->operands[0]->type.dims[gd]));
 	const BlkOp *a = u->def;
 	if (!iota_offset(u, &s)) { /* (s + iota(B)) + t */
 		for (int o = 0; a && a->kind == BLK_OP_ADD && o < 2 && !t; o++) {
@@ -610,7 +603,7 @@ static bool same_start(const BlkValue *a, const BlkValue *b)
 
 /* The start of a store's positions along value axis t: a gather by
  * `s + iota` or a window ds(s, ..) step 1; the index dim in *dim. */
-static bool store_start(const BlkOp *op, int t, BlkValue **s, int *dim)
+static bool store_start(const BlkKernel *k, const BlkOp *op, int t, BlkValue **s, int *dim)
 {
 	const BlkAttr *idx = blk_op_attr(op, "idx");
 	if (!idx || idx->kind != BLK_ATTR_INDEX)
@@ -633,7 +626,7 @@ static bool store_start(const BlkOp *op, int t, BlkValue **s, int *dim)
 				return blk_index_step(ix) == 1;
 			}
 			BlkValue *u = along(op->operands[o], ngather, t);
-			return u && iota_offset(unmasked(u, blk_lower_dim(op->operands[0]->type.dims[d])), s);
+			return u && iota_offset(unmasked(k, u, blk_lower_dim(op->operands[0]->type.dims[d])), s);
 		}
 		o++;
 	}
@@ -642,7 +635,7 @@ static bool store_start(const BlkOp *op, int t, BlkValue **s, int *dim)
 
 /* A store of a tainted value: every tainted position lies past the
  * stored dim's end, where the store writes nothing. */
-static bool store_skips(const BlkOp *op, const Taint *t)
+static bool store_skips(const BlkKernel *k, const BlkOp *op, const Taint *t)
 {
 	const BlkValue *v = op->operands[op->noperands - 1], *ref = op->operands[0];
 	for (int a = 0; a < v->type.rank; a++) {
@@ -650,7 +643,7 @@ static bool store_skips(const BlkOp *op, const Taint *t)
 			continue;
 		BlkValue *s;
 		int d;
-		if (!store_start(op, a, &s, &d) || !same_start(s, t->b[a]->s) ||
+		if (!store_start(k, op, a, &s, &d) || !same_start(s, t->b[a]->s) ||
 		    blk_lower_dim(ref->type.dims[d]) > t->b[a]->E)
 			return false;
 	}
@@ -689,7 +682,7 @@ static void spread_taint(Wrap *w, BlkOp *op)
 		for (int i = 0; i < op->noperands - 1; i++)
 			if (taint_of(w, op->operands[i]))
 				w->fail = true;
-		if (!store_skips(op, taint_of(w, op->operands[op->noperands - 1])))
+		if (!store_skips(w->c->k, op, taint_of(w, op->operands[op->noperands - 1])))
 			w->fail = true;
 		return;
 	}
